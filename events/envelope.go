@@ -1,0 +1,104 @@
+package events
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/nats-io/nats.go"
+)
+
+// SchemaVersion is the version of every payload in this package; a change
+// to a payload is a change to a public API and bumps it.
+const SchemaVersion = "1"
+
+// Event is the CloudEvents 1.0 structured envelope every event travels in,
+// with the extensions simtime (simulated time) and seq (counting from 1 per
+// source, so a restarted actor starts a new sequence).
+type Event struct {
+	SpecVersion     string    `json:"specversion"`
+	ID              string    `json:"id"`
+	Source          string    `json:"source"`
+	Type            string    `json:"type"`
+	Time            time.Time `json:"time"`
+	Subject         string    `json:"subject,omitempty"`
+	DataContentType string    `json:"datacontenttype"`
+	DataSchema      string    `json:"dataschemaversion"`
+	SimTime         time.Time `json:"simtime"`
+	Seq             uint64    `json:"seq"`
+	Data            any       `json:"data"`
+}
+
+// Decoded is an Event as a reader gets it, with its data left raw.
+type Decoded struct {
+	SpecVersion string          `json:"specversion"`
+	ID          string          `json:"id"`
+	Source      string          `json:"source"`
+	Type        string          `json:"type"`
+	Time        time.Time       `json:"time"`
+	Subject     string          `json:"subject,omitempty"`
+	SimTime     time.Time       `json:"simtime"`
+	Seq         uint64          `json:"seq"`
+	Data        json.RawMessage `json:"data"`
+}
+
+// Publisher is what an Emitter sends on: a *nats.Conn satisfies it.
+type Publisher interface {
+	Publish(subject string, data []byte) error
+}
+
+// Emitter publishes one actor's events: it owns the actor's source name and
+// sequence, so it belongs to exactly one goroutine.
+type Emitter struct {
+	pub    Publisher
+	source string
+	seq    uint64
+}
+
+// NewEmitter returns an emitter for source (e.g. "/gpu/node-0/gpu-3/1").
+func NewEmitter(pub Publisher, source string) *Emitter {
+	return &Emitter{pub: pub, source: source}
+}
+
+// Source is the emitter's CloudEvents source.
+func (e *Emitter) Source() string { return e.source }
+
+// Emit encodes the event once and publishes it on subject. typ is the
+// CloudEvents type ("gpusched.job.placed"), subject the entity it concerns.
+func (e *Emitter) Emit(natsSubject, typ, subject string, simTime time.Time, data any) error {
+	e.seq++
+	ev := Event{
+		SpecVersion:     "1.0",
+		ID:              uuid.NewString(),
+		Source:          e.source,
+		Type:            typ,
+		Time:            time.Now().UTC(),
+		Subject:         subject,
+		DataContentType: "application/json",
+		DataSchema:      SchemaVersion,
+		SimTime:         simTime.UTC(),
+		Seq:             e.seq,
+		Data:            data,
+	}
+	b, err := json.Marshal(ev)
+	if err != nil {
+		return err
+	}
+	return e.pub.Publish(natsSubject, b)
+}
+
+// Type builds a CloudEvents type: "gpusched.<family>.<type>".
+func Type(family, typ string) string { return "gpusched." + family + "." + typ }
+
+// Reply answers a request with v encoded as JSON; a nil reply subject (a
+// plain publish) is ignored.
+func Reply(m *nats.Msg, v any) error {
+	if m.Reply == "" {
+		return nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return m.Respond(b)
+}

@@ -1,0 +1,297 @@
+package events
+
+import (
+	"time"
+
+	"github.com/gpusched/gpusched/model"
+	"github.com/gpusched/gpusched/vram"
+)
+
+// ErrorReply is the one error shape of every request/reply subject.
+type ErrorReply struct {
+	Error *model.FieldError `json:"error"`
+}
+
+// SubmitReply answers <p>.job.submit.
+type SubmitReply struct {
+	JobID string `json:"job_id"`
+	State string `json:"state"`
+}
+
+// JobRef names a job: the body of job.get, job.cancel and sched.explain.
+type JobRef struct {
+	JobID string `json:"job_id"`
+}
+
+// Transition is one step of a job's history.
+type Transition struct {
+	State   string    `json:"state"`
+	SimTime time.Time `json:"simtime"`
+	Reason  string    `json:"reason,omitempty"`
+}
+
+// JobInfo is a job as the scheduler knows it: the payload of job events,
+// job.get (with its history), job.list and the snapshot.
+type JobInfo struct {
+	JobID    string         `json:"job_id"`
+	Name     string         `json:"name"`
+	Tenant   string         `json:"tenant"`
+	Priority model.Priority `json:"priority"`
+	State    string         `json:"state"`
+	// GPUs is the number of GPUs the job asks for.
+	GPUs int `json:"gpus"`
+	// VRAM is bytes per GPU.
+	VRAM        int64   `json:"vram"`
+	Util        float64 `json:"util"`
+	CPU         float64 `json:"cpu"`
+	Memory      int64   `json:"memory"`
+	Duration    string  `json:"duration"`
+	Preemptible bool    `json:"preemptible"`
+	Checkpoint  string  `json:"checkpoint,omitempty"`
+	// Node and GPUIDs say where the job is placed (or last ran).
+	Node   string   `json:"node,omitempty"`
+	GPUIDs []string `json:"gpu_ids,omitempty"`
+	// ProgressS is the work done in reference seconds; WorkS the total.
+	ProgressS   float64    `json:"progress_s"`
+	WorkS       float64    `json:"work_s"`
+	Preemptions int        `json:"preemptions"`
+	SubmittedAt time.Time  `json:"submitted_at"`
+	StartedAt   *time.Time `json:"started_at,omitempty"`
+	EndedAt     *time.Time `json:"ended_at,omitempty"`
+	// Reason says why a job waits (pending), or why it ended as it did.
+	Reason string `json:"reason,omitempty"`
+	// Preemptor and Victims are set on preempted events and on the preemptor's placed event.
+	Preemptor string       `json:"preemptor,omitempty"`
+	Victims   []string     `json:"victims,omitempty"`
+	History   []Transition `json:"history,omitempty"`
+}
+
+// JobListRequest filters job.list; every field is optional.
+type JobListRequest struct {
+	State  string `json:"state,omitempty"`
+	Tenant string `json:"tenant,omitempty"`
+	Page   int    `json:"page,omitempty"`
+}
+
+// JobListReply is one page of jobs, oldest submission first.
+type JobListReply struct {
+	Jobs  []JobInfo `json:"jobs"`
+	Page  int       `json:"page"`
+	Pages int       `json:"pages"`
+	Total int       `json:"total"`
+}
+
+// StrategyRequest reads ({}) or sets the placement policy.
+type StrategyRequest struct {
+	Policy string `json:"policy,omitempty"`
+}
+
+// StrategyReply gives the policy in force and the ones available.
+type StrategyReply struct {
+	Policy    string   `json:"policy"`
+	Previous  string   `json:"previous,omitempty"`
+	Available []string `json:"available"`
+}
+
+// Candidate is one scored option of a placement decision.
+type Candidate struct {
+	Node  string   `json:"node"`
+	GPUs  []string `json:"gpus"`
+	Score float64  `json:"score"`
+}
+
+// Decision explains one placement: the payload of sched.decision events and sched.explain.
+type Decision struct {
+	JobID      string      `json:"job_id"`
+	Policy     string      `json:"policy"`
+	Node       string      `json:"node,omitempty"`
+	GPUs       []string    `json:"gpus,omitempty"`
+	Candidates []Candidate `json:"candidates,omitempty"`
+	Victims    []string    `json:"victims,omitempty"`
+	Refusals   []string    `json:"refusals,omitempty"`
+	Reason     string      `json:"reason,omitempty"`
+	State      string      `json:"state,omitempty"`
+}
+
+// PolicyChanged is the payload of sched.policy events.
+type PolicyChanged struct {
+	Policy   string `json:"policy"`
+	Previous string `json:"previous"`
+}
+
+// Pending is the payload of sched.pending events: why a job waits.
+type Pending struct {
+	JobID  string `json:"job_id"`
+	Name   string `json:"name"`
+	Reason string `json:"reason"`
+}
+
+// GPUJob is one job (or reservation) on a GPU.
+type GPUJob struct {
+	JobID    string         `json:"job_id"`
+	Name     string         `json:"name"`
+	Priority model.Priority `json:"priority"`
+	// State is "reserved" (not yet committed) or "running".
+	State  string  `json:"state"`
+	VRAM   int64   `json:"vram"`
+	Offset int64   `json:"offset"`
+	Util   float64 `json:"util"`
+	// ProgressS and WorkS are reference seconds done and in all; Rate is
+	// reference seconds per simulated second now (model speed × slowdown).
+	ProgressS float64 `json:"progress_s"`
+	WorkS     float64 `json:"work_s"`
+	Rate      float64 `json:"rate"`
+}
+
+// GPUStatus is the payload of gpu.status (published on every change) and
+// gpu.up events, and the reply to a describe request.
+type GPUStatus struct {
+	GPU             string  `json:"gpu"`
+	Node            string  `json:"node"`
+	Model           string  `json:"model"`
+	Incarnation     int     `json:"incarnation"`
+	Version         uint64  `json:"version"`
+	VRAMModel       string  `json:"vram_model"`
+	VRAMTotal       int64   `json:"vram_total"`
+	VRAMUsed        int64   `json:"vram_used"`
+	VRAMLargestFree int64   `json:"vram_largest_free"`
+	Util            float64 `json:"util"`
+	PowerW          float64 `json:"power_w"`
+	EnergyJ         float64 `json:"energy_j"`
+	// Change says what caused this status ("reserved", "committed",
+	// "completed", "aborted", "expired", "preempted", "up") and JobID which job.
+	Change string   `json:"change,omitempty"`
+	JobID  string   `json:"job_id,omitempty"`
+	Jobs   []GPUJob `json:"jobs"`
+}
+
+// GPUOOMEvent is the payload of gpu.oom: a reservation the GPU refused.
+type GPUOOMEvent struct {
+	GPU    string `json:"gpu"`
+	Node   string `json:"node"`
+	JobID  string `json:"job_id"`
+	VRAM   int64  `json:"vram"`
+	Free   int64  `json:"free"`
+	Hole   int64  `json:"largest_free"`
+	Reason string `json:"reason"`
+}
+
+// HeartbeatGPU is one GPU's liveness in a node heartbeat.
+type HeartbeatGPU struct {
+	GPU         string `json:"gpu"`
+	Incarnation int    `json:"incarnation"`
+	Alive       bool   `json:"alive"`
+	Jobs        int    `json:"jobs"`
+}
+
+// NodeHeartbeat is the payload of node.heartbeat: the node's resources and
+// the batched liveness of its GPUs.
+type NodeHeartbeat struct {
+	Node        string            `json:"node"`
+	Incarnation int               `json:"incarnation"`
+	Labels      map[string]string `json:"labels,omitempty"`
+	CPUTotal    float64           `json:"cpu_total"`
+	CPUUsed     float64           `json:"cpu_used"`
+	MemoryTotal int64             `json:"memory_total"`
+	MemoryUsed  int64             `json:"memory_used"`
+	GPUs        []HeartbeatGPU    `json:"gpus"`
+}
+
+// Metrics is the payload of the periodic metrics event and the snapshot summary.
+type Metrics struct {
+	Policy        string  `json:"policy"`
+	GPUs          int     `json:"gpus"`
+	GPUsBusy      int     `json:"gpus_busy"`
+	UtilMean      float64 `json:"util_mean"`
+	VRAMUsed      int64   `json:"vram_used"`
+	VRAMTotal     int64   `json:"vram_total"`
+	JobsQueued    int     `json:"jobs_queued"`
+	JobsRunning   int     `json:"jobs_running"`
+	JobsCompleted int     `json:"jobs_completed"`
+	JobsRejected  int     `json:"jobs_rejected"`
+	JobsCancelled int     `json:"jobs_cancelled"`
+	Preemptions   int     `json:"preemptions"`
+	EnergyKWh     float64 `json:"energy_kwh"`
+	PowerW        float64 `json:"power_w"`
+	// FragmentedVRAM is free VRAM outside each GPU's largest hole, summed.
+	FragmentedVRAM int64 `json:"fragmented_vram"`
+}
+
+// SnapshotRequest asks for one page of the cluster state.
+type SnapshotRequest struct {
+	Page int `json:"page"`
+}
+
+// SnapshotGPU is one GPU in a snapshot.
+type SnapshotGPU struct {
+	GPUStatus
+	Allocs []vram.Alloc `json:"allocs"`
+	Alive  bool         `json:"alive"`
+}
+
+// Snapshot answers cluster.snapshot: the summary, and page Page of Pages of
+// the GPUs, the running jobs and the queue.
+type Snapshot struct {
+	SimTime   time.Time     `json:"simtime"`
+	Policy    string        `json:"policy"`
+	VRAMModel string        `json:"vram_model"`
+	Summary   Metrics       `json:"summary"`
+	Page      int           `json:"page"`
+	Pages     int           `json:"pages"`
+	GPUs      []SnapshotGPU `json:"gpus"`
+	Running   []JobInfo     `json:"running"`
+	Queue     []JobInfo     `json:"queue"`
+}
+
+// Control operations on <p>.gpu.<node>.<gpu>.ctl and <p>.node.<node>.ctl.
+const (
+	OpReserve  = "reserve"
+	OpCommit   = "commit"
+	OpAbort    = "abort"
+	OpPreempt  = "preempt"
+	OpRelease  = "release"
+	OpDescribe = "describe"
+)
+
+// Assignment is what a GPU actor needs to run a job's share.
+type Assignment struct {
+	Name       string         `json:"name"`
+	Priority   model.Priority `json:"priority"`
+	VRAM       int64          `json:"vram"`
+	Util       float64        `json:"util"`
+	WorkS      float64        `json:"work_s"`
+	ProgressS  float64        `json:"progress_s"`
+	CheckpointS float64        `json:"checkpoint_s,omitempty"`
+}
+
+// Control is a scheduler → actor request. Reserve carries the Assignment
+// (GPU) or CPU and Memory (node); TTLMillis bounds an uncommitted
+// reservation in wall time. Preempt and Release name the jobs to stop.
+type Control struct {
+	Op        string      `json:"op"`
+	JobID     string      `json:"job_id,omitempty"`
+	Job       *Assignment `json:"job,omitempty"`
+	CPU       float64     `json:"cpu,omitempty"`
+	Memory    int64       `json:"memory,omitempty"`
+	TTLMillis int64       `json:"ttl_ms,omitempty"`
+	Jobs      []string    `json:"jobs,omitempty"`
+}
+
+// Stopped reports a job a GPU actor stopped, with the work it had done.
+type Stopped struct {
+	JobID     string  `json:"job_id"`
+	ProgressS float64 `json:"progress_s"`
+}
+
+// ControlReply answers a Control. OK false with Reason is a refusal
+// ("insufficient VRAM", "fragmented VRAM", "insufficient CPU"...); Error
+// is a malformed request.
+type ControlReply struct {
+	OK      bool              `json:"ok"`
+	Reason  string            `json:"reason,omitempty"`
+	Offset  int64             `json:"offset,omitempty"`
+	Version uint64            `json:"version,omitempty"`
+	Stopped []Stopped         `json:"stopped,omitempty"`
+	Status  *GPUStatus        `json:"status,omitempty"`
+	Error   *model.FieldError `json:"error,omitempty"`
+}

@@ -1,0 +1,84 @@
+package events
+
+// DefaultPrefix namespaces one cluster on a bus.
+const DefaultPrefix = "gpusched"
+
+// Subjects builds every subject of a cluster from its prefix.
+type Subjects struct{ Prefix string }
+
+// NewSubjects returns the subjects under prefix (DefaultPrefix when empty).
+func NewSubjects(prefix string) Subjects {
+	if prefix == "" {
+		prefix = DefaultPrefix
+	}
+	return Subjects{Prefix: prefix}
+}
+
+// Request/reply subjects of the public API.
+func (s Subjects) JobSubmit() string       { return s.Prefix + ".job.submit" }
+func (s Subjects) JobCancel() string       { return s.Prefix + ".job.cancel" }
+func (s Subjects) JobGet() string          { return s.Prefix + ".job.get" }
+func (s Subjects) JobList() string         { return s.Prefix + ".job.list" }
+func (s Subjects) SchedStrategy() string   { return s.Prefix + ".sched.strategy" }
+func (s Subjects) SchedExplain() string    { return s.Prefix + ".sched.explain" }
+func (s Subjects) ClusterSnapshot() string { return s.Prefix + ".cluster.snapshot" }
+
+// NodeCtl is the node actor's control subject.
+func (s Subjects) NodeCtl(node string) string { return s.Prefix + ".node." + node + ".ctl" }
+
+// GPUCtl is a GPU actor's control subject.
+func (s Subjects) GPUCtl(node, gpu string) string {
+	return s.Prefix + ".gpu." + node + "." + gpu + ".ctl"
+}
+
+// NodeGPUs matches every GPU control subject of one node: the one
+// subscription a process makes per node it hosts.
+func (s Subjects) NodeGPUs(node string) string { return s.Prefix + ".gpu." + node + ".>" }
+
+// Event subjects.
+func (s Subjects) JobEvent(typ string) string { return s.Prefix + ".evt.job." + typ }
+func (s Subjects) GPUEvent(node, gpu, typ string) string {
+	return s.Prefix + ".evt.gpu." + node + "." + gpu + "." + typ
+}
+func (s Subjects) NodeHeartbeat(node string) string {
+	return s.Prefix + ".evt.node." + node + ".heartbeat"
+}
+func (s Subjects) SchedEvent(typ string) string { return s.Prefix + ".evt.sched." + typ }
+func (s Subjects) Metrics() string              { return s.Prefix + ".evt.metrics" }
+
+// AllEvents matches every event of the cluster.
+func (s Subjects) AllEvents() string { return s.Prefix + ".evt.>" }
+
+// AllGPUEvents matches every GPU event.
+func (s Subjects) AllGPUEvents() string { return s.Prefix + ".evt.gpu.>" }
+
+// AllNodeEvents matches every node event.
+func (s Subjects) AllNodeEvents() string { return s.Prefix + ".evt.node.>" }
+
+// Job event types (the lifecycle of DESIGN §3).
+const (
+	JobSubmitted = "submitted"
+	JobQueued    = "queued"
+	JobPlaced    = "placed"
+	JobStarted   = "started"
+	JobPreempted = "preempted"
+	JobCompleted = "completed"
+	JobLost      = "lost"
+	JobRejected  = "rejected"
+	JobCancelled = "cancelled"
+)
+
+// GPU event types.
+const (
+	GPUStatusType = "status"
+	GPUUp         = "up"
+	GPUDown       = "down"
+	GPUOOM        = "oom"
+)
+
+// Scheduler event types.
+const (
+	SchedDecision = "decision"
+	SchedPolicy   = "policy"
+	SchedPending  = "pending"
+)

@@ -1,0 +1,325 @@
+package policy
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/gpusched/gpusched/model"
+	"github.com/gpusched/gpusched/vram"
+)
+
+// MaxCandidates is how many ranked placements Place returns: the winner and
+// the fallbacks the scheduler tries when a GPU actor refuses.
+const MaxCandidates = 4
+
+// Place ranks the ways to place r under p, best first (at most
+// MaxCandidates). An empty result means the request fits nowhere now.
+func Place(c *Cluster, r *Request, p Policy) []Placement {
+	switch {
+	case r.GPUs == 0:
+		return placeCPUOnly(c, r)
+	case r.GPUs == 1:
+		return placeSingle(c, r, p)
+	default:
+		return placeGang(c, r, p)
+	}
+}
+
+func placeSingle(c *Cluster, r *Request, p Policy) []Placement {
+	best := make([]*GPU, 0, MaxCandidates)
+	for _, g := range c.GPUs {
+		if !c.Fits(g, r) {
+			continue
+		}
+		best = insertTop(c, p, best, g, MaxCandidates)
+	}
+	out := make([]Placement, len(best))
+	for i, g := range best {
+		out[i] = Placement{Node: g.Node, NodeIdx: g.NodeIndex, GPUs: []string{g.ID}, GPUIdx: []int{g.Index}, Score: p.Score(c, g)}
+	}
+	return out
+}
+
+// insertTop keeps top as the best k GPUs under p, in order.
+func insertTop(c *Cluster, p Policy, top []*GPU, g *GPU, k int) []*GPU {
+	i := len(top)
+	for i > 0 && p.Better(c, g, top[i-1]) {
+		i--
+	}
+	if i >= k {
+		return top
+	}
+	if len(top) < k {
+		top = append(top, nil)
+	}
+	copy(top[i+1:], top[i:len(top)-1])
+	top[i] = g
+	return top
+}
+
+// placeGang chooses a node with r.GPUs fitting GPUs: on each node the best
+// r.GPUs GPUs under p; nodes are ranked by their best GPU under p, then by
+// the summed score, then node order.
+func placeGang(c *Cluster, r *Request, p Policy) []Placement {
+	type option struct {
+		node *Node
+		gpus []*GPU
+		sum  float64
+	}
+	var opts []option
+	for _, n := range c.Nodes {
+		if !r.NodeFits(n) || len(n.GPUs) < r.GPUs {
+			continue
+		}
+		var top []*GPU
+		for _, gi := range n.GPUs {
+			if g := c.GPUs[gi]; c.Fits(g, r) {
+				top = insertTop(c, p, top, g, r.GPUs)
+			}
+		}
+		if len(top) < r.GPUs {
+			continue
+		}
+		var sum float64
+		for _, g := range top {
+			sum += p.Score(c, g)
+		}
+		opts = append(opts, option{n, top, sum})
+	}
+	sort.SliceStable(opts, func(i, j int) bool {
+		a, b := opts[i], opts[j]
+		if p.Better(c, a.gpus[0], b.gpus[0]) != p.Better(c, b.gpus[0], a.gpus[0]) {
+			return p.Better(c, a.gpus[0], b.gpus[0])
+		}
+		if a.sum != b.sum {
+			return a.sum > b.sum
+		}
+		return a.node.Index < b.node.Index
+	})
+	var out []Placement
+	for _, o := range opts[:min(len(opts), MaxCandidates)] {
+		pl := Placement{Node: o.node.ID, NodeIdx: o.node.Index, Score: o.sum / float64(len(o.gpus))}
+		for _, g := range o.gpus {
+			pl.GPUs = append(pl.GPUs, g.ID)
+			pl.GPUIdx = append(pl.GPUIdx, g.Index)
+		}
+		out = append(out, pl)
+	}
+	return out
+}
+
+// placeCPUOnly puts a CPU-only job on the first node (in node order) with
+// the CPU and memory it needs: GPU policies do not rank host resources.
+func placeCPUOnly(c *Cluster, r *Request) []Placement {
+	var out []Placement
+	for _, n := range c.Nodes {
+		if r.NodeFits(n) {
+			out = append(out, Placement{Node: n.ID, NodeIdx: n.Index, Score: 100})
+			if len(out) == MaxCandidates {
+				break
+			}
+		}
+	}
+	return out
+}
+
+// Why explains why r fits nowhere now, in the words a pending job shows.
+// Reasons that start with "fragmented" mean enough VRAM is free on some GPU
+// but in holes too small for the job.
+func Why(c *Cluster, r *Request) string {
+	need := model.Bytes(r.VRAM)
+	if r.GPUs == 0 {
+		return fmt.Sprintf("no node with %.1f free CPUs and %s free memory", r.CPU, model.Bytes(r.Memory))
+	}
+	var eligible, held, fragmented, nodeShort int
+	var mostFree int64
+	var mostFreeGPU, fragGPU string
+	var fragFree, fragHole int64
+	for _, g := range c.GPUs {
+		if !r.Eligible(g) {
+			continue
+		}
+		eligible++
+		free := g.VRAMTotal - g.VRAMUsed()
+		hole := c.LargestFree(g)
+		switch {
+		case r.Held[g.Index] && hole >= r.VRAM:
+			held++
+		case hole >= r.VRAM:
+			nodeShort++
+		case free >= r.VRAM:
+			fragmented++
+			if fragGPU == "" {
+				fragGPU, fragFree, fragHole = g.ID, free, hole
+			}
+		}
+		if free > mostFree || mostFreeGPU == "" {
+			mostFree, mostFreeGPU = free, g.ID
+		}
+	}
+	switch {
+	case eligible == 0:
+		if len(r.Models) > 0 || r.PinGPU != "" || r.PinNode != "" {
+			return fmt.Sprintf("model constraint: no live GPU matching the job's models/pins has %s", need)
+		}
+		return fmt.Sprintf("no live GPU has %s of VRAM", need)
+	case r.GPUs > 1:
+		return fmt.Sprintf("no node has %d GPUs with %s free each, plus the CPU and memory", r.GPUs, need)
+	case fragmented > 0 && nodeShort == 0 && held == 0:
+		return fmt.Sprintf("fragmented: %s has %s free but its largest free block is %s (need %s)",
+			fragGPU, model.Bytes(fragFree), model.Bytes(fragHole), need)
+	case held > 0 && nodeShort == 0:
+		return fmt.Sprintf("waiting: the GPUs with room for %s are held for an older job", need)
+	case nodeShort > 0:
+		return fmt.Sprintf("no node with %.1f free CPUs and %s free memory beside a GPU with %s free", r.CPU, model.Bytes(r.Memory), need)
+	}
+	return fmt.Sprintf("no GPU with %s free VRAM (most free: %s on %s)", need, model.Bytes(mostFree), mostFreeGPU)
+}
+
+// Preemption is a placement that needs victims stopped first.
+type Preemption struct {
+	Placement
+	Victims  []string
+	LostWork float64
+}
+
+// maxVictimCandidates bounds the victims considered per GPU, so the subset
+// search (2^n) stays small; the least-lost-work candidates are kept.
+const maxVictimCandidates = 10
+
+// ChooseVictims finds the preemption that lets r fit on one GPU: among
+// strictly lower-priority preemptible jobs, the fewest victims, then the
+// least lost work, then the lower GPU id. Only single-GPU requests preempt.
+// victimShares returns, for a victim, its shares on every GPU (a gang
+// victim frees all of them); nil means only the share on this GPU.
+func ChooseVictims(c *Cluster, r *Request) (Preemption, bool) {
+	var best Preemption
+	found := false
+	if r.GPUs != 1 {
+		return best, false
+	}
+	for _, g := range c.GPUs {
+		if !r.Eligible(g) || r.Held[g.Index] {
+			continue
+		}
+		var cands []Share
+		for _, s := range g.Shares {
+			if s.Preemptible && s.Priority < r.Priority {
+				cands = append(cands, s)
+			}
+		}
+		if len(cands) == 0 {
+			continue
+		}
+		sort.SliceStable(cands, func(i, j int) bool { return cands[i].LostWork < cands[j].LostWork })
+		cands = cands[:min(len(cands), maxVictimCandidates)]
+		node := c.Nodes[g.NodeIndex]
+		n := len(cands)
+		var gBest []Share
+		gLost := 0.0
+		for size := 1; size <= n && gBest == nil; size++ {
+			if found && size > len(best.Victims) {
+				break
+			}
+			forSubsets(n, size, func(idx []int) {
+				set := make(map[string]bool, len(idx))
+				var lost, cpu float64
+				var mem int64
+				for _, i := range idx {
+					set[cands[i].JobID] = true
+					lost += cands[i].LostWork
+					cpu += cands[i].CPU
+					mem += cands[i].Memory
+				}
+				hole := vram.LargestFree(g.VRAMTotal, c.VRAMModel, g.Allocs, func(a vram.Alloc) bool { return set[a.Owner] })
+				if hole < r.VRAM || node.CPUTotal-node.CPUUsed+cpu < r.CPU-1e-9 || node.MemTotal-node.MemUsed+mem < r.Memory {
+					return
+				}
+				if gBest == nil || lost < gLost {
+					gBest = make([]Share, 0, len(idx))
+					for _, i := range idx {
+						gBest = append(gBest, cands[i])
+					}
+					gLost = lost
+				}
+			})
+		}
+		if gBest == nil {
+			continue
+		}
+		if !found || len(gBest) < len(best.Victims) || (len(gBest) == len(best.Victims) && gLost < best.LostWork) {
+			best = Preemption{Placement: Placement{Node: g.Node, NodeIdx: g.NodeIndex, GPUs: []string{g.ID}, GPUIdx: []int{g.Index}}, LostWork: gLost}
+			best.Victims = best.Victims[:0]
+			for _, s := range gBest {
+				best.Victims = append(best.Victims, s.JobID)
+			}
+			found = true
+		}
+	}
+	return best, found
+}
+
+// forSubsets calls fn with every size-k subset of 0..n-1 in lexicographic order.
+func forSubsets(n, k int, fn func([]int)) {
+	idx := make([]int, k)
+	for i := range idx {
+		idx[i] = i
+	}
+	for {
+		fn(idx)
+		i := k - 1
+		for i >= 0 && idx[i] == n-k+i {
+			i--
+		}
+		if i < 0 {
+			return
+		}
+		idx[i]++
+		for j := i + 1; j < k; j++ {
+			idx[j] = idx[j-1] + 1
+		}
+	}
+}
+
+// Hold picks the GPUs to hold for an aged head-of-line job so that nothing
+// behind it can take them: for a single-GPU job, the eligible GPU not yet
+// held with the most free VRAM (lower id on ties); for a gang, the eligible
+// GPUs of the node with the most such free VRAM. Held GPUs only drain, so
+// the job fits there once their jobs end: it cannot starve.
+func Hold(c *Cluster, r *Request, held map[int]bool) []int {
+	if r.GPUs == 0 {
+		return nil
+	}
+	if r.GPUs == 1 {
+		bestIdx, bestFree := -1, int64(-1)
+		for _, g := range c.GPUs {
+			if !r.Eligible(g) || held[g.Index] {
+				continue
+			}
+			if free := g.VRAMTotal - g.VRAMUsed(); free > bestFree {
+				bestIdx, bestFree = g.Index, free
+			}
+		}
+		if bestIdx < 0 {
+			return nil
+		}
+		return []int{bestIdx}
+	}
+	var bestGPUs []int
+	bestFree := int64(-1)
+	for _, n := range c.Nodes {
+		var gpus []int
+		var free int64
+		for _, gi := range n.GPUs {
+			g := c.GPUs[gi]
+			if r.Eligible(g) && !held[gi] {
+				gpus = append(gpus, gi)
+				free += g.VRAMTotal - g.VRAMUsed()
+			}
+		}
+		if len(gpus) >= r.GPUs && free > bestFree {
+			bestGPUs, bestFree = gpus, free
+		}
+	}
+	return bestGPUs
+}

@@ -1,0 +1,64 @@
+package policy
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// Policy ranks GPUs that passed the filter. Score puts a GPU on the 0..100
+// scale for explanations; Better is the full order, including tie-breaks.
+type Policy interface {
+	// Name is the policy's public name ("binpack").
+	Name() string
+	// Score rates g for explanations: higher is preferred.
+	Score(c *Cluster, g *GPU) float64
+	// Better reports whether a is strictly preferred to b.
+	Better(c *Cluster, a, b *GPU) bool
+}
+
+var (
+	registryMu sync.RWMutex
+	registry   = map[string]Policy{}
+)
+
+// Register adds a policy under its name; it panics on a duplicate, which is
+// a programming error caught at start.
+func Register(p Policy) {
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	if _, dup := registry[p.Name()]; dup {
+		panic("policy: duplicate registration of " + p.Name())
+	}
+	registry[p.Name()] = p
+}
+
+// Lookup finds a registered policy by name.
+func Lookup(name string) (Policy, error) {
+	registryMu.RLock()
+	defer registryMu.RUnlock()
+	if p, ok := registry[name]; ok {
+		return p, nil
+	}
+	return nil, fmt.Errorf("unknown policy %q (available: %s)", name, strings.Join(namesLocked(), ", "))
+}
+
+// Names lists the registered policies in order.
+func Names() []string {
+	registryMu.RLock()
+	defer registryMu.RUnlock()
+	return namesLocked()
+}
+
+func namesLocked() []string {
+	names := make([]string, 0, len(registry))
+	for n := range registry {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// DefaultPolicy is the policy a cluster starts with.
+const DefaultPolicy = "binpack"

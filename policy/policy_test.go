@@ -1,0 +1,238 @@
+package policy
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpusched/gpusched/model"
+	"github.com/gpusched/gpusched/vram"
+)
+
+// job is a running job in a test cluster: GPU index, VRAM and util.
+type job struct {
+	id       string
+	gpu      int
+	vram     model.Bytes
+	util     float64
+	priority model.Priority
+	lost     float64
+	offset   int64 // -1: after the previous allocation
+}
+
+// demoCluster builds the reference cluster (6×A100 40GB on node-0, 2×A100
+// 80GB on node-1) with jobs laid out contiguously in the order given.
+func demoCluster(jobs ...job) *Cluster {
+	c := &Cluster{VRAMModel: vram.Contiguous}
+	c.Nodes = []*Node{
+		{ID: "node-0", Index: 0, CPUTotal: 96, MemTotal: int64(768 * model.GiB), Alive: true},
+		{ID: "node-1", Index: 1, CPUTotal: 32, MemTotal: int64(256 * model.GiB), Alive: true},
+	}
+	for i := 0; i < 8; i++ {
+		node, capacity := 0, 40*model.GiB
+		if i >= 6 {
+			node, capacity = 1, 80*model.GiB
+		}
+		model := "A100-40GB"
+		if node == 1 {
+			model = "A100-80GB"
+		}
+		c.GPUs = append(c.GPUs, &GPU{ID: "gpu-" + string(rune('0'+i)), Node: c.Nodes[node].ID, Model: model,
+			Index: i, NodeIndex: node, VRAMTotal: int64(capacity), Alive: true})
+		c.Nodes[node].GPUs = append(c.Nodes[node].GPUs, i)
+	}
+	for _, j := range jobs {
+		g := c.GPUs[j.gpu]
+		off := g.VRAMUsed()
+		if j.offset > 0 {
+			off = j.offset
+		}
+		g.Allocs = append(g.Allocs, vram.Alloc{Owner: j.id, Offset: off, Size: int64(j.vram)})
+		p := j.priority
+		if p == 0 {
+			p = model.PriorityLow
+		}
+		g.Shares = append(g.Shares, Share{JobID: j.id, Priority: p, Preemptible: true, VRAM: int64(j.vram), Util: j.util, LostWork: j.lost})
+		g.Util += j.util
+	}
+	return c
+}
+
+// demoState is DESIGN §4's example state.
+func demoState() *Cluster {
+	return demoCluster(
+		job{id: "GPT-fine-tune", gpu: 0, vram: 38 * model.GB, util: 82},
+		job{id: "BERT-train", gpu: 1, vram: 28 * model.GB, util: 65},
+		job{id: "ResNet-eval", gpu: 2, vram: 20 * model.GB, util: 45},
+		job{id: "XGB-sweep", gpu: 3, vram: 8 * model.GB, util: 20},
+		job{id: "Stable-Diff", gpu: 6, vram: 34 * model.GB, util: 78},
+	)
+}
+
+func mustPolicy(t *testing.T, name string) Policy {
+	t.Helper()
+	p, err := Lookup(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestPlacementTable(t *testing.T) {
+	cases := []struct {
+		name    string
+		cluster *Cluster
+		policy  string
+		req     Request
+		want    string // GPU id, or "" for no placement
+	}{
+		{"design example binpack: gpu-0 has no room, gpu-6 is busiest", demoState(), "binpack", Request{GPUs: 1, VRAM: int64(10 * model.GB)}, "gpu-6"},
+		{"design example spread: idle gpu-4 with lowest id", demoState(), "spread", Request{GPUs: 1, VRAM: int64(10 * model.GB)}, "gpu-4"},
+		{"design example first-fit: gpu-1 is the lowest id with room", demoState(), "first-fit", Request{GPUs: 1, VRAM: int64(10 * model.GB)}, "gpu-1"},
+		{"38GB fits an A100 40GB (40GiB)", demoCluster(), "first-fit", Request{GPUs: 1, VRAM: int64(38 * model.GB)}, "gpu-0"},
+		{"binpack ties on util go to more VRAM used", demoCluster(
+			job{id: "a", gpu: 2, vram: 4 * model.GB, util: 30}, job{id: "b", gpu: 5, vram: 8 * model.GB, util: 30}),
+			"binpack", Request{GPUs: 1, VRAM: int64(4 * model.GB)}, "gpu-5"},
+		{"spread ties on util go to less VRAM used", demoCluster(
+			job{id: "a", gpu: 0, vram: 4 * model.GB, util: 0}, job{id: "b", gpu: 1, vram: 0 + 1, util: 0},
+			job{id: "c", gpu: 2, vram: 8 * model.GB}, job{id: "d", gpu: 3, vram: 8 * model.GB},
+			job{id: "e", gpu: 4, vram: 8 * model.GB}, job{id: "f", gpu: 5, vram: 8 * model.GB},
+			job{id: "g", gpu: 6, vram: 8 * model.GB}, job{id: "h", gpu: 7, vram: 8 * model.GB}),
+			"spread", Request{GPUs: 1, VRAM: int64(4 * model.GB)}, "gpu-1"},
+		{"model constraint", demoCluster(), "first-fit", Request{GPUs: 1, VRAM: int64(10 * model.GB), Models: []string{"A100-80GB"}}, "gpu-6"},
+		{"too big for every GPU", demoCluster(), "binpack", Request{GPUs: 1, VRAM: int64(90 * model.GiB)}, ""},
+		{"held GPU is skipped", demoCluster(), "first-fit", Request{GPUs: 1, VRAM: int64(10 * model.GB), Held: map[int]bool{0: true}}, "gpu-1"},
+		{"pinned GPU", demoState(), "binpack", Request{GPUs: 1, VRAM: int64(10 * model.GB), PinGPU: "gpu-7"}, "gpu-7"},
+		{"node short of CPU", demoCluster(), "first-fit", Request{GPUs: 1, VRAM: int64(10 * model.GB), CPU: 64}, "gpu-0"},
+		{"node short of CPU goes to the other node", demoCluster(), "first-fit", Request{GPUs: 1, VRAM: int64(10 * model.GB), CPU: 40, PinNode: "node-1"}, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := Place(tc.cluster, &tc.req, mustPolicy(t, tc.policy))
+			if tc.want == "" {
+				if len(got) != 0 {
+					t.Fatalf("placed on %v, want nowhere", got[0].GPUs)
+				}
+				return
+			}
+			if len(got) == 0 {
+				t.Fatalf("no placement (%s), want %s", Why(tc.cluster, &tc.req), tc.want)
+			}
+			if got[0].GPUs[0] != tc.want {
+				t.Fatalf("placed on %s, want %s (candidates %v)", got[0].GPUs[0], tc.want, got)
+			}
+		})
+	}
+}
+
+func TestGangPlacementStaysOnOneNode(t *testing.T) {
+	c := demoState()
+	got := Place(c, &Request{GPUs: 2, VRAM: int64(30 * model.GB)}, mustPolicy(t, "spread"))
+	if len(got) == 0 {
+		t.Fatal("no placement for a 2-GPU gang")
+	}
+	if got[0].Node != "node-0" || strings.Join(got[0].GPUs, ",") != "gpu-4,gpu-5" {
+		t.Fatalf("gang placed on %s %v, want node-0 gpu-4,gpu-5", got[0].Node, got[0].GPUs)
+	}
+	if got := Place(c, &Request{GPUs: 3, VRAM: int64(60 * model.GB)}, mustPolicy(t, "binpack")); len(got) != 0 {
+		t.Fatalf("3×60GB cannot fit (node-1 has 2 GPUs of 80GB): got %v", got)
+	}
+}
+
+func TestWhyNamesFragmentation(t *testing.T) {
+	// gpu-7 (80GiB) holds 20GiB at 0 and 20GiB at 40GiB: 40GiB free in two 20GiB holes.
+	c := demoCluster(
+		job{id: "a", gpu: 7, vram: 20 * model.GiB}, job{id: "b", gpu: 7, vram: 20 * model.GiB, offset: int64(40 * model.GiB)},
+	)
+	for i := 0; i < 7; i++ {
+		c.GPUs[i].Alive = false
+	}
+	r := &Request{GPUs: 1, VRAM: int64(30 * model.GiB)}
+	if got := Place(c, r, mustPolicy(t, "binpack")); len(got) != 0 {
+		t.Fatalf("placed into fragmented VRAM: %v", got)
+	}
+	if why := Why(c, r); !strings.HasPrefix(why, "fragmented") {
+		t.Fatalf("reason %q does not say fragmented", why)
+	}
+	c.VRAMModel = vram.Pooled
+	if got := Place(c, r, mustPolicy(t, "binpack")); len(got) == 0 {
+		t.Fatal("pooled VRAM must take 30GiB of 40GiB free")
+	}
+}
+
+func TestChooseVictims(t *testing.T) {
+	high := model.PriorityHigh
+	cases := []struct {
+		name    string
+		cluster *Cluster
+		req     Request
+		want    string // comma-separated victims, "" none
+		gpu     string
+	}{
+		{"fewest victims: one big job rather than two small", demoCluster(
+			job{id: "big", gpu: 0, vram: 36 * model.GiB, lost: 500},
+			job{id: "s1", gpu: 1, vram: 18 * model.GiB, lost: 1}, job{id: "s2", gpu: 1, vram: 18 * model.GiB, lost: 1},
+			job{id: "x2", gpu: 2, vram: 39 * model.GiB, priority: high}, job{id: "x3", gpu: 3, vram: 39 * model.GiB, priority: high},
+			job{id: "x4", gpu: 4, vram: 39 * model.GiB, priority: high}, job{id: "x5", gpu: 5, vram: 39 * model.GiB, priority: high},
+			job{id: "x6", gpu: 6, vram: 79 * model.GiB, priority: high}, job{id: "x7", gpu: 7, vram: 79 * model.GiB, priority: high}),
+			Request{GPUs: 1, VRAM: int64(30 * model.GiB), Priority: high}, "big", "gpu-0"},
+		{"least lost work among equal counts", demoCluster(
+			job{id: "a", gpu: 0, vram: 36 * model.GiB, lost: 900}, job{id: "b", gpu: 1, vram: 36 * model.GiB, lost: 100},
+			job{id: "x2", gpu: 2, vram: 39 * model.GiB, priority: high}, job{id: "x3", gpu: 3, vram: 39 * model.GiB, priority: high},
+			job{id: "x4", gpu: 4, vram: 39 * model.GiB, priority: high}, job{id: "x5", gpu: 5, vram: 39 * model.GiB, priority: high},
+			job{id: "x6", gpu: 6, vram: 79 * model.GiB, priority: high}, job{id: "x7", gpu: 7, vram: 79 * model.GiB, priority: high}),
+			Request{GPUs: 1, VRAM: int64(30 * model.GiB), Priority: high}, "b", "gpu-1"},
+		{"equal priority is never a victim", demoCluster(
+			job{id: "a", gpu: 0, vram: 39 * model.GiB, priority: model.PriorityMedium}),
+			Request{GPUs: 1, VRAM: int64(30 * model.GiB), Priority: model.PriorityMedium, PinGPU: "gpu-0"}, "", ""},
+		{"contiguity counts: freeing the job beside the hole", demoCluster(
+			job{id: "a", gpu: 0, vram: 10 * model.GiB, lost: 1}, job{id: "b", gpu: 0, vram: 10 * model.GiB, lost: 50},
+			job{id: "c", gpu: 0, vram: 10 * model.GiB, lost: 1}),
+			// free: 10GiB at the end; freeing c gives a 20GiB hole, freeing a gives two 10GiB holes.
+			Request{GPUs: 1, VRAM: int64(20 * model.GiB), Priority: high, PinGPU: "gpu-0"}, "c", "gpu-0"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := ChooseVictims(tc.cluster, &tc.req)
+			if tc.want == "" {
+				if ok {
+					t.Fatalf("victims %v, want none", got.Victims)
+				}
+				return
+			}
+			if !ok {
+				t.Fatalf("no victims, want %s", tc.want)
+			}
+			if v := strings.Join(got.Victims, ","); v != tc.want || got.GPUs[0] != tc.gpu {
+				t.Fatalf("victims %s on %s, want %s on %s", v, got.GPUs[0], tc.want, tc.gpu)
+			}
+		})
+	}
+}
+
+func TestQueueOrder(t *testing.T) {
+	t0 := time.Unix(0, 0)
+	hi := Queued{Priority: 3, Submitted: t0.Add(time.Hour), Seq: 5}
+	early := Queued{Priority: 2, Submitted: t0, Seq: 1}
+	late := Queued{Priority: 2, Submitted: t0.Add(time.Minute), Seq: 2}
+	if !QueueLess(hi, early) || !QueueLess(early, late) || QueueLess(late, early) {
+		t.Fatal("queue order must be priority, then submit time")
+	}
+	same1 := Queued{Priority: 2, Submitted: t0, Seq: 3}
+	if !QueueLess(early, same1) {
+		t.Fatal("ties break on acceptance order")
+	}
+}
+
+func TestHoldPicksTheMostFreeGPU(t *testing.T) {
+	c := demoState()
+	r := &Request{GPUs: 1, VRAM: int64(70 * model.GiB)}
+	held := Hold(c, r, map[int]bool{})
+	if len(held) != 1 || c.GPUs[held[0]].ID != "gpu-7" {
+		t.Fatalf("held %v, want gpu-7 (idle 80GB)", held)
+	}
+	held = Hold(c, r, map[int]bool{7: true})
+	if len(held) != 1 || c.GPUs[held[0]].ID != "gpu-6" {
+		t.Fatalf("held %v, want gpu-6 once gpu-7 is held", held)
+	}
+}
