@@ -200,6 +200,8 @@ type NodeHeartbeat struct {
 // Metrics is the payload of the periodic metrics event and the snapshot summary.
 type Metrics struct {
 	Policy        string  `json:"policy"`
+	Nodes         int     `json:"nodes"`
+	NodesAlive    int     `json:"nodes_alive"`
 	GPUs          int     `json:"gpus"`
 	GPUsBusy      int     `json:"gpus_busy"`
 	UtilMean      float64 `json:"util_mean"`
@@ -255,12 +257,12 @@ const (
 
 // Assignment is what a GPU actor needs to run a job's share.
 type Assignment struct {
-	Name       string         `json:"name"`
-	Priority   model.Priority `json:"priority"`
-	VRAM       int64          `json:"vram"`
-	Util       float64        `json:"util"`
-	WorkS      float64        `json:"work_s"`
-	ProgressS  float64        `json:"progress_s"`
+	Name        string         `json:"name"`
+	Priority    model.Priority `json:"priority"`
+	VRAM        int64          `json:"vram"`
+	Util        float64        `json:"util"`
+	WorkS       float64        `json:"work_s"`
+	ProgressS   float64        `json:"progress_s"`
 	CheckpointS float64        `json:"checkpoint_s,omitempty"`
 }
 

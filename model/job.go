@@ -78,13 +78,13 @@ func ParseJob(body []byte) (Job, *FieldError) {
 	var raw map[string]json.RawMessage
 	dec := json.NewDecoder(bytes.NewReader(body))
 	if err := dec.Decode(&raw); err != nil {
-		return Job{}, Errorf("", "malformed JSON: %v", err)
+		return Job{}, Errorf("body", "malformed JSON: %v", err)
 	}
 	if raw == nil {
-		return Job{}, Errorf("", "the body must be a JSON object")
+		return Job{}, Errorf("body", "the body must be a JSON object")
 	}
 	if dec.More() {
-		return Job{}, Errorf("", "malformed JSON: trailing data after the object")
+		return Job{}, Errorf("body", "malformed JSON: trailing data after the object")
 	}
 	keys := make([]string, 0, len(raw))
 	for k := range raw {

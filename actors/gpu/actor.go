@@ -1,0 +1,400 @@
+package gpu
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"go.uber.org/zap"
+
+	"github.com/gpusched/gpusched/events"
+	"github.com/gpusched/gpusched/model"
+	"github.com/gpusched/gpusched/simclock"
+	"github.com/gpusched/gpusched/vram"
+)
+
+// Config describes one GPU actor.
+type Config struct {
+	ID          string
+	Node        string
+	Model       model.GPUModel
+	VRAMModel   vram.Model
+	Incarnation int
+	Clock       simclock.Clock
+	Subjects    events.Subjects
+	// Bus publishes the actor's events (a *nats.Conn shared by the host).
+	Bus    events.Publisher
+	Logger *zap.Logger
+}
+
+// Liveness is a GPU's answer to its node actor's ping.
+type Liveness struct {
+	GPU         string
+	Incarnation int
+	Jobs        int
+}
+
+// Actor is a GPU actor. Its state is touched only by its Run goroutine.
+type Actor struct {
+	cfg     Config
+	mailbox chan *nats.Msg
+	pings   chan chan<- Liveness
+	emit    *events.Emitter
+	log     *zap.Logger
+
+	layout  *vram.Layout
+	shares  map[string]*share
+	last    time.Time // simulated time progress and energy were last advanced to
+	energyJ float64
+	version uint64
+	done    *simclock.Timer
+	expiry  *time.Timer
+}
+
+// share is one job's hold on this GPU: reserved until committed, then running.
+type share struct {
+	id       string
+	job      events.Assignment
+	offset   int64
+	running  bool
+	expires  time.Time // wall time; for reservations only
+	progress float64   // reference seconds of work done
+}
+
+// MailboxSize bounds the control messages waiting for one GPU actor.
+const MailboxSize = 256
+
+// New builds a GPU actor; Run starts it.
+func New(cfg Config) *Actor {
+	if cfg.Incarnation == 0 {
+		cfg.Incarnation = 1
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = zap.NewNop()
+	}
+	source := "/gpu/" + cfg.Node + "/" + cfg.ID + "/" + strconv.Itoa(cfg.Incarnation)
+	return &Actor{
+		cfg:     cfg,
+		mailbox: make(chan *nats.Msg, MailboxSize),
+		pings:   make(chan chan<- Liveness, 1),
+		emit:    events.NewEmitter(cfg.Bus, source),
+		log:     log.With(zap.String("gpu", cfg.ID), zap.String("node", cfg.Node)),
+		layout:  vram.New(int64(cfg.Model.VRAM), cfg.VRAMModel),
+		shares:  map[string]*share{},
+	}
+}
+
+// ID is the GPU's id.
+func (a *Actor) ID() string { return a.cfg.ID }
+
+// Deliver puts a control message in the mailbox, waiting while it is full
+// (back-pressure on the node's subscription) until ctx ends.
+func (a *Actor) Deliver(ctx context.Context, m *nats.Msg) bool {
+	select {
+	case a.mailbox <- m:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// Ping asks for liveness on reply; a busy or hung actor simply does not answer.
+func (a *Actor) Ping(reply chan<- Liveness) {
+	select {
+	case a.pings <- reply:
+	default:
+	}
+}
+
+// Run is the actor's loop; it returns when ctx ends.
+func (a *Actor) Run(ctx context.Context) {
+	a.last = a.cfg.Clock.Now()
+	a.publish(events.GPUUp, "up", "")
+	defer a.stopTimers()
+	for {
+		var doneC <-chan time.Time
+		if a.done != nil {
+			doneC = (*a.done).C()
+		}
+		var expiryC <-chan time.Time
+		if a.expiry != nil {
+			expiryC = a.expiry.C
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case m := <-a.mailbox:
+			a.handle(m)
+		case <-doneC:
+			a.done = nil
+			a.advance()
+			a.finishDue()
+		case <-expiryC:
+			a.expiry = nil
+			a.expireReservations()
+		case reply := <-a.pings:
+			select {
+			case reply <- Liveness{GPU: a.cfg.ID, Incarnation: a.cfg.Incarnation, Jobs: len(a.shares)}:
+			default:
+			}
+			continue // nothing changed: the timers stand
+		}
+		a.rearm()
+	}
+}
+
+func (a *Actor) stopTimers() {
+	if a.done != nil {
+		(*a.done).Stop()
+	}
+	if a.expiry != nil {
+		a.expiry.Stop()
+	}
+}
+
+// slowdown is the factor co-located jobs run at: when their summed util
+// exceeds 100% each gets 100/sum of its demand, so they slow in proportion.
+func (a *Actor) slowdown() float64 {
+	sum := a.runningUtil()
+	if sum <= 100 {
+		return 1
+	}
+	return 100 / sum
+}
+
+func (a *Actor) runningUtil() float64 {
+	var sum float64
+	for _, s := range a.shares {
+		if s.running {
+			sum += s.job.Util
+		}
+	}
+	return sum
+}
+
+// rate is reference seconds of work per simulated second for running jobs.
+func (a *Actor) rate() float64 { return a.cfg.Model.Speed * a.slowdown() }
+
+// advance moves progress and energy to the clock's now.
+func (a *Actor) advance() {
+	now := a.cfg.Clock.Now()
+	dt := now.Sub(a.last).Seconds()
+	if dt <= 0 {
+		return
+	}
+	a.last = now
+	util := a.runningUtil()
+	busy := false
+	r := a.rate()
+	for _, s := range a.shares {
+		if s.running {
+			busy = true
+			s.progress = min(s.progress+r*dt, s.job.WorkS)
+		}
+	}
+	a.energyJ += a.cfg.Model.Power(util, busy) * dt
+}
+
+// finishEpsilon absorbs float rounding in progress: a job within a
+// millisecond of its work is done.
+const finishEpsilon = 1e-3
+
+func (a *Actor) finishDue() {
+	for _, id := range a.sortedIDs() {
+		s := a.shares[id]
+		if s.running && s.progress >= s.job.WorkS-finishEpsilon {
+			s.progress = s.job.WorkS
+			a.remove(id)
+			a.publish(events.GPUStatusType, "completed", id)
+		}
+	}
+}
+
+func (a *Actor) expireReservations() {
+	now := time.Now()
+	for _, id := range a.sortedIDs() {
+		s := a.shares[id]
+		if !s.running && !now.Before(s.expires) {
+			a.log.Info("reservation expired", zap.String("job", id))
+			a.remove(id)
+			a.publish(events.GPUStatusType, "expired", id)
+		}
+	}
+}
+
+// rearm sets the completion timer for the running job that ends first and
+// the wall timer for the reservation that expires first. It advances
+// progress first, so the remaining work it times is current.
+func (a *Actor) rearm() {
+	a.advance()
+	if a.done != nil {
+		(*a.done).Stop()
+		a.done = nil
+	}
+	r := a.rate()
+	next := -1.0
+	var nextExpiry time.Time
+	for _, s := range a.shares {
+		if s.running {
+			left := (s.job.WorkS - s.progress) / r
+			if next < 0 || left < next {
+				next = left
+			}
+		} else if nextExpiry.IsZero() || s.expires.Before(nextExpiry) {
+			nextExpiry = s.expires
+		}
+	}
+	if next >= 0 {
+		t := a.cfg.Clock.NewTimer(time.Duration(next * float64(time.Second)))
+		a.done = &t
+	}
+	if a.expiry == nil && !nextExpiry.IsZero() {
+		a.expiry = time.NewTimer(time.Until(nextExpiry))
+	}
+}
+
+func (a *Actor) sortedIDs() []string {
+	ids := make([]string, 0, len(a.shares))
+	for id := range a.shares {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+func (a *Actor) remove(id string) {
+	delete(a.shares, id)
+	a.layout.Release(id)
+	a.version++
+}
+
+func (a *Actor) handle(m *nats.Msg) {
+	var c events.Control
+	if err := json.Unmarshal(m.Data, &c); err != nil {
+		events.Reply(m, events.ControlReply{Error: model.Errorf("body", "malformed JSON: %v", err)})
+		return
+	}
+	a.advance()
+	switch c.Op {
+	case events.OpReserve:
+		events.Reply(m, a.reserve(c))
+	case events.OpCommit:
+		s, ok := a.shares[c.JobID]
+		if !ok {
+			events.Reply(m, events.ControlReply{Reason: "no reservation for " + c.JobID + " (expired or aborted)"})
+			return
+		}
+		if !s.running {
+			s.running = true
+			s.progress = s.job.ProgressS
+			a.version++
+			a.publish(events.GPUStatusType, "committed", c.JobID)
+		}
+		events.Reply(m, events.ControlReply{OK: true, Version: a.version})
+	case events.OpAbort:
+		if _, ok := a.shares[c.JobID]; ok {
+			a.remove(c.JobID)
+			a.publish(events.GPUStatusType, "aborted", c.JobID)
+		}
+		events.Reply(m, events.ControlReply{OK: true, Version: a.version})
+	case events.OpPreempt, events.OpRelease:
+		ids := c.Jobs
+		if c.JobID != "" {
+			ids = append(ids, c.JobID)
+		}
+		reply := events.ControlReply{OK: true}
+		for _, id := range ids {
+			s, ok := a.shares[id]
+			if !ok {
+				continue
+			}
+			reply.Stopped = append(reply.Stopped, events.Stopped{JobID: id, ProgressS: s.progress})
+			a.remove(id)
+			change := "preempted"
+			if c.Op == events.OpRelease {
+				change = "released"
+			}
+			a.publish(events.GPUStatusType, change, id)
+		}
+		reply.Version = a.version
+		events.Reply(m, reply)
+	case events.OpDescribe:
+		st := a.status("", "")
+		events.Reply(m, events.ControlReply{OK: true, Version: a.version, Status: &st})
+	default:
+		events.Reply(m, events.ControlReply{Error: model.Errorf("op", "unknown operation %q", c.Op)})
+	}
+}
+
+// DefaultReservationTTL bounds an uncommitted reservation when the request gives none.
+const DefaultReservationTTL = 2 * time.Second
+
+func (a *Actor) reserve(c events.Control) events.ControlReply {
+	if c.Job == nil || c.JobID == "" {
+		return events.ControlReply{Error: model.Errorf("job", "a reservation needs job_id and job")}
+	}
+	if s, ok := a.shares[c.JobID]; ok {
+		return events.ControlReply{OK: true, Offset: s.offset, Version: a.version}
+	}
+	offset, err := a.layout.Allocate(c.JobID, c.Job.VRAM)
+	if err != nil {
+		reason := err.Error()
+		if errors.Is(err, vram.ErrFragmented) {
+			reason = "fragmented VRAM: " + model.Bytes(a.layout.Free()).String() + " free, largest free block " +
+				model.Bytes(a.layout.LargestFree()).String() + ", asked " + model.Bytes(c.Job.VRAM).String()
+		} else if errors.Is(err, vram.ErrInsufficient) {
+			reason = "insufficient VRAM: " + model.Bytes(a.layout.Free()).String() + " free, asked " + model.Bytes(c.Job.VRAM).String()
+		}
+		a.emit.Emit(a.cfg.Subjects.GPUEvent(a.cfg.Node, a.cfg.ID, events.GPUOOM), events.Type("gpu", events.GPUOOM),
+			a.cfg.ID, a.cfg.Clock.Now(), events.GPUOOMEvent{GPU: a.cfg.ID, Node: a.cfg.Node, JobID: c.JobID,
+				VRAM: c.Job.VRAM, Free: a.layout.Free(), Hole: a.layout.LargestFree(), Reason: reason})
+		st := a.status("", "")
+		return events.ControlReply{Reason: reason, Version: a.version, Status: &st}
+	}
+	ttl := DefaultReservationTTL
+	if c.TTLMillis > 0 {
+		ttl = time.Duration(c.TTLMillis) * time.Millisecond
+	}
+	a.shares[c.JobID] = &share{id: c.JobID, job: *c.Job, offset: offset, expires: time.Now().Add(ttl), progress: c.Job.ProgressS}
+	a.version++
+	if a.expiry != nil {
+		a.expiry.Stop()
+		a.expiry = nil
+	}
+	return events.ControlReply{OK: true, Offset: offset, Version: a.version}
+}
+
+func (a *Actor) status(change, jobID string) events.GPUStatus {
+	util := a.runningUtil()
+	busy := false
+	r := a.rate()
+	st := events.GPUStatus{
+		GPU: a.cfg.ID, Node: a.cfg.Node, Model: a.cfg.Model.Name, Incarnation: a.cfg.Incarnation,
+		Version: a.version, VRAMModel: string(a.layout.Model), VRAMTotal: a.layout.Capacity,
+		VRAMUsed: a.layout.Used(), VRAMLargestFree: a.layout.LargestFree(), Util: util,
+		EnergyJ: a.energyJ, Change: change, JobID: jobID, Jobs: make([]events.GPUJob, 0, len(a.shares)),
+	}
+	for _, al := range a.layout.Allocs() {
+		s := a.shares[al.Owner]
+		j := events.GPUJob{JobID: s.id, Name: s.job.Name, Priority: s.job.Priority, State: "reserved",
+			VRAM: s.job.VRAM, Offset: s.offset, Util: s.job.Util, ProgressS: s.progress, WorkS: s.job.WorkS}
+		if s.running {
+			j.State, j.Rate, busy = "running", r, true
+		}
+		st.Jobs = append(st.Jobs, j)
+	}
+	st.PowerW = a.cfg.Model.Power(util, busy)
+	return st
+}
+
+func (a *Actor) publish(typ, change, jobID string) {
+	st := a.status(change, jobID)
+	if err := a.emit.Emit(a.cfg.Subjects.GPUEvent(a.cfg.Node, a.cfg.ID, typ), events.Type("gpu", typ), a.cfg.ID, a.cfg.Clock.Now(), st); err != nil {
+		a.log.Warn("publish failed", zap.String("type", typ), zap.Error(err))
+	}
+}

@@ -1,0 +1,98 @@
+package jobgen
+
+import (
+	"math/rand/v2"
+	"strconv"
+	"time"
+)
+
+// Spec is a generated job, in the public submission format.
+type Spec struct {
+	Name        string  `json:"name"`
+	Tenant      string  `json:"tenant"`
+	Priority    string  `json:"priority"`
+	GPUs        int     `json:"gpus"`
+	VRAM        string  `json:"vram"`
+	Util        float64 `json:"util"`
+	Duration    string  `json:"duration"`
+	Checkpoint  string  `json:"checkpoint,omitempty"`
+	Preemptible bool    `json:"preemptible"`
+}
+
+// template is one kind of job in the mix, with its weight.
+type template struct {
+	name       string
+	tenant     string
+	priority   string
+	vramGB     int
+	util       float64
+	duration   time.Duration
+	checkpoint time.Duration
+	weight     float64
+}
+
+// demoJobs are the reference demo's running jobs (DESIGN §9).
+var demoJobs = []template{
+	{"GPT-fine-tune", "nlp", "high", 38, 82, 4 * time.Hour, 30 * time.Minute, 1},
+	{"BERT-train", "nlp", "high", 28, 65, 2 * time.Hour, 20 * time.Minute, 1},
+	{"ResNet-eval", "vision", "medium", 20, 45, 30 * time.Minute, 10 * time.Minute, 1},
+	{"XGB-sweep", "tabular", "low", 8, 20, time.Hour, 15 * time.Minute, 1},
+	{"Stable-Diff", "vision", "high", 34, 78, 6 * time.Hour, 30 * time.Minute, 1},
+}
+
+// evalWeight is the share of small 4–8GB evaluation jobs in the mix: half
+// the arrivals, as in a cluster where many short evals surround a few
+// long trainings.
+const evalWeight = 0.5
+
+// Mix draws jobs from the demo's templates and small evaluation jobs.
+type Mix struct {
+	rng *rand.Rand
+	n   int
+}
+
+// NewMix returns the job mix for seed.
+func NewMix(seed uint64) *Mix {
+	// The second PCG word is a fixed stream constant, so a seed alone fixes the sequence.
+	return &Mix{rng: rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15))}
+}
+
+// Demo returns the demo's five jobs, for a cluster that starts looking like the demo.
+func (m *Mix) Demo() []Spec {
+	out := make([]Spec, len(demoJobs))
+	for i, t := range demoJobs {
+		out[i] = m.fromTemplate(t)
+	}
+	return out
+}
+
+func (m *Mix) fromTemplate(t template) Spec {
+	m.n++
+	return Spec{Name: t.name + "-" + strconv.Itoa(m.n), Tenant: t.tenant, Priority: t.priority, GPUs: 1,
+		VRAM: strconv.Itoa(t.vramGB) + "GB", Util: t.util, Duration: t.duration.String(),
+		Checkpoint: t.checkpoint.String(), Preemptible: true}
+}
+
+// Next draws the next job.
+func (m *Mix) Next() Spec {
+	if m.rng.Float64() < evalWeight {
+		m.n++
+		// Evaluation jobs: 4–8 GB, 10–35% util, 5–25 minutes, medium or low.
+		vram := 4 + m.rng.IntN(5)
+		util := float64(10 + 5*m.rng.IntN(6))
+		dur := time.Duration(5+5*m.rng.IntN(5)) * time.Minute
+		prio := "medium"
+		if m.rng.IntN(2) == 0 {
+			prio = "low"
+		}
+		return Spec{Name: "eval-" + strconv.Itoa(m.n), Tenant: "eval", Priority: prio, GPUs: 1,
+			VRAM: strconv.Itoa(vram) + "GB", Util: util, Duration: dur.String(), Checkpoint: "", Preemptible: true}
+	}
+	return m.fromTemplate(demoJobs[m.rng.IntN(len(demoJobs))])
+}
+
+// Interarrival draws the simulated gap before the next job of a Poisson
+// process with rate jobs per hour.
+func (m *Mix) Interarrival(rate float64) time.Duration {
+	return time.Duration(m.rng.ExpFloat64() / rate * float64(time.Hour))
+}

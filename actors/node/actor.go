@@ -1,0 +1,188 @@
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"go.uber.org/zap"
+
+	"github.com/gpusched/gpusched/actors/gpu"
+	"github.com/gpusched/gpusched/events"
+	"github.com/gpusched/gpusched/model"
+	"github.com/gpusched/gpusched/simclock"
+)
+
+// DefaultHeartbeat is the wall-time period of node heartbeats: modest, so
+// that 100,000 idle GPUs (12,500 nodes) cost a few thousand small messages
+// a second, not one per GPU.
+const DefaultHeartbeat = 2 * time.Second
+
+// firstHeartbeat is how long a new node waits for its GPUs' first answers.
+const firstHeartbeat = 50 * time.Millisecond
+
+// Actor is a node actor: it owns the node's CPU and memory.
+type Actor struct {
+	spec      model.NodeSpec
+	inc       int
+	clock     simclock.Clock
+	subjects  events.Subjects
+	emit      *events.Emitter
+	log       *zap.Logger
+	heartbeat time.Duration
+	gpus      []*gpu.Actor
+
+	mailbox chan *nats.Msg
+	alive   chan gpu.Liveness
+	holds   map[string]*hold
+	cpuUsed float64
+	memUsed int64
+}
+
+type hold struct {
+	cpu       float64
+	mem       int64
+	committed bool
+	expires   time.Time
+}
+
+func newActor(spec model.NodeSpec, inc int, clock simclock.Clock, subjects events.Subjects, bus events.Publisher,
+	log *zap.Logger, heartbeat time.Duration, gpus []*gpu.Actor) *Actor {
+	return &Actor{
+		spec: spec, inc: inc, clock: clock, subjects: subjects, heartbeat: heartbeat, gpus: gpus,
+		emit:    events.NewEmitter(bus, "/node/"+spec.ID+"/"+strconv.Itoa(inc)),
+		log:     log.With(zap.String("node", spec.ID)),
+		mailbox: make(chan *nats.Msg, gpu.MailboxSize),
+		alive:   make(chan gpu.Liveness, len(gpus)+1),
+		holds:   map[string]*hold{},
+	}
+}
+
+// Run is the node actor's loop.
+func (a *Actor) Run(ctx context.Context) {
+	tick := time.NewTicker(a.heartbeat)
+	defer tick.Stop()
+	heard := map[string]gpu.Liveness{}
+	a.ping()
+	// The first heartbeat goes out as soon as the GPUs have had a moment to
+	// answer, so a scheduler learns the node's resources at once.
+	first := time.NewTimer(firstHeartbeat)
+	defer first.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case m := <-a.mailbox:
+			a.handle(m)
+		case l := <-a.alive:
+			heard[l.GPU] = l
+		case <-first.C:
+			a.publishHeartbeat(heard)
+		case <-tick.C:
+			a.expire()
+			a.publishHeartbeat(heard)
+			heard = map[string]gpu.Liveness{}
+			a.ping()
+		}
+	}
+}
+
+func (a *Actor) ping() {
+	for _, g := range a.gpus {
+		g.Ping(a.alive)
+	}
+}
+
+func (a *Actor) publishHeartbeat(heard map[string]gpu.Liveness) {
+	hb := events.NodeHeartbeat{Node: a.spec.ID, Incarnation: a.inc, Labels: a.spec.Labels,
+		CPUTotal: a.spec.CPU, CPUUsed: a.cpuUsed, MemoryTotal: int64(a.spec.Memory), MemoryUsed: a.memUsed}
+	for _, g := range a.gpus {
+		l, ok := heard[g.ID()]
+		hb.GPUs = append(hb.GPUs, events.HeartbeatGPU{GPU: g.ID(), Incarnation: l.Incarnation, Alive: ok, Jobs: l.Jobs})
+	}
+	if err := a.emit.Emit(a.subjects.NodeHeartbeat(a.spec.ID), events.Type("node", "heartbeat"), a.spec.ID, a.clock.Now(), hb); err != nil {
+		a.log.Warn("heartbeat publish failed", zap.Error(err))
+	}
+}
+
+func (a *Actor) expire() {
+	now := time.Now()
+	ids := make([]string, 0)
+	for id, h := range a.holds {
+		if !h.committed && now.After(h.expires) {
+			ids = append(ids, id)
+		}
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		a.log.Info("node reservation expired", zap.String("job", id))
+		a.free(id)
+	}
+}
+
+func (a *Actor) free(id string) {
+	if h, ok := a.holds[id]; ok {
+		a.cpuUsed -= h.cpu
+		a.memUsed -= h.mem
+		delete(a.holds, id)
+	}
+}
+
+func (a *Actor) handle(m *nats.Msg) {
+	var c events.Control
+	if err := json.Unmarshal(m.Data, &c); err != nil {
+		events.Reply(m, events.ControlReply{Error: model.Errorf("body", "malformed JSON: %v", err)})
+		return
+	}
+	switch c.Op {
+	case events.OpReserve:
+		if c.JobID == "" || c.CPU < 0 || c.Memory < 0 {
+			events.Reply(m, events.ControlReply{Error: model.Errorf("job_id", "a reservation needs job_id and non-negative cpu and memory")})
+			return
+		}
+		if _, ok := a.holds[c.JobID]; ok {
+			events.Reply(m, events.ControlReply{OK: true})
+			return
+		}
+		a.expire()
+		if a.spec.CPU-a.cpuUsed < c.CPU-1e-9 {
+			events.Reply(m, events.ControlReply{Reason: fmt.Sprintf("insufficient CPU: %.1f free, asked %.1f", a.spec.CPU-a.cpuUsed, c.CPU)})
+			return
+		}
+		if int64(a.spec.Memory)-a.memUsed < c.Memory {
+			events.Reply(m, events.ControlReply{Reason: fmt.Sprintf("insufficient memory: %s free, asked %s",
+				model.Bytes(int64(a.spec.Memory)-a.memUsed), model.Bytes(c.Memory))})
+			return
+		}
+		ttl := gpu.DefaultReservationTTL
+		if c.TTLMillis > 0 {
+			ttl = time.Duration(c.TTLMillis) * time.Millisecond
+		}
+		a.holds[c.JobID] = &hold{cpu: c.CPU, mem: c.Memory, expires: time.Now().Add(ttl)}
+		a.cpuUsed += c.CPU
+		a.memUsed += c.Memory
+		events.Reply(m, events.ControlReply{OK: true})
+	case events.OpCommit:
+		h, ok := a.holds[c.JobID]
+		if !ok {
+			events.Reply(m, events.ControlReply{Reason: "no reservation for " + c.JobID + " (expired or aborted)"})
+			return
+		}
+		h.committed = true
+		events.Reply(m, events.ControlReply{OK: true})
+	case events.OpAbort, events.OpRelease, events.OpPreempt:
+		a.free(c.JobID)
+		for _, id := range c.Jobs {
+			a.free(id)
+		}
+		events.Reply(m, events.ControlReply{OK: true})
+	case events.OpDescribe:
+		events.Reply(m, events.ControlReply{OK: true})
+	default:
+		events.Reply(m, events.ControlReply{Error: model.Errorf("op", "unknown operation %q", c.Op)})
+	}
+}

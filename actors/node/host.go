@@ -1,0 +1,106 @@
+package node
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"go.uber.org/zap"
+
+	"github.com/gpusched/gpusched/actors/gpu"
+	"github.com/gpusched/gpusched/events"
+	"github.com/gpusched/gpusched/model"
+	"github.com/gpusched/gpusched/simclock"
+	"github.com/gpusched/gpusched/vram"
+)
+
+// HostConfig describes the node a Host runs.
+type HostConfig struct {
+	Spec      model.NodeSpec
+	VRAMModel vram.Model
+	Clock     simclock.Clock
+	Subjects  events.Subjects
+	Conn      *nats.Conn
+	Logger    *zap.Logger
+	// Heartbeat is the wall-time heartbeat period (DefaultHeartbeat when zero).
+	Heartbeat time.Duration
+}
+
+// Host runs one node's actors behind its two subscriptions.
+type Host struct {
+	cfg  HostConfig
+	node *Actor
+	gpus map[string]*gpu.Actor
+	subs []*nats.Subscription
+	wg   sync.WaitGroup
+}
+
+// Start subscribes for the node and starts its actors; they run until ctx
+// ends, and Wait returns once they have all stopped.
+func Start(ctx context.Context, cfg HostConfig) (*Host, error) {
+	log := cfg.Logger
+	if log == nil {
+		log = zap.NewNop()
+	}
+	if cfg.Heartbeat <= 0 {
+		cfg.Heartbeat = DefaultHeartbeat
+	}
+	h := &Host{cfg: cfg, gpus: map[string]*gpu.Actor{}}
+	var gpus []*gpu.Actor
+	for _, g := range cfg.Spec.GPUs {
+		a := gpu.New(gpu.Config{ID: g.ID, Node: cfg.Spec.ID, Model: g.Model, VRAMModel: cfg.VRAMModel,
+			Clock: cfg.Clock, Subjects: cfg.Subjects, Bus: cfg.Conn, Logger: log})
+		h.gpus[g.ID] = a
+		gpus = append(gpus, a)
+	}
+	h.node = newActor(cfg.Spec, 1, cfg.Clock, cfg.Subjects, cfg.Conn, log, cfg.Heartbeat, gpus)
+
+	// The GPU subject is <p>.gpu.<node>.<gpu>.ctl: the GPU id is the second-last token.
+	gpuSub, err := cfg.Conn.Subscribe(cfg.Subjects.NodeGPUs(cfg.Spec.ID), func(m *nats.Msg) {
+		tokens := strings.Split(m.Subject, ".")
+		if len(tokens) < 2 || tokens[len(tokens)-1] != "ctl" {
+			return
+		}
+		a, ok := h.gpus[tokens[len(tokens)-2]]
+		if !ok {
+			events.Reply(m, events.ControlReply{Error: model.Errorf("gpu", "no GPU %q on node %s", tokens[len(tokens)-2], cfg.Spec.ID)})
+			return
+		}
+		a.Deliver(ctx, m)
+	})
+	if err != nil {
+		return nil, err
+	}
+	nodeSub, err := cfg.Conn.Subscribe(cfg.Subjects.NodeCtl(cfg.Spec.ID), func(m *nats.Msg) {
+		select {
+		case h.node.mailbox <- m:
+		case <-ctx.Done():
+		}
+	})
+	if err != nil {
+		gpuSub.Unsubscribe()
+		return nil, err
+	}
+	h.subs = []*nats.Subscription{gpuSub, nodeSub}
+	for _, s := range h.subs {
+		// Control traffic must never be dropped as a slow consumer: the
+		// mailboxes apply back-pressure instead.
+		s.SetPendingLimits(-1, -1)
+	}
+	for _, a := range gpus {
+		h.wg.Go(func() { a.Run(ctx) })
+	}
+	h.wg.Go(func() { h.node.Run(ctx) })
+	h.wg.Go(func() {
+		<-ctx.Done()
+		for _, s := range h.subs {
+			s.Unsubscribe()
+		}
+	})
+	return h, nil
+}
+
+// Wait blocks until every actor of the host has stopped.
+func (h *Host) Wait() { h.wg.Wait() }

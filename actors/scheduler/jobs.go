@@ -1,0 +1,303 @@
+package scheduler
+
+import (
+	"bytes"
+	"encoding/json"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/nats-io/nats.go"
+	"go.uber.org/zap"
+
+	"github.com/gpusched/gpusched/events"
+	"github.com/gpusched/gpusched/model"
+	"github.com/gpusched/gpusched/policy"
+)
+
+// job is the scheduler's record of one accepted job.
+type job struct {
+	id        string
+	spec      model.Job
+	seq       uint64
+	submitted time.Time
+	state     string
+	history   []events.Transition
+	node      string
+	gpus      []string
+	// progress is the work (reference seconds) the job keeps: set when it
+	// is stopped; while it runs the GPU actors report more.
+	progress     float64
+	lastProgress float64
+	lastRate     float64
+	lastAt       time.Time
+	shardsLeft   int
+	preemptions  int
+	reason       string
+	started      *time.Time
+	ended        *time.Time
+	decision     *events.Decision
+	preemptor    string
+	victims      []string
+}
+
+func (j *job) work() float64 { return j.spec.Duration.Seconds() }
+
+// estimate is the job's progress now: kept progress when stopped, else the
+// last reported progress advanced at the last reported rate.
+func (j *job) estimate(now time.Time) float64 {
+	if j.state != stateRunning {
+		return j.progress
+	}
+	p := j.lastProgress + j.lastRate*now.Sub(j.lastAt).Seconds()
+	return min(max(p, j.lastProgress), j.work())
+}
+
+func (j *job) queued() policy.Queued {
+	return policy.Queued{Priority: j.spec.Priority, Submitted: j.submitted, Seq: j.seq}
+}
+
+func (j *job) terminal() bool {
+	switch j.state {
+	case events.JobCompleted, events.JobCancelled, events.JobRejected:
+		return true
+	}
+	return false
+}
+
+// stateRunning is the job state while it runs (the event that enters it is "started").
+const stateRunning = "running"
+
+func (s *Scheduler) info(j *job, history bool) events.JobInfo {
+	now := s.cfg.Clock.Now()
+	in := events.JobInfo{
+		JobID: j.id, Name: j.spec.Name, Tenant: j.spec.Tenant, Priority: j.spec.Priority, State: j.state,
+		GPUs: j.spec.GPUs, VRAM: int64(j.spec.VRAM), Util: j.spec.Util, CPU: j.spec.CPU, Memory: int64(j.spec.Memory),
+		Duration: j.spec.Duration.String(), Preemptible: j.spec.Preemptible, Node: j.node, GPUIDs: j.gpus,
+		ProgressS: j.estimate(now), WorkS: j.work(), Preemptions: j.preemptions, SubmittedAt: j.submitted,
+		StartedAt: j.started, EndedAt: j.ended, Reason: j.reason, Preemptor: j.preemptor, Victims: j.victims,
+	}
+	if j.spec.Checkpoint > 0 {
+		in.Checkpoint = j.spec.Checkpoint.String()
+	}
+	if history {
+		in.History = j.history
+	}
+	return in
+}
+
+// transition moves a job to state and publishes the event for it.
+func (s *Scheduler) transition(j *job, state, reason string) {
+	now := s.cfg.Clock.Now()
+	evType := state
+	if state == stateRunning {
+		evType = events.JobStarted
+	}
+	j.state = state
+	j.reason = reason
+	j.history = append(j.history, events.Transition{State: state, SimTime: now, Reason: reason})
+	if err := s.emit.Emit(s.cfg.Subjects.JobEvent(evType), events.Type("job", evType), j.id, now, s.info(j, false)); err != nil {
+		s.log.Warn("publish failed", zap.String("job", j.id), zap.Error(err))
+	}
+}
+
+func (s *Scheduler) request(j *job) *policy.Request {
+	return &policy.Request{JobID: j.id, Priority: j.spec.Priority, GPUs: j.spec.GPUs, VRAM: int64(j.spec.VRAM),
+		Util: j.spec.Util, CPU: j.spec.CPU, Memory: int64(j.spec.Memory), Models: j.spec.Models,
+		PinGPU: j.spec.GPU, PinNode: j.spec.Node, Held: s.held}
+}
+
+func (s *Scheduler) onSubmit(m *nats.Msg) {
+	spec, fe := model.ParseJob(m.Data)
+	if fe != nil {
+		events.Reply(m, events.ErrorReply{Error: fe})
+		return
+	}
+	s.seq++
+	now := s.cfg.Clock.Now()
+	j := &job{id: uuid.NewString(), spec: spec, seq: s.seq, submitted: now}
+	if fe := s.view.feasible(s.request(j)); fe != nil {
+		s.jobs[j.id] = j
+		s.order = append(s.order, j)
+		j.history = append(j.history, events.Transition{State: events.JobSubmitted, SimTime: now})
+		s.transition(j, events.JobRejected, fe.Message)
+		j.ended = &now
+		s.stats.rejected++
+		events.Reply(m, struct {
+			events.ErrorReply
+			JobID string `json:"job_id"`
+			State string `json:"state"`
+		}{events.ErrorReply{Error: fe}, j.id, events.JobRejected})
+		return
+	}
+	s.jobs[j.id] = j
+	s.order = append(s.order, j)
+	s.transition(j, events.JobSubmitted, "")
+	s.transition(j, events.JobQueued, "")
+	// With nothing waiting ahead of it, try the new job at once so the
+	// reply can say "placed"; otherwise the next pass takes the queue in order.
+	if len(s.queue) == 0 && len(s.held) == 0 && !s.dirty {
+		if s.tryPlace(j) {
+			events.Reply(m, events.SubmitReply{JobID: j.id, State: events.JobPlaced})
+			return
+		}
+	}
+	s.enqueue(j)
+	s.dirty = true
+	events.Reply(m, events.SubmitReply{JobID: j.id, State: events.JobQueued})
+}
+
+// enqueue inserts j in queue order.
+func (s *Scheduler) enqueue(j *job) {
+	q := j.queued()
+	i := sort.Search(len(s.queue), func(i int) bool { return policy.QueueLess(q, s.queue[i].queued()) })
+	s.queue = slices.Insert(s.queue, i, j)
+}
+
+func (s *Scheduler) dequeue(j *job) {
+	for i, q := range s.queue {
+		if q == j {
+			s.queue = slices.Delete(s.queue, i, i+1)
+			return
+		}
+	}
+}
+
+// decodeStrict decodes a request body, naming an unknown or mistyped field.
+func decodeStrict(data []byte, into any) *model.FieldError {
+	if len(bytes.TrimSpace(data)) == 0 {
+		data = []byte("{}")
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(into); err != nil {
+		switch e := err.(type) {
+		case *json.UnmarshalTypeError:
+			return model.Errorf(e.Field, "must be a %s, not a %s", e.Type, e.Value)
+		case *json.SyntaxError:
+			return model.Errorf("body", "malformed JSON: %v", err)
+		}
+		msg := err.Error()
+		const unknown = "json: unknown field "
+		if len(msg) > len(unknown) && msg[:len(unknown)] == unknown {
+			var f string
+			json.Unmarshal([]byte(msg[len(unknown):]), &f)
+			return model.Errorf(f, "unknown field %q", f)
+		}
+		return model.Errorf("body", "malformed JSON: %v", err)
+	}
+	return nil
+}
+
+func (s *Scheduler) lookup(m *nats.Msg) *job {
+	var ref events.JobRef
+	if fe := decodeStrict(m.Data, &ref); fe != nil {
+		events.Reply(m, events.ErrorReply{Error: fe})
+		return nil
+	}
+	if ref.JobID == "" {
+		replyError(m, "job_id", "required")
+		return nil
+	}
+	j, ok := s.jobs[ref.JobID]
+	if !ok {
+		replyError(m, "job_id", "no job "+ref.JobID)
+		return nil
+	}
+	return j
+}
+
+func (s *Scheduler) onGet(m *nats.Msg) {
+	if j := s.lookup(m); j != nil {
+		events.Reply(m, s.info(j, true))
+	}
+}
+
+// jobListPage is the number of jobs in one page of job.list.
+const jobListPage = 100
+
+func (s *Scheduler) onList(m *nats.Msg) {
+	var req events.JobListRequest
+	if fe := decodeStrict(m.Data, &req); fe != nil {
+		events.Reply(m, events.ErrorReply{Error: fe})
+		return
+	}
+	if req.Page < 0 {
+		replyError(m, "page", "must not be negative")
+		return
+	}
+	var match []*job
+	for _, j := range s.order {
+		if (req.State == "" || j.state == req.State) && (req.Tenant == "" || j.spec.Tenant == req.Tenant) {
+			match = append(match, j)
+		}
+	}
+	pages := max(1, (len(match)+jobListPage-1)/jobListPage)
+	rep := events.JobListReply{Page: req.Page, Pages: pages, Total: len(match), Jobs: []events.JobInfo{}}
+	for i := req.Page * jobListPage; i < min(len(match), (req.Page+1)*jobListPage); i++ {
+		rep.Jobs = append(rep.Jobs, s.info(match[i], false))
+	}
+	events.Reply(m, rep)
+}
+
+func (s *Scheduler) onCancel(m *nats.Msg) {
+	j := s.lookup(m)
+	if j == nil {
+		return
+	}
+	if j.terminal() {
+		replyError(m, "job_id", "job "+j.id+" is already "+j.state)
+		return
+	}
+	now := s.cfg.Clock.Now()
+	if j.state == events.JobQueued {
+		s.dequeue(j)
+	} else {
+		s.stop(j, events.OpRelease)
+	}
+	j.ended = &now
+	s.stats.cancelled++
+	s.transition(j, events.JobCancelled, "cancelled by request")
+	s.dirty = true
+	events.Reply(m, s.info(j, true))
+}
+
+func (s *Scheduler) onStrategy(m *nats.Msg) {
+	var req events.StrategyRequest
+	if fe := decodeStrict(m.Data, &req); fe != nil {
+		events.Reply(m, events.ErrorReply{Error: fe})
+		return
+	}
+	rep := events.StrategyReply{Policy: s.policy.Name(), Available: policy.Names()}
+	if req.Policy != "" && req.Policy != s.policy.Name() {
+		p, err := policy.Lookup(req.Policy)
+		if err != nil {
+			replyError(m, "policy", err.Error())
+			return
+		}
+		rep.Previous, rep.Policy = s.policy.Name(), p.Name()
+		s.policy = p
+		s.log.Info("policy switched", zap.String("policy", p.Name()), zap.String("previous", rep.Previous))
+		s.emit.Emit(s.cfg.Subjects.SchedEvent(events.SchedPolicy), events.Type("sched", events.SchedPolicy), "",
+			s.cfg.Clock.Now(), events.PolicyChanged{Policy: p.Name(), Previous: rep.Previous})
+		s.dirty = true
+	}
+	events.Reply(m, rep)
+}
+
+func (s *Scheduler) onExplain(m *nats.Msg) {
+	j := s.lookup(m)
+	if j == nil {
+		return
+	}
+	d := events.Decision{JobID: j.id, Policy: s.policy.Name(), State: j.state, Reason: j.reason}
+	if j.decision != nil {
+		d = *j.decision
+		d.State = j.state
+		if j.state == events.JobQueued {
+			d.Reason = j.reason
+		}
+	}
+	events.Reply(m, d)
+}

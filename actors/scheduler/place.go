@@ -1,0 +1,448 @@
+package scheduler
+
+import (
+	"encoding/json"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/gpusched/gpusched/events"
+	"github.com/gpusched/gpusched/model"
+	"github.com/gpusched/gpusched/policy"
+	"github.com/gpusched/gpusched/vram"
+)
+
+// call sends one control request and waits for its reply.
+func (s *Scheduler) call(subject string, c events.Control) (events.ControlReply, error) {
+	var rep events.ControlReply
+	b, err := json.Marshal(c)
+	if err != nil {
+		return rep, err
+	}
+	msg, err := s.cfg.Conn.Request(subject, b, s.cfg.CallTimeout)
+	if err != nil {
+		return rep, err
+	}
+	if err := json.Unmarshal(msg.Data, &rep); err != nil {
+		return rep, err
+	}
+	if rep.Error != nil {
+		return rep, errors.New(rep.Error.Error())
+	}
+	return rep, nil
+}
+
+type ctlCall struct {
+	subject string
+	ctl     events.Control
+	gpu     string // empty for the node actor
+}
+
+// callAll sends the requests in parallel and waits for every reply; a
+// failed call (timeout, error) comes back as a refusal naming the cause.
+func (s *Scheduler) callAll(calls []ctlCall) []events.ControlReply {
+	out := make([]events.ControlReply, len(calls))
+	one := func(i int) {
+		rep, err := s.call(calls[i].subject, calls[i].ctl)
+		if err != nil {
+			rep = events.ControlReply{Reason: err.Error()}
+		}
+		out[i] = rep
+	}
+	if len(calls) == 1 {
+		one(0)
+		return out
+	}
+	var wg sync.WaitGroup
+	for i := range calls {
+		wg.Go(func() { one(i) })
+	}
+	wg.Wait()
+	return out
+}
+
+// publishAll sends control messages without waiting (aborts and releases:
+// an unanswered abort is harmless, the reservation expires by itself).
+func (s *Scheduler) publishAll(calls []ctlCall) {
+	for _, c := range calls {
+		b, _ := json.Marshal(c.ctl)
+		if err := s.cfg.Conn.Publish(c.subject, b); err != nil {
+			s.log.Warn("control publish failed", zap.String("subject", c.subject), zap.Error(err))
+		}
+	}
+}
+
+func (s *Scheduler) controls(j *job, p policy.Placement, op string) []ctlCall {
+	sj := s.cfg.Subjects
+	calls := make([]ctlCall, 0, len(p.GPUs)+1)
+	nodeCtl := events.Control{Op: op, JobID: j.id}
+	gpuCtl := events.Control{Op: op, JobID: j.id}
+	if op == events.OpReserve {
+		ttl := s.cfg.ReservationTTL.Milliseconds()
+		nodeCtl.CPU, nodeCtl.Memory, nodeCtl.TTLMillis = j.spec.CPU, int64(j.spec.Memory), ttl
+		gpuCtl.TTLMillis = ttl
+		gpuCtl.Job = &events.Assignment{Name: j.spec.Name, Priority: j.spec.Priority, VRAM: int64(j.spec.VRAM),
+			Util: j.spec.Util, WorkS: j.work(), ProgressS: j.progress, CheckpointS: j.spec.Checkpoint.Seconds()}
+	}
+	calls = append(calls, ctlCall{subject: sj.NodeCtl(p.Node), ctl: nodeCtl})
+	for _, g := range p.GPUs {
+		calls = append(calls, ctlCall{subject: sj.GPUCtl(p.Node, g), ctl: gpuCtl, gpu: g})
+	}
+	return calls
+}
+
+// negotiate reserves the placement at every actor it touches, then commits.
+// Any refusal or timeout aborts the reservations made; the refusing GPU's
+// attached status corrects the view. It returns the refusal reason.
+func (s *Scheduler) negotiate(j *job, p policy.Placement) (bool, string) {
+	calls := s.controls(j, p, events.OpReserve)
+	replies := s.callAll(calls)
+	var refused []string
+	var undo []ctlCall
+	for i, r := range replies {
+		if r.OK {
+			undo = append(undo, calls[i])
+			continue
+		}
+		who := p.Node
+		if calls[i].gpu != "" {
+			who = calls[i].gpu
+		}
+		refused = append(refused, who+": "+r.Reason)
+		if r.Status != nil {
+			s.applyStatus(*r.Status, s.cfg.Clock.Now())
+		}
+	}
+	if len(refused) > 0 {
+		s.abort(j, undo)
+		return false, strings.Join(refused, "; ")
+	}
+	s.reserveInView(j, p, calls, replies)
+	commits := s.controls(j, p, events.OpCommit)
+	for i, r := range s.callAll(commits) {
+		if !r.OK {
+			s.log.Warn("commit refused", zap.String("job", j.id), zap.String("subject", commits[i].subject), zap.String("reason", r.Reason))
+			s.abort(j, commits)
+			s.releaseInView(j, p.Node, p.GPUs)
+			return false, "commit refused: " + r.Reason
+		}
+	}
+	return true, ""
+}
+
+func (s *Scheduler) abort(j *job, calls []ctlCall) {
+	aborts := make([]ctlCall, len(calls))
+	for i, c := range calls {
+		aborts[i] = ctlCall{subject: c.subject, ctl: events.Control{Op: events.OpAbort, JobID: j.id}, gpu: c.gpu}
+	}
+	s.publishAll(aborts)
+}
+
+// reserveInView applies an accepted reservation to the view at once, so the
+// next decision sees it without waiting for the GPU's status event.
+func (s *Scheduler) reserveInView(j *job, p policy.Placement, calls []ctlCall, replies []events.ControlReply) {
+	for i, c := range calls {
+		if c.gpu == "" {
+			continue
+		}
+		gs := s.view.gpus[c.gpu]
+		g := gs.g
+		g.Allocs = append(g.Allocs, vram.Alloc{Owner: j.id, Offset: replies[i].Offset, Size: int64(j.spec.VRAM)})
+		slices.SortFunc(g.Allocs, func(a, b vram.Alloc) int { return int(a.Offset - b.Offset) })
+		g.Util += j.spec.Util
+		gs.version = max(gs.version, replies[i].Version)
+		s.rebuildShares(g)
+	}
+	n := s.view.nodes[p.Node]
+	n.CPUUsed += j.spec.CPU
+	n.MemUsed += int64(j.spec.Memory)
+}
+
+// releaseInView removes a job from the view's GPUs and node.
+func (s *Scheduler) releaseInView(j *job, node string, gpus []string) {
+	for _, id := range gpus {
+		if gs, ok := s.view.gpus[id]; ok {
+			s.dropAlloc(gs.g, j.id)
+		}
+	}
+	if n, ok := s.view.nodes[node]; ok {
+		n.CPUUsed = max(0, n.CPUUsed-j.spec.CPU)
+		n.MemUsed = max(0, n.MemUsed-int64(j.spec.Memory))
+	}
+}
+
+func (s *Scheduler) dropAlloc(g *policy.GPU, jobID string) {
+	for i, a := range g.Allocs {
+		if a.Owner == jobID {
+			g.Allocs = slices.Delete(g.Allocs, i, i+1)
+			if j, ok := s.jobs[jobID]; ok {
+				g.Util = max(0, g.Util-j.spec.Util)
+			}
+			s.rebuildShares(g)
+			return
+		}
+	}
+}
+
+// rebuildShares derives a GPU's shares from its allocations and job records.
+func (s *Scheduler) rebuildShares(g *policy.GPU) {
+	g.Shares = g.Shares[:0]
+	for _, a := range g.Allocs {
+		sh := policy.Share{JobID: a.Owner, VRAM: a.Size}
+		if j, ok := s.jobs[a.Owner]; ok {
+			sh.Priority, sh.Preemptible, sh.Util = j.spec.Priority, j.spec.Preemptible, j.spec.Util
+			sh.CPU, sh.Memory = j.spec.CPU, int64(j.spec.Memory)
+		}
+		g.Shares = append(g.Shares, sh)
+	}
+}
+
+// refreshLostWork sets each share's lost work (progress since its last
+// checkpoint) to its value now, before victims are chosen.
+func (s *Scheduler) refreshLostWork() {
+	now := s.cfg.Clock.Now()
+	for _, g := range s.view.cluster.GPUs {
+		for i := range g.Shares {
+			if j, ok := s.jobs[g.Shares[i].JobID]; ok {
+				p := j.estimate(now)
+				g.Shares[i].LostWork = p - model.KeptProgress(p, j.spec.Checkpoint)
+			}
+		}
+	}
+}
+
+// maxCandidatesInExplain bounds the candidates a decision event lists.
+const maxCandidatesInExplain = policy.MaxCandidates
+
+// tryPlace places j if it fits (preempting lower-priority jobs when it fits
+// nowhere otherwise) and reports whether it did.
+func (s *Scheduler) tryPlace(j *job) bool {
+	req := s.request(j)
+	cands := policy.Place(&s.view.cluster, req, s.policy)
+	var refusals []string
+	for _, p := range cands {
+		ok, why := s.negotiate(j, p)
+		if ok {
+			s.placed(j, p, cands, refusals, nil)
+			return true
+		}
+		refusals = append(refusals, why)
+	}
+	if len(cands) == 0 && s.hasLowerPriorityRunning(j) {
+		s.refreshLostWork()
+		if pre, ok := policy.ChooseVictims(&s.view.cluster, req); ok {
+			s.preemptFor(j, pre.Victims)
+			if ok, why := s.negotiate(j, pre.Placement); ok {
+				s.placed(j, pre.Placement, []policy.Placement{pre.Placement}, refusals, pre.Victims)
+				return true
+			} else {
+				refusals = append(refusals, why)
+			}
+		}
+	}
+	if len(refusals) > 0 {
+		j.decision = &events.Decision{JobID: j.id, Policy: s.policy.Name(), Refusals: refusals, Candidates: candidates(cands)}
+	}
+	return false
+}
+
+func (s *Scheduler) hasLowerPriorityRunning(j *job) bool {
+	for _, g := range s.view.cluster.GPUs {
+		for _, sh := range g.Shares {
+			if sh.Priority < j.spec.Priority && sh.Preemptible {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func candidates(ps []policy.Placement) []events.Candidate {
+	out := make([]events.Candidate, 0, len(ps))
+	for _, p := range ps[:min(len(ps), maxCandidatesInExplain)] {
+		out = append(out, events.Candidate{Node: p.Node, GPUs: p.GPUs, Score: p.Score})
+	}
+	return out
+}
+
+// placed records a committed placement: placed, then running.
+func (s *Scheduler) placed(j *job, p policy.Placement, cands []policy.Placement, refusals, victims []string) {
+	now := s.cfg.Clock.Now()
+	j.node, j.gpus = p.Node, p.GPUs
+	j.shardsLeft = len(p.GPUs)
+	j.lastProgress, j.lastRate, j.lastAt = j.progress, 0, now
+	if gs, ok := s.view.gpus[p.GPUs[0]]; ok {
+		j.lastRate = gs.model.Speed
+	}
+	j.victims = victims
+	d := &events.Decision{JobID: j.id, Policy: s.policy.Name(), Node: p.Node, GPUs: p.GPUs,
+		Candidates: candidates(cands), Victims: victims, Refusals: refusals}
+	j.decision = d
+	s.emit.Emit(s.cfg.Subjects.SchedEvent(events.SchedDecision), events.Type("sched", events.SchedDecision), j.id, now, d)
+	s.transition(j, events.JobPlaced, "")
+	j.started = &now
+	s.transition(j, stateRunning, "")
+	j.victims = nil
+}
+
+// preemptFor stops the victims for preemptor: each keeps its progress up to
+// its last checkpoint and goes back to the queue in its original place.
+func (s *Scheduler) preemptFor(preemptor *job, victims []string) {
+	for _, id := range victims {
+		v, ok := s.jobs[id]
+		if !ok || v.state != stateRunning {
+			continue
+		}
+		s.stop(v, events.OpPreempt)
+		v.preemptions++
+		s.stats.preemptions++
+		v.preemptor, v.victims = preemptor.id, victims
+		s.log.Info("preempted", zap.String("victim", v.spec.Name), zap.String("job", v.id),
+			zap.String("preemptor", preemptor.spec.Name), zap.Float64("kept_progress_s", v.progress))
+		s.transition(v, events.JobPreempted, "preempted by "+preemptor.spec.Name+" ("+preemptor.id+")")
+		v.preemptor, v.victims = "", nil
+		s.transition(v, events.JobQueued, "")
+		s.enqueue(v)
+	}
+}
+
+// stop ends a running job's shares with op (preempt or release), keeping
+// its progress up to the last checkpoint on preemption.
+func (s *Scheduler) stop(j *job, op string) {
+	if len(j.gpus) == 0 && j.node == "" {
+		return
+	}
+	now := s.cfg.Clock.Now()
+	var calls []ctlCall
+	for _, g := range j.gpus {
+		calls = append(calls, ctlCall{subject: s.cfg.Subjects.GPUCtl(j.node, g), ctl: events.Control{Op: op, JobID: j.id}, gpu: g})
+	}
+	done := -1.0
+	for _, r := range s.callAll(calls) {
+		for _, st := range r.Stopped {
+			if st.JobID == j.id && (done < 0 || st.ProgressS < done) {
+				done = st.ProgressS
+			}
+		}
+	}
+	if done < 0 {
+		done = j.estimate(now)
+	}
+	if op == events.OpPreempt {
+		j.progress = model.KeptProgress(done, j.spec.Checkpoint)
+	} else {
+		j.progress = done
+	}
+	s.publishAll([]ctlCall{{subject: s.cfg.Subjects.NodeCtl(j.node), ctl: events.Control{Op: events.OpRelease, JobID: j.id}}})
+	s.releaseInView(j, j.node, j.gpus)
+	j.node, j.gpus, j.shardsLeft = "", nil, 0
+}
+
+// schedule is one pass over the queue in order. A job that fits nowhere
+// does not block the jobs behind it (they backfill) until it has waited
+// StarvationAge; from then on it holds GPUs (policy.Hold) that nothing
+// behind it may take, so it cannot starve.
+func (s *Scheduler) schedule() {
+	s.dirty = false
+	s.held = map[int]bool{}
+	now := s.cfg.Clock.Now()
+	for _, j := range slices.Clone(s.queue) {
+		if j.state != events.JobQueued {
+			continue
+		}
+		if s.tryPlace(j) {
+			s.dequeue(j)
+			continue
+		}
+		req := s.request(j)
+		reason := policy.Why(&s.view.cluster, req)
+		if j.decision != nil && len(j.decision.Refusals) > 0 && j.decision.Node == "" {
+			reason = "refused: " + j.decision.Refusals[len(j.decision.Refusals)-1]
+		}
+		if policy.Aged(j.submitted, now, s.cfg.StarvationAge) {
+			var names []string
+			for _, gi := range policy.Hold(&s.view.cluster, req, s.held) {
+				s.held[gi] = true
+				names = append(names, s.view.cluster.GPUs[gi].ID)
+			}
+			if len(names) > 0 {
+				reason += "; waited " + now.Sub(j.submitted).Round(time.Minute).String() + ", holding " + strings.Join(names, ",")
+			}
+		}
+		s.setPending(j, reason)
+	}
+}
+
+func (s *Scheduler) setPending(j *job, reason string) {
+	if j.reason == reason {
+		return
+	}
+	j.reason = reason
+	s.emit.Emit(s.cfg.Subjects.SchedEvent(events.SchedPending), events.Type("sched", events.SchedPending), j.id,
+		s.cfg.Clock.Now(), events.Pending{JobID: j.id, Name: j.spec.Name, Reason: reason})
+}
+
+// applyStatus folds a GPU status into the view. A status older than what
+// the view already holds (an accepted reservation is newer) does not
+// replace the layout, but its change (a job completed or stopped) is
+// always applied.
+func (s *Scheduler) applyStatus(st events.GPUStatus, at time.Time) {
+	gs, isNew := s.view.addGPU(st)
+	if isNew {
+		s.dirty = true
+		s.log.Info("GPU joined", zap.String("gpu", st.GPU), zap.String("node", st.Node), zap.String("model", st.Model))
+	}
+	g := gs.g
+	if st.Version >= gs.version || st.Incarnation != gs.status.Incarnation {
+		gs.version = st.Version
+		g.Allocs = g.Allocs[:0]
+		g.Util = 0
+		for _, sj := range st.Jobs {
+			g.Allocs = append(g.Allocs, vram.Alloc{Owner: sj.JobID, Offset: sj.Offset, Size: sj.VRAM})
+			g.Util += sj.Util
+		}
+		s.rebuildShares(g)
+	} else if st.JobID != "" && st.Change != "committed" {
+		s.dropAlloc(g, st.JobID)
+	}
+	gs.status, gs.statusAt = st, at
+	for _, sj := range st.Jobs {
+		if j, ok := s.jobs[sj.JobID]; ok && j.state == stateRunning && sj.State == "running" {
+			j.lastProgress, j.lastRate, j.lastAt = sj.ProgressS, sj.Rate, at
+		}
+	}
+	switch st.Change {
+	case "completed":
+		s.shardDone(st.JobID, st.GPU)
+		s.dirty = true
+	case "expired", "aborted", "preempted", "released":
+		s.dirty = true
+	}
+}
+
+// shardDone counts one GPU's share of a job as finished; the job completes
+// when every share has.
+func (s *Scheduler) shardDone(jobID, gpuID string) {
+	j, ok := s.jobs[jobID]
+	if !ok || j.state != stateRunning || !slices.Contains(j.gpus, gpuID) {
+		return
+	}
+	j.shardsLeft--
+	if j.shardsLeft > 0 {
+		return
+	}
+	now := s.cfg.Clock.Now()
+	j.progress = j.work()
+	j.ended = &now
+	s.publishAll([]ctlCall{{subject: s.cfg.Subjects.NodeCtl(j.node), ctl: events.Control{Op: events.OpRelease, JobID: j.id}}})
+	if n, ok := s.view.nodes[j.node]; ok {
+		n.CPUUsed = max(0, n.CPUUsed-j.spec.CPU)
+		n.MemUsed = max(0, n.MemUsed-int64(j.spec.Memory))
+	}
+	s.stats.completed++
+	s.transition(j, events.JobCompleted, "")
+}

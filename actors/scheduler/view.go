@@ -1,0 +1,166 @@
+package scheduler
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gpusched/gpusched/events"
+	"github.com/gpusched/gpusched/model"
+	"github.com/gpusched/gpusched/policy"
+	"github.com/gpusched/gpusched/vram"
+)
+
+// gpuState is what the scheduler knows of one GPU beyond the policy view:
+// its last status (for snapshots and energy) and that status's version.
+type gpuState struct {
+	g        *policy.GPU
+	status   events.GPUStatus
+	statusAt time.Time // simulated time of the last status
+	version  uint64
+	model    model.GPUModel
+}
+
+// view is the scheduler's picture of the cluster.
+type view struct {
+	cluster policy.Cluster
+	gpus    map[string]*gpuState
+	nodes   map[string]*policy.Node
+}
+
+func newView(m vram.Model) *view {
+	return &view{cluster: policy.Cluster{VRAMModel: m}, gpus: map[string]*gpuState{}, nodes: map[string]*policy.Node{}}
+}
+
+// naturalLess orders ids so that "gpu-2" comes before "gpu-10".
+func naturalLess(a, b string) bool {
+	pa, na := splitNumber(a)
+	pb, nb := splitNumber(b)
+	if pa != pb {
+		return pa < pb
+	}
+	if na != nb {
+		return na < nb
+	}
+	return a < b
+}
+
+func splitNumber(s string) (string, int) {
+	i := len(s)
+	for i > 0 && s[i-1] >= '0' && s[i-1] <= '9' {
+		i--
+	}
+	n, err := strconv.Atoi(s[i:])
+	if err != nil {
+		return s, -1
+	}
+	return s[:i], n
+}
+
+// node returns the node, creating it (not alive until it heartbeats).
+func (v *view) node(id string) *policy.Node {
+	if n, ok := v.nodes[id]; ok {
+		return n
+	}
+	n := &policy.Node{ID: id}
+	v.nodes[id] = n
+	v.cluster.Nodes = append(v.cluster.Nodes, n)
+	slices.SortFunc(v.cluster.Nodes, func(a, b *policy.Node) int { return cmpBool(naturalLess(a.ID, b.ID), naturalLess(b.ID, a.ID)) })
+	v.reindex()
+	return n
+}
+
+func cmpBool(less, greater bool) int {
+	switch {
+	case less:
+		return -1
+	case greater:
+		return 1
+	}
+	return 0
+}
+
+// addGPU learns a GPU from its up event or status; it reports whether it was new.
+func (v *view) addGPU(st events.GPUStatus) (*gpuState, bool) {
+	if s, ok := v.gpus[st.GPU]; ok {
+		return s, false
+	}
+	m, err := model.LookupModel(st.Model)
+	if err != nil {
+		m = model.GPUModel{Name: st.Model, VRAM: model.Bytes(st.VRAMTotal), Speed: 1}
+	}
+	g := &policy.GPU{ID: st.GPU, Node: st.Node, Model: m.Name, VRAMTotal: st.VRAMTotal, Alive: true}
+	s := &gpuState{g: g, model: m}
+	v.gpus[st.GPU] = s
+	v.node(st.Node)
+	v.cluster.GPUs = append(v.cluster.GPUs, g)
+	slices.SortFunc(v.cluster.GPUs, func(a, b *policy.GPU) int { return cmpBool(naturalLess(a.ID, b.ID), naturalLess(b.ID, a.ID)) })
+	v.reindex()
+	return s, true
+}
+
+func (v *view) reindex() {
+	for i, n := range v.cluster.Nodes {
+		n.Index = i
+		n.GPUs = n.GPUs[:0]
+	}
+	for i, g := range v.cluster.GPUs {
+		g.Index = i
+		n := v.nodes[g.Node]
+		g.NodeIndex = n.Index
+		n.GPUs = append(n.GPUs, i)
+	}
+}
+
+// maxVRAM returns the largest GPU the request could ever use, for rejecting
+// jobs larger than every GPU at submission.
+func (v *view) feasible(r *policy.Request) *model.FieldError {
+	if r.GPUs == 0 {
+		return model.Errorf("gpus", "CPU-only jobs (gpus 0) are not simulated yet: give gpus 1 or more")
+	}
+	if r.GPUs == 0 {
+		for _, n := range v.cluster.Nodes {
+			if n.CPUTotal >= r.CPU && n.MemTotal >= r.Memory {
+				return nil
+			}
+		}
+		return model.Errorf("cpu", "no node has %.1f CPUs and %s of memory", r.CPU, model.Bytes(r.Memory))
+	}
+	var largest int64
+	modelOK, pinOK := false, r.PinGPU == "" && r.PinNode == ""
+	for _, n := range v.cluster.Nodes {
+		count := 0
+		for _, gi := range n.GPUs {
+			g := v.cluster.GPUs[gi]
+			if r.PinGPU != "" && g.ID != r.PinGPU || r.PinNode != "" && g.Node != r.PinNode {
+				continue
+			}
+			pinOK = true
+			if len(r.Models) > 0 && !slices.Contains(r.Models, g.Model) {
+				continue
+			}
+			modelOK = true
+			largest = max(largest, g.VRAMTotal)
+			if g.VRAMTotal >= r.VRAM {
+				count++
+			}
+		}
+		if count >= r.GPUs && n.CPUTotal >= r.CPU && n.MemTotal >= r.Memory {
+			return nil
+		}
+	}
+	switch {
+	case !pinOK && r.PinGPU != "":
+		return model.Errorf("gpu", "no GPU %q in this cluster", r.PinGPU)
+	case !pinOK:
+		return model.Errorf("node", "no node %q in this cluster", r.PinNode)
+	case !modelOK:
+		return model.Errorf("models", "no GPU of models %s in this cluster", strings.Join(r.Models, ", "))
+	case largest < r.VRAM:
+		return model.Errorf("vram", "%s per GPU is larger than every GPU in the cluster (largest: %s)", model.Bytes(r.VRAM), model.Bytes(largest))
+	case r.GPUs > 1:
+		return model.Errorf("gpus", "no node has %d GPUs with %s each and %.1f CPUs, %s memory", r.GPUs, model.Bytes(r.VRAM), r.CPU, model.Bytes(r.Memory))
+	}
+	return model.Errorf("cpu", "no node with a fitting GPU has %.1f CPUs and %s of memory", r.CPU, model.Bytes(r.Memory))
+}

@@ -1,0 +1,288 @@
+// Command cluster runs a simulated GPU cluster on an embedded NATS bus, and
+// talks to a running one: submit, get, list, cancel, explain, strategy.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/gpusched/gpusched/actors/jobgen"
+	"github.com/gpusched/gpusched/cluster"
+	"github.com/gpusched/gpusched/events"
+	"github.com/gpusched/gpusched/model"
+	"github.com/gpusched/gpusched/observer"
+	"github.com/gpusched/gpusched/policy"
+	"github.com/gpusched/gpusched/simclock"
+	"github.com/gpusched/gpusched/vram"
+)
+
+const usage = `usage:
+  cluster [run] [flags]         run a cluster (embedded NATS, node, GPU, scheduler and job generator actors)
+  cluster submit [flags]        submit a job
+  cluster get JOB_ID            a job's state and history
+  cluster list [--state S]      jobs, oldest first
+  cluster cancel JOB_ID         cancel a job
+  cluster explain JOB_ID        why a job waits, or how it was placed
+  cluster strategy [POLICY]     show or switch the placement policy
+  cluster snapshot [--page N]   the cluster state as JSON
+
+Run "cluster COMMAND -h" for a command's flags.
+`
+
+func main() {
+	args := os.Args[1:]
+	cmd := "run"
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		cmd, args = args[0], args[1:]
+	}
+	var err error
+	switch cmd {
+	case "run":
+		err = run(args)
+	case "submit":
+		err = submit(args)
+	case "get", "cancel", "explain":
+		err = jobCommand(cmd, args)
+	case "list":
+		err = list(args)
+	case "strategy":
+		err = strategy(args)
+	case "snapshot":
+		err = snapshot(args)
+	case "help":
+		fmt.Print(usage)
+	default:
+		fmt.Fprintf(os.Stderr, "cluster: unknown command %q\n\n%s", cmd, usage)
+		os.Exit(2)
+	}
+	if err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "cluster:", err)
+		}
+		os.Exit(1)
+	}
+}
+
+func newLogger(level string, out zapcore.WriteSyncer) (*zap.Logger, error) {
+	var lvl zapcore.Level
+	if err := lvl.Set(level); err != nil {
+		return nil, fmt.Errorf("--log-level %q: use debug, info, warn or error", level)
+	}
+	enc := zap.NewDevelopmentEncoderConfig()
+	enc.EncodeTime = zapcore.TimeEncoderOfLayout("15:04:05.000")
+	if out == zapcore.Lock(os.Stderr) {
+		enc.EncodeLevel = zapcore.CapitalColorLevelEncoder
+	}
+	core := zapcore.NewCore(zapcore.NewConsoleEncoder(enc), out, lvl)
+	return zap.New(core), nil
+}
+
+func run(args []string) error {
+	fs := flag.NewFlagSet("cluster run", flag.ContinueOnError)
+	listen := fs.String("listen", cluster.DefaultListen, "HOST:PORT of the embedded NATS server")
+	prefix := fs.String("prefix", events.DefaultPrefix, "subject prefix of this cluster")
+	gpus := fs.String("gpus", model.DefaultGPUs, "cluster shape: COUNTxMODEL,... (nodes of at most 8 GPUs of one model)")
+	pol := fs.String("policy", policy.DefaultPolicy, "placement policy: "+strings.Join(policy.Names(), ", "))
+	vramModel := fs.String("vram-model", string(vram.Contiguous), "VRAM model: contiguous or pooled")
+	seed := fs.Uint64("seed", 1, "seed of the job generator")
+	rate := fs.Float64("rate", jobgen.DefaultRate, "generated jobs per simulated hour (0 turns the generator off)")
+	speed := fs.Float64("speed", simclock.DefaultSpeed, "simulated seconds per wall second")
+	demo := fs.Bool("demo", true, "start with the reference demo's five jobs (when --rate > 0)")
+	starve := fs.Duration("starvation-age", policy.DefaultStarvationAge, "simulated wait after which a head-of-line job holds GPUs")
+	observe := fs.Bool("observe", false, "show the live text view in this terminal (logs go to a file)")
+	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	shape, err := model.ParseGPUs(*gpus)
+	if err != nil {
+		return err
+	}
+	if _, err := policy.Lookup(*pol); err != nil {
+		return fmt.Errorf("--policy: %v", err)
+	}
+	vm, err := vram.ParseModel(*vramModel)
+	if err != nil {
+		return fmt.Errorf("--vram-model: %v", err)
+	}
+	if *rate < 0 {
+		return fmt.Errorf("--rate must not be negative")
+	}
+	if *speed <= 0 {
+		return fmt.Errorf("--speed must be positive (simulated seconds per wall second)")
+	}
+	if !model.ValidToken(*prefix) {
+		return fmt.Errorf("--prefix %q: use letters, digits, - and _ only", *prefix)
+	}
+	logOut := zapcore.Lock(os.Stderr)
+	logPath := ""
+	if *observe {
+		logPath = filepath.Join(os.TempDir(), "gpusched-cluster.log")
+		f, err := os.Create(logPath)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		logOut = zapcore.Lock(f)
+	}
+	log, err := newLogger(*logLevel, logOut)
+	if err != nil {
+		return err
+	}
+	defer log.Sync()
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	c, err := cluster.Start(ctx, cluster.Config{Listen: *listen, Prefix: *prefix, Shape: shape, Policy: *pol,
+		VRAMModel: vm, Seed: *seed, Rate: *rate, Demo: *demo, Speed: *speed, StarvationAge: *starve, Logger: log})
+	if err != nil {
+		return err
+	}
+	log.Info("running; Ctrl-C stops", zap.String("nats", c.URL()), zap.Float64("speed", *speed),
+		zap.Float64("rate_per_sim_hour", *rate), zap.Uint64("seed", *seed), zap.String("policy", *pol))
+	if *observe {
+		nc, err := nats.Connect(c.URL(), nats.Name("gpusched-observer"))
+		if err == nil {
+			observer.Text(ctx, nc, events.NewSubjects(*prefix), os.Stdout, observer.TextOptions{})
+			nc.Close()
+		}
+		fmt.Fprintf(os.Stderr, "\nstopping; the cluster's log is in %s\n", logPath)
+	} else {
+		<-ctx.Done()
+	}
+	log.Info("shutting down")
+	c.Stop()
+	log.Info("stopped")
+	return nil
+}
+
+// clientFlags are the flags every client command shares.
+func clientFlags(fs *flag.FlagSet) (*string, *string) {
+	url := fs.String("nats", "nats://"+cluster.DefaultListen, "NATS URL of the cluster")
+	prefix := fs.String("prefix", events.DefaultPrefix, "subject prefix of the cluster")
+	return url, prefix
+}
+
+// request sends body to the cluster and prints the reply; an error reply
+// becomes the command's error.
+func request(url, subject string, body any, out io.Writer) error {
+	nc, err := nats.Connect(url, nats.Name("gpusched-cli"))
+	if err != nil {
+		return fmt.Errorf("cannot reach the cluster at %s: %v (is `cluster` running?)", url, err)
+	}
+	defer nc.Close()
+	b, err := json.Marshal(body)
+	if err != nil {
+		return err
+	}
+	msg, err := nc.Request(subject, b, 5*time.Second)
+	if err != nil {
+		return fmt.Errorf("%s: %v (is a cluster with this prefix running?)", subject, err)
+	}
+	var probe struct {
+		Error *model.FieldError `json:"error"`
+	}
+	json.Unmarshal(msg.Data, &probe)
+	if probe.Error != nil {
+		return fmt.Errorf("refused: %s", probe.Error.Error())
+	}
+	var pretty json.RawMessage = msg.Data
+	enc := json.NewEncoder(out)
+	enc.SetIndent("", "  ")
+	return enc.Encode(pretty)
+}
+
+func submit(args []string) error {
+	fs := flag.NewFlagSet("cluster submit", flag.ContinueOnError)
+	url, prefix := clientFlags(fs)
+	name := fs.String("name", "", "job name (required)")
+	tenant := fs.String("tenant", "", "tenant")
+	priority := fs.String("priority", "medium", "high, medium, low or an integer")
+	gpus := fs.Int("gpus", 1, "GPUs (more than 1: a gang on one node)")
+	vramSize := fs.String("vram", "", "VRAM per GPU, e.g. 12GiB or 20GB (required)")
+	util := fs.Float64("util", model.DefaultUtil, "compute share per GPU, percent")
+	duration := fs.String("duration", "", "run time at reference speed, e.g. 30m (required)")
+	checkpoint := fs.String("checkpoint", "", "checkpoint interval, e.g. 10m")
+	models := fs.String("models", "", "allowed GPU models, comma-separated")
+	gpu := fs.String("gpu", "", "pin to this GPU id")
+	preemptible := fs.Bool("preemptible", true, "may be preempted by higher-priority jobs")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	body := map[string]any{"name": *name, "priority": *priority, "gpus": *gpus, "util": *util, "preemptible": *preemptible}
+	for k, v := range map[string]string{"tenant": *tenant, "vram": *vramSize, "duration": *duration, "checkpoint": *checkpoint, "gpu": *gpu} {
+		if v != "" {
+			body[k] = v
+		}
+	}
+	if *models != "" {
+		body["models"] = strings.Split(*models, ",")
+	}
+	return request(*url, events.NewSubjects(*prefix).JobSubmit(), body, os.Stdout)
+}
+
+func jobCommand(cmd string, args []string) error {
+	fs := flag.NewFlagSet("cluster "+cmd, flag.ContinueOnError)
+	url, prefix := clientFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return fmt.Errorf("usage: cluster %s JOB_ID", cmd)
+	}
+	s := events.NewSubjects(*prefix)
+	subject := map[string]string{"get": s.JobGet(), "cancel": s.JobCancel(), "explain": s.SchedExplain()}[cmd]
+	return request(*url, subject, events.JobRef{JobID: fs.Arg(0)}, os.Stdout)
+}
+
+func list(args []string) error {
+	fs := flag.NewFlagSet("cluster list", flag.ContinueOnError)
+	url, prefix := clientFlags(fs)
+	state := fs.String("state", "", "only jobs in this state (queued, running, completed...)")
+	tenant := fs.String("tenant", "", "only this tenant's jobs")
+	page := fs.Int("page", 0, "page")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	return request(*url, events.NewSubjects(*prefix).JobList(), events.JobListRequest{State: *state, Tenant: *tenant, Page: *page}, os.Stdout)
+}
+
+func strategy(args []string) error {
+	fs := flag.NewFlagSet("cluster strategy", flag.ContinueOnError)
+	url, prefix := clientFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	req := events.StrategyRequest{}
+	if fs.NArg() > 0 {
+		req.Policy = fs.Arg(0)
+	}
+	return request(*url, events.NewSubjects(*prefix).SchedStrategy(), req, os.Stdout)
+}
+
+func snapshot(args []string) error {
+	fs := flag.NewFlagSet("cluster snapshot", flag.ContinueOnError)
+	url, prefix := clientFlags(fs)
+	page := fs.Int("page", 0, "page")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	return request(*url, events.NewSubjects(*prefix).ClusterSnapshot(), events.SnapshotRequest{Page: *page}, os.Stdout)
+}
