@@ -66,4 +66,4 @@ type scaledTimer struct {
 }
 
 func (t *scaledTimer) C() <-chan time.Time { return t.c }
-func (t *scaledTimer) Stop() bool         { return t.t.Stop() }
+func (t *scaledTimer) Stop() bool          { return t.t.Stop() }
