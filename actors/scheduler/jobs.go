@@ -137,7 +137,8 @@ func (s *Scheduler) onSubmit(m *nats.Msg) {
 	s.transition(j, events.JobQueued, "")
 	// With nothing waiting ahead of it, try the new job at once so the
 	// reply can say "placed"; otherwise the next pass takes the queue in order.
-	if len(s.queue) == 0 && len(s.held) == 0 && !s.dirty {
+	if len(s.queue) == 0 {
+		clear(s.held) // holds belong to waiting jobs, and none wait
 		if s.tryPlace(j) {
 			events.Reply(m, events.SubmitReply{JobID: j.id, State: events.JobPlaced})
 			return

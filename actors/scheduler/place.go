@@ -122,15 +122,12 @@ func (s *Scheduler) negotiate(j *job, p policy.Placement) (bool, string) {
 		return false, strings.Join(refused, "; ")
 	}
 	s.reserveInView(j, p, calls, replies)
-	commits := s.controls(j, p, events.OpCommit)
-	for i, r := range s.callAll(commits) {
-		if !r.OK {
-			s.log.Warn("commit refused", zap.String("job", j.id), zap.String("subject", commits[i].subject), zap.String("reason", r.Reason))
-			s.abort(j, commits)
-			s.releaseInView(j, p.Node, p.GPUs)
-			return false, "commit refused: " + r.Reason
-		}
-	}
+	// Commits are sent without waiting: each actor holds the reservation,
+	// and NATS keeps one connection's messages in order, so the commit
+	// reaches it before anything the scheduler sends later. Should a commit
+	// be lost, the reservation expires, the GPU reports "expired", and the
+	// job is re-queued as lost (applyStatus): nothing leaks, nothing is lost.
+	s.publishAll(s.controls(j, p, events.OpCommit))
 	return true, ""
 }
 
@@ -419,9 +416,28 @@ func (s *Scheduler) applyStatus(st events.GPUStatus, at time.Time) {
 	case "completed":
 		s.shardDone(st.JobID, st.GPU)
 		s.dirty = true
-	case "expired", "aborted", "preempted", "released":
+	case "expired":
+		s.lostCommit(st.JobID, st.GPU)
+		s.dirty = true
+	case "aborted", "preempted", "released":
 		s.dirty = true
 	}
+}
+
+// lostCommit handles a reservation that expired on a GPU although the
+// scheduler committed it (the commit never arrived): the job did not run
+// there, so it goes back to the queue with the progress it had kept.
+func (s *Scheduler) lostCommit(jobID, gpuID string) {
+	j, ok := s.jobs[jobID]
+	if !ok || j.state != stateRunning || !slices.Contains(j.gpus, gpuID) {
+		return
+	}
+	s.log.Warn("commit lost: reservation expired on the GPU", zap.String("job", jobID), zap.String("gpu", gpuID))
+	s.stop(j, events.OpRelease)
+	j.progress = model.KeptProgress(j.progress, j.spec.Checkpoint)
+	s.transition(j, events.JobLost, "the reservation on "+gpuID+" expired before its commit arrived")
+	s.transition(j, events.JobQueued, "")
+	s.enqueue(j)
 }
 
 // shardDone counts one GPU's share of a job as finished; the job completes

@@ -1,0 +1,220 @@
+package gpu_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"go.uber.org/goleak"
+
+	"github.com/gpusched/gpusched/actors/node"
+	"github.com/gpusched/gpusched/events"
+	"github.com/gpusched/gpusched/internal/testbus"
+	"github.com/gpusched/gpusched/model"
+	"github.com/gpusched/gpusched/simclock"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// startNode runs one node with one A100 40GB (gpu-0) on a real bus.
+func startNode(t *testing.T, speed float64) (*nats.Conn, *statusLog) {
+	t.Helper()
+	_, nc := testbus.Start(t)
+	m, _ := model.LookupModel("A100-40GB")
+	spec := model.NodeSpec{ID: "node-0", CPU: 16, Memory: 128 * model.GiB, GPUs: []model.GPUSpec{{ID: "gpu-0", Model: m}}}
+	log := &statusLog{}
+	sub, err := nc.Subscribe("gpusched.evt.gpu.>", func(msg *nats.Msg) {
+		var ev struct {
+			Type string           `json:"type"`
+			Data events.GPUStatus `json:"data"`
+		}
+		json.Unmarshal(msg.Data, &ev)
+		log.add(ev.Type, ev.Data)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sub.Unsubscribe() })
+	nc.Flush()
+	ctx, cancel := context.WithCancel(context.Background())
+	h, err := node.Start(ctx, node.HostConfig{Spec: spec, Clock: simclock.NewScaled(time.Unix(0, 0), speed),
+		Subjects: events.NewSubjects(""), Conn: nc, Heartbeat: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		h.Wait()
+	})
+	return nc, log
+}
+
+type statusLog struct {
+	mu sync.Mutex
+	st []events.GPUStatus
+	ty []string
+}
+
+func (l *statusLog) add(typ string, st events.GPUStatus) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.ty = append(l.ty, typ)
+	l.st = append(l.st, st)
+}
+
+func (l *statusLog) last(change, job string) *events.GPUStatus {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i := len(l.st) - 1; i >= 0; i-- {
+		if l.st[i].Change == change && l.st[i].JobID == job {
+			s := l.st[i]
+			return &s
+		}
+	}
+	return nil
+}
+
+func ctl(t *testing.T, nc *nats.Conn, c events.Control) events.ControlReply {
+	t.Helper()
+	b, _ := json.Marshal(c)
+	msg, err := nc.Request("gpusched.gpu.node-0.gpu-0.ctl", b, 2*time.Second)
+	if err != nil {
+		t.Fatalf("%s: %v", c.Op, err)
+	}
+	var rep events.ControlReply
+	if err := json.Unmarshal(msg.Data, &rep); err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
+
+func reserve(t *testing.T, nc *nats.Conn, id string, vram model.Bytes, util, work float64) events.ControlReply {
+	return ctl(t, nc, events.Control{Op: events.OpReserve, JobID: id, TTLMillis: 60000,
+		Job: &events.Assignment{Name: id, VRAM: int64(vram), Util: util, WorkS: work}})
+}
+
+// TestFragmentedVRAMIsRefused: 20GiB free in two 10GiB holes cannot take a
+// 15GiB job, and the refusal says "fragmented"; more than the free total is
+// an ordinary OOM refusal.
+func TestFragmentedVRAMIsRefused(t *testing.T) {
+	nc, _ := startNode(t, 1)
+	for _, id := range []string{"a", "b", "c", "d"} {
+		if rep := reserve(t, nc, id, 10*model.GiB, 10, 3600); !rep.OK {
+			t.Fatalf("reserve %s: %s", id, rep.Reason)
+		}
+	}
+	if rep := reserve(t, nc, "e", 1*model.GiB, 10, 3600); rep.OK {
+		t.Fatal("a full GPU accepted another reservation")
+	}
+	ctl(t, nc, events.Control{Op: events.OpAbort, JobID: "a"})
+	ctl(t, nc, events.Control{Op: events.OpAbort, JobID: "c"})
+	rep := reserve(t, nc, "f", 15*model.GiB, 10, 3600)
+	if rep.OK || !strings.HasPrefix(rep.Reason, "fragmented") {
+		t.Fatalf("15GiB into two 10GiB holes: ok=%v reason %q, want a fragmented refusal", rep.OK, rep.Reason)
+	}
+	if rep.Status == nil || rep.Status.VRAMLargestFree != int64(10*model.GiB) {
+		t.Fatalf("refusal should carry the GPU's status with a 10GiB largest hole: %+v", rep.Status)
+	}
+	if rep := reserve(t, nc, "g", 25*model.GiB, 10, 3600); rep.OK || !strings.HasPrefix(rep.Reason, "insufficient") {
+		t.Fatalf("25GiB with 20GiB free: %q, want insufficient", rep.Reason)
+	}
+	if rep := reserve(t, nc, "h", 10*model.GiB, 10, 3600); !rep.OK || rep.Offset != 0 {
+		t.Fatalf("10GiB should take the first hole at 0: %+v", rep)
+	}
+}
+
+// TestUncommittedReservationExpires: a reservation never committed frees
+// its VRAM by itself.
+func TestUncommittedReservationExpires(t *testing.T) {
+	nc, log := startNode(t, 1)
+	rep := ctl(t, nc, events.Control{Op: events.OpReserve, JobID: "x", TTLMillis: 30,
+		Job: &events.Assignment{Name: "x", VRAM: int64(30 * model.GiB), Util: 10, WorkS: 60}})
+	if !rep.OK {
+		t.Fatal(rep.Reason)
+	}
+	testbus.WaitFor(t, "the reservation to expire", 5*time.Second, func() bool { return log.last("expired", "x") != nil })
+	if st := log.last("expired", "x"); st.VRAMUsed != 0 {
+		t.Fatalf("after expiry %d bytes still used", st.VRAMUsed)
+	}
+	if rep := ctl(t, nc, events.Control{Op: events.OpCommit, JobID: "x"}); rep.OK {
+		t.Fatal("committing an expired reservation succeeded")
+	}
+}
+
+// TestColocatedJobsSlowDownAndComplete: two jobs of 80% util share a GPU,
+// so each runs at 100/160 of full speed, and both complete.
+func TestColocatedJobsSlowDownAndComplete(t *testing.T) {
+	nc, log := startNode(t, 3600) // one simulated hour per wall second
+	for _, id := range []string{"a", "b"} {
+		if rep := reserve(t, nc, id, 10*model.GiB, 80, 360); !rep.OK {
+			t.Fatal(rep.Reason)
+		}
+		if rep := ctl(t, nc, events.Control{Op: events.OpCommit, JobID: id}); !rep.OK {
+			t.Fatal(rep.Reason)
+		}
+	}
+	st := log.last("committed", "b")
+	if st == nil {
+		testbus.WaitFor(t, "commit status", 2*time.Second, func() bool { st = log.last("committed", "b"); return st != nil })
+	}
+	for _, j := range st.Jobs {
+		if j.Rate != 100.0/160 {
+			t.Fatalf("job %s runs at rate %v, want %v", j.JobID, j.Rate, 100.0/160)
+		}
+	}
+	if st.Util != 160 {
+		t.Fatalf("summed util %v, want 160", st.Util)
+	}
+	testbus.WaitFor(t, "both jobs to complete", 5*time.Second, func() bool {
+		return log.last("completed", "a") != nil && log.last("completed", "b") != nil
+	})
+	done := log.last("completed", "b")
+	if done.EnergyJ <= 0 {
+		t.Fatalf("energy %v after running two jobs", done.EnergyJ)
+	}
+}
+
+// TestPreemptReportsProgress: preempting a running job stops it and
+// reports the work it had done.
+func TestPreemptReportsProgress(t *testing.T) {
+	nc, _ := startNode(t, 3600)
+	reserve(t, nc, "a", 10*model.GiB, 50, 36000)
+	ctl(t, nc, events.Control{Op: events.OpCommit, JobID: "a"})
+	var rep events.ControlReply
+	testbus.WaitFor(t, "some progress", 5*time.Second, func() bool {
+		d := ctl(t, nc, events.Control{Op: events.OpDescribe})
+		return d.Status != nil && len(d.Status.Jobs) == 1 && d.Status.Jobs[0].ProgressS > 100
+	})
+	rep = ctl(t, nc, events.Control{Op: events.OpPreempt, Jobs: []string{"a"}})
+	if len(rep.Stopped) != 1 || rep.Stopped[0].ProgressS <= 100 {
+		t.Fatalf("preempt reply %+v, want job a with its progress", rep)
+	}
+	if d := ctl(t, nc, events.Control{Op: events.OpDescribe}); len(d.Status.Jobs) != 0 {
+		t.Fatalf("preempted job still on the GPU: %+v", d.Status.Jobs)
+	}
+}
+
+// TestMalformedControlGetsAnError: the actor answers garbage with an error
+// and keeps serving.
+func TestMalformedControlGetsAnError(t *testing.T) {
+	nc, _ := startNode(t, 1)
+	msg, err := nc.Request("gpusched.gpu.node-0.gpu-0.ctl", []byte("{nope"), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep events.ControlReply
+	json.Unmarshal(msg.Data, &rep)
+	if rep.Error == nil || rep.Error.Field != "body" {
+		t.Fatalf("reply %s, want a body error", msg.Data)
+	}
+	if rep := ctl(t, nc, events.Control{Op: "explode"}); rep.Error == nil || rep.Error.Field != "op" {
+		t.Fatalf("unknown op: %+v", rep)
+	}
+	if rep := reserve(t, nc, "ok", model.GiB, 10, 60); !rep.OK {
+		t.Fatal("actor stopped serving after bad input")
+	}
+}

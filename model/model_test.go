@@ -1,0 +1,113 @@
+package model
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseBytes(t *testing.T) {
+	cases := []struct {
+		in   string
+		want Bytes
+		err  string
+	}{
+		{"20GB", 20_000_000_000, ""},
+		{"38GiB", 38 << 30, ""},
+		{"512MiB", 512 << 20, ""},
+		{"1.5GiB", 3 << 29, ""},
+		{"4096", 4096, ""},
+		{"12 GiB", 12 << 30, ""},
+		{"-3GB", 0, "negative"},
+		{"lots", 0, "not a size"},
+		{"3XB", 0, "unknown unit"},
+		{"", 0, "empty"},
+	}
+	for _, tc := range cases {
+		got, err := ParseBytes(tc.in)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("ParseBytes(%q) error %v, want %q", tc.in, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("ParseBytes(%q) = %d, %v; want %d", tc.in, got, err, tc.want)
+		}
+	}
+}
+
+// A "38GB" job fits an "A100 40GB", which has 40 GiB (DESIGN §3).
+func TestCatalogHoldsRealCapacity(t *testing.T) {
+	m, err := LookupModel("A100-40GB")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.VRAM != 40*GiB || 38*GB > m.VRAM {
+		t.Fatalf("A100-40GB has %d bytes", m.VRAM)
+	}
+	for _, name := range []string{"A100-80GB", "H100-80GB", "H200-141GB", "V100-16GB", "V100-32GB", "T4-16GB", "P100-16GB", "A10-24GB", "L4-24GB", "G2", "G3", "V100M16", "T4"} {
+		m, err := LookupModel(name)
+		if err != nil || m.VRAM <= 0 || m.Speed <= 0 || m.MaxWatts <= m.IdleWatts || m.Source == "" {
+			t.Errorf("catalog entry %q incomplete: %+v %v", name, m, err)
+		}
+	}
+}
+
+func TestParseGPUs(t *testing.T) {
+	s, err := ParseGPUs(DefaultGPUs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Nodes) != 2 || len(s.Nodes[0].GPUs) != 6 || len(s.Nodes[1].GPUs) != 2 {
+		t.Fatalf("default shape: %+v", s)
+	}
+	if s.Nodes[1].ID != "node-1" || s.Nodes[1].GPUs[0].ID != "gpu-6" || s.Nodes[1].GPUs[1].Model.Name != "A100-80GB" {
+		t.Fatalf("node-1 = %+v", s.Nodes[1])
+	}
+	big, err := ParseGPUs("100xA100-80GB")
+	if err != nil || big.GPUCount() != 100 || len(big.Nodes) != 13 || len(big.Nodes[12].GPUs) != 4 {
+		t.Fatalf("100 GPUs: %d GPUs on %d nodes, %v", big.GPUCount(), len(big.Nodes), err)
+	}
+	for _, bad := range []string{"6", "0xA100-40GB", "3xTPU", "x"} {
+		if _, err := ParseGPUs(bad); err == nil || !strings.Contains(err.Error(), "--gpus") {
+			t.Errorf("ParseGPUs(%q) error %v, want one naming --gpus", bad, err)
+		}
+	}
+}
+
+func TestParseJobDefaultsAndErrors(t *testing.T) {
+	j, fe := ParseJob([]byte(`{"name":"my-eval","priority":"medium","gpus":1,"vram":"12GiB","util":30,"duration":"20m"}`))
+	if fe != nil {
+		t.Fatal(fe)
+	}
+	if j.VRAM != 12*GiB || j.Priority != PriorityMedium || j.Duration != 20*time.Minute || !j.Preemptible || j.Tenant != DefaultTenant {
+		t.Fatalf("parsed %+v", j)
+	}
+	j, fe = ParseJob([]byte(`{"name":"x","vram":1000,"gpu_milli":250,"duration":"1h","priority":7}`))
+	if fe != nil || j.Util != 25 || j.VRAM != 1000 || j.Priority != 7 {
+		t.Fatalf("gpu_milli and integer priority: %+v %v", j, fe)
+	}
+	for body, field := range map[string]string{
+		`{"name":"x","vram":"1GB","duration":"1h","util":10,"gpu_milli":100}`: "gpu_milli",
+		`{"name":"x","vram":"1GB","duration":"1h","checkpoint":"often"}`:      "checkpoint",
+		`{"name":"x","vram":"1GB","duration":"1h","cpu":-1}`:                  "cpu",
+		`{"name":"x","duration":"1h"}`:                                        "vram",
+		`{"name":"x","vram":"1GB","duration":"1h","gpus":-2}`:                 "gpus",
+		`{"name":"x","vram":"1GB","duration":"1h","gpu":"a.b"}`:               "gpu",
+		`null`: "body",
+	} {
+		if _, fe := ParseJob([]byte(body)); fe == nil || fe.Field != field {
+			t.Errorf("%s: error %v, want field %s", body, fe, field)
+		}
+	}
+}
+
+func TestKeptProgress(t *testing.T) {
+	if got := KeptProgress(1750, 10*time.Minute); got != 1200 {
+		t.Fatalf("1750s with 10m checkpoints keeps %v, want 1200", got)
+	}
+	if got := KeptProgress(1750, 0); got != 0 {
+		t.Fatalf("no checkpoints keeps %v, want 0", got)
+	}
+}
