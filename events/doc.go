@@ -1,0 +1,82 @@
+// Package events owns the bus contract of gpusched: every subject, the
+// CloudEvents envelope, and every payload. It is the public API of a
+// cluster; a change here is a change to that API and bumps SchemaVersion.
+//
+// # Subjects
+//
+// A prefix (default "gpusched", --prefix to change it) namespaces one
+// cluster; <p> below stands for it. All bodies are JSON.
+//
+// Requests (request/reply; any NATS client can send them):
+//
+//	<p>.job.submit        job spec → {"job_id","state"} (state "placed" or "queued")
+//	<p>.job.get           {"job_id"} → JobInfo with "history"
+//	<p>.job.cancel        {"job_id"} → JobInfo (state "cancelled")
+//	<p>.job.list          {"state","tenant","page"} (all optional) → {"jobs","page","pages","total"}, 100 a page
+//	<p>.sched.strategy    {} → {"policy","available"}; {"policy":"spread"} switches and adds "previous"
+//	<p>.sched.explain     {"job_id"} → Decision: candidates and scores, refusals, victims, or the pending reason
+//	<p>.cluster.snapshot  {"page":N} → Snapshot: summary metrics, page N of GPUs, running jobs and queue, "pages"
+//
+// Every error, on every request subject, has one shape:
+//
+//	{"error":{"field":"vram","message":"size \"-3GB\" is negative"}}
+//
+// where field names the JSON field at fault ("body" for the body as a
+// whole). A job that can never fit is answered with such an error and also
+// recorded as rejected: its reply carries "job_id" and "state":"rejected".
+//
+// # Job spec (the body of job.submit)
+//
+//	name         string, required
+//	tenant       string (default "default")
+//	priority     "high" (3), "medium" (2, default), "low" (1), or any integer; higher wins
+//	gpus         integer: 1 (default) or more for a gang on one node
+//	vram         per GPU: "20GB" (SI, 10^9), "38GiB" (IEC, 2^30), "512MiB", or a number of bytes; required
+//	util         compute share per GPU, percent 0–100 (default 100); or
+//	gpu_milli    the same share in thousandths (util = gpu_milli/10)
+//	duration     run time at reference speed (an A100), Go duration: "4h", "30m"; required
+//	models       allowed GPU models, e.g. ["A100-80GB"]; empty means any
+//	preemptible  bool (default true)
+//	checkpoint   interval of work between checkpoints, e.g. "10m"; none by default (a preempted job then restarts from zero)
+//	cpu          cores (default 4); memory: size (default 16GiB), held by the node actor
+//	gpu, node    pin the job to one GPU or one node
+//
+// Unknown fields are errors, so a typo never silently changes a job.
+//
+// # Events (publish/subscribe)
+//
+//	<p>.evt.job.<type>               submitted, queued, placed, started, preempted, completed, lost, rejected, cancelled (data: JobInfo)
+//	<p>.evt.gpu.<node>.<gpu>.<type>  status (on every change; GPUStatus), up (GPUStatus), oom (a refused reservation; GPUOOMEvent)
+//	<p>.evt.node.<node>.heartbeat    NodeHeartbeat: the node's CPU and memory and its GPUs' batched liveness
+//	<p>.evt.sched.<type>             decision (Decision), policy (PolicyChanged), pending (Pending: why a job waits)
+//	<p>.evt.metrics                  Metrics, every second (wall time)
+//
+// A job's events follow its lifecycle: submitted → queued → placed →
+// started → completed, with started → preempted → queued, started → lost →
+// queued, submitted → rejected, queued/started → cancelled. A preempted
+// event names the "preemptor" and all "victims" of that preemption.
+//
+// Every event is a CloudEvents 1.0 structured JSON envelope:
+//
+//	{"specversion":"1.0","id":"…","source":"/gpu/node-0/gpu-3/1","type":"gpusched.gpu.status",
+//	 "time":"…","subject":"gpu-3","datacontenttype":"application/json","dataschemaversion":"1",
+//	 "simtime":"…","seq":42,"data":{…}}
+//
+// source names the actor and its incarnation; seq counts from 1 per
+// source, so a restarted actor starts a new sequence and an observer can
+// tell a gap from a restart. time is wall time, simtime simulated time.
+// subject is the job or GPU the event is about. type is always
+// "gpusched.<family>.<type>", whatever the subject prefix.
+//
+// # Control subjects (scheduler → actors)
+//
+//	<p>.node.<node>.ctl       Control{op: reserve|commit|abort|release, job_id, cpu, memory, ttl_ms} → ControlReply
+//	<p>.gpu.<node>.<gpu>.ctl  Control{op: reserve|commit|abort|preempt|release|describe, job_id, job, ttl_ms, jobs} → ControlReply
+//
+// A placement reserves at the node actor and every GPU actor it uses (in
+// parallel), then commits; a refusal ("insufficient VRAM", "fragmented
+// VRAM: …", "insufficient CPU") or timeout aborts the reservations made.
+// Uncommitted reservations expire after ttl_ms of wall time. These subjects
+// are internal but documented, so a node process in another language could
+// implement them.
+package events
