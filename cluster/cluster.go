@@ -1,0 +1,235 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"go.uber.org/zap"
+
+	"github.com/gpusched/gpusched/actors/jobgen"
+	"github.com/gpusched/gpusched/actors/node"
+	"github.com/gpusched/gpusched/actors/scheduler"
+	"github.com/gpusched/gpusched/events"
+	"github.com/gpusched/gpusched/model"
+	"github.com/gpusched/gpusched/simclock"
+	"github.com/gpusched/gpusched/vram"
+)
+
+// DefaultListen is where the embedded NATS server listens.
+const DefaultListen = "127.0.0.1:4222"
+
+// Config describes a cluster to start.
+type Config struct {
+	// Listen is host:port for the embedded NATS server; port 0 or -1 picks a free one.
+	Listen string
+	Prefix string
+	// Shape is the cluster; DefaultShape() when it has no nodes.
+	Shape     model.Shape
+	Policy    string
+	VRAMModel vram.Model
+	Seed      uint64
+	// Rate is generated jobs per simulated hour (0: no generator).
+	Rate float64
+	// Demo submits the demo's five jobs when the generator starts.
+	Demo bool
+	// JobLimit stops the generator after this many jobs (0: no limit).
+	JobLimit int
+	// HoldGenerator leaves the generator to StartGenerator, so that a
+	// client can subscribe before the first job arrives.
+	HoldGenerator bool
+	// Speed is simulated seconds per wall second.
+	Speed float64
+	// Epoch is the simulated time at start (the wall clock's now when zero).
+	Epoch         time.Time
+	Heartbeat     time.Duration
+	StarvationAge time.Duration
+	Logger        *zap.Logger
+}
+
+// Cluster is a running cluster.
+type Cluster struct {
+	cfg    Config
+	server *server.Server
+	conns  []*nats.Conn
+	closed []chan struct{}
+	cancel context.CancelFunc
+	runCtx context.Context
+	// genConn is the generator's connection; genStarted is touched only by
+	// the goroutine that starts the cluster.
+	genConn    *nats.Conn
+	genStarted bool
+	wg     sync.WaitGroup
+	hosts  []*node.Host
+	Clock  *simclock.Scaled
+}
+
+// Start starts the server and every actor, and returns once the scheduler
+// has heard from every GPU and node.
+func Start(ctx context.Context, cfg Config) (*Cluster, error) {
+	if len(cfg.Shape.Nodes) == 0 {
+		shape, err := model.ParseGPUs(model.DefaultGPUs)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Shape = shape
+	}
+	if cfg.Listen == "" {
+		cfg.Listen = DefaultListen
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = zap.NewNop()
+	}
+	if cfg.Epoch.IsZero() {
+		cfg.Epoch = time.Now().UTC().Truncate(time.Second)
+	}
+	host, portStr, err := net.SplitHostPort(cfg.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("--listen %q: want HOST:PORT (for example 127.0.0.1:4222)", cfg.Listen)
+	}
+	port, err := strconv.Atoi(portStr)
+	if err != nil || port < -1 || port > 65535 {
+		return nil, fmt.Errorf("--listen %q: port must be a number from 0 to 65535", cfg.Listen)
+	}
+	if port == 0 {
+		port = server.RANDOM_PORT
+	}
+	ns, err := server.NewServer(&server.Options{Host: host, Port: port, NoSigs: true, NoLog: true,
+		MaxPayload: 8 << 20})
+	if err != nil {
+		return nil, fmt.Errorf("embedded NATS server: %w", err)
+	}
+	go ns.Start()
+	if !ns.ReadyForConnections(10 * time.Second) {
+		ns.Shutdown()
+		return nil, fmt.Errorf("embedded NATS server did not start on %s (is the port in use? try --listen 127.0.0.1:4223)", cfg.Listen)
+	}
+	runCtx, cancel := context.WithCancel(context.Background())
+	c := &Cluster{cfg: cfg, server: ns, cancel: cancel,
+		Clock: simclock.NewScaled(cfg.Epoch, cfg.Speed)}
+	fail := func(err error) (*Cluster, error) {
+		c.Stop()
+		return nil, err
+	}
+	connect := func(name string) (*nats.Conn, error) {
+		done := make(chan struct{})
+		nc, err := nats.Connect("", nats.InProcessServer(ns), nats.Name("gpusched-"+name), nats.MaxReconnects(-1),
+			nats.ClosedHandler(func(*nats.Conn) { close(done) }))
+		if err != nil {
+			return nil, err
+		}
+		c.conns = append(c.conns, nc)
+		c.closed = append(c.closed, done)
+		return nc, nil
+	}
+	subjects := events.NewSubjects(cfg.Prefix)
+	log := cfg.Logger
+
+	schedConn, err := connect("scheduler")
+	if err != nil {
+		return fail(err)
+	}
+	sched, err := scheduler.New(scheduler.Config{Subjects: subjects, Conn: schedConn, Clock: c.Clock, Logger: log,
+		Policy: cfg.Policy, VRAMModel: cfg.VRAMModel, StarvationAge: cfg.StarvationAge})
+	if err != nil {
+		return fail(err)
+	}
+	c.wg.Go(func() { sched.Run(runCtx) })
+
+	nodeConn, err := connect("nodes")
+	if err != nil {
+		return fail(err)
+	}
+	for _, spec := range cfg.Shape.Nodes {
+		h, err := node.Start(runCtx, node.HostConfig{Spec: spec, VRAMModel: cfg.VRAMModel, Clock: c.Clock,
+			Subjects: subjects, Conn: nodeConn, Logger: log, Heartbeat: cfg.Heartbeat})
+		if err != nil {
+			return fail(err)
+		}
+		c.hosts = append(c.hosts, h)
+	}
+	if err := c.waitReady(ctx, schedConn, subjects); err != nil {
+		return fail(err)
+	}
+	log.Info("cluster ready", zap.String("nats", c.URL()), zap.Int("nodes", len(cfg.Shape.Nodes)),
+		zap.Int("gpus", cfg.Shape.GPUCount()), zap.String("prefix", subjects.Prefix))
+
+	c.runCtx = runCtx
+	if cfg.Rate > 0 {
+		if c.genConn, err = connect("jobgen"); err != nil {
+			return fail(err)
+		}
+		if !cfg.HoldGenerator {
+			c.StartGenerator()
+		}
+	}
+	return c, nil
+}
+
+// StartGenerator starts the job generator (once; Start does it unless
+// the config holds it back).
+func (c *Cluster) StartGenerator() {
+	if c.genConn == nil || c.genStarted {
+		return
+	}
+	c.genStarted = true
+	cfg := c.cfg
+	c.wg.Go(func() {
+		jobgen.Run(c.runCtx, jobgen.Config{Subjects: events.NewSubjects(cfg.Prefix), Conn: c.genConn, Clock: c.Clock,
+			Logger: cfg.Logger, Seed: cfg.Seed, Rate: cfg.Rate, Demo: cfg.Demo, Limit: cfg.JobLimit})
+	})
+}
+
+// waitReady polls the snapshot until every GPU and node has been heard from.
+func (c *Cluster) waitReady(ctx context.Context, nc *nats.Conn, subjects events.Subjects) error {
+	deadline := time.Now().Add(30 * time.Second)
+	want := c.cfg.Shape.GPUCount()
+	for {
+		msg, err := nc.Request(subjects.ClusterSnapshot(), []byte(`{}`), 2*time.Second)
+		if err == nil {
+			var snap events.Snapshot
+			if json.Unmarshal(msg.Data, &snap) == nil && snap.Summary.GPUs == want && snap.Summary.NodesAlive == len(c.cfg.Shape.Nodes) {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return errors.New("the scheduler did not hear from every GPU and node within 30s")
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// URL is the NATS URL clients connect to.
+func (c *Cluster) URL() string { return c.server.ClientURL() }
+
+// Stop stops every actor, drains the connections and shuts the server down.
+func (c *Cluster) Stop() {
+	c.cancel()
+	c.wg.Wait()
+	for _, h := range c.hosts {
+		h.Wait()
+	}
+	for i, nc := range c.conns {
+		if err := nc.Drain(); err != nil {
+			nc.Close()
+		}
+		select {
+		case <-c.closed[i]:
+		case <-time.After(5 * time.Second):
+			nc.Close()
+		}
+	}
+	c.server.Shutdown()
+	c.server.WaitForShutdown()
+}

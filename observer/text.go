@@ -1,0 +1,226 @@
+package observer
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/gpusched/gpusched/events"
+	"github.com/gpusched/gpusched/model"
+)
+
+// TextOptions tune the text view.
+type TextOptions struct {
+	// Interval between refreshes (wall time).
+	Interval time.Duration
+	// MaxGPUs is how many GPU lines to show before condensing.
+	MaxGPUs int
+	// Once renders a single frame without clearing the screen.
+	Once bool
+}
+
+// Text renders the live text view to out until ctx ends.
+func Text(ctx context.Context, nc *nats.Conn, subjects events.Subjects, out io.Writer, opt TextOptions) error {
+	if opt.Interval <= 0 {
+		opt.Interval = time.Second
+	}
+	if opt.MaxGPUs <= 0 {
+		opt.MaxGPUs = 24
+	}
+	feed := &eventFeed{max: 8}
+	sub, err := nc.Subscribe(subjects.Prefix+".evt.>", feed.add)
+	if err != nil {
+		return err
+	}
+	defer sub.Unsubscribe()
+	tick := time.NewTicker(opt.Interval)
+	defer tick.Stop()
+	for {
+		snap, err := fetchSnapshot(nc, subjects)
+		var b strings.Builder
+		if !opt.Once {
+			b.WriteString("\x1b[H\x1b[2J")
+		}
+		if err != nil {
+			fmt.Fprintf(&b, "gpusched observer: waiting for the cluster at %s (%v)\n", nc.ConnectedUrl(), err)
+		} else {
+			Render(&b, snap, feed.snapshot(), opt.MaxGPUs)
+		}
+		if _, err := io.WriteString(out, b.String()); err != nil {
+			return err
+		}
+		if opt.Once {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+	}
+}
+
+func fetchSnapshot(nc *nats.Conn, subjects events.Subjects) (*events.Snapshot, error) {
+	msg, err := nc.Request(subjects.ClusterSnapshot(), []byte(`{"page":0}`), 2*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	var snap events.Snapshot
+	if err := json.Unmarshal(msg.Data, &snap); err != nil {
+		return nil, err
+	}
+	return &snap, nil
+}
+
+// eventFeed keeps the latest notable events as one-line summaries.
+type eventFeed struct {
+	mu    sync.Mutex
+	max   int
+	lines []string
+}
+
+func (f *eventFeed) add(m *nats.Msg) {
+	line := Summarize(m.Data)
+	if line == "" {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.lines = append(f.lines, line)
+	if len(f.lines) > f.max {
+		f.lines = f.lines[len(f.lines)-f.max:]
+	}
+}
+
+func (f *eventFeed) snapshot() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.lines...)
+}
+
+// Summarize turns an event into one readable line, or "" for events too
+// frequent to list (status, heartbeats, metrics).
+func Summarize(data []byte) string {
+	var ev events.Decoded
+	if json.Unmarshal(data, &ev) != nil {
+		return ""
+	}
+	t := ev.SimTime.Format("Jan 2 15:04")
+	switch {
+	case strings.HasPrefix(ev.Type, "gpusched.job."):
+		var j events.JobInfo
+		json.Unmarshal(ev.Data, &j)
+		typ := strings.TrimPrefix(ev.Type, "gpusched.job.")
+		switch typ {
+		case events.JobSubmitted, events.JobQueued:
+			return ""
+		case events.JobStarted:
+			return fmt.Sprintf("%s  %-9s %s on %s", t, typ, j.Name, strings.Join(j.GPUIDs, ","))
+		case events.JobPreempted:
+			return fmt.Sprintf("%s  %-9s %s (%s), kept %s of work", t, typ, j.Name, j.Reason, fmtWork(j.ProgressS))
+		case events.JobRejected:
+			return fmt.Sprintf("%s  %-9s %s: %s", t, typ, j.Name, j.Reason)
+		case events.JobPlaced:
+			if len(j.Victims) > 0 {
+				return fmt.Sprintf("%s  %-9s %s on %s, preempting %d job(s)", t, typ, j.Name, strings.Join(j.GPUIDs, ","), len(j.Victims))
+			}
+			return ""
+		}
+		return fmt.Sprintf("%s  %-9s %s", t, typ, j.Name)
+	case ev.Type == events.Type("sched", events.SchedPolicy):
+		var p events.PolicyChanged
+		json.Unmarshal(ev.Data, &p)
+		return fmt.Sprintf("%s  policy    %s → %s", t, p.Previous, p.Policy)
+	case ev.Type == events.Type("gpu", events.GPUOOM):
+		var o events.GPUOOMEvent
+		json.Unmarshal(ev.Data, &o)
+		return fmt.Sprintf("%s  refused   %s on %s: %s", t, o.JobID[:min(8, len(o.JobID))], o.GPU, o.Reason)
+	case ev.Type == events.Type("gpu", events.GPUDown), ev.Type == events.Type("gpu", events.GPUUp):
+		return fmt.Sprintf("%s  %-9s %s", t, strings.TrimPrefix(ev.Type, "gpusched.gpu."), ev.Subject)
+	}
+	return ""
+}
+
+func fmtWork(s float64) string {
+	return (time.Duration(s) * time.Second).Round(time.Minute).String()
+}
+
+func bar(frac float64, width int) string {
+	frac = min(max(frac, 0), 1)
+	n := int(frac*float64(width) + 0.5)
+	return strings.Repeat("█", n) + strings.Repeat("░", width-n)
+}
+
+func gib(b int64) string { return fmt.Sprintf("%.1f", float64(b)/float64(model.GiB)) }
+
+// Render writes one frame of the text view.
+func Render(w io.Writer, snap *events.Snapshot, log []string, maxGPUs int) {
+	s := snap.Summary
+	fmt.Fprintf(w, "gpusched  policy %s  ·  sim %s  ·  %d GPUs (%d busy)  ·  util %.0f%%  ·  VRAM %s/%s GiB  ·  queue %d  ·  running %d  ·  done %d  ·  preemptions %d  ·  %.0f W, %.2f kWh\n\n",
+		snap.Policy, snap.SimTime.Format("2006-01-02 15:04"), s.GPUs, s.GPUsBusy, s.UtilMean, gib(s.VRAMUsed), gib(s.VRAMTotal),
+		s.JobsQueued, s.JobsRunning, s.JobsCompleted, s.Preemptions, s.PowerW, s.EnergyKWh)
+	names := map[string]string{}
+	for _, j := range snap.Running {
+		names[j.JobID] = j.Name
+	}
+	fmt.Fprintf(w, "%-8s %-10s %-7s %-17s %-26s %s\n", "GPU", "MODEL", "NODE", "UTIL", "VRAM GiB", "JOBS")
+	for i, g := range snap.GPUs {
+		if i == maxGPUs {
+			fmt.Fprintf(w, "… %d more GPUs (%d pages in the snapshot)\n", len(snap.GPUs)-maxGPUs+(snap.Pages-1)*len(snap.GPUs), snap.Pages)
+			break
+		}
+		var jobs []string
+		for _, a := range g.Allocs {
+			n := names[a.Owner]
+			if n == "" {
+				n = a.Owner[:min(8, len(a.Owner))]
+			}
+			jobs = append(jobs, n)
+		}
+		state := ""
+		if !g.Alive {
+			state = " DOWN"
+		}
+		fmt.Fprintf(w, "%-8s %-10s %-7s %s %4.0f%% %s %5s/%-5s %s%s\n", g.GPU, g.Model, g.Node,
+			bar(g.Util/100, 10), g.Util, bar(float64(g.VRAMUsed)/float64(max(g.VRAMTotal, 1)), 10),
+			gib(g.VRAMUsed), gib(g.VRAMTotal), strings.Join(jobs, ", "), state)
+	}
+	fmt.Fprintf(w, "\nRUNNING JOBS\n%-22s %-6s %8s %5s %9s %9s  %s\n", "JOB", "PRIO", "VRAM", "UTIL", "DURATION", "PROGRESS", "GPU")
+	for _, j := range snap.Running {
+		pct := 0.0
+		if j.WorkS > 0 {
+			pct = 100 * j.ProgressS / j.WorkS
+		}
+		fmt.Fprintf(w, "%-22s %-6s %8s %4.0f%% %9s %8.0f%%  %s\n", trunc(j.Name, 22), j.Priority, model.Bytes(j.VRAM).GBString(),
+			j.Util, j.Duration, pct, strings.Join(j.GPUIDs, ","))
+	}
+	fmt.Fprintf(w, "\nQUEUE (%d)\n", s.JobsQueued)
+	for i, j := range snap.Queue {
+		if i == 10 {
+			fmt.Fprintf(w, "… %d more\n", s.JobsQueued-10)
+			break
+		}
+		wait := snap.SimTime.Sub(j.SubmittedAt).Round(time.Minute)
+		fmt.Fprintf(w, "%-22s %-6s %8s %4.0f%%  waiting %-7s %s\n", trunc(j.Name, 22), j.Priority, model.Bytes(j.VRAM).GBString(),
+			j.Util, wait, j.Reason)
+	}
+	if len(log) > 0 {
+		fmt.Fprintf(w, "\nEVENTS\n")
+		for _, l := range log {
+			fmt.Fprintln(w, l)
+		}
+	}
+}
+
+func trunc(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-1] + "…"
+}
