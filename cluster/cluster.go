@@ -66,9 +66,9 @@ type Cluster struct {
 	// the goroutine that starts the cluster.
 	genConn    *nats.Conn
 	genStarted bool
-	wg     sync.WaitGroup
-	hosts  []*node.Host
-	Clock  *simclock.Scaled
+	wg         sync.WaitGroup
+	hosts      []*node.Host
+	Clock      *simclock.Scaled
 }
 
 // Start starts the server and every actor, and returns once the scheduler
