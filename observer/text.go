@@ -162,9 +162,10 @@ func gib(b int64) string { return fmt.Sprintf("%.1f", float64(b)/float64(model.G
 // Render writes one frame of the text view.
 func Render(w io.Writer, snap *events.Snapshot, log []string, maxGPUs int) {
 	s := snap.Summary
-	fmt.Fprintf(w, "gpusched  policy %s  ·  sim %s  ·  %d GPUs (%d busy)  ·  util %.0f%%  ·  VRAM %s/%s GiB  ·  queue %d  ·  running %d  ·  done %d  ·  preemptions %d  ·  %.0f W, %.2f kWh\n\n",
-		snap.Policy, snap.SimTime.Format("2006-01-02 15:04"), s.GPUs, s.GPUsBusy, s.UtilMean, gib(s.VRAMUsed), gib(s.VRAMTotal),
-		s.JobsQueued, s.JobsRunning, s.JobsCompleted, s.Preemptions, s.PowerW, s.EnergyKWh)
+	fmt.Fprintf(w, "gpusched · policy %s · sim %s · %d GPUs, %d busy · util %.0f%% · VRAM %s/%s GiB\n",
+		snap.Policy, snap.SimTime.Format("2006-01-02 15:04"), s.GPUs, s.GPUsBusy, s.UtilMean, gib(s.VRAMUsed), gib(s.VRAMTotal))
+	fmt.Fprintf(w, "queue %d · running %d · done %d · preemptions %d · fragmented %s GiB · %.0f W · %.2f kWh\n\n",
+		s.JobsQueued, s.JobsRunning, s.JobsCompleted, s.Preemptions, gib(s.FragmentedVRAM), s.PowerW, s.EnergyKWh)
 	names := map[string]string{}
 	for _, j := range snap.Running {
 		names[j.JobID] = j.Name
@@ -172,7 +173,7 @@ func Render(w io.Writer, snap *events.Snapshot, log []string, maxGPUs int) {
 	fmt.Fprintf(w, "%-8s %-10s %-7s %-17s %-26s %s\n", "GPU", "MODEL", "NODE", "UTIL", "VRAM GiB", "JOBS")
 	for i, g := range snap.GPUs {
 		if i == maxGPUs {
-			fmt.Fprintf(w, "… %d more GPUs (%d pages in the snapshot)\n", len(snap.GPUs)-maxGPUs+(snap.Pages-1)*len(snap.GPUs), snap.Pages)
+			fmt.Fprintf(w, "… %d more GPUs\n", s.GPUs-maxGPUs)
 			break
 		}
 		var jobs []string

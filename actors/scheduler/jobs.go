@@ -105,7 +105,7 @@ func (s *Scheduler) transition(j *job, state, reason string) {
 func (s *Scheduler) request(j *job) *policy.Request {
 	return &policy.Request{JobID: j.id, Priority: j.spec.Priority, GPUs: j.spec.GPUs, VRAM: int64(j.spec.VRAM),
 		Util: j.spec.Util, CPU: j.spec.CPU, Memory: int64(j.spec.Memory), Models: j.spec.Models,
-		PinGPU: j.spec.GPU, PinNode: j.spec.Node, Held: s.held}
+		PinGPU: j.spec.GPU, PinNode: j.spec.Node, Held: s.view.held}
 }
 
 func (s *Scheduler) onSubmit(m *nats.Msg) {
@@ -138,7 +138,7 @@ func (s *Scheduler) onSubmit(m *nats.Msg) {
 	// With nothing waiting ahead of it, try the new job at once so the
 	// reply can say "placed"; otherwise the next pass takes the queue in order.
 	if len(s.queue) == 0 {
-		clear(s.held) // holds belong to waiting jobs, and none wait
+		clear(s.view.held) // holds belong to waiting jobs, and none wait
 		if s.tryPlace(j) {
 			events.Reply(m, events.SubmitReply{JobID: j.id, State: events.JobPlaced})
 			return

@@ -219,7 +219,7 @@ const maxCandidatesInExplain = policy.MaxCandidates
 // nowhere otherwise) and reports whether it did.
 func (s *Scheduler) tryPlace(j *job) bool {
 	req := s.request(j)
-	cands := policy.Place(&s.view.cluster, req, s.policy)
+	cands := policy.Place(s.view.sorted(), req, s.policy)
 	var refusals []string
 	for _, p := range cands {
 		ok, why := s.negotiate(j, p)
@@ -231,7 +231,7 @@ func (s *Scheduler) tryPlace(j *job) bool {
 	}
 	if len(cands) == 0 && s.hasLowerPriorityRunning(j) {
 		s.refreshLostWork()
-		if pre, ok := policy.ChooseVictims(&s.view.cluster, req); ok {
+		if pre, ok := policy.ChooseVictims(s.view.sorted(), req); ok {
 			s.preemptFor(j, pre.Victims)
 			if ok, why := s.negotiate(j, pre.Placement); ok {
 				s.placed(j, pre.Placement, []policy.Placement{pre.Placement}, refusals, pre.Victims)
@@ -345,7 +345,8 @@ func (s *Scheduler) stop(j *job, op string) {
 // behind it may take, so it cannot starve.
 func (s *Scheduler) schedule() {
 	s.dirty = false
-	s.held = map[int]bool{}
+	s.view.sorted()
+	clear(s.view.held)
 	now := s.cfg.Clock.Now()
 	for _, j := range slices.Clone(s.queue) {
 		if j.state != events.JobQueued {
@@ -356,14 +357,14 @@ func (s *Scheduler) schedule() {
 			continue
 		}
 		req := s.request(j)
-		reason := policy.Why(&s.view.cluster, req)
+		reason := policy.Why(s.view.sorted(), req)
 		if j.decision != nil && len(j.decision.Refusals) > 0 && j.decision.Node == "" {
 			reason = "refused: " + j.decision.Refusals[len(j.decision.Refusals)-1]
 		}
 		if policy.Aged(j.submitted, now, s.cfg.StarvationAge) {
 			var names []string
-			for _, gi := range policy.Hold(&s.view.cluster, req, s.held) {
-				s.held[gi] = true
+			for _, gi := range policy.Hold(s.view.sorted(), req, s.view.held) {
+				s.view.held[gi] = true
 				names = append(names, s.view.cluster.GPUs[gi].ID)
 			}
 			if len(names) > 0 {

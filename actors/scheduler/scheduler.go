@@ -58,9 +58,7 @@ type Scheduler struct {
 	queue  []*job // waiting jobs, in queue order
 	seq    uint64
 	dirty  bool
-	// held marks the GPUs held for aged head-of-line jobs in the last pass.
-	held  map[int]bool
-	stats counters
+	stats  counters
 }
 
 type counters struct {
@@ -103,7 +101,6 @@ func New(cfg Config) (*Scheduler, error) {
 		policy:  p,
 		view:    newView(cfg.VRAMModel),
 		jobs:    map[string]*job{},
-		held:    map[int]bool{},
 	}
 	sj := cfg.Subjects
 	for _, subj := range []string{sj.Prefix + ".job.*", sj.Prefix + ".sched.*", sj.ClusterSnapshot(), sj.AllGPUEvents(), sj.AllNodeEvents()} {

@@ -76,7 +76,7 @@ func (s *Scheduler) onSnapshot(m *nats.Msg) {
 			running = append(running, j)
 		}
 	}
-	gpus := s.view.cluster.GPUs
+	gpus := s.view.sorted().GPUs
 	pages := max(1, ceilDiv(len(gpus), snapshotGPUsPerPage), ceilDiv(len(running), snapshotJobsPerPage), ceilDiv(len(s.queue), snapshotJobsPerPage))
 	snap := events.Snapshot{SimTime: s.cfg.Clock.Now(), Policy: s.policy.Name(), VRAMModel: string(s.view.cluster.VRAMModel),
 		Summary: s.metrics(), Page: req.Page, Pages: pages,

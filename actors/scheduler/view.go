@@ -27,10 +27,15 @@ type view struct {
 	cluster policy.Cluster
 	gpus    map[string]*gpuState
 	nodes   map[string]*policy.Node
+	// unsorted is set when GPUs or nodes joined since the last sort: the
+	// order (and so every Index) is restored lazily, once per batch of joins.
+	unsorted bool
+	// held is the scheduler's set of GPUs (by index) held for aged jobs.
+	held map[int]bool
 }
 
 func newView(m vram.Model) *view {
-	return &view{cluster: policy.Cluster{VRAMModel: m}, gpus: map[string]*gpuState{}, nodes: map[string]*policy.Node{}}
+	return &view{cluster: policy.Cluster{VRAMModel: m}, gpus: map[string]*gpuState{}, nodes: map[string]*policy.Node{}, held: map[int]bool{}}
 }
 
 // naturalLess orders ids so that "gpu-2" comes before "gpu-10".
@@ -63,11 +68,10 @@ func (v *view) node(id string) *policy.Node {
 	if n, ok := v.nodes[id]; ok {
 		return n
 	}
-	n := &policy.Node{ID: id}
+	n := &policy.Node{ID: id, Index: len(v.cluster.Nodes)}
 	v.nodes[id] = n
 	v.cluster.Nodes = append(v.cluster.Nodes, n)
-	slices.SortFunc(v.cluster.Nodes, func(a, b *policy.Node) int { return cmpBool(naturalLess(a.ID, b.ID), naturalLess(b.ID, a.ID)) })
-	v.reindex()
+	v.unsorted = true
 	return n
 }
 
@@ -93,11 +97,27 @@ func (v *view) addGPU(st events.GPUStatus) (*gpuState, bool) {
 	g := &policy.GPU{ID: st.GPU, Node: st.Node, Model: m.Name, VRAMTotal: st.VRAMTotal, Alive: true}
 	s := &gpuState{g: g, model: m}
 	v.gpus[st.GPU] = s
-	v.node(st.Node)
+	n := v.node(st.Node)
+	g.Index, g.NodeIndex = len(v.cluster.GPUs), n.Index
 	v.cluster.GPUs = append(v.cluster.GPUs, g)
-	slices.SortFunc(v.cluster.GPUs, func(a, b *policy.GPU) int { return cmpBool(naturalLess(a.ID, b.ID), naturalLess(b.ID, a.ID)) })
-	v.reindex()
+	n.GPUs = append(n.GPUs, g.Index)
+	v.unsorted = true
 	return s, true
+}
+
+// sorted returns the cluster with GPUs and nodes in id order ("gpu-2"
+// before "gpu-10"), which is what every tie-break on "lower GPU id" means.
+func (v *view) sorted() *policy.Cluster {
+	if v.unsorted {
+		byID := func(a, b string) int { return cmpBool(naturalLess(a, b), naturalLess(b, a)) }
+		slices.SortFunc(v.cluster.Nodes, func(a, b *policy.Node) int { return byID(a.ID, b.ID) })
+		slices.SortFunc(v.cluster.GPUs, func(a, b *policy.GPU) int { return byID(a.ID, b.ID) })
+		v.reindex()
+		v.unsorted = false
+		clear(v.held) // holds name GPUs by index, which just changed
+
+	}
+	return &v.cluster
 }
 
 func (v *view) reindex() {
@@ -113,9 +133,10 @@ func (v *view) reindex() {
 	}
 }
 
-// maxVRAM returns the largest GPU the request could ever use, for rejecting
-// jobs larger than every GPU at submission.
+// feasible rejects, at submission, a job that could never fit the cluster:
+// larger than every GPU, no such model or pinned GPU, no node big enough.
 func (v *view) feasible(r *policy.Request) *model.FieldError {
+	v.sorted()
 	if r.GPUs == 0 {
 		return model.Errorf("gpus", "CPU-only jobs (gpus 0) are not simulated yet: give gpus 1 or more")
 	}

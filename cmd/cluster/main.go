@@ -1,5 +1,3 @@
-// Command cluster runs a simulated GPU cluster on an embedded NATS bus, and
-// talks to a running one: submit, get, list, cancel, explain, strategy.
 package main
 
 import (

@@ -1,5 +1,3 @@
-// Command observer attaches to a running cluster over NATS and shows its
-// state live (the default text view) or logs every event as JSON lines.
 package main
 
 import (

@@ -1,0 +1,86 @@
+package observer_test
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"go.uber.org/goleak"
+
+	"github.com/gpusched/gpusched/cluster"
+	"github.com/gpusched/gpusched/events"
+	"github.com/gpusched/gpusched/model"
+	"github.com/gpusched/gpusched/observer"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func start(t *testing.T, gpus string) *nats.Conn {
+	t.Helper()
+	shape, err := model.ParseGPUs(gpus)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := cluster.Start(context.Background(), cluster.Config{Listen: "127.0.0.1:-1", Shape: shape, Speed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, err := nats.Connect(c.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { nc.Close(); c.Stop() })
+	return nc
+}
+
+func submit(t *testing.T, nc *nats.Conn, body string) {
+	t.Helper()
+	if _, err := nc.Request("gpusched.job.submit", []byte(body), 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestTextViewShowsGPUsJobsAndQueue renders one frame of a live cluster:
+// every GPU with util and VRAM, the running jobs, the queue with reasons.
+func TestTextViewShowsGPUsJobsAndQueue(t *testing.T) {
+	nc := start(t, model.DefaultGPUs)
+	submit(t, nc, `{"name":"GPT-fine-tune","priority":"high","vram":"38GB","util":82,"duration":"4h","gpu":"gpu-0"}`)
+	submit(t, nc, `{"name":"blocker","priority":"high","vram":"20GB","util":50,"duration":"4h","gpu":"gpu-6"}`)
+	submit(t, nc, `{"name":"too-big-now","priority":"low","vram":"70GiB","util":50,"duration":"1h","gpu":"gpu-6"}`)
+	var out bytes.Buffer
+	if err := observer.Text(context.Background(), nc, events.NewSubjects(""), &out, observer.TextOptions{Once: true}); err != nil {
+		t.Fatal(err)
+	}
+	frame := out.String()
+	for _, want := range []string{"policy binpack", "gpu-0", "gpu-7", "A100-80GB", "82%", "35.4/40.0", "GPT-fine-tune",
+		"RUNNING JOBS", "QUEUE (1)", "too-big-now", "no GPU with 70GiB free VRAM"} {
+		if !strings.Contains(frame, want) {
+			t.Errorf("frame lacks %q:\n%s", want, frame)
+		}
+	}
+}
+
+// TestTextViewCondensesLargeClusters: a 100-GPU cluster shows the first
+// GPUs and says how many more there are.
+func TestTextViewCondensesLargeClusters(t *testing.T) {
+	nc := start(t, "100xA100-80GB")
+	var out bytes.Buffer
+	observer.Text(context.Background(), nc, events.NewSubjects(""), &out, observer.TextOptions{Once: true, MaxGPUs: 10})
+	if frame := out.String(); !strings.Contains(frame, "100 GPUs") || !strings.Contains(frame, "… 90 more GPUs") || strings.Contains(frame, "gpu-10 ") {
+		t.Fatalf("condensed frame wrong:\n%s", frame)
+	}
+}
+
+func TestSummarize(t *testing.T) {
+	line := observer.Summarize([]byte(`{"type":"gpusched.job.preempted","simtime":"2026-01-01T10:00:00Z","subject":"j1",
+		"data":{"name":"XGB","reason":"preempted by GPT (j2)","progress_s":1200}}`))
+	if !strings.Contains(line, "preempted") || !strings.Contains(line, "XGB") || !strings.Contains(line, "20m") {
+		t.Fatalf("summary %q", line)
+	}
+	if observer.Summarize([]byte(`{"type":"gpusched.gpu.status"}`)) != "" {
+		t.Fatal("status events are too frequent to list")
+	}
+}
