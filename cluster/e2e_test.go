@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gpusched/gpusched/cluster"
+	"github.com/gpusched/gpusched/model"
 )
 
 // demoJobs pins the reference demo's jobs to the GPUs of DESIGN §4's example.
@@ -216,4 +217,36 @@ func TestBackfillAndHold(t *testing.T) {
 		t.Fatalf("big job on %s, want gpu-7", gpuIDs(bj))
 	}
 	waitState(t, nc, late, "running", 10*time.Second)
+}
+
+// TestSnapshotPages: on a 300-GPU cluster the snapshot comes in pages
+// that together name every GPU once.
+func TestSnapshotPages(t *testing.T) {
+	shape, err := model.ParseGPUs("300xH100-80GB")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, nc := startCluster(t, cluster.Config{Shape: shape})
+	first := req(t, nc, "gpusched.cluster.snapshot", `{}`)
+	pages := int(first["pages"].(float64))
+	if pages < 2 {
+		t.Fatalf("300 GPUs in %d page(s), want several", pages)
+	}
+	seen := map[string]bool{}
+	for p := 0; p < pages; p++ {
+		snap := req(t, nc, "gpusched.cluster.snapshot", fmt.Sprintf(`{"page":%d}`, p))
+		for _, g := range snap["gpus"].([]any) {
+			id := g.(obj)["gpu"].(string)
+			if seen[id] {
+				t.Fatalf("%s on two pages", id)
+			}
+			seen[id] = true
+		}
+		if s := snap["summary"].(obj); s["gpus"].(float64) != 300 || s["policy"] != "binpack" {
+			t.Fatalf("summary %v", s)
+		}
+	}
+	if len(seen) != 300 || !seen["gpu-0"] || !seen["gpu-299"] {
+		t.Fatalf("pages named %d GPUs, want gpu-0…gpu-299", len(seen))
+	}
 }
