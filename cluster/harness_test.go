@@ -13,6 +13,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/gpusched/gpusched/cluster"
+	"github.com/gpusched/gpusched/internal/testbus"
 )
 
 // The end-to-end tests talk to the cluster the way any client would: a
@@ -94,13 +95,7 @@ func getJob(t testing.TB, nc *nats.Conn, id string) obj {
 // waitFor polls cond until it holds or the deadline passes.
 func waitFor(t testing.TB, what string, timeout time.Duration, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testbus.WaitFor(t, what, timeout, cond)
 }
 
 // waitState waits until a job reaches state and returns it.

@@ -204,19 +204,6 @@ func ParseJob(body []byte) (Job, *FieldError) {
 	return job, nil
 }
 
-// AllowsModel reports whether the job may run on the named model.
-func (j Job) AllowsModel(model string) bool {
-	if len(j.Models) == 0 {
-		return true
-	}
-	for _, m := range j.Models {
-		if m == model {
-			return true
-		}
-	}
-	return false
-}
-
 // KeptProgress is the work a job keeps when stopped after done seconds of
 // work with the given checkpoint interval: everything up to its last
 // checkpoint, or nothing when it never checkpoints.

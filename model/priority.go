@@ -1,7 +1,6 @@
 package model
 
 import (
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -49,13 +48,9 @@ func (p Priority) String() string {
 
 // UnmarshalJSON accepts a level name or an integer (as a number or a string).
 func (p *Priority) UnmarshalJSON(data []byte) error {
-	var s string
-	if len(data) > 0 && data[0] == '"' {
-		if err := json.Unmarshal(data, &s); err != nil {
-			return err
-		}
-	} else {
-		s = string(data)
+	s, err := jsonScalar(data)
+	if err != nil {
+		return err
 	}
 	v, err := ParsePriority(s)
 	if err != nil {

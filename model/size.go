@@ -92,13 +92,9 @@ func trimFloat(f float64) string {
 
 // UnmarshalJSON accepts a size string ("12GiB") or a JSON number of bytes.
 func (b *Bytes) UnmarshalJSON(data []byte) error {
-	var s string
-	if len(data) > 0 && data[0] == '"' {
-		if err := json.Unmarshal(data, &s); err != nil {
-			return err
-		}
-	} else {
-		s = string(data)
+	s, err := jsonScalar(data)
+	if err != nil {
+		return err
 	}
 	v, err := ParseBytes(s)
 	if err != nil {
@@ -106,4 +102,15 @@ func (b *Bytes) UnmarshalJSON(data []byte) error {
 	}
 	*b = v
 	return nil
+}
+
+// jsonScalar returns a JSON string's contents, or any other JSON value's
+// text (a number), for types that accept both "12GiB" and 1024.
+func jsonScalar(data []byte) (string, error) {
+	if len(data) > 0 && data[0] == '"' {
+		var s string
+		err := json.Unmarshal(data, &s)
+		return s, err
+	}
+	return string(data), nil
 }

@@ -1,6 +1,8 @@
 package policy
 
 import (
+	"slices"
+
 	"github.com/gpusched/gpusched/model"
 	"github.com/gpusched/gpusched/vram"
 )
@@ -96,15 +98,7 @@ type Placement struct {
 }
 
 func (r *Request) allowsModel(m string) bool {
-	if len(r.Models) == 0 {
-		return true
-	}
-	for _, x := range r.Models {
-		if x == m {
-			return true
-		}
-	}
-	return false
+	return len(r.Models) == 0 || slices.Contains(r.Models, m)
 }
 
 // Eligible reports whether g could ever take the request: alive, an allowed
