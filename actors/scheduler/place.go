@@ -219,12 +219,28 @@ const maxCandidatesInExplain = policy.MaxCandidates
 // nowhere otherwise) and reports whether it did.
 func (s *Scheduler) tryPlace(j *job) bool {
 	req := s.request(j)
-	cands := policy.Place(s.view.sorted(), req, s.policy)
 	var refusals []string
-	for _, p := range cands {
-		ok, why := s.negotiate(j, p)
+	var cands []policy.Placement
+	// Each attempt ranks again over the view the last refusal corrected, so
+	// a gang refused by one GPU can still use the others on that node; a
+	// placement once refused is not tried again in this pass.
+	tried := map[string]bool{}
+	for attempt := 0; attempt < policy.MaxCandidates; attempt++ {
+		cands = policy.Place(s.view.sorted(), req, s.policy)
+		var next *policy.Placement
+		for i := range cands {
+			if key := cands[i].Node + "/" + strings.Join(cands[i].GPUs, ","); !tried[key] {
+				tried[key] = true
+				next = &cands[i]
+				break
+			}
+		}
+		if next == nil {
+			break
+		}
+		ok, why := s.negotiate(j, *next)
 		if ok {
-			s.placed(j, p, cands, refusals, nil)
+			s.placed(j, *next, cands, refusals, nil)
 			return true
 		}
 		refusals = append(refusals, why)
