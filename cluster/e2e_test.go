@@ -64,7 +64,7 @@ func TestDesignExample(t *testing.T) {
 // from there once room returns.
 func TestPreemptionResumesFromCheckpoint(t *testing.T) {
 	// 1200 simulated seconds per wall second: 10 minutes pass in 0.5s.
-	_, nc := startCluster(t, cluster.Config{Speed: 1200})
+	_, nc := startCluster(t, cluster.Config{Speed: 1200, StarvationAge: 1000 * time.Hour})
 	events := recordEvents(t, nc, "gpusched.evt.>")
 	var victim string
 	for i := 0; i < 8; i++ {
@@ -81,8 +81,19 @@ func TestPreemptionResumesFromCheckpoint(t *testing.T) {
 	waitFor(t, "victim progress past 25m", 20*time.Second, func() bool {
 		return getJob(t, nc, victim)["progress_s"].(float64) > 1500
 	})
+	// A low job submitted after the victim waits for room.
+	waiter := submit(t, nc, `{"name":"waiter","priority":"low","vram":"38GB","util":50,"duration":"10h","checkpoint":"10m"}`)
 	pre := submit(t, nc, `{"name":"urgent","priority":"high","vram":"30GB","util":90,"duration":"10m","gpu":"gpu-3"}`)
 	v := waitState(t, nc, victim, "queued", 5*time.Second)
+	// The victim re-enters the queue in its original place: ahead of the
+	// waiter, which was submitted after it.
+	var order []string
+	for _, q := range req(t, nc, "gpusched.cluster.snapshot", `{}`)["queue"].([]any) {
+		order = append(order, q.(obj)["job_id"].(string))
+	}
+	if strings.Join(order, ",") != victim+","+waiter {
+		t.Fatalf("queue after preemption %v, want the victim %s before the waiter %s", order, victim, waiter)
+	}
 	kept := v["progress_s"].(float64)
 	if kept < 1200 || math.Mod(kept, 600) != 0 {
 		t.Fatalf("victim kept %vs of work, want a multiple of the 600s checkpoint, at least 1200", kept)
@@ -118,12 +129,16 @@ func TestPreemptionResumesFromCheckpoint(t *testing.T) {
 	// The GPU actor restarted the victim from the checkpoint, not from zero
 	// and not from where it was stopped.
 	var started []obj
-	for _, ev := range events.find("gpusched.gpu.status", "gpu-3") {
-		d := ev["data"].(obj)
-		if d["change"] == "committed" && d["job_id"] == victim {
-			started = append(started, d)
+	waitFor(t, "gpu-3 to report the victim's second commit", 5*time.Second, func() bool {
+		started = started[:0]
+		for _, ev := range events.find("gpusched.gpu.status", "gpu-3") {
+			d := ev["data"].(obj)
+			if d["change"] == "committed" && d["job_id"] == victim {
+				started = append(started, d)
+			}
 		}
-	}
+		return len(started) >= 2
+	})
 	if len(started) != 2 {
 		t.Fatalf("%d commits of the victim on gpu-3, want 2", len(started))
 	}

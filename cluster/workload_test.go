@@ -38,6 +38,10 @@ func TestSeededWorkloadKeepsInvariants(t *testing.T) {
 				rep := req(t, nc, "gpusched.job.list", `{"state":"completed"}`)
 				return rep["total"].(float64) == jobs
 			})
+			// The job.list reply can overtake the last events on the way to our subscription.
+			waitFor(t, "every completed event", 10*time.Second, func() bool {
+				return len(log.find("gpusched.job.completed", "")) == jobs
+			})
 			checkInvariants(t, log.snapshot(), jobs)
 			if n := len(log.find("gpusched.job.preempted", "")); n == 0 {
 				t.Fatal("the workload preempted nothing: it does not exercise preemption")
