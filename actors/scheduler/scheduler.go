@@ -50,6 +50,9 @@ type Scheduler struct {
 	emit    *events.Emitter
 	mailbox chan *nats.Msg
 	subs    []*nats.Subscription
+	// done closes when Run returns, releasing subscription callbacks
+	// waiting on a full mailbox.
+	done chan struct{}
 
 	policy policy.Policy
 	view   *view
@@ -98,13 +101,19 @@ func New(cfg Config) (*Scheduler, error) {
 		log:     log.With(zap.String("actor", "scheduler")),
 		emit:    events.NewEmitter(cfg.Conn, "/scheduler/1"),
 		mailbox: make(chan *nats.Msg, mailboxSize),
+		done:    make(chan struct{}),
 		policy:  p,
 		view:    newView(cfg.VRAMModel),
 		jobs:    map[string]*job{},
 	}
 	sj := cfg.Subjects
 	for _, subj := range []string{sj.Prefix + ".job.*", sj.Prefix + ".sched.*", sj.ClusterSnapshot(), sj.AllGPUEvents(), sj.AllNodeEvents()} {
-		sub, err := cfg.Conn.Subscribe(subj, func(m *nats.Msg) { s.mailbox <- m })
+		sub, err := cfg.Conn.Subscribe(subj, func(m *nats.Msg) {
+			select {
+			case s.mailbox <- m:
+			case <-s.done:
+			}
+		})
 		if err != nil {
 			s.unsubscribe()
 			return nil, err
@@ -125,6 +134,7 @@ func (s *Scheduler) unsubscribe() {
 // Run is the scheduler's loop: one message at a time, then a scheduling
 // pass once the mailbox is drained and something changed.
 func (s *Scheduler) Run(ctx context.Context) {
+	defer close(s.done)
 	defer s.unsubscribe()
 	metrics := time.NewTicker(s.cfg.MetricsPeriod)
 	defer metrics.Stop()
