@@ -14,13 +14,25 @@ func NewSubjects(prefix string) Subjects {
 	return Subjects{Prefix: prefix}
 }
 
-// Request/reply subjects of the public API.
-func (s Subjects) JobSubmit() string       { return s.Prefix + ".job.submit" }
-func (s Subjects) JobCancel() string       { return s.Prefix + ".job.cancel" }
-func (s Subjects) JobGet() string          { return s.Prefix + ".job.get" }
-func (s Subjects) JobList() string         { return s.Prefix + ".job.list" }
-func (s Subjects) SchedStrategy() string   { return s.Prefix + ".sched.strategy" }
-func (s Subjects) SchedExplain() string    { return s.Prefix + ".sched.explain" }
+// JobSubmit is the request subject that accepts a job spec.
+func (s Subjects) JobSubmit() string { return s.Prefix + ".job.submit" }
+
+// JobCancel is the request subject that cancels a job by id.
+func (s Subjects) JobCancel() string { return s.Prefix + ".job.cancel" }
+
+// JobGet is the request subject that returns a job with its history.
+func (s Subjects) JobGet() string { return s.Prefix + ".job.get" }
+
+// JobList is the request subject that lists jobs by state, tenant and page.
+func (s Subjects) JobList() string { return s.Prefix + ".job.list" }
+
+// SchedStrategy is the request subject that reads or switches the policy.
+func (s Subjects) SchedStrategy() string { return s.Prefix + ".sched.strategy" }
+
+// SchedExplain is the request subject that explains a job's placement or wait.
+func (s Subjects) SchedExplain() string { return s.Prefix + ".sched.explain" }
+
+// ClusterSnapshot is the request subject that returns one page of the cluster state.
 func (s Subjects) ClusterSnapshot() string { return s.Prefix + ".cluster.snapshot" }
 
 // NodeCtl is the node actor's control subject.
@@ -35,16 +47,22 @@ func (s Subjects) GPUCtl(node, gpu string) string {
 // subscription a process makes per node it hosts.
 func (s Subjects) NodeGPUs(node string) string { return s.Prefix + ".gpu." + node + ".>" }
 
-// Event subjects.
+// JobEvent is the subject of a job lifecycle event of type typ.
 func (s Subjects) JobEvent(typ string) string { return s.Prefix + ".evt.job." + typ }
+
+// GPUEvent is the subject of a GPU's event of type typ.
 func (s Subjects) GPUEvent(node, gpu, typ string) string {
 	return s.Prefix + ".evt.gpu." + node + "." + gpu + "." + typ
 }
-func (s Subjects) NodeHeartbeat(node string) string {
-	return s.Prefix + ".evt.node." + node + ".heartbeat"
-}
+
+// NodeHeartbeat is the subject of a node's batched liveness.
+func (s Subjects) NodeHeartbeat(node string) string { return s.Prefix + ".evt.node." + node + ".heartbeat" }
+
+// SchedEvent is the subject of a scheduler event of type typ.
 func (s Subjects) SchedEvent(typ string) string { return s.Prefix + ".evt.sched." + typ }
-func (s Subjects) Metrics() string              { return s.Prefix + ".evt.metrics" }
+
+// Metrics is the subject of the periodic cluster metrics.
+func (s Subjects) Metrics() string { return s.Prefix + ".evt.metrics" }
 
 // AllEvents matches every event of the cluster.
 func (s Subjects) AllEvents() string { return s.Prefix + ".evt.>" }
