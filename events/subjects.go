@@ -56,7 +56,9 @@ func (s Subjects) GPUEvent(node, gpu, typ string) string {
 }
 
 // NodeHeartbeat is the subject of a node's batched liveness.
-func (s Subjects) NodeHeartbeat(node string) string { return s.Prefix + ".evt.node." + node + ".heartbeat" }
+func (s Subjects) NodeHeartbeat(node string) string {
+	return s.Prefix + ".evt.node." + node + ".heartbeat"
+}
 
 // SchedEvent is the subject of a scheduler event of type typ.
 func (s Subjects) SchedEvent(typ string) string { return s.Prefix + ".evt.sched." + typ }
