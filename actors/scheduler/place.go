@@ -300,6 +300,14 @@ func (s *Scheduler) placed(j *job, p policy.Placement, cands []policy.Placement,
 	j.started = &now
 	s.transition(j, stateRunning, "")
 	j.victims = nil
+	s.running = append(s.running, j)
+}
+
+// ended takes j off the running list.
+func (s *Scheduler) ended(j *job) {
+	if i := slices.Index(s.running, j); i >= 0 {
+		s.running = slices.Delete(s.running, i, i+1)
+	}
 }
 
 // preemptFor stops the victims for preemptor: each keeps its progress up to
@@ -353,6 +361,7 @@ func (s *Scheduler) stop(j *job, op string) {
 	s.publishAll([]ctlCall{{subject: s.cfg.Subjects.NodeCtl(j.node), ctl: events.Control{Op: events.OpRelease, JobID: j.id}}})
 	s.releaseInView(j, j.node, j.gpus)
 	j.node, j.gpus, j.shardsLeft = "", nil, 0
+	s.ended(j)
 }
 
 // schedule is one pass over the queue in order. A job that fits nowhere
@@ -477,5 +486,6 @@ func (s *Scheduler) shardDone(jobID, gpuID string) {
 		n.MemUsed = max(0, n.MemUsed-int64(j.spec.Memory))
 	}
 	s.stats.completed++
+	s.ended(j)
 	s.transition(j, events.JobCompleted, "")
 }

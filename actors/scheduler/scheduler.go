@@ -59,6 +59,8 @@ type Scheduler struct {
 	jobs   map[string]*job
 	order  []*job // every accepted job, in acceptance order
 	queue  []*job // waiting jobs, in queue order
+	// running is the jobs placed and not yet ended, in placement order.
+	running []*job
 	seq    uint64
 	dirty  bool
 	stats  counters

@@ -39,11 +39,7 @@ func (s *Scheduler) metrics() events.Metrics {
 	}
 	// 3.6e6 joules make one kilowatt-hour.
 	m.EnergyKWh = energyJ / 3.6e6
-	for _, j := range s.order {
-		if j.state == stateRunning || j.state == "placed" {
-			m.JobsRunning++
-		}
-	}
+	m.JobsRunning = len(s.running)
 	return m
 }
 
@@ -70,12 +66,7 @@ func (s *Scheduler) onSnapshot(m *nats.Msg) {
 		replyError(m, "page", "must not be negative")
 		return
 	}
-	var running []*job
-	for _, j := range s.order {
-		if j.state == stateRunning || j.state == "placed" {
-			running = append(running, j)
-		}
-	}
+	running := s.running
 	gpus := s.view.sorted().GPUs
 	pages := max(1, ceilDiv(len(gpus), snapshotGPUsPerPage), ceilDiv(len(running), snapshotJobsPerPage), ceilDiv(len(s.queue), snapshotJobsPerPage))
 	snap := events.Snapshot{SimTime: s.cfg.Clock.Now(), Policy: s.policy.Name(), VRAMModel: string(s.view.cluster.VRAMModel),
