@@ -191,10 +191,28 @@ func decodeStrict(data []byte, into any) *model.FieldError {
 	return nil
 }
 
+// decodeRequest decodes m's body into req, answering a bad body itself; it
+// reports whether the request can go on.
+func decodeRequest(m *nats.Msg, req any) bool {
+	if fe := decodeStrict(m.Data, req); fe != nil {
+		events.Reply(m, events.ErrorReply{Error: fe})
+		return false
+	}
+	return true
+}
+
+// validPage answers a negative page with an error and reports whether page is valid.
+func validPage(m *nats.Msg, page int) bool {
+	if page < 0 {
+		replyError(m, "page", "must not be negative")
+		return false
+	}
+	return true
+}
+
 func (s *Scheduler) lookup(m *nats.Msg) *job {
 	var ref events.JobRef
-	if fe := decodeStrict(m.Data, &ref); fe != nil {
-		events.Reply(m, events.ErrorReply{Error: fe})
+	if !decodeRequest(m, &ref) {
 		return nil
 	}
 	if ref.JobID == "" {
@@ -220,12 +238,10 @@ const jobListPage = 100
 
 func (s *Scheduler) onList(m *nats.Msg) {
 	var req events.JobListRequest
-	if fe := decodeStrict(m.Data, &req); fe != nil {
-		events.Reply(m, events.ErrorReply{Error: fe})
+	if !decodeRequest(m, &req) {
 		return
 	}
-	if req.Page < 0 {
-		replyError(m, "page", "must not be negative")
+	if !validPage(m, req.Page) {
 		return
 	}
 	var match []*job
@@ -266,8 +282,7 @@ func (s *Scheduler) onCancel(m *nats.Msg) {
 
 func (s *Scheduler) onStrategy(m *nats.Msg) {
 	var req events.StrategyRequest
-	if fe := decodeStrict(m.Data, &req); fe != nil {
-		events.Reply(m, events.ErrorReply{Error: fe})
+	if !decodeRequest(m, &req) {
 		return
 	}
 	rep := events.StrategyReply{Policy: s.policy.Name(), Available: policy.Names()}

@@ -61,9 +61,9 @@ type Scheduler struct {
 	queue  []*job // waiting jobs, in queue order
 	// running is the jobs placed and not yet ended, in placement order.
 	running []*job
-	seq    uint64
-	dirty  bool
-	stats  counters
+	seq     uint64
+	dirty   bool
+	stats   counters
 }
 
 type counters struct {

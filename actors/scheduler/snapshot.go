@@ -58,12 +58,10 @@ const (
 
 func (s *Scheduler) onSnapshot(m *nats.Msg) {
 	var req events.SnapshotRequest
-	if fe := decodeStrict(m.Data, &req); fe != nil {
-		events.Reply(m, events.ErrorReply{Error: fe})
+	if !decodeRequest(m, &req) {
 		return
 	}
-	if req.Page < 0 {
-		replyError(m, "page", "must not be negative")
+	if !validPage(m, req.Page) {
 		return
 	}
 	running := s.running
