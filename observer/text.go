@@ -2,6 +2,7 @@ package observer
 
 import (
 	"context"
+	"errors"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -42,13 +43,17 @@ func Text(ctx context.Context, nc *nats.Conn, subjects events.Subjects, out io.W
 	tick := time.NewTicker(opt.Interval)
 	defer tick.Stop()
 	for {
-		snap, err := fetchSnapshot(nc, subjects)
+		var snap *events.Snapshot
+		err := errNotConnected
+		if nc.IsConnected() {
+			snap, err = fetchSnapshot(nc, subjects)
+		}
 		var b strings.Builder
 		if !opt.Once {
 			b.WriteString("\x1b[H\x1b[2J")
 		}
 		if err != nil {
-			fmt.Fprintf(&b, "gpusched observer: waiting for the cluster at %s (%v)\n", nc.ConnectedUrl(), err)
+			fmt.Fprintf(&b, "gpusched observer: waiting for the cluster on %s (%v)\n", strings.Join(nc.Servers(), ", "), err)
 		} else {
 			Render(&b, snap, feed.snapshot(), opt.MaxGPUs)
 		}
@@ -65,6 +70,8 @@ func Text(ctx context.Context, nc *nats.Conn, subjects events.Subjects, out io.W
 		}
 	}
 }
+
+var errNotConnected = errors.New("not connected yet, retrying")
 
 func fetchSnapshot(nc *nats.Conn, subjects events.Subjects) (*events.Snapshot, error) {
 	msg, err := nc.Request(subjects.ClusterSnapshot(), []byte(`{"page":0}`), 2*time.Second)

@@ -47,7 +47,9 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	nc, err := nats.Connect(*url, nats.Name("gpusched-observer"), nats.MaxReconnects(-1))
+	nc, err := nats.Connect(*url, nats.Name("gpusched-observer"), nats.MaxReconnects(-1),
+		// Started before the cluster, the observer waits for it rather than failing.
+		nats.RetryOnFailedConnect(true), nats.ReconnectWait(500*time.Millisecond))
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "observer: cannot reach the cluster at %s: %v (start it with: go run ./cmd/cluster)\n", *url, err)
 		os.Exit(1)
