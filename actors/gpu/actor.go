@@ -53,6 +53,9 @@ type Actor struct {
 	version uint64
 	done    *simclock.Timer
 	expiry  *time.Timer
+	// retime is set when the running jobs change, and with them the time
+	// the next one completes: only then is the completion timer re-armed.
+	retime bool
 }
 
 // share is one job's hold on this GPU: reserved until committed, then running.
@@ -133,7 +136,7 @@ func (a *Actor) Run(ctx context.Context) {
 		case <-doneC:
 			a.done = nil
 			a.advance()
-			a.finishDue()
+			a.finishDue() // re-armed below: a.done is nil
 		case <-expiryC:
 			a.expiry = nil
 			a.expireReservations()
@@ -232,28 +235,44 @@ func (a *Actor) expireReservations() {
 // progress first, so the remaining work it times is current.
 func (a *Actor) rearm() {
 	a.advance()
+	if a.done != nil && !a.retime {
+		a.armExpiry()
+		return // the running jobs are unchanged, so is their next completion
+	}
+	a.retime = false
 	if a.done != nil {
 		(*a.done).Stop()
 		a.done = nil
 	}
 	r := a.rate()
 	next := -1.0
-	var nextExpiry time.Time
 	for _, s := range a.shares {
 		if s.running {
-			left := (s.job.WorkS - s.progress) / r
-			if next < 0 || left < next {
+			if left := (s.job.WorkS - s.progress) / r; next < 0 || left < next {
 				next = left
 			}
-		} else if nextExpiry.IsZero() || s.expires.Before(nextExpiry) {
-			nextExpiry = s.expires
 		}
 	}
 	if next >= 0 {
 		t := a.cfg.Clock.NewTimer(time.Duration(next * float64(time.Second)))
 		a.done = &t
 	}
-	if a.expiry == nil && !nextExpiry.IsZero() {
+	a.armExpiry()
+}
+
+// armExpiry sets the wall timer for the reservation that expires first, if
+// none is set.
+func (a *Actor) armExpiry() {
+	if a.expiry != nil {
+		return
+	}
+	var nextExpiry time.Time
+	for _, s := range a.shares {
+		if !s.running && (nextExpiry.IsZero() || s.expires.Before(nextExpiry)) {
+			nextExpiry = s.expires
+		}
+	}
+	if !nextExpiry.IsZero() {
 		a.expiry = time.NewTimer(time.Until(nextExpiry))
 	}
 }
@@ -268,6 +287,9 @@ func (a *Actor) sortedIDs() []string {
 }
 
 func (a *Actor) remove(id string) {
+	if s, ok := a.shares[id]; ok && s.running {
+		a.retime = true
+	}
 	delete(a.shares, id)
 	a.layout.Release(id)
 	a.version++
@@ -293,6 +315,7 @@ func (a *Actor) handle(m *nats.Msg) {
 			s.running = true
 			s.progress = s.job.ProgressS
 			a.version++
+			a.retime = true
 			a.publish(events.GPUStatusType, "committed", c.JobID)
 		}
 		events.Reply(m, events.ControlReply{OK: true, Version: a.version})
