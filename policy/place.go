@@ -3,6 +3,7 @@ package policy
 import (
 	"fmt"
 	"sort"
+	"strconv"
 
 	"github.com/gpusched/gpusched/model"
 	"github.com/gpusched/gpusched/vram"
@@ -15,17 +16,21 @@ const MaxCandidates = 4
 // Place ranks the ways to place r under p, best first (at most
 // MaxCandidates). An empty result means the request fits nowhere now.
 func Place(c *Cluster, r *Request, p Policy) []Placement {
+	if ns, ok := p.(NodeScorer); ok {
+		return placeByNode(c, r, ns)
+	}
+	gr := p.(GPURanker)
 	switch {
 	case r.GPUs == 0:
 		return placeCPUOnly(c, r)
 	case r.GPUs == 1:
-		return placeSingle(c, r, p)
+		return placeSingle(c, r, gr)
 	default:
-		return placeGang(c, r, p)
+		return placeGang(c, r, gr)
 	}
 }
 
-func placeSingle(c *Cluster, r *Request, p Policy) []Placement {
+func placeSingle(c *Cluster, r *Request, p GPURanker) []Placement {
 	best := make([]*GPU, 0, MaxCandidates)
 	for _, g := range c.GPUs {
 		if !c.Fits(g, r) {
@@ -41,7 +46,7 @@ func placeSingle(c *Cluster, r *Request, p Policy) []Placement {
 }
 
 // insertTop keeps top as the best k GPUs under p, in order.
-func insertTop(c *Cluster, p Policy, top []*GPU, g *GPU, k int) []*GPU {
+func insertTop(c *Cluster, p GPURanker, top []*GPU, g *GPU, k int) []*GPU {
 	i := len(top)
 	for i > 0 && p.Better(c, g, top[i-1]) {
 		i--
@@ -60,7 +65,7 @@ func insertTop(c *Cluster, p Policy, top []*GPU, g *GPU, k int) []*GPU {
 // placeGang chooses a node with r.GPUs fitting GPUs: on each node the best
 // r.GPUs GPUs under p; nodes are ranked by their best GPU under p, then by
 // the summed score, then node order.
-func placeGang(c *Cluster, r *Request, p Policy) []Placement {
+func placeGang(c *Cluster, r *Request, p GPURanker) []Placement {
 	type option struct {
 		node *Node
 		gpus []*GPU
@@ -128,10 +133,13 @@ func placeCPUOnly(c *Cluster, r *Request) []Placement {
 // but in holes too small for the job.
 func Why(c *Cluster, r *Request) string {
 	need := model.Bytes(r.VRAM)
-	if r.GPUs == 0 {
-		return fmt.Sprintf("no node with %.1f free CPUs and %s free memory", r.CPU, model.Bytes(r.Memory))
+	if r.VRAM == 0 && r.Milli > 0 {
+		need = model.Bytes(0)
 	}
-	var eligible, held, fragmented, nodeShort int
+	if r.GPUs == 0 {
+		return fmt.Sprintf("no node with %s free CPUs and %s free memory", cores(r.CPUMilli), model.Bytes(r.Memory))
+	}
+	var eligible, held, fragmented, nodeShort, shareShort int
 	var mostFree int64
 	var mostFreeGPU, fragGPU string
 	var fragFree, fragHole int64
@@ -140,14 +148,17 @@ func Why(c *Cluster, r *Request) string {
 			continue
 		}
 		eligible++
+		want := r.VRAMOn(g)
 		free := g.VRAMTotal - g.VRAMUsed()
 		hole := c.LargestFree(g)
 		switch {
-		case r.Held[g.Index] && hole >= r.VRAM:
+		case g.MilliFree() < r.MilliOn(g):
+			shareShort++
+		case r.Held[g.Index] && hole >= want:
 			held++
-		case hole >= r.VRAM:
+		case hole >= want:
 			nodeShort++
-		case free >= r.VRAM:
+		case free >= want:
 			fragmented++
 			if fragGPU == "" {
 				fragGPU, fragFree, fragHole = g.ID, free, hole
@@ -164,16 +175,26 @@ func Why(c *Cluster, r *Request) string {
 		}
 		return fmt.Sprintf("no live GPU has %s of VRAM", need)
 	case r.GPUs > 1:
-		return fmt.Sprintf("no node has %d GPUs with %s free each, plus the CPU and memory", r.GPUs, need)
+		return fmt.Sprintf("no node has %d GPUs with %s free each, plus the CPU and memory", r.GPUs, shareWords(r))
 	case fragmented > 0 && nodeShort == 0 && held == 0:
 		return fmt.Sprintf("fragmented: %s has %s free but its largest free block is %s (need %s)",
 			fragGPU, model.Bytes(fragFree), model.Bytes(fragHole), need)
 	case held > 0 && nodeShort == 0:
-		return fmt.Sprintf("waiting: the GPUs with room for %s are held for an older job", need)
+		return fmt.Sprintf("waiting: the GPUs with room for %s are held for an older job", shareWords(r))
 	case nodeShort > 0:
-		return fmt.Sprintf("no node with %.1f free CPUs and %s free memory beside a GPU with %s free", r.CPU, model.Bytes(r.Memory), need)
+		return fmt.Sprintf("no node with %s free CPUs and %s free memory beside a GPU with %s free", cores(r.CPUMilli), model.Bytes(r.Memory), shareWords(r))
+	case shareShort > 0 && r.Milli > 0:
+		return fmt.Sprintf("no GPU has %d/1000 of its share free", r.Milli)
 	}
 	return fmt.Sprintf("no GPU with %s free VRAM (most free: %s on %s)", need, model.Bytes(mostFree), mostFreeGPU)
+}
+
+// shareWords names what a request needs of each GPU: its VRAM, or its share.
+func shareWords(r *Request) string {
+	if r.VRAM == 0 && r.Milli > 0 {
+		return strconv.Itoa(r.Milli) + "/1000 of a GPU"
+	}
+	return model.Bytes(r.VRAM).String()
 }
 
 // Preemption is a placement that needs victims stopped first.
@@ -223,16 +244,17 @@ func ChooseVictims(c *Cluster, r *Request) (Preemption, bool) {
 			}
 			forSubsets(n, size, func(idx []int) {
 				set := make(map[string]bool, len(idx))
-				var lost, cpu float64
-				var mem int64
+				var lost float64
+				var cpu, mem int64
 				for _, i := range idx {
 					set[cands[i].JobID] = true
 					lost += cands[i].LostWork
-					cpu += cands[i].CPU
+					cpu += cands[i].CPUMilli
 					mem += cands[i].Memory
 				}
 				hole := vram.LargestFree(g.VRAMTotal, c.VRAMModel, g.Allocs, func(a vram.Alloc) bool { return set[a.Owner] })
-				if hole < r.VRAM || node.CPUTotal-node.CPUUsed+cpu < r.CPU-1e-9 || node.MemTotal-node.MemUsed+mem < r.Memory {
+				if hole < r.VRAMOn(g) || g.MilliFree()+freed(g, set) < r.MilliOn(g) ||
+					node.CPUFree()+cpu < r.CPUMilli || node.MemTotal-node.MemUsed+mem < r.Memory {
 					return
 				}
 				if gBest == nil || lost < gLost {
@@ -258,6 +280,20 @@ func ChooseVictims(c *Cluster, r *Request) (Preemption, bool) {
 	}
 	return best, found
 }
+
+// freed is the GPU share the jobs in set hold on g.
+func freed(g *GPU, set map[string]bool) int {
+	m := 0
+	for _, s := range g.Shares {
+		if set[s.JobID] {
+			m += s.Milli
+		}
+	}
+	return m
+}
+
+// cores formats thousandths of a core as cores ("4", "0.5").
+func cores(milli int64) string { return strconv.FormatFloat(float64(milli)/1000, 'f', -1, 64) }
 
 // forSubsets calls fn with every size-k subset of 0..n-1 in lexicographic order.
 func forSubsets(n, k int, fn func([]int)) {

@@ -7,11 +7,19 @@ import (
 	"sync"
 )
 
-// Policy ranks GPUs that passed the filter. Score puts a GPU on the 0..100
-// scale for explanations; Better is the full order, including tie-breaks.
+// Policy is a placement policy. It is either a GPURanker (binpack, spread,
+// first-fit: rank single GPUs) or a NodeScorer (the FGD paper's policies:
+// score nodes, then pick GPUs there); Place runs either.
 type Policy interface {
 	// Name is the policy's public name ("binpack").
 	Name() string
+}
+
+// GPURanker ranks GPUs that passed the filter. Score puts a GPU on the
+// 0..100 scale for explanations; Better is the full order, including
+// tie-breaks.
+type GPURanker interface {
+	Policy
 	// Score rates g for explanations: higher is preferred.
 	Score(c *Cluster, g *GPU) float64
 	// Better reports whether a is strictly preferred to b.
@@ -23,9 +31,15 @@ var (
 	registry   = map[string]Policy{}
 )
 
-// Register adds a policy under its name; it panics on a duplicate, which is
-// a programming error caught at start.
+// Register adds a policy under its name; it panics on a duplicate or on a
+// policy that is neither a GPURanker nor a NodeScorer, programming errors
+// caught at start.
 func Register(p Policy) {
+	_, ranker := p.(GPURanker)
+	_, scorer := p.(NodeScorer)
+	if !ranker && !scorer {
+		panic("policy: " + p.Name() + " is neither a GPURanker nor a NodeScorer")
+	}
 	registryMu.Lock()
 	defer registryMu.Unlock()
 	if _, dup := registry[p.Name()]; dup {
