@@ -16,6 +16,11 @@ type ErrorReply struct {
 type SubmitReply struct {
 	JobID string `json:"job_id"`
 	State string `json:"state"`
+	// Node and GPUs say where a job placed at once went.
+	Node string   `json:"node,omitempty"`
+	GPUs []string `json:"gpu_ids,omitempty"`
+	// Reason says why a job was rejected (a replay drops a job that fits nowhere).
+	Reason string `json:"reason,omitempty"`
 }
 
 // JobRef names a job: the body of job.get, job.cancel and sched.explain.
@@ -41,9 +46,12 @@ type JobInfo struct {
 	// GPUs is the number of GPUs the job asks for.
 	GPUs int `json:"gpus"`
 	// VRAM is bytes per GPU.
-	VRAM        int64   `json:"vram"`
-	Util        float64 `json:"util"`
-	CPU         float64 `json:"cpu"`
+	VRAM int64 `json:"vram"`
+	// Milli is the share of each GPU reserved, in thousandths (0: by VRAM).
+	Milli       int      `json:"gpu_milli,omitempty"`
+	Models      []string `json:"models,omitempty"`
+	Util        float64  `json:"util"`
+	CPU         float64  `json:"cpu"`
 	Memory      int64   `json:"memory"`
 	Duration    string  `json:"duration"`
 	Preemptible bool    `json:"preemptible"`
@@ -136,6 +144,8 @@ type GPUJob struct {
 	VRAM   int64   `json:"vram"`
 	Offset int64   `json:"offset"`
 	Util   float64 `json:"util"`
+	// Milli is the share of the GPU the job holds, in thousandths.
+	Milli int `json:"gpu_milli"`
 	// ProgressS and WorkS are reference seconds done and in all; Rate is
 	// reference seconds per simulated second now (model speed × slowdown).
 	ProgressS float64 `json:"progress_s"`
@@ -155,6 +165,8 @@ type GPUStatus struct {
 	VRAMTotal       int64   `json:"vram_total"`
 	VRAMUsed        int64   `json:"vram_used"`
 	VRAMLargestFree int64   `json:"vram_largest_free"`
+	// MilliUsed is the share of the GPU its jobs hold, in thousandths.
+	MilliUsed int `json:"milli_used"`
 	Util            float64 `json:"util"`
 	PowerW          float64 `json:"power_w"`
 	EnergyJ         float64 `json:"energy_j"`
@@ -217,6 +229,22 @@ type Metrics struct {
 	PowerW        float64 `json:"power_w"`
 	// FragmentedVRAM is free VRAM outside each GPU's largest hole, summed.
 	FragmentedVRAM int64 `json:"fragmented_vram"`
+	// VRAMFragmentation is FragmentedVRAM as a fraction of the free VRAM
+	// (0: every GPU's free VRAM is one block).
+	VRAMFragmentation float64 `json:"vram_fragmentation"`
+	// MilliUsed and MilliTotal are the GPU share held and in all, in
+	// thousandths of a GPU; Allocation is their ratio (the paper's
+	// allocation ratio).
+	MilliUsed  int64   `json:"milli_used"`
+	MilliTotal int64   `json:"milli_total"`
+	Allocation float64 `json:"allocation"`
+	// FragAmount is the FGD paper's cluster fragmentation F(M) in GPUs:
+	// the idle GPU share the workload's typical classes cannot use;
+	// FragRatio is F(M) as a fraction of the idle GPU share.
+	FragAmount float64 `json:"frag_gpus"`
+	FragRatio  float64 `json:"frag_ratio"`
+	// WorkloadClasses is how many typical classes F(M) is measured against.
+	WorkloadClasses int `json:"workload_classes"`
 }
 
 // SnapshotRequest asks for one page of the cluster state.
@@ -229,6 +257,14 @@ type SnapshotGPU struct {
 	GPUStatus
 	Allocs []vram.Alloc `json:"allocs"`
 	Alive  bool         `json:"alive"`
+	// VRAMFragmentation is the GPU's VRAM-layout fragmentation: 1 −
+	// largest free hole / free VRAM (0 when the free VRAM is one block or
+	// none is free).
+	VRAMFragmentation float64 `json:"vram_fragmentation"`
+	// FragGPUs is the GPU's part of its node's F_n(M), in GPUs: its free
+	// share when the node's typical classes cannot use it, weighted by
+	// class popularity.
+	FragGPUs float64 `json:"frag_gpus"`
 }
 
 // Snapshot answers cluster.snapshot: the summary, and page Page of Pages of
@@ -261,6 +297,7 @@ type Assignment struct {
 	Priority    model.Priority `json:"priority"`
 	VRAM        int64          `json:"vram"`
 	Util        float64        `json:"util"`
+	Milli       int            `json:"gpu_milli,omitempty"`
 	WorkS       float64        `json:"work_s"`
 	ProgressS   float64        `json:"progress_s"`
 	CheckpointS float64        `json:"checkpoint_s,omitempty"`

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 	"time"
@@ -38,8 +39,13 @@ type Job struct {
 	GPUs int `json:"gpus"`
 	// VRAM is needed on each GPU.
 	VRAM Bytes `json:"vram"`
-	// Util is the compute share per GPU in percent (gpu_milli / 10).
+	// Util is the compute the job uses on each GPU in percent (its
+	// gpu_milli / 10 unless given); co-located jobs above 100 in sum slow down.
 	Util float64 `json:"util"`
+	// Milli is the share of each GPU the job reserves, in thousandths
+	// (gpu_milli, as the Alibaba trace has it); 0 means the share its VRAM
+	// takes. Shares on one GPU never sum above 1000.
+	Milli int `json:"gpu_milli,omitempty"`
 	// Duration is the run time at reference speed (an A100) without slowdown.
 	Duration time.Duration `json:"duration"`
 	// Models restricts the GPU models the job may use; empty means any.
@@ -135,29 +141,35 @@ func ParseJob(body []byte) (Job, *FieldError) {
 	if job.GPUs < 0 {
 		return Job{}, Errorf("gpus", "must be 0 (CPU-only) or more, not %d", job.GPUs)
 	}
-	if util != nil && gpuMilli != nil {
-		return Job{}, Errorf("gpu_milli", "give util or gpu_milli, not both")
+	if gpuMilli != nil {
+		if *gpuMilli < 1 || *gpuMilli > 1000 || *gpuMilli != float64(int(*gpuMilli)) {
+			return Job{}, Errorf("gpu_milli", "must be a whole number of thousandths of a GPU from 1 to 1000, not %v", *gpuMilli)
+		}
+		if job.GPUs > 1 && *gpuMilli != 1000 {
+			return Job{}, Errorf("gpu_milli", "a job of %d GPUs takes whole GPUs: gpu_milli must be 1000 or left out", job.GPUs)
+		}
+		if job.GPUs == 0 {
+			return Job{}, Errorf("gpu_milli", "a CPU-only job (gpus 0) takes no GPU share")
+		}
+		job.Milli = int(*gpuMilli)
+		job.Util = *gpuMilli / 10
 	}
 	if util != nil {
 		job.Util = *util
-	}
-	if gpuMilli != nil {
-		if *gpuMilli < 0 || *gpuMilli > 1000 {
-			return Job{}, Errorf("gpu_milli", "must be between 0 and 1000, not %v", *gpuMilli)
-		}
-		job.Util = *gpuMilli / 10
 	}
 	if job.Util < 0 || job.Util > 100 {
 		return Job{}, Errorf("util", "must be a percentage between 0 and 100, not %v", job.Util)
 	}
 	if job.GPUs > 0 {
-		if vram == nil {
-			return Job{}, Errorf("vram", "required for a GPU job: the VRAM per GPU, e.g. \"12GiB\"")
+		if vram == nil && job.Milli == 0 {
+			return Job{}, Errorf("vram", "required for a GPU job: the VRAM per GPU, e.g. \"12GiB\" (or give gpu_milli, the share of each GPU)")
 		}
-		if *vram <= 0 {
+		if vram != nil && *vram <= 0 {
 			return Job{}, Errorf("vram", "must be positive")
 		}
-		job.VRAM = *vram
+		if vram != nil {
+			job.VRAM = *vram
+		}
 	} else if vram != nil && *vram != 0 {
 		return Job{}, Errorf("vram", "a CPU-only job (gpus 0) takes no VRAM")
 	}
@@ -203,6 +215,12 @@ func ParseJob(body []byte) (Job, *FieldError) {
 	}
 	return job, nil
 }
+
+// CPUMilli is the job's CPU in thousandths of a core.
+func (j *Job) CPUMilli() int64 { return CoresToMilli(j.CPU) }
+
+// CoresToMilli converts cores to thousandths of a core, rounded.
+func CoresToMilli(cores float64) int64 { return int64(math.Round(cores * 1000)) }
 
 // KeptProgress is the work a job keeps when stopped after done seconds of
 // work with the given checkpoint interval: everything up to its last

@@ -17,7 +17,7 @@ func randomCluster(n int, seed uint64) *Cluster {
 	c := &Cluster{VRAMModel: vram.Contiguous}
 	for i := 0; i < n; i++ {
 		if i%8 == 0 {
-			c.Nodes = append(c.Nodes, &Node{ID: "node-" + strconv.Itoa(i/8), Index: i / 8, CPUTotal: 128, MemTotal: int64(1 * model.TiB), Alive: true})
+			c.Nodes = append(c.Nodes, &Node{ID: "node-" + strconv.Itoa(i/8), Index: i / 8, CPUMilli: 128000, MemTotal: int64(1 * model.TiB), Alive: true})
 		}
 		g := &GPU{ID: "gpu-" + strconv.Itoa(i), Node: c.Nodes[i/8].ID, Model: "A100-80GB", Index: i, NodeIndex: i / 8,
 			VRAMTotal: int64(80 * model.GiB), Alive: true}
@@ -42,7 +42,7 @@ func BenchmarkPlace(b *testing.B) {
 		for _, name := range Names() {
 			p, _ := Lookup(name)
 			b.Run(fmt.Sprintf("%s/gpus=%d", name, n), func(b *testing.B) {
-				r := &Request{GPUs: 1, VRAM: int64(10 * model.GiB), Util: 30, CPU: 4, Memory: int64(16 * model.GiB)}
+				r := &Request{GPUs: 1, VRAM: int64(10 * model.GiB), Util: 30, CPUMilli: 4000, Memory: int64(16 * model.GiB)}
 				b.ReportAllocs()
 				for i := 0; i < b.N; i++ {
 					if len(Place(c, r, p)) == 0 {

@@ -175,3 +175,31 @@ func (c *Cluster) Fragmentation() Fragmentation {
 	}
 	return f
 }
+
+// GPUFrags splits F_n(M) over the node's GPUs: out[i] is the part of GPU i
+// (its free share, weighted by the popularity of the classes that cannot
+// use it). The parts sum to NodeFrag.
+func GPUFrags(w *Workload, nodeModel string, cpuFree int64, free []int) []float64 {
+	out := make([]float64, len(free))
+	if w == nil {
+		return out
+	}
+	for ci := range w.Classes {
+		m := &w.Classes[ci]
+		whole := ClassFrag(m, nodeModel, cpuFree, free) == sum(free)
+		for i, r := range free {
+			if whole || r < m.Milli {
+				out[i] += m.P * float64(r)
+			}
+		}
+	}
+	return out
+}
+
+func sum(xs []int) int {
+	t := 0
+	for _, x := range xs {
+		t += x
+	}
+	return t
+}

@@ -25,8 +25,8 @@ type job struct {
 func demoCluster(jobs ...job) *Cluster {
 	c := &Cluster{VRAMModel: vram.Contiguous}
 	c.Nodes = []*Node{
-		{ID: "node-0", Index: 0, CPUTotal: 96, MemTotal: int64(768 * model.GiB), Alive: true},
-		{ID: "node-1", Index: 1, CPUTotal: 32, MemTotal: int64(256 * model.GiB), Alive: true},
+		{ID: "node-0", Index: 0, CPUMilli: 96000, MemTotal: int64(768 * model.GiB), Alive: true},
+		{ID: "node-1", Index: 1, CPUMilli: 32000, MemTotal: int64(256 * model.GiB), Alive: true},
 	}
 	for i := 0; i < 8; i++ {
 		node, capacity := 0, 40*model.GiB
@@ -103,8 +103,8 @@ func TestPlacementTable(t *testing.T) {
 		{"too big for every GPU", demoCluster(), "binpack", Request{GPUs: 1, VRAM: int64(90 * model.GiB)}, ""},
 		{"held GPU is skipped", demoCluster(), "first-fit", Request{GPUs: 1, VRAM: int64(10 * model.GB), Held: map[int]bool{0: true}}, "gpu-1"},
 		{"pinned GPU", demoState(), "binpack", Request{GPUs: 1, VRAM: int64(10 * model.GB), PinGPU: "gpu-7"}, "gpu-7"},
-		{"node short of CPU", demoCluster(), "first-fit", Request{GPUs: 1, VRAM: int64(10 * model.GB), CPU: 64}, "gpu-0"},
-		{"node short of CPU goes to the other node", demoCluster(), "first-fit", Request{GPUs: 1, VRAM: int64(10 * model.GB), CPU: 40, PinNode: "node-1"}, ""},
+		{"node short of CPU", demoCluster(), "first-fit", Request{GPUs: 1, VRAM: int64(10 * model.GB), CPUMilli: 64000}, "gpu-0"},
+		{"node short of CPU goes to the other node", demoCluster(), "first-fit", Request{GPUs: 1, VRAM: int64(10 * model.GB), CPUMilli: 40000, PinNode: "node-1"}, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

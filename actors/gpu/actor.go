@@ -364,6 +364,17 @@ func (a *Actor) reserve(c events.Control) events.ControlReply {
 	if s, ok := a.shares[c.JobID]; ok {
 		return events.ControlReply{OK: true, Offset: s.offset, Version: a.version}
 	}
+	if c.Job.VRAM <= 0 || c.Job.Milli < 0 || c.Job.Milli > MilliPerGPU {
+		return events.ControlReply{Error: model.Errorf("job", "a reservation needs positive vram and a gpu_milli of 0..1000")}
+	}
+	if used := a.milliUsed(); used+c.Job.Milli > MilliPerGPU {
+		reason := "insufficient GPU share: " + strconv.Itoa(MilliPerGPU-used) + "/1000 free, asked " + strconv.Itoa(c.Job.Milli)
+		a.emit.Emit(a.cfg.Subjects.GPUEvent(a.cfg.Node, a.cfg.ID, events.GPUOOM), events.Type("gpu", events.GPUOOM),
+			a.cfg.ID, a.cfg.Clock.Now(), events.GPUOOMEvent{GPU: a.cfg.ID, Node: a.cfg.Node, JobID: c.JobID,
+				VRAM: c.Job.VRAM, Free: a.layout.Free(), Hole: a.layout.LargestFree(), Reason: reason})
+		st := a.status("", "")
+		return events.ControlReply{Reason: reason, Version: a.version, Status: &st}
+	}
 	offset, err := a.layout.Allocate(c.JobID, c.Job.VRAM)
 	if err != nil {
 		reason := err.Error()
@@ -392,6 +403,18 @@ func (a *Actor) reserve(c events.Control) events.ControlReply {
 	return events.ControlReply{OK: true, Offset: offset, Version: a.version}
 }
 
+// MilliPerGPU is the whole GPU in the shares jobs reserve (gpu_milli).
+const MilliPerGPU = 1000
+
+// milliUsed is the share of the GPU reserved or running jobs hold.
+func (a *Actor) milliUsed() int {
+	m := 0
+	for _, s := range a.shares {
+		m += s.job.Milli
+	}
+	return m
+}
+
 func (a *Actor) status(change, jobID string) events.GPUStatus {
 	util := a.runningUtil()
 	busy := false
@@ -401,11 +424,12 @@ func (a *Actor) status(change, jobID string) events.GPUStatus {
 		Version: a.version, VRAMModel: string(a.layout.Model), VRAMTotal: a.layout.Capacity,
 		VRAMUsed: a.layout.Used(), VRAMLargestFree: a.layout.LargestFree(), Util: util,
 		EnergyJ: a.energyJ, Change: change, JobID: jobID, Jobs: make([]events.GPUJob, 0, len(a.shares)),
+		MilliUsed: a.milliUsed(),
 	}
 	for _, al := range a.layout.Allocs() {
 		s := a.shares[al.Owner]
 		j := events.GPUJob{JobID: s.id, Name: s.job.Name, Priority: s.job.Priority, State: "reserved",
-			VRAM: s.job.VRAM, Offset: s.offset, Util: s.job.Util, ProgressS: s.progress, WorkS: s.job.WorkS}
+			VRAM: s.job.VRAM, Offset: s.offset, Util: s.job.Util, Milli: s.job.Milli, ProgressS: s.progress, WorkS: s.job.WorkS}
 		if s.running {
 			j.State, j.Rate, busy = "running", r, true
 		}

@@ -40,6 +40,8 @@ type job struct {
 	decision     *events.Decision
 	preemptor    string
 	victims      []string
+	// cpuEnds is when a running CPU-only job finishes (simulated time).
+	cpuEnds *time.Time
 }
 
 func (j *job) work() float64 { return j.spec.Duration.Seconds() }
@@ -73,7 +75,7 @@ func (s *Scheduler) info(j *job, history bool) events.JobInfo {
 	now := s.cfg.Clock.Now()
 	in := events.JobInfo{
 		JobID: j.id, Name: j.spec.Name, Tenant: j.spec.Tenant, Priority: j.spec.Priority, State: j.state,
-		GPUs: j.spec.GPUs, VRAM: int64(j.spec.VRAM), Util: j.spec.Util, CPU: j.spec.CPU, Memory: int64(j.spec.Memory),
+		GPUs: j.spec.GPUs, VRAM: int64(j.spec.VRAM), Milli: j.spec.Milli, Models: j.spec.Models, Util: j.spec.Util, CPU: j.spec.CPU, Memory: int64(j.spec.Memory),
 		Duration: j.spec.Duration.String(), Preemptible: j.spec.Preemptible, Node: j.node, GPUIDs: j.gpus,
 		ProgressS: j.estimate(now), WorkS: j.work(), Preemptions: j.preemptions, SubmittedAt: j.submitted,
 		StartedAt: j.started, EndedAt: j.ended, Reason: j.reason, Preemptor: j.preemptor, Victims: j.victims,
@@ -104,7 +106,7 @@ func (s *Scheduler) transition(j *job, state, reason string) {
 
 func (s *Scheduler) request(j *job) *policy.Request {
 	return &policy.Request{JobID: j.id, Priority: j.spec.Priority, GPUs: j.spec.GPUs, VRAM: int64(j.spec.VRAM),
-		Util: j.spec.Util, CPU: j.spec.CPU, Memory: int64(j.spec.Memory), Models: j.spec.Models,
+		Milli: j.spec.Milli, Util: j.spec.Util, CPUMilli: j.spec.CPUMilli(), Memory: int64(j.spec.Memory), Models: j.spec.Models,
 		PinGPU: j.spec.GPU, PinNode: j.spec.Node, Held: s.view.held}
 }
 
@@ -133,16 +135,25 @@ func (s *Scheduler) onSubmit(m *nats.Msg) {
 	}
 	s.jobs[j.id] = j
 	s.order = append(s.order, j)
+	s.learnClass(&spec)
 	s.transition(j, events.JobSubmitted, "")
 	s.transition(j, events.JobQueued, "")
 	// With nothing waiting ahead of it, try the new job at once so the
 	// reply can say "placed"; otherwise the next pass takes the queue in order.
-	if len(s.queue) == 0 {
+	if len(s.queue) == 0 || s.cfg.DropUnschedulable {
 		clear(s.view.held) // holds belong to waiting jobs, and none wait
 		if s.tryPlace(j) {
-			events.Reply(m, events.SubmitReply{JobID: j.id, State: events.JobPlaced})
+			events.Reply(m, events.SubmitReply{JobID: j.id, State: events.JobPlaced, Node: j.node, GPUs: j.gpus})
 			return
 		}
+	}
+	if s.cfg.DropUnschedulable {
+		reason := "fits nowhere now and this cluster drops such jobs (replay): " + policy.Why(s.view.sorted(), s.request(j))
+		s.transition(j, events.JobRejected, reason)
+		j.ended = &now
+		s.stats.rejected++
+		events.Reply(m, events.SubmitReply{JobID: j.id, State: events.JobRejected, Reason: reason})
+		return
 	}
 	s.enqueue(j)
 	s.dirty = true

@@ -80,17 +80,23 @@ func (s *Scheduler) controls(j *job, p policy.Placement, op string) []ctlCall {
 	sj := s.cfg.Subjects
 	calls := make([]ctlCall, 0, len(p.GPUs)+1)
 	nodeCtl := events.Control{Op: op, JobID: j.id}
-	gpuCtl := events.Control{Op: op, JobID: j.id}
+	ttl := s.cfg.ReservationTTL.Milliseconds()
 	if op == events.OpReserve {
-		ttl := s.cfg.ReservationTTL.Milliseconds()
 		nodeCtl.CPU, nodeCtl.Memory, nodeCtl.TTLMillis = j.spec.CPU, int64(j.spec.Memory), ttl
-		gpuCtl.TTLMillis = ttl
-		gpuCtl.Job = &events.Assignment{Name: j.spec.Name, Priority: j.spec.Priority, VRAM: int64(j.spec.VRAM),
-			Util: j.spec.Util, WorkS: j.work(), ProgressS: j.progress, CheckpointS: j.spec.Checkpoint.Seconds()}
 	}
 	calls = append(calls, ctlCall{subject: sj.NodeCtl(p.Node), ctl: nodeCtl})
-	for _, g := range p.GPUs {
-		calls = append(calls, ctlCall{subject: sj.GPUCtl(p.Node, g), ctl: gpuCtl, gpu: g})
+	req := s.request(j)
+	for _, id := range p.GPUs {
+		gpuCtl := events.Control{Op: op, JobID: j.id}
+		if op == events.OpReserve {
+			// VRAM and share are per GPU: a trace job's share of VRAM
+			// depends on the model it lands on.
+			g := s.view.gpus[id].g
+			gpuCtl.TTLMillis = ttl
+			gpuCtl.Job = &events.Assignment{Name: j.spec.Name, Priority: j.spec.Priority, VRAM: req.VRAMOn(g), Milli: req.MilliOn(g),
+				Util: j.spec.Util, WorkS: j.work(), ProgressS: j.progress, CheckpointS: j.spec.Checkpoint.Seconds()}
+		}
+		calls = append(calls, ctlCall{subject: sj.GPUCtl(p.Node, id), ctl: gpuCtl, gpu: id})
 	}
 	return calls
 }
@@ -148,14 +154,14 @@ func (s *Scheduler) reserveInView(j *job, p policy.Placement, calls []ctlCall, r
 		}
 		gs := s.view.gpus[c.gpu]
 		g := gs.g
-		g.Allocs = append(g.Allocs, vram.Alloc{Owner: j.id, Offset: replies[i].Offset, Size: int64(j.spec.VRAM)})
+		g.Allocs = append(g.Allocs, vram.Alloc{Owner: j.id, Offset: replies[i].Offset, Size: c.ctl.Job.VRAM})
 		slices.SortFunc(g.Allocs, func(a, b vram.Alloc) int { return int(a.Offset - b.Offset) })
 		g.Util += j.spec.Util
 		gs.version = max(gs.version, replies[i].Version)
 		s.rebuildShares(g)
 	}
 	n := s.view.nodes[p.Node]
-	n.CPUUsed += j.spec.CPU
+	n.CPUUsedMilli += j.spec.CPUMilli()
 	n.MemUsed += int64(j.spec.Memory)
 }
 
@@ -166,8 +172,13 @@ func (s *Scheduler) releaseInView(j *job, node string, gpus []string) {
 			s.dropAlloc(gs.g, j.id)
 		}
 	}
+	s.releaseNode(j, node)
+}
+
+// releaseNode returns a job's CPU and memory to its node in the view.
+func (s *Scheduler) releaseNode(j *job, node string) {
 	if n, ok := s.view.nodes[node]; ok {
-		n.CPUUsed = max(0, n.CPUUsed-j.spec.CPU)
+		n.CPUUsedMilli = max(0, n.CPUUsedMilli-j.spec.CPUMilli())
 		n.MemUsed = max(0, n.MemUsed-int64(j.spec.Memory))
 	}
 }
@@ -185,15 +196,19 @@ func (s *Scheduler) dropAlloc(g *policy.GPU, jobID string) {
 	}
 }
 
-// rebuildShares derives a GPU's shares from its allocations and job records.
+// rebuildShares derives a GPU's shares, and the share of it they hold,
+// from its allocations and job records.
 func (s *Scheduler) rebuildShares(g *policy.GPU) {
 	g.Shares = g.Shares[:0]
+	g.MilliUsed = 0
 	for _, a := range g.Allocs {
-		sh := policy.Share{JobID: a.Owner, VRAM: a.Size}
+		sh := policy.Share{JobID: a.Owner, VRAM: a.Size, GPUs: 1, Milli: policy.MilliOf(0, a.Size, g.VRAMTotal)}
 		if j, ok := s.jobs[a.Owner]; ok {
 			sh.Priority, sh.Preemptible, sh.Util = j.spec.Priority, j.spec.Preemptible, j.spec.Util
-			sh.CPU, sh.Memory = j.spec.CPU, int64(j.spec.Memory)
+			sh.CPUMilli, sh.Memory, sh.GPUs = j.spec.CPUMilli(), int64(j.spec.Memory), j.spec.GPUs
+			sh.Milli = policy.MilliOf(j.spec.Milli, int64(j.spec.VRAM), g.VRAMTotal)
 		}
+		g.MilliUsed += sh.Milli
 		g.Shares = append(g.Shares, sh)
 	}
 }
@@ -218,6 +233,7 @@ const maxCandidatesInExplain = policy.MaxCandidates
 // tryPlace places j if it fits (preempting lower-priority jobs when it fits
 // nowhere otherwise) and reports whether it did.
 func (s *Scheduler) tryPlace(j *job) bool {
+	s.refreshWorkload()
 	req := s.request(j)
 	var refusals []string
 	var cands []policy.Placement
@@ -245,7 +261,7 @@ func (s *Scheduler) tryPlace(j *job) bool {
 		}
 		refusals = append(refusals, why)
 	}
-	if len(cands) == 0 && s.hasLowerPriorityRunning(j) {
+	if len(cands) == 0 && !s.cfg.DropUnschedulable && s.hasLowerPriorityRunning(j) {
 		s.refreshLostWork()
 		if pre, ok := policy.ChooseVictims(s.view.sorted(), req); ok {
 			s.preemptFor(j, pre.Victims)
@@ -288,7 +304,12 @@ func (s *Scheduler) placed(j *job, p policy.Placement, cands []policy.Placement,
 	j.node, j.gpus = p.Node, p.GPUs
 	j.shardsLeft = len(p.GPUs)
 	j.lastProgress, j.lastRate, j.lastAt = j.progress, 0, now
-	if gs, ok := s.view.gpus[p.GPUs[0]]; ok {
+	if len(p.GPUs) == 0 {
+		// A CPU-only job runs at reference speed and ends by the clock.
+		j.lastRate = 1
+		end := now.Add(time.Duration((j.work() - j.progress) * float64(time.Second)))
+		j.cpuEnds = &end
+	} else if gs, ok := s.view.gpus[p.GPUs[0]]; ok {
 		j.lastRate = gs.model.Speed
 	}
 	j.victims = victims
@@ -360,7 +381,7 @@ func (s *Scheduler) stop(j *job, op string) {
 	}
 	s.publishAll([]ctlCall{{subject: s.cfg.Subjects.NodeCtl(j.node), ctl: events.Control{Op: events.OpRelease, JobID: j.id}}})
 	s.releaseInView(j, j.node, j.gpus)
-	j.node, j.gpus, j.shardsLeft = "", nil, 0
+	j.node, j.gpus, j.shardsLeft, j.cpuEnds = "", nil, 0, nil
 	s.ended(j)
 }
 
@@ -477,15 +498,5 @@ func (s *Scheduler) shardDone(jobID, gpuID string) {
 	if j.shardsLeft > 0 {
 		return
 	}
-	now := s.cfg.Clock.Now()
-	j.progress = j.work()
-	j.ended = &now
-	s.publishAll([]ctlCall{{subject: s.cfg.Subjects.NodeCtl(j.node), ctl: events.Control{Op: events.OpRelease, JobID: j.id}}})
-	if n, ok := s.view.nodes[j.node]; ok {
-		n.CPUUsed = max(0, n.CPUUsed-j.spec.CPU)
-		n.MemUsed = max(0, n.MemUsed-int64(j.spec.Memory))
-	}
-	s.stats.completed++
-	s.ended(j)
-	s.transition(j, events.JobCompleted, "")
+	s.complete(j, s.cfg.Clock.Now())
 }

@@ -33,6 +33,20 @@ type Config struct {
 	ReservationTTL time.Duration
 	// MetricsPeriod is the wall-time period of metrics events.
 	MetricsPeriod time.Duration
+	// Seed seeds the draws of the policies that draw (random) and each
+	// node's tie-break rank when NodeRank does not give it.
+	Seed int64
+	// NodeRank gives nodes their tie-break rank under the node-scoring
+	// policies (lowest wins); a node it does not name gets a rank drawn
+	// from Seed and its id (a replay passes the paper's permutation).
+	NodeRank map[string]int
+	// Workload fixes the class distribution fragmentation is measured
+	// against; nil means the classes of the jobs submitted so far.
+	Workload *policy.Workload
+	// DropUnschedulable rejects a job that fits nowhere at submission
+	// instead of queueing it, and never preempts for it: the FGD paper's
+	// replay protocol.
+	DropUnschedulable bool
 }
 
 // Defaults for Config's zero values.
@@ -64,6 +78,10 @@ type Scheduler struct {
 	seq     uint64
 	dirty   bool
 	stats   counters
+	// classes counts submitted jobs by class, for the workload when the
+	// config fixes none; workloadStale says it changed since it was built.
+	classes       map[policy.ClassKey]int
+	workloadStale bool
 }
 
 type counters struct {
@@ -105,9 +123,11 @@ func New(cfg Config) (*Scheduler, error) {
 		mailbox: make(chan *nats.Msg, mailboxSize),
 		done:    make(chan struct{}),
 		policy:  p,
-		view:    newView(cfg.VRAMModel),
+		view:    newView(cfg.VRAMModel, cfg.Seed, cfg.NodeRank),
 		jobs:    map[string]*job{},
+		classes: map[policy.ClassKey]int{},
 	}
+	s.view.cluster.Workload = cfg.Workload
 	sj := cfg.Subjects
 	for _, subj := range []string{sj.Prefix + ".job.*", sj.Prefix + ".sched.*", sj.ClusterSnapshot(), sj.AllGPUEvents(), sj.AllNodeEvents()} {
 		sub, err := cfg.Conn.Subscribe(subj, func(m *nats.Msg) {
@@ -153,6 +173,7 @@ func (s *Scheduler) Run(ctx context.Context) {
 		case <-metrics.C:
 			s.publishMetrics()
 		case <-aging.C:
+			s.finishCPUJobs()
 			if len(s.queue) > 0 {
 				s.dirty = true
 			}
@@ -222,10 +243,11 @@ func (s *Scheduler) onNodeEvent(m *nats.Msg) {
 	}
 	hb := ev.Data
 	n := s.view.node(hb.Node)
-	if !n.Alive || n.CPUTotal != hb.CPUTotal || n.MemTotal != hb.MemoryTotal {
+	cpu := model.CoresToMilli(hb.CPUTotal)
+	if !n.Alive || n.CPUMilli != cpu || n.MemTotal != hb.MemoryTotal {
 		s.dirty = true
 	}
-	n.Alive, n.CPUTotal, n.MemTotal = true, hb.CPUTotal, hb.MemoryTotal
+	n.Alive, n.CPUMilli, n.MemTotal = true, cpu, hb.MemoryTotal
 	for _, g := range hb.GPUs {
 		st, ok := s.view.gpus[g.GPU]
 		if !ok {

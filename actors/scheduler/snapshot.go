@@ -1,10 +1,13 @@
 package scheduler
 
 import (
+	"slices"
+
 	"github.com/nats-io/nats.go"
 	"go.uber.org/zap"
 
 	"github.com/gpusched/gpusched/events"
+	"github.com/gpusched/gpusched/policy"
 )
 
 // metrics summarises the view now. Energy is each GPU's last reported
@@ -36,6 +39,20 @@ func (s *Scheduler) metrics() events.Metrics {
 	}
 	if m.GPUs > 0 {
 		m.UtilMean = utilSum / float64(m.GPUs)
+	}
+	if free := m.VRAMTotal - m.VRAMUsed; free > 0 {
+		m.VRAMFragmentation = float64(m.FragmentedVRAM) / float64(free)
+	}
+	s.refreshWorkload()
+	f := s.view.cluster.Fragmentation()
+	m.MilliUsed, m.MilliTotal = f.Used, f.Used+f.Free
+	if m.MilliTotal > 0 {
+		m.Allocation = float64(f.Used) / float64(m.MilliTotal)
+	}
+	m.FragAmount = f.Amount / policy.MilliPerGPU
+	m.FragRatio = f.Ratio()
+	if w := s.view.cluster.Workload; w != nil {
+		m.WorkloadClasses = len(w.Classes)
 	}
 	// 3.6e6 joules make one kilowatt-hour.
 	m.EnergyKWh = energyJ / 3.6e6
@@ -70,13 +87,32 @@ func (s *Scheduler) onSnapshot(m *nats.Msg) {
 	snap := events.Snapshot{SimTime: s.cfg.Clock.Now(), Policy: s.policy.Name(), VRAMModel: string(s.view.cluster.VRAMModel),
 		Summary: s.metrics(), Page: req.Page, Pages: pages,
 		GPUs: []events.SnapshotGPU{}, Running: []events.JobInfo{}, Queue: []events.JobInfo{}}
+	frags := map[int][]float64{} // node index → its GPUs' parts of F_n(M)
 	for _, g := range pageOf(gpus, req.Page, snapshotGPUsPerPage) {
 		gs := s.view.gpus[g.ID]
 		st := gs.status
 		st.VRAMUsed = g.VRAMUsed()
 		st.VRAMLargestFree = s.view.cluster.LargestFree(g)
 		st.Util = g.Util
-		snap.GPUs = append(snap.GPUs, events.SnapshotGPU{GPUStatus: st, Allocs: append(g.Allocs[:0:0], g.Allocs...), Alive: g.Alive})
+		st.MilliUsed = g.MilliUsed
+		sg := events.SnapshotGPU{GPUStatus: st, Allocs: append(g.Allocs[:0:0], g.Allocs...), Alive: g.Alive}
+		if free := g.VRAMTotal - st.VRAMUsed; free > 0 {
+			sg.VRAMFragmentation = 1 - float64(st.VRAMLargestFree)/float64(free)
+		}
+		n := s.view.cluster.Nodes[g.NodeIndex]
+		parts, ok := frags[n.Index]
+		if !ok {
+			free := make([]int, 0, len(n.GPUs))
+			for _, gi := range n.GPUs {
+				free = append(free, s.view.cluster.GPUs[gi].MilliFree())
+			}
+			parts = policy.GPUFrags(s.view.cluster.Workload, n.Model, n.CPUFree(), free)
+			frags[n.Index] = parts
+		}
+		if i := slices.Index(n.GPUs, g.Index); i >= 0 {
+			sg.FragGPUs = parts[i] / policy.MilliPerGPU
+		}
+		snap.GPUs = append(snap.GPUs, sg)
 	}
 	for _, j := range pageOf(running, req.Page, snapshotJobsPerPage) {
 		snap.Running = append(snap.Running, s.info(j, false))

@@ -1,6 +1,9 @@
 package scheduler
 
 import (
+	"encoding/binary"
+	"hash/fnv"
+	"math/rand"
 	"slices"
 	"strconv"
 	"strings"
@@ -32,10 +35,29 @@ type view struct {
 	unsorted bool
 	// held is the scheduler's set of GPUs (by index) held for aged jobs.
 	held map[int]bool
+	seed  int64
+	ranks map[string]int
 }
 
-func newView(m vram.Model) *view {
-	return &view{cluster: policy.Cluster{VRAMModel: m}, gpus: map[string]*gpuState{}, nodes: map[string]*policy.Node{}, held: map[int]bool{}}
+func newView(m vram.Model, seed int64, ranks map[string]int) *view {
+	return &view{cluster: policy.Cluster{VRAMModel: m, Rand: rand.New(rand.NewSource(seed)), Memo: policy.NewMemo()},
+		gpus: map[string]*gpuState{}, nodes: map[string]*policy.Node{}, held: map[int]bool{}, seed: seed, ranks: ranks}
+}
+
+// rankOf is a node's tie-break rank: the configured one, else a draw fixed
+// by the seed and the node's id (FNV-1a of both), so ranks do not depend on
+// the order nodes join in.
+func (v *view) rankOf(id string) int {
+	if r, ok := v.ranks[id]; ok {
+		return r
+	}
+	h := fnv.New32a()
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], uint64(v.seed))
+	h.Write(b[:])
+	h.Write([]byte(id))
+	// Configured ranks are below 2^31; drawn ones follow them.
+	return 1<<31 + int(h.Sum32())
 }
 
 // naturalLess orders ids so that "gpu-2" comes before "gpu-10".
@@ -68,7 +90,7 @@ func (v *view) node(id string) *policy.Node {
 	if n, ok := v.nodes[id]; ok {
 		return n
 	}
-	n := &policy.Node{ID: id, Index: len(v.cluster.Nodes)}
+	n := &policy.Node{ID: id, Index: len(v.cluster.Nodes), Rank: v.rankOf(id)}
 	v.nodes[id] = n
 	v.cluster.Nodes = append(v.cluster.Nodes, n)
 	v.unsorted = true
@@ -98,6 +120,9 @@ func (v *view) addGPU(st events.GPUStatus) (*gpuState, bool) {
 	s := &gpuState{g: g, model: m}
 	v.gpus[st.GPU] = s
 	n := v.node(st.Node)
+	if n.Model == "" {
+		n.Model = m.Name
+	}
 	g.Index, g.NodeIndex = len(v.cluster.GPUs), n.Index
 	v.cluster.GPUs = append(v.cluster.GPUs, g)
 	n.GPUs = append(n.GPUs, g.Index)
@@ -138,15 +163,12 @@ func (v *view) reindex() {
 func (v *view) feasible(r *policy.Request) *model.FieldError {
 	v.sorted()
 	if r.GPUs == 0 {
-		return model.Errorf("gpus", "CPU-only jobs (gpus 0) are not simulated yet: give gpus 1 or more")
-	}
-	if r.GPUs == 0 {
 		for _, n := range v.cluster.Nodes {
-			if n.CPUTotal >= r.CPU && n.MemTotal >= r.Memory {
+			if n.CPUMilli >= r.CPUMilli && n.MemTotal >= r.Memory {
 				return nil
 			}
 		}
-		return model.Errorf("cpu", "no node has %.1f CPUs and %s of memory", r.CPU, model.Bytes(r.Memory))
+		return model.Errorf("cpu", "no node has %s CPUs and %s of memory", cores(r.CPUMilli), model.Bytes(r.Memory))
 	}
 	var largest int64
 	modelOK, pinOK := false, r.PinGPU == "" && r.PinNode == ""
@@ -163,11 +185,11 @@ func (v *view) feasible(r *policy.Request) *model.FieldError {
 			}
 			modelOK = true
 			largest = max(largest, g.VRAMTotal)
-			if g.VRAMTotal >= r.VRAM {
+			if g.VRAMTotal >= r.VRAMOn(g) {
 				count++
 			}
 		}
-		if count >= r.GPUs && n.CPUTotal >= r.CPU && n.MemTotal >= r.Memory {
+		if count >= r.GPUs && n.CPUMilli >= r.CPUMilli && n.MemTotal >= r.Memory {
 			return nil
 		}
 	}
@@ -181,7 +203,10 @@ func (v *view) feasible(r *policy.Request) *model.FieldError {
 	case largest < r.VRAM:
 		return model.Errorf("vram", "%s per GPU is larger than every GPU in the cluster (largest: %s)", model.Bytes(r.VRAM), model.Bytes(largest))
 	case r.GPUs > 1:
-		return model.Errorf("gpus", "no node has %d GPUs with %s each and %.1f CPUs, %s memory", r.GPUs, model.Bytes(r.VRAM), r.CPU, model.Bytes(r.Memory))
+		return model.Errorf("gpus", "no node has %d GPUs with %s each and %s CPUs, %s memory", r.GPUs, model.Bytes(r.VRAM), cores(r.CPUMilli), model.Bytes(r.Memory))
 	}
-	return model.Errorf("cpu", "no node with a fitting GPU has %.1f CPUs and %s of memory", r.CPU, model.Bytes(r.Memory))
+	return model.Errorf("cpu", "no node with a fitting GPU has %s CPUs and %s of memory", cores(r.CPUMilli), model.Bytes(r.Memory))
 }
+
+// cores formats thousandths of a core as cores ("4", "0.5").
+func cores(milli int64) string { return strconv.FormatFloat(float64(milli)/1000, 'f', -1, 64) }
