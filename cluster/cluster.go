@@ -19,6 +19,7 @@ import (
 	"github.com/gpusched/gpusched/actors/scheduler"
 	"github.com/gpusched/gpusched/events"
 	"github.com/gpusched/gpusched/model"
+	"github.com/gpusched/gpusched/policy"
 	"github.com/gpusched/gpusched/simclock"
 	"github.com/gpusched/gpusched/vram"
 )
@@ -52,6 +53,13 @@ type Config struct {
 	Heartbeat     time.Duration
 	StarvationAge time.Duration
 	Logger        *zap.Logger
+	// NodeRank, Workload and DropUnschedulable go to the scheduler (see
+	// scheduler.Config); Seed also seeds the policies' draws and ranks.
+	NodeRank          map[string]int
+	Workload          *policy.Workload
+	DropUnschedulable bool
+	// MetricsPeriod is the wall-time period of metrics events (1s when zero).
+	MetricsPeriod time.Duration
 }
 
 // Cluster is a running cluster.
@@ -137,7 +145,8 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		return fail(err)
 	}
 	sched, err := scheduler.New(scheduler.Config{Subjects: subjects, Conn: schedConn, Clock: c.Clock, Logger: log,
-		Policy: cfg.Policy, VRAMModel: cfg.VRAMModel, StarvationAge: cfg.StarvationAge})
+		Policy: cfg.Policy, VRAMModel: cfg.VRAMModel, StarvationAge: cfg.StarvationAge, Seed: int64(cfg.Seed),
+		NodeRank: cfg.NodeRank, Workload: cfg.Workload, DropUnschedulable: cfg.DropUnschedulable, MetricsPeriod: cfg.MetricsPeriod})
 	if err != nil {
 		return fail(err)
 	}
@@ -195,7 +204,8 @@ func (c *Cluster) waitReady(ctx context.Context, nc *nats.Conn, subjects events.
 		msg, err := nc.Request(subjects.ClusterSnapshot(), []byte(`{}`), 2*time.Second)
 		if err == nil {
 			var snap events.Snapshot
-			if json.Unmarshal(msg.Data, &snap) == nil && snap.Summary.GPUs == want && snap.Summary.NodesAlive == len(c.cfg.Shape.Nodes) {
+			if json.Unmarshal(msg.Data, &snap) == nil && snap.Summary.GPUs == want && snap.Summary.GPUsAlive == want &&
+				snap.Summary.NodesAlive == len(c.cfg.Shape.Nodes) {
 				return nil
 			}
 		}
@@ -232,4 +242,10 @@ func (c *Cluster) Stop() {
 	}
 	c.server.Shutdown()
 	c.server.WaitForShutdown()
+}
+
+// Client opens an in-process connection to the cluster's server (closed by
+// the caller), for tools such as replay that drive the cluster they started.
+func (c *Cluster) Client(name string) (*nats.Conn, error) {
+	return nats.Connect("", nats.InProcessServer(c.server), nats.Name("gpusched-"+name))
 }

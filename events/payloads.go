@@ -52,10 +52,10 @@ type JobInfo struct {
 	Models      []string `json:"models,omitempty"`
 	Util        float64  `json:"util"`
 	CPU         float64  `json:"cpu"`
-	Memory      int64   `json:"memory"`
-	Duration    string  `json:"duration"`
-	Preemptible bool    `json:"preemptible"`
-	Checkpoint  string  `json:"checkpoint,omitempty"`
+	Memory      int64    `json:"memory"`
+	Duration    string   `json:"duration"`
+	Preemptible bool     `json:"preemptible"`
+	Checkpoint  string   `json:"checkpoint,omitempty"`
 	// Node and GPUIDs say where the job is placed (or last ran).
 	Node   string   `json:"node,omitempty"`
 	GPUIDs []string `json:"gpu_ids,omitempty"`
@@ -156,20 +156,20 @@ type GPUJob struct {
 // GPUStatus is the payload of gpu.status (published on every change) and
 // gpu.up events, and the reply to a describe request.
 type GPUStatus struct {
-	GPU             string  `json:"gpu"`
-	Node            string  `json:"node"`
-	Model           string  `json:"model"`
-	Incarnation     int     `json:"incarnation"`
-	Version         uint64  `json:"version"`
-	VRAMModel       string  `json:"vram_model"`
-	VRAMTotal       int64   `json:"vram_total"`
-	VRAMUsed        int64   `json:"vram_used"`
-	VRAMLargestFree int64   `json:"vram_largest_free"`
+	GPU             string `json:"gpu"`
+	Node            string `json:"node"`
+	Model           string `json:"model"`
+	Incarnation     int    `json:"incarnation"`
+	Version         uint64 `json:"version"`
+	VRAMModel       string `json:"vram_model"`
+	VRAMTotal       int64  `json:"vram_total"`
+	VRAMUsed        int64  `json:"vram_used"`
+	VRAMLargestFree int64  `json:"vram_largest_free"`
 	// MilliUsed is the share of the GPU its jobs hold, in thousandths.
-	MilliUsed int `json:"milli_used"`
-	Util            float64 `json:"util"`
-	PowerW          float64 `json:"power_w"`
-	EnergyJ         float64 `json:"energy_j"`
+	MilliUsed int     `json:"milli_used"`
+	Util      float64 `json:"util"`
+	PowerW    float64 `json:"power_w"`
+	EnergyJ   float64 `json:"energy_j"`
 	// Change says what caused this status ("reserved", "committed",
 	// "completed", "aborted", "expired", "preempted", "up") and JobID which job.
 	Change string   `json:"change,omitempty"`
@@ -211,11 +211,13 @@ type NodeHeartbeat struct {
 
 // Metrics is the payload of the periodic metrics event and the snapshot summary.
 type Metrics struct {
-	Policy        string  `json:"policy"`
-	Nodes         int     `json:"nodes"`
-	NodesAlive    int     `json:"nodes_alive"`
-	GPUs          int     `json:"gpus"`
-	GPUsBusy      int     `json:"gpus_busy"`
+	Policy     string `json:"policy"`
+	Nodes      int    `json:"nodes"`
+	NodesAlive int    `json:"nodes_alive"`
+	GPUs       int    `json:"gpus"`
+	GPUsBusy   int    `json:"gpus_busy"`
+	// GPUsAlive counts the GPUs whose node last reported them alive.
+	GPUsAlive     int     `json:"gpus_alive"`
 	UtilMean      float64 `json:"util_mean"`
 	VRAMUsed      int64   `json:"vram_used"`
 	VRAMTotal     int64   `json:"vram_total"`

@@ -32,6 +32,9 @@ func (s *Scheduler) metrics() events.Metrics {
 		if len(g.Allocs) > 0 {
 			m.GPUsBusy++
 		}
+		if g.Alive {
+			m.GPUsAlive++
+		}
 		utilSum += min(g.Util, 100)
 		m.FragmentedVRAM += g.VRAMTotal - used - s.view.cluster.LargestFree(g)
 		m.PowerW += gs.status.PowerW

@@ -34,7 +34,7 @@ type view struct {
 	// order (and so every Index) is restored lazily, once per batch of joins.
 	unsorted bool
 	// held is the scheduler's set of GPUs (by index) held for aged jobs.
-	held map[int]bool
+	held  map[int]bool
 	seed  int64
 	ranks map[string]int
 }

@@ -37,6 +37,7 @@ const usage = `usage:
   cluster explain JOB_ID        why a job waits, or how it was placed
   cluster strategy [POLICY]     show or switch the placement policy
   cluster snapshot [--page N]   the cluster state as JSON
+  cluster replay [flags]        replay the FGD paper's protocol on an openb trace (live or --offline)
 
 Run "cluster COMMAND -h" for a command's flags.
 `
@@ -61,6 +62,8 @@ func main() {
 		err = strategy(args)
 	case "snapshot":
 		err = snapshot(args)
+	case "replay":
+		err = replayCommand(args)
 	case "help":
 		fmt.Print(usage)
 	default:
@@ -94,6 +97,7 @@ func run(args []string) error {
 	listen := fs.String("listen", cluster.DefaultListen, "HOST:PORT of the embedded NATS server")
 	prefix := fs.String("prefix", events.DefaultPrefix, "subject prefix of this cluster")
 	gpus := fs.String("gpus", model.DefaultGPUs, "cluster shape: COUNTxMODEL,... (nodes of at most 8 GPUs of one model)")
+	clusterFile := fs.String("cluster", "", "cluster file: YAML (see docs/CLUSTERS.md) or an openb node list CSV; overrides --gpus")
 	pol := fs.String("policy", policy.DefaultPolicy, "placement policy: "+strings.Join(policy.Names(), ", "))
 	vramModel := fs.String("vram-model", string(vram.Contiguous), "VRAM model: contiguous or pooled")
 	seed := fs.Uint64("seed", 1, "seed of the job generator")
@@ -110,6 +114,12 @@ func run(args []string) error {
 		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
 	shape, err := model.ParseGPUs(*gpus)
+	if *clusterFile != "" {
+		shape, err = cluster.LoadShape(*clusterFile)
+		if err != nil {
+			err = fmt.Errorf("--cluster: %w", err)
+		}
+	}
 	if err != nil {
 		return err
 	}
