@@ -43,7 +43,7 @@ type Event struct {
 // them), the plan's workload, and a seeded source for random.
 func NewMirror(plan *Plan) *Mirror {
 	m := &Mirror{byName: map[string]*policy.Node{}, gpuByID: map[string]int{}}
-	c := &policy.Cluster{VRAMModel: vram.Contiguous, Workload: plan.Workload, Rand: rand.New(rand.NewSource(plan.Seed)), Memo: policy.NewMemo()}
+	c := &policy.Cluster{VRAMModel: vram.Contiguous, Workload: plan.Workload, Rand: rand.New(rand.NewSource(plan.PolicySeed)), Memo: policy.NewMemo()}
 	for i, n := range plan.Nodes {
 		node := &policy.Node{ID: n.Name, Index: i, CPUMilli: n.CPUMilli, MemTotal: n.MemoryMiB * int64(model.MiB),
 			Alive: true, Model: n.Model, Rank: plan.Rank[n.Name]}

@@ -70,7 +70,7 @@ func Live(ctx context.Context, plan *Plan, pol string, opts LiveOptions) ([]Plac
 		return nil, nil, res, err
 	}
 	start := time.Now()
-	c, err := cluster.Start(ctx, cluster.Config{Listen: "127.0.0.1:0", Shape: shape, Policy: pol, Seed: uint64(plan.Seed),
+	c, err := cluster.Start(ctx, cluster.Config{Listen: "127.0.0.1:0", Shape: shape, Policy: pol, Seed: uint64(plan.PolicySeed),
 		NodeRank: plan.Rank, Workload: plan.Workload, DropUnschedulable: true, Logger: opts.Logger, MetricsPeriod: time.Hour})
 	if err != nil {
 		return nil, nil, res, err

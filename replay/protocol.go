@@ -36,6 +36,11 @@ type Plan struct {
 	CapacityMilli int64
 	// Clones is how many pods tuning added (negative: removed).
 	Clones int
+	// PolicySeed seeds the draws of the policies that draw (random) while
+	// scheduling: the protocol's source's next draw after the permutation,
+	// so scheduling draws continue that stream rather than repeat it from
+	// the start (a repeat would tie node choices to the pod order).
+	PolicySeed int64
 }
 
 // ClassOf is a pod's class for the fragmentation workload.
@@ -108,5 +113,6 @@ func Prepare(nodes []openb.Node, pods []openb.Pod, seed int64, inflate float64) 
 	for i, r := range rng.Perm(len(plan.Nodes)) {
 		plan.Rank[plan.Nodes[i].Name] = r
 	}
+	plan.PolicySeed = rng.Int63()
 	return plan
 }
