@@ -101,7 +101,12 @@ func TestPreemptionResumesFromCheckpoint(t *testing.T) {
 	if v["preemptions"].(float64) != 1 {
 		t.Fatalf("victim preemptions %v, want 1", v["preemptions"])
 	}
-	preempted := events.find("gpusched.job.preempted", victim)
+	// Events travel on their own subscription: wait for the recorder to have it.
+	var preempted []obj
+	waitFor(t, "the victim's preempted event", 5*time.Second, func() bool {
+		preempted = events.find("gpusched.job.preempted", victim)
+		return len(preempted) > 0
+	})
 	if len(preempted) != 1 {
 		t.Fatalf("%d preempted events for the victim, want 1", len(preempted))
 	}

@@ -163,7 +163,7 @@ func abs(x float64) float64 {
 // hand-made log: capacity 10 GPUs (1% = 100 milli).
 func TestCurveDiscretisation(t *testing.T) {
 	ev := []Event{
-		{ArrivedMilli: 40, UsedMilli: 40, Frag: 500, FreeMilli: 9960},    // arrived 0.4% → 0
+		{ArrivedMilli: 40, UsedMilli: 40, Frag: 500, FreeMilli: 9960},   // arrived 0.4% → 0
 		{ArrivedMilli: 150, UsedMilli: 150, Frag: 400, FreeMilli: 9850}, // 1.5% → 2 (half to even)
 		{ArrivedMilli: 250, UsedMilli: 150, Frag: 300, FreeMilli: 9850}, // 2.5% → 2
 		{ArrivedMilli: 480, UsedMilli: 480, Frag: 100, FreeMilli: 9520}, // 4.8% → 5
