@@ -30,12 +30,16 @@
 //	name         string, required
 //	tenant       string (default "default")
 //	priority     "high" (3), "medium" (2, default), "low" (1), or any integer; higher wins
-//	gpus         integer: 1 (default) or more for a gang on one node
-//	vram         per GPU: "20GB" (SI, 10^9), "38GiB" (IEC, 2^30), "512MiB", or a number of bytes; required
-//	util         compute share per GPU, percent 0–100 (default 100); or
-//	gpu_milli    the same share in thousandths (util = gpu_milli/10)
+//	gpus         integer: 1 (default), more for a gang on one node, 0 for a CPU-only job
+//	vram         per GPU: "20GB" (SI, 10^9), "38GiB" (IEC, 2^30), "512MiB", or a number of bytes;
+//	             required for a GPU job unless gpu_milli is given (then that share of each GPU's VRAM)
+//	gpu_milli    share of each GPU reserved, in thousandths 1–1000 (the Alibaba trace's unit; 1000
+//	             for a gang); shares on a GPU never sum above 1000. Without it a job holds the
+//	             share its VRAM is of the GPU. Sets util to gpu_milli/10 unless util is given.
+//	util         compute the job uses per GPU, percent 0–100 (default 100); co-located jobs
+//	             whose util sums past 100 slow down in proportion
 //	duration     run time at reference speed (an A100), Go duration: "4h", "30m"; required
-//	models       allowed GPU models, e.g. ["A100-80GB"]; empty means any
+//	models       allowed GPU models, e.g. ["A100-80GB"] or the trace's ["V100M16","T4"]; empty means any
 //	preemptible  bool (default true)
 //	checkpoint   interval of work between checkpoints, e.g. "10m"; none by default (a preempted job then restarts from zero)
 //	cpu          cores (default 4); memory: size (default 16GiB), held by the node actor
@@ -49,7 +53,8 @@
 //	<p>.evt.gpu.<node>.<gpu>.<type>  status (on every change; GPUStatus), up (GPUStatus), oom (a refused reservation; GPUOOMEvent)
 //	<p>.evt.node.<node>.heartbeat    NodeHeartbeat: the node's CPU and memory and its GPUs' batched liveness
 //	<p>.evt.sched.<type>             decision (Decision), policy (PolicyChanged), pending (Pending: why a job waits)
-//	<p>.evt.metrics                  Metrics, every second (wall time)
+//	<p>.evt.metrics                  Metrics, every second (wall time): utilisation, jobs, energy, the FGD
+//	                                 paper's fragmentation (frag_gpus, frag_ratio, allocation) and VRAM fragmentation
 //
 // A job's events follow its lifecycle: submitted → queued → placed →
 // started → completed, with started → preempted → queued, started → lost →

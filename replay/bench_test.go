@@ -1,0 +1,57 @@
+package replay
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"github.com/gpusched/gpusched/openb"
+	"github.com/gpusched/gpusched/policy"
+)
+
+// BenchmarkReplay times one run of the paper's protocol on the default
+// openb workload (10,866 pods on 6,212 GPUs), offline on the pure core and
+// live through the actors and the bus, per policy.
+//
+//	go test -run '^$' -bench Replay -benchtime 3x ./replay/
+func BenchmarkReplay(b *testing.B) {
+	dir := benchTraceDir(b)
+	nodes, err := openb.ReadNodes(filepath.Join(dir, "openb_node_list_gpu_node.csv"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	pods, err := openb.ReadPods(filepath.Join(dir, "openb_pod_list_default.csv"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	plan := Prepare(nodes, pods, 42, DefaultInflate)
+	for _, name := range []string{"dotprod", "best-fit", "fgd"} {
+		pol, _ := policy.Lookup(name)
+		b.Run("offline/"+name, func(b *testing.B) {
+			for b.Loop() {
+				if _, _, err := Offline(&plan, pol, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/float64(len(plan.Pods)), "µs/pod")
+		})
+		b.Run("live/"+name, func(b *testing.B) {
+			for b.Loop() {
+				if _, _, _, err := Live(context.Background(), &plan, name, LiveOptions{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+func benchTraceDir(b *testing.B) string {
+	for _, d := range []string{filepath.Join("..", "..", "shared", "traces"), filepath.Join("..", "shared", "traces")} {
+		p := filepath.Join(d, "alibaba-openb")
+		if _, err := openb.ReadNodes(filepath.Join(p, "openb_node_list_gpu_node.csv")); err == nil {
+			return p
+		}
+	}
+	b.Skip("the openb trace is not in ../shared/traces")
+	return ""
+}
