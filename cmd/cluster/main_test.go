@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 
@@ -54,5 +55,39 @@ func TestClientCommands(t *testing.T) {
 	}
 	if err := request("nats://127.0.0.1:1", "gpusched.job.list", map[string]any{}, &out); err == nil || !strings.Contains(err.Error(), "cannot reach") {
 		t.Fatalf("unreachable cluster: %v", err)
+	}
+}
+
+// TestReplayFlagsSayWhatIsWrong: replay's bad flags and files are named.
+func TestReplayFlagsSayWhatIsWrong(t *testing.T) {
+	dir := t.TempDir()
+	nodes := dir + "/nodes.csv"
+	os.WriteFile(nodes, []byte("sn,cpu_milli,memory_mib,gpu,model\nn0,8000,1024,1,T4\n"), 0o644)
+	bad := dir + "/pods.csv"
+	os.WriteFile(bad, []byte("name,cpu_milli,memory_mib,num_gpu,gpu_milli\np0,1000,1,1,500\np1,oops,1,1,500\n"), 0o644)
+	cases := map[string][]string{
+		"--seeds":                      {"--nodes", nodes, "--pods", bad, "--seeds", "x-y"},
+		"--policy":                     {"--nodes", nodes, "--pods", bad, "--policy", "lottery"},
+		"--inflate":                    {"--nodes", nodes, "--pods", bad, "--inflate", "0"},
+		"--nodes":                      {"--nodes", dir + "/missing.csv", "--pods", bad},
+		"pods.csv:3: column cpu_milli": {"--nodes", nodes, "--pods", bad, "--quiet"},
+		"--compare":                    {"--nodes", nodes, "--pods", bad, "--compare", dir},
+	}
+	for want, args := range cases {
+		err := replayCommand(args)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("replay %v: error %v, want one naming %s", args, err, want)
+		}
+	}
+	// A good small trace runs offline and writes the curve.
+	good := dir + "/openb_pod_list_tiny.csv"
+	os.WriteFile(good, []byte("name,cpu_milli,memory_mib,num_gpu,gpu_milli\np0,1000,1,1,500\np1,1000,1,1,700\np2,1000,1,0,0\n"), 0o644)
+	out := dir + "/curve.csv"
+	if err := replayCommand([]string{"--nodes", nodes, "--pods", good, "--offline", "--quiet", "--out", out}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil || !strings.HasPrefix(string(b), "arrived_pct,alloc_pct,frag_amount_pct,frag_ratio_pct\n") || strings.Count(string(b), "\n") != 132 {
+		t.Fatalf("curve file: %v\n%s", err, b)
 	}
 }
