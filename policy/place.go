@@ -137,7 +137,7 @@ func Why(c *Cluster, r *Request) string {
 		need = model.Bytes(0)
 	}
 	if r.GPUs == 0 {
-		return fmt.Sprintf("no node with %s free CPUs and %s free memory", cores(r.CPUMilli), model.Bytes(r.Memory))
+		return fmt.Sprintf("no node with %s free CPUs and %s free memory", Cores(r.CPUMilli), model.Bytes(r.Memory))
 	}
 	var eligible, held, fragmented, nodeShort, shareShort int
 	var mostFree int64
@@ -182,7 +182,7 @@ func Why(c *Cluster, r *Request) string {
 	case held > 0 && nodeShort == 0:
 		return fmt.Sprintf("waiting: the GPUs with room for %s are held for an older job", shareWords(r))
 	case nodeShort > 0:
-		return fmt.Sprintf("no node with %s free CPUs and %s free memory beside a GPU with %s free", cores(r.CPUMilli), model.Bytes(r.Memory), shareWords(r))
+		return fmt.Sprintf("no node with %s free CPUs and %s free memory beside a GPU with %s free", Cores(r.CPUMilli), model.Bytes(r.Memory), shareWords(r))
 	case shareShort > 0 && r.Milli > 0:
 		return fmt.Sprintf("no GPU has %d/1000 of its share free", r.Milli)
 	}
@@ -292,8 +292,8 @@ func freed(g *GPU, set map[string]bool) int {
 	return m
 }
 
-// cores formats thousandths of a core as cores ("4", "0.5").
-func cores(milli int64) string { return strconv.FormatFloat(float64(milli)/1000, 'f', -1, 64) }
+// Cores formats thousandths of a core as cores ("4", "0.5").
+func Cores(milli int64) string { return strconv.FormatFloat(float64(milli)/1000, 'f', -1, 64) }
 
 // forSubsets calls fn with every size-k subset of 0..n-1 in lexicographic order.
 func forSubsets(n, k int, fn func([]int)) {

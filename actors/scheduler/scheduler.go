@@ -82,6 +82,9 @@ type Scheduler struct {
 	// config fixes none; workloadStale says it changed since it was built.
 	classes       map[policy.ClassKey]int
 	workloadStale bool
+	// common is the most common GPU VRAM, counted over commonFor GPUs.
+	common    int64
+	commonFor int
 }
 
 type counters struct {

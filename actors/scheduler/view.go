@@ -168,7 +168,7 @@ func (v *view) feasible(r *policy.Request) *model.FieldError {
 				return nil
 			}
 		}
-		return model.Errorf("cpu", "no node has %s CPUs and %s of memory", cores(r.CPUMilli), model.Bytes(r.Memory))
+		return model.Errorf("cpu", "no node has %s CPUs and %s of memory", policy.Cores(r.CPUMilli), model.Bytes(r.Memory))
 	}
 	var largest int64
 	modelOK, pinOK := false, r.PinGPU == "" && r.PinNode == ""
@@ -203,10 +203,7 @@ func (v *view) feasible(r *policy.Request) *model.FieldError {
 	case largest < r.VRAM:
 		return model.Errorf("vram", "%s per GPU is larger than every GPU in the cluster (largest: %s)", model.Bytes(r.VRAM), model.Bytes(largest))
 	case r.GPUs > 1:
-		return model.Errorf("gpus", "no node has %d GPUs with %s each and %s CPUs, %s memory", r.GPUs, model.Bytes(r.VRAM), cores(r.CPUMilli), model.Bytes(r.Memory))
+		return model.Errorf("gpus", "no node has %d GPUs with %s each and %s CPUs, %s memory", r.GPUs, model.Bytes(r.VRAM), policy.Cores(r.CPUMilli), model.Bytes(r.Memory))
 	}
-	return model.Errorf("cpu", "no node with a fitting GPU has %s CPUs and %s of memory", cores(r.CPUMilli), model.Bytes(r.Memory))
+	return model.Errorf("cpu", "no node with a fitting GPU has %s CPUs and %s of memory", policy.Cores(r.CPUMilli), model.Bytes(r.Memory))
 }
-
-// cores formats thousandths of a core as cores ("4", "0.5").
-func cores(milli int64) string { return strconv.FormatFloat(float64(milli)/1000, 'f', -1, 64) }

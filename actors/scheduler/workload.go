@@ -26,17 +26,21 @@ func (s *Scheduler) learnClass(spec *model.Job) {
 	s.workloadStale = true
 }
 
-// commonVRAM is the VRAM of the cluster's most common GPU size.
+// commonVRAM is the VRAM of the cluster's most common GPU size, counted
+// again only when GPUs joined since (not on every submission).
 func (s *Scheduler) commonVRAM() int64 {
-	count := map[int64]int{}
-	var best int64
-	for _, g := range s.view.cluster.GPUs {
-		count[g.VRAMTotal]++
-		if count[g.VRAMTotal] > count[best] {
-			best = g.VRAMTotal
+	if n := len(s.view.cluster.GPUs); n != s.commonFor {
+		count := map[int64]int{}
+		var best int64
+		for _, g := range s.view.cluster.GPUs {
+			count[g.VRAMTotal]++
+			if count[g.VRAMTotal] > count[best] {
+				best = g.VRAMTotal
+			}
 		}
+		s.common, s.commonFor = best, n
 	}
-	return best
+	return s.common
 }
 
 // refreshWorkload rebuilds the typical classes from the counts when they
