@@ -15,7 +15,7 @@ import (
 //
 //	go test -run '^$' -bench Replay -benchtime 3x ./replay/
 func BenchmarkReplay(b *testing.B) {
-	dir := benchTraceDir(b)
+	dir := traceDir(b)
 	nodes, err := openb.ReadNodes(filepath.Join(dir, "openb_node_list_gpu_node.csv"))
 	if err != nil {
 		b.Fatal(err)
@@ -43,15 +43,4 @@ func BenchmarkReplay(b *testing.B) {
 			}
 		})
 	}
-}
-
-func benchTraceDir(b *testing.B) string {
-	for _, d := range []string{filepath.Join("..", "..", "shared", "traces"), filepath.Join("..", "shared", "traces")} {
-		p := filepath.Join(d, "alibaba-openb")
-		if _, err := openb.ReadNodes(filepath.Join(p, "openb_node_list_gpu_node.csv")); err == nil {
-			return p
-		}
-	}
-	b.Skip("the openb trace is not in ../shared/traces")
-	return ""
 }

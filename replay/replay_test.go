@@ -217,7 +217,7 @@ func TestPublishedPerSeed(t *testing.T) {
 }
 
 // traceDir finds the openb trace or skips the test.
-func traceDir(t *testing.T) string {
+func traceDir(t testing.TB) string {
 	t.Helper()
 	for _, d := range []string{os.Getenv("GPUSCHED_TRACES"), filepath.Join("..", "..", "shared", "traces"), filepath.Join("..", "shared", "traces")} {
 		if d == "" {
