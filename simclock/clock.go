@@ -8,6 +8,13 @@ type Clock interface {
 	Now() time.Time
 	// NewTimer fires once after d of simulated time.
 	NewTimer(d time.Duration) Timer
+	// Hold marks work in progress: a virtual clock does not move on until
+	// every Hold has its Release. An actor holds before a message enters
+	// its mailbox and releases after handling it; the receiver of a fired
+	// timer releases after handling it. Scaled clocks ignore both.
+	Hold()
+	// Release ends work marked by Hold or by a fired timer.
+	Release()
 }
 
 // Timer is a one-shot timer on a Clock.
@@ -47,6 +54,12 @@ func (c *Scaled) Now() time.Time {
 func (c *Scaled) WallDuration(d time.Duration) time.Duration {
 	return time.Duration(float64(d) / c.Speed)
 }
+
+// Hold does nothing: a scaled clock follows the wall, not the work.
+func (c *Scaled) Hold() {}
+
+// Release does nothing (see Hold).
+func (c *Scaled) Release() {}
 
 // NewTimer arms a wall timer for d/Speed.
 func (c *Scaled) NewTimer(d time.Duration) Timer {

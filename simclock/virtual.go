@@ -1,0 +1,371 @@
+package simclock
+
+import (
+	"container/heap"
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Phase orders the timers a virtual clock fires at the same instant: every
+// timer of one phase fires, and the simulation settles, before the next
+// phase's timers fire. Arrivals and completions come first, the
+// scheduler's decision after all of them, and measurements last, so what
+// happens at one instant does not depend on which goroutine ran first.
+type Phase int
+
+const (
+	// PhaseEvent is for things that happen: arrivals, completions, wake-ups.
+	PhaseEvent Phase = iota
+	// PhaseDecide is for decisions over what happened at the instant.
+	PhaseDecide
+	// PhaseObserve is for measurements of the instant's outcome.
+	PhaseObserve
+)
+
+// NewPhasedTimer arms a timer in phase on a virtual clock; other clocks
+// have no phases and arm a plain timer.
+func NewPhasedTimer(c Clock, d time.Duration, phase Phase) Timer {
+	if v, ok := c.(*Virtual); ok {
+		return v.newTimer(d, phase)
+	}
+	return c.NewTimer(d)
+}
+
+// IsVirtual reports whether c is a virtual clock.
+func IsVirtual(c Clock) bool {
+	_, ok := c.(*Virtual)
+	return ok
+}
+
+// Virtual is a clock that runs as fast as the machine allows: once the
+// simulation has settled — no work held (Hold), no message in any watched
+// subscription, nothing in flight on any watched connection — it jumps to
+// the earliest pending timer and fires it. A seeded run therefore gives the
+// same result however fast or loaded the machine is.
+//
+// Settling is decided by counting, not by waiting: actors Hold before a
+// message enters their mailbox and Release after handling it; a fired timer
+// is held until its receiver Releases; subscriptions report their pending
+// messages; and a barrier (two rounds of NATS flushes on every watched
+// connection) brings every published message into some subscription's
+// pending count before the counts are read. An activity counter read
+// before and after the barrier catches work that started and ended while
+// it ran.
+type Virtual struct {
+	mu     sync.Mutex
+	now    time.Time
+	seq    uint64
+	timers timerHeap
+	// barriers flush connections; pending report undelivered messages.
+	barriers []func() error
+	pending  []func() int
+	running  bool
+	stopped  bool
+	// limit, when set, is the latest instant the clock may reach.
+	limit time.Time
+	// stopWhen is asked at every settled instant whether the run is over.
+	stopWhen func() bool
+	done     chan struct{}
+
+	held     atomic.Int64
+	activity atomic.Uint64
+	fired    atomic.Uint64
+	// kick wakes the advancer: a timer was armed, work was released, the
+	// clock was started.
+	kick chan struct{}
+}
+
+// NewVirtual returns a virtual clock at epoch. It does not move until
+// Start; Run is its advancing loop.
+func NewVirtual(epoch time.Time) *Virtual {
+	return &Virtual{now: epoch, kick: make(chan struct{}, 1), done: make(chan struct{})}
+}
+
+// Now is the current virtual time.
+func (v *Virtual) Now() time.Time {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.now
+}
+
+// NewTimer fires after d of virtual time, in PhaseEvent.
+func (v *Virtual) NewTimer(d time.Duration) Timer { return v.newTimer(d, PhaseEvent) }
+
+func (v *Virtual) newTimer(d time.Duration, phase Phase) Timer {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.seq++
+	t := &virtualTimer{v: v, c: make(chan time.Time, 1), due: v.now.Add(max(d, 0)), phase: phase, seq: v.seq, index: -1}
+	heap.Push(&v.timers, t)
+	v.wake()
+	return t
+}
+
+// Hold marks work the simulation must finish before time moves on.
+func (v *Virtual) Hold() {
+	v.held.Add(1)
+	v.activity.Add(1)
+}
+
+// Release ends work marked by Hold, or by a timer that fired.
+func (v *Virtual) Release() {
+	if v.held.Add(-1) == 0 {
+		v.wake()
+	}
+}
+
+// Watch adds a barrier (a flush of a connection) and a pending count (of a
+// subscription) to what settling checks; either may be nil. Call it before
+// Start.
+func (v *Virtual) Watch(barrier func() error, pending func() int) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if barrier != nil {
+		v.barriers = append(v.barriers, barrier)
+	}
+	if pending != nil {
+		v.pending = append(v.pending, pending)
+	}
+}
+
+// Start lets the clock advance (Run waits for it, so that a cluster can
+// start up at its epoch).
+func (v *Virtual) Start() {
+	v.mu.Lock()
+	v.running = true
+	v.mu.Unlock()
+	v.wake()
+}
+
+// StopAt makes the clock stop rather than pass t.
+func (v *Virtual) StopAt(t time.Time) {
+	v.mu.Lock()
+	v.limit = t
+	v.mu.Unlock()
+}
+
+// StopWhen makes the clock stop at the first settled instant at which done
+// reports true. done runs on the advancing goroutine while nothing else in
+// the simulation moves.
+func (v *Virtual) StopWhen(done func() bool) {
+	v.mu.Lock()
+	v.stopWhen = done
+	v.mu.Unlock()
+}
+
+// Stop stops the clock where it is.
+func (v *Virtual) Stop() {
+	v.mu.Lock()
+	v.stopped = true
+	v.mu.Unlock()
+	v.wake()
+}
+
+// Done closes when the clock has stopped for good (Stop, StopAt, StopWhen
+// or the end of Run's context).
+func (v *Virtual) Done() <-chan struct{} { return v.done }
+
+// Fired is the number of timers fired so far (a measure of progress).
+func (v *Virtual) Fired() uint64 { return v.fired.Load() }
+
+func (v *Virtual) wake() {
+	select {
+	case v.kick <- struct{}{}:
+	default:
+	}
+}
+
+// settlePoll is how often the advancer looks again while it waits for
+// held work or for timers, in case a wake-up raced with its check; wake-ups
+// normally come at once through kick.
+const settlePoll = 20 * time.Millisecond
+
+func (v *Virtual) wait(ctx context.Context) bool {
+	t := time.NewTimer(settlePoll)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-v.kick:
+	case <-t.C:
+	}
+	return true
+}
+
+// Run advances the clock until it stops or ctx ends.
+func (v *Virtual) Run(ctx context.Context) {
+	defer close(v.done)
+	for {
+		v.mu.Lock()
+		running, stopped := v.running, v.stopped
+		v.mu.Unlock()
+		if stopped {
+			return
+		}
+		if !running {
+			if !v.wait(ctx) {
+				return
+			}
+			continue
+		}
+		if !v.settle(ctx) {
+			return
+		}
+		v.mu.Lock()
+		if v.stopped || (v.stopWhen != nil && v.stopWhen()) {
+			v.stopped = true
+			v.mu.Unlock()
+			return
+		}
+		if v.timers.Len() == 0 && !v.limit.IsZero() {
+			// Nothing is due and nothing is moving: nothing can happen
+			// before the limit but a message from outside, which a run
+			// with a limit does not wait for.
+			v.now = v.limit
+			v.stopped = true
+			v.mu.Unlock()
+			return
+		}
+		if v.timers.Len() == 0 {
+			v.mu.Unlock()
+			if !v.wait(ctx) {
+				return
+			}
+			continue
+		}
+		first := v.timers[0]
+		if !v.limit.IsZero() && first.due.After(v.limit) {
+			v.now = v.limit
+			v.stopped = true
+			v.mu.Unlock()
+			return
+		}
+		if first.due.After(v.now) {
+			v.now = first.due
+		}
+		// Fire every timer due now in the first phase due now, together.
+		for v.timers.Len() > 0 && !v.timers[0].due.After(v.now) && v.timers[0].phase == first.phase {
+			t := heap.Pop(&v.timers).(*virtualTimer)
+			t.fired = true
+			v.Hold()
+			v.fired.Add(1)
+			t.c <- v.now
+		}
+		v.mu.Unlock()
+	}
+}
+
+// settle returns once the simulation has settled (or false when ctx ends).
+func (v *Virtual) settle(ctx context.Context) bool {
+	for {
+		for v.held.Load() != 0 {
+			if !v.wait(ctx) {
+				return false
+			}
+		}
+		before := v.activity.Load()
+		v.mu.Lock()
+		barriers, pending := v.barriers, v.pending
+		v.mu.Unlock()
+		// Two rounds: the first brings every message a connection
+		// published into the server and out to its subscribers'
+		// connections; the second brings those into the subscribers'
+		// pending counts.
+		for range 2 {
+			flushAll(barriers)
+		}
+		quiet := v.held.Load() == 0 && v.activity.Load() == before
+		for _, p := range pending {
+			if !quiet {
+				break
+			}
+			quiet = p() == 0
+		}
+		if quiet && v.activity.Load() == before {
+			return true
+		}
+		if ctx.Err() != nil {
+			return false
+		}
+	}
+}
+
+func flushAll(barriers []func() error) {
+	if len(barriers) == 1 {
+		barriers[0]()
+		return
+	}
+	var wg sync.WaitGroup
+	for _, b := range barriers {
+		wg.Go(func() { b() })
+	}
+	wg.Wait()
+}
+
+type virtualTimer struct {
+	v     *Virtual
+	c     chan time.Time
+	due   time.Time
+	phase Phase
+	seq   uint64
+	index int
+	fired bool
+}
+
+func (t *virtualTimer) C() <-chan time.Time { return t.c }
+
+// Stop cancels a pending timer. A timer that fired but whose time its
+// owner has not yet received is drained, and its hold released, so that
+// the owner may re-arm without handling it.
+func (t *virtualTimer) Stop() bool {
+	t.v.mu.Lock()
+	defer t.v.mu.Unlock()
+	if !t.fired {
+		if t.index >= 0 {
+			heap.Remove(&t.v.timers, t.index)
+		}
+		return true
+	}
+	select {
+	case <-t.c:
+		if t.v.held.Add(-1) == 0 {
+			t.v.wake()
+		}
+	default:
+	}
+	return false
+}
+
+// timerHeap orders timers by due time, then phase, then arming order.
+type timerHeap []*virtualTimer
+
+func (h timerHeap) Len() int { return len(h) }
+func (h timerHeap) Less(i, j int) bool {
+	a, b := h[i], h[j]
+	if !a.due.Equal(b.due) {
+		return a.due.Before(b.due)
+	}
+	if a.phase != b.phase {
+		return a.phase < b.phase
+	}
+	return a.seq < b.seq
+}
+func (h timerHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].index, h[j].index = i, j
+}
+func (h *timerHeap) Push(x any) {
+	t := x.(*virtualTimer)
+	t.index = len(*h)
+	*h = append(*h, t)
+}
+func (h *timerHeap) Pop() any {
+	old := *h
+	t := old[len(old)-1]
+	old[len(old)-1] = nil
+	t.index = -1
+	*h = old[:len(old)-1]
+	return t
+}

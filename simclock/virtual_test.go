@@ -1,0 +1,168 @@
+package simclock
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+)
+
+var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// TestVirtualClockWaitsForHeldWork: a timer's receiver hands work to a
+// second goroutine through a held mailbox; time must not move until that
+// work is done, however slow it is, and timers then fire in due order.
+func TestVirtualClockWaitsForHeldWork(t *testing.T) {
+	v := NewVirtual(epoch)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	mailbox := make(chan time.Duration, 16)
+	var mu sync.Mutex
+	var log []string
+	record := func(s string, at time.Time) {
+		mu.Lock()
+		log = append(log, s+"@"+at.Sub(epoch).String())
+		mu.Unlock()
+	}
+	// The worker records the virtual time at which it finishes each job;
+	// it is slow in wall time, and must still finish at the instant it started.
+	go func() {
+		for d := range mailbox {
+			time.Sleep(d) // wall-time work, not synchronisation: the clock must wait for it
+			record("work", v.Now())
+			v.Release()
+		}
+	}()
+	for _, d := range []time.Duration{3 * time.Hour, time.Hour, 2 * time.Hour} {
+		timer := v.NewTimer(d)
+		go func() {
+			at := <-timer.C()
+			record("timer", at)
+			v.Hold()
+			mailbox <- 30 * time.Millisecond
+			v.Release()
+		}()
+	}
+	v.StopAt(epoch.Add(10 * time.Hour))
+	go v.Run(ctx)
+	v.Start()
+	select {
+	case <-v.Done():
+	case <-time.After(30 * time.Second):
+		t.Fatal("the virtual clock did not reach its limit")
+	}
+	want := []string{"timer@1h0m0s", "work@1h0m0s", "timer@2h0m0s", "work@2h0m0s", "timer@3h0m0s", "work@3h0m0s"}
+	if !slices.Equal(log, want) {
+		t.Fatalf("got %v, want %v", log, want)
+	}
+	if got := v.Now(); !got.Equal(epoch.Add(10 * time.Hour)) {
+		t.Fatalf("stopped at %s, want the 10h limit", got.Sub(epoch))
+	}
+}
+
+// TestVirtualPhasesOrderAnInstant: timers due at one instant fire by
+// phase, whatever order they were armed in.
+func TestVirtualPhasesOrderAnInstant(t *testing.T) {
+	v := NewVirtual(epoch)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var mu sync.Mutex
+	var order []Phase
+	for _, p := range []Phase{PhaseObserve, PhaseDecide, PhaseEvent, PhaseObserve, PhaseEvent} {
+		timer := NewPhasedTimer(v, time.Minute, p)
+		go func() {
+			<-timer.C()
+			mu.Lock()
+			order = append(order, p)
+			mu.Unlock()
+			v.Release()
+		}()
+	}
+	v.StopAt(epoch.Add(time.Hour))
+	go v.Run(ctx)
+	v.Start()
+	<-v.Done()
+	want := []Phase{PhaseEvent, PhaseEvent, PhaseDecide, PhaseObserve, PhaseObserve}
+	if !slices.Equal(order, want) {
+		t.Fatalf("phases fired %v, want %v", order, want)
+	}
+}
+
+// TestVirtualStopDrainsAFiredTimer: an owner that re-arms instead of
+// receiving a fired timer must not leave the clock held forever.
+func TestVirtualStopDrainsAFiredTimer(t *testing.T) {
+	v := NewVirtual(epoch)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	first := v.NewTimer(time.Minute)
+	fired := make(chan struct{})
+	v.StopWhen(func() bool {
+		select {
+		case <-fired:
+			return true
+		default:
+			return false
+		}
+	})
+	go v.Run(ctx)
+	v.Start()
+	// Wait (with a deadline) until the first timer's value is waiting in
+	// its channel, then stop it instead of receiving it.
+	deadline := time.Now().Add(10 * time.Second)
+	for len(first.(*virtualTimer).c) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the first timer never fired")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if first.Stop() {
+		t.Fatal("Stop on a fired timer reported it pending")
+	}
+	second := v.NewTimer(time.Minute)
+	select {
+	case at := <-second.C():
+		if at.Sub(epoch) != 2*time.Minute {
+			t.Fatalf("second timer fired at %s, want 2m", at.Sub(epoch))
+		}
+		close(fired)
+		v.Release()
+	case <-time.After(10 * time.Second):
+		t.Fatal("the clock stayed held by the stopped timer")
+	}
+	<-v.Done()
+}
+
+// TestVirtualStopWhenEndsAtASettledInstant: the end condition is asked
+// only when nothing is held.
+func TestVirtualStopWhenEndsAtASettledInstant(t *testing.T) {
+	v := NewVirtual(epoch)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var count int
+	var mu sync.Mutex
+	var tick func()
+	tick = func() {
+		timer := v.NewTimer(time.Hour)
+		go func() {
+			<-timer.C()
+			mu.Lock()
+			count++
+			mu.Unlock()
+			tick() // re-arm before releasing, as actors do
+			v.Release()
+		}()
+	}
+	tick()
+	v.StopWhen(func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return count == 5
+	})
+	go v.Run(ctx)
+	v.Start()
+	<-v.Done()
+	if got := v.Now().Sub(epoch); got != 5*time.Hour || count != 5 {
+		t.Fatalf("stopped at %s after %d ticks, want 5h and 5", got, count)
+	}
+}
