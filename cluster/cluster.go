@@ -58,8 +58,23 @@ type Config struct {
 	NodeRank          map[string]int
 	Workload          *policy.Workload
 	DropUnschedulable bool
-	// MetricsPeriod is the wall-time period of metrics events (1s when zero).
+	// MetricsPeriod is the period of metrics events: wall time on the
+	// scaled clock (1s when zero), simulated time on a virtual one (1m).
 	MetricsPeriod time.Duration
+	// Clock, when set, is the cluster's clock; a *simclock.Virtual makes
+	// it run as fast as the machine allows (it starts moving once the
+	// cluster is ready and the generator started). Nil: a scaled clock at
+	// Epoch and Speed.
+	Clock simclock.Clock
+	// Interference is the GPUs' noisy-neighbour coefficient (0: none; the
+	// commands default to model.DefaultInterference).
+	Interference float64
+	// Source replaces the generated mix with these arrivals (a trace);
+	// Until ends arrivals after this much simulated time; Finished is told
+	// how many jobs were submitted once arrivals end (see jobgen.Config).
+	Source   jobgen.Source
+	Until    time.Duration
+	Finished func(submitted int)
 }
 
 // Cluster is a running cluster.
@@ -76,7 +91,10 @@ type Cluster struct {
 	genStarted bool
 	wg         sync.WaitGroup
 	hosts      []*node.Host
-	Clock      *simclock.Scaled
+	// Clock is the cluster's clock (scaled or virtual).
+	Clock simclock.Clock
+	// virtual is Clock when it is virtual.
+	virtual *simclock.Virtual
 }
 
 // Start starts the server and every actor, and returns once the scheduler
@@ -120,8 +138,11 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		return nil, fmt.Errorf("embedded NATS server did not start on %s (is the port in use? try --listen 127.0.0.1:4223)", cfg.Listen)
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
-	c := &Cluster{cfg: cfg, server: ns, cancel: cancel,
-		Clock: simclock.NewScaled(cfg.Epoch, cfg.Speed)}
+	c := &Cluster{cfg: cfg, server: ns, cancel: cancel, Clock: cfg.Clock}
+	if c.Clock == nil {
+		c.Clock = simclock.NewScaled(cfg.Epoch, cfg.Speed)
+	}
+	c.virtual, _ = c.Clock.(*simclock.Virtual)
 	fail := func(err error) (*Cluster, error) {
 		c.Stop()
 		return nil, err
@@ -135,6 +156,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		}
 		c.conns = append(c.conns, nc)
 		c.closed = append(c.closed, done)
+		c.watch(nc)
 		return nc, nil
 	}
 	subjects := events.NewSubjects(cfg.Prefix)
@@ -150,6 +172,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	if err != nil {
 		return fail(err)
 	}
+	c.watchSubs(sched.Subscriptions())
 	c.wg.Go(func() { sched.Run(runCtx) })
 
 	nodeConn, err := connect("nodes")
@@ -158,10 +181,11 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	}
 	for _, spec := range cfg.Shape.Nodes {
 		h, err := node.Start(runCtx, node.HostConfig{Spec: spec, VRAMModel: cfg.VRAMModel, Clock: c.Clock,
-			Subjects: subjects, Conn: nodeConn, Logger: log, Heartbeat: cfg.Heartbeat})
+			Subjects: subjects, Conn: nodeConn, Logger: log, Heartbeat: cfg.Heartbeat, Interference: cfg.Interference})
 		if err != nil {
 			return fail(err)
 		}
+		c.watchSubs(h.Subscriptions())
 		c.hosts = append(c.hosts, h)
 	}
 	if err := c.waitReady(ctx, schedConn, subjects); err != nil {
@@ -171,29 +195,69 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		zap.Int("gpus", cfg.Shape.GPUCount()), zap.String("prefix", subjects.Prefix))
 
 	c.runCtx = runCtx
-	if cfg.Rate > 0 {
+	if c.virtual != nil {
+		c.wg.Go(func() { c.virtual.Run(runCtx) })
+	}
+	if cfg.Rate > 0 || cfg.Source != nil {
 		if c.genConn, err = connect("jobgen"); err != nil {
 			return fail(err)
 		}
 		if !cfg.HoldGenerator {
 			c.StartGenerator()
 		}
+	} else if c.virtual != nil {
+		c.virtual.Start()
 	}
 	return c, nil
 }
 
+// watch makes a virtual clock flush nc before it decides the simulation
+// has settled.
+func (c *Cluster) watch(nc *nats.Conn) {
+	if c.virtual != nil {
+		c.virtual.Watch(func() error { return nc.FlushTimeout(10 * time.Second) }, nil)
+	}
+}
+
+// watchSubs makes a virtual clock count the messages waiting in subs.
+func (c *Cluster) watchSubs(subs []*nats.Subscription) {
+	if c.virtual == nil {
+		return
+	}
+	for _, sub := range subs {
+		c.virtual.Watch(nil, func() int {
+			n, _, _ := sub.Pending()
+			return n
+		})
+	}
+}
+
+// Watch makes a virtual clock wait for a client's connection and
+// subscriptions too (an in-process observer that must see every event
+// before time moves on); it does nothing on a scaled clock.
+func (c *Cluster) Watch(nc *nats.Conn, subs ...*nats.Subscription) {
+	c.watch(nc)
+	c.watchSubs(subs)
+}
+
 // StartGenerator starts the job generator (once; Start does it unless
-// the config holds it back).
+// the config holds it back), and a virtual clock with it.
 func (c *Cluster) StartGenerator() {
 	if c.genConn == nil || c.genStarted {
 		return
 	}
 	c.genStarted = true
 	cfg := c.cfg
+	// The generator's first submissions happen before the clock may move.
+	c.Clock.Hold()
 	c.wg.Go(func() {
 		jobgen.Run(c.runCtx, jobgen.Config{Subjects: events.NewSubjects(cfg.Prefix), Conn: c.genConn, Clock: c.Clock,
-			Logger: cfg.Logger, Seed: cfg.Seed, Rate: cfg.Rate, Demo: cfg.Demo, Limit: cfg.JobLimit})
+			Logger: cfg.Logger, Seed: cfg.Seed, Rate: cfg.Rate, Demo: cfg.Demo, Limit: cfg.JobLimit,
+			Source: cfg.Source, Until: cfg.Until, Finished: cfg.Finished, Holding: true})
 	})
+	if c.virtual != nil {
+		c.virtual.Start()
+	}
 }
 
 // waitReady polls the snapshot until every GPU and node has been heard from.

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/gpusched/gpusched/cluster"
+	"github.com/gpusched/gpusched/simclock"
 )
 
 // validNext is the job lifecycle of DESIGN §3 as event types.
@@ -29,9 +30,14 @@ func TestSeededWorkloadKeepsInvariants(t *testing.T) {
 	for _, pol := range []string{"binpack", "spread"} {
 		t.Run(pol, func(t *testing.T) {
 			// 12 simulated hours of arrivals at 10 jobs/hour (more than the
-			// cluster serves, so jobs queue and get preempted), run at 10
-			// simulated hours per wall second.
-			c, nc := startCluster(t, cluster.Config{Speed: 36000, Rate: 10, Seed: 7, Demo: true, JobLimit: jobs, Policy: pol, HoldGenerator: true})
+			// cluster serves, so jobs queue and get preempted), on a virtual
+			// clock, so that the run is the same however loaded the machine
+			// is; it stops (and the cluster then stands still) at 200 hours.
+			epoch := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+			clock := simclock.NewVirtual(epoch)
+			clock.StopAt(epoch.Add(200 * time.Hour))
+			c, nc := startCluster(t, cluster.Config{Clock: clock, Epoch: epoch, Rate: 10, Seed: 2, Demo: true, JobLimit: jobs,
+				Policy: pol, HoldGenerator: true, MetricsPeriod: time.Hour})
 			log := recordEvents(t, nc, "gpusched.evt.>")
 			c.StartGenerator()
 			waitFor(t, "every generated job to complete", 60*time.Second, func() bool {

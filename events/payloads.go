@@ -66,6 +66,15 @@ type JobInfo struct {
 	SubmittedAt time.Time  `json:"submitted_at"`
 	StartedAt   *time.Time `json:"started_at,omitempty"`
 	EndedAt     *time.Time `json:"ended_at,omitempty"`
+	// FirstStartedAt is when the job first ran (StartedAt is its latest start).
+	FirstStartedAt *time.Time `json:"first_started_at,omitempty"`
+	// RunS is the simulated seconds the job has run, over all its stints;
+	// Slowdown is RunS over the time the same work takes alone on the same
+	// GPUs (1: no slowdown from co-location); LostWorkS is work, in
+	// reference seconds, lost to preemptions and failures (redone later).
+	RunS      float64 `json:"run_s"`
+	Slowdown  float64 `json:"slowdown"`
+	LostWorkS float64 `json:"lost_work_s"`
 	// Reason says why a job waits (pending), or why it ended as it did.
 	Reason string `json:"reason,omitempty"`
 	// Preemptor and Victims are set on preempted events and on the preemptor's placed event.

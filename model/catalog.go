@@ -94,8 +94,18 @@ func ModelNames() []string {
 	return names
 }
 
+// activeShare places a busy GPU's floor power between idle and max: a GPU
+// running any job leaves its idle power state (clocks and memory come up
+// with the first context), so it draws idle + activeShare × (max − idle)
+// before its utilisation adds anything. 0.2 puts an A100's floor at 124 W
+// against 55 W idle; an assumption, not a vendor figure (datasheets give
+// neither number), stated so that a busy-but-light GPU is not as cheap as
+// an idle one — which is what makes spreading light jobs cost energy.
+const activeShare = 0.2
+
 // Power returns the board power in watts at the given summed utilisation
-// (percent; capped at 100): linear between idle and max power.
+// (percent; capped at 100): idle power when nothing runs, otherwise linear
+// from the active floor (see activeShare) to max power.
 func (m GPUModel) Power(util float64, busy bool) float64 {
 	if !busy {
 		return m.IdleWatts
@@ -106,5 +116,6 @@ func (m GPUModel) Power(util float64, busy bool) float64 {
 	if util < 0 {
 		util = 0
 	}
-	return m.IdleWatts + (m.MaxWatts-m.IdleWatts)*util/100
+	floor := m.IdleWatts + activeShare*(m.MaxWatts-m.IdleWatts)
+	return floor + (m.MaxWatts-floor)*util/100
 }

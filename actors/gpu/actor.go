@@ -29,6 +29,10 @@ type Config struct {
 	// Bus publishes the actor's events (a *nats.Conn shared by the host).
 	Bus    events.Publisher
 	Logger *zap.Logger
+	// Interference is the noisy-neighbour coefficient: a running job slows
+	// by 1/(1 + Interference × its co-runners' summed util/100) even when
+	// the GPU is not saturated (0: no penalty; see docs/ARCHITECTURE.md).
+	Interference float64
 }
 
 // Liveness is a GPU's answer to its node actor's ping.
@@ -98,10 +102,13 @@ func (a *Actor) ID() string { return a.cfg.ID }
 // Deliver puts a control message in the mailbox, waiting while it is full
 // (back-pressure on the node's subscription) until ctx ends.
 func (a *Actor) Deliver(ctx context.Context, m *nats.Msg) bool {
+	// The message is work the clock must wait for until Run has handled it.
+	a.cfg.Clock.Hold()
 	select {
 	case a.mailbox <- m:
 		return true
 	case <-ctx.Done():
+		a.cfg.Clock.Release()
 		return false
 	}
 }
@@ -133,21 +140,25 @@ func (a *Actor) Run(ctx context.Context) {
 			return
 		case m := <-a.mailbox:
 			a.handle(m)
+			a.rearm()
+			a.cfg.Clock.Release()
 		case <-doneC:
 			a.done = nil
 			a.advance()
 			a.finishDue() // re-armed below: a.done is nil
+			a.rearm()
+			a.cfg.Clock.Release()
 		case <-expiryC:
 			a.expiry = nil
 			a.expireReservations()
+			a.rearm()
 		case reply := <-a.pings:
+			// Nothing changes: the timers stand.
 			select {
 			case reply <- Liveness{GPU: a.cfg.ID, Incarnation: a.cfg.Incarnation, Jobs: len(a.shares)}:
 			default:
 			}
-			continue // nothing changed: the timers stand
 		}
-		a.rearm()
 	}
 }
 
@@ -160,14 +171,19 @@ func (a *Actor) stopTimers() {
 	}
 }
 
-// slowdown is the factor co-located jobs run at: when their summed util
-// exceeds 100% each gets 100/sum of its demand, so they slow in proportion.
-func (a *Actor) slowdown() float64 {
-	sum := a.runningUtil()
-	if sum <= 100 {
-		return 1
+// slowdown is the factor a running job with util own runs at when its
+// co-runners on this GPU sum to others: saturation (when the summed util
+// exceeds 100% each gets 100/sum of its demand, so they slow in
+// proportion) times the noisy-neighbour penalty below saturation.
+func (a *Actor) slowdown(own, sum float64) float64 {
+	f := 1.0
+	if sum > 100 {
+		f = 100 / sum
 	}
-	return 100 / sum
+	if others := sum - own; others > 0 && a.cfg.Interference > 0 {
+		f /= 1 + a.cfg.Interference*others/100
+	}
+	return f
 }
 
 func (a *Actor) runningUtil() float64 {
@@ -180,8 +196,12 @@ func (a *Actor) runningUtil() float64 {
 	return sum
 }
 
-// rate is reference seconds of work per simulated second for running jobs.
-func (a *Actor) rate() float64 { return a.cfg.Model.Speed * a.slowdown() }
+// rate is reference seconds of work per simulated second for the running
+// job s: its model's relative speed (a heterogeneous cluster runs the same
+// job at different speeds) times its slowdown from co-location.
+func (a *Actor) rate(s *share, sum float64) float64 {
+	return a.cfg.Model.Speed * a.slowdown(s.job.Util, sum)
+}
 
 // advance moves progress and energy to the clock's now.
 func (a *Actor) advance() {
@@ -193,11 +213,10 @@ func (a *Actor) advance() {
 	a.last = now
 	util := a.runningUtil()
 	busy := false
-	r := a.rate()
 	for _, s := range a.shares {
 		if s.running {
 			busy = true
-			s.progress = min(s.progress+r*dt, s.job.WorkS)
+			s.progress = min(s.progress+a.rate(s, util)*dt, s.job.WorkS)
 		}
 	}
 	a.energyJ += a.cfg.Model.Power(util, busy) * dt
@@ -244,11 +263,11 @@ func (a *Actor) rearm() {
 		(*a.done).Stop()
 		a.done = nil
 	}
-	r := a.rate()
+	util := a.runningUtil()
 	next := -1.0
 	for _, s := range a.shares {
 		if s.running {
-			if left := (s.job.WorkS - s.progress) / r; next < 0 || left < next {
+			if left := (s.job.WorkS - s.progress) / a.rate(s, util); next < 0 || left < next {
 				next = left
 			}
 		}
@@ -418,7 +437,6 @@ func (a *Actor) milliUsed() int {
 func (a *Actor) status(change, jobID string) events.GPUStatus {
 	util := a.runningUtil()
 	busy := false
-	r := a.rate()
 	st := events.GPUStatus{
 		GPU: a.cfg.ID, Node: a.cfg.Node, Model: a.cfg.Model.Name, Incarnation: a.cfg.Incarnation,
 		Version: a.version, VRAMModel: string(a.layout.Model), VRAMTotal: a.layout.Capacity,
@@ -431,7 +449,7 @@ func (a *Actor) status(change, jobID string) events.GPUStatus {
 		j := events.GPUJob{JobID: s.id, Name: s.job.Name, Priority: s.job.Priority, State: "reserved",
 			VRAM: s.job.VRAM, Offset: s.offset, Util: s.job.Util, Milli: s.job.Milli, ProgressS: s.progress, WorkS: s.job.WorkS}
 		if s.running {
-			j.State, j.Rate, busy = "running", r, true
+			j.State, j.Rate, busy = "running", a.rate(s, util), true
 		}
 		st.Jobs = append(st.Jobs, j)
 	}

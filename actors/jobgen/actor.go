@@ -3,6 +3,7 @@ package jobgen
 import (
 	"context"
 	"encoding/json"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"go.uber.org/zap"
@@ -11,6 +12,19 @@ import (
 	"github.com/gpusched/gpusched/simclock"
 )
 
+// Arrival is one job to submit: its body (a job.submit request) at At
+// after the generator started.
+type Arrival struct {
+	At   time.Duration
+	Name string
+	Body []byte
+}
+
+// Source yields arrivals in time order; ok is false when there are no more.
+type Source interface {
+	Next() (a Arrival, ok bool)
+}
+
 // Config configures the generator.
 type Config struct {
 	Subjects events.Subjects
@@ -18,12 +32,24 @@ type Config struct {
 	Clock    simclock.Clock
 	Logger   *zap.Logger
 	Seed     uint64
-	// Rate is jobs per simulated hour; 0 turns the generator off.
+	// Rate is jobs per simulated hour of the generated mix; 0 turns the
+	// generator off unless Source is set.
 	Rate float64
 	// Demo submits the demo's five jobs first.
 	Demo bool
 	// Limit stops after this many jobs (0: no limit).
 	Limit int
+	// Source, when set, replaces the generated mix (a trace).
+	Source Source
+	// Until stops arrivals after this much simulated time (0: never).
+	Until time.Duration
+	// Holding says the caller called Clock.Hold for the generator's start,
+	// so that a virtual clock waits for the first submissions; Run
+	// releases it.
+	Holding bool
+	// Finished, when set, is called with the number of jobs submitted once
+	// the generator has no more to submit (before it releases the clock).
+	Finished func(submitted int)
 }
 
 // DefaultRate keeps the reference cluster busy without an ever-growing
@@ -32,24 +58,72 @@ type Config struct {
 // over a week of simulated time; at 8 an hour the queue grows without end).
 const DefaultRate = 6
 
-// Run submits jobs until ctx ends.
+// mixSource is the generated mix as a Source: the demo's jobs at once, then
+// Poisson arrivals at rate.
+type mixSource struct {
+	mix  *Mix
+	rate float64
+	demo []Spec
+	at   time.Duration
+}
+
+// NewMixSource is the generated mix for seed at rate jobs per simulated
+// hour, starting with the demo's five jobs when demo is set.
+func NewMixSource(seed uint64, rate float64, demo bool) Source {
+	m := NewMix(seed)
+	src := &mixSource{mix: m, rate: rate}
+	if demo {
+		src.demo = m.Demo()
+	}
+	return src
+}
+
+func (s *mixSource) Next() (Arrival, bool) {
+	var spec Spec
+	if len(s.demo) > 0 {
+		spec, s.demo = s.demo[0], s.demo[1:]
+	} else {
+		s.at += s.mix.Interarrival(s.rate)
+		spec = s.mix.Next()
+	}
+	b, _ := json.Marshal(spec)
+	return Arrival{At: s.at, Name: spec.Name, Body: b}, true
+}
+
+// Run submits jobs at their arrival times until the source or the limit
+// is exhausted, Until has passed, or ctx ends.
 func Run(ctx context.Context, cfg Config) {
+	holding := cfg.Holding
+	release := func() {
+		if holding {
+			holding = false
+			cfg.Clock.Release()
+		}
+	}
+	defer release()
 	log := cfg.Logger
 	if log == nil {
 		log = zap.NewNop()
 	}
 	log = log.With(zap.String("actor", "jobgen"))
-	if cfg.Rate <= 0 {
-		return
+	src := cfg.Source
+	if src == nil {
+		if cfg.Rate <= 0 {
+			return
+		}
+		src = NewMixSource(cfg.Seed, cfg.Rate, cfg.Demo)
 	}
-	mix := NewMix(cfg.Seed)
 	sent := 0
-	submit := func(spec Spec) bool {
-		b, _ := json.Marshal(spec)
-		msg, err := cfg.Conn.RequestWithContext(ctx, cfg.Subjects.JobSubmit(), b)
+	defer func() {
+		if cfg.Finished != nil && ctx.Err() == nil {
+			cfg.Finished(sent)
+		}
+	}()
+	submit := func(a Arrival) bool {
+		msg, err := cfg.Conn.RequestWithContext(ctx, cfg.Subjects.JobSubmit(), a.Body)
 		if err != nil {
 			if ctx.Err() == nil {
-				log.Warn("submit failed", zap.String("job", spec.Name), zap.Error(err))
+				log.Warn("submit failed", zap.String("job", a.Name), zap.Error(err))
 			}
 			return ctx.Err() == nil
 		}
@@ -59,27 +133,30 @@ func Run(ctx context.Context, cfg Config) {
 			Error *json.RawMessage `json:"error"`
 		}
 		json.Unmarshal(msg.Data, &rep)
-		log.Info("submitted", zap.String("job", spec.Name), zap.String("id", rep.JobID), zap.String("state", rep.State),
-			zap.String("priority", spec.Priority), zap.String("vram", spec.VRAM), zap.Float64("util", spec.Util))
+		log.Info("submitted", zap.String("job", a.Name), zap.String("id", rep.JobID), zap.String("state", rep.State))
 		sent++
 		return cfg.Limit == 0 || sent < cfg.Limit
 	}
-	if cfg.Demo {
-		for _, spec := range mix.Demo() {
-			if !submit(spec) {
+	start := cfg.Clock.Now()
+	for {
+		a, ok := src.Next()
+		if !ok || (cfg.Until > 0 && a.At > cfg.Until) {
+			return
+		}
+		if d := start.Add(a.At).Sub(cfg.Clock.Now()); d > 0 {
+			// The next timer is armed before the clock is released, so a
+			// virtual clock always knows the generator's next arrival.
+			t := cfg.Clock.NewTimer(d)
+			release()
+			select {
+			case <-ctx.Done():
+				t.Stop()
 				return
+			case <-t.C():
+				holding = true // a fired timer is held until handled
 			}
 		}
-	}
-	for {
-		t := cfg.Clock.NewTimer(mix.Interarrival(cfg.Rate))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-t.C():
-		}
-		if !submit(mix.Next()) {
+		if !submit(a) {
 			return
 		}
 	}

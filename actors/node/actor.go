@@ -78,6 +78,7 @@ func (a *Actor) Run(ctx context.Context) {
 			return
 		case m := <-a.mailbox:
 			a.handle(m)
+			a.clock.Release()
 		case l := <-a.alive:
 			heard[l.GPU] = l
 		case <-first.C:

@@ -26,6 +26,8 @@ type HostConfig struct {
 	Logger    *zap.Logger
 	// Heartbeat is the wall-time heartbeat period (DefaultHeartbeat when zero).
 	Heartbeat time.Duration
+	// Interference is the GPUs' noisy-neighbour coefficient (gpu.Config).
+	Interference float64
 }
 
 // Host runs one node's actors behind its two subscriptions.
@@ -51,7 +53,7 @@ func Start(ctx context.Context, cfg HostConfig) (*Host, error) {
 	var gpus []*gpu.Actor
 	for _, g := range cfg.Spec.GPUs {
 		a := gpu.New(gpu.Config{ID: g.ID, Node: cfg.Spec.ID, Model: g.Model, VRAMModel: cfg.VRAMModel,
-			Clock: cfg.Clock, Subjects: cfg.Subjects, Bus: cfg.Conn, Logger: log})
+			Clock: cfg.Clock, Subjects: cfg.Subjects, Bus: cfg.Conn, Logger: log, Interference: cfg.Interference})
 		h.gpus[g.ID] = a
 		gpus = append(gpus, a)
 	}
@@ -74,9 +76,11 @@ func Start(ctx context.Context, cfg HostConfig) (*Host, error) {
 		return nil, err
 	}
 	nodeSub, err := cfg.Conn.Subscribe(cfg.Subjects.NodeCtl(cfg.Spec.ID), func(m *nats.Msg) {
+		cfg.Clock.Hold() // released by the node actor once handled
 		select {
 		case h.node.mailbox <- m:
 		case <-ctx.Done():
+			cfg.Clock.Release()
 		}
 	})
 	if err != nil {
@@ -101,6 +105,9 @@ func Start(ctx context.Context, cfg HostConfig) (*Host, error) {
 	})
 	return h, nil
 }
+
+// Subscriptions are the host's subscriptions, for a virtual clock to watch.
+func (h *Host) Subscriptions() []*nats.Subscription { return h.subs }
 
 // Wait blocks until every actor of the host has stopped.
 func (h *Host) Wait() { h.wg.Wait() }

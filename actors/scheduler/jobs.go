@@ -7,7 +7,6 @@ import (
 	"sort"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
 	"go.uber.org/zap"
 
@@ -42,6 +41,37 @@ type job struct {
 	victims      []string
 	// cpuEnds is when a running CPU-only job finishes (simulated time).
 	cpuEnds *time.Time
+	// firstStarted is when the job first ran; runS and idealS add up, over
+	// its stints, the simulated time it ran and the time the same work
+	// would have taken alone on the same GPUs (their ratio is its slowdown
+	// from co-location); lostS is work (reference seconds) lost to
+	// preemptions and failures. A stint began at stintAt with stintFrom
+	// progress on GPUs of relative speed stintSpeed.
+	firstStarted          *time.Time
+	runS, idealS, lostS   float64
+	stintAt               time.Time
+	stintFrom, stintSpeed float64
+}
+
+// endStint adds the stint that ends now, having reached progress done, to
+// the job's run and ideal times.
+func (j *job) endStint(now time.Time, done float64) {
+	if j.stintAt.IsZero() {
+		return
+	}
+	j.runS += now.Sub(j.stintAt).Seconds()
+	if j.stintSpeed > 0 {
+		j.idealS += max(0, done-j.stintFrom) / j.stintSpeed
+	}
+	j.stintAt = time.Time{}
+}
+
+// slowdown is run time over ideal time (1 when it never ran on a GPU).
+func (j *job) slowdown() float64 {
+	if j.idealS <= 0 {
+		return 1
+	}
+	return j.runS / j.idealS
 }
 
 func (j *job) work() float64 { return j.spec.Duration.Seconds() }
@@ -79,6 +109,7 @@ func (s *Scheduler) info(j *job, history bool) events.JobInfo {
 		Duration: j.spec.Duration.String(), Preemptible: j.spec.Preemptible, Node: j.node, GPUIDs: j.gpus,
 		ProgressS: j.estimate(now), WorkS: j.work(), Preemptions: j.preemptions, SubmittedAt: j.submitted,
 		StartedAt: j.started, EndedAt: j.ended, Reason: j.reason, Preemptor: j.preemptor, Victims: j.victims,
+		FirstStartedAt: j.firstStarted, RunS: j.runS, LostWorkS: j.lostS, Slowdown: j.slowdown(),
 	}
 	if j.spec.Checkpoint > 0 {
 		in.Checkpoint = j.spec.Checkpoint.String()
@@ -118,7 +149,7 @@ func (s *Scheduler) onSubmit(m *nats.Msg) {
 	}
 	s.seq++
 	now := s.cfg.Clock.Now()
-	j := &job{id: uuid.NewString(), spec: spec, seq: s.seq, submitted: now}
+	j := &job{id: s.newJobID(), spec: spec, seq: s.seq, submitted: now}
 	if fe := s.view.feasible(s.request(j)); fe != nil {
 		s.jobs[j.id] = j
 		s.order = append(s.order, j)
@@ -139,8 +170,10 @@ func (s *Scheduler) onSubmit(m *nats.Msg) {
 	s.transition(j, events.JobSubmitted, "")
 	s.transition(j, events.JobQueued, "")
 	// With nothing waiting ahead of it, try the new job at once so the
-	// reply can say "placed"; otherwise the next pass takes the queue in order.
-	if len(s.queue) == 0 || s.cfg.DropUnschedulable {
+	// reply can say "placed"; otherwise the next pass takes the queue in
+	// order. On a virtual clock the pass decides, once everything else
+	// that happens at this instant has happened.
+	if (len(s.queue) == 0 && !s.virtual) || s.cfg.DropUnschedulable {
 		clear(s.view.held) // holds belong to waiting jobs, and none wait
 		if s.tryPlace(j) {
 			events.Reply(m, events.SubmitReply{JobID: j.id, State: events.JobPlaced, Node: j.node, GPUs: j.gpus})

@@ -312,6 +312,11 @@ func (s *Scheduler) placed(j *job, p policy.Placement, cands []policy.Placement,
 	} else if gs, ok := s.view.gpus[p.GPUs[0]]; ok {
 		j.lastRate = gs.model.Speed
 	}
+	if j.firstStarted == nil {
+		first := now
+		j.firstStarted = &first
+	}
+	j.stintAt, j.stintFrom, j.stintSpeed = now, j.progress, j.lastRate
 	j.victims = victims
 	d := &events.Decision{JobID: j.id, Policy: s.policy.Name(), Node: p.Node, GPUs: p.GPUs,
 		Candidates: candidates(cands), Victims: victims, Refusals: refusals}
@@ -374,8 +379,10 @@ func (s *Scheduler) stop(j *job, op string) {
 	if done < 0 {
 		done = j.estimate(now)
 	}
+	j.endStint(now, done)
 	if op == events.OpPreempt {
 		j.progress = model.KeptProgress(done, j.spec.Checkpoint)
+		j.lostS += done - j.progress
 	} else {
 		j.progress = done
 	}
@@ -481,7 +488,9 @@ func (s *Scheduler) lostCommit(jobID, gpuID string) {
 	}
 	s.log.Warn("commit lost: reservation expired on the GPU", zap.String("job", jobID), zap.String("gpu", gpuID))
 	s.stop(j, events.OpRelease)
-	j.progress = model.KeptProgress(j.progress, j.spec.Checkpoint)
+	kept := model.KeptProgress(j.progress, j.spec.Checkpoint)
+	j.lostS += j.progress - kept
+	j.progress = kept
 	s.transition(j, events.JobLost, "the reservation on "+gpuID+" expired before its commit arrived")
 	s.transition(j, events.JobQueued, "")
 	s.enqueue(j)

@@ -2,10 +2,13 @@ package scheduler
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
+	"math/rand/v2"
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
 	"go.uber.org/zap"
 
@@ -31,7 +34,9 @@ type Config struct {
 	CallTimeout time.Duration
 	// ReservationTTL is how long an uncommitted reservation lives (wall time).
 	ReservationTTL time.Duration
-	// MetricsPeriod is the wall-time period of metrics events.
+	// MetricsPeriod is the period of metrics events: wall time on a scaled
+	// clock, simulated time on a virtual one (where the events are the
+	// run's time series).
 	MetricsPeriod time.Duration
 	// Seed seeds the draws of the policies that draw (random) and each
 	// node's tie-break rank when NodeRank does not give it.
@@ -54,7 +59,9 @@ const (
 	DefaultCallTimeout    = time.Second
 	DefaultReservationTTL = 2 * time.Second
 	DefaultMetricsPeriod  = time.Second
-	mailboxSize           = 4096
+	// DefaultVirtualMetricsPeriod samples a virtual run once a simulated minute.
+	DefaultVirtualMetricsPeriod = time.Minute
+	mailboxSize                 = 4096
 )
 
 // Scheduler is the scheduler actor.
@@ -85,6 +92,10 @@ type Scheduler struct {
 	// common is the most common GPU VRAM, counted over commonFor GPUs.
 	common    int64
 	commonFor int
+	// virtual is true on a virtual clock: decisions wait for the instant to
+	// settle, and job ids come from ids (seeded) so that runs repeat.
+	virtual bool
+	ids     *rand.ChaCha8
 }
 
 type counters struct {
@@ -99,8 +110,12 @@ func New(cfg Config) (*Scheduler, error) {
 	if cfg.ReservationTTL <= 0 {
 		cfg.ReservationTTL = DefaultReservationTTL
 	}
+	virtual := simclock.IsVirtual(cfg.Clock)
 	if cfg.MetricsPeriod <= 0 {
 		cfg.MetricsPeriod = DefaultMetricsPeriod
+		if virtual {
+			cfg.MetricsPeriod = DefaultVirtualMetricsPeriod
+		}
 	}
 	if cfg.StarvationAge == 0 {
 		cfg.StarvationAge = policy.DefaultStarvationAge
@@ -129,14 +144,22 @@ func New(cfg Config) (*Scheduler, error) {
 		view:    newView(cfg.VRAMModel, cfg.Seed, cfg.NodeRank),
 		jobs:    map[string]*job{},
 		classes: map[policy.ClassKey]int{},
+		virtual: virtual,
+	}
+	if virtual {
+		var seed [32]byte
+		binary.LittleEndian.PutUint64(seed[:], uint64(cfg.Seed))
+		s.ids = rand.NewChaCha8(seed)
 	}
 	s.view.cluster.Workload = cfg.Workload
 	sj := cfg.Subjects
 	for _, subj := range []string{sj.Prefix + ".job.*", sj.Prefix + ".sched.*", sj.ClusterSnapshot(), sj.AllGPUEvents(), sj.AllNodeEvents()} {
 		sub, err := cfg.Conn.Subscribe(subj, func(m *nats.Msg) {
+			cfg.Clock.Hold() // released by Run once handled
 			select {
 			case s.mailbox <- m:
 			case <-s.done:
+				cfg.Clock.Release()
 			}
 		})
 		if err != nil {
@@ -156,35 +179,136 @@ func (s *Scheduler) unsubscribe() {
 	}
 }
 
+// Subscriptions are the scheduler's subscriptions, for a virtual clock to watch.
+func (s *Scheduler) Subscriptions() []*nats.Subscription { return s.subs }
+
 // Run is the scheduler's loop: one message at a time, then a scheduling
-// pass once the mailbox is drained and something changed.
+// pass once the mailbox is drained and something changed. On a virtual
+// clock the pass is a PhaseDecide timer instead, so it runs once
+// everything that happens at the instant has happened; metrics are
+// PhaseObserve timers, and CPU-only completions and starvation ages are
+// PhaseEvent timers at the instant they are due.
 func (s *Scheduler) Run(ctx context.Context) {
 	defer close(s.done)
 	defer s.unsubscribe()
-	metrics := time.NewTicker(s.cfg.MetricsPeriod)
-	defer metrics.Stop()
-	// aging re-runs the pass so that a waiting job that ages past the
-	// starvation limit gets its hold even when nothing else happens.
-	aging := time.NewTicker(250 * time.Millisecond)
-	defer aging.Stop()
+	var metricsWall, agingWall <-chan time.Time
+	var metrics, pass, wake simclock.Timer
+	var wakeAt time.Time
+	if s.virtual {
+		metrics = simclock.NewPhasedTimer(s.cfg.Clock, s.cfg.MetricsPeriod, simclock.PhaseObserve)
+	} else {
+		mt := time.NewTicker(s.cfg.MetricsPeriod)
+		defer mt.Stop()
+		// aging re-runs the pass so that a waiting job that ages past the
+		// starvation limit gets its hold even when nothing else happens.
+		aging := time.NewTicker(250 * time.Millisecond)
+		defer aging.Stop()
+		metricsWall, agingWall = mt.C, aging.C
+	}
+	defer func() {
+		for _, t := range []simclock.Timer{metrics, pass, wake} {
+			if t != nil {
+				t.Stop()
+			}
+		}
+	}()
 	for {
+		var metricsC, passC, wakeC <-chan time.Time
+		if metrics != nil {
+			metricsC = metrics.C()
+		}
+		if pass != nil {
+			passC = pass.C()
+		}
+		if wake != nil {
+			wakeC = wake.C()
+		}
+		held := true // a message or a virtual timer: released below
 		select {
 		case <-ctx.Done():
 			return
 		case m := <-s.mailbox:
 			s.dispatch(m)
-		case <-metrics.C:
+		case <-metricsWall:
 			s.publishMetrics()
-		case <-aging.C:
+			held = false
+		case <-agingWall:
 			s.finishCPUJobs()
 			if len(s.queue) > 0 {
 				s.dirty = true
 			}
-		}
-		if s.dirty && len(s.mailbox) == 0 {
+			held = false
+		case <-metricsC:
+			s.publishMetrics()
+			metrics = simclock.NewPhasedTimer(s.cfg.Clock, s.cfg.MetricsPeriod, simclock.PhaseObserve)
+		case <-wakeC:
+			wake, wakeAt = nil, time.Time{}
+			s.finishCPUJobs()
+			if len(s.queue) > 0 {
+				s.dirty = true
+			}
+		case <-passC:
+			pass = nil
 			s.schedule()
 		}
+		if s.virtual {
+			if s.dirty && pass == nil {
+				pass = simclock.NewPhasedTimer(s.cfg.Clock, 0, simclock.PhaseDecide)
+			}
+			if next := s.nextWake(); !next.Equal(wakeAt) {
+				if wake != nil {
+					wake.Stop()
+					wake = nil
+				}
+				if wakeAt = next; !next.IsZero() {
+					wake = s.cfg.Clock.NewTimer(next.Sub(s.cfg.Clock.Now()))
+				}
+			}
+		} else if s.dirty && len(s.mailbox) == 0 {
+			s.schedule()
+		}
+		if held {
+			s.cfg.Clock.Release()
+		}
 	}
+}
+
+// nextWake is the next instant something is due without a message: a
+// CPU-only job's end, or a queued job reaching the starvation age (zero
+// when nothing is due).
+func (s *Scheduler) nextWake() time.Time {
+	now := s.cfg.Clock.Now()
+	var next time.Time
+	earlier := func(t time.Time) {
+		if t.After(now) && (next.IsZero() || t.Before(next)) {
+			next = t
+		}
+	}
+	for _, j := range s.running {
+		if j.cpuEnds != nil {
+			if !j.cpuEnds.After(now) {
+				return now
+			}
+			earlier(*j.cpuEnds)
+		}
+	}
+	if s.cfg.StarvationAge > 0 {
+		for _, j := range s.queue {
+			earlier(j.submitted.Add(s.cfg.StarvationAge))
+		}
+	}
+	return next
+}
+
+// newJobID is a random UUID, drawn from the seeded source on a virtual
+// clock so that a repeated run names its jobs the same.
+func (s *Scheduler) newJobID() string {
+	if s.ids != nil {
+		if id, err := uuid.NewRandomFromReader(s.ids); err == nil {
+			return id.String()
+		}
+	}
+	return uuid.NewString()
 }
 
 func (s *Scheduler) dispatch(m *nats.Msg) {

@@ -66,6 +66,7 @@ func (s *Scheduler) finishCPUJobs() {
 // complete ends a running job that did all its work: the node gets its
 // CPU and memory back.
 func (s *Scheduler) complete(j *job, now time.Time) {
+	j.endStint(now, j.work())
 	j.progress = j.work()
 	j.ended = &now
 	j.cpuEnds = nil

@@ -1,0 +1,163 @@
+package sim
+
+import (
+	"encoding/json"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/gpusched/gpusched/events"
+)
+
+// JobResult is one job's outcome. Times are simulated seconds from the
+// start of the run; Started and Ended say whether Start and End are set.
+type JobResult struct {
+	Job         string
+	Name        string
+	Tenant      string
+	Priority    string
+	State       string
+	GPUCount    int
+	Submit      float64
+	Start       float64
+	End         float64
+	Started     bool
+	Ended       bool
+	Node        string
+	GPUs        []string
+	Preemptions int
+	Slowdown    float64
+	RunS        float64
+	LostWorkS   float64
+	WorkS       float64
+}
+
+// JCT is the job completion time (end − submit), in seconds.
+func (j *JobResult) JCT() float64 { return j.End - j.Submit }
+
+// QueueDelay is the wait before the job first ran (start − submit), in seconds.
+func (j *JobResult) QueueDelay() float64 { return j.Start - j.Submit }
+
+// Completed reports whether the job did all its work.
+func (j *JobResult) Completed() bool { return j.State == events.JobCompleted }
+
+// Sample is the cluster's metrics at one instant, T simulated seconds from
+// the start of the run.
+type Sample struct {
+	T float64
+	events.Metrics
+}
+
+// collector is an in-process observer: it folds job events into results
+// and keeps metrics events as samples. Its subscriptions are watched by
+// the virtual clock, so it has seen everything before time moves on.
+type collector struct {
+	start time.Time
+	mu    sync.Mutex
+	jobs  map[string]*JobResult
+	// terminal counts jobs in a terminal state.
+	terminal int
+	samples  []Sample
+	subs     []*nats.Subscription
+}
+
+func newCollector(start time.Time) *collector {
+	return &collector{start: start, jobs: map[string]*JobResult{}}
+}
+
+func (c *collector) subscribe(nc *nats.Conn, subjects events.Subjects) error {
+	for _, subj := range []string{subjects.JobEvent("*"), subjects.Metrics()} {
+		sub, err := nc.Subscribe(subj, c.handle)
+		if err != nil {
+			return err
+		}
+		sub.SetPendingLimits(-1, -1) // a simulation's observer must not drop events
+		c.subs = append(c.subs, sub)
+	}
+	return nil
+}
+
+func (c *collector) seconds(t time.Time) float64 { return t.Sub(c.start).Seconds() }
+
+func (c *collector) handle(m *nats.Msg) {
+	if strings.HasSuffix(m.Subject, ".evt.metrics") {
+		var ev struct {
+			SimTime time.Time      `json:"simtime"`
+			Data    events.Metrics `json:"data"`
+		}
+		if json.Unmarshal(m.Data, &ev) == nil {
+			c.mu.Lock()
+			c.samples = append(c.samples, Sample{T: c.seconds(ev.SimTime), Metrics: ev.Data})
+			c.mu.Unlock()
+		}
+		return
+	}
+	var ev struct {
+		Data events.JobInfo `json:"data"`
+	}
+	if json.Unmarshal(m.Data, &ev) != nil {
+		return
+	}
+	in := ev.Data
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	j, ok := c.jobs[in.JobID]
+	if !ok {
+		j = &JobResult{Job: in.JobID}
+		c.jobs[in.JobID] = j
+	}
+	wasTerminal := terminal(j.State)
+	j.Name, j.Tenant, j.Priority, j.State, j.GPUCount = in.Name, in.Tenant, in.Priority.String(), in.State, in.GPUs
+	j.Submit = c.seconds(in.SubmittedAt)
+	if in.FirstStartedAt != nil {
+		j.Start, j.Started = c.seconds(*in.FirstStartedAt), true
+	}
+	if in.EndedAt != nil {
+		j.End, j.Ended = c.seconds(*in.EndedAt), true
+	}
+	if in.Node != "" {
+		j.Node, j.GPUs = in.Node, in.GPUIDs
+	}
+	j.Preemptions, j.Slowdown, j.RunS, j.LostWorkS, j.WorkS = in.Preemptions, in.Slowdown, in.RunS, in.LostWorkS, in.WorkS
+	if terminal(j.State) && !wasTerminal {
+		c.terminal++
+	}
+}
+
+func terminal(state string) bool {
+	switch state {
+	case events.JobCompleted, events.JobCancelled, events.JobRejected:
+		return true
+	}
+	return false
+}
+
+// done reports whether every one of submitted jobs has ended.
+func (c *collector) done(submitted int) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.jobs) >= submitted && c.terminal == len(c.jobs)
+}
+
+// results returns the jobs in submission order (then by name) and the samples.
+func (c *collector) results() ([]JobResult, []Sample) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	jobs := make([]JobResult, 0, len(c.jobs))
+	for _, j := range c.jobs {
+		jobs = append(jobs, *j)
+	}
+	sort.Slice(jobs, func(a, b int) bool {
+		if jobs[a].Submit != jobs[b].Submit {
+			return jobs[a].Submit < jobs[b].Submit
+		}
+		if jobs[a].Name != jobs[b].Name {
+			return jobs[a].Name < jobs[b].Name
+		}
+		return jobs[a].Job < jobs[b].Job
+	})
+	return jobs, append([]Sample(nil), c.samples...)
+}

@@ -1,0 +1,194 @@
+package sim
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/gpusched/gpusched/actors/jobgen"
+	"github.com/gpusched/gpusched/cluster"
+	"github.com/gpusched/gpusched/events"
+	"github.com/gpusched/gpusched/model"
+	"github.com/gpusched/gpusched/simclock"
+)
+
+// Epoch is where every simulation's virtual clock starts, so that two runs
+// of the same seed carry the same times.
+var Epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// Config describes one simulated run.
+type Config struct {
+	Shape  model.Shape
+	Policy string
+	Seed   uint64
+	// Rate is generated jobs per simulated hour (the generated mix), used
+	// when Arrivals is nil.
+	Rate float64
+	// Arrivals replaces the generated mix (a trace); they are copied.
+	Arrivals []jobgen.Arrival
+	// Hours ends arrivals after this much simulated time (0 with Arrivals:
+	// all of them).
+	Hours float64
+	// Drain bounds the simulated time after the last arrival for the jobs
+	// still queued or running to end (DefaultDrain when zero).
+	Drain time.Duration
+	// Sample is the simulated period of the metrics time series
+	// (DefaultSample(horizon) when zero).
+	Sample time.Duration
+	// Interference is the GPUs' noisy-neighbour coefficient.
+	Interference float64
+	// StarvationAge as in scheduler.Config (zero: the default).
+	StarvationAge time.Duration
+	Logger        *zap.Logger
+	// Progress, when set, is called now and then with the simulated time
+	// reached (from another goroutine).
+	Progress func(simulated time.Duration)
+}
+
+// DefaultDrain lets the jobs left at the end of arrivals run to their end
+// for up to 30 simulated days; a job still unfinished then is reported as such.
+const DefaultDrain = 30 * 24 * time.Hour
+
+// DefaultSample spreads about 2,000 samples over horizon, at least one a
+// simulated minute apart: enough resolution for the plots, few enough that
+// measuring fragmentation on a 6,000-GPU cluster stays cheap.
+func DefaultSample(horizon time.Duration) time.Duration {
+	return max(time.Minute, (horizon/2000).Round(time.Minute))
+}
+
+// Result is one run's outcome.
+type Result struct {
+	Policy string
+	Seed   uint64
+	Jobs   []JobResult
+	Series []Sample
+	// Final is the cluster's metrics when the run ended.
+	Final events.Metrics
+	// Submitted counts the jobs submitted; Length is the simulated time
+	// the run lasted (arrivals and drain); Sample the series' period.
+	Submitted int
+	Length    time.Duration
+	Sample    time.Duration
+	// Wall is the wall time the run took, start-up excluded; Instants the
+	// virtual clock's timer firings.
+	Wall     time.Duration
+	StartUp  time.Duration
+	Instants uint64
+}
+
+// Run starts a cluster of cfg.Shape on a virtual clock, drives the
+// workload through it over NATS and returns the results once every job has
+// ended (or the drain limit has passed).
+func Run(ctx context.Context, cfg Config) (*Result, error) {
+	if len(cfg.Shape.Nodes) == 0 {
+		return nil, fmt.Errorf("sim: the cluster has no nodes")
+	}
+	horizon := time.Duration(cfg.Hours * float64(time.Hour))
+	var source jobgen.Source
+	if cfg.Arrivals != nil {
+		source = &listSource{arrivals: cfg.Arrivals}
+		if horizon == 0 && len(cfg.Arrivals) > 0 {
+			horizon = cfg.Arrivals[len(cfg.Arrivals)-1].At
+		}
+	} else if cfg.Rate <= 0 || horizon <= 0 {
+		return nil, fmt.Errorf("sim: a generated workload needs a positive rate and hours")
+	}
+	if cfg.Drain <= 0 {
+		cfg.Drain = DefaultDrain
+	}
+	if cfg.Sample <= 0 {
+		cfg.Sample = DefaultSample(horizon)
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = zap.NewNop()
+	}
+	clock := simclock.NewVirtual(Epoch)
+	col := newCollector(Epoch)
+	var submitted atomic.Int64
+	submitted.Store(-1) // arrivals not over yet
+	clock.StopAt(Epoch.Add(horizon + cfg.Drain))
+	clock.StopWhen(func() bool {
+		n := submitted.Load()
+		return n >= 0 && col.done(int(n))
+	})
+	wallStart := time.Now()
+	c, err := cluster.Start(ctx, cluster.Config{Listen: "127.0.0.1:0", Shape: cfg.Shape, Policy: cfg.Policy,
+		Seed: cfg.Seed, Rate: cfg.Rate, Demo: cfg.Arrivals == nil, Clock: clock, Epoch: Epoch,
+		Interference: cfg.Interference, StarvationAge: cfg.StarvationAge, Logger: log, MetricsPeriod: cfg.Sample,
+		Source: source, Until: horizon, HoldGenerator: true,
+		Finished: func(n int) { submitted.Store(int64(n)) }})
+	if err != nil {
+		return nil, err
+	}
+	defer c.Stop()
+	nc, err := c.Client("collector")
+	if err != nil {
+		return nil, err
+	}
+	defer nc.Close()
+	subjects := events.NewSubjects(events.DefaultPrefix)
+	if err := col.subscribe(nc, subjects); err != nil {
+		return nil, err
+	}
+	c.Watch(nc, col.subs...)
+	res := &Result{Policy: cfg.Policy, Seed: cfg.Seed, Sample: cfg.Sample, StartUp: time.Since(wallStart)}
+	wallStart = time.Now()
+	c.StartGenerator()
+
+	progress := time.NewTicker(200 * time.Millisecond)
+	defer progress.Stop()
+wait:
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-clock.Done():
+			break wait
+		case <-progress.C:
+			if cfg.Progress != nil {
+				cfg.Progress(clock.Now().Sub(Epoch))
+			}
+		}
+	}
+	res.Wall = time.Since(wallStart)
+	res.Length = clock.Now().Sub(Epoch)
+	res.Instants = clock.Fired()
+	if cfg.Progress != nil {
+		cfg.Progress(res.Length)
+	}
+	// The clock has stopped, so the scheduler answers at the run's last instant.
+	msg, err := nc.Request(subjects.ClusterSnapshot(), []byte(`{"page":0}`), 30*time.Second)
+	if err != nil {
+		return nil, fmt.Errorf("final snapshot: %w", err)
+	}
+	var snap events.Snapshot
+	if err := json.Unmarshal(msg.Data, &snap); err != nil {
+		return nil, fmt.Errorf("final snapshot: %w", err)
+	}
+	res.Final = snap.Summary
+	res.Jobs, res.Series = col.results()
+	res.Submitted = int(max(0, submitted.Load()))
+	if n := submitted.Load(); n >= 0 && len(res.Jobs) != int(n) {
+		return res, fmt.Errorf("%d jobs submitted, %d seen by the observer: events were lost", n, len(res.Jobs))
+	}
+	return res, nil
+}
+
+// listSource yields a fixed list of arrivals.
+type listSource struct {
+	arrivals []jobgen.Arrival
+	next     int
+}
+
+func (s *listSource) Next() (jobgen.Arrival, bool) {
+	if s.next >= len(s.arrivals) {
+		return jobgen.Arrival{}, false
+	}
+	s.next++
+	return s.arrivals[s.next-1], true
+}

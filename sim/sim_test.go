@@ -1,0 +1,74 @@
+package sim
+
+import (
+	"bytes"
+	"context"
+	"testing"
+	"time"
+
+	"github.com/gpusched/gpusched/model"
+)
+
+func referenceShape(t testing.TB) model.Shape {
+	shape, err := model.ParseGPUs(model.DefaultGPUs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return shape
+}
+
+func runOnce(t *testing.T, policy string, hours float64) (*Result, []byte) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res, err := Run(ctx, Config{Shape: referenceShape(t), Policy: policy, Seed: 7, Rate: 6, Hours: hours,
+		Interference: model.DefaultInterference})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := WriteJobs(&b, res.Jobs); err != nil {
+		t.Fatal(err)
+	}
+	return res, b.Bytes()
+}
+
+// TestSameSeedSameResults runs one seeded day twice and requires the same
+// per-job CSV, byte for byte, and the same metrics over time.
+func TestSameSeedSameResults(t *testing.T) {
+	a, csvA := runOnce(t, "binpack", 24)
+	b, csvB := runOnce(t, "binpack", 24)
+	if len(a.Jobs) < 100 {
+		t.Fatalf("only %d jobs in a simulated day at 6 an hour", len(a.Jobs))
+	}
+	if !bytes.Equal(csvA, csvB) {
+		t.Fatalf("the same seed gave different per-job results:\n%s\n----\n%s", firstDiff(csvA, csvB), "")
+	}
+	if len(a.Series) != len(b.Series) {
+		t.Fatalf("%d samples, then %d", len(a.Series), len(b.Series))
+	}
+	for i := range a.Series {
+		if a.Series[i] != b.Series[i] {
+			t.Fatalf("sample %d differs: %+v vs %+v", i, a.Series[i], b.Series[i])
+		}
+	}
+	if a.Final != b.Final {
+		t.Fatalf("final metrics differ: %+v vs %+v", a.Final, b.Final)
+	}
+	s := Summarize(a)
+	if s.Completed != s.Submitted-s.Rejected || s.Unended != 0 {
+		t.Fatalf("not every job ended: %+v", s)
+	}
+	t.Logf("%d jobs, %d completed, %d preemptions, %s simulated in %s wall (%d instants)",
+		s.Submitted, s.Completed, s.Preemptions, a.Length, a.Wall, a.Instants)
+}
+
+func firstDiff(a, b []byte) string {
+	la, lb := bytes.Split(a, []byte("\n")), bytes.Split(b, []byte("\n"))
+	for i := range min(len(la), len(lb)) {
+		if !bytes.Equal(la[i], lb[i]) {
+			return string(la[i]) + "\n" + string(lb[i])
+		}
+	}
+	return "lengths differ"
+}
