@@ -57,7 +57,7 @@ const DefaultDrain = 30 * 24 * time.Hour
 // simulated minute apart: enough resolution for the plots, few enough that
 // measuring fragmentation on a 6,000-GPU cluster stays cheap.
 func DefaultSample(horizon time.Duration) time.Duration {
-	return max(time.Minute, (horizon/2000).Round(time.Minute))
+	return max(time.Minute, (horizon / 2000).Round(time.Minute))
 }
 
 // Result is one run's outcome.
