@@ -38,6 +38,8 @@ const usage = `usage:
   cluster strategy [POLICY]     show or switch the placement policy
   cluster snapshot [--page N]   the cluster state as JSON
   cluster replay [flags]        replay the FGD paper's protocol on an openb trace (live or --offline)
+  cluster replay --timed [...]  replay a trace in time (arrivals, run times, priorities) on a virtual clock
+  cluster compare [flags]       the same seeded workload under several policies, side by side
 
 Run "cluster COMMAND -h" for a command's flags.
 `
@@ -63,7 +65,13 @@ func main() {
 	case "snapshot":
 		err = snapshot(args)
 	case "replay":
-		err = replayCommand(args)
+		if hasFlag(args, "timed") {
+			err = timedCommand("replay", args)
+		} else {
+			err = replayCommand(args)
+		}
+	case "compare":
+		err = timedCommand("compare", args)
 	case "help":
 		fmt.Print(usage)
 	default:
@@ -102,7 +110,10 @@ func run(args []string) error {
 	vramModel := fs.String("vram-model", string(vram.Contiguous), "VRAM model: contiguous or pooled")
 	seed := fs.Uint64("seed", 1, "seed of the job generator")
 	rate := fs.Float64("rate", jobgen.DefaultRate, "generated jobs per simulated hour (0 turns the generator off)")
-	speed := fs.Float64("speed", simclock.DefaultSpeed, "simulated seconds per wall second")
+	speed := fs.Float64("speed", simclock.DefaultSpeed, "simulated seconds per wall second (scaled clock)")
+	clockKind := fs.String("clock", "scaled", "scaled (--speed times the wall) or virtual (as fast as the machine allows, repeatable)")
+	hours := fs.Float64("hours", 0, "with --clock virtual: stop after this many simulated hours (0: run until interrupted)")
+	interference := fs.Float64("interference", model.DefaultInterference, "noisy-neighbour coefficient of co-located jobs (0 turns it off)")
 	demo := fs.Bool("demo", true, "start with the reference demo's five jobs (when --rate > 0)")
 	starve := fs.Duration("starvation-age", policy.DefaultStarvationAge, "simulated wait after which a head-of-line job holds GPUs")
 	observe := fs.Bool("observe", false, "show the live text view in this terminal (logs go to a file)")
@@ -136,6 +147,24 @@ func run(args []string) error {
 	if *speed <= 0 {
 		return fmt.Errorf("--speed must be positive (simulated seconds per wall second)")
 	}
+	if *clockKind != "scaled" && *clockKind != "virtual" {
+		return fmt.Errorf("--clock %q: use scaled or virtual", *clockKind)
+	}
+	if *hours < 0 || (*hours > 0 && *clockKind != "virtual") {
+		return fmt.Errorf("--hours: a positive number of simulated hours, with --clock virtual")
+	}
+	if *interference < 0 {
+		return fmt.Errorf("--interference must not be negative")
+	}
+	var clock *simclock.Virtual
+	epoch := time.Time{}
+	if *clockKind == "virtual" {
+		epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+		clock = simclock.NewVirtual(epoch)
+		if *hours > 0 {
+			clock.StopAt(epoch.Add(time.Duration(*hours * float64(time.Hour))))
+		}
+	}
 	if !model.ValidToken(*prefix) {
 		return fmt.Errorf("--prefix %q: use letters, digits, - and _ only", *prefix)
 	}
@@ -158,13 +187,30 @@ func run(args []string) error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	c, err := cluster.Start(ctx, cluster.Config{Listen: *listen, Prefix: *prefix, Shape: shape, Policy: *pol,
-		VRAMModel: vm, Seed: *seed, Rate: *rate, Demo: *demo, Speed: *speed, StarvationAge: *starve, Logger: log})
+	cfg := cluster.Config{Listen: *listen, Prefix: *prefix, Shape: shape, Policy: *pol, VRAMModel: vm, Seed: *seed,
+		Rate: *rate, Demo: *demo, Speed: *speed, StarvationAge: *starve, Logger: log, Interference: *interference}
+	wallStart := time.Now()
+	if clock != nil {
+		cfg.Clock, cfg.Epoch = clock, epoch
+	}
+	c, err := cluster.Start(ctx, cfg)
 	if err != nil {
 		return err
 	}
-	log.Info("running; Ctrl-C stops", zap.String("nats", c.URL()), zap.Float64("speed", *speed),
+	log.Info("running; Ctrl-C stops", zap.String("nats", c.URL()), zap.String("clock", *clockKind), zap.Float64("speed", *speed),
 		zap.Float64("rate_per_sim_hour", *rate), zap.Uint64("seed", *seed), zap.String("policy", *pol))
+	if clock != nil && *hours > 0 {
+		// A virtual run with an end stops the process when the clock does.
+		go func() {
+			select {
+			case <-clock.Done():
+				log.Info("virtual run reached its end", zap.Float64("simulated_hours", *hours),
+					zap.Duration("wall", time.Since(wallStart)), zap.Uint64("instants", clock.Fired()))
+				stop()
+			case <-ctx.Done():
+			}
+		}()
+	}
 	if *observe {
 		nc, err := nats.Connect(c.URL(), nats.Name("gpusched-observer"))
 		if err == nil {

@@ -1,0 +1,281 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+
+	"github.com/gpusched/gpusched/actors/jobgen"
+	"github.com/gpusched/gpusched/cluster"
+	"github.com/gpusched/gpusched/model"
+	"github.com/gpusched/gpusched/openb"
+	"github.com/gpusched/gpusched/policy"
+	"github.com/gpusched/gpusched/sim"
+)
+
+// comparePolicies are the policies `cluster compare` runs by default.
+const comparePolicies = "binpack,spread,best-fit,fgd"
+
+// hasFlag reports whether args carry the boolean flag name (-name or --name).
+func hasFlag(args []string, name string) bool {
+	for _, a := range args {
+		if a == "-"+name || a == "--"+name || a == "-"+name+"=true" || a == "--"+name+"=true" {
+			return true
+		}
+	}
+	return false
+}
+
+// timedCommand is `cluster compare` and `cluster replay --timed`: the same
+// workload under each policy on a virtual clock, one table side by side.
+func timedCommand(cmd string, args []string) error {
+	replayMode := cmd == "replay"
+	fs := flag.NewFlagSet("cluster "+cmd, flag.ContinueOnError)
+	fs.Usage = func() {
+		if replayMode {
+			fmt.Fprint(fs.Output(), `usage: cluster replay --timed [flags]
+
+Replays a trace in time on a virtual clock: each openb pod arrives at its
+creation_time and runs for its time in the trace (deletion_time −
+scheduled_time), with the priority its qos maps to (LS and Guaranteed high
+and not preemptible, Burstable medium, BE low), queueing and preempting as
+the live cluster does. --jobs replays a JSON-lines trace instead (one job
+spec per line plus submit_at; see docs/ARCHITECTURE.md).
+
+  cluster replay --timed --pods ../shared/traces/alibaba-openb/openb_pod_list_default.csv \
+      --nodes ../shared/traces/alibaba-openb/openb_node_list_gpu_node.csv --policy fgd --out timed/
+
+flags:
+`)
+		} else {
+			fmt.Fprint(fs.Output(), `usage: cluster compare [flags]
+
+Runs the same seeded workload — the generated job mix at --rate for --hours,
+or a trace (--pods, --jobs) — under each policy on a virtual clock (the
+same actors and bus, as fast as the machine allows) and prints one table
+side by side. --out writes each run's per-job CSV and time series.
+
+  cluster compare --policies binpack,spread,best-fit,fgd --hours 72 --seed 1
+  cluster compare --cluster clusters/mixed.yaml --rate 10 --out results/
+
+flags:
+`)
+		}
+		fs.PrintDefaults()
+	}
+	dir := tracesDir()
+	defPolicies, defHours := comparePolicies, 72.0
+	if replayMode {
+		defPolicies, defHours = "", 0
+	}
+	fs.Bool("timed", replayMode, "time-driven replay (cluster replay --timed)")
+	pol := fs.String("policy", "fgd", "placement policy of a single run (cluster replay --timed)")
+	pols := fs.String("policies", defPolicies, "policies to compare, comma-separated")
+	hours := fs.Float64("hours", defHours, "simulated hours of arrivals (0 with a trace: all of it)")
+	seed := fs.Uint64("seed", 1, "seed of the generated workload and of the policies' draws")
+	gpus := fs.String("gpus", model.DefaultGPUs, "cluster shape: COUNTxMODEL,...")
+	clusterFile := fs.String("cluster", "", "cluster file: YAML (docs/CLUSTERS.md) or an openb node list CSV")
+	nodesFile := fs.String("nodes", filepath.Join(dir, "openb_node_list_gpu_node.csv"), "openb node list (the cluster, with --pods)")
+	rate := fs.Float64("rate", jobgen.DefaultRate, "generated jobs per simulated hour")
+	podsFile := fs.String("pods", "", "openb pod list to replay in time instead of the generated mix")
+	jobsFile := fs.String("jobs", "", "JSON-lines trace to replay instead of the generated mix (a job spec per line plus submit_at)")
+	out := fs.String("out", "", "folder for jobs-<policy>.csv, series-<policy>.csv and summary.txt")
+	interference := fs.Float64("interference", model.DefaultInterference, "noisy-neighbour coefficient (0 turns it off)")
+	drain := fs.Duration("drain", sim.DefaultDrain, "simulated time after the last arrival for the remaining jobs to end")
+	sample := fs.Duration("sample", 0, "simulated period of the metrics time series (0: about 2,000 samples)")
+	starve := fs.Duration("starvation-age", policy.DefaultStarvationAge, "simulated wait after which a head-of-line job holds GPUs")
+	workers := fs.Int("workers", runtime.GOMAXPROCS(0), "runs at once")
+	quiet := fs.Bool("quiet", false, "no progress bar")
+	if replayMode {
+		*podsFile = filepath.Join(dir, "openb_pod_list_default.csv")
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if replayMode && set["jobs"] && !set["pods"] {
+		*podsFile = ""
+	}
+	if *podsFile != "" && *jobsFile != "" {
+		return errors.New("--pods and --jobs: give one trace, not both")
+	}
+	policies := strings.Split(*pols, ",")
+	if *pols == "" {
+		policies = []string{*pol}
+	}
+	for _, p := range policies {
+		if _, err := policy.Lookup(p); err != nil {
+			return fmt.Errorf("--policies: %v", err)
+		}
+	}
+	if *hours < 0 {
+		return errors.New("--hours must not be negative")
+	}
+	if *rate <= 0 && *podsFile == "" && *jobsFile == "" {
+		return errors.New("--rate must be positive (or replay a trace with --pods or --jobs)")
+	}
+	if *hours == 0 && *podsFile == "" && *jobsFile == "" {
+		return errors.New("--hours must be positive for a generated workload")
+	}
+	if *interference < 0 {
+		return errors.New("--interference must not be negative")
+	}
+	if *drain < 0 || *sample < 0 {
+		return errors.New("--drain and --sample must not be negative")
+	}
+
+	var arrivals []jobgen.Arrival
+	switch {
+	case *podsFile != "":
+		pods, err := openb.ReadPods(*podsFile)
+		if err != nil {
+			return fmt.Errorf("--pods: %w", err)
+		}
+		if arrivals, err = sim.PodArrivals(pods); err != nil {
+			return fmt.Errorf("--pods: %w", err)
+		}
+	case *jobsFile != "":
+		var err error
+		if arrivals, err = sim.ReadJobLines(*jobsFile); err != nil {
+			return fmt.Errorf("--jobs: %w", err)
+		}
+	}
+	// The cluster: --cluster, else --gpus when given, else the openb nodes
+	// with an openb trace, else the reference cluster.
+	var shape model.Shape
+	var err error
+	switch {
+	case *clusterFile != "":
+		shape, err = cluster.LoadShape(*clusterFile)
+		if err != nil {
+			return fmt.Errorf("--cluster: %w", err)
+		}
+	case set["nodes"] || (*podsFile != "" && !set["gpus"]):
+		nodes, err := openb.ReadNodes(*nodesFile)
+		if err != nil {
+			return fmt.Errorf("--nodes: %w", err)
+		}
+		if shape, err = openb.Shape(nodes); err != nil {
+			return fmt.Errorf("--nodes: %w", err)
+		}
+	default:
+		if shape, err = model.ParseGPUs(*gpus); err != nil {
+			return fmt.Errorf("--gpus: %w", err)
+		}
+	}
+	if *out != "" {
+		if err := os.MkdirAll(*out, 0o755); err != nil {
+			return fmt.Errorf("--out: %w", err)
+		}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	horizon := time.Duration(*hours * float64(time.Hour))
+	if horizon == 0 && len(arrivals) > 0 {
+		horizon = arrivals[len(arrivals)-1].At
+	}
+	var bar *progressbar.ProgressBar
+	var mu sync.Mutex
+	reached := make([]float64, len(policies))
+	if !*quiet {
+		bar = progressbar.NewOptions64(int64(len(policies))*int64(max(1, horizon.Hours())),
+			progressbar.OptionSetDescription(fmt.Sprintf("simulated hours, %d run(s)", len(policies))),
+			progressbar.OptionSetWriter(os.Stderr), progressbar.OptionShowCount(), progressbar.OptionSetElapsedTime(true),
+			progressbar.OptionThrottle(100*time.Millisecond))
+	}
+	results := make([]*sim.Result, len(policies))
+	errs := make([]error, len(policies))
+	sem := make(chan struct{}, max(1, *workers))
+	var wg sync.WaitGroup
+	for i, p := range policies {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			cfg := sim.Config{Shape: shape, Policy: p, Seed: *seed, Rate: *rate, Arrivals: arrivals, Hours: *hours,
+				Drain: *drain, Sample: *sample, Interference: *interference, StarvationAge: *starve}
+			if bar != nil {
+				cfg.Progress = func(d time.Duration) {
+					mu.Lock()
+					defer mu.Unlock()
+					reached[i] = min(d.Hours(), max(1, horizon.Hours()))
+					var total float64
+					for _, h := range reached {
+						total += h
+					}
+					bar.Set64(int64(total))
+				}
+			}
+			results[i], errs[i] = sim.Run(ctx, cfg)
+			if errs[i] != nil {
+				errs[i] = fmt.Errorf("%s: %w", p, errs[i])
+			}
+		})
+	}
+	wg.Wait()
+	if bar != nil {
+		bar.Finish()
+		fmt.Fprintln(os.Stderr)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	sums := make([]sim.Summary, len(results))
+	for i, r := range results {
+		sums[i] = sim.Summarize(r)
+	}
+	what := fmt.Sprintf("generated mix at %g jobs/h for %gh, seed %d", *rate, *hours, *seed)
+	if *podsFile != "" || *jobsFile != "" {
+		what = fmt.Sprintf("%d arrivals from %s", len(arrivals), *podsFile+*jobsFile)
+	}
+	fmt.Printf("%s on %d GPUs (%d nodes); interference %g\n\n", what, shape.GPUCount(), len(shape.Nodes), *interference)
+	if err := sim.WriteTable(os.Stdout, sums); err != nil {
+		return err
+	}
+	if *out == "" {
+		return nil
+	}
+	for _, r := range results {
+		if err := writeFile(filepath.Join(*out, "jobs-"+r.Policy+".csv"), func(f *os.File) error { return sim.WriteJobs(f, r.Jobs) }); err != nil {
+			return err
+		}
+		if err := writeFile(filepath.Join(*out, "series-"+r.Policy+".csv"), func(f *os.File) error { return sim.WriteSeries(f, r.Series) }); err != nil {
+			return err
+		}
+	}
+	if err := writeFile(filepath.Join(*out, "summary.txt"), func(f *os.File) error {
+		fmt.Fprintf(f, "%s on %d GPUs (%d nodes); interference %g\n\n", what, shape.GPUCount(), len(shape.Nodes), *interference)
+		return sim.WriteTable(f, sums)
+	}); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "wrote %s: jobs-<policy>.csv, series-<policy>.csv, summary.txt\n", *out)
+	return nil
+}
+
+func writeFile(path string, write func(*os.File) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := write(f); err != nil {
+		f.Close()
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return f.Close()
+}
