@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/gpusched/gpusched/internal/tracedir"
 	"github.com/gpusched/gpusched/openb"
 	"github.com/gpusched/gpusched/policy"
 )
@@ -219,16 +220,5 @@ func TestPublishedPerSeed(t *testing.T) {
 // traceDir finds the openb trace or skips the test.
 func traceDir(t testing.TB) string {
 	t.Helper()
-	for _, d := range []string{os.Getenv("GPUSCHED_TRACES"), filepath.Join("..", "..", "shared", "traces"), filepath.Join("..", "shared", "traces")} {
-		if d == "" {
-			continue
-		}
-		p := filepath.Join(d, "alibaba-openb")
-		if _, err := os.Stat(filepath.Join(p, "openb_node_list_gpu_node.csv")); err == nil {
-			return p
-		}
-	}
-	t.Skip("the openb trace is not here: put it in ../shared/traces/alibaba-openb or set GPUSCHED_TRACES " +
-		"(github.com/alibaba/clusterdata, cluster-trace-gpu-v2023, with the FGD results from hkust-adsl/kubernetes-scheduler-simulator)")
-	return ""
+	return tracedir.Openb(t)
 }

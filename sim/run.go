@@ -13,6 +13,7 @@ import (
 	"github.com/gpusched/gpusched/cluster"
 	"github.com/gpusched/gpusched/events"
 	"github.com/gpusched/gpusched/model"
+	"github.com/gpusched/gpusched/policy"
 	"github.com/gpusched/gpusched/simclock"
 )
 
@@ -43,6 +44,10 @@ type Config struct {
 	Interference float64
 	// StarvationAge as in scheduler.Config (zero: the default).
 	StarvationAge time.Duration
+	// Workload fixes the class distribution fragmentation is measured
+	// against (a trace's, known in advance as in the FGD paper); nil: the
+	// classes of the jobs submitted so far.
+	Workload *policy.Workload
 	Logger        *zap.Logger
 	// Progress, when set, is called now and then with the simulated time
 	// reached (from another goroutine).
@@ -119,7 +124,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	wallStart := time.Now()
 	c, err := cluster.Start(ctx, cluster.Config{Listen: "127.0.0.1:0", Shape: cfg.Shape, Policy: cfg.Policy,
 		Seed: cfg.Seed, Rate: cfg.Rate, Demo: cfg.Arrivals == nil, Clock: clock, Epoch: Epoch,
-		Interference: cfg.Interference, StarvationAge: cfg.StarvationAge, Logger: log, MetricsPeriod: cfg.Sample,
+		Interference: cfg.Interference, StarvationAge: cfg.StarvationAge, Workload: cfg.Workload, Logger: log, MetricsPeriod: cfg.Sample,
 		Source: source, Until: horizon, HoldGenerator: true,
 		Finished: func(n int) { submitted.Store(int64(n)) }})
 	if err != nil {

@@ -21,6 +21,7 @@ import (
 	"github.com/gpusched/gpusched/model"
 	"github.com/gpusched/gpusched/openb"
 	"github.com/gpusched/gpusched/policy"
+	"github.com/gpusched/gpusched/replay"
 	"github.com/gpusched/gpusched/sim"
 )
 
@@ -140,12 +141,16 @@ flags:
 	}
 
 	var arrivals []jobgen.Arrival
+	var workload *policy.Workload
 	switch {
 	case *podsFile != "":
 		pods, err := openb.ReadPods(*podsFile)
 		if err != nil {
 			return fmt.Errorf("--pods: %w", err)
 		}
+		// Fragmentation is measured against the trace's typical pods,
+		// known in advance as in the FGD paper.
+		workload = replay.Workload(pods)
 		if arrivals, err = sim.PodArrivals(pods); err != nil {
 			return fmt.Errorf("--pods: %w", err)
 		}
@@ -208,7 +213,7 @@ flags:
 			sem <- struct{}{}
 			defer func() { <-sem }()
 			cfg := sim.Config{Shape: shape, Policy: p, Seed: *seed, Rate: *rate, Arrivals: arrivals, Hours: *hours,
-				Drain: *drain, Sample: *sample, Interference: *interference, StarvationAge: *starve}
+				Drain: *drain, Sample: *sample, Interference: *interference, StarvationAge: *starve, Workload: workload}
 			if bar != nil {
 				cfg.Progress = func(d time.Duration) {
 					mu.Lock()

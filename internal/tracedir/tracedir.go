@@ -1,0 +1,28 @@
+// Package tracedir finds the openb trace for tests and benchmarks: in
+// $GPUSCHED_TRACES, or in ../shared/traces beside the repository (where
+// CI has it). Never copy the trace into the project.
+package tracedir
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// Openb returns the alibaba-openb folder of the trace, or skips t with a
+// message saying where to get it.
+func Openb(t testing.TB) string {
+	t.Helper()
+	for _, d := range []string{os.Getenv("GPUSCHED_TRACES"), filepath.Join("..", "..", "shared", "traces"), filepath.Join("..", "shared", "traces")} {
+		if d == "" {
+			continue
+		}
+		p := filepath.Join(d, "alibaba-openb")
+		if _, err := os.Stat(filepath.Join(p, "openb_node_list_gpu_node.csv")); err == nil {
+			return p
+		}
+	}
+	t.Skip("the openb trace is not here: put it in ../shared/traces/alibaba-openb or set GPUSCHED_TRACES " +
+		"(github.com/alibaba/clusterdata, cluster-trace-gpu-v2023, with the FGD results from hkust-adsl/kubernetes-scheduler-simulator)")
+	return ""
+}
