@@ -3,6 +3,7 @@ package gpu_test
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"strings"
 	"sync"
 	"testing"
@@ -23,8 +24,18 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // startNode runs one node with one A100 40GB (gpu-0) on a real bus.
 func startNode(t *testing.T, speed float64) (*nats.Conn, *statusLog) {
 	t.Helper()
+	return startNodeWith(t, speed, "A100-40GB", 0)
+}
+
+// startNodeWith starts a one-GPU node of gpuModel whose GPU has the given
+// noisy-neighbour coefficient.
+func startNodeWith(t *testing.T, speed float64, gpuModel string, interference float64) (*nats.Conn, *statusLog) {
+	t.Helper()
 	_, nc := testbus.Start(t)
-	m, _ := model.LookupModel("A100-40GB")
+	m, err := model.LookupModel(gpuModel)
+	if err != nil {
+		t.Fatal(err)
+	}
 	spec := model.NodeSpec{ID: "node-0", CPU: 16, Memory: 128 * model.GiB, GPUs: []model.GPUSpec{{ID: "gpu-0", Model: m}}}
 	log := &statusLog{}
 	sub, err := nc.Subscribe("gpusched.evt.gpu.>", func(msg *nats.Msg) {
@@ -42,7 +53,7 @@ func startNode(t *testing.T, speed float64) (*nats.Conn, *statusLog) {
 	nc.Flush()
 	ctx, cancel := context.WithCancel(context.Background())
 	h, err := node.Start(ctx, node.HostConfig{Spec: spec, Clock: simclock.NewScaled(time.Unix(0, 0), speed),
-		Subjects: events.NewSubjects(""), Conn: nc, Heartbeat: 50 * time.Millisecond})
+		Subjects: events.NewSubjects(""), Conn: nc, Heartbeat: 50 * time.Millisecond, Interference: interference})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,6 +186,35 @@ func TestColocatedJobsSlowDownAndComplete(t *testing.T) {
 	done := log.last("completed", "b")
 	if done.EnergyJ <= 0 {
 		t.Fatalf("energy %v after running two jobs", done.EnergyJ)
+	}
+}
+
+// TestNoisyNeighbourAndModelSpeed: below saturation (30% + 50% util) each
+// job still slows by 1/(1 + k × its co-runner's util/100), and on a V100 a
+// job runs at the V100's relative speed (125/312 of an A100).
+func TestNoisyNeighbourAndModelSpeed(t *testing.T) {
+	const k = 0.5
+	nc, _ := startNodeWith(t, 1, "V100-32GB", k)
+	for id, util := range map[string]float64{"a": 30, "b": 50} {
+		if rep := reserve(t, nc, id, 4*model.GiB, util, 36000); !rep.OK {
+			t.Fatal(rep.Reason)
+		}
+		if rep := ctl(t, nc, events.Control{Op: events.OpCommit, JobID: id}); !rep.OK {
+			t.Fatal(rep.Reason)
+		}
+	}
+	var st *events.GPUStatus
+	testbus.WaitFor(t, "both jobs running", 5*time.Second, func() bool {
+		d := ctl(t, nc, events.Control{Op: events.OpDescribe})
+		st = d.Status
+		return st != nil && len(st.Jobs) == 2 && st.Jobs[0].State == "running" && st.Jobs[1].State == "running"
+	})
+	speed := 125.0 / 312
+	want := map[string]float64{"a": speed / (1 + k*50/100), "b": speed / (1 + k*30/100)}
+	for _, j := range st.Jobs {
+		if math.Abs(j.Rate-want[j.JobID]) > 1e-12 {
+			t.Errorf("job %s runs at %v, want %v", j.JobID, j.Rate, want[j.JobID])
+		}
 	}
 }
 

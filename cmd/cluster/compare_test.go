@@ -1,0 +1,179 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/gpusched/gpusched/sim"
+)
+
+// TestCompareFilesAddUp runs `cluster compare` on the reference cluster,
+// reads its per-job CSV back and recomputes the table's JCT percentiles
+// from it independently (nearest rank), and checks the time series.
+func TestCompareFilesAddUp(t *testing.T) {
+	dir := t.TempDir()
+	table := captureStdout(t, func() error {
+		return timedCommand("compare", []string{"--hours", "12", "--policies", "binpack,spread", "--seed", "3", "--out", dir, "--quiet"})
+	})
+	for _, p := range []string{"binpack", "spread"} {
+		f, err := os.Open(filepath.Join(dir, "jobs-"+p+".csv"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		jobs, err := sim.ReadJobs(f)
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(jobs) < 50 {
+			t.Fatalf("%s: only %d jobs in 12 hours at 6 an hour", p, len(jobs))
+		}
+		jct := map[string][]float64{}
+		for _, j := range jobs {
+			if j.State != "completed" || !j.Started || !j.Ended || j.Start < j.Submit || j.End < j.Start || len(j.GPUs) == 0 {
+				t.Fatalf("%s: job %s does not add up: %+v", p, j.Job, j)
+			}
+			if j.Slowdown < 1-1e-9 {
+				t.Fatalf("%s: job %s ran faster than alone (slowdown %v)", p, j.Job, j.Slowdown)
+			}
+			jct[j.Priority] = append(jct[j.Priority], j.End-j.Submit)
+		}
+		col := map[string]int{"binpack": 0, "spread": 1}[p]
+		for prio, xs := range jct {
+			sort.Float64s(xs)
+			var want []string
+			for _, q := range []float64{50, 95, 99} {
+				v := xs[int(math.Ceil(q/100*float64(len(xs))))-1]
+				want = append(want, fmt.Sprintf("%.2fh", v/3600))
+			}
+			got := tableCells(t, table, "JCT p50/p95/p99 "+prio, 3)[col]
+			if got != strings.Join(want, " ") {
+				t.Errorf("%s %s: table says %q, the CSV gives %q", p, prio, got, strings.Join(want, " "))
+			}
+		}
+		series, err := os.ReadFile(filepath.Join(dir, "series-"+p+".csv"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(strings.TrimSpace(string(series)), "\n")
+		if !strings.HasPrefix(lines[0], "t_s,util_mean,gpus,gpus_busy,gpus_idle,power_w,energy_kwh") || len(lines) < 100 {
+			t.Fatalf("%s series: %d lines, header %q", p, len(lines), lines[0])
+		}
+		var lastEnergy float64
+		for _, l := range lines[1:] {
+			var ts, util, power, energy float64
+			var gpus, busy, idle int
+			if _, err := fmt.Sscanf(l, "%f,%f,%d,%d,%d,%f,%f", &ts, &util, &gpus, &busy, &idle, &power, &energy); err != nil {
+				t.Fatalf("series line %q: %v", l, err)
+			}
+			if idle != gpus-busy || energy < lastEnergy {
+				t.Fatalf("series line %q: idle is not gpus−busy, or energy went down", l)
+			}
+			lastEnergy = energy
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "summary.txt")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestTimedReplayOfJSONLines replays a user's JSON-lines trace in time.
+func TestTimedReplayOfJSONLines(t *testing.T) {
+	dir := t.TempDir()
+	trace := filepath.Join(dir, "mine.jsonl")
+	os.WriteFile(trace, []byte(`{"name":"a","vram":"30GB","duration":"1h","submit_at":0}
+{"name":"b","vram":"30GB","duration":"30m","submit_at":"10m"}
+{"name":"c","vram":"30GB","duration":"30m","priority":"high","submit_at":"20m"}
+`), 0o644)
+	captureStdout(t, func() error {
+		return timedCommand("replay", []string{"--timed", "--jobs", trace, "--gpus", "1xA100-40GB", "--policy", "binpack", "--out", dir, "--quiet"})
+	})
+	f, err := os.Open(filepath.Join(dir, "jobs-binpack.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	jobs, err := sim.ReadJobs(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]sim.JobResult{}
+	for _, j := range jobs {
+		byName[j.Name] = j
+	}
+	// One GPU and each job needs most of its VRAM: a (medium) starts at 0;
+	// b waits from 10m; c (high) arrives at 20m and preempts a, runs alone
+	// until 50m; then a and b run (a from scratch: it has no checkpoint).
+	a, b, c := byName["a"], byName["b"], byName["c"]
+	if len(jobs) != 3 || c.Start != 1200 || c.End != 3000 || a.Preemptions != 1 || b.Start < c.End {
+		t.Fatalf("timed replay: %+v", jobs)
+	}
+}
+
+func TestTimedFlagsSayWhatIsWrong(t *testing.T) {
+	dir := t.TempDir()
+	cases := map[string][]string{
+		"--policies":        {"--policies", "binpack,lottery"},
+		"--hours":           {"--hours", "-1"},
+		"--rate":            {"--rate", "0"},
+		"--jobs":            {"--jobs", filepath.Join(dir, "missing.jsonl")},
+		"--pods and --jobs": {"--pods", "x.csv", "--jobs", "y.jsonl"},
+		"--interference":    {"--interference", "-0.1"},
+		"--cluster":         {"--cluster", filepath.Join(dir, "missing.yaml")},
+	}
+	for want, args := range cases {
+		err := timedCommand("compare", append(args, "--quiet"))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("compare %v: error %v, want one naming %s", args, err, want)
+		}
+	}
+	if err := run([]string{"--clock", "fast"}); err == nil || !strings.Contains(err.Error(), "--clock") {
+		t.Errorf("run --clock fast: %v", err)
+	}
+	if err := run([]string{"--hours", "5"}); err == nil || !strings.Contains(err.Error(), "--hours") {
+		t.Errorf("run --hours without a virtual clock: %v", err)
+	}
+}
+
+// captureStdout runs f with os.Stdout going to a file and returns what it printed.
+func captureStdout(t *testing.T, f func() error) string {
+	t.Helper()
+	tmp, err := os.CreateTemp(t.TempDir(), "stdout")
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := os.Stdout
+	os.Stdout = tmp
+	err = f()
+	os.Stdout = old
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(tmp.Name())
+	return string(b)
+}
+
+// tableCells returns the cells of the row labelled label, each made of
+// width space-separated words.
+func tableCells(t *testing.T, table, label string, width int) []string {
+	t.Helper()
+	for _, line := range strings.Split(table, "\n") {
+		rest, ok := strings.CutPrefix(strings.TrimSpace(line), label+" ")
+		if !ok {
+			continue
+		}
+		words := strings.Fields(rest)
+		var cells []string
+		for i := 0; i+width <= len(words); i += width {
+			cells = append(cells, strings.Join(words[i:i+width], " "))
+		}
+		return cells
+	}
+	t.Fatalf("no row %q in\n%s", label, table)
+	return nil
+}
