@@ -3,10 +3,14 @@ package sim
 import (
 	"bytes"
 	"context"
+	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/gpusched/gpusched/internal/tracedir"
 	"github.com/gpusched/gpusched/model"
+	"github.com/gpusched/gpusched/openb"
+	"github.com/gpusched/gpusched/replay"
 )
 
 func referenceShape(t testing.TB) model.Shape {
@@ -71,4 +75,52 @@ func firstDiff(a, b []byte) string {
 		}
 	}
 	return "lengths differ"
+}
+
+// TestTimedOpenbStart replays the openb default trace in time on its
+// 1,213-node cluster up to its 1,000th pod (about 120 days: most pods
+// arrive late in the trace): every pod that arrives is accounted for, and
+// the ones that end do so after they start.
+func TestTimedOpenbStart(t *testing.T) {
+	dir := tracedir.Openb(t)
+	nodes, err := openb.ReadNodes(filepath.Join(dir, "openb_node_list_gpu_node.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pods, err := openb.ReadPods(filepath.Join(dir, "openb_pod_list_default.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	shape, _ := openb.Shape(nodes)
+	arrivals, err := PodArrivals(pods)
+	if err != nil {
+		t.Fatal(err)
+	}
+	horizon := arrivals[999].At
+	arrived := 0
+	for _, a := range arrivals {
+		if a.At <= horizon {
+			arrived++
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	res, err := Run(ctx, Config{Shape: shape, Policy: "fgd", Seed: 1, Arrivals: arrivals, Hours: horizon.Hours(),
+		Drain: time.Hour, Sample: 24 * time.Hour, Workload: replay.Workload(pods), Interference: model.DefaultInterference})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Jobs) != arrived || res.Submitted != arrived {
+		t.Fatalf("%d pods arrive by the 1,000th; the run submitted %d and saw %d", arrived, res.Submitted, len(res.Jobs))
+	}
+	s := Summarize(res)
+	for _, j := range res.Jobs {
+		if j.Ended && j.Completed() && (!j.Started || j.End < j.Start) {
+			t.Fatalf("pod %s ended before it started: %+v", j.Name, j)
+		}
+	}
+	if s.Completed == 0 || s.Completed+s.Rejected+s.Unended != arrived {
+		t.Fatalf("summary does not account for every pod: %+v", s)
+	}
+	t.Logf("%d pods: %d completed, %d still running after an hour's drain; %s wall", arrived, s.Completed, s.Unended, res.Wall)
 }
