@@ -48,7 +48,7 @@ type Config struct {
 	// against (a trace's, known in advance as in the FGD paper); nil: the
 	// classes of the jobs submitted so far.
 	Workload *policy.Workload
-	Logger        *zap.Logger
+	Logger   *zap.Logger
 	// Progress, when set, is called now and then with the simulated time
 	// reached (from another goroutine).
 	Progress func(simulated time.Duration)
