@@ -83,7 +83,7 @@ flags:
 	fs.Bool("timed", replayMode, "time-driven replay (cluster replay --timed)")
 	pol := fs.String("policy", "fgd", "placement policy of a single run (cluster replay --timed)")
 	pols := fs.String("policies", defPolicies, "policies to compare, comma-separated")
-	hours := fs.Float64("hours", defHours, "simulated hours of arrivals (0 with a trace: all of it)")
+	hours := fs.Float64("hours", defHours, "simulated hours of arrivals (a trace: all of it unless given)")
 	seed := fs.Uint64("seed", 1, "seed of the generated workload and of the policies' draws")
 	gpus := fs.String("gpus", model.DefaultGPUs, "cluster shape: COUNTxMODEL,...")
 	clusterFile := fs.String("cluster", "", "cluster file: YAML (docs/CLUSTERS.md) or an openb node list CSV")
@@ -111,6 +111,9 @@ flags:
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if replayMode && set["jobs"] && !set["pods"] {
 		*podsFile = ""
+	}
+	if (*podsFile != "" || *jobsFile != "") && !set["hours"] {
+		*hours = 0 // a trace runs whole unless --hours cuts it
 	}
 	if *podsFile != "" && *jobsFile != "" {
 		return errors.New("--pods and --jobs: give one trace, not both")
