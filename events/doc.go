@@ -53,8 +53,15 @@
 //	<p>.evt.gpu.<node>.<gpu>.<type>  status (on every change; GPUStatus), up (GPUStatus), oom (a refused reservation; GPUOOMEvent)
 //	<p>.evt.node.<node>.heartbeat    NodeHeartbeat: the node's CPU and memory and its GPUs' batched liveness
 //	<p>.evt.sched.<type>             decision (Decision), policy (PolicyChanged), pending (Pending: why a job waits)
-//	<p>.evt.metrics                  Metrics, every second (wall time): utilisation, jobs, energy, the FGD
-//	                                 paper's fragmentation (frag_gpus, frag_ratio, allocation) and VRAM fragmentation
+//	<p>.evt.metrics                  Metrics, every second (wall time; on a virtual clock every simulated
+//	                                 minute or --sample): utilisation, jobs, energy, the FGD paper's
+//	                                 fragmentation (frag_gpus, frag_ratio, allocation) and VRAM fragmentation
+//
+// A JobInfo carries, besides the spec and state, first_started_at (its
+// first start; started_at is the latest), run_s (simulated seconds run over
+// all stints), slowdown (run_s over the time the same work takes alone on
+// the same GPUs: 1 means no slowdown from co-location) and lost_work_s
+// (work lost to preemptions, redone later).
 //
 // A job's events follow its lifecycle: submitted → queued → placed →
 // started → completed, with started → preempted → queued, started → lost →
