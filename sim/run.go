@@ -95,7 +95,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	horizon := time.Duration(cfg.Hours * float64(time.Hour))
 	var source jobgen.Source
 	if cfg.Arrivals != nil {
-		source = &listSource{arrivals: cfg.Arrivals}
+		source = jobgen.NewListSource(cfg.Arrivals)
 		if horizon == 0 && len(cfg.Arrivals) > 0 {
 			horizon = cfg.Arrivals[len(cfg.Arrivals)-1].At
 		}
@@ -182,18 +182,4 @@ wait:
 		return res, fmt.Errorf("%d jobs submitted, %d seen by the observer: events were lost", n, len(res.Jobs))
 	}
 	return res, nil
-}
-
-// listSource yields a fixed list of arrivals.
-type listSource struct {
-	arrivals []jobgen.Arrival
-	next     int
-}
-
-func (s *listSource) Next() (jobgen.Arrival, bool) {
-	if s.next >= len(s.arrivals) {
-		return jobgen.Arrival{}, false
-	}
-	s.next++
-	return s.arrivals[s.next-1], true
 }

@@ -90,6 +90,24 @@ func (s *mixSource) Next() (Arrival, bool) {
 	return Arrival{At: s.at, Name: spec.Name, Body: b}, true
 }
 
+// listSource yields a fixed list of arrivals.
+type listSource struct {
+	arrivals []Arrival
+	next     int
+}
+
+// NewListSource yields arrivals (a trace) in the order given, which must
+// be time order.
+func NewListSource(arrivals []Arrival) Source { return &listSource{arrivals: arrivals} }
+
+func (s *listSource) Next() (Arrival, bool) {
+	if s.next >= len(s.arrivals) {
+		return Arrival{}, false
+	}
+	s.next++
+	return s.arrivals[s.next-1], true
+}
+
 // Run submits jobs at their arrival times until the source or the limit
 // is exhausted, Until has passed, or ctx ends.
 func Run(ctx context.Context, cfg Config) {

@@ -23,7 +23,9 @@ import (
 	"github.com/gpusched/gpusched/events"
 	"github.com/gpusched/gpusched/model"
 	"github.com/gpusched/gpusched/observer"
+	"github.com/gpusched/gpusched/openb"
 	"github.com/gpusched/gpusched/policy"
+	"github.com/gpusched/gpusched/sim"
 	"github.com/gpusched/gpusched/simclock"
 	"github.com/gpusched/gpusched/vram"
 )
@@ -114,6 +116,8 @@ func run(args []string) error {
 	clockKind := fs.String("clock", "scaled", "scaled (--speed times the wall) or virtual (as fast as the machine allows, repeatable)")
 	hours := fs.Float64("hours", 0, "with --clock virtual: stop after this many simulated hours (0: run until interrupted)")
 	interference := fs.Float64("interference", model.DefaultInterference, "noisy-neighbour coefficient of co-located jobs (0 turns it off)")
+	podsFile := fs.String("pods", "", "replay this openb pod list in time instead of the generated mix (docs/SIMULATION.md)")
+	jobsFile := fs.String("jobs", "", "replay this JSON-lines trace (job specs with submit_at) instead of the generated mix")
 	demo := fs.Bool("demo", true, "start with the reference demo's five jobs (when --rate > 0)")
 	starve := fs.Duration("starvation-age", policy.DefaultStarvationAge, "simulated wait after which a head-of-line job holds GPUs")
 	observe := fs.Bool("observe", false, "show the live text view in this terminal (logs go to a file)")
@@ -156,6 +160,28 @@ func run(args []string) error {
 	if *interference < 0 {
 		return fmt.Errorf("--interference must not be negative")
 	}
+	var source jobgen.Source
+	switch {
+	case *podsFile != "" && *jobsFile != "":
+		return fmt.Errorf("--pods and --jobs: give one trace, not both")
+	case *podsFile != "":
+		pods, err := openb.ReadPods(*podsFile)
+		if err == nil {
+			var arrivals []jobgen.Arrival
+			if arrivals, err = sim.PodArrivals(pods); err == nil {
+				source = jobgen.NewListSource(arrivals)
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("--pods: %w", err)
+		}
+	case *jobsFile != "":
+		arrivals, err := sim.ReadJobLines(*jobsFile)
+		if err != nil {
+			return fmt.Errorf("--jobs: %w", err)
+		}
+		source = jobgen.NewListSource(arrivals)
+	}
 	var clock *simclock.Virtual
 	epoch := time.Time{}
 	if *clockKind == "virtual" {
@@ -188,7 +214,8 @@ func run(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	cfg := cluster.Config{Listen: *listen, Prefix: *prefix, Shape: shape, Policy: *pol, VRAMModel: vm, Seed: *seed,
-		Rate: *rate, Demo: *demo, Speed: *speed, StarvationAge: *starve, Logger: log, Interference: *interference}
+		Rate: *rate, Demo: *demo, Speed: *speed, StarvationAge: *starve, Logger: log, Interference: *interference,
+		Source: source}
 	wallStart := time.Now()
 	if clock != nil {
 		cfg.Clock, cfg.Epoch = clock, epoch
