@@ -2,10 +2,9 @@ package replay
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 
-	"github.com/gpusched/gpusched/openb"
+	"github.com/gpusched/gpusched/internal/tracedir"
 	"github.com/gpusched/gpusched/policy"
 )
 
@@ -15,15 +14,8 @@ import (
 //
 //	go test -run '^$' -bench Replay -benchtime 3x ./replay/
 func BenchmarkReplay(b *testing.B) {
-	dir := traceDir(b)
-	nodes, err := openb.ReadNodes(filepath.Join(dir, "openb_node_list_gpu_node.csv"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	pods, err := openb.ReadPods(filepath.Join(dir, "openb_pod_list_default.csv"))
-	if err != nil {
-		b.Fatal(err)
-	}
+
+	nodes, pods := tracedir.Default(b)
 	plan := Prepare(nodes, pods, 42, DefaultInflate)
 	for _, name := range []string{"dotprod", "best-fit", "fgd"} {
 		pol, _ := policy.Lookup(name)

@@ -191,14 +191,7 @@ func TestCurveDiscretisation(t *testing.T) {
 // authors' published curves point for point. It needs the trace.
 func TestPublishedPerSeed(t *testing.T) {
 	dir := traceDir(t)
-	nodes, err := openb.ReadNodes(filepath.Join(dir, "openb_node_list_gpu_node.csv"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pods, err := openb.ReadPods(filepath.Join(dir, "openb_pod_list_default.csv"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	nodes, pods := tracedir.Default(t)
 	pub, err := ReadPublished(filepath.Join(dir, "fgd-expected-results"))
 	if err != nil {
 		t.Fatal(err)

@@ -2,7 +2,6 @@ package sim
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -35,15 +34,7 @@ func BenchmarkCompare72h(b *testing.B) {
 // pods over about 149 days on 1,213 nodes) replayed in time under FGD
 // (target: under 60 s). Skipped without the trace.
 func BenchmarkTimedOpenb(b *testing.B) {
-	dir := tracedir.Openb(b)
-	nodes, err := openb.ReadNodes(filepath.Join(dir, "openb_node_list_gpu_node.csv"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	pods, err := openb.ReadPods(filepath.Join(dir, "openb_pod_list_default.csv"))
-	if err != nil {
-		b.Fatal(err)
-	}
+	nodes, pods := tracedir.Default(b)
 	shape, err := openb.Shape(nodes)
 	if err != nil {
 		b.Fatal(err)

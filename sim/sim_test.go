@@ -3,7 +3,6 @@ package sim
 import (
 	"bytes"
 	"context"
-	"path/filepath"
 	"runtime"
 	"testing"
 	"time"
@@ -85,15 +84,7 @@ func firstDiff(a, b []byte) string {
 // arrive late in the trace): every pod that arrives is accounted for, and
 // the ones that end do so after they start.
 func TestTimedOpenbStart(t *testing.T) {
-	dir := tracedir.Openb(t)
-	nodes, err := openb.ReadNodes(filepath.Join(dir, "openb_node_list_gpu_node.csv"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pods, err := openb.ReadPods(filepath.Join(dir, "openb_pod_list_default.csv"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	nodes, pods := tracedir.Default(t)
 	shape, _ := openb.Shape(nodes)
 	arrivals, err := PodArrivals(pods)
 	if err != nil {

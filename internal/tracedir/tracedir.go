@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/gpusched/gpusched/openb"
 )
 
 // Openb returns the alibaba-openb folder of the trace, or skips t with a
@@ -25,4 +27,20 @@ func Openb(t testing.TB) string {
 	t.Skip("the openb trace is not here: put it in ../shared/traces/alibaba-openb or set GPUSCHED_TRACES " +
 		"(github.com/alibaba/clusterdata, cluster-trace-gpu-v2023, with the FGD results from hkust-adsl/kubernetes-scheduler-simulator)")
 	return ""
+}
+
+// Default reads the openb GPU node list and the default pod list, or
+// skips t when the trace is absent; a file that does not read fails t.
+func Default(t testing.TB) ([]openb.Node, []openb.Pod) {
+	t.Helper()
+	dir := Openb(t)
+	nodes, err := openb.ReadNodes(filepath.Join(dir, "openb_node_list_gpu_node.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pods, err := openb.ReadPods(filepath.Join(dir, "openb_pod_list_default.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return nodes, pods
 }
