@@ -148,7 +148,7 @@ func (v *Virtual) StopAt(t time.Time) {
 
 // StopWhen makes the clock stop at the first settled instant at which done
 // reports true. done runs on the advancing goroutine while nothing else in
-// the simulation moves.
+// the simulation moves; it may read the clock.
 func (v *Virtual) StopWhen(done func() bool) {
 	v.mu.Lock()
 	v.stopWhen = done
@@ -214,7 +214,12 @@ func (v *Virtual) Run(ctx context.Context) {
 			return
 		}
 		v.mu.Lock()
-		if v.stopped || (v.stopWhen != nil && v.stopWhen()) {
+		stopWhen := v.stopWhen
+		v.mu.Unlock()
+		// Asked without the lock, so that it may read the clock.
+		done := stopWhen != nil && stopWhen()
+		v.mu.Lock()
+		if v.stopped || done {
 			v.stopped = true
 			v.mu.Unlock()
 			return
