@@ -177,6 +177,11 @@ wait:
 	}
 	res.Final = snap.Summary
 	res.Jobs, res.Series = col.results()
+	// The series ends with the run's last instant, so that it accounts for
+	// the whole run (its energy is the run's).
+	if n := len(res.Series); n == 0 || res.Series[n-1].T < res.Length.Seconds() {
+		res.Series = append(res.Series, Sample{T: res.Length.Seconds(), Metrics: res.Final})
+	}
 	res.Submitted = int(max(0, submitted.Load()))
 	if n := submitted.Load(); n >= 0 && len(res.Jobs) != int(n) {
 		return res, fmt.Errorf("%d jobs submitted, %d seen by the observer: events were lost", n, len(res.Jobs))

@@ -94,29 +94,46 @@ func Summarize(r *Result) Summary {
 		s.LostGPUHours += j.LostWorkS * float64(max(j.GPUCount, 1)) / 3600
 	}
 	s.SlowdownMean, s.SlowdownP95 = Mean(slow), Percentile(slow, 95)
-	var util, idle, frag, vfrag []float64
+	// Each sample stands for the interval since the one before it (the
+	// first, since the start): time means weigh samples by their interval.
+	var util, idle, frag, vfrag, busy timeMean
+	prev := 0.0
 	for _, x := range r.Series {
-		util = append(util, x.UtilMean)
-		idle = append(idle, float64(x.GPUs-x.GPUsBusy))
-		frag = append(frag, x.FragAmount)
-		vfrag = append(vfrag, x.VRAMFragmentation)
-		s.BusyGPUHours += float64(x.GPUsBusy) * r.Sample.Hours()
+		w := x.T - prev
+		prev = x.T
+		util.add(x.UtilMean, w)
+		idle.add(float64(x.GPUs-x.GPUsBusy), w)
+		busy.add(float64(x.GPUsBusy), w)
+		frag.add(x.FragAmount, w)
+		vfrag.add(x.VRAMFragmentation, w)
 	}
-	s.UtilMean, s.GPUsIdle = Mean(util), Mean(idle)
-	s.FragMean, s.FragMax = Mean(frag), maxOf(frag)
-	s.VRAMFragMean, s.VRAMFragMax = Mean(vfrag), maxOf(vfrag)
+	s.UtilMean, s.GPUsIdle = util.mean(), idle.mean()
+	s.BusyGPUHours = busy.sum / 3600
+	s.FragMean, s.FragMax = frag.mean(), frag.max
+	s.VRAMFragMean, s.VRAMFragMax = vfrag.mean(), vfrag.max
 	return s
 }
 
-func maxOf(xs []float64) float64 {
-	if len(xs) == 0 {
+// timeMean accumulates a time-weighted mean and the maximum of a measure.
+type timeMean struct {
+	sum, weight, max float64
+	n                int
+}
+
+func (m *timeMean) add(x, w float64) {
+	if m.n == 0 || x > m.max {
+		m.max = x
+	}
+	m.n++
+	m.sum += x * w
+	m.weight += w
+}
+
+func (m *timeMean) mean() float64 {
+	if m.weight <= 0 {
 		return math.NaN()
 	}
-	m := xs[0]
-	for _, x := range xs {
-		m = max(m, x)
-	}
-	return m
+	return m.sum / m.weight
 }
 
 // Priorities lists the priority names present in the summaries, highest first.

@@ -64,7 +64,7 @@ func TestCompareFilesAddUp(t *testing.T) {
 		if !strings.HasPrefix(lines[0], "t_s,util_mean,gpus,gpus_busy,gpus_idle,power_w,energy_kwh") || len(lines) < 100 {
 			t.Fatalf("%s series: %d lines, header %q", p, len(lines), lines[0])
 		}
-		var lastEnergy float64
+		var lastEnergy, lastT, busyHours float64
 		for _, l := range lines[1:] {
 			var ts, util, power, energy float64
 			var gpus, busy, idle int
@@ -74,7 +74,19 @@ func TestCompareFilesAddUp(t *testing.T) {
 			if idle != gpus-busy || energy < lastEnergy {
 				t.Fatalf("series line %q: idle is not gpus−busy, or energy went down", l)
 			}
-			lastEnergy = energy
+			busyHours += float64(busy) * (ts - lastT) / 3600
+			lastEnergy, lastT = energy, ts
+		}
+		// The table prints one decimal and the CSV rounds times to the
+		// millisecond: equal to within the last printed digit.
+		var table1, table2 float64
+		fmt.Sscan(tableCells(t, table, "busy GPU-hours", 1)[col], &table1)
+		fmt.Sscan(tableCells(t, table, "energy kWh", 1)[col], &table2)
+		if math.Abs(table1-busyHours) > 0.051 {
+			t.Errorf("%s: table says %v busy GPU-hours, the series gives %.3f", p, table1, busyHours)
+		}
+		if math.Abs(table2-lastEnergy) > 0.051 {
+			t.Errorf("%s: table says %v kWh, the series ends at %.3f", p, table2, lastEnergy)
 		}
 	}
 	if _, err := os.Stat(filepath.Join(dir, "summary.txt")); err != nil {
