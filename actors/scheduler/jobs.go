@@ -111,6 +111,9 @@ func (s *Scheduler) info(j *job, history bool) events.JobInfo {
 		StartedAt: j.started, EndedAt: j.ended, Reason: j.reason, Preemptor: j.preemptor, Victims: j.victims,
 		FirstStartedAt: j.firstStarted, RunS: j.runS, LostWorkS: j.lostS, Slowdown: j.slowdown(),
 	}
+	if j.state == stateRunning && !j.stintAt.IsZero() {
+		in.RunS += now.Sub(j.stintAt).Seconds() // the stint under way, so far
+	}
 	if j.spec.Checkpoint > 0 {
 		in.Checkpoint = j.spec.Checkpoint.String()
 	}
