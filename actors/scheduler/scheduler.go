@@ -381,7 +381,10 @@ func (s *Scheduler) onNodeEvent(m *nats.Msg) {
 			s.describe(hb.Node, g.GPU)
 			continue
 		}
-		if st.g.Alive != g.Alive {
+		// On a virtual clock a missed ping measures the machine's load, not
+		// the simulated cluster, so it must not change a decision: a run
+		// would then depend on how loaded the machine was.
+		if st.g.Alive != g.Alive && (g.Alive || !s.virtual) {
 			st.g.Alive = g.Alive
 			s.dirty = true
 		}
