@@ -59,6 +59,8 @@ const (
 	DefaultCallTimeout    = time.Second
 	DefaultReservationTTL = 2 * time.Second
 	DefaultMetricsPeriod  = time.Second
+	// VirtualCallTimeout bounds a reserve/commit round trip on a virtual clock.
+	VirtualCallTimeout = 30 * time.Second
 	// DefaultVirtualMetricsPeriod samples a virtual run once a simulated minute.
 	DefaultVirtualMetricsPeriod = time.Minute
 	mailboxSize                 = 4096
@@ -104,13 +106,21 @@ type counters struct {
 
 // New validates the config and subscribes; Run starts the loop.
 func New(cfg Config) (*Scheduler, error) {
+	virtual := simclock.IsVirtual(cfg.Clock)
+	// A virtual run waits out a machine too loaded to answer in a second
+	// rather than decide differently because of it.
 	if cfg.CallTimeout <= 0 {
 		cfg.CallTimeout = DefaultCallTimeout
+		if virtual {
+			cfg.CallTimeout = VirtualCallTimeout
+		}
 	}
 	if cfg.ReservationTTL <= 0 {
 		cfg.ReservationTTL = DefaultReservationTTL
+		if virtual {
+			cfg.ReservationTTL = 2 * VirtualCallTimeout
+		}
 	}
-	virtual := simclock.IsVirtual(cfg.Clock)
 	if cfg.MetricsPeriod <= 0 {
 		cfg.MetricsPeriod = DefaultMetricsPeriod
 		if virtual {
