@@ -70,3 +70,54 @@ func hours(sec float64) string {
 	}
 	return fmt.Sprintf("%.2fh", sec/3600)
 }
+
+// SummaryJSON is a run's summary as summary.json has it, for tools that
+// plot or compare runs: the table's figures, unrounded (null when there is
+// nothing to measure, e.g. no completed job of a priority).
+type SummaryJSON struct {
+	Policy       string                         `json:"policy"`
+	Submitted    int                            `json:"submitted"`
+	Completed    int                            `json:"completed"`
+	Rejected     int                            `json:"rejected"`
+	Unfinished   int                            `json:"unfinished"`
+	JCT          map[string]map[string]*float64 `json:"jct_s"`
+	Queueing     map[string]map[string]*float64 `json:"queueing_s"`
+	UtilMean     *float64                       `json:"util_mean"`
+	GPUsIdle     *float64                       `json:"gpus_idle"`
+	BusyGPUHours float64                        `json:"busy_gpu_hours"`
+	EnergyKWh    float64                        `json:"energy_kwh"`
+	Preemptions  int                            `json:"preemptions"`
+	LostGPUHours float64                        `json:"lost_gpu_hours"`
+	FragMean     *float64                       `json:"frag_gpus_mean"`
+	FragMax      *float64                       `json:"frag_gpus_max"`
+	VRAMFragMean *float64                       `json:"vram_fragmentation_mean"`
+	VRAMFragMax  *float64                       `json:"vram_fragmentation_max"`
+	SlowdownMean *float64                       `json:"slowdown_mean"`
+	SlowdownP95  *float64                       `json:"slowdown_p95"`
+	SimulatedS   float64                        `json:"simulated_s"`
+	WallS        float64                        `json:"wall_s"`
+}
+
+// JSON converts a summary to its summary.json form.
+func (s *Summary) JSON() SummaryJSON {
+	out := SummaryJSON{Policy: s.Policy, Submitted: s.Submitted, Completed: s.Completed, Rejected: s.Rejected,
+		Unfinished: s.Unended, JCT: map[string]map[string]*float64{}, Queueing: map[string]map[string]*float64{},
+		UtilMean: finite(s.UtilMean), GPUsIdle: finite(s.GPUsIdle), BusyGPUHours: s.BusyGPUHours,
+		EnergyKWh: s.EnergyKWh, Preemptions: s.Preemptions, LostGPUHours: s.LostGPUHours,
+		FragMean: finite(s.FragMean), FragMax: finite(s.FragMax), VRAMFragMean: finite(s.VRAMFragMean),
+		VRAMFragMax: finite(s.VRAMFragMax), SlowdownMean: finite(s.SlowdownMean), SlowdownP95: finite(s.SlowdownP95),
+		SimulatedS: s.Length.Seconds(), WallS: s.Wall.Seconds()}
+	for p, d := range s.ByPriority {
+		out.JCT[p] = map[string]*float64{"p50": finite(Percentile(d.JCT, 50)), "p95": finite(Percentile(d.JCT, 95)),
+			"p99": finite(Percentile(d.JCT, 99))}
+		out.Queueing[p] = map[string]*float64{"p50": finite(Percentile(d.Queue, 50)), "p95": finite(Percentile(d.Queue, 95))}
+	}
+	return out
+}
+
+func finite(x float64) *float64 {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return nil
+	}
+	return &x
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -91,7 +92,7 @@ flags:
 	rate := fs.Float64("rate", jobgen.DefaultRate, "generated jobs per simulated hour")
 	podsFile := fs.String("pods", "", "openb pod list to replay in time instead of the generated mix")
 	jobsFile := fs.String("jobs", "", "JSON-lines trace to replay instead of the generated mix (a job spec per line plus submit_at)")
-	out := fs.String("out", "", "folder for jobs-<policy>.csv, series-<policy>.csv and summary.txt")
+	out := fs.String("out", "", "folder for jobs-<policy>.csv, series-<policy>.csv, summary.txt and summary.json")
 	interference := fs.Float64("interference", model.DefaultInterference, "noisy-neighbour coefficient (0 turns it off)")
 	drain := fs.Duration("drain", sim.DefaultDrain, "simulated time after the last arrival for the remaining jobs to end")
 	sample := fs.Duration("sample", 0, "simulated period of the metrics time series (0: about 2,000 samples)")
@@ -272,7 +273,19 @@ flags:
 	}); err != nil {
 		return err
 	}
-	fmt.Fprintf(os.Stderr, "wrote %s: jobs-<policy>.csv, series-<policy>.csv, summary.txt\n", *out)
+	if err := writeFile(filepath.Join(*out, "summary.json"), func(f *os.File) error {
+		runs := make([]sim.SummaryJSON, len(sums))
+		for i := range sums {
+			runs[i] = sums[i].JSON()
+		}
+		enc := json.NewEncoder(f)
+		enc.SetIndent("", "  ")
+		return enc.Encode(map[string]any{"workload": what, "gpus": shape.GPUCount(), "nodes": len(shape.Nodes),
+			"seed": *seed, "interference": *interference, "runs": runs})
+	}); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "wrote %s: jobs-<policy>.csv, series-<policy>.csv, summary.txt, summary.json\n", *out)
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"os"
@@ -91,6 +92,15 @@ func TestCompareFilesAddUp(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "summary.txt")); err != nil {
 		t.Fatal(err)
+	}
+	var summary struct {
+		Seed uint64
+		Runs []sim.SummaryJSON
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "summary.json"))
+	if err != nil || json.Unmarshal(b, &summary) != nil || len(summary.Runs) != 2 || summary.Seed != 3 ||
+		summary.Runs[1].Policy != "spread" || summary.Runs[0].JCT["low"]["p50"] == nil {
+		t.Fatalf("summary.json: %v\n%s", err, b)
 	}
 }
 
