@@ -83,7 +83,7 @@ flags:
 	}
 	fs.Bool("timed", replayMode, "time-driven replay (cluster replay --timed)")
 	pol := fs.String("policy", "fgd", "placement policy of a single run (cluster replay --timed)")
-	pols := fs.String("policies", defPolicies, "policies to compare, comma-separated")
+	pols := fs.String("policies", defPolicies, `policies to compare, comma-separated, or "all"`)
 	hours := fs.Float64("hours", defHours, "simulated hours of arrivals (a trace: all of it unless given)")
 	seed := fs.Uint64("seed", 1, "seed of the generated workload and of the policies' draws")
 	gpus := fs.String("gpus", model.DefaultGPUs, "cluster shape: COUNTxMODEL,...")
@@ -120,8 +120,11 @@ flags:
 		return errors.New("--pods and --jobs: give one trace, not both")
 	}
 	policies := strings.Split(*pols, ",")
-	if *pols == "" {
+	switch *pols {
+	case "":
 		policies = []string{*pol}
+	case "all":
+		policies = policy.Names()
 	}
 	for _, p := range policies {
 		if _, err := policy.Lookup(p); err != nil {
