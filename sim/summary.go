@@ -41,6 +41,7 @@ type Delays struct {
 // Summary is what a comparison prints for one run.
 type Summary struct {
 	Policy                                  string
+	Seed                                    uint64
 	Submitted, Completed, Rejected, Unended int
 	// ByPriority maps a priority name to its completed jobs' JCTs and its
 	// started jobs' queueing delays.
@@ -66,7 +67,7 @@ type Summary struct {
 // Summarize computes a run's summary from its jobs and series alone, so
 // that the files a run writes reproduce it.
 func Summarize(r *Result) Summary {
-	s := Summary{Policy: r.Policy, Submitted: len(r.Jobs), ByPriority: map[string]*Delays{},
+	s := Summary{Policy: r.Policy, Seed: r.Seed, Submitted: len(r.Jobs), ByPriority: map[string]*Delays{},
 		EnergyKWh: r.Final.EnergyKWh, Preemptions: r.Final.Preemptions, Length: r.Length, Wall: r.Wall}
 	var slow []float64
 	for i := range r.Jobs {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strings"
 	"text/tabwriter"
 	"time"
 )
@@ -11,48 +12,115 @@ import (
 // WriteTable prints the summaries side by side: one column per run, one
 // row per measure.
 func WriteTable(w io.Writer, sums []Summary) error {
+	cols := make([]Column, len(sums))
+	for i := range sums {
+		cols[i] = Column{Policy: sums[i].Policy, Runs: sums[i : i+1]}
+	}
+	return WriteColumns(w, cols)
+}
+
+// Column is one column of a table: a policy's runs (one per seed). Each
+// cell is the mean over the runs of the measure (percentiles: the mean of
+// each run's percentile).
+type Column struct {
+	Policy string
+	Runs   []Summary
+}
+
+// WriteColumns prints one column per policy, one row per measure.
+func WriteColumns(w io.Writer, cols []Column) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	row := func(label string, cell func(s *Summary) string) {
+	var all []Summary
+	for _, c := range cols {
+		all = append(all, c.Runs...)
+	}
+	mean := func(c *Column, f func(*Summary) float64) float64 {
+		var sum float64
+		n := 0
+		for i := range c.Runs {
+			if x := f(&c.Runs[i]); !math.IsNaN(x) {
+				sum += x
+				n++
+			}
+		}
+		if n == 0 {
+			return math.NaN()
+		}
+		return sum / float64(n)
+	}
+	// row prints label, then for each column the means of fs, formatted
+	// by format and joined by sep ("-" when none is measured).
+	row := func(label, sep string, format func(float64) string, fs ...func(*Summary) float64) {
 		fmt.Fprint(tw, label+"\t")
-		for i := range sums {
-			fmt.Fprint(tw, cell(&sums[i])+"\t")
+		for i := range cols {
+			cells := make([]string, len(fs))
+			measured := false
+			for k, f := range fs {
+				x := mean(&cols[i], f)
+				measured = measured || !math.IsNaN(x)
+				cells[k] = format(x)
+			}
+			cell := "-"
+			if measured {
+				cell = strings.Join(cells, sep)
+			}
+			fmt.Fprint(tw, cell+"\t")
 		}
 		fmt.Fprintln(tw)
 	}
-	row("policy", func(s *Summary) string { return s.Policy })
-	row("jobs submitted", func(s *Summary) string { return fmt.Sprint(s.Submitted) })
-	row("jobs completed", func(s *Summary) string { return fmt.Sprint(s.Completed) })
-	row("jobs rejected / unfinished", func(s *Summary) string { return fmt.Sprintf("%d / %d", s.Rejected, s.Unended) })
-	for _, p := range Priorities(sums) {
-		row("JCT p50/p95/p99 "+p, func(s *Summary) string {
+	count := func(x float64) string { return num(x, 0) }
+	for _, c := range cols {
+		if len(c.Runs) > 1 {
+			count = func(x float64) string { return num(x, 1) }
+		}
+	}
+	digits := func(d int) func(float64) string { return func(x float64) string { return num(x, d) } }
+	fmt.Fprint(tw, "policy\t")
+	for _, c := range cols {
+		fmt.Fprint(tw, c.Policy+"\t")
+	}
+	fmt.Fprintln(tw)
+	row("jobs submitted", "", count, func(s *Summary) float64 { return float64(s.Submitted) })
+	row("jobs completed", "", count, func(s *Summary) float64 { return float64(s.Completed) })
+	row("jobs rejected / unfinished", " / ", count, func(s *Summary) float64 { return float64(s.Rejected) },
+		func(s *Summary) float64 { return float64(s.Unended) })
+	priorities := Priorities(all)
+	pct := func(p string, q float64, jct bool) func(*Summary) float64 {
+		return func(s *Summary) float64 {
 			d := s.ByPriority[p]
 			if d == nil {
-				return "-"
+				return math.NaN()
 			}
-			return hours(Percentile(d.JCT, 50)) + " " + hours(Percentile(d.JCT, 95)) + " " + hours(Percentile(d.JCT, 99))
-		})
-	}
-	for _, p := range Priorities(sums) {
-		row("queueing p50/p95 "+p, func(s *Summary) string {
-			d := s.ByPriority[p]
-			if d == nil {
-				return "-"
+			if jct {
+				return Percentile(d.JCT, q)
 			}
-			return hours(Percentile(d.Queue, 50)) + " " + hours(Percentile(d.Queue, 95))
-		})
+			return Percentile(d.Queue, q)
+		}
 	}
-	row("mean utilisation %", func(s *Summary) string { return num(s.UtilMean, 1) })
-	row("GPUs idle (mean)", func(s *Summary) string { return num(s.GPUsIdle, 2) })
-	row("busy GPU-hours", func(s *Summary) string { return num(s.BusyGPUHours, 1) })
-	row("energy kWh", func(s *Summary) string { return num(s.EnergyKWh, 1) })
-	row("preemptions", func(s *Summary) string { return fmt.Sprint(s.Preemptions) })
-	row("lost work GPU-hours", func(s *Summary) string { return num(s.LostGPUHours, 2) })
-	row("fragmentation GPUs mean/max", func(s *Summary) string { return num(s.FragMean, 2) + " " + num(s.FragMax, 2) })
-	row("VRAM fragmentation mean/max", func(s *Summary) string { return num(s.VRAMFragMean, 3) + " " + num(s.VRAMFragMax, 3) })
-	row("co-location slowdown mean/p95", func(s *Summary) string { return num(s.SlowdownMean, 3) + " " + num(s.SlowdownP95, 3) })
-	row("simulated / wall", func(s *Summary) string {
-		return s.Length.Round(time.Minute).String() + " / " + s.Wall.Round(time.Millisecond).String()
-	})
+	for _, p := range priorities {
+		row("JCT p50/p95/p99 "+p, " ", hours, pct(p, 50, true), pct(p, 95, true), pct(p, 99, true))
+	}
+	for _, p := range priorities {
+		row("queueing p50/p95 "+p, " ", hours, pct(p, 50, false), pct(p, 95, false))
+	}
+	row("mean utilisation %", "", digits(1), func(s *Summary) float64 { return s.UtilMean })
+	row("GPUs idle (mean)", "", digits(2), func(s *Summary) float64 { return s.GPUsIdle })
+	row("busy GPU-hours", "", digits(1), func(s *Summary) float64 { return s.BusyGPUHours })
+	row("energy kWh", "", digits(1), func(s *Summary) float64 { return s.EnergyKWh })
+	row("preemptions", "", count, func(s *Summary) float64 { return float64(s.Preemptions) })
+	row("lost work GPU-hours", "", digits(2), func(s *Summary) float64 { return s.LostGPUHours })
+	row("fragmentation GPUs mean/max", " ", digits(2), func(s *Summary) float64 { return s.FragMean },
+		func(s *Summary) float64 { return s.FragMax })
+	row("VRAM fragmentation mean/max", " ", digits(3), func(s *Summary) float64 { return s.VRAMFragMean },
+		func(s *Summary) float64 { return s.VRAMFragMax })
+	row("co-location slowdown mean/p95", " ", digits(3), func(s *Summary) float64 { return s.SlowdownMean },
+		func(s *Summary) float64 { return s.SlowdownP95 })
+	row("simulated / wall", " / ", func(x float64) string {
+		if x >= 60 {
+			return time.Duration(x * float64(time.Second)).Round(time.Minute).String()
+		}
+		return time.Duration(x * float64(time.Second)).Round(time.Millisecond).String()
+	}, func(s *Summary) float64 { return s.Length.Seconds() }, func(s *Summary) float64 { return s.Wall.Seconds() })
 	return tw.Flush()
 }
 
@@ -76,6 +144,7 @@ func hours(sec float64) string {
 // nothing to measure, e.g. no completed job of a priority).
 type SummaryJSON struct {
 	Policy       string                         `json:"policy"`
+	Seed         uint64                         `json:"seed"`
 	Submitted    int                            `json:"submitted"`
 	Completed    int                            `json:"completed"`
 	Rejected     int                            `json:"rejected"`
@@ -100,7 +169,7 @@ type SummaryJSON struct {
 
 // JSON converts a summary to its summary.json form.
 func (s *Summary) JSON() SummaryJSON {
-	out := SummaryJSON{Policy: s.Policy, Submitted: s.Submitted, Completed: s.Completed, Rejected: s.Rejected,
+	out := SummaryJSON{Policy: s.Policy, Seed: s.Seed, Submitted: s.Submitted, Completed: s.Completed, Rejected: s.Rejected,
 		Unfinished: s.Unended, JCT: map[string]map[string]*float64{}, Queueing: map[string]map[string]*float64{},
 		UtilMean: finite(s.UtilMean), GPUsIdle: finite(s.GPUsIdle), BusyGPUHours: s.BusyGPUHours,
 		EnergyKWh: s.EnergyKWh, Preemptions: s.Preemptions, LostGPUHours: s.LostGPUHours,

@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -86,6 +87,7 @@ flags:
 	pols := fs.String("policies", defPolicies, `policies to compare, comma-separated, or "all"`)
 	hours := fs.Float64("hours", defHours, "simulated hours of arrivals (a trace: all of it unless given)")
 	seed := fs.Uint64("seed", 1, "seed of the generated workload and of the policies' draws")
+	seeds := fs.String("seeds", "", "several seeds, e.g. 1-5 or 1,3: each cell of the table is the mean over them")
 	gpus := fs.String("gpus", model.DefaultGPUs, "cluster shape: COUNTxMODEL,...")
 	clusterFile := fs.String("cluster", "", "cluster file: YAML (docs/CLUSTERS.md) or an openb node list CSV")
 	nodesFile := fs.String("nodes", filepath.Join(dir, "openb_node_list_gpu_node.csv"), "openb node list (the cluster, with --pods)")
@@ -198,28 +200,52 @@ flags:
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
+	seedList := []uint64{*seed}
+	if *seeds != "" {
+		list, err := parseSeeds(*seeds)
+		if err != nil {
+			return err
+		}
+		seedList = seedList[:0]
+		for _, x := range list {
+			if x < 0 {
+				return fmt.Errorf("--seeds %q: seeds are not negative", *seeds)
+			}
+			seedList = append(seedList, uint64(x))
+		}
+	}
+	type run struct {
+		policy string
+		seed   uint64
+	}
+	var runs []run
+	for _, p := range policies {
+		for _, sd := range seedList {
+			runs = append(runs, run{p, sd})
+		}
+	}
 	horizon := time.Duration(*hours * float64(time.Hour))
 	if horizon == 0 && len(arrivals) > 0 {
 		horizon = arrivals[len(arrivals)-1].At
 	}
 	var bar *progressbar.ProgressBar
 	var mu sync.Mutex
-	reached := make([]float64, len(policies))
+	reached := make([]float64, len(runs))
 	if !*quiet {
-		bar = progressbar.NewOptions64(int64(len(policies))*int64(max(1, horizon.Hours())),
-			progressbar.OptionSetDescription(fmt.Sprintf("simulated hours, %d run(s)", len(policies))),
+		bar = progressbar.NewOptions64(int64(len(runs))*int64(max(1, horizon.Hours())),
+			progressbar.OptionSetDescription(fmt.Sprintf("simulated hours, %d run(s)", len(runs))),
 			progressbar.OptionSetWriter(os.Stderr), progressbar.OptionShowCount(), progressbar.OptionSetElapsedTime(true),
 			progressbar.OptionThrottle(100*time.Millisecond))
 	}
-	results := make([]*sim.Result, len(policies))
-	errs := make([]error, len(policies))
+	results := make([]*sim.Result, len(runs))
+	errs := make([]error, len(runs))
 	sem := make(chan struct{}, max(1, *workers))
 	var wg sync.WaitGroup
-	for i, p := range policies {
+	for i, r := range runs {
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			cfg := sim.Config{Shape: shape, Policy: p, Seed: *seed, Rate: *rate, Arrivals: arrivals, Hours: *hours,
+			cfg := sim.Config{Shape: shape, Policy: r.policy, Seed: r.seed, Rate: *rate, Arrivals: arrivals, Hours: *hours,
 				Drain: *drain, Sample: *sample, Interference: *interference, StarvationAge: *starve, Workload: workload}
 			if bar != nil {
 				cfg.Progress = func(d time.Duration) {
@@ -235,7 +261,7 @@ flags:
 			}
 			results[i], errs[i] = sim.Run(ctx, cfg)
 			if errs[i] != nil {
-				errs[i] = fmt.Errorf("%s: %w", p, errs[i])
+				errs[i] = fmt.Errorf("%s seed %d: %w", r.policy, r.seed, errs[i])
 			}
 		})
 	}
@@ -248,31 +274,43 @@ flags:
 		return err
 	}
 	sums := make([]sim.Summary, len(results))
+	cols := make([]sim.Column, len(policies))
 	for i, r := range results {
 		sums[i] = sim.Summarize(r)
 	}
-	what := fmt.Sprintf("generated mix at %g jobs/h for %gh, seed %d", *rate, *hours, *seed)
+	for i, p := range policies {
+		cols[i] = sim.Column{Policy: p, Runs: sums[i*len(seedList) : (i+1)*len(seedList)]}
+	}
+	seedText := fmt.Sprintf("seed %d", seedList[0])
+	if len(seedList) > 1 {
+		seedText = fmt.Sprintf("seeds %s (each cell: the mean over the %d seeds)", *seeds, len(seedList))
+	}
+	what := fmt.Sprintf("generated mix at %g jobs/h for %gh, %s", *rate, *hours, seedText)
 	if *podsFile != "" || *jobsFile != "" {
-		what = fmt.Sprintf("%d arrivals from %s", len(arrivals), *podsFile+*jobsFile)
+		what = fmt.Sprintf("%d arrivals from %s, %s", len(arrivals), *podsFile+*jobsFile, seedText)
 	}
 	fmt.Printf("%s on %d GPUs (%d nodes); interference %g\n\n", what, shape.GPUCount(), len(shape.Nodes), *interference)
-	if err := sim.WriteTable(os.Stdout, sums); err != nil {
+	if err := sim.WriteColumns(os.Stdout, cols); err != nil {
 		return err
 	}
 	if *out == "" {
 		return nil
 	}
 	for _, r := range results {
-		if err := writeFile(filepath.Join(*out, "jobs-"+r.Policy+".csv"), func(f *os.File) error { return sim.WriteJobs(f, r.Jobs) }); err != nil {
+		name := r.Policy
+		if len(seedList) > 1 {
+			name += "-" + strconv.FormatUint(r.Seed, 10)
+		}
+		if err := writeFile(filepath.Join(*out, "jobs-"+name+".csv"), func(f *os.File) error { return sim.WriteJobs(f, r.Jobs) }); err != nil {
 			return err
 		}
-		if err := writeFile(filepath.Join(*out, "series-"+r.Policy+".csv"), func(f *os.File) error { return sim.WriteSeries(f, r.Series) }); err != nil {
+		if err := writeFile(filepath.Join(*out, "series-"+name+".csv"), func(f *os.File) error { return sim.WriteSeries(f, r.Series) }); err != nil {
 			return err
 		}
 	}
 	if err := writeFile(filepath.Join(*out, "summary.txt"), func(f *os.File) error {
 		fmt.Fprintf(f, "%s on %d GPUs (%d nodes); interference %g\n\n", what, shape.GPUCount(), len(shape.Nodes), *interference)
-		return sim.WriteTable(f, sums)
+		return sim.WriteColumns(f, cols)
 	}); err != nil {
 		return err
 	}
@@ -284,11 +322,15 @@ flags:
 		enc := json.NewEncoder(f)
 		enc.SetIndent("", "  ")
 		return enc.Encode(map[string]any{"workload": what, "gpus": shape.GPUCount(), "nodes": len(shape.Nodes),
-			"seed": *seed, "interference": *interference, "runs": runs})
+			"seeds": seedList, "interference": *interference, "runs": runs})
 	}); err != nil {
 		return err
 	}
-	fmt.Fprintf(os.Stderr, "wrote %s: jobs-<policy>.csv, series-<policy>.csv, summary.txt, summary.json\n", *out)
+	files := "jobs-<policy>.csv, series-<policy>.csv"
+	if len(seedList) > 1 {
+		files = "jobs-<policy>-<seed>.csv, series-<policy>-<seed>.csv"
+	}
+	fmt.Fprintf(os.Stderr, "wrote %s: %s, summary.txt, summary.json\n", *out, files)
 	return nil
 }
 

@@ -94,11 +94,11 @@ func TestCompareFilesAddUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	var summary struct {
-		Seed uint64
-		Runs []sim.SummaryJSON
+		Seeds []uint64
+		Runs  []sim.SummaryJSON
 	}
 	b, err := os.ReadFile(filepath.Join(dir, "summary.json"))
-	if err != nil || json.Unmarshal(b, &summary) != nil || len(summary.Runs) != 2 || summary.Seed != 3 ||
+	if err != nil || json.Unmarshal(b, &summary) != nil || len(summary.Runs) != 2 || len(summary.Seeds) != 1 || summary.Seeds[0] != 3 || summary.Runs[0].Seed != 3 ||
 		summary.Runs[1].Policy != "spread" || summary.Runs[0].JCT["low"]["p50"] == nil {
 		t.Fatalf("summary.json: %v\n%s", err, b)
 	}
@@ -198,4 +198,30 @@ func tableCells(t *testing.T, table, label string, width int) []string {
 	}
 	t.Fatalf("no row %q in\n%s", label, table)
 	return nil
+}
+
+// TestCompareSeedsAverages: with --seeds each cell is the mean over the
+// seeds' runs, and each run has its own files.
+func TestCompareSeedsAverages(t *testing.T) {
+	dir := t.TempDir()
+	table := captureStdout(t, func() error {
+		return timedCommand("compare", []string{"--hours", "6", "--policies", "spread", "--seeds", "4-5", "--out", dir, "--quiet"})
+	})
+	for _, f := range []string{"jobs-spread-4.csv", "jobs-spread-5.csv", "series-spread-4.csv", "series-spread-5.csv"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var summary struct{ Runs []sim.SummaryJSON }
+	b, _ := os.ReadFile(filepath.Join(dir, "summary.json"))
+	if err := json.Unmarshal(b, &summary); err != nil || len(summary.Runs) != 2 {
+		t.Fatalf("summary.json: %v\n%s", err, b)
+	}
+	want := (summary.Runs[0].BusyGPUHours + summary.Runs[1].BusyGPUHours) / 2
+	var got float64
+	fmt.Sscan(tableCells(t, table, "busy GPU-hours", 1)[0], &got)
+	if math.Abs(got-want) > 0.051 || summary.Runs[0].BusyGPUHours == summary.Runs[1].BusyGPUHours {
+		t.Fatalf("busy GPU-hours cell %v, want the mean %v of two different seeds %v and %v", got, want,
+			summary.Runs[0].BusyGPUHours, summary.Runs[1].BusyGPUHours)
+	}
 }
