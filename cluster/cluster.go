@@ -17,6 +17,7 @@ import (
 	"github.com/gpusched/gpusched/actors/jobgen"
 	"github.com/gpusched/gpusched/actors/node"
 	"github.com/gpusched/gpusched/actors/scheduler"
+	"github.com/gpusched/gpusched/chaos"
 	"github.com/gpusched/gpusched/events"
 	"github.com/gpusched/gpusched/model"
 	"github.com/gpusched/gpusched/policy"
@@ -188,6 +189,15 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		c.watchSubs(h.Subscriptions())
 		c.hosts = append(c.hosts, h)
 	}
+	chaosConn, err := connect("chaos")
+	if err != nil {
+		return fail(err)
+	}
+	responder, err := chaos.Serve(chaosConn, subjects, cfg.Shape, log)
+	if err != nil {
+		return fail(err)
+	}
+	c.watchSubs(responder.Subscriptions())
 	if err := c.waitReady(ctx, schedConn, subjects); err != nil {
 		return fail(err)
 	}

@@ -181,8 +181,10 @@ type GPUStatus struct {
 	EnergyJ   float64 `json:"energy_j"`
 	// Change says what caused this status ("reserved", "committed",
 	// "completed", "aborted", "expired", "preempted", "up") and JobID which job.
-	Change string   `json:"change,omitempty"`
-	JobID  string   `json:"job_id,omitempty"`
+	Change string `json:"change,omitempty"`
+	JobID  string `json:"job_id,omitempty"`
+	// Reason says why a GPU went down (gpu.down events only).
+	Reason string   `json:"reason,omitempty"`
 	Jobs   []GPUJob `json:"jobs"`
 }
 
@@ -300,6 +302,9 @@ const (
 	OpPreempt  = "preempt"
 	OpRelease  = "release"
 	OpDescribe = "describe"
+	// OpKill crashes a GPU actor (chaos): it restarts at once, empty, with
+	// the next incarnation; the reply's Stopped lists the jobs it lost.
+	OpKill = "kill"
 )
 
 // Assignment is what a GPU actor needs to run a job's share.
@@ -325,6 +330,8 @@ type Control struct {
 	Memory    int64       `json:"memory,omitempty"`
 	TTLMillis int64       `json:"ttl_ms,omitempty"`
 	Jobs      []string    `json:"jobs,omitempty"`
+	// Reason says why (kill).
+	Reason string `json:"reason,omitempty"`
 }
 
 // Stopped reports a job a GPU actor stopped, with the work it had done.

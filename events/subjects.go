@@ -102,3 +102,6 @@ const (
 	SchedPolicy   = "policy"
 	SchedPending  = "pending"
 )
+
+// ChaosKill is the request subject that crashes a GPU actor.
+func (s Subjects) ChaosKill() string { return s.Prefix + ".chaos.kill" }

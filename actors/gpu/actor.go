@@ -84,16 +84,16 @@ func New(cfg Config) *Actor {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	source := "/gpu/" + cfg.Node + "/" + cfg.ID + "/" + strconv.Itoa(cfg.Incarnation)
-	return &Actor{
+	a := &Actor{
 		cfg:     cfg,
 		mailbox: make(chan *nats.Msg, MailboxSize),
 		pings:   make(chan chan<- Liveness, 1),
-		emit:    events.NewEmitter(cfg.Bus, source),
 		log:     log.With(zap.String("gpu", cfg.ID), zap.String("node", cfg.Node)),
 		layout:  vram.New(int64(cfg.Model.VRAM), cfg.VRAMModel),
 		shares:  map[string]*share{},
 	}
+	a.emit = events.NewEmitter(cfg.Bus, a.source())
+	return a
 }
 
 // ID is the GPU's id.
@@ -365,12 +365,51 @@ func (a *Actor) handle(m *nats.Msg) {
 		}
 		reply.Version = a.version
 		events.Reply(m, reply)
+	case events.OpKill:
+		events.Reply(m, a.crash(c.Reason))
 	case events.OpDescribe:
 		st := a.status("", "")
 		events.Reply(m, events.ControlReply{OK: true, Version: a.version, Status: &st})
 	default:
 		events.Reply(m, events.ControlReply{Error: model.Errorf("op", "unknown operation %q", c.Op)})
 	}
+}
+
+// crash is the actor dying and its supervisor restarting it at once: the
+// jobs it held are gone (their work since the last checkpoint is lost), and
+// the new incarnation starts empty with a new event source, so its
+// sequence starts again at 1. It publishes gpu.down, with the jobs it lost,
+// then gpu.up for the new incarnation. The energy meter is the card's, not
+// the actor's, so it carries over.
+func (a *Actor) crash(reason string) events.ControlReply {
+	if reason == "" {
+		reason = "killed"
+	}
+	down := a.status("killed", "")
+	down.Reason = reason
+	if err := a.emit.Emit(a.cfg.Subjects.GPUEvent(a.cfg.Node, a.cfg.ID, events.GPUDown), events.Type("gpu", events.GPUDown),
+		a.cfg.ID, a.cfg.Clock.Now(), down); err != nil {
+		a.log.Warn("publish failed", zap.String("type", events.GPUDown), zap.Error(err))
+	}
+	lost := make([]events.Stopped, 0, len(down.Jobs))
+	for _, j := range down.Jobs {
+		lost = append(lost, events.Stopped{JobID: j.JobID, ProgressS: j.ProgressS})
+	}
+	a.log.Warn("GPU actor crashed; restarting empty", zap.String("reason", reason), zap.Int("jobs_lost", len(lost)),
+		zap.Int("incarnation", a.cfg.Incarnation+1))
+	a.stopTimers()
+	a.done, a.expiry, a.retime = nil, nil, false
+	a.shares = map[string]*share{}
+	a.layout = vram.New(int64(a.cfg.Model.VRAM), a.cfg.VRAMModel)
+	a.version = 0
+	a.cfg.Incarnation++
+	a.emit = events.NewEmitter(a.cfg.Bus, a.source())
+	a.publish(events.GPUUp, "up", "")
+	return events.ControlReply{OK: true, Stopped: lost, Status: &down}
+}
+
+func (a *Actor) source() string {
+	return "/gpu/" + a.cfg.Node + "/" + a.cfg.ID + "/" + strconv.Itoa(a.cfg.Incarnation)
 }
 
 // DefaultReservationTTL bounds an uncommitted reservation when the request gives none.

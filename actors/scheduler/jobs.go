@@ -1,8 +1,6 @@
 package scheduler
 
 import (
-	"bytes"
-	"encoding/json"
 	"slices"
 	"sort"
 	"time"
@@ -212,36 +210,10 @@ func (s *Scheduler) dequeue(j *job) {
 	}
 }
 
-// decodeStrict decodes a request body, naming an unknown or mistyped field.
-func decodeStrict(data []byte, into any) *model.FieldError {
-	if len(bytes.TrimSpace(data)) == 0 {
-		data = []byte("{}")
-	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(into); err != nil {
-		switch e := err.(type) {
-		case *json.UnmarshalTypeError:
-			return model.Errorf(e.Field, "must be a %s, not a %s", e.Type, e.Value)
-		case *json.SyntaxError:
-			return model.Errorf("body", "malformed JSON: %v", err)
-		}
-		msg := err.Error()
-		const unknown = "json: unknown field "
-		if len(msg) > len(unknown) && msg[:len(unknown)] == unknown {
-			var f string
-			json.Unmarshal([]byte(msg[len(unknown):]), &f)
-			return model.Errorf(f, "unknown field %q", f)
-		}
-		return model.Errorf("body", "malformed JSON: %v", err)
-	}
-	return nil
-}
-
 // decodeRequest decodes m's body into req, answering a bad body itself; it
 // reports whether the request can go on.
 func decodeRequest(m *nats.Msg, req any) bool {
-	if fe := decodeStrict(m.Data, req); fe != nil {
+	if fe := events.DecodeStrict(m.Data, req); fe != nil {
 		events.Reply(m, events.ErrorReply{Error: fe})
 		return false
 	}

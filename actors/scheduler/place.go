@@ -487,13 +487,41 @@ func (s *Scheduler) lostCommit(jobID, gpuID string) {
 		return
 	}
 	s.log.Warn("commit lost: reservation expired on the GPU", zap.String("job", jobID), zap.String("gpu", gpuID))
+	s.requeueLost(j, -1, "the reservation on "+gpuID+" expired before its commit arrived")
+}
+
+// requeueLost stops what is left of a job that lost a GPU, keeps the work
+// up to its last checkpoint and puts it back in the queue (at its place by
+// priority and submission time). lostAt, when not negative, is the progress
+// the lost GPU last had: the job keeps no more than that.
+func (s *Scheduler) requeueLost(j *job, lostAt float64, reason string) {
 	s.stop(j, events.OpRelease)
-	kept := model.KeptProgress(j.progress, j.spec.Checkpoint)
-	j.lostS += j.progress - kept
+	progress := j.progress
+	if lostAt >= 0 {
+		progress = min(progress, lostAt)
+	}
+	kept := model.KeptProgress(progress, j.spec.Checkpoint)
+	j.lostS += progress - kept
 	j.progress = kept
-	s.transition(j, events.JobLost, "the reservation on "+gpuID+" expired before its commit arrived")
+	s.transition(j, events.JobLost, reason)
 	s.transition(j, events.JobQueued, "")
 	s.enqueue(j)
+}
+
+// gpuDown handles a GPU actor that crashed: every job it ran is lost and
+// re-queued from its last checkpoint. The new incarnation's gpu.up (which
+// follows) empties the GPU in the view.
+func (s *Scheduler) gpuDown(st events.GPUStatus) {
+	s.log.Warn("GPU down", zap.String("gpu", st.GPU), zap.String("node", st.Node), zap.String("reason", st.Reason),
+		zap.Int("jobs_lost", len(st.Jobs)))
+	for _, sj := range st.Jobs {
+		j, ok := s.jobs[sj.JobID]
+		if !ok || j.state != stateRunning || !slices.Contains(j.gpus, st.GPU) {
+			continue
+		}
+		s.requeueLost(j, sj.ProgressS, "GPU "+st.GPU+" on "+st.Node+" went down ("+st.Reason+")")
+	}
+	s.dirty = true
 }
 
 // shardDone counts one GPU's share of a job as finished; the job completes

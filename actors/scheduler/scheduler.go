@@ -353,7 +353,7 @@ func (s *Scheduler) dispatch(m *nats.Msg) {
 func (s *Scheduler) onGPUEvent(m *nats.Msg) {
 	tokens := strings.Split(m.Subject, ".")
 	typ := tokens[len(tokens)-1]
-	if typ != events.GPUStatusType && typ != events.GPUUp {
+	if typ != events.GPUStatusType && typ != events.GPUUp && typ != events.GPUDown {
 		return
 	}
 	var ev struct {
@@ -362,6 +362,10 @@ func (s *Scheduler) onGPUEvent(m *nats.Msg) {
 	}
 	if err := json.Unmarshal(m.Data, &ev); err != nil {
 		s.log.Warn("bad GPU event", zap.String("subject", m.Subject), zap.Error(err))
+		return
+	}
+	if typ == events.GPUDown {
+		s.gpuDown(ev.Data)
 		return
 	}
 	s.applyStatus(ev.Data, ev.SimTime)

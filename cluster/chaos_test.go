@@ -1,0 +1,75 @@
+package cluster_test
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpusched/gpusched/cluster"
+)
+
+// TestKillGPURequeuesItsJob kills the GPU a checkpointed job runs on: the
+// reply names the lost job, the GPU comes back as a new incarnation, and
+// the job goes lost → queued → running again with the work up to its last
+// checkpoint. Bad kill requests get errors naming the field.
+func TestKillGPURequeuesItsJob(t *testing.T) {
+	_, nc := startCluster(t, cluster.Config{Speed: 1200, StarvationAge: 1000 * time.Hour})
+	events := recordEvents(t, nc, "gpusched.evt.>")
+	id := submit(t, nc, `{"name":"victim","priority":"medium","vram":"20GB","util":60,"duration":"10h","checkpoint":"10m","gpu":"gpu-2"}`)
+	waitFor(t, "progress past 25 simulated minutes", 20*time.Second, func() bool {
+		return getJob(t, nc, id)["progress_s"].(float64) > 1500
+	})
+
+	for body, field := range map[string]string{
+		`{}`:                           "gpu",
+		`{"gpu":"gpu-99"}`:             "gpu",
+		`{"gpu":"gpu-2","node":"n-9"}`: "node",
+		`{"gpu":3}`:                    "gpu",
+		`{"gpu":"gpu-2","when":"now"}`: "when",
+		`not json`:                     "body",
+	} {
+		rep := req(t, nc, "gpusched.chaos.kill", body)
+		e, _ := rep["error"].(obj)
+		if e == nil || e["field"] != field {
+			t.Fatalf("chaos.kill %s: reply %v, want an error naming %q", body, rep, field)
+		}
+	}
+
+	rep := req(t, nc, "gpusched.chaos.kill", `{"gpu":"gpu-2"}`)
+	if rep["ok"] != true || fmt.Sprint(rep["lost_jobs"]) != fmt.Sprint([]any{id}) || rep["incarnation"].(float64) != 2 {
+		t.Fatalf("kill reply %v, want ok, lost_jobs [%s], incarnation 2", rep, id)
+	}
+	j := waitState(t, nc, id, "running", 10*time.Second)
+	var states []string
+	for _, h := range j["history"].([]any) {
+		states = append(states, h.(obj)["state"].(string))
+	}
+	if got, want := strings.Join(states, ","), "submitted,queued,placed,running,lost,queued,placed,running"; got != want {
+		t.Fatalf("history %s, want %s", got, want)
+	}
+	lost := j["lost_work_s"].(float64)
+	if lost < 0 || lost >= 600 {
+		t.Fatalf("lost_work_s %v, want the work since the last 10-minute checkpoint (0..600)", lost)
+	}
+	waitFor(t, "gpu.down and the new incarnation's gpu.up", 5*time.Second, func() bool {
+		return len(events.find("gpusched.gpu.down", "gpu-2")) == 1 && len(events.find("gpusched.gpu.up", "gpu-2")) >= 1
+	})
+	down := events.find("gpusched.gpu.down", "gpu-2")[0]
+	if !strings.HasSuffix(down["source"].(string), "/gpu-2/1") {
+		t.Fatalf("gpu.down from %v, want the first incarnation", down["source"])
+	}
+	ups := events.find("gpusched.gpu.up", "gpu-2")
+	last := ups[len(ups)-1]
+	if !strings.HasSuffix(last["source"].(string), "/gpu-2/2") || last["seq"].(float64) != 1 {
+		t.Fatalf("gpu.up after the kill from %v seq %v, want incarnation 2 starting at seq 1", last["source"], last["seq"])
+	}
+	// The resumed job's kept progress is a whole number of checkpoints.
+	waitFor(t, "the job to run again", 5*time.Second, func() bool {
+		return getJob(t, nc, id)["progress_s"].(float64) >= 600
+	})
+	if kept := getJob(t, nc, id)["progress_s"].(float64); kept < 1200 || math.IsNaN(kept) {
+		t.Fatalf("job resumed at %vs, want at least two checkpoints", kept)
+	}
+}
