@@ -118,6 +118,13 @@ func Summarize(data []byte) string {
 	if json.Unmarshal(data, &ev) != nil {
 		return ""
 	}
+	line, _ := summarize(&ev)
+	return line
+}
+
+// summarize is Summarize on a decoded event; kind is the family of the
+// line ("job", "policy", "gpu") for a dashboard to colour it.
+func summarize(ev *events.Decoded) (line, kind string) {
 	t := ev.SimTime.Format("Jan 2 15:04")
 	switch {
 	case strings.HasPrefix(ev.Type, "gpusched.job."):
@@ -126,32 +133,38 @@ func Summarize(data []byte) string {
 		typ := strings.TrimPrefix(ev.Type, "gpusched.job.")
 		switch typ {
 		case events.JobSubmitted, events.JobQueued:
-			return ""
+			return "", ""
 		case events.JobStarted:
-			return fmt.Sprintf("%s  %-9s %s on %s", t, typ, j.Name, strings.Join(j.GPUIDs, ","))
+			return fmt.Sprintf("%s  %-9s %s on %s", t, typ, j.Name, strings.Join(j.GPUIDs, ",")), typ
 		case events.JobPreempted:
-			return fmt.Sprintf("%s  %-9s %s (%s), kept %s of work", t, typ, j.Name, j.Reason, fmtWork(j.ProgressS))
-		case events.JobRejected:
-			return fmt.Sprintf("%s  %-9s %s: %s", t, typ, j.Name, j.Reason)
+			return fmt.Sprintf("%s  %-9s %s (%s), kept %s of work", t, typ, j.Name, j.Reason, fmtWork(j.ProgressS)), typ
+		case events.JobRejected, events.JobLost:
+			return fmt.Sprintf("%s  %-9s %s: %s", t, typ, j.Name, j.Reason), typ
 		case events.JobPlaced:
 			if len(j.Victims) > 0 {
-				return fmt.Sprintf("%s  %-9s %s on %s, preempting %d job(s)", t, typ, j.Name, strings.Join(j.GPUIDs, ","), len(j.Victims))
+				return fmt.Sprintf("%s  %-9s %s on %s, preempting %d job(s)", t, typ, j.Name, strings.Join(j.GPUIDs, ","), len(j.Victims)), typ
 			}
-			return ""
+			return "", ""
 		}
-		return fmt.Sprintf("%s  %-9s %s", t, typ, j.Name)
+		return fmt.Sprintf("%s  %-9s %s", t, typ, j.Name), typ
 	case ev.Type == events.Type("sched", events.SchedPolicy):
 		var p events.PolicyChanged
 		json.Unmarshal(ev.Data, &p)
-		return fmt.Sprintf("%s  policy    %s → %s", t, p.Previous, p.Policy)
+		return fmt.Sprintf("%s  policy    %s → %s", t, p.Previous, p.Policy), "policy"
 	case ev.Type == events.Type("gpu", events.GPUOOM):
 		var o events.GPUOOMEvent
 		json.Unmarshal(ev.Data, &o)
-		return fmt.Sprintf("%s  refused   %s on %s: %s", t, o.JobID[:min(8, len(o.JobID))], o.GPU, o.Reason)
-	case ev.Type == events.Type("gpu", events.GPUDown), ev.Type == events.Type("gpu", events.GPUUp):
-		return fmt.Sprintf("%s  %-9s %s", t, strings.TrimPrefix(ev.Type, "gpusched.gpu."), ev.Subject)
+		return fmt.Sprintf("%s  refused   %s on %s: %s", t, o.JobID[:min(8, len(o.JobID))], o.GPU, o.Reason), "refused"
+	case ev.Type == events.Type("gpu", events.GPUDown):
+		var st events.GPUStatus
+		json.Unmarshal(ev.Data, &st)
+		return fmt.Sprintf("%s  down      %s (%s), %d job(s) lost", t, ev.Subject, st.Reason, len(st.Jobs)), "down"
+	case ev.Type == events.Type("gpu", events.GPUUp):
+		var st events.GPUStatus
+		json.Unmarshal(ev.Data, &st)
+		return fmt.Sprintf("%s  up        %s (incarnation %d)", t, ev.Subject, st.Incarnation), "up"
 	}
-	return ""
+	return "", ""
 }
 
 func fmtWork(s float64) string {

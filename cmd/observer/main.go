@@ -13,41 +13,78 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"golang.org/x/term"
 
 	"github.com/gpusched/gpusched/events"
 	"github.com/gpusched/gpusched/observer"
+	"github.com/gpusched/gpusched/observer/tui"
 )
 
 const usage = `usage:
-  observer [text] [flags]   live text view of the cluster (default)
-  observer log [flags]      every event as one JSON line
+  observer [flags]                       the terminal dashboard on a terminal, else the text view
+  observer tui [flags]                   the terminal dashboard (bubbletea)
+  observer text [--once] [flags]         a refreshing plain-text view
+  observer web --listen 127.0.0.1:8080   the web dashboard
+  observer metrics --listen 127.0.0.1:9090   Prometheus metrics at /metrics
+  observer log [--out FILE]              every event as one JSON line
+  observer record --out run.jsonl        the same, into a file (for observer report)
+  observer report RUN --out DIR          summary, per-job CSV and PNG plots of a recorded
+                                         run.jsonl or a cluster replay/compare output folder
+
+flags of the live commands:
+  --nats URL      the cluster's NATS URL (default nats://127.0.0.1:4222)
+  --prefix P      the cluster's subject prefix (default gpusched)
 `
 
 func main() {
 	args := os.Args[1:]
-	cmd := "text"
+	cmd := ""
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		cmd, args = args[0], args[1:]
 	}
-	fs := flag.NewFlagSet("observer "+cmd, flag.ContinueOnError)
-	url := fs.String("nats", "nats://127.0.0.1:4222", "NATS URL of the cluster")
-	prefix := fs.String("prefix", events.DefaultPrefix, "subject prefix of the cluster")
-	interval := fs.Duration("interval", time.Second, "refresh period of the text view")
-	once := fs.Bool("once", false, "text view: print one frame and exit")
-	out := fs.String("out", "", "log: write to this file instead of stdout")
-	if cmd != "text" && cmd != "log" {
+	if cmd == "" {
+		cmd = "text"
+		if term.IsTerminal(int(os.Stdout.Fd())) && term.IsTerminal(int(os.Stdin.Fd())) {
+			cmd = "tui"
+		}
+	}
+	if cmd == "help" {
+		fmt.Print(usage)
+		return
+	}
+	if cmd == "report" {
+		os.Exit(reportCommand(args))
+	}
+	known := map[string]bool{"tui": true, "text": true, "web": true, "metrics": true, "log": true, "record": true}
+	if !known[cmd] {
 		fmt.Fprintf(os.Stderr, "observer: unknown command %q\n\n%s", cmd, usage)
 		os.Exit(2)
 	}
+	fs := flag.NewFlagSet("observer "+cmd, flag.ContinueOnError)
+	fs.Usage = func() { fmt.Fprint(os.Stderr, usage) }
+	url := fs.String("nats", "nats://127.0.0.1:4222", "NATS URL of the cluster")
+	prefix := fs.String("prefix", events.DefaultPrefix, "subject prefix of the cluster")
+	interval := fs.Duration("interval", time.Second, "text view: refresh period")
+	once := fs.Bool("once", false, "text view: print one frame and exit")
+	out := fs.String("out", "", "log, record: write to this file instead of stdout")
+	listen := fs.String("listen", "", "web, metrics: HOST:PORT to serve on (default 127.0.0.1:8080 for web, 127.0.0.1:9090 for metrics)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			os.Exit(0)
 		}
 		os.Exit(2)
 	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "observer %s: unexpected argument %q\n", cmd, fs.Arg(0))
+		os.Exit(2)
+	}
+	if cmd == "record" && *out == "" {
+		fmt.Fprintln(os.Stderr, "observer record: --out FILE is required (e.g. --out run.jsonl)")
+		os.Exit(2)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	nc, err := nats.Connect(*url, nats.Name("gpusched-observer"), nats.MaxReconnects(-1),
+	nc, err := nats.Connect(*url, nats.Name("gpusched-observer-"+cmd), nats.MaxReconnects(-1),
 		// Started before the cluster, the observer waits for it rather than failing.
 		nats.RetryOnFailedConnect(true), nats.ReconnectWait(500*time.Millisecond))
 	if err != nil {
@@ -59,7 +96,13 @@ func main() {
 	switch cmd {
 	case "text":
 		err = observer.Text(ctx, nc, subjects, os.Stdout, observer.TextOptions{Interval: *interval, Once: *once})
-	case "log":
+	case "tui":
+		err = runTUI(ctx, nc, subjects)
+	case "web":
+		err = runWeb(ctx, nc, subjects, or(*listen, "127.0.0.1:8080"))
+	case "metrics":
+		err = runMetrics(ctx, nc, subjects, or(*listen, "127.0.0.1:9090"))
+	case "log", "record":
 		var w io.Writer = os.Stdout
 		if *out != "" {
 			f, ferr := os.Create(*out)
@@ -70,10 +113,31 @@ func main() {
 			defer f.Close()
 			w = f
 		}
+		if cmd == "record" {
+			fmt.Fprintf(os.Stderr, "observer: recording every event of %s to %s (Ctrl-C stops)\n", *url, *out)
+		}
 		err = observer.Log(ctx, nc, subjects, w)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "observer:", err)
 		os.Exit(1)
 	}
+}
+
+func or(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+func runTUI(ctx context.Context, nc *nats.Conn, subjects events.Subjects) error {
+	w, err := observer.NewWatcher(nc, subjects, observer.WatchOptions{})
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go w.Run(ctx)
+	return tui.Run(ctx, w, observer.NewControl(nc, subjects))
 }

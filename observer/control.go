@@ -1,0 +1,117 @@
+package observer
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/gpusched/gpusched/chaos"
+	"github.com/gpusched/gpusched/events"
+)
+
+// Control sends a dashboard's commands to the cluster: the same public
+// requests any NATS client can send.
+type Control struct {
+	nc       *nats.Conn
+	subjects events.Subjects
+	timeout  time.Duration
+}
+
+// NewControl returns a Control on nc.
+func NewControl(nc *nats.Conn, subjects events.Subjects) *Control {
+	return &Control{nc: nc, subjects: subjects, timeout: 5 * time.Second}
+}
+
+// request sends body on subject and decodes the reply into out, turning an
+// error reply into an error that names the field.
+func (c *Control) request(subject string, body []byte, out any) error {
+	msg, err := c.nc.Request(subject, body, c.timeout)
+	if err != nil {
+		return fmt.Errorf("%s: %w", subject, err)
+	}
+	var e events.ErrorReply
+	if json.Unmarshal(msg.Data, &e) == nil && e.Error != nil {
+		return fmt.Errorf("%s: %s", e.Error.Field, e.Error.Message)
+	}
+	return json.Unmarshal(msg.Data, out)
+}
+
+// Strategy switches the placement policy ("" only reads it).
+func (c *Control) Strategy(policy string) (events.StrategyReply, error) {
+	var rep events.StrategyReply
+	b, _ := json.Marshal(events.StrategyRequest{Policy: policy})
+	err := c.request(c.subjects.SchedStrategy(), b, &rep)
+	return rep, err
+}
+
+// Submit submits a job spec (the JSON of job.submit).
+func (c *Control) Submit(spec []byte) (events.SubmitReply, error) {
+	var rep events.SubmitReply
+	err := c.request(c.subjects.JobSubmit(), spec, &rep)
+	return rep, err
+}
+
+// Kill crashes a GPU actor (chaos.kill).
+func (c *Control) Kill(gpu string) (chaos.KillReply, error) {
+	var rep chaos.KillReply
+	b, _ := json.Marshal(chaos.KillRequest{GPU: gpu, Reason: "killed from a dashboard"})
+	err := c.request(c.subjects.ChaosKill(), b, &rep)
+	return rep, err
+}
+
+// Explain asks why a job waits, or how it was placed.
+func (c *Control) Explain(jobID string) (events.Decision, error) {
+	var rep events.Decision
+	b, _ := json.Marshal(events.JobRef{JobID: jobID})
+	err := c.request(c.subjects.SchedExplain(), b, &rep)
+	return rep, err
+}
+
+// numericFields are the job-spec fields a short job line gives as numbers.
+var numericFields = map[string]bool{"util": true, "gpus": true, "cpu": true, "gpu_milli": true}
+
+// ParseJobLine turns a short job line, "name=bert vram=20GB util=60
+// duration=30m priority=high", into the JSON of job.submit; a line that
+// starts with "{" is taken as JSON already. The cluster validates the
+// fields and names a bad one in its reply.
+func ParseJobLine(line string) ([]byte, error) {
+	line = strings.TrimSpace(line)
+	if line == "" {
+		return nil, fmt.Errorf("empty job: give at least vram=..., e.g. name=bert vram=20GB util=60 duration=30m")
+	}
+	if strings.HasPrefix(line, "{") {
+		if !json.Valid([]byte(line)) {
+			return nil, fmt.Errorf("the job is not valid JSON")
+		}
+		return []byte(line), nil
+	}
+	spec := map[string]any{}
+	for _, tok := range strings.Fields(line) {
+		k, v, ok := strings.Cut(tok, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("%q: want field=value", tok)
+		}
+		if numericFields[k] {
+			n, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %q is not a number", k, v)
+			}
+			spec[k] = n
+			continue
+		}
+		if k == "models" {
+			spec[k] = strings.Split(v, ",")
+			continue
+		}
+		if k == "preemptible" {
+			spec[k] = v == "true" || v == "yes" || v == "1"
+			continue
+		}
+		spec[k] = v
+	}
+	return json.Marshal(spec)
+}

@@ -1,0 +1,506 @@
+package tui
+
+import (
+	"cmp"
+	"fmt"
+	"hash/fnv"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/charmbracelet/lipgloss"
+
+	"github.com/gpusched/gpusched/events"
+	"github.com/gpusched/gpusched/model"
+	"github.com/gpusched/gpusched/observer"
+	"github.com/gpusched/gpusched/vram"
+)
+
+// Pane is the lower pane a small terminal shows (a tall one shows them all).
+type Pane int
+
+// The lower panes.
+const (
+	PaneRunning Pane = iota
+	PaneQueue
+	PaneWhy
+	PaneEvents
+	paneCount
+)
+
+var paneNames = [...]string{"Running", "Queue", "Why", "Events"}
+
+// View is what the user chose to see.
+type View struct {
+	Width, Height int
+	// Frag shows each GPU's VRAM layout as blocks, free holes visible.
+	Frag bool
+	// Page is the page of GPUs shown when they do not all fit.
+	Page   int
+	Pane   Pane
+	Paused bool
+	// Prompt, when not empty, is the input line being edited (a job to
+	// submit, a GPU to kill); Status is the last action's outcome.
+	Prompt string
+	Status string
+}
+
+var (
+	styleTitle  = lipgloss.NewStyle().Bold(true).Foreground(lipgloss.Color("15")).Background(lipgloss.Color("24"))
+	styleDim    = lipgloss.NewStyle().Foreground(lipgloss.Color("245"))
+	styleBold   = lipgloss.NewStyle().Bold(true)
+	styleDown   = lipgloss.NewStyle().Bold(true).Foreground(lipgloss.Color("9"))
+	styleHeader = lipgloss.NewStyle().Bold(true).Underline(true)
+	styleTab    = lipgloss.NewStyle().Bold(true).Foreground(lipgloss.Color("0")).Background(lipgloss.Color("75"))
+	styleCard   = lipgloss.NewStyle().Border(lipgloss.RoundedBorder()).BorderForeground(lipgloss.Color("240")).Padding(0, 0)
+	styleHole   = lipgloss.NewStyle().Foreground(lipgloss.Color("238"))
+	// jobColours tell a GPU's jobs apart in the VRAM layout.
+	jobColours = []string{"39", "208", "170", "42", "220", "204", "81", "141"}
+)
+
+// utilStyle colours a utilisation: green when light, amber, red when saturated.
+func utilStyle(pct float64) lipgloss.Style {
+	switch {
+	case pct >= 85:
+		return lipgloss.NewStyle().Foreground(lipgloss.Color("196"))
+	case pct >= 50:
+		return lipgloss.NewStyle().Foreground(lipgloss.Color("214"))
+	}
+	return lipgloss.NewStyle().Foreground(lipgloss.Color("41"))
+}
+
+// Layout sizes.
+const (
+	cardInner  = 24 // a card's text width
+	cardWidth  = cardInner + 2
+	cardHeight = 4 + 2
+	// minLower is the fewest lines the lower pane keeps on a small terminal.
+	minLower = 9
+	// tallEnough is the height from which every lower pane is shown at once.
+	tallEnough = 44
+)
+
+// Render draws one frame of the dashboard for st at v's size: at most
+// v.Height lines, none wider than v.Width.
+func Render(st observer.State, v View) string {
+	w, h := max(v.Width, 40), max(v.Height, 12)
+	var lines []string
+	add := func(s ...string) {
+		for _, l := range s {
+			lines = append(lines, strings.Split(l, "\n")...)
+		}
+	}
+	snap := st.Snapshot
+	if snap == nil {
+		msg := "waiting for the cluster…"
+		if st.Err != "" {
+			msg = st.Err
+		}
+		add(styleTitle.Render(fit(" gpusched observer", w)), "", "  "+msg, "", styleDim.Render("  q quits"))
+		return strings.Join(lines, "\n")
+	}
+	add(styleTitle.Render(fit(header(st), w)))
+	add(fit(headline(snap), w))
+
+	footer := footerLine(st, v, w)
+	lowerMin := minLower
+	if h >= tallEnough {
+		lowerMin = h / 2
+	}
+	budget := h - len(lines) - 1 - lowerMin // lines left for the GPUs
+	gpuBlock, pageLine := gpuArea(snap, st, v, w, budget)
+	add(gpuBlock...)
+	if pageLine != "" {
+		add(styleDim.Render(fit(pageLine, w)))
+	}
+	lower := h - len(lines) - 1
+	add(lowerPanes(st, v, w, lower)...)
+	for len(lines) < h-1 {
+		lines = append(lines, "")
+	}
+	lines = lines[:h-1]
+	lines = append(lines, footer)
+	return strings.Join(lines, "\n")
+}
+
+func header(st observer.State) string {
+	s := st.Snapshot
+	live := "● live"
+	if !st.Connected {
+		live = "○ reconnecting"
+	}
+	return fmt.Sprintf(" gpusched │ policy %s │ %s │ %d GPUs, %d busy │ %s ", s.Policy,
+		s.SimTime.Format("Jan 2 15:04:05"), s.Summary.GPUs, s.Summary.GPUsBusy, live)
+}
+
+func headline(s *events.Snapshot) string {
+	m := s.Summary
+	return fmt.Sprintf(" util %.0f%% · alloc %.0f%% · frag %.2f GPUs, VRAM %.0f%% · queue %d · running %d · done %d · preempt %d · %.0f W · %.2f kWh",
+		m.UtilMean, 100*m.Allocation, m.FragAmount, 100*m.VRAMFragmentation, m.JobsQueued, m.JobsRunning,
+		m.JobsCompleted, m.Preemptions, m.PowerW, m.EnergyKWh)
+}
+
+func footerLine(st observer.State, v View, w int) string {
+	if v.Prompt != "" {
+		return styleBold.Render(fit(v.Prompt+"█", w))
+	}
+	keys := "p policy · f frag · a add job · k kill GPU · space pause · tab pane · [ ] page · q quit"
+	var extra []string
+	if v.Paused {
+		extra = append(extra, styleDown.Render("PAUSED"))
+	}
+	if st.Missed > 0 {
+		extra = append(extra, fmt.Sprintf("%d events missed", st.Missed))
+	}
+	if v.Status != "" {
+		extra = append(extra, v.Status)
+	}
+	if len(extra) > 0 {
+		return fit(strings.Join(extra, " · ")+" │ "+keys, w)
+	}
+	return styleDim.Render(fit(keys, w))
+}
+
+// jobNames maps job id → name from the snapshot's running jobs.
+func jobNames(s *events.Snapshot) map[string]string {
+	names := make(map[string]string, len(s.Running))
+	for _, j := range s.Running {
+		names[j.JobID] = j.Name
+	}
+	return names
+}
+
+// gpuArea draws the GPUs in budget lines: cards when they all fit, else one
+// line per GPU, paged when even those do not fit.
+func gpuArea(s *events.Snapshot, st observer.State, v View, w, budget int) ([]string, string) {
+	names := jobNames(s)
+	gpus := s.GPUs
+	perRow := max(1, w/cardWidth)
+	rows := (len(gpus) + perRow - 1) / perRow
+	if rows*cardHeight <= budget {
+		var out []string
+		for r := 0; r < rows; r++ {
+			var cards []string
+			for _, g := range gpus[r*perRow : min(len(gpus), (r+1)*perRow)] {
+				cards = append(cards, card(g, names, v.Frag))
+			}
+			out = append(out, lipgloss.JoinHorizontal(lipgloss.Top, cards...))
+		}
+		return out, ""
+	}
+	// One line per GPU, in columns when the terminal is wide.
+	colWidth := 78
+	cols := max(1, w/colWidth)
+	if cols == 1 {
+		colWidth = w
+	}
+	perPage := max(1, (budget-2)*cols) // two lines: the page line and the heat map
+	pages := (len(gpus) + perPage - 1) / perPage
+	page := min(max(v.Page, 0), pages-1)
+	shown := gpus[page*perPage : min(len(gpus), (page+1)*perPage)]
+	rowsShown := (len(shown) + cols - 1) / cols
+	out := make([]string, rowsShown)
+	for i, g := range shown {
+		r := i % rowsShown
+		l := gpuLine(g, names, v.Frag, colWidth)
+		if out[r] != "" {
+			out[r] += " "
+		}
+		out[r] += l
+	}
+	if pages == 1 {
+		return out, ""
+	}
+	heat := heatMap(gpus, w-12)
+	out = append(out, styleDim.Render("util map ")+heat)
+	first := page*perPage + 1
+	return out, fmt.Sprintf("GPUs %d–%d of %d · page %d/%d ([ ] to page)", first, first+len(shown)-1, len(gpus), page+1, pages)
+}
+
+// heatMap is the whole cluster at a glance: one cell per GPU, its height
+// its utilisation (condensed to width cells, each the mean of its GPUs).
+func heatMap(gpus []events.SnapshotGPU, width int) string {
+	levels := []rune("▁▂▃▄▅▆▇█")
+	n := len(gpus)
+	cells := min(n, max(width, 1))
+	var b strings.Builder
+	for c := 0; c < cells; c++ {
+		lo, hi := c*n/cells, (c+1)*n/cells
+		var sum float64
+		down := false
+		for _, g := range gpus[lo:hi] {
+			sum += g.Util
+			down = down || !g.Alive
+		}
+		mean := sum / float64(max(hi-lo, 1))
+		r := levels[min(len(levels)-1, int(mean/100*float64(len(levels)-1)+0.5))]
+		if down {
+			b.WriteString(styleDown.Render("x"))
+			continue
+		}
+		b.WriteString(utilStyle(mean).Render(string(r)))
+	}
+	return b.String()
+}
+
+func card(g events.SnapshotGPU, names map[string]string, frag bool) string {
+	title := g.GPU + " " + g.Model
+	if !g.Alive {
+		title = g.GPU + " " + styleDown.Render("DOWN")
+	}
+	lines := []string{
+		styleBold.Render(fit(title, cardInner)),
+		"util " + utilStyle(g.Util).Render(bar(g.Util/100, 11)) + fmt.Sprintf(" %3.0f%%", g.Util),
+	}
+	used := fmt.Sprintf(" %s/%sGi", gib(g.VRAMUsed), gib(g.VRAMTotal))
+	if frag {
+		lines = append(lines, "vram "+layoutBar(g, cardInner-5))
+	} else {
+		lines = append(lines, "vram "+bar(frac(g.VRAMUsed, g.VRAMTotal), 11)+fit(used, cardInner-16))
+	}
+	lines = append(lines, fit(jobsOn(g, names), cardInner))
+	return styleCard.Width(cardInner).Render(strings.Join(lines, "\n"))
+}
+
+func gpuLine(g events.SnapshotGPU, names map[string]string, frag bool, width int) string {
+	state := ""
+	if !g.Alive {
+		state = styleDown.Render(" DOWN")
+	}
+	head := fmt.Sprintf("%-7s %-10s ", trunc(g.GPU, 7), trunc(g.Model, 10))
+	util := utilStyle(g.Util).Render(bar(g.Util/100, 8)) + fmt.Sprintf("%4.0f%% ", g.Util)
+	var vr string
+	if frag {
+		vr = layoutBar(g, 20) + " "
+	} else {
+		vr = bar(frac(g.VRAMUsed, g.VRAMTotal), 8) + fmt.Sprintf(" %3s/%-3sGiB ", gib(g.VRAMUsed), gib(g.VRAMTotal))
+	}
+	rest := width - lipgloss.Width(head+util+vr) - lipgloss.Width(state)
+	return fit(head+util+vr+fit(jobsOn(g, names), max(rest, 0))+state, width)
+}
+
+func jobsOn(g events.SnapshotGPU, names map[string]string) string {
+	var jobs []string
+	for _, a := range g.Allocs {
+		n := names[a.Owner]
+		if n == "" {
+			n = a.Owner[:min(8, len(a.Owner))]
+		}
+		jobs = append(jobs, n)
+	}
+	if len(jobs) == 0 {
+		return styleDim.Render("idle")
+	}
+	return strings.Join(jobs, ", ")
+}
+
+// layoutBar draws a GPU's VRAM address space in width cells: each job's
+// allocation in its colour, free holes as dots, so fragmentation shows as
+// dots between blocks.
+func layoutBar(g events.SnapshotGPU, width int) string {
+	if g.VRAMTotal <= 0 {
+		return strings.Repeat(" ", width)
+	}
+	cells := make([]int, width) // -1 free, else index of the alloc
+	for i := range cells {
+		cells[i] = -1
+	}
+	allocs := slices.Clone(g.Allocs)
+	slices.SortFunc(allocs, func(a, b vram.Alloc) int { return cmp.Compare(a.Offset, b.Offset) })
+	for i, a := range allocs {
+		lo := int(a.Offset * int64(width) / g.VRAMTotal)
+		hi := int((a.Offset + a.Size) * int64(width) / g.VRAMTotal)
+		if hi == lo {
+			hi = lo + 1 // a small job still shows
+		}
+		for c := lo; c < min(hi, width); c++ {
+			cells[c] = i
+		}
+	}
+	var b strings.Builder
+	for c := 0; c < width; {
+		e := c
+		for e < width && cells[e] == cells[c] {
+			e++
+		}
+		if cells[c] < 0 {
+			b.WriteString(styleHole.Render(strings.Repeat("·", e-c)))
+		} else {
+			col := jobColours[colourOf(allocs[cells[c]].Owner)]
+			b.WriteString(lipgloss.NewStyle().Foreground(lipgloss.Color(col)).Render(strings.Repeat("█", e-c)))
+		}
+		c = e
+	}
+	return b.String()
+}
+
+func colourOf(id string) int {
+	h := fnv.New32a()
+	h.Write([]byte(id))
+	return int(h.Sum32() % uint32(len(jobColours)))
+}
+
+func lowerPanes(st observer.State, v View, w, h int) []string {
+	if h <= 1 {
+		return nil
+	}
+	if h+0 >= tallEnough/2 {
+		// Room for every pane: running and queue side by side when wide,
+		// then why and the events.
+		per := h / 4
+		var out []string
+		for p := Pane(0); p < paneCount; p++ {
+			n := per
+			if p == paneCount-1 {
+				n = h - len(out)
+			}
+			out = append(out, styleHeader.Render(fit(paneTitle(st, p), w)))
+			out = append(out, pane(st, p, w, n-1)...)
+			for len(out) < int(p+1)*per && p != paneCount-1 {
+				out = append(out, "")
+			}
+		}
+		return out
+	}
+	var tabs []string
+	for p := Pane(0); p < paneCount; p++ {
+		t := fmt.Sprintf(" %d %s ", p+1, paneTitle(st, p))
+		if p == v.Pane {
+			t = styleTab.Render(t)
+		}
+		tabs = append(tabs, t)
+	}
+	out := []string{fit(strings.Join(tabs, " "), w)}
+	return append(out, pane(st, v.Pane, w, h-1)...)
+}
+
+func paneTitle(st observer.State, p Pane) string {
+	s := st.Snapshot
+	switch p {
+	case PaneRunning:
+		return fmt.Sprintf("Running (%d)", s.Summary.JobsRunning)
+	case PaneQueue:
+		return fmt.Sprintf("Queue (%d)", s.Summary.JobsQueued)
+	}
+	return paneNames[p]
+}
+
+func pane(st observer.State, p Pane, w, h int) []string {
+	if h <= 0 {
+		return nil
+	}
+	s := st.Snapshot
+	var out []string
+	more := func(n int) {
+		if len(out) > h {
+			out = append(out[:h-1], styleDim.Render(fmt.Sprintf("… %d more", n-(h-2))))
+		}
+	}
+	switch p {
+	case PaneRunning:
+		out = append(out, styleDim.Render(fit(fmt.Sprintf("%-20s %-6s %7s %5s %8s %5s  %s", "JOB", "PRIO", "VRAM", "UTIL", "DURATION", "DONE", "GPU"), w)))
+		for _, j := range s.Running {
+			out = append(out, fit(fmt.Sprintf("%-20s %-6s %7s %4.0f%% %8s %4.0f%%  %s", trunc(j.Name, 20), j.Priority,
+				model.Bytes(j.VRAM).GBString(), j.Util, j.Duration, pct(j.ProgressS, j.WorkS), strings.Join(j.GPUIDs, ",")), w))
+		}
+		more(len(s.Running) + 1)
+	case PaneQueue:
+		out = append(out, styleDim.Render(fit(fmt.Sprintf("%-20s %-6s %7s %7s  %s", "JOB", "PRIO", "VRAM", "WAITING", "WHY IT WAITS"), w)))
+		for _, j := range s.Queue {
+			wait := s.SimTime.Sub(j.SubmittedAt).Round(time.Second)
+			out = append(out, fit(fmt.Sprintf("%-20s %-6s %7s %7s  %s", trunc(j.Name, 20), j.Priority,
+				model.Bytes(j.VRAM).GBString(), shortDur(wait), j.Reason), w))
+		}
+		more(len(s.Queue) + 1)
+	case PaneWhy:
+		for _, j := range s.Queue {
+			out = append(out, fit(fmt.Sprintf("%-20s waits: %s", trunc(j.Name, 20), j.Reason), w))
+		}
+		for _, j := range s.Running {
+			out = append(out, fit(fmt.Sprintf("%-20s %s", trunc(j.Name, 20), whyPlaced(st.Decisions[j.JobID], j)), w))
+		}
+		more(len(out))
+	case PaneEvents:
+		log := st.Log
+		if len(log) > h {
+			log = log[len(log)-h:]
+		}
+		for _, l := range log {
+			out = append(out, fit(l.Text, w))
+		}
+	}
+	return out
+}
+
+// whyPlaced says which candidates and scores chose a running job's GPUs.
+func whyPlaced(d events.Decision, j events.JobInfo) string {
+	if d.JobID == "" {
+		return "on " + strings.Join(j.GPUIDs, ",") + " (decision not seen yet)"
+	}
+	s := fmt.Sprintf("→ %s by %s", strings.Join(d.GPUs, ","), d.Policy)
+	var others []string
+	for _, c := range d.Candidates {
+		others = append(others, fmt.Sprintf("%s %.1f", strings.Join(c.GPUs, "+"), c.Score))
+	}
+	if len(others) > 0 {
+		s += " · candidates " + strings.Join(others, ", ")
+	}
+	if len(d.Victims) > 0 {
+		s += fmt.Sprintf(" · preempted %d", len(d.Victims))
+	}
+	return s
+}
+
+func pct(a, b float64) float64 {
+	if b <= 0 {
+		return 0
+	}
+	return 100 * a / b
+}
+
+func frac(a, b int64) float64 {
+	if b <= 0 {
+		return 0
+	}
+	return float64(a) / float64(b)
+}
+
+func shortDur(d time.Duration) string {
+	switch {
+	case d >= time.Hour:
+		return fmt.Sprintf("%.1fh", d.Hours())
+	case d >= time.Minute:
+		return fmt.Sprintf("%.0fm", d.Minutes())
+	}
+	return fmt.Sprintf("%.0fs", d.Seconds())
+}
+
+func bar(f float64, width int) string {
+	f = min(max(f, 0), 1)
+	n := int(f*float64(width) + 0.5)
+	return strings.Repeat("█", n) + strings.Repeat("░", width-n)
+}
+
+// gib writes a GPU's VRAM in GiB, the unit its capacity is (an A100 40GB
+// has 40 GiB); jobs show their VRAM in GB, as they are asked for.
+func gib(b int64) string { return fmt.Sprintf("%.0f", float64(b)/float64(model.GiB)) }
+
+func trunc(s string, n int) string {
+	if lipgloss.Width(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:max(n-1, 0)]) + "…"
+}
+
+// fit pads or cuts s (which may carry colour) to exactly width cells.
+func fit(s string, width int) string {
+	if width <= 0 {
+		return ""
+	}
+	cw := lipgloss.Width(s)
+	if cw <= width {
+		return s + strings.Repeat(" ", width-cw)
+	}
+	return lipgloss.NewStyle().MaxWidth(width).Render(s)
+}

@@ -1,0 +1,111 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/charmbracelet/lipgloss"
+
+	"github.com/gpusched/gpusched/events"
+	"github.com/gpusched/gpusched/model"
+	"github.com/gpusched/gpusched/observer"
+	"github.com/gpusched/gpusched/vram"
+)
+
+// fakeState builds a state of n GPUs, every third one running a job and
+// gpu-1 with a hole between two jobs (fragmented VRAM).
+func fakeState(n int) observer.State {
+	now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	s := &events.Snapshot{SimTime: now, Policy: "binpack", Summary: events.Metrics{GPUs: n, JobsQueued: 1, JobsRunning: 2}}
+	for i := range n {
+		g := events.SnapshotGPU{Alive: i != 4}
+		g.GPU, g.Node, g.Model, g.VRAMTotal = fmt.Sprintf("gpu-%d", i), "node-0", "A100-40GB", int64(40*model.GB)
+		if i%3 == 0 {
+			g.Util, g.VRAMUsed = 80, int64(30*model.GB)
+			g.Allocs = []vram.Alloc{{Owner: "job-a", Offset: 0, Size: g.VRAMUsed}}
+		}
+		if i == 1 {
+			g.Util, g.VRAMUsed = 40, int64(20*model.GB)
+			g.Allocs = []vram.Alloc{{Owner: "job-b", Offset: 0, Size: int64(10 * model.GB)}, {Owner: "job-c", Offset: int64(25 * model.GB), Size: int64(10 * model.GB)}}
+		}
+		s.GPUs = append(s.GPUs, g)
+	}
+	s.Running = []events.JobInfo{{JobID: "job-a", Name: "GPT-fine-tune", Priority: model.PriorityHigh, GPUIDs: []string{"gpu-0"}, VRAM: int64(30 * model.GB), Util: 80, Duration: "4h"},
+		{JobID: "job-b", Name: "bert-small", Priority: model.PriorityLow, GPUIDs: []string{"gpu-1"}}}
+	s.Queue = []events.JobInfo{{JobID: "job-q", Name: "too-big-now", Priority: model.PriorityLow, SubmittedAt: now.Add(-time.Minute),
+		Reason: "fragmented: gpu-1 has 20 GB free but its largest free block is 15 GB (need 18 GB)"}}
+	return observer.State{Snapshot: s, Connected: true,
+		Decisions: map[string]events.Decision{"job-a": {JobID: "job-a", Policy: "binpack", GPUs: []string{"gpu-0"},
+			Candidates: []events.Candidate{{GPUs: []string{"gpu-0"}, Score: 87.5}, {GPUs: []string{"gpu-3"}, Score: 60}}}},
+		Log: []observer.LogLine{{Text: "Dec 2 12:00  started   GPT-fine-tune on gpu-0"}}}
+}
+
+func checkFrame(t *testing.T, frame string, w, h int) {
+	t.Helper()
+	lines := strings.Split(frame, "\n")
+	if len(lines) > h {
+		t.Errorf("%d lines, the terminal has %d", len(lines), h)
+	}
+	for i, l := range lines {
+		if lipgloss.Width(l) > w {
+			t.Errorf("line %d is %d cells wide, the terminal %d: %q", i, lipgloss.Width(l), w, l)
+		}
+	}
+}
+
+// TestRenderFitsTheTerminal draws the reference cluster and a 100-GPU one at
+// 80×24 and larger: every frame fits, shows every GPU or pages them, and
+// carries the queue's reasons and the placement's scores.
+func TestRenderFitsTheTerminal(t *testing.T) {
+	for _, tc := range []struct{ gpus, w, h int }{{8, 80, 24}, {8, 160, 50}, {100, 80, 24}, {100, 200, 60}, {8, 40, 12}} {
+		t.Run(fmt.Sprintf("%dgpus-%dx%d", tc.gpus, tc.w, tc.h), func(t *testing.T) {
+			st := fakeState(tc.gpus)
+			for _, frag := range []bool{false, true} {
+				for p := Pane(0); p < paneCount; p++ {
+					frame := Render(st, View{Width: tc.w, Height: tc.h, Frag: frag, Pane: p})
+					checkFrame(t, frame, tc.w, tc.h)
+				}
+			}
+		})
+	}
+	small := Render(fakeState(8), View{Width: 80, Height: 24})
+	for _, want := range []string{"gpu-0", "gpu-7", "GPT-fine-tune", "DOWN", "policy binpack"} {
+		if !strings.Contains(small, want) {
+			t.Errorf("80×24 frame of 8 GPUs lacks %q:\n%s", want, small)
+		}
+	}
+	big := Render(fakeState(100), View{Width: 80, Height: 24})
+	if !strings.Contains(big, "of 100") || !strings.Contains(big, "util map") {
+		t.Errorf("100 GPUs at 80×24 should page with a heat map:\n%s", big)
+	}
+	last := Render(fakeState(100), View{Width: 80, Height: 24, Page: 99})
+	if !strings.Contains(last, "gpu-99") {
+		t.Errorf("the last page should show gpu-99:\n%s", last)
+	}
+	queue := Render(fakeState(8), View{Width: 120, Height: 24, Pane: PaneQueue})
+	if !strings.Contains(queue, "fragmented: gpu-1") {
+		t.Errorf("queue pane lacks the pending reason:\n%s", queue)
+	}
+	why := Render(fakeState(8), View{Width: 120, Height: 24, Pane: PaneWhy})
+	if !strings.Contains(why, "gpu-0 87.5") || !strings.Contains(why, "gpu-3 60.0") {
+		t.Errorf("why pane lacks the candidates and scores:\n%s", why)
+	}
+	tall := Render(fakeState(8), View{Width: 160, Height: 50, Frag: true})
+	if !strings.Contains(tall, "·") || !strings.Contains(tall, "Events") || !strings.Contains(tall, "Queue (1)") {
+		t.Errorf("a tall frame shows every pane and the fragmentation view shows holes:\n%s", tall)
+	}
+}
+
+func TestParseJobLine(t *testing.T) {
+	b, err := observer.ParseJobLine("name=bert vram=20GB util=60 gpus=2 duration=30m")
+	if err != nil || string(b) != `{"duration":"30m","gpus":2,"name":"bert","util":60,"vram":"20GB"}` {
+		t.Fatalf("got %s, %v", b, err)
+	}
+	for _, bad := range []string{"", "util=high", "novalue", "{bad"} {
+		if _, err := observer.ParseJobLine(bad); err == nil {
+			t.Errorf("%q: want an error", bad)
+		}
+	}
+}

@@ -1,0 +1,324 @@
+package observer
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/gpusched/gpusched/events"
+)
+
+// WatchOptions tune a Watcher.
+type WatchOptions struct {
+	// Interval between snapshots (wall time; DefaultInterval when zero).
+	Interval time.Duration
+	// LogLines is how many event-log lines to keep (DefaultLogLines when zero).
+	LogLines int
+	// Pending bounds the events waiting to be read (DefaultPending when
+	// zero). Past it NATS drops this observer's events, never the
+	// cluster's: the gaps show up in Missed.
+	Pending int
+	// OnEvent, when set, is called with every event read (on the reading
+	// goroutine; it must not block for long).
+	OnEvent func(ev *events.Decoded, subject string)
+	// OnSnapshot, when set, is called with every snapshot taken.
+	OnSnapshot func(*events.Snapshot)
+}
+
+// Defaults of WatchOptions.
+const (
+	DefaultInterval = 500 * time.Millisecond
+	DefaultLogLines = 200
+	DefaultPending  = 65536
+)
+
+// LogLine is one line of the event log: simulated time and a summary.
+type LogLine struct {
+	SimTime time.Time `json:"simtime"`
+	Kind    string    `json:"kind"`
+	Text    string    `json:"text"`
+}
+
+// State is what a dashboard draws: the latest snapshot (every page merged),
+// the event log, and the watcher's own health.
+type State struct {
+	Snapshot *events.Snapshot `json:"snapshot"`
+	// Explain holds, per running or queued job of the snapshot, the last
+	// scheduling decision seen for it (candidates and scores).
+	Decisions map[string]events.Decision `json:"decisions"`
+	Log       []LogLine                  `json:"log"`
+	// Connected says whether the bus is reachable; Err is the last error
+	// (waiting for the cluster, a failed snapshot).
+	Connected bool   `json:"connected"`
+	Err       string `json:"error,omitempty"`
+	// Events counts the events read; Missed the events lost to this
+	// observer, from the gaps in each source's seq.
+	Events uint64 `json:"events"`
+	Missed uint64 `json:"missed"`
+	// Resyncs counts the snapshots taken after a reconnect.
+	Resyncs int       `json:"resyncs"`
+	Updated time.Time `json:"updated"`
+}
+
+// Watcher keeps a State current from a cluster: it reads every event (the
+// log, seq gaps) and takes a snapshot every Interval and after every
+// reconnect. It only reads from the bus, so it cannot slow the cluster.
+type Watcher struct {
+	nc       *nats.Conn
+	subjects events.Subjects
+	opt      WatchOptions
+	gaps     *Gaps
+	sub      *nats.Subscription
+	resync   chan struct{}
+
+	mu    sync.Mutex
+	state State
+	dec   map[string]events.Decision
+}
+
+// NewWatcher subscribes to the cluster's events on nc; Run takes snapshots.
+func NewWatcher(nc *nats.Conn, subjects events.Subjects, opt WatchOptions) (*Watcher, error) {
+	if opt.Interval <= 0 {
+		opt.Interval = DefaultInterval
+	}
+	if opt.LogLines <= 0 {
+		opt.LogLines = DefaultLogLines
+	}
+	if opt.Pending <= 0 {
+		opt.Pending = DefaultPending
+	}
+	w := &Watcher{nc: nc, subjects: subjects, opt: opt, gaps: NewGaps(), resync: make(chan struct{}, 1),
+		dec: map[string]events.Decision{}}
+	sub, err := nc.Subscribe(subjects.AllEvents(), w.onMsg)
+	if err != nil {
+		return nil, err
+	}
+	sub.SetPendingLimits(opt.Pending, -1)
+	w.sub = sub
+	// After a reconnect the picture may be stale: take a snapshot at once.
+	nc.SetReconnectHandler(func(*nats.Conn) {
+		select {
+		case w.resync <- struct{}{}:
+		default:
+		}
+	})
+	return w, nil
+}
+
+func (w *Watcher) onMsg(m *nats.Msg) {
+	var ev events.Decoded
+	if err := json.Unmarshal(m.Data, &ev); err != nil {
+		return
+	}
+	w.gaps.See(ev.Source, ev.Seq)
+	if w.opt.OnEvent != nil {
+		w.opt.OnEvent(&ev, m.Subject)
+	}
+	line, kind := summarize(&ev)
+	var d *events.Decision
+	if ev.Type == events.Type("sched", events.SchedDecision) {
+		d = new(events.Decision)
+		if json.Unmarshal(ev.Data, d) != nil {
+			d = nil
+		}
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.state.Events++
+	if d != nil && d.JobID != "" {
+		w.dec[d.JobID] = *d
+	}
+	if line != "" {
+		w.state.Log = append(w.state.Log, LogLine{SimTime: ev.SimTime, Kind: kind, Text: line})
+		if n := len(w.state.Log); n > w.opt.LogLines {
+			w.state.Log = append(w.state.Log[:0], w.state.Log[n-w.opt.LogLines:]...)
+		}
+	}
+}
+
+// Run takes snapshots until ctx ends.
+func (w *Watcher) Run(ctx context.Context) {
+	defer w.sub.Unsubscribe()
+	tick := time.NewTicker(w.opt.Interval)
+	defer tick.Stop()
+	w.Refresh()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-w.resync:
+			w.mu.Lock()
+			w.state.Resyncs++
+			w.state.Log = append(w.state.Log, LogLine{SimTime: time.Now().UTC(), Kind: "observer",
+				Text: "reconnected: resynchronised from a snapshot"})
+			w.mu.Unlock()
+			w.Refresh()
+		case <-tick.C:
+			w.Refresh()
+		}
+	}
+}
+
+// maxSnapshotPages bounds the pages merged per refresh (256 GPUs a page).
+const maxSnapshotPages = 64
+
+// explainPerRefresh bounds the explain requests one refresh sends for
+// running jobs placed before the observer attached (their decision events
+// went by unseen).
+const explainPerRefresh = 16
+
+// Refresh takes a snapshot now (every page) and folds it into the state.
+func (w *Watcher) Refresh() {
+	snap, err := w.fetch()
+	if err == nil {
+		w.explainMissing(snap)
+		if w.opt.OnSnapshot != nil {
+			w.opt.OnSnapshot(snap)
+		}
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.state.Connected = w.nc.IsConnected()
+	w.state.Err = ""
+	if err != nil {
+		w.state.Err = err.Error()
+		return
+	}
+	w.state.Snapshot = snap
+	w.state.Updated = time.Now()
+	// Keep decisions only for the jobs still in the picture.
+	keep := map[string]bool{}
+	for _, j := range snap.Running {
+		keep[j.JobID] = true
+	}
+	for _, j := range snap.Queue {
+		keep[j.JobID] = true
+	}
+	for id := range w.dec {
+		if !keep[id] {
+			delete(w.dec, id)
+		}
+	}
+}
+
+// explainMissing asks the scheduler how the running jobs without a known
+// decision were placed.
+func (w *Watcher) explainMissing(snap *events.Snapshot) {
+	var missing []string
+	w.mu.Lock()
+	for _, j := range snap.Running {
+		if _, ok := w.dec[j.JobID]; !ok && len(missing) < explainPerRefresh {
+			missing = append(missing, j.JobID)
+		}
+	}
+	w.mu.Unlock()
+	for _, id := range missing {
+		b, _ := json.Marshal(events.JobRef{JobID: id})
+		msg, err := w.nc.Request(w.subjects.SchedExplain(), b, 2*time.Second)
+		if err != nil {
+			return
+		}
+		var d events.Decision
+		if json.Unmarshal(msg.Data, &d) != nil || d.JobID == "" {
+			continue
+		}
+		w.mu.Lock()
+		w.dec[id] = d
+		w.mu.Unlock()
+	}
+}
+
+func (w *Watcher) fetch() (*events.Snapshot, error) {
+	if !w.nc.IsConnected() {
+		return nil, fmt.Errorf("waiting for the cluster on %v", w.nc.Servers())
+	}
+	snap, err := requestSnapshot(w.nc, w.subjects, 0)
+	if err != nil {
+		return nil, err
+	}
+	for p := 1; p < snap.Pages && p < maxSnapshotPages; p++ {
+		next, err := requestSnapshot(w.nc, w.subjects, p)
+		if err != nil {
+			return nil, err
+		}
+		snap.GPUs = append(snap.GPUs, next.GPUs...)
+		snap.Running = append(snap.Running, next.Running...)
+		snap.Queue = append(snap.Queue, next.Queue...)
+	}
+	return snap, nil
+}
+
+func requestSnapshot(nc *nats.Conn, subjects events.Subjects, page int) (*events.Snapshot, error) {
+	msg, err := nc.Request(subjects.ClusterSnapshot(), fmt.Appendf(nil, `{"page":%d}`, page), 2*time.Second)
+	if err != nil {
+		if errors.Is(err, nats.ErrNoResponders) {
+			return nil, errors.New("no cluster answers yet (start it with: go run ./cmd/cluster)")
+		}
+		return nil, err
+	}
+	var snap events.Snapshot
+	if err := json.Unmarshal(msg.Data, &snap); err != nil {
+		return nil, fmt.Errorf("snapshot: %w", err)
+	}
+	return &snap, nil
+}
+
+// State returns a copy of the current state.
+func (w *Watcher) State() State {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	s := w.state
+	s.Log = append([]LogLine(nil), w.state.Log...)
+	s.Decisions = make(map[string]events.Decision, len(w.dec))
+	for k, v := range w.dec {
+		s.Decisions[k] = v
+	}
+	s.Missed = w.gaps.Missed()
+	return s
+}
+
+// Gaps counts the events missed per source from the gaps in their seq: a
+// source (an actor incarnation) numbers its events 1, 2, 3...
+type Gaps struct {
+	mu     sync.Mutex
+	last   map[string]uint64
+	missed uint64
+}
+
+// NewGaps returns an empty gap counter.
+func NewGaps() *Gaps { return &Gaps{last: map[string]uint64{}} }
+
+// See records event seq of source.
+func (g *Gaps) See(source string, seq uint64) {
+	if seq == 0 {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	last, ok := g.last[source]
+	switch {
+	case !ok:
+		// The first event seen from a source: what came before this
+		// observer attached is not missed.
+	case seq > last+1:
+		g.missed += seq - last - 1
+	case seq <= last:
+		return // a duplicate or a late arrival
+	}
+	g.last[source] = seq
+}
+
+// Missed is the number of events missed so far.
+func (g *Gaps) Missed() uint64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.missed
+}
+
+// Gaps is the watcher's counter of missed events.
+func (w *Watcher) Gaps() *Gaps { return w.gaps }

@@ -1,0 +1,164 @@
+// The gpusched dashboard: state arrives as server-sent events from
+// /api/stream; the controls post to /api/* (which turn into NATS requests).
+"use strict";
+const $ = (s) => document.querySelector(s);
+const GB = 1e9;
+let showFrag = false;
+let lastState = null;
+const colours = ["#58a6ff", "#f0883e", "#bc8cff", "#3fb950", "#d29922", "#ff7b72", "#39c5cf", "#a371f7"];
+
+function colourOf(id) {
+  let h = 2166136261;
+  for (const c of id) { h ^= c.charCodeAt(0); h = Math.imul(h, 16777619) >>> 0; }
+  return colours[h % colours.length];
+}
+function esc(s) { return String(s ?? "").replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" }[c])); }
+function gib(b) { return (b / 2 ** 30).toFixed(b >= 10 * 2 ** 30 ? 0 : 1) + " GiB"; }
+function gb(b) { return (b / GB).toFixed(b >= 10 * GB ? 0 : 1) + " GB"; }
+function utilClass(u) { return u >= 85 ? "hot" : u >= 50 ? "warn" : ""; }
+function ago(from, to) {
+  const s = Math.max(0, (new Date(to) - new Date(from)) / 1000);
+  return s >= 3600 ? (s / 3600).toFixed(1) + " h" : s >= 60 ? Math.round(s / 60) + " min" : Math.round(s) + " s";
+}
+
+function renderHeadline(snap) {
+  const m = snap.summary;
+  $("#headline").innerHTML = [
+    ["policy", `<span id="policy">${esc(snap.policy)}</span>`],
+    ["simulated", new Date(snap.simtime).toISOString().replace("T", " ").slice(0, 19)],
+    ["utilisation", m.util_mean.toFixed(0) + " %"],
+    ["allocated", (100 * m.allocation).toFixed(0) + " %"],
+    ["fragmentation", m.frag_gpus.toFixed(2) + " GPUs · VRAM " + (100 * m.vram_fragmentation).toFixed(0) + " %"],
+    ["queue", m.jobs_queued], ["running", m.jobs_running], ["completed", m.jobs_completed],
+    ["preemptions", m.preemptions], ["power", m.power_w.toFixed(0) + " W"], ["energy", m.energy_kwh.toFixed(2) + " kWh"],
+  ].map(([k, v]) => `<span>${k} <b>${v}</b></span>`).join("");
+}
+
+function renderGPUs(snap) {
+  const names = {};
+  for (const j of snap.running) names[j.job_id] = j.name;
+  $("#gpu-count").textContent = `${snap.gpus.length} · ${snap.summary.gpus_busy} busy`;
+  $("#gpus").innerHTML = snap.gpus.map((g) => {
+    const used = g.vram_used, total = g.vram_total || 1;
+    const jobs = (g.allocs || []).map((a) => names[a.job_id] || a.job_id.slice(0, 8));
+    let vram;
+    if (showFrag) {
+      vram = `<div class="layout" title="VRAM layout: coloured blocks are jobs, hatched is free">` +
+        (g.allocs || []).map((a) => `<span style="left:${100 * a.offset / total}%;width:${Math.max(0.8, 100 * a.size / total)}%;background:${colourOf(a.job_id)}" title="${esc(names[a.job_id] || a.job_id)}: ${gb(a.size)}"></span>`).join("") +
+        `</div><div class="dim">largest free block ${gib(g.vram_largest_free)} · fragmented ${(100 * g.vram_fragmentation).toFixed(0)} %</div>`;
+    } else {
+      vram = `<div class="bar vram"><i style="width:${100 * used / total}%"></i></div>`;
+    }
+    return `<div class="gpu-card${g.alive ? "" : " dead"}" data-gpu="${esc(g.gpu)}" data-node="${esc(g.node)}">
+      <div class="title"><span>${esc(g.gpu)} <span class="model">${esc(g.model)}</span></span>
+        <button class="kill" data-gpu="${esc(g.gpu)}" title="kill this GPU's actor: its jobs are lost and re-queued">kill</button></div>
+      <div>util ${g.util.toFixed(0)} %${g.alive ? "" : " · <b>DOWN</b>"}</div>
+      <div class="bar util"><i class="${utilClass(g.util)}" style="width:${Math.min(100, g.util)}%"></i></div>
+      <div>VRAM ${gib(used)} / ${gib(total)}</div>${vram}
+      <div class="jobs" title="${esc(jobs.join(", "))}">${jobs.length ? esc(jobs.join(", ")) : "idle"}</div>
+    </div>`;
+  }).join("");
+}
+
+function renderTables(snap) {
+  $("#running-count").textContent = `(${snap.summary.jobs_running})`;
+  $("#queue-count").textContent = `(${snap.summary.jobs_queued})`;
+  $("#running tbody").innerHTML = snap.running.map((j) => {
+    const done = j.work_s > 0 ? (100 * j.progress_s / j.work_s).toFixed(0) + " %" : "";
+    return `<tr data-job="${esc(j.job_id)}" data-name="${esc(j.name)}"><td>${esc(j.name)}</td><td class="prio-${j.priority}">${j.priority}</td>
+      <td>${gb(j.vram)}</td><td>${j.util.toFixed(0)}</td><td>${esc(j.duration)}</td><td>${done}</td><td class="gpu">${esc((j.gpu_ids || []).join(", "))}</td></tr>`;
+  }).join("");
+  $("#queue tbody").innerHTML = snap.queue.map((j) =>
+    `<tr data-job="${esc(j.job_id)}" data-name="${esc(j.name)}"><td>${esc(j.name)}</td><td class="prio-${j.priority}">${j.priority}</td>
+      <td>${gb(j.vram)}</td><td>${ago(j.submitted_at, snap.simtime)}</td><td class="reason">${esc(j.reason)}</td></tr>`).join("");
+}
+
+function renderEvents(st) {
+  $("#events").innerHTML = (st.log || []).slice().reverse().map((l) => `<li class="${esc(l.kind)}">${esc(l.text)}</li>`).join("");
+}
+
+function render(st) {
+  lastState = st;
+  const status = $("#status");
+  if (!st.snapshot) {
+    status.textContent = st.error || "waiting for the cluster…";
+    status.className = "status down";
+    return;
+  }
+  status.textContent = (st.connected ? "● live" : "○ reconnecting") + (st.missed ? ` · ${st.missed} events missed` : "");
+  status.className = "status " + (st.connected ? "live" : "down");
+  const snap = st.snapshot;
+  const sel = $("#strategy");
+  if (document.activeElement !== sel && sel.value !== snap.policy && [...sel.options].some((o) => o.value === snap.policy)) sel.value = snap.policy;
+  renderHeadline(snap);
+  renderGPUs(snap);
+  renderTables(snap);
+  renderEvents(st);
+}
+
+async function post(path, body) {
+  const r = await fetch(path, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) });
+  const out = await r.json();
+  if (!r.ok) throw new Error(out.error || r.statusText);
+  return out;
+}
+
+async function loadStrategies() {
+  try {
+    const r = await (await fetch("api/strategy")).json();
+    const sel = $("#strategy");
+    sel.innerHTML = (r.available || []).map((p) => `<option value="${esc(p)}">${esc(p)}</option>`).join("");
+    sel.value = r.policy;
+  } catch (e) { setTimeout(loadStrategies, 1000); }
+}
+
+$("#strategy").addEventListener("change", async (e) => {
+  try {
+    const r = await post("api/strategy", { policy: e.target.value });
+    $("#form-result").textContent = `strategy ${r.previous} → ${r.policy}`;
+    $("#form-result").className = "result";
+  } catch (err) { $("#form-result").textContent = err.message; $("#form-result").className = "result error"; }
+});
+$("#frag-toggle").addEventListener("change", (e) => { showFrag = e.target.checked; if (lastState) render(lastState); });
+$("#add-job").addEventListener("submit", async (e) => {
+  e.preventDefault();
+  const f = new FormData(e.target);
+  const spec = { name: f.get("name"), priority: f.get("priority"), vram: f.get("vram"), util: Number(f.get("util")), duration: f.get("duration"), gpus: Number(f.get("gpus")) };
+  const res = $("#form-result");
+  try {
+    const r = await post("api/jobs", spec);
+    res.textContent = `${spec.name}: ${r.job_id} ${r.state}${r.gpu_ids ? " on " + r.gpu_ids.join(", ") : ""}`;
+    res.className = "result";
+  } catch (err) { res.textContent = err.message; res.className = "result error"; }
+});
+$("#gpus").addEventListener("click", async (e) => {
+  const b = e.target.closest("button.kill");
+  if (!b) return;
+  try {
+    const r = await post("api/kill", { gpu: b.dataset.gpu });
+    $("#form-result").textContent = `${r.gpu} killed: ${r.lost_jobs.length} job(s) lost and re-queued`;
+    $("#form-result").className = "result";
+  } catch (err) { $("#form-result").textContent = err.message; $("#form-result").className = "result error"; }
+});
+document.querySelector(".tables").addEventListener("click", async (e) => {
+  const tr = e.target.closest("tr[data-job]");
+  if (!tr) return;
+  const r = await fetch("api/explain?job=" + encodeURIComponent(tr.dataset.job));
+  const d = await r.json();
+  if (!r.ok) { $("#explain").textContent = d.error; return; }
+  let s = `${tr.dataset.name} (${d.job_id}) is ${d.state}\n`;
+  if (d.state === "queued") s += `waits: ${d.reason || "its turn"}\n`;
+  if (d.gpus) s += `placed by ${d.policy} on ${d.node} ${d.gpus.join(", ")}\n`;
+  if (d.candidates) s += "candidates:\n" + d.candidates.map((c) => `  ${c.node} ${c.gpus.join("+")}  score ${c.score.toFixed(1)}`).join("\n") + "\n";
+  if (d.victims) s += `preempted: ${d.victims.join(", ")}\n`;
+  if (d.refusals) s += `refused: ${d.refusals.join("; ")}\n`;
+  $("#explain").textContent = s;
+});
+
+function connect() {
+  const es = new EventSource("api/stream");
+  es.addEventListener("state", (e) => render(JSON.parse(e.data)));
+  es.onerror = () => { $("#status").textContent = "○ observer unreachable, retrying…"; $("#status").className = "status down"; };
+}
+loadStrategies();
+connect();
