@@ -38,6 +38,8 @@ function renderGPUs(snap) {
   const names = {};
   for (const j of snap.running) names[j.job_id] = j.name;
   $("#gpu-count").textContent = `${snap.gpus.length} · ${snap.summary.gpus_busy} busy`;
+  // Past a few dozen GPUs the cards condense to fit a screen.
+  $("#gpus").classList.toggle("many", snap.gpus.length > 32);
   $("#gpus").innerHTML = snap.gpus.map((g) => {
     const used = g.vram_used, total = g.vram_total || 1;
     const jobs = (g.allocs || []).map((a) => names[a.job_id] || a.job_id.slice(0, 8));
