@@ -60,6 +60,10 @@ type State struct {
 	// observer, from the gaps in each source's seq.
 	Events uint64 `json:"events"`
 	Missed uint64 `json:"missed"`
+	// Dropped is the NATS client's own count of the events it dropped for
+	// this observer (pending past WatchOptions.Pending): a cross-check of
+	// Missed, which also counts what the server could not deliver.
+	Dropped int `json:"dropped"`
 	// Resyncs counts the snapshots taken after a reconnect.
 	Resyncs int       `json:"resyncs"`
 	Updated time.Time `json:"updated"`
@@ -279,6 +283,9 @@ func (w *Watcher) State() State {
 		s.Decisions[k] = v
 	}
 	s.Missed = w.gaps.Missed()
+	if d, err := w.sub.Dropped(); err == nil {
+		s.Dropped = d
+	}
 	return s
 }
 

@@ -49,6 +49,10 @@ type Config struct {
 	// classes of the jobs submitted so far.
 	Workload *policy.Workload
 	Logger   *zap.Logger
+	// Attach, when set, is called with the cluster's NATS URL once it is up
+	// and before the workload starts: an observer can connect there. It
+	// only watches, so it cannot change the run's outcome.
+	Attach func(url string)
 	// Progress, when set, is called now and then with the simulated time
 	// reached (from another goroutine).
 	Progress func(simulated time.Duration)
@@ -141,6 +145,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	c.Watch(nc, col.subs...)
+	if cfg.Attach != nil {
+		cfg.Attach(c.URL())
+	}
 	res := &Result{Policy: cfg.Policy, Seed: cfg.Seed, Sample: cfg.Sample, StartUp: time.Since(wallStart)}
 	wallStart = time.Now()
 	c.StartGenerator()

@@ -86,7 +86,10 @@ func main() {
 	defer stop()
 	nc, err := nats.Connect(*url, nats.Name("gpusched-observer-"+cmd), nats.MaxReconnects(-1),
 		// Started before the cluster, the observer waits for it rather than failing.
-		nats.RetryOnFailedConnect(true), nats.ReconnectWait(500*time.Millisecond))
+		nats.RetryOnFailedConnect(true), nats.ReconnectWait(500*time.Millisecond),
+		// A slow consumer is reported by the seq gaps ("events missed"),
+		// not printed over a dashboard.
+		nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}))
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "observer: cannot reach the cluster at %s: %v (start it with: go run ./cmd/cluster)\n", *url, err)
 		os.Exit(1)

@@ -10,9 +10,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.uber.org/zap"
 
 	"github.com/gpusched/gpusched/events"
@@ -66,12 +63,5 @@ func runMetrics(ctx context.Context, nc *nats.Conn, subjects events.Subjects, li
 	}
 	exp.SetGaps(w.Gaps())
 	go w.Run(ctx)
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(exp, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprintln(w, "gpusched metrics: see /metrics")
-	})
-	return serve(ctx, listen, mux, "Prometheus metrics at /metrics")
+	return serve(ctx, listen, exp.Handler(), "Prometheus metrics at /metrics")
 }

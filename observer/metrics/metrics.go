@@ -2,10 +2,14 @@ package metrics
 
 import (
 	"encoding/json"
+	"fmt"
+	"net/http"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/gpusched/gpusched/events"
 	"github.com/gpusched/gpusched/observer"
@@ -218,4 +222,17 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 	}
 	e.latency.Collect(ch)
 	e.queueWait.Collect(ch)
+}
+
+// Handler serves the exporter's metrics, with the observer process's own
+// Go and process metrics, at /metrics.
+func (e *Exporter) Handler() http.Handler {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(e, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintln(w, "gpusched metrics: see /metrics")
+	})
+	return mux
 }
