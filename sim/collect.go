@@ -83,12 +83,17 @@ func (c *collector) subscribe(nc *nats.Conn, subjects events.Subjects) error {
 func (c *collector) seconds(t time.Time) float64 { return t.Sub(c.start).Seconds() }
 
 func (c *collector) handle(m *nats.Msg) {
-	if strings.HasSuffix(m.Subject, ".evt.metrics") {
+	c.fold(strings.HasSuffix(m.Subject, ".evt.metrics"), m.Data)
+}
+
+// fold takes one event: a metrics sample, or a job event.
+func (c *collector) fold(isMetrics bool, data []byte) {
+	if isMetrics {
 		var ev struct {
 			SimTime time.Time      `json:"simtime"`
 			Data    events.Metrics `json:"data"`
 		}
-		if json.Unmarshal(m.Data, &ev) == nil {
+		if json.Unmarshal(data, &ev) == nil {
 			c.mu.Lock()
 			c.samples = append(c.samples, Sample{T: c.seconds(ev.SimTime), Metrics: ev.Data})
 			c.mu.Unlock()
@@ -98,7 +103,7 @@ func (c *collector) handle(m *nats.Msg) {
 	var ev struct {
 		Data events.JobInfo `json:"data"`
 	}
-	if json.Unmarshal(m.Data, &ev) != nil {
+	if json.Unmarshal(data, &ev) != nil {
 		return
 	}
 	in := ev.Data

@@ -118,3 +118,33 @@ func ReadJobs(r io.Reader) ([]JobResult, error) {
 	}
 	return out, nil
 }
+
+// ReadSeries reads a time series CSV written by WriteSeries, naming the
+// line and column of a bad cell.
+func ReadSeries(r io.Reader) ([]Sample, error) {
+	rows, err := csv.NewReader(r).ReadAll()
+	if err != nil {
+		return nil, err
+	}
+	if len(rows) == 0 || strings.Join(rows[0], ",") != strings.Join(SeriesColumns, ",") {
+		return nil, fmt.Errorf("line 1: the header is not %s", strings.Join(SeriesColumns, ","))
+	}
+	out := make([]Sample, 0, len(rows)-1)
+	for i, row := range rows[1:] {
+		v := make([]float64, len(row))
+		for c, cell := range row {
+			x, err := strconv.ParseFloat(cell, 64)
+			if err != nil {
+				return nil, fmt.Errorf("line %d, column %s: %q is not a number", i+2, SeriesColumns[c], cell)
+			}
+			v[c] = x
+		}
+		var s Sample
+		s.T, s.UtilMean, s.GPUs, s.GPUsBusy = v[0], v[1], int(v[2]), int(v[3])
+		s.PowerW, s.EnergyKWh, s.JobsQueued, s.JobsRunning = v[5], v[6], int(v[7]), int(v[8])
+		s.JobsCompleted, s.Preemptions, s.Allocation, s.FragAmount = int(v[9]), int(v[10]), v[11], v[12]
+		s.FragRatio, s.VRAMFragmentation = v[13], v[14]
+		out = append(out, s)
+	}
+	return out, nil
+}

@@ -1,11 +1,78 @@
 package main
 
 import (
+	"errors"
+	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
+
+	"github.com/gpusched/gpusched/report"
 )
 
+const reportUsage = `usage: observer report RUN --out DIR [--published DIR]
+
+RUN is a recording (observer record --out run.jsonl), or the output folder
+of cluster compare (jobs-<policy>.csv, series-<policy>.csv) or of cluster
+replay (<workload>_<policy>_<seed>.csv). DIR gets summary.txt,
+summary.json, the per-job CSV and PNG plots.
+
+  --published DIR   the FGD paper's results (fgd-expected-results), drawn
+                    dashed beside a replay's curves; by default looked for
+                    in $GPUSCHED_TRACES and ../shared/traces/alibaba-openb
+`
+
+// publishedDir finds the FGD paper's published results beside the project.
+func publishedDir() string {
+	var dirs []string
+	if d := os.Getenv("GPUSCHED_TRACES"); d != "" {
+		dirs = append(dirs, filepath.Join(d, "alibaba-openb", "fgd-expected-results"), filepath.Join(d, "fgd-expected-results"))
+	}
+	dirs = append(dirs, filepath.Join("..", "shared", "traces", "alibaba-openb", "fgd-expected-results"))
+	for _, d := range dirs {
+		if _, err := os.Stat(filepath.Join(d, "analysis_allo_discrete.csv")); err == nil {
+			return d
+		}
+	}
+	return ""
+}
+
 func reportCommand(args []string) int {
-	fmt.Fprintln(os.Stderr, "observer report: not built yet")
-	return 1
+	fs := flag.NewFlagSet("observer report", flag.ContinueOnError)
+	fs.Usage = func() { fmt.Fprint(os.Stderr, reportUsage) }
+	out := fs.String("out", "", "folder to write the report into")
+	published := fs.String("published", "", "the FGD paper's results folder (fgd-expected-results)")
+	// The run may come before or after the flags.
+	var inputs []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return 0
+			}
+			return 2
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		inputs = append(inputs, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+	if len(inputs) != 1 || *out == "" {
+		fmt.Fprint(os.Stderr, "observer report: give one RUN and --out DIR\n\n"+reportUsage)
+		return 2
+	}
+	pub := *published
+	if pub == "" {
+		pub = publishedDir()
+	}
+	w, err := report.Make(inputs[0], *out, report.Options{Published: pub, Log: os.Stderr})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "observer report:", err)
+		return 1
+	}
+	if w.Kind == report.KindReplay && pub == "" {
+		fmt.Fprintln(os.Stderr, "observer report: the published FGD results were not found (give --published DIR); the curves are drawn alone")
+	}
+	fmt.Fprintf(os.Stderr, "observer report: %s, %d files in %s\n", w.Kind, len(w.Files), *out)
+	return 0
 }

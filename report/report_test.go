@@ -1,0 +1,225 @@
+package report_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"image/png"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/gpusched/gpusched/cluster"
+	"github.com/gpusched/gpusched/events"
+	"github.com/gpusched/gpusched/internal/testbus"
+	"github.com/gpusched/gpusched/model"
+	"github.com/gpusched/gpusched/observer"
+	"github.com/gpusched/gpusched/replay"
+	"github.com/gpusched/gpusched/report"
+	"github.com/gpusched/gpusched/sim"
+)
+
+// checkPNGs opens every PNG the report wrote: each must decode as an image
+// of the report's size.
+func checkPNGs(t *testing.T, w *report.Written, want ...string) {
+	t.Helper()
+	names := map[string]bool{}
+	for _, f := range w.Files {
+		names[filepath.Base(f)] = true
+		if !strings.HasSuffix(f, ".png") {
+			continue
+		}
+		fh, err := os.Open(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := png.DecodeConfig(fh)
+		fh.Close()
+		if err != nil || cfg.Width < 500 || cfg.Height < 300 {
+			t.Errorf("%s: not a readable plot (%v, %dx%d)", f, err, cfg.Width, cfg.Height)
+		}
+	}
+	for _, n := range want {
+		if !names[n] {
+			t.Errorf("the report lacks %s (wrote %v)", n, w.Files)
+		}
+	}
+}
+
+func readSummary(t *testing.T, dir string) map[string]any {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "summary.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out map[string]any
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestReportOfACompareFolder writes what cluster compare writes for two
+// policies and reports on it: the summary agrees with the runs', and the
+// plots (over time, JCT by priority, policies side by side) are there.
+func TestReportOfACompareFolder(t *testing.T) {
+	shape, err := model.ParseGPUs(model.DefaultGPUs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := t.TempDir()
+	want := map[string]int{}
+	for _, pol := range []string{"binpack", "spread"} {
+		res, err := sim.Run(context.Background(), sim.Config{Shape: shape, Policy: pol, Seed: 3, Rate: 6, Hours: 12})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[pol] = sim.Summarize(res).Completed
+		for name, write := range map[string]func(f *os.File) error{
+			"jobs-" + pol + ".csv":   func(f *os.File) error { return sim.WriteJobs(f, res.Jobs) },
+			"series-" + pol + ".csv": func(f *os.File) error { return sim.WriteSeries(f, res.Series) },
+		} {
+			f, err := os.Create(filepath.Join(in, name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := write(f); err != nil {
+				t.Fatal(err)
+			}
+			f.Close()
+		}
+	}
+	out := t.TempDir()
+	w, err := report.Make(in, out, report.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.Kind != report.KindCompare {
+		t.Fatalf("kind %s, want compare", w.Kind)
+	}
+	checkPNGs(t, w, "summary.txt", "summary.json", "jobs-binpack.csv", "utilisation.png", "fragmentation.png",
+		"queue.png", "jct-medium.png", "jct-p50-by-policy.png", "jct-p95-by-policy.png")
+	runs := readSummary(t, out)["runs"].([]any)
+	if len(runs) != 2 {
+		t.Fatalf("%d runs in summary.json, want 2", len(runs))
+	}
+	for _, r := range runs {
+		r := r.(map[string]any)
+		if got := int(r["completed"].(float64)); got != want[r["policy"].(string)] {
+			t.Errorf("%s: the report counts %d completed, the run %d", r["policy"], got, want[r["policy"].(string)])
+		}
+	}
+}
+
+// TestReportOfARecording records a live cluster with observer's Log (what
+// observer record runs) while three jobs run to completion, then reports
+// on the recording: three jobs completed, with their CSV and plots.
+func TestReportOfARecording(t *testing.T) {
+	c, err := cluster.Start(context.Background(), cluster.Config{Listen: "127.0.0.1:-1", Speed: 3600, MetricsPeriod: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop()
+	nc, err := nats.Connect(c.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	var (
+		mu  sync.Mutex
+		buf bytes.Buffer
+	)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- observer.Log(ctx, nc, events.NewSubjects(""), lockedWriter{&mu, &buf}) }()
+	// The recorder subscribes asynchronously: wait until it sees metrics.
+	testbus.WaitFor(t, "the recorder to get events", 10*time.Second, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return strings.Contains(buf.String(), "gpusched.metrics.cluster")
+	})
+	for _, j := range []string{
+		`{"name":"rec-a","priority":"high","vram":"10GB","util":50,"duration":"20m"}`,
+		`{"name":"rec-b","priority":"low","vram":"10GB","util":50,"duration":"40m"}`,
+		`{"name":"rec-c","priority":"low","vram":"30GB","util":80,"duration":"30m"}`,
+	} {
+		if _, err := nc.Request("gpusched.job.submit", []byte(j), 5*time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testbus.WaitFor(t, "three completed events in the recording", 20*time.Second, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return strings.Count(buf.String(), `"type":"gpusched.job.completed"`) == 3
+	})
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	run := filepath.Join(dir, "run.jsonl")
+	mu.Lock()
+	os.WriteFile(run, buf.Bytes(), 0o644)
+	mu.Unlock()
+	out := filepath.Join(dir, "report")
+	w, err := report.Make(run, out, report.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkPNGs(t, w, "jobs.csv", "series.csv", "summary.txt", "utilisation.png", "fragmentation.png", "queue.png", "jct.png")
+	r := readSummary(t, out)["runs"].([]any)[0].(map[string]any)
+	if r["completed"].(float64) != 3 || r["policy"] != "binpack" {
+		t.Fatalf("summary %v, want 3 completed under binpack", r)
+	}
+	f, _ := os.Open(filepath.Join(out, "jobs.csv"))
+	defer f.Close()
+	jobs, err := sim.ReadJobs(f)
+	if err != nil || len(jobs) != 3 {
+		t.Fatalf("jobs.csv: %d jobs (%v), want 3", len(jobs), err)
+	}
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  *bytes.Buffer
+}
+
+func (l lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
+}
+
+// TestReportOfAReplayFolder reports on curves named as cluster replay
+// writes them (a workload name with underscores, policies with dashes):
+// one allocation and one fragmentation plot per workload.
+func TestReportOfAReplayFolder(t *testing.T) {
+	in := t.TempDir()
+	for _, name := range []string{"openb_pod_list_default_gpu-packing_42.csv", "openb_pod_list_default_fgd_42.csv", "openb_pod_list_default_fgd_43.csv"} {
+		pts := make([]replay.Point, replay.MaxArrived+1)
+		for k := range pts {
+			pts[k] = replay.Point{Arrived: k, Alloc: min(float64(k), 90), Frag: 14 - float64(k)/20, FragRatio: 20, Events: 1}
+		}
+		f, err := os.Create(filepath.Join(in, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := replay.WriteCurve(f, pts); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+	}
+	w, err := report.Make(in, t.TempDir(), report.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkPNGs(t, w, "alloc-openb_pod_list_default.png", "frag-openb_pod_list_default.png")
+	if _, err := report.Make(t.TempDir(), t.TempDir(), report.Options{}); err == nil || !strings.Contains(err.Error(), "neither a recording") {
+		t.Fatalf("an empty folder: %v, want an error saying what a report reads", err)
+	}
+}
