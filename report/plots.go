@@ -294,4 +294,3 @@ func curveXYs(pts []replay.Point, value func(replay.Point) float64) plotter.XYs 
 	}
 	return out
 }
-
