@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"golang.org/x/term"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
@@ -23,6 +24,7 @@ import (
 	"github.com/gpusched/gpusched/events"
 	"github.com/gpusched/gpusched/model"
 	"github.com/gpusched/gpusched/observer"
+	"github.com/gpusched/gpusched/observer/tui"
 	"github.com/gpusched/gpusched/openb"
 	"github.com/gpusched/gpusched/policy"
 	"github.com/gpusched/gpusched/sim"
@@ -239,9 +241,16 @@ func run(args []string) error {
 		}()
 	}
 	if *observe {
-		nc, err := nats.Connect(c.URL(), nats.Name("gpusched-observer"))
+		nc, err := nats.Connect(c.URL(), nats.Name("gpusched-observer"), nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}))
 		if err == nil {
-			observer.Text(ctx, nc, events.NewSubjects(*prefix), os.Stdout, observer.TextOptions{})
+			subjects := events.NewSubjects(*prefix)
+			if term.IsTerminal(int(os.Stdout.Fd())) && term.IsTerminal(int(os.Stdin.Fd())) {
+				if err := tui.Attach(ctx, nc, subjects); err != nil {
+					fmt.Fprintln(os.Stderr, "dashboard:", err)
+				}
+			} else {
+				observer.Text(ctx, nc, subjects, os.Stdout, observer.TextOptions{})
+			}
 			nc.Close()
 		}
 		fmt.Fprintf(os.Stderr, "\nstopping; the cluster's log is in %s\n", logPath)

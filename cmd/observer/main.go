@@ -100,7 +100,7 @@ func main() {
 	case "text":
 		err = observer.Text(ctx, nc, subjects, os.Stdout, observer.TextOptions{Interval: *interval, Once: *once})
 	case "tui":
-		err = runTUI(ctx, nc, subjects)
+		err = tui.Attach(ctx, nc, subjects)
 	case "web":
 		err = runWeb(ctx, nc, subjects, or(*listen, "127.0.0.1:8080"))
 	case "metrics":
@@ -132,15 +132,4 @@ func or(s, def string) string {
 		return def
 	}
 	return s
-}
-
-func runTUI(ctx context.Context, nc *nats.Conn, subjects events.Subjects) error {
-	w, err := observer.NewWatcher(nc, subjects, observer.WatchOptions{})
-	if err != nil {
-		return err
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	go w.Run(ctx)
-	return tui.Run(ctx, w, observer.NewControl(nc, subjects))
 }

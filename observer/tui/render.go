@@ -144,7 +144,7 @@ func footerLine(st observer.State, v View, w int) string {
 	if v.Prompt != "" {
 		return styleBold.Render(fit(v.Prompt+"█", w))
 	}
-	keys := "p policy · f frag · a add job · k kill GPU · space pause · tab pane · [ ] page · q quit"
+	keys := "p policy  f frag  a add job  k kill GPU  space pause  tab pane  [ ] page  q quit"
 	var extra []string
 	if v.Paused {
 		extra = append(extra, styleDown.Render("PAUSED"))
@@ -250,7 +250,7 @@ func card(g events.SnapshotGPU, names map[string]string, frag bool) string {
 	}
 	lines := []string{
 		styleBold.Render(fit(title, cardInner)),
-		"util " + utilStyle(g.Util).Render(bar(g.Util/100, 11)) + fmt.Sprintf(" %3.0f%%", g.Util),
+		"util " + utilStyle(g.Util).Render(bar(g.Util/100, 11)) + " " + pctText(g.Util),
 	}
 	used := fmt.Sprintf(" %s/%sGi", gib(g.VRAMUsed), gib(g.VRAMTotal))
 	if frag {
@@ -268,7 +268,7 @@ func gpuLine(g events.SnapshotGPU, names map[string]string, frag bool, width int
 		state = styleDown.Render(" DOWN")
 	}
 	head := fmt.Sprintf("%-7s %-10s ", trunc(g.GPU, 7), trunc(g.Model, 10))
-	util := utilStyle(g.Util).Render(bar(g.Util/100, 8)) + fmt.Sprintf("%4.0f%% ", g.Util)
+	util := utilStyle(g.Util).Render(bar(g.Util/100, 8)) + " " + pctText(g.Util) + " "
 	var vr string
 	if frag {
 		vr = layoutBar(g, 20) + " "
@@ -449,6 +449,16 @@ func whyPlaced(d events.Decision, j events.JobInfo) string {
 		s += fmt.Sprintf(" · preempted %d", len(d.Victims))
 	}
 	return s
+}
+
+// pctText writes a GPU's utilisation in four cells: a GPU cannot be more
+// than fully busy, so jobs asking more than 100% together (saturated, each
+// slowed) show as "100+".
+func pctText(util float64) string {
+	if util > 100 {
+		return "100+"
+	}
+	return fmt.Sprintf("%3.0f%%", util)
 }
 
 func pct(a, b float64) float64 {

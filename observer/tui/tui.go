@@ -8,7 +8,9 @@ import (
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/nats-io/nats.go"
 
+	"github.com/gpusched/gpusched/events"
 	"github.com/gpusched/gpusched/observer"
 )
 
@@ -52,6 +54,19 @@ func Run(ctx context.Context, w *observer.Watcher, ctl *observer.Control) error 
 		return nil
 	}
 	return err
+}
+
+// Attach watches the cluster on nc and shows the dashboard until the user
+// quits or ctx ends.
+func Attach(ctx context.Context, nc *nats.Conn, subjects events.Subjects) error {
+	w, err := observer.NewWatcher(nc, subjects, observer.WatchOptions{})
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go w.Run(ctx)
+	return Run(ctx, w, observer.NewControl(nc, subjects))
 }
 
 func tick() tea.Cmd { return tea.Tick(refresh, func(t time.Time) tea.Msg { return tickMsg(t) }) }

@@ -54,7 +54,7 @@ function renderGPUs(snap) {
     return `<div class="gpu-card${g.alive ? "" : " dead"}" data-gpu="${esc(g.gpu)}" data-node="${esc(g.node)}">
       <div class="title"><span>${esc(g.gpu)} <span class="model">${esc(g.model)}</span></span>
         <button class="kill" data-gpu="${esc(g.gpu)}" title="kill this GPU's actor: its jobs are lost and re-queued">kill</button></div>
-      <div>util ${g.util.toFixed(0)} %${g.alive ? "" : " · <b>DOWN</b>"}</div>
+      <div title="the running jobs' summed demand: past 100 % the GPU is saturated and each job slows">util ${g.util > 100 ? "100 % (saturated: " + g.util.toFixed(0) + " % asked)" : g.util.toFixed(0) + " %"}${g.alive ? "" : " · <b>DOWN</b>"}</div>
       <div class="bar util"><i class="${utilClass(g.util)}" style="width:${Math.min(100, g.util)}%"></i></div>
       <div>VRAM ${gib(used)} / ${gib(total)}</div>${vram}
       <div class="jobs" title="${esc(jobs.join(", "))}">${jobs.length ? esc(jobs.join(", ")) : "idle"}</div>
