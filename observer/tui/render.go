@@ -96,8 +96,11 @@ func Render(st observer.State, v View) string {
 		if st.Err != "" {
 			msg = st.Err
 		}
-		add(styleTitle.Render(fit(" gpusched observer", w)), "", "  "+msg, "", styleDim.Render("  q quits"))
-		return strings.Join(lines, "\n")
+		add(styleTitle.Render(fit(" gpusched observer", w)), "", "  "+msg)
+		for len(lines) < h-1 {
+			lines = append(lines, "")
+		}
+		return strings.Join(append(lines, footerLine(st, v, w)), "\n")
 	}
 	add(styleTitle.Render(fit(header(st), w)))
 	add(fit(headline(snap), w))

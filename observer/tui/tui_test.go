@@ -1,0 +1,132 @@
+package tui
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/nats-io/nats.go"
+
+	"github.com/gpusched/gpusched/cluster"
+	"github.com/gpusched/gpusched/events"
+	"github.com/gpusched/gpusched/internal/testbus"
+	"github.com/gpusched/gpusched/observer"
+)
+
+// keys feeds keys to the model as a terminal would, running the commands
+// they return (requests to the cluster) and feeding their results back.
+func keys(t *testing.T, m *Model, ks ...tea.KeyMsg) {
+	t.Helper()
+	for _, k := range ks {
+		_, cmd := m.Update(k)
+		if cmd == nil {
+			continue
+		}
+		if msg := cmd(); msg != nil {
+			if _, ok := msg.(tea.QuitMsg); ok {
+				continue
+			}
+			m.Update(msg)
+		}
+	}
+}
+
+func runes(s string) tea.KeyMsg { return tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune(s)} }
+
+// TestKeysDriveTheCluster presses the dashboard's keys against a live
+// cluster: p switches the policy, a submits a typed job (which then shows
+// in the running table), k kills a GPU, f shows the VRAM layout and space
+// freezes the picture.
+func TestKeysDriveTheCluster(t *testing.T) {
+	c, err := cluster.Start(context.Background(), cluster.Config{Listen: "127.0.0.1:-1", Speed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop()
+	nc, err := nats.Connect(c.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	subjects := events.NewSubjects("")
+	w, err := observer.NewWatcher(nc, subjects, observer.WatchOptions{Interval: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { w.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	ctl := observer.NewControl(nc, subjects)
+	m := New(w, ctl)
+	m.Update(tea.WindowSizeMsg{Width: 132, Height: 48})
+	testbus.WaitFor(t, "the first snapshot", 5*time.Second, func() bool {
+		m.Update(tickMsg(time.Now()))
+		return m.state.Snapshot != nil
+	})
+
+	before, err := ctl.Strategy("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys(t, m, runes("p"))
+	want := before.Available[(slices.Index(before.Available, before.Policy)+1)%len(before.Available)]
+	if got, _ := ctl.Strategy(""); got.Policy != want || !strings.Contains(m.view.Status, "binpack → "+want) {
+		t.Fatalf("after p: policy %s, status %q; want %s", got.Policy, m.view.Status, want)
+	}
+
+	keys(t, m, runes("a"))
+	for _, r := range "name=typed-job vram=12GB util=40 duration=2h" {
+		if r == ' ' {
+			keys(t, m, tea.KeyMsg{Type: tea.KeySpace, Runes: []rune{' '}})
+		} else {
+			keys(t, m, runes(string(r)))
+		}
+	}
+	if !strings.Contains(m.View(), "add job> name=typed-job vram=12GB") {
+		t.Fatalf("the prompt does not show what was typed:\n%s", m.View())
+	}
+	keys(t, m, tea.KeyMsg{Type: tea.KeyEnter})
+	if !strings.Contains(m.view.Status, "placed") {
+		t.Fatalf("after enter: status %q, want the job placed", m.view.Status)
+	}
+	var frame string
+	testbus.WaitFor(t, "the typed job in the running table", 5*time.Second, func() bool {
+		m.Update(tickMsg(time.Now()))
+		frame = m.View()
+		return strings.Contains(frame, "typed-job")
+	})
+	gpu := ""
+	for _, j := range m.state.Snapshot.Running {
+		if j.Name == "typed-job" {
+			gpu = j.GPUIDs[0]
+		}
+	}
+
+	keys(t, m, runes("f"))
+	if !m.view.Frag || !strings.Contains(m.View(), "·") {
+		t.Fatalf("f did not show the VRAM layout with its free blocks")
+	}
+	keys(t, m, runes(" "))
+	frozen := m.state.Updated
+	keys(t, m, runes("k"))
+	keys(t, m, runes(strings.TrimPrefix(gpu, "gpu-")), tea.KeyMsg{Type: tea.KeyEnter})
+	if !strings.Contains(m.view.Status, gpu+" killed: 1 job(s) lost") {
+		t.Fatalf("after k %s: status %q", gpu, m.view.Status)
+	}
+	testbus.WaitFor(t, "the watcher to take a newer snapshot", 5*time.Second, func() bool {
+		return w.State().Updated.After(frozen)
+	})
+	m.Update(tickMsg(time.Now()))
+	if !m.state.Updated.Equal(frozen) || !strings.Contains(m.View(), "PAUSED") {
+		t.Fatal("a paused view kept refreshing")
+	}
+	keys(t, m, runes(" "))
+	testbus.WaitFor(t, "the kill in the event log", 5*time.Second, func() bool {
+		m.Update(tickMsg(time.Now()))
+		return strings.Contains(m.View(), "down      "+gpu)
+	})
+}
