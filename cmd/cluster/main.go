@@ -15,9 +15,9 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"golang.org/x/term"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+	"golang.org/x/term"
 
 	"github.com/gpusched/gpusched/actors/jobgen"
 	"github.com/gpusched/gpusched/cluster"
