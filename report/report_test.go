@@ -12,10 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-
 	"github.com/gpusched/gpusched/cluster"
 	"github.com/gpusched/gpusched/events"
+	"github.com/gpusched/gpusched/internal/livetest"
 	"github.com/gpusched/gpusched/internal/testbus"
 	"github.com/gpusched/gpusched/model"
 	"github.com/gpusched/gpusched/observer"
@@ -120,16 +119,7 @@ func TestReportOfACompareFolder(t *testing.T) {
 // observer record runs) while three jobs run to completion, then reports
 // on the recording: three jobs completed, with their CSV and plots.
 func TestReportOfARecording(t *testing.T) {
-	c, err := cluster.Start(context.Background(), cluster.Config{Listen: "127.0.0.1:-1", Speed: 3600, MetricsPeriod: 50 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Stop()
-	nc, err := nats.Connect(c.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
+	_, nc := livetest.Cluster(t, cluster.Config{Speed: 3600, MetricsPeriod: 50 * time.Millisecond})
 	var (
 		mu  sync.Mutex
 		buf bytes.Buffer

@@ -1,7 +1,6 @@
 package metrics_test
 
 import (
-	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -9,12 +8,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/goleak"
 
 	"github.com/gpusched/gpusched/cluster"
-	"github.com/gpusched/gpusched/events"
+	"github.com/gpusched/gpusched/internal/livetest"
 	"github.com/gpusched/gpusched/internal/testbus"
 	"github.com/gpusched/gpusched/observer"
 	"github.com/gpusched/gpusched/observer/metrics"
@@ -27,27 +25,11 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // placement latency histogram, fragmentation and energy are there with
 // their conventional names, and the names pass Prometheus's own lint.
 func TestScrape(t *testing.T) {
-	c, err := cluster.Start(context.Background(), cluster.Config{Listen: "127.0.0.1:-1", Speed: 60})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Stop)
-	nc, err := nats.Connect(c.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
+	_, nc := livetest.Cluster(t, cluster.Config{Speed: 60})
 	exp := metrics.New(nil)
-	w, err := observer.NewWatcher(nc, events.NewSubjects(""), observer.WatchOptions{Interval: 50 * time.Millisecond,
+	w := livetest.Watcher(t, nc, observer.WatchOptions{Interval: 50 * time.Millisecond,
 		OnEvent: exp.OnEvent, OnSnapshot: exp.OnSnapshot})
-	if err != nil {
-		t.Fatal(err)
-	}
 	exp.SetGaps(w.Gaps())
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { w.Run(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
 	srv := httptest.NewServer(exp.Handler())
 	t.Cleanup(srv.Close)
 

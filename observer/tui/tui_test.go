@@ -1,17 +1,16 @@
 package tui
 
 import (
-	"context"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
-	"github.com/nats-io/nats.go"
 
 	"github.com/gpusched/gpusched/cluster"
 	"github.com/gpusched/gpusched/events"
+	"github.com/gpusched/gpusched/internal/livetest"
 	"github.com/gpusched/gpusched/internal/testbus"
 	"github.com/gpusched/gpusched/observer"
 )
@@ -41,26 +40,9 @@ func runes(s string) tea.KeyMsg { return tea.KeyMsg{Type: tea.KeyRunes, Runes: [
 // in the running table), k kills a GPU, f shows the VRAM layout and space
 // freezes the picture.
 func TestKeysDriveTheCluster(t *testing.T) {
-	c, err := cluster.Start(context.Background(), cluster.Config{Listen: "127.0.0.1:-1", Speed: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Stop()
-	nc, err := nats.Connect(c.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	subjects := events.NewSubjects("")
-	w, err := observer.NewWatcher(nc, subjects, observer.WatchOptions{Interval: 20 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { w.Run(ctx); close(done) }()
-	defer func() { cancel(); <-done }()
-	ctl := observer.NewControl(nc, subjects)
+	_, nc := livetest.Cluster(t, cluster.Config{Speed: 1})
+	w := livetest.Watcher(t, nc, observer.WatchOptions{Interval: 20 * time.Millisecond})
+	ctl := observer.NewControl(nc, events.NewSubjects(""))
 	m := New(w, ctl)
 	m.Update(tea.WindowSizeMsg{Width: 132, Height: 48})
 	testbus.WaitFor(t, "the first snapshot", 5*time.Second, func() bool {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/gpusched/gpusched/cluster"
 	"github.com/gpusched/gpusched/events"
+	"github.com/gpusched/gpusched/internal/livetest"
 	"github.com/gpusched/gpusched/model"
 	"github.com/gpusched/gpusched/observer"
 	"github.com/gpusched/gpusched/observer/web"
@@ -39,26 +40,10 @@ func startDashboard(t *testing.T, gpus string) (url string, nc *nats.Conn) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := cluster.Start(context.Background(), cluster.Config{Listen: "127.0.0.1:-1", Speed: 1, Shape: shape})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Stop)
-	nc, err = nats.Connect(c.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	subjects := events.NewSubjects("")
-	w, err := observer.NewWatcher(nc, subjects, observer.WatchOptions{Interval: 100 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { w.Run(ctx); close(done) }()
-	srv := httptest.NewServer(web.New(w, observer.NewControl(nc, subjects), nil))
-	t.Cleanup(func() { srv.Close(); cancel(); <-done })
+	_, nc = livetest.Cluster(t, cluster.Config{Speed: 1, Shape: shape})
+	w := livetest.Watcher(t, nc, observer.WatchOptions{Interval: 100 * time.Millisecond})
+	srv := httptest.NewServer(web.New(w, observer.NewControl(nc, events.NewSubjects("")), nil))
+	t.Cleanup(srv.Close)
 	return srv.URL, nc
 }
 
