@@ -75,18 +75,16 @@ func TestKeysDriveTheCluster(t *testing.T) {
 	if !strings.Contains(m.view.Status, "placed") {
 		t.Fatalf("after enter: status %q, want the job placed", m.view.Status)
 	}
-	var frame string
+	gpu := ""
 	testbus.WaitFor(t, "the typed job in the running table", 5*time.Second, func() bool {
 		m.Update(tickMsg(time.Now()))
-		frame = m.View()
-		return strings.Contains(frame, "typed-job")
-	})
-	gpu := ""
-	for _, j := range m.state.Snapshot.Running {
-		if j.Name == "typed-job" {
-			gpu = j.GPUIDs[0]
+		for _, j := range m.state.Snapshot.Running {
+			if j.Name == "typed-job" {
+				gpu = j.GPUIDs[0]
+			}
 		}
-	}
+		return gpu != "" && strings.Contains(m.View(), "typed-job")
+	})
 
 	keys(t, m, runes("f"))
 	if !m.view.Frag || !strings.Contains(m.View(), "·") {
