@@ -20,6 +20,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/gpusched/gpusched/actors/jobgen"
+	"github.com/gpusched/gpusched/chaos"
 	"github.com/gpusched/gpusched/cluster"
 	"github.com/gpusched/gpusched/events"
 	"github.com/gpusched/gpusched/model"
@@ -41,6 +42,7 @@ const usage = `usage:
   cluster explain JOB_ID        why a job waits, or how it was placed
   cluster strategy [POLICY]     show or switch the placement policy
   cluster snapshot [--page N]   the cluster state as JSON
+  cluster chaos kill GPU_ID     crash a GPU actor: its jobs are lost and re-queued from their checkpoints
   cluster replay [flags]        replay the FGD paper's protocol on an openb trace (live or --offline)
   cluster replay --timed [...]  replay a trace in time (arrivals, run times, priorities) on a virtual clock
   cluster compare [flags]       the same seeded workload under several policies, side by side
@@ -68,6 +70,8 @@ func main() {
 		err = strategy(args)
 	case "snapshot":
 		err = snapshot(args)
+	case "chaos":
+		err = chaosCommand(args)
 	case "replay":
 		if hasFlag(args, "timed") {
 			err = timedCommand("replay", args)
@@ -340,6 +344,30 @@ func jobCommand(cmd string, args []string) error {
 	s := events.NewSubjects(*prefix)
 	subject := map[string]string{"get": s.JobGet(), "cancel": s.JobCancel(), "explain": s.SchedExplain()}[cmd]
 	return request(*url, subject, events.JobRef{JobID: fs.Arg(0)}, os.Stdout)
+}
+
+func chaosCommand(args []string) error {
+	if len(args) == 0 || args[0] != "kill" {
+		return fmt.Errorf("usage: cluster chaos kill GPU_ID [--node NODE] (the only chaos action so far)")
+	}
+	fs := flag.NewFlagSet("cluster chaos kill", flag.ContinueOnError)
+	url, prefix := clientFlags(fs)
+	node := fs.String("node", "", "the GPU's node, where GPU ids repeat across nodes")
+	var gpu string
+	rest := args[1:]
+	if len(rest) > 0 && !strings.HasPrefix(rest[0], "-") {
+		gpu, rest = rest[0], rest[1:]
+	}
+	if err := fs.Parse(rest); err != nil {
+		return err
+	}
+	if gpu == "" && fs.NArg() == 1 {
+		gpu = fs.Arg(0)
+	}
+	if gpu == "" {
+		return fmt.Errorf("usage: cluster chaos kill GPU_ID [--node NODE]")
+	}
+	return request(*url, events.NewSubjects(*prefix).ChaosKill(), chaos.KillRequest{GPU: gpu, Node: *node}, os.Stdout)
 }
 
 func list(args []string) error {

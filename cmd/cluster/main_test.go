@@ -53,6 +53,15 @@ func TestClientCommands(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "vram") {
 		t.Fatalf("bad submit: %v", err)
 	}
+	if err := chaosCommand([]string{"kill", "gpu-3", "--nats", c.URL()}); err != nil {
+		t.Fatalf("chaos kill gpu-3: %v", err)
+	}
+	if err := chaosCommand([]string{"kill", "gpu-42", "--nats", c.URL()}); err == nil || !strings.Contains(err.Error(), "gpu-42") {
+		t.Fatalf("chaos kill of an unknown GPU: %v", err)
+	}
+	if err := chaosCommand([]string{"hang", "gpu-3"}); err == nil || !strings.Contains(err.Error(), "usage") {
+		t.Fatalf("an unknown chaos action: %v", err)
+	}
 	if err := request("nats://127.0.0.1:1", "gpusched.job.list", map[string]any{}, &out); err == nil || !strings.Contains(err.Error(), "cannot reach") {
 		t.Fatalf("unreachable cluster: %v", err)
 	}
