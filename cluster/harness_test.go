@@ -1,7 +1,6 @@
 package cluster_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"sync"
@@ -12,6 +11,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/gpusched/gpusched/cluster"
+	"github.com/gpusched/gpusched/internal/livetest"
 	"github.com/gpusched/gpusched/internal/testbus"
 )
 
@@ -26,24 +26,10 @@ func TestMain(m *testing.M) {
 // startCluster runs a cluster on a random port and stops it when the test ends.
 func startCluster(t testing.TB, cfg cluster.Config) (*cluster.Cluster, *nats.Conn) {
 	t.Helper()
-	cfg.Listen = "127.0.0.1:-1"
 	if cfg.Speed == 0 {
 		cfg.Speed = 1
 	}
-	c, err := cluster.Start(context.Background(), cfg)
-	if err != nil {
-		t.Fatalf("start cluster: %v", err)
-	}
-	nc, err := nats.Connect(c.URL())
-	if err != nil {
-		c.Stop()
-		t.Fatalf("connect: %v", err)
-	}
-	t.Cleanup(func() {
-		nc.Close()
-		c.Stop()
-	})
-	return c, nc
+	return livetest.Cluster(t, cfg)
 }
 
 type obj = map[string]any
