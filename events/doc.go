@@ -16,6 +16,8 @@
 //	<p>.sched.strategy    {} → {"policy","available"}; {"policy":"spread"} switches and adds "previous"
 //	<p>.sched.explain     {"job_id"} → Decision: candidates and scores, refusals, victims, or the pending reason
 //	<p>.cluster.snapshot  {"page":N} → Snapshot: summary metrics, page N of GPUs, running jobs and queue, "pages"
+//	<p>.chaos.kill        {"gpu","node"?,"reason"?} → {"ok","gpu","node","incarnation","lost_jobs"}: the GPU actor
+//	                      crashes and restarts empty as the next incarnation; its jobs are lost and re-queued
 //
 // Every error, on every request subject, has one shape:
 //
@@ -50,7 +52,8 @@
 // # Events (publish/subscribe)
 //
 //	<p>.evt.job.<type>               submitted, queued, placed, started, preempted, completed, lost, rejected, cancelled (data: JobInfo)
-//	<p>.evt.gpu.<node>.<gpu>.<type>  status (on every change; GPUStatus), up (GPUStatus), oom (a refused reservation; GPUOOMEvent)
+//	<p>.evt.gpu.<node>.<gpu>.<type>  status (on every change; GPUStatus), up (GPUStatus), oom (a refused reservation; GPUOOMEvent),
+//	                                 down (GPUStatus with "reason", listing the jobs the crashed actor held)
 //	<p>.evt.node.<node>.heartbeat    NodeHeartbeat: the node's CPU and memory and its GPUs' batched liveness
 //	<p>.evt.sched.<type>             decision (Decision), policy (PolicyChanged), pending (Pending: why a job waits)
 //	<p>.evt.metrics                  Metrics, every second (wall time; on a virtual clock every simulated
@@ -83,7 +86,7 @@
 // # Control subjects (scheduler → actors)
 //
 //	<p>.node.<node>.ctl       Control{op: reserve|commit|abort|release, job_id, cpu, memory, ttl_ms} → ControlReply
-//	<p>.gpu.<node>.<gpu>.ctl  Control{op: reserve|commit|abort|preempt|release|describe, job_id, job, ttl_ms, jobs} → ControlReply
+//	<p>.gpu.<node>.<gpu>.ctl  Control{op: reserve|commit|abort|preempt|release|describe|kill, job_id, job, ttl_ms, jobs, reason} → ControlReply
 //
 // A placement reserves at the node actor and every GPU actor it uses (in
 // parallel), then commits; a refusal ("insufficient VRAM", "fragmented
