@@ -186,24 +186,14 @@ func Render(w io.Writer, snap *events.Snapshot, log []string, maxGPUs int) {
 		snap.Policy, snap.SimTime.Format("2006-01-02 15:04"), s.GPUs, s.GPUsBusy, s.UtilMean, gib(s.VRAMUsed), gib(s.VRAMTotal))
 	fmt.Fprintf(w, "queue %d · running %d · done %d · preemptions %d · fragmented %s GiB · %.0f W · %.2f kWh\n\n",
 		s.JobsQueued, s.JobsRunning, s.JobsCompleted, s.Preemptions, gib(s.FragmentedVRAM), s.PowerW, s.EnergyKWh)
-	names := map[string]string{}
-	for _, j := range snap.Running {
-		names[j.JobID] = j.Name
-	}
+	names := JobNames(snap)
 	fmt.Fprintf(w, "%-8s %-10s %-7s %-17s %-26s %s\n", "GPU", "MODEL", "NODE", "UTIL", "VRAM GiB", "JOBS")
 	for i, g := range snap.GPUs {
 		if i == maxGPUs {
 			fmt.Fprintf(w, "… %d more GPUs\n", s.GPUs-maxGPUs)
 			break
 		}
-		var jobs []string
-		for _, a := range g.Allocs {
-			n := names[a.Owner]
-			if n == "" {
-				n = a.Owner[:min(8, len(a.Owner))]
-			}
-			jobs = append(jobs, n)
-		}
+		jobs := JobsOn(g, names)
 		state := ""
 		if !g.Alive {
 			state = " DOWN"
@@ -237,6 +227,29 @@ func Render(w io.Writer, snap *events.Snapshot, log []string, maxGPUs int) {
 			fmt.Fprintln(w, l)
 		}
 	}
+}
+
+// JobNames maps job id → name for the snapshot's running jobs.
+func JobNames(s *events.Snapshot) map[string]string {
+	names := make(map[string]string, len(s.Running))
+	for _, j := range s.Running {
+		names[j.JobID] = j.Name
+	}
+	return names
+}
+
+// JobsOn names the jobs holding VRAM on g, in address order; a job not in
+// names (reserved, not yet running) shows the start of its id.
+func JobsOn(g events.SnapshotGPU, names map[string]string) []string {
+	var jobs []string
+	for _, a := range g.Allocs {
+		n := names[a.Owner]
+		if n == "" {
+			n = a.Owner[:min(8, len(a.Owner))]
+		}
+		jobs = append(jobs, n)
+	}
+	return jobs
 }
 
 func trunc(s string, n int) string {

@@ -23,21 +23,7 @@ import (
 func TestStalledObserverDoesNotBlockTheCluster(t *testing.T) {
 	cfg := Config{Shape: referenceShape(t), Policy: "binpack", Seed: 11, Rate: 8, Hours: 24,
 		Interference: model.DefaultInterference}
-	run := func(cfg Config) (*Result, []byte) {
-		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		res, err := Run(ctx, cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var b bytes.Buffer
-		if err := WriteJobs(&b, res.Jobs); err != nil {
-			t.Fatal(err)
-		}
-		return res, b.Bytes()
-	}
-	alone, csvAlone := run(cfg)
+	alone, csvAlone := runConfig(t, cfg)
 
 	var (
 		mu       sync.Mutex
@@ -87,7 +73,7 @@ func TestStalledObserverDoesNotBlockTheCluster(t *testing.T) {
 		stop = cancel
 		go func() { w.Run(ctx); close(finished) }()
 	}
-	withObserver, csvObserved := run(cfg)
+	withObserver, csvObserved := runConfig(t, cfg)
 	defer func() { stop(); <-finished; nc.Close() }()
 
 	if !bytes.Equal(csvAlone, csvObserved) {

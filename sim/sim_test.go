@@ -23,10 +23,16 @@ func referenceShape(t testing.TB) model.Shape {
 
 func runOnce(t *testing.T, policy string, hours float64) (*Result, []byte) {
 	t.Helper()
+	return runConfig(t, Config{Shape: referenceShape(t), Policy: policy, Seed: 7, Rate: 6, Hours: hours,
+		Interference: model.DefaultInterference})
+}
+
+// runConfig runs cfg and returns its result and its per-job CSV.
+func runConfig(t *testing.T, cfg Config) (*Result, []byte) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	res, err := Run(ctx, Config{Shape: referenceShape(t), Policy: policy, Seed: 7, Rate: 6, Hours: hours,
-		Interference: model.DefaultInterference})
+	res, err := Run(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

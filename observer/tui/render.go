@@ -164,19 +164,10 @@ func footerLine(st observer.State, v View, w int) string {
 	return styleDim.Render(fit(keys, w))
 }
 
-// jobNames maps job id → name from the snapshot's running jobs.
-func jobNames(s *events.Snapshot) map[string]string {
-	names := make(map[string]string, len(s.Running))
-	for _, j := range s.Running {
-		names[j.JobID] = j.Name
-	}
-	return names
-}
-
 // gpuArea draws the GPUs in budget lines: cards when they all fit, else one
 // line per GPU, paged when even those do not fit.
 func gpuArea(s *events.Snapshot, st observer.State, v View, w, budget int) ([]string, string) {
-	names := jobNames(s)
+	names := observer.JobNames(s)
 	gpus := s.GPUs
 	perRow := max(1, w/cardWidth)
 	rows := (len(gpus) + perRow - 1) / perRow
@@ -283,14 +274,7 @@ func gpuLine(g events.SnapshotGPU, names map[string]string, frag bool, width int
 }
 
 func jobsOn(g events.SnapshotGPU, names map[string]string) string {
-	var jobs []string
-	for _, a := range g.Allocs {
-		n := names[a.Owner]
-		if n == "" {
-			n = a.Owner[:min(8, len(a.Owner))]
-		}
-		jobs = append(jobs, n)
-	}
+	jobs := observer.JobsOn(g, names)
 	if len(jobs) == 0 {
 		return styleDim.Render("idle")
 	}
