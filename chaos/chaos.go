@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"encoding/json"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -11,15 +12,24 @@ import (
 	"github.com/gpusched/gpusched/model"
 )
 
-// KillRequest is the body of <p>.chaos.kill: the GPU to crash, and its node
-// where GPU ids repeat across nodes.
-type KillRequest struct {
-	GPU    string `json:"gpu"`
-	Node   string `json:"node,omitempty"`
-	Reason string `json:"reason,omitempty"`
+// Request is the body of every <p>.chaos.<action>: the GPU it targets (and
+// its node where GPU ids repeat across nodes), and where the action takes
+// them, a duration ("30s"), a delay ("200ms") or a drop fraction (0.2).
+type Request struct {
+	GPU      string   `json:"gpu,omitempty"`
+	Node     string   `json:"node,omitempty"`
+	Reason   string   `json:"reason,omitempty"`
+	Duration string   `json:"duration,omitempty"`
+	Delay    string   `json:"delay,omitempty"`
+	Drop     *float64 `json:"drop,omitempty"`
+	// Seed seeds a drop's draws (so a chaos run can be replayed).
+	Seed uint64 `json:"seed,omitempty"`
 }
 
-// KillReply answers a kill: the GPU's new incarnation and the jobs it lost.
+// KillRequest is the body of <p>.chaos.kill.
+type KillRequest = Request
+
+// KillReply answers a kill: the GPU's next incarnation and the jobs it lost.
 type KillReply struct {
 	OK          bool     `json:"ok"`
 	GPU         string   `json:"gpu"`
@@ -27,6 +37,30 @@ type KillReply struct {
 	Incarnation int      `json:"incarnation"`
 	LostJobs    []string `json:"lost_jobs"`
 }
+
+// Reply answers hang, partition, delay, drop and kill-scheduler.
+type Reply struct {
+	OK          bool    `json:"ok"`
+	Action      string  `json:"action"`
+	GPU         string  `json:"gpu,omitempty"`
+	Node        string  `json:"node,omitempty"`
+	Incarnation int     `json:"incarnation,omitempty"`
+	Duration    string  `json:"duration,omitempty"`
+	Delay       string  `json:"delay,omitempty"`
+	Drop        float64 `json:"drop,omitempty"`
+	// QueuedLost and Running are what a killed scheduler held: running
+	// jobs are re-learned from the GPU actors, queued ones are lost.
+	QueuedLost int    `json:"queued_lost,omitempty"`
+	Running    int    `json:"running,omitempty"`
+	Note       string `json:"note,omitempty"`
+}
+
+// SchedulerKillNote is what a kill-scheduler reply says about the queue.
+const SchedulerKillNote = "the scheduler restarts and re-learns running jobs from the GPU actors; " +
+	"jobs that were only queued are lost (until the queue is durable)"
+
+// MaxDuration bounds a hang or a partition.
+const MaxDuration = 24 * time.Hour
 
 // Responder answers the chaos subjects of one cluster.
 type Responder struct {
@@ -36,24 +70,31 @@ type Responder struct {
 	nodesOf map[string][]string
 	log     *zap.Logger
 	sub     *nats.Subscription
+	emit    *events.Emitter
+	clock   interface{ Now() time.Time }
 }
 
-// callTimeout bounds the wait for the GPU actor's answer (wall time: the
-// actor answers as soon as it reads its mailbox).
+// callTimeout bounds the wait for the actor's answer (wall time: the actor
+// answers as soon as it reads its mailbox).
 const callTimeout = 5 * time.Second
 
-// Serve subscribes to <p>.chaos.kill for the GPUs of shape.
-func Serve(nc *nats.Conn, subjects events.Subjects, shape model.Shape, log *zap.Logger) (*Responder, error) {
+// Serve subscribes to <p>.chaos.* for the GPUs of shape; clock stamps the
+// chaos events with simulated time (nil: the wall clock).
+func Serve(nc *nats.Conn, subjects events.Subjects, shape model.Shape, clock interface{ Now() time.Time }, log *zap.Logger) (*Responder, error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	r := &Responder{nc: nc, subjects: subjects, nodesOf: map[string][]string{}, log: log}
+	if clock == nil {
+		clock = wallClock{}
+	}
+	r := &Responder{nc: nc, subjects: subjects, nodesOf: map[string][]string{}, log: log,
+		emit: events.NewEmitter(nc, "/chaos/1"), clock: clock}
 	for _, n := range shape.Nodes {
 		for _, g := range n.GPUs {
 			r.nodesOf[g.ID] = append(r.nodesOf[g.ID], n.ID)
 		}
 	}
-	sub, err := nc.Subscribe(subjects.ChaosKill(), r.onKill)
+	sub, err := nc.Subscribe(subjects.AllChaos(), r.on)
 	if err != nil {
 		return nil, err
 	}
@@ -61,53 +102,177 @@ func Serve(nc *nats.Conn, subjects events.Subjects, shape model.Shape, log *zap.
 	return r, nil
 }
 
+type wallClock struct{}
+
+func (wallClock) Now() time.Time { return time.Now() }
+
 // Subscriptions are the responder's subscriptions, for a virtual clock to watch.
 func (r *Responder) Subscriptions() []*nats.Subscription { return []*nats.Subscription{r.sub} }
 
-func (r *Responder) onKill(m *nats.Msg) {
-	var req KillRequest
+func fail(m *nats.Msg, field, format string, args ...any) {
+	events.Reply(m, events.ErrorReply{Error: model.Errorf(field, format, args...)})
+}
+
+func (r *Responder) on(m *nats.Msg) {
+	action := m.Subject[strings.LastIndexByte(m.Subject, '.')+1:]
+	var req Request
 	if fe := events.DecodeStrict(m.Data, &req); fe != nil {
 		events.Reply(m, events.ErrorReply{Error: fe})
 		return
 	}
-	fail := func(field, format string, args ...any) {
-		events.Reply(m, events.ErrorReply{Error: model.Errorf(field, format, args...)})
-	}
-	if req.GPU == "" {
-		fail("gpu", "name the GPU to kill, e.g. {\"gpu\":\"gpu-3\"}")
+	if fe := Validate(action, req); fe != nil {
+		events.Reply(m, events.ErrorReply{Error: fe})
 		return
 	}
+	if action == events.ChaosKillScheduler {
+		r.killScheduler(m, req)
+		return
+	}
+	node, fe := r.target(req)
+	if fe != nil {
+		events.Reply(m, events.ErrorReply{Error: fe})
+		return
+	}
+	req.Node = node
+	if action == events.ChaosKillAction {
+		r.kill(m, req)
+		return
+	}
+	r.fault(m, action, req)
+}
+
+// Validate checks a chaos request for action, naming the field at fault.
+func Validate(action string, req Request) *model.FieldError {
+	known := false
+	for _, a := range events.ChaosActions {
+		known = known || a == action
+	}
+	if !known {
+		return model.Errorf("action", "unknown chaos action %q (want one of %s)", action, strings.Join(events.ChaosActions, ", "))
+	}
+	if action == events.ChaosKillScheduler {
+		switch {
+		case req.GPU != "" || req.Node != "":
+			return model.Errorf("gpu", "kill-scheduler targets the scheduler: give no gpu or node")
+		case req.Duration != "" || req.Delay != "" || req.Drop != nil:
+			return model.Errorf("duration", "kill-scheduler takes no duration, delay or drop")
+		}
+		return nil
+	}
+	if req.GPU == "" {
+		return model.Errorf("gpu", "name the GPU, e.g. {\"gpu\":\"gpu-3\"}")
+	}
+	d, fe := duration("duration", req.Duration)
+	if fe != nil {
+		return fe
+	}
+	switch action {
+	case events.ChaosKillAction:
+		if req.Duration != "" || req.Delay != "" || req.Drop != nil {
+			return model.Errorf("duration", "kill takes no duration, delay or drop")
+		}
+	case events.ChaosHang, events.ChaosPartition:
+		if req.Duration == "" || d <= 0 {
+			return model.Errorf("duration", "%s needs a positive duration, e.g. {\"gpu\":\"gpu-5\",\"duration\":\"30s\"}", action)
+		}
+		if d > MaxDuration {
+			return model.Errorf("duration", "at most %s", MaxDuration)
+		}
+		if req.Delay != "" || req.Drop != nil {
+			return model.Errorf("delay", "%s takes a duration only", action)
+		}
+	case events.ChaosDelay:
+		if req.Delay == "" {
+			return model.Errorf("delay", "delay needs a delay, e.g. {\"gpu\":\"gpu-2\",\"delay\":\"200ms\"} (\"0s\" clears it)")
+		}
+		if _, fe := duration("delay", req.Delay); fe != nil {
+			return fe
+		}
+		if req.Drop != nil {
+			return model.Errorf("drop", "delay takes a delay and a duration only")
+		}
+	case events.ChaosDrop:
+		if req.Drop == nil {
+			return model.Errorf("drop", "drop needs a fraction, e.g. {\"gpu\":\"gpu-2\",\"drop\":0.2} (0 clears it)")
+		}
+		if *req.Drop < 0 || *req.Drop > 1 {
+			return model.Errorf("drop", "a fraction from 0 to 1, not %g", *req.Drop)
+		}
+		if req.Delay != "" {
+			return model.Errorf("delay", "drop takes a fraction and a duration only")
+		}
+	}
+	return nil
+}
+
+func duration(field, s string) (time.Duration, *model.FieldError) {
+	if s == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, model.Errorf(field, "a duration such as \"30s\" or \"200ms\", not %q", s)
+	}
+	if d < 0 {
+		return 0, model.Errorf(field, "must not be negative")
+	}
+	return d, nil
+}
+
+// target resolves the GPU's node.
+func (r *Responder) target(req Request) (string, *model.FieldError) {
 	nodes := r.nodesOf[req.GPU]
 	switch {
 	case len(nodes) == 0:
-		fail("gpu", "no GPU %q in this cluster", req.GPU)
-		return
+		return "", model.Errorf("gpu", "no GPU %q in this cluster", req.GPU)
 	case req.Node == "" && len(nodes) > 1:
-		fail("node", "GPU id %q is on %d nodes: name the node too", req.GPU, len(nodes))
-		return
+		return "", model.Errorf("node", "GPU id %q is on %d nodes: name the node too", req.GPU, len(nodes))
 	case req.Node == "":
-		req.Node = nodes[0]
+		return nodes[0], nil
 	}
-	found := false
 	for _, n := range nodes {
-		found = found || n == req.Node
+		if n == req.Node {
+			return n, nil
+		}
 	}
-	if !found {
-		fail("node", "no GPU %q on node %q", req.GPU, req.Node)
-		return
+	return "", model.Errorf("node", "no GPU %q on node %q", req.GPU, req.Node)
+}
+
+// call sends a control to an actor and decodes its answer.
+func (r *Responder) call(subject string, c events.Control, into any) *model.FieldError {
+	body, _ := json.Marshal(c)
+	msg, err := r.nc.Request(subject, body, callTimeout)
+	if err != nil {
+		return model.Errorf("gpu", "the actor did not answer (is it hung or cut off already?): %v", err)
 	}
+	var e events.ErrorReply
+	if json.Unmarshal(msg.Data, &e) == nil && e.Error != nil {
+		return e.Error
+	}
+	if err := json.Unmarshal(msg.Data, into); err != nil {
+		return model.Errorf("gpu", "the actor's answer is not readable: %v", err)
+	}
+	return nil
+}
+
+func (r *Responder) record(action string, ev events.ChaosEvent) {
+	ev.Action = action
+	if err := r.emit.Emit(r.subjects.ChaosEvent(action), events.Type("chaos", action), ev.GPU, r.clock.Now(), ev); err != nil {
+		r.log.Warn("chaos event publish failed", zap.Error(err))
+	}
+}
+
+func (r *Responder) kill(m *nats.Msg, req Request) {
 	if req.Reason == "" {
 		req.Reason = "killed by a chaos command"
 	}
-	body, _ := json.Marshal(events.Control{Op: events.OpKill, Reason: req.Reason})
-	msg, err := r.nc.Request(r.subjects.GPUCtl(req.Node, req.GPU), body, callTimeout)
-	if err != nil {
-		fail("gpu", "the GPU actor did not answer: %v", err)
+	var rep events.ControlReply
+	if fe := r.call(r.subjects.GPUCtl(req.Node, req.GPU), events.Control{Op: events.OpKill, Reason: req.Reason}, &rep); fe != nil {
+		events.Reply(m, events.ErrorReply{Error: fe})
 		return
 	}
-	var rep events.ControlReply
-	if err := json.Unmarshal(msg.Data, &rep); err != nil || rep.Error != nil || !rep.OK {
-		fail("gpu", "the GPU actor refused the kill: %s", msg.Data)
+	if !rep.OK {
+		fail(m, "gpu", "the GPU actor refused the kill: %s", rep.Reason)
 		return
 	}
 	out := KillReply{OK: true, GPU: req.GPU, Node: req.Node, LostJobs: []string{}}
@@ -118,5 +283,51 @@ func (r *Responder) onKill(m *nats.Msg) {
 		out.LostJobs = append(out.LostJobs, st.JobID)
 	}
 	r.log.Warn("chaos: GPU killed", zap.String("gpu", req.GPU), zap.String("node", req.Node), zap.Strings("lost_jobs", out.LostJobs))
+	r.record(events.ChaosKillAction, events.ChaosEvent{GPU: req.GPU, Node: req.Node, Incarnation: out.Incarnation - 1,
+		Reason: req.Reason, LostJobs: out.LostJobs})
+	events.Reply(m, out)
+}
+
+func (r *Responder) fault(m *nats.Msg, action string, req Request) {
+	d, _ := duration("duration", req.Duration)
+	delay, _ := duration("delay", req.Delay)
+	cc := &events.ChaosControl{Action: action, DurationMS: d.Milliseconds(), DelayMS: delay.Milliseconds(), Seed: req.Seed}
+	if req.Drop != nil {
+		cc.Drop = *req.Drop
+	}
+	var rep events.ControlReply
+	if fe := r.call(r.subjects.GPUCtl(req.Node, req.GPU), events.Control{Op: events.OpChaos, Chaos: cc}, &rep); fe != nil {
+		events.Reply(m, events.ErrorReply{Error: fe})
+		return
+	}
+	if !rep.OK {
+		fail(m, "gpu", "the GPU actor refused: %s", rep.Reason)
+		return
+	}
+	out := Reply{OK: true, Action: action, GPU: req.GPU, Node: req.Node, Duration: req.Duration, Delay: req.Delay, Drop: cc.Drop}
+	if rep.Status != nil {
+		out.Incarnation = rep.Status.Incarnation
+	}
+	r.log.Warn("chaos", zap.String("action", action), zap.String("gpu", req.GPU), zap.String("node", req.Node),
+		zap.String("duration", req.Duration), zap.String("delay", req.Delay), zap.Float64("drop", cc.Drop))
+	r.record(action, events.ChaosEvent{GPU: req.GPU, Node: req.Node, Incarnation: out.Incarnation, Duration: req.Duration,
+		Delay: req.Delay, Drop: cc.Drop, Reason: req.Reason})
+	events.Reply(m, out)
+}
+
+func (r *Responder) killScheduler(m *nats.Msg, req Request) {
+	if req.Reason == "" {
+		req.Reason = "killed by a chaos command"
+	}
+	var rep events.SchedLifecycle
+	if fe := r.call(r.subjects.SchedCtl(), events.Control{Op: events.OpKill, Reason: req.Reason}, &rep); fe != nil {
+		fe.Field = "scheduler"
+		events.Reply(m, events.ErrorReply{Error: fe})
+		return
+	}
+	out := Reply{OK: true, Action: events.ChaosKillScheduler, Incarnation: rep.Incarnation + 1, QueuedLost: rep.Queued,
+		Running: rep.Running, Note: SchedulerKillNote}
+	r.log.Warn("chaos: scheduler killed", zap.Int("queued_lost", rep.Queued), zap.Int("running", rep.Running))
+	r.record(events.ChaosKillScheduler, events.ChaosEvent{Incarnation: rep.Incarnation, Reason: req.Reason, QueuedLost: rep.Queued})
 	events.Reply(m, out)
 }

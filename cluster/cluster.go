@@ -76,6 +76,16 @@ type Config struct {
 	Source   jobgen.Source
 	Until    time.Duration
 	Finished func(submitted int)
+	// Lease is how long a GPU may go unrenewed before the scheduler
+	// declares it dead (wall time; scheduler.DefaultLease when zero). The
+	// node heartbeat must be well inside it: a third by default.
+	Lease time.Duration
+	// RestartBackoff is the first wait before a crashed actor (GPU or
+	// scheduler) restarts; it doubles with each crash soon after the last.
+	RestartBackoff time.Duration
+	// Chaos, when set, runs a seeded chaos monkey (seeded by Seed) from
+	// the start: `cluster --chaos`.
+	Chaos *chaos.MonkeySpec
 }
 
 // Cluster is a running cluster.
@@ -167,14 +177,30 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	if err != nil {
 		return fail(err)
 	}
-	sched, err := scheduler.New(scheduler.Config{Subjects: subjects, Conn: schedConn, Clock: c.Clock, Logger: log,
+	lease := cfg.Lease
+	if lease <= 0 {
+		lease = scheduler.DefaultLease
+	}
+	if cfg.Heartbeat <= 0 {
+		cfg.Heartbeat = min(node.DefaultHeartbeat, lease/3)
+	}
+	if cfg.Heartbeat >= lease {
+		return fail(fmt.Errorf("the heartbeat (%s) must be shorter than the lease (%s): a third of it or less", cfg.Heartbeat, lease))
+	}
+	gpuLease := lease
+	if c.virtual != nil {
+		gpuLease = 0 // a virtual run has no leases (scheduler.Config.Lease)
+	}
+	schedCfg := scheduler.Config{Subjects: subjects, Conn: schedConn, Clock: c.Clock, Logger: log,
 		Policy: cfg.Policy, VRAMModel: cfg.VRAMModel, StarvationAge: cfg.StarvationAge, Seed: int64(cfg.Seed),
-		NodeRank: cfg.NodeRank, Workload: cfg.Workload, DropUnschedulable: cfg.DropUnschedulable, MetricsPeriod: cfg.MetricsPeriod})
+		NodeRank: cfg.NodeRank, Workload: cfg.Workload, DropUnschedulable: cfg.DropUnschedulable, MetricsPeriod: cfg.MetricsPeriod,
+		Lease: lease}
+	sched, err := scheduler.New(schedCfg)
 	if err != nil {
 		return fail(err)
 	}
 	c.watchSubs(sched.Subscriptions())
-	c.wg.Go(func() { sched.Run(runCtx) })
+	c.wg.Go(func() { c.superviseScheduler(runCtx, schedCfg, sched) })
 
 	nodeConn, err := connect("nodes")
 	if err != nil {
@@ -182,7 +208,8 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	}
 	for _, spec := range cfg.Shape.Nodes {
 		h, err := node.Start(runCtx, node.HostConfig{Spec: spec, VRAMModel: cfg.VRAMModel, Clock: c.Clock,
-			Subjects: subjects, Conn: nodeConn, Logger: log, Heartbeat: cfg.Heartbeat, Interference: cfg.Interference})
+			Subjects: subjects, Conn: nodeConn, Logger: log, Heartbeat: cfg.Heartbeat, Interference: cfg.Interference,
+			Lease: gpuLease, RestartBackoff: cfg.RestartBackoff})
 		if err != nil {
 			return fail(err)
 		}
@@ -193,7 +220,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	if err != nil {
 		return fail(err)
 	}
-	responder, err := chaos.Serve(chaosConn, subjects, cfg.Shape, log)
+	responder, err := chaos.Serve(chaosConn, subjects, cfg.Shape, c.Clock, log)
 	if err != nil {
 		return fail(err)
 	}
@@ -207,6 +234,16 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	c.runCtx = runCtx
 	if c.virtual != nil {
 		c.wg.Go(func() { c.virtual.Run(runCtx) })
+	}
+	if cfg.Chaos != nil {
+		var targets []chaos.Target
+		for _, n := range cfg.Shape.Nodes {
+			for _, g := range n.GPUs {
+				targets = append(targets, chaos.Target{GPU: g.ID, Node: n.ID})
+			}
+		}
+		spec := *cfg.Chaos
+		c.wg.Go(func() { chaos.RunMonkey(runCtx, chaosConn, subjects, c.Clock, spec, cfg.Seed, targets, log) })
 	}
 	if cfg.Rate > 0 || cfg.Source != nil {
 		if c.genConn, err = connect("jobgen"); err != nil {

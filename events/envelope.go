@@ -66,6 +66,33 @@ func (e *Emitter) Source() string { return e.source }
 // Emit encodes the event once and publishes it on subject. typ is the
 // CloudEvents type ("gpusched.job.placed"), subject the entity it concerns.
 func (e *Emitter) Emit(natsSubject, typ, subject string, simTime time.Time, data any) error {
+	b, err := e.encode(typ, subject, simTime, data)
+	if err != nil {
+		return err
+	}
+	return e.pub.Publish(natsSubject, b)
+}
+
+// RequestPublisher is a Publisher that can also set a reply subject (a
+// *nats.Conn is one).
+type RequestPublisher interface {
+	PublishRequest(subject, reply string, data []byte) error
+}
+
+// EmitReply is Emit with a reply subject: an event that also asks for an
+// answer (a node heartbeat asks for leases). Observers ignore the reply.
+func (e *Emitter) EmitReply(natsSubject, reply, typ, subject string, simTime time.Time, data any) error {
+	b, err := e.encode(typ, subject, simTime, data)
+	if err != nil {
+		return err
+	}
+	if rp, ok := e.pub.(RequestPublisher); ok {
+		return rp.PublishRequest(natsSubject, reply, b)
+	}
+	return e.pub.Publish(natsSubject, b)
+}
+
+func (e *Emitter) encode(typ, subject string, simTime time.Time, data any) ([]byte, error) {
 	e.seq++
 	ev := Event{
 		SpecVersion:     "1.0",
@@ -80,11 +107,7 @@ func (e *Emitter) Emit(natsSubject, typ, subject string, simTime time.Time, data
 		Seq:             e.seq,
 		Data:            data,
 	}
-	b, err := json.Marshal(ev)
-	if err != nil {
-		return err
-	}
-	return e.pub.Publish(natsSubject, b)
+	return json.Marshal(ev)
 }
 
 // Type builds a CloudEvents type: "gpusched.<family>.<type>".

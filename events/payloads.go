@@ -160,6 +160,9 @@ type GPUJob struct {
 	ProgressS float64 `json:"progress_s"`
 	WorkS     float64 `json:"work_s"`
 	Rate      float64 `json:"rate"`
+	// Assignment is the job as the scheduler sent it: in describe replies
+	// asked WithSpecs only.
+	Assignment *Assignment `json:"assignment,omitempty"`
 }
 
 // GPUStatus is the payload of gpu.status (published on every change) and
@@ -183,9 +186,20 @@ type GPUStatus struct {
 	// "completed", "aborted", "expired", "preempted", "up") and JobID which job.
 	Change string `json:"change,omitempty"`
 	JobID  string `json:"job_id,omitempty"`
-	// Reason says why a GPU went down (gpu.down events only).
+	// Reason says why a GPU went down, or rejoined (gpu.down, gpu.up).
 	Reason string   `json:"reason,omitempty"`
 	Jobs   []GPUJob `json:"jobs"`
+	// Ended lists the jobs that ended on this GPU lately (describe
+	// replies asked WithSpecs only).
+	Ended []EndedJob `json:"ended,omitempty"`
+}
+
+// EndedJob is a job that left a GPU: how ("completed", "fenced",
+// "preempted"...) and with how much work done.
+type EndedJob struct {
+	JobID     string  `json:"job_id"`
+	Change    string  `json:"change"`
+	ProgressS float64 `json:"progress_s"`
 }
 
 // GPUOOMEvent is the payload of gpu.oom: a reservation the GPU refused.
@@ -218,6 +232,8 @@ type NodeHeartbeat struct {
 	MemoryTotal int64             `json:"memory_total"`
 	MemoryUsed  int64             `json:"memory_used"`
 	GPUs        []HeartbeatGPU    `json:"gpus"`
+	// Beat numbers the node's heartbeats; the lease grant names it.
+	Beat uint64 `json:"beat,omitempty"`
 }
 
 // Metrics is the payload of the periodic metrics event and the snapshot summary.
@@ -258,6 +274,16 @@ type Metrics struct {
 	FragRatio  float64 `json:"frag_ratio"`
 	// WorkloadClasses is how many typical classes F(M) is measured against.
 	WorkloadClasses int `json:"workload_classes"`
+	// GPUDeaths counts GPUs declared dead (lease) or reported down (crash)
+	// by this scheduler; JobsLost the running jobs they took down;
+	// JobsAdopted the running jobs re-learned from GPUs after a scheduler
+	// restart; StaleIgnored the messages ignored from dead incarnations.
+	GPUDeaths    int `json:"gpu_deaths"`
+	JobsLost     int `json:"jobs_lost"`
+	JobsAdopted  int `json:"jobs_adopted"`
+	StaleIgnored int `json:"stale_ignored"`
+	// Incarnation is the scheduler's incarnation.
+	Incarnation int `json:"scheduler_incarnation"`
 }
 
 // SnapshotRequest asks for one page of the cluster state.
@@ -302,10 +328,67 @@ const (
 	OpPreempt  = "preempt"
 	OpRelease  = "release"
 	OpDescribe = "describe"
-	// OpKill crashes a GPU actor (chaos): it restarts at once, empty, with
-	// the next incarnation; the reply's Stopped lists the jobs it lost.
+	// OpKill crashes a GPU actor (chaos): its supervisor restarts it,
+	// empty, with the next incarnation after a backoff; the reply's Stopped
+	// lists the jobs it lost. On the scheduler's ctl subject it crashes the
+	// scheduler.
 	OpKill = "kill"
+	// OpChaos applies Control.Chaos to a GPU actor: hang, partition, delay
+	// or drop.
+	OpChaos = "chaos"
 )
+
+// ChaosControl is what a GPU actor is told to suffer. DurationMS bounds
+// it in wall time (0: until told otherwise, for delay and drop); DelayMS
+// is the added latency of its outgoing messages; Drop the fraction of
+// them lost; Seed seeds the drops.
+type ChaosControl struct {
+	Action     string  `json:"action"`
+	DurationMS int64   `json:"duration_ms,omitempty"`
+	DelayMS    int64   `json:"delay_ms,omitempty"`
+	Drop       float64 `json:"drop,omitempty"`
+	Seed       uint64  `json:"seed,omitempty"`
+}
+
+// LeaseGrant answers a node heartbeat: the GPUs (by id and incarnation)
+// whose lease the scheduler renews, for LeaseMS of wall time counted from
+// when the node sent heartbeat Beat. A GPU not listed is not renewed.
+type LeaseGrant struct {
+	Node    string         `json:"node"`
+	Beat    uint64         `json:"beat"`
+	LeaseMS int64          `json:"lease_ms"`
+	GPUs    []HeartbeatGPU `json:"gpus"`
+}
+
+// ChaosEvent is the payload of evt.chaos.<action>: what was done to
+// which actor, and when (the envelope's time), so that a checker can time
+// detection and tell expected gaps (drop) from lost events.
+type ChaosEvent struct {
+	Action      string  `json:"action"`
+	GPU         string  `json:"gpu,omitempty"`
+	Node        string  `json:"node,omitempty"`
+	Incarnation int     `json:"incarnation,omitempty"`
+	Duration    string  `json:"duration,omitempty"`
+	Delay       string  `json:"delay,omitempty"`
+	Drop        float64 `json:"drop,omitempty"`
+	Reason      string  `json:"reason,omitempty"`
+	// LostJobs are the jobs a kill took down with the actor.
+	LostJobs []string `json:"lost_jobs,omitempty"`
+	// QueuedLost counts the jobs a scheduler kill lost from its queue.
+	QueuedLost int `json:"queued_lost,omitempty"`
+}
+
+// SchedLifecycle is the payload of evt.sched.up and evt.sched.down.
+type SchedLifecycle struct {
+	Incarnation int    `json:"incarnation"`
+	Reason      string `json:"reason,omitempty"`
+	// Queued and Running are the jobs the scheduler held when it went
+	// down: a restarted scheduler re-learns the running ones from the GPU
+	// actors; the queued ones are lost until the queue is durable.
+	Queued  int    `json:"queued,omitempty"`
+	Running int    `json:"running,omitempty"`
+	Policy  string `json:"policy,omitempty"`
+}
 
 // Assignment is what a GPU actor needs to run a job's share.
 type Assignment struct {
@@ -317,6 +400,11 @@ type Assignment struct {
 	WorkS       float64        `json:"work_s"`
 	ProgressS   float64        `json:"progress_s"`
 	CheckpointS float64        `json:"checkpoint_s,omitempty"`
+	// Spec, Submitted and Seq are the job as the scheduler accepted it,
+	// kept by the GPU so that a restarted scheduler can re-learn it.
+	Spec      *model.Job `json:"spec,omitempty"`
+	Submitted time.Time  `json:"submitted,omitzero"`
+	Seq       uint64     `json:"seq,omitempty"`
 }
 
 // Control is a scheduler → actor request. Reserve carries the Assignment
@@ -332,6 +420,11 @@ type Control struct {
 	Jobs      []string    `json:"jobs,omitempty"`
 	// Reason says why (kill).
 	Reason string `json:"reason,omitempty"`
+	// Chaos is the fault to apply (op chaos).
+	Chaos *ChaosControl `json:"chaos,omitempty"`
+	// WithSpecs asks a describe for each job's full spec and the jobs
+	// that ended recently (a restarted scheduler re-learning what runs).
+	WithSpecs bool `json:"with_specs,omitempty"`
 }
 
 // Stopped reports a job a GPU actor stopped, with the work it had done.

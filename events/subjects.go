@@ -105,3 +105,43 @@ const (
 
 // ChaosKill is the request subject that crashes a GPU actor.
 func (s Subjects) ChaosKill() string { return s.Prefix + ".chaos.kill" }
+
+// Chaos is the request subject of one chaos action (kill, hang,
+// partition, delay, drop, kill-scheduler).
+func (s Subjects) Chaos(action string) string { return s.Prefix + ".chaos." + action }
+
+// AllChaos matches every chaos request subject.
+func (s Subjects) AllChaos() string { return s.Prefix + ".chaos.*" }
+
+// ChaosEvent is the subject of the event that records a chaos action.
+func (s Subjects) ChaosEvent(action string) string { return s.Prefix + ".evt.chaos." + action }
+
+// NodeLease is where the scheduler answers a node's heartbeat with the
+// leases it grants (the heartbeat's reply subject).
+func (s Subjects) NodeLease(node string) string { return s.Prefix + ".node." + node + ".lease" }
+
+// NodeAll matches every subject addressed to one node actor (ctl, lease):
+// the node's one subscription for itself.
+func (s Subjects) NodeAll(node string) string { return s.Prefix + ".node." + node + ".*" }
+
+// SchedCtl is the scheduler actor's control subject (kill, for chaos).
+func (s Subjects) SchedCtl() string { return s.Prefix + ".sched.ctl" }
+
+// Chaos actions.
+const (
+	ChaosKillAction    = "kill"
+	ChaosHang          = "hang"
+	ChaosPartition     = "partition"
+	ChaosDelay         = "delay"
+	ChaosDrop          = "drop"
+	ChaosKillScheduler = "kill-scheduler"
+)
+
+// ChaosActions lists every chaos action, in the order the docs give them.
+var ChaosActions = []string{ChaosKillAction, ChaosHang, ChaosPartition, ChaosDelay, ChaosDrop, ChaosKillScheduler}
+
+// Scheduler lifecycle event types (published by its supervisor).
+const (
+	SchedUp   = "up"
+	SchedDown = "down"
+)

@@ -33,6 +33,14 @@ type Config struct {
 	// by 1/(1 + Interference × its co-runners' summed util/100) even when
 	// the GPU is not saturated (0: no penalty; see docs/ARCHITECTURE.md).
 	Interference float64
+	// Lease is the wall-time lease the scheduler grants through the node's
+	// heartbeats. An actor whose lease runs out (it is hung, or cut off
+	// from the bus) stops its own jobs first and rejoins as its next
+	// incarnation. Zero: no lease (the actor never fences itself).
+	Lease time.Duration
+	// EnergyJ is the energy meter at start: a restarted actor keeps the
+	// card's meter.
+	EnergyJ float64
 }
 
 // Liveness is a GPU's answer to its node actor's ping.
@@ -60,7 +68,34 @@ type Actor struct {
 	// retime is set when the running jobs change, and with them the time
 	// the next one completes: only then is the completion timer re-armed.
 	retime bool
+
+	// leaseUntil is when this actor stops its own jobs unless renewed
+	// (wall time; zero without a lease); leases carries renewals from the
+	// node actor.
+	leaseUntil time.Time
+	leaseTimer *time.Timer
+	leases     chan time.Time
+	// faults is the chaos the actor is suffering; ended remembers the jobs
+	// that left it lately, for a scheduler reconciling.
+	faults faults
+	ended  []events.EndedJob
+	// crashed is set by a kill: Run returns it.
+	crashed *Crash
+	// fenced is set once the actor has stopped its jobs for a lost lease,
+	// until a renewal: it refuses reservations meanwhile.
+	fenced bool
 }
+
+// Crash is why a GPU actor's Run ended other than by its context: a kill
+// (chaos) or a panic its supervisor caught.
+type Crash struct {
+	Reason string
+}
+
+func (c *Crash) Error() string { return "GPU actor crashed: " + c.Reason }
+
+// endedMemory bounds the ended jobs an actor remembers.
+const endedMemory = 64
 
 // share is one job's hold on this GPU: reserved until committed, then running.
 type share struct {
@@ -91,9 +126,41 @@ func New(cfg Config) *Actor {
 		log:     log.With(zap.String("gpu", cfg.ID), zap.String("node", cfg.Node)),
 		layout:  vram.New(int64(cfg.Model.VRAM), cfg.VRAMModel),
 		shares:  map[string]*share{},
+		energyJ: cfg.EnergyJ,
+		leases:  make(chan time.Time, 1),
 	}
-	a.emit = events.NewEmitter(cfg.Bus, a.source())
+	a.emit = events.NewEmitter(a, a.source())
 	return a
+}
+
+// Incarnation is the actor's incarnation (it grows when the actor rejoins
+// after losing its lease).
+func (a *Actor) Incarnation() int { return a.cfg.Incarnation }
+
+// EnergyJ is the card's energy meter.
+func (a *Actor) EnergyJ() float64 { return a.energyJ }
+
+// Renew extends the actor's lease to until (wall time: the send time of
+// the heartbeat the scheduler granted plus the lease). It never blocks:
+// a newer renewal replaces one the actor has not read yet. One goroutine
+// (the node actor) renews.
+func (a *Actor) Renew(until time.Time) {
+	select {
+	case a.leases <- until:
+		return
+	default:
+	}
+	select {
+	case old := <-a.leases:
+		if old.After(until) {
+			until = old
+		}
+	default:
+	}
+	select {
+	case a.leases <- until:
+	default:
+	}
 }
 
 // ID is the GPU's id.
@@ -121,9 +188,12 @@ func (a *Actor) Ping(reply chan<- Liveness) {
 	}
 }
 
-// Run is the actor's loop; it returns when ctx ends.
-func (a *Actor) Run(ctx context.Context) {
+// Run is the actor's loop. It returns nil when ctx ends, and a *Crash
+// when the actor is killed; its supervisor then publishes gpu.down (Down)
+// and starts the next incarnation.
+func (a *Actor) Run(ctx context.Context) error {
 	a.last = a.cfg.Clock.Now()
+	a.renewFrom(time.Now())
 	a.publish(events.GPUUp, "up", "")
 	defer a.stopTimers()
 	for {
@@ -131,17 +201,35 @@ func (a *Actor) Run(ctx context.Context) {
 		if a.done != nil {
 			doneC = (*a.done).C()
 		}
-		var expiryC <-chan time.Time
+		var expiryC, leaseC <-chan time.Time
 		if a.expiry != nil {
 			expiryC = a.expiry.C
 		}
+		if a.leaseTimer != nil {
+			leaseC = a.leaseTimer.C
+		}
+		faultC := a.faults.timerC()
 		select {
 		case <-ctx.Done():
-			return
+			return nil
 		case m := <-a.mailbox:
+			if a.faults.cutOff(time.Now()) {
+				// Cut off from the bus: the message never arrived.
+				a.cfg.Clock.Release()
+				continue
+			}
 			a.handle(m)
+			if a.crashed != nil {
+				a.cfg.Clock.Release()
+				return a.crashed
+			}
 			a.rearm()
 			a.cfg.Clock.Release()
+			if d := a.faults.takeHang(); d > 0 {
+				if !a.hang(ctx, d) {
+					return nil
+				}
+			}
 		case <-doneC:
 			a.done = nil
 			a.advance()
@@ -152,7 +240,19 @@ func (a *Actor) Run(ctx context.Context) {
 			a.expiry = nil
 			a.expireReservations()
 			a.rearm()
+		case <-leaseC:
+			a.leaseTimer = nil
+			a.checkLease()
+		case until := <-a.leases:
+			if !a.faults.cutOff(time.Now()) {
+				a.renew(until)
+			}
+		case <-faultC:
+			a.faultTick()
 		case reply := <-a.pings:
+			if a.faults.cutOff(time.Now()) {
+				continue // its answer would cross the bus it is cut off from
+			}
 			// Nothing changes: the timers stand.
 			select {
 			case reply <- Liveness{GPU: a.cfg.ID, Incarnation: a.cfg.Incarnation, Jobs: len(a.shares)}:
@@ -169,6 +269,10 @@ func (a *Actor) stopTimers() {
 	if a.expiry != nil {
 		a.expiry.Stop()
 	}
+	if a.leaseTimer != nil {
+		a.leaseTimer.Stop()
+	}
+	a.faults.stop()
 }
 
 // slowdown is the factor a running job with util own runs at when its
@@ -231,6 +335,7 @@ func (a *Actor) finishDue() {
 		s := a.shares[id]
 		if s.running && s.progress >= s.job.WorkS-finishEpsilon {
 			s.progress = s.job.WorkS
+			a.remember(id, "completed", s.progress)
 			a.remove(id)
 			a.publish(events.GPUStatusType, "completed", id)
 		}
@@ -317,17 +422,17 @@ func (a *Actor) remove(id string) {
 func (a *Actor) handle(m *nats.Msg) {
 	var c events.Control
 	if err := json.Unmarshal(m.Data, &c); err != nil {
-		events.Reply(m, events.ControlReply{Error: model.Errorf("body", "malformed JSON: %v", err)})
+		a.reply(m, events.ControlReply{Error: model.Errorf("body", "malformed JSON: %v", err)})
 		return
 	}
 	a.advance()
 	switch c.Op {
 	case events.OpReserve:
-		events.Reply(m, a.reserve(c))
+		a.reply(m, a.reserve(c))
 	case events.OpCommit:
 		s, ok := a.shares[c.JobID]
 		if !ok {
-			events.Reply(m, events.ControlReply{Reason: "no reservation for " + c.JobID + " (expired or aborted)"})
+			a.reply(m, events.ControlReply{Reason: "no reservation for " + c.JobID + " (expired or aborted)"})
 			return
 		}
 		if !s.running {
@@ -337,13 +442,13 @@ func (a *Actor) handle(m *nats.Msg) {
 			a.retime = true
 			a.publish(events.GPUStatusType, "committed", c.JobID)
 		}
-		events.Reply(m, events.ControlReply{OK: true, Version: a.version})
+		a.reply(m, events.ControlReply{OK: true, Version: a.version})
 	case events.OpAbort:
 		if _, ok := a.shares[c.JobID]; ok {
 			a.remove(c.JobID)
 			a.publish(events.GPUStatusType, "aborted", c.JobID)
 		}
-		events.Reply(m, events.ControlReply{OK: true, Version: a.version})
+		a.reply(m, events.ControlReply{OK: true, Version: a.version})
 	case events.OpPreempt, events.OpRelease:
 		ids := c.Jobs
 		if c.JobID != "" {
@@ -356,56 +461,90 @@ func (a *Actor) handle(m *nats.Msg) {
 				continue
 			}
 			reply.Stopped = append(reply.Stopped, events.Stopped{JobID: id, ProgressS: s.progress})
-			a.remove(id)
 			change := "preempted"
 			if c.Op == events.OpRelease {
 				change = "released"
 			}
+			a.remember(id, change, s.progress)
+			a.remove(id)
 			a.publish(events.GPUStatusType, change, id)
 		}
 		reply.Version = a.version
-		events.Reply(m, reply)
+		a.reply(m, reply)
 	case events.OpKill:
-		events.Reply(m, a.crash(c.Reason))
+		a.reply(m, a.kill(c.Reason))
+	case events.OpChaos:
+		if fe := a.faults.apply(c.Chaos, time.Now(), a.cfg.ID); fe != nil {
+			a.reply(m, events.ControlReply{Error: fe})
+			return
+		}
+		a.log.Warn("chaos", zap.String("action", c.Chaos.Action), zap.Int64("duration_ms", c.Chaos.DurationMS),
+			zap.Int64("delay_ms", c.Chaos.DelayMS), zap.Float64("drop", c.Chaos.Drop))
+		st := a.status("", "")
+		// The answer goes out before the fault bites (a partition or hang
+		// starts once it is sent).
+		a.reply(m, events.ControlReply{OK: true, Version: a.version, Status: &st})
+		a.faults.begin(time.Now())
 	case events.OpDescribe:
 		st := a.status("", "")
-		events.Reply(m, events.ControlReply{OK: true, Version: a.version, Status: &st})
+		if c.WithSpecs {
+			st = a.statusWithSpecs()
+		}
+		a.reply(m, events.ControlReply{OK: true, Version: a.version, Status: &st})
 	default:
-		events.Reply(m, events.ControlReply{Error: model.Errorf("op", "unknown operation %q", c.Op)})
+		a.reply(m, events.ControlReply{Error: model.Errorf("op", "unknown operation %q", c.Op)})
 	}
 }
 
-// crash is the actor dying and its supervisor restarting it at once: the
-// jobs it held are gone (their work since the last checkpoint is lost), and
-// the new incarnation starts empty with a new event source, so its
-// sequence starts again at 1. It publishes gpu.down, with the jobs it lost,
-// then gpu.up for the new incarnation. The energy meter is the card's, not
-// the actor's, so it carries over.
-func (a *Actor) crash(reason string) events.ControlReply {
+// kill is the chaos hook that crashes the actor: it answers with the jobs
+// it held (their work since the last checkpoint is lost) and its Run
+// returns; the supervisor publishes gpu.down and, after a backoff, starts
+// the next incarnation, empty, with a new event source.
+func (a *Actor) kill(reason string) events.ControlReply {
 	if reason == "" {
 		reason = "killed"
 	}
-	down := a.status("killed", "")
+	a.crashed = &Crash{Reason: reason}
+	st := a.status("killed", "")
+	lost := make([]events.Stopped, 0, len(st.Jobs))
+	for _, j := range st.Jobs {
+		lost = append(lost, events.Stopped{JobID: j.JobID, ProgressS: j.ProgressS})
+	}
+	return events.ControlReply{OK: true, Stopped: lost, Status: &st}
+}
+
+// Down publishes gpu.down for this (dead) incarnation with reason and the
+// jobs it held: the supervisor calls it once Run has returned, so it owns
+// the actor's remains. The energy meter is the card's, not the actor's: the
+// next incarnation starts from EnergyJ.
+func (a *Actor) Down(reason string) events.GPUStatus {
+	a.advance()
+	down := a.status("crashed", "")
 	down.Reason = reason
+	a.log.Warn("GPU actor down", zap.String("reason", reason), zap.Int("jobs_lost", len(down.Jobs)),
+		zap.Int("incarnation", a.cfg.Incarnation))
+	// A crashed actor's buffered and delayed messages die with it.
+	a.faults = faults{}
 	if err := a.emit.Emit(a.cfg.Subjects.GPUEvent(a.cfg.Node, a.cfg.ID, events.GPUDown), events.Type("gpu", events.GPUDown),
 		a.cfg.ID, a.cfg.Clock.Now(), down); err != nil {
 		a.log.Warn("publish failed", zap.String("type", events.GPUDown), zap.Error(err))
 	}
-	lost := make([]events.Stopped, 0, len(down.Jobs))
-	for _, j := range down.Jobs {
-		lost = append(lost, events.Stopped{JobID: j.JobID, ProgressS: j.ProgressS})
+	return down
+}
+
+// Drain empties the mailbox of a dead actor, releasing the clock for each
+// message, and reports how many it dropped.
+func (a *Actor) Drain() int {
+	n := 0
+	for {
+		select {
+		case <-a.mailbox:
+			a.cfg.Clock.Release()
+			n++
+		default:
+			return n
+		}
 	}
-	a.log.Warn("GPU actor crashed; restarting empty", zap.String("reason", reason), zap.Int("jobs_lost", len(lost)),
-		zap.Int("incarnation", a.cfg.Incarnation+1))
-	a.stopTimers()
-	a.done, a.expiry, a.retime = nil, nil, false
-	a.shares = map[string]*share{}
-	a.layout = vram.New(int64(a.cfg.Model.VRAM), a.cfg.VRAMModel)
-	a.version = 0
-	a.cfg.Incarnation++
-	a.emit = events.NewEmitter(a.cfg.Bus, a.source())
-	a.publish(events.GPUUp, "up", "")
-	return events.ControlReply{OK: true, Stopped: lost, Status: &down}
 }
 
 func (a *Actor) source() string {
@@ -421,6 +560,10 @@ func (a *Actor) reserve(c events.Control) events.ControlReply {
 	}
 	if s, ok := a.shares[c.JobID]; ok {
 		return events.ControlReply{OK: true, Offset: s.offset, Version: a.version}
+	}
+	if !a.leased() {
+		st := a.status("", "")
+		return events.ControlReply{Reason: "no lease: the scheduler has not renewed this GPU's lease", Version: a.version, Status: &st}
 	}
 	if c.Job.VRAM <= 0 || c.Job.Milli < 0 || c.Job.Milli > MilliPerGPU {
 		return events.ControlReply{Error: model.Errorf("job", "a reservation needs positive vram and a gpu_milli of 0..1000")}
@@ -494,6 +637,42 @@ func (a *Actor) status(change, jobID string) events.GPUStatus {
 	}
 	st.PowerW = a.cfg.Model.Power(util, busy)
 	return st
+}
+
+// remember records a job leaving the GPU, for a reconciling scheduler.
+func (a *Actor) remember(id, change string, progress float64) {
+	if len(a.ended) >= endedMemory {
+		a.ended = a.ended[1:]
+	}
+	a.ended = append(a.ended, events.EndedJob{JobID: id, Change: change, ProgressS: progress})
+}
+
+// statusWithSpecs is the status with each job's assignment and the jobs
+// that ended lately: what a restarted scheduler needs to re-learn.
+func (a *Actor) statusWithSpecs() events.GPUStatus {
+	st := a.status("", "")
+	for i := range st.Jobs {
+		if s, ok := a.shares[st.Jobs[i].JobID]; ok {
+			job := s.job
+			st.Jobs[i].Assignment = &job
+		}
+	}
+	st.Ended = append([]events.EndedJob(nil), a.ended...)
+	return st
+}
+
+// reply answers a control request through the actor's outgoing path (so
+// chaos that delays, drops or cuts off its messages applies to replies).
+func (a *Actor) reply(m *nats.Msg, v any) {
+	if m.Reply == "" {
+		return
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		a.log.Warn("reply encoding failed", zap.Error(err))
+		return
+	}
+	a.Publish(m.Reply, b)
 }
 
 func (a *Actor) publish(typ, change, jobID string) {

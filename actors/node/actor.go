@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -34,7 +35,12 @@ type Actor struct {
 	emit      *events.Emitter
 	log       *zap.Logger
 	heartbeat time.Duration
-	gpus      []*gpu.Actor
+	gpus      []*slot
+	conn      *nats.Conn
+	// beat numbers heartbeats; sent remembers when recent ones left, so a
+	// lease grant counts from the send time of the heartbeat it answers.
+	beat uint64
+	sent map[uint64]time.Time
 
 	mailbox chan *nats.Msg
 	alive   chan gpu.Liveness
@@ -50,10 +56,11 @@ type hold struct {
 	expires   time.Time
 }
 
-func newActor(spec model.NodeSpec, inc int, clock simclock.Clock, subjects events.Subjects, bus events.Publisher,
-	log *zap.Logger, heartbeat time.Duration, gpus []*gpu.Actor) *Actor {
+func newActor(spec model.NodeSpec, inc int, clock simclock.Clock, subjects events.Subjects, bus *nats.Conn,
+	log *zap.Logger, heartbeat time.Duration, gpus []*slot) *Actor {
 	return &Actor{
-		spec: spec, inc: inc, clock: clock, subjects: subjects, heartbeat: heartbeat, gpus: gpus,
+		spec: spec, inc: inc, clock: clock, subjects: subjects, heartbeat: heartbeat, gpus: gpus, conn: bus,
+		sent:    map[uint64]time.Time{},
 		emit:    events.NewEmitter(bus, "/node/"+spec.ID+"/"+strconv.Itoa(inc)),
 		log:     log.With(zap.String("node", spec.ID)),
 		mailbox: make(chan *nats.Msg, gpu.MailboxSize),
@@ -93,20 +100,60 @@ func (a *Actor) Run(ctx context.Context) {
 }
 
 func (a *Actor) ping() {
-	for _, g := range a.gpus {
-		g.Ping(a.alive)
+	for _, s := range a.gpus {
+		if g := s.cur.Load(); g != nil {
+			g.Ping(a.alive)
+		}
 	}
 }
 
 func (a *Actor) publishHeartbeat(heard map[string]gpu.Liveness) {
 	hb := events.NodeHeartbeat{Node: a.spec.ID, Incarnation: a.inc, Labels: a.spec.Labels,
 		CPUTotal: a.spec.CPU, CPUUsed: a.cpuUsed, MemoryTotal: int64(a.spec.Memory), MemoryUsed: a.memUsed}
-	for _, g := range a.gpus {
-		l, ok := heard[g.ID()]
-		hb.GPUs = append(hb.GPUs, events.HeartbeatGPU{GPU: g.ID(), Incarnation: l.Incarnation, Alive: ok, Jobs: l.Jobs})
+	for _, s := range a.gpus {
+		l, ok := heard[s.id]
+		hb.GPUs = append(hb.GPUs, events.HeartbeatGPU{GPU: s.id, Incarnation: l.Incarnation, Alive: ok, Jobs: l.Jobs})
 	}
-	if err := a.emit.Emit(a.subjects.NodeHeartbeat(a.spec.ID), events.Type("node", "heartbeat"), a.spec.ID, a.clock.Now(), hb); err != nil {
+	a.beat++
+	hb.Beat = a.beat
+	now := time.Now()
+	a.sent[a.beat] = now
+	// Send times older than a few periods can no longer be granted usefully.
+	for b, t := range a.sent {
+		if now.Sub(t) > 10*a.heartbeat {
+			delete(a.sent, b)
+		}
+	}
+	// The heartbeat asks for leases: its reply subject is the node's lease
+	// subject, where the scheduler answers with a LeaseGrant.
+	if err := a.emit.EmitReply(a.subjects.NodeHeartbeat(a.spec.ID), a.subjects.NodeLease(a.spec.ID), events.Type("node", "heartbeat"),
+		a.spec.ID, a.clock.Now(), hb); err != nil {
 		a.log.Warn("heartbeat publish failed", zap.Error(err))
+	}
+}
+
+// grant passes a lease grant to the GPU actors it names (those still at
+// the granted incarnation), counted from when the heartbeat left.
+func (a *Actor) grant(m *nats.Msg) {
+	var g events.LeaseGrant
+	if err := json.Unmarshal(m.Data, &g); err != nil {
+		a.log.Warn("bad lease grant", zap.Error(err))
+		return
+	}
+	sent, ok := a.sent[g.Beat]
+	if !ok || g.LeaseMS <= 0 {
+		return
+	}
+	until := sent.Add(time.Duration(g.LeaseMS) * time.Millisecond)
+	for _, hg := range g.GPUs {
+		for _, s := range a.gpus {
+			if s.id != hg.GPU {
+				continue
+			}
+			if ga := s.cur.Load(); ga != nil && ga.Incarnation() == hg.Incarnation {
+				ga.Renew(until)
+			}
+		}
 	}
 }
 
@@ -134,6 +181,13 @@ func (a *Actor) free(id string) {
 }
 
 func (a *Actor) handle(m *nats.Msg) {
+	if strings.HasSuffix(m.Subject, ".lease") {
+		a.grant(m)
+		return
+	}
+	if !strings.HasSuffix(m.Subject, ".ctl") {
+		return
+	}
 	var c events.Control
 	if err := json.Unmarshal(m.Data, &c); err != nil {
 		events.Reply(m, events.ControlReply{Error: model.Errorf("body", "malformed JSON: %v", err)})

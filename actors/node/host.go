@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"time"
@@ -28,13 +29,20 @@ type HostConfig struct {
 	Heartbeat time.Duration
 	// Interference is the GPUs' noisy-neighbour coefficient (gpu.Config).
 	Interference float64
+	// Lease is the GPUs' lease (gpu.Config.Lease; zero: none).
+	Lease time.Duration
+	// RestartBackoff is the first wait before a crashed GPU actor restarts
+	// (DefaultRestartBackoff when zero).
+	RestartBackoff time.Duration
 }
 
-// Host runs one node's actors behind its two subscriptions.
+// Host runs one node's actors behind its two subscriptions, and
+// supervises its GPU actors.
 type Host struct {
 	cfg  HostConfig
+	log  *zap.Logger
 	node *Actor
-	gpus map[string]*gpu.Actor
+	gpus map[string]*slot
 	subs []*nats.Subscription
 	wg   sync.WaitGroup
 }
@@ -49,15 +57,21 @@ func Start(ctx context.Context, cfg HostConfig) (*Host, error) {
 	if cfg.Heartbeat <= 0 {
 		cfg.Heartbeat = DefaultHeartbeat
 	}
-	h := &Host{cfg: cfg, gpus: map[string]*gpu.Actor{}}
-	var gpus []*gpu.Actor
-	for _, g := range cfg.Spec.GPUs {
-		a := gpu.New(gpu.Config{ID: g.ID, Node: cfg.Spec.ID, Model: g.Model, VRAMModel: cfg.VRAMModel,
-			Clock: cfg.Clock, Subjects: cfg.Subjects, Bus: cfg.Conn, Logger: log, Interference: cfg.Interference})
-		h.gpus[g.ID] = a
-		gpus = append(gpus, a)
+	if cfg.RestartBackoff <= 0 {
+		cfg.RestartBackoff = DefaultRestartBackoff
 	}
-	h.node = newActor(cfg.Spec, 1, cfg.Clock, cfg.Subjects, cfg.Conn, log, cfg.Heartbeat, gpus)
+	h := &Host{cfg: cfg, log: log.With(zap.String("node", cfg.Spec.ID)), gpus: map[string]*slot{}}
+	var slots []*slot
+	var configs []gpu.Config
+	for _, g := range cfg.Spec.GPUs {
+		s := &slot{id: g.ID}
+		h.gpus[g.ID] = s
+		slots = append(slots, s)
+		configs = append(configs, gpu.Config{ID: g.ID, Node: cfg.Spec.ID, Model: g.Model, VRAMModel: cfg.VRAMModel,
+			Clock: cfg.Clock, Subjects: cfg.Subjects, Bus: cfg.Conn, Logger: log, Interference: cfg.Interference,
+			Lease: cfg.Lease})
+	}
+	h.node = newActor(cfg.Spec, 1, cfg.Clock, cfg.Subjects, cfg.Conn, log, cfg.Heartbeat, slots)
 
 	// The GPU subject is <p>.gpu.<node>.<gpu>.ctl: the GPU id is the second-last token.
 	gpuSub, err := cfg.Conn.Subscribe(cfg.Subjects.NodeGPUs(cfg.Spec.ID), func(m *nats.Msg) {
@@ -65,9 +79,17 @@ func Start(ctx context.Context, cfg HostConfig) (*Host, error) {
 		if len(tokens) < 2 || tokens[len(tokens)-1] != "ctl" {
 			return
 		}
-		a, ok := h.gpus[tokens[len(tokens)-2]]
+		s, ok := h.gpus[tokens[len(tokens)-2]]
 		if !ok {
 			events.Reply(m, events.ControlReply{Error: model.Errorf("gpu", "no GPU %q on node %s", tokens[len(tokens)-2], cfg.Spec.ID)})
+			return
+		}
+		a := s.cur.Load()
+		if a == nil {
+			// The supervisor answers for a dead actor: a refusal, at once,
+			// rather than a timeout.
+			left := time.Until(time.Unix(0, s.restartAt.Load())).Round(time.Millisecond)
+			events.Reply(m, events.ControlReply{Reason: fmt.Sprintf("GPU actor %s is down (restarting in %s)", s.id, max(0, left))})
 			return
 		}
 		a.Deliver(ctx, m)
@@ -75,7 +97,7 @@ func Start(ctx context.Context, cfg HostConfig) (*Host, error) {
 	if err != nil {
 		return nil, err
 	}
-	nodeSub, err := cfg.Conn.Subscribe(cfg.Subjects.NodeCtl(cfg.Spec.ID), func(m *nats.Msg) {
+	nodeSub, err := cfg.Conn.Subscribe(cfg.Subjects.NodeAll(cfg.Spec.ID), func(m *nats.Msg) {
 		cfg.Clock.Hold() // released by the node actor once handled
 		select {
 		case h.node.mailbox <- m:
@@ -93,8 +115,8 @@ func Start(ctx context.Context, cfg HostConfig) (*Host, error) {
 		// mailboxes apply back-pressure instead.
 		s.SetPendingLimits(-1, -1)
 	}
-	for _, a := range gpus {
-		h.wg.Go(func() { a.Run(ctx) })
+	for i, s := range slots {
+		h.wg.Go(func() { h.supervise(ctx, s, configs[i]) })
 	}
 	h.wg.Go(func() { h.node.Run(ctx) })
 	h.wg.Go(func() {

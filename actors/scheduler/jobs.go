@@ -49,6 +49,10 @@ type job struct {
 	runS, idealS, lostS   float64
 	stintAt               time.Time
 	stintFrom, stintSpeed float64
+	// awaiting names the GPUs (with their incarnation) that may still run
+	// the job: a stop sent to them went unanswered. The job is not placed
+	// again until each shows it stopped, or is declared dead.
+	awaiting map[string]int
 }
 
 // endStint adds the stint that ends now, having reached progress done, to

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -94,7 +95,8 @@ func (s *Scheduler) controls(j *job, p policy.Placement, op string) []ctlCall {
 			g := s.view.gpus[id].g
 			gpuCtl.TTLMillis = ttl
 			gpuCtl.Job = &events.Assignment{Name: j.spec.Name, Priority: j.spec.Priority, VRAM: req.VRAMOn(g), Milli: req.MilliOn(g),
-				Util: j.spec.Util, WorkS: j.work(), ProgressS: j.progress, CheckpointS: j.spec.Checkpoint.Seconds()}
+				Util: j.spec.Util, WorkS: j.work(), ProgressS: j.progress, CheckpointS: j.spec.Checkpoint.Seconds(),
+				Spec: &j.spec, Submitted: j.submitted, Seq: j.seq}
 		}
 		calls = append(calls, ctlCall{subject: sj.GPUCtl(p.Node, id), ctl: gpuCtl, gpu: id})
 	}
@@ -366,10 +368,26 @@ func (s *Scheduler) stop(j *job, op string) {
 	now := s.cfg.Clock.Now()
 	var calls []ctlCall
 	for _, g := range j.gpus {
+		if gs, ok := s.view.gpus[g]; ok && gs.status.Incarnation <= gs.dead {
+			continue // dead: its jobs are gone with it
+		}
 		calls = append(calls, ctlCall{subject: s.cfg.Subjects.GPUCtl(j.node, g), ctl: events.Control{Op: op, JobID: j.id}, gpu: g})
 	}
 	done := -1.0
-	for _, r := range s.callAll(calls) {
+	for i, r := range s.callAll(calls) {
+		if !r.OK {
+			// Unanswered (cut off, hung, restarting): the GPU may still run
+			// the job, so it is not placed again until the GPU shows it
+			// stopped or is declared dead (its fence stops it first).
+			if gs, ok := s.view.gpus[calls[i].gpu]; ok {
+				if j.awaiting == nil {
+					j.awaiting = map[string]int{}
+				}
+				j.awaiting[calls[i].gpu] = gs.status.Incarnation
+				s.log.Warn("stop unconfirmed: the job waits for the GPU", zap.String("job", j.id), zap.String("gpu", calls[i].gpu),
+					zap.String("reason", r.Reason))
+			}
+		}
 		for _, st := range r.Stopped {
 			if st.JobID == j.id && (done < 0 || st.ProgressS < done) {
 				done = st.ProgressS
@@ -403,6 +421,15 @@ func (s *Scheduler) schedule() {
 	now := s.cfg.Clock.Now()
 	for _, j := range slices.Clone(s.queue) {
 		if j.state != events.JobQueued {
+			continue
+		}
+		if len(j.awaiting) > 0 {
+			var gpus []string
+			for g := range j.awaiting {
+				gpus = append(gpus, g)
+			}
+			slices.Sort(gpus)
+			s.setPending(j, "waiting for "+strings.Join(gpus, ",")+" to confirm it stopped the job (a stop went unanswered)")
 			continue
 		}
 		if s.tryPlace(j) {
@@ -445,9 +472,33 @@ func (s *Scheduler) applyStatus(st events.GPUStatus, at time.Time) {
 	gs, isNew := s.view.addGPU(st)
 	if isNew {
 		s.dirty = true
+		s.renewLease(gs)
 		s.log.Info("GPU joined", zap.String("gpu", st.GPU), zap.String("node", st.Node), zap.String("model", st.Model))
+	} else if st.Incarnation < gs.status.Incarnation || st.Incarnation <= gs.dead {
+		s.stats.stale++
+		return
 	}
 	g := gs.g
+	if !isNew && st.Incarnation > gs.status.Incarnation {
+		// The GPU restarted or rejoined: what ran on its old incarnation is
+		// gone (a crash reported down already; a rejoin after a lost lease
+		// stopped its jobs itself).
+		if lost := s.jobsOn(st.GPU, gs.status.Jobs); len(lost) > 0 {
+			s.loseGPU(gs, lost, "GPU "+st.GPU+" on "+st.Node+" came back as incarnation "+strconv.Itoa(st.Incarnation)+" without it")
+		}
+		for _, j := range s.queue {
+			if inc, ok := j.awaiting[st.GPU]; ok && inc < st.Incarnation {
+				delete(j.awaiting, st.GPU)
+			}
+		}
+		gs.version = 0
+		g.Alive = true
+		s.renewLease(gs)
+		s.dirty = true
+		s.log.Info("GPU rejoined", zap.String("gpu", st.GPU), zap.String("node", st.Node), zap.Int("incarnation", st.Incarnation),
+			zap.String("reason", st.Reason))
+	}
+	authoritative := isNew || st.Version >= gs.version || st.Incarnation != gs.status.Incarnation
 	if st.Version >= gs.version || st.Incarnation != gs.status.Incarnation {
 		gs.version = st.Version
 		g.Allocs = g.Allocs[:0]
@@ -461,6 +512,9 @@ func (s *Scheduler) applyStatus(st events.GPUStatus, at time.Time) {
 		s.dropAlloc(g, st.JobID)
 	}
 	gs.status, gs.statusAt = st, at
+	if authoritative {
+		s.reconcile(gs, st)
+	}
 	for _, sj := range st.Jobs {
 		if j, ok := s.jobs[sj.JobID]; ok && j.state == stateRunning && sj.State == "running" {
 			j.lastProgress, j.lastRate, j.lastAt = sj.ProgressS, sj.Rate, at
@@ -514,14 +568,17 @@ func (s *Scheduler) requeueLost(j *job, lostAt float64, reason string) {
 func (s *Scheduler) gpuDown(st events.GPUStatus) {
 	s.log.Warn("GPU down", zap.String("gpu", st.GPU), zap.String("node", st.Node), zap.String("reason", st.Reason),
 		zap.Int("jobs_lost", len(st.Jobs)))
-	for _, sj := range st.Jobs {
-		j, ok := s.jobs[sj.JobID]
-		if !ok || j.state != stateRunning || !slices.Contains(j.gpus, st.GPU) {
-			continue
-		}
-		s.requeueLost(j, sj.ProgressS, "GPU "+st.GPU+" on "+st.Node+" went down ("+st.Reason+")")
+	gs, ok := s.view.gpus[st.GPU]
+	if !ok {
+		return
 	}
-	s.dirty = true
+	gs.dead = max(gs.dead, st.Incarnation)
+	gs.leaseUntil = time.Time{}
+	gs.g.Alive = false
+	s.stats.deaths++
+	// The scheduler's own records say which jobs ran there; the down event's
+	// list gives the progress they had.
+	s.loseGPU(gs, s.jobsOn(st.GPU, st.Jobs), "GPU "+st.GPU+" on "+st.Node+" went down ("+st.Reason+")")
 }
 
 // shardDone counts one GPU's share of a job as finished; the job completes

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"time"
 
@@ -52,6 +54,14 @@ type Config struct {
 	// instead of queueing it, and never preempts for it: the FGD paper's
 	// replay protocol.
 	DropUnschedulable bool
+	// Lease is how long a GPU may go without a heartbeat renewing it
+	// before the scheduler declares it dead and re-places its jobs (wall
+	// time; DefaultLease when zero, negative: never). A virtual clock has
+	// no leases: a run must not depend on how loaded the machine is.
+	Lease time.Duration
+	// Incarnation numbers this scheduler among its restarts (1 when zero):
+	// it names its event source and, on a virtual clock, seeds its job ids.
+	Incarnation int
 }
 
 // Defaults for Config's zero values.
@@ -98,10 +108,16 @@ type Scheduler struct {
 	// settle, and job ids come from ids (seeded) so that runs repeat.
 	virtual bool
 	ids     *rand.ChaCha8
+	// killed is set by a kill control: Run returns ErrKilled.
+	killed string
 }
 
 type counters struct {
 	completed, rejected, cancelled, preemptions int
+	// deaths counts GPUs declared dead or reported down; lostJobs the
+	// running jobs they took down; adopted the jobs re-learned from GPUs
+	// after a restart; stale the messages ignored from dead incarnations.
+	deaths, lostJobs, adopted, stale int
 }
 
 // New validates the config and subscribes; Run starts the loop.
@@ -136,6 +152,15 @@ func New(cfg Config) (*Scheduler, error) {
 	if cfg.VRAMModel == "" {
 		cfg.VRAMModel = vram.Contiguous
 	}
+	if cfg.Lease == 0 {
+		cfg.Lease = DefaultLease
+	}
+	if cfg.Lease < 0 || virtual {
+		cfg.Lease = 0
+	}
+	if cfg.Incarnation < 1 {
+		cfg.Incarnation = 1
+	}
 	p, err := policy.Lookup(cfg.Policy)
 	if err != nil {
 		return nil, err
@@ -147,7 +172,7 @@ func New(cfg Config) (*Scheduler, error) {
 	s := &Scheduler{
 		cfg:     cfg,
 		log:     log.With(zap.String("actor", "scheduler")),
-		emit:    events.NewEmitter(cfg.Conn, "/scheduler/1"),
+		emit:    events.NewEmitter(cfg.Conn, "/scheduler/"+strconv.Itoa(cfg.Incarnation)),
 		mailbox: make(chan *nats.Msg, mailboxSize),
 		done:    make(chan struct{}),
 		policy:  p,
@@ -159,6 +184,8 @@ func New(cfg Config) (*Scheduler, error) {
 	if virtual {
 		var seed [32]byte
 		binary.LittleEndian.PutUint64(seed[:], uint64(cfg.Seed))
+		// A restarted scheduler draws other ids than its predecessor.
+		binary.LittleEndian.PutUint64(seed[8:], uint64(cfg.Incarnation-1))
 		s.ids = rand.NewChaCha8(seed)
 	}
 	s.view.cluster.Workload = cfg.Workload
@@ -198,10 +225,15 @@ func (s *Scheduler) Subscriptions() []*nats.Subscription { return s.subs }
 // everything that happens at the instant has happened; metrics are
 // PhaseObserve timers, and CPU-only completions and starvation ages are
 // PhaseEvent timers at the instant they are due.
-func (s *Scheduler) Run(ctx context.Context) {
+func (s *Scheduler) Run(ctx context.Context) error {
 	defer close(s.done)
 	defer s.unsubscribe()
-	var metricsWall, agingWall <-chan time.Time
+	var metricsWall, agingWall, leaseWall <-chan time.Time
+	if s.cfg.Lease > 0 {
+		lt := time.NewTicker(s.cfg.Lease / leaseChecks)
+		defer lt.Stop()
+		leaseWall = lt.C
+	}
 	var metrics, pass, wake simclock.Timer
 	var wakeAt time.Time
 	if s.virtual {
@@ -236,9 +268,16 @@ func (s *Scheduler) Run(ctx context.Context) {
 		held := true // a message or a virtual timer: released below
 		select {
 		case <-ctx.Done():
-			return
+			return nil
 		case m := <-s.mailbox:
 			s.dispatch(m)
+			if s.killed != "" {
+				s.cfg.Clock.Release()
+				return ErrKilled
+			}
+		case <-leaseWall:
+			s.checkLeases()
+			held = false
 		case <-metricsWall:
 			s.publishMetrics()
 			held = false
@@ -322,6 +361,16 @@ func (s *Scheduler) newJobID() string {
 }
 
 func (s *Scheduler) dispatch(m *nats.Msg) {
+	// A message that trips a bug costs its own answer, not the scheduler
+	// (and with it the queue).
+	defer func() {
+		if r := recover(); r != nil {
+			s.log.Error("message handling panicked", zap.String("subject", m.Subject), zap.Any("panic", r), zap.Stack("stack"))
+			if m.Reply != "" {
+				replyError(m, "", fmt.Sprintf("internal error: %v", r))
+			}
+		}
+	}()
 	p := s.cfg.Subjects.Prefix + "."
 	subj := strings.TrimPrefix(m.Subject, p)
 	switch {
@@ -341,6 +390,8 @@ func (s *Scheduler) dispatch(m *nats.Msg) {
 		s.onStrategy(m)
 	case subj == "sched.explain":
 		s.onExplain(m)
+	case subj == "sched.ctl":
+		s.onCtl(m)
 	case subj == "cluster.snapshot":
 		s.onSnapshot(m)
 	default:
@@ -357,11 +408,31 @@ func (s *Scheduler) onGPUEvent(m *nats.Msg) {
 		return
 	}
 	var ev struct {
+		Source  string           `json:"source"`
 		SimTime time.Time        `json:"simtime"`
 		Data    events.GPUStatus `json:"data"`
 	}
 	if err := json.Unmarshal(m.Data, &ev); err != nil {
-		s.log.Warn("bad GPU event", zap.String("subject", m.Subject), zap.Error(err))
+		s.log.Warn("bad GPU event dropped", zap.String("subject", m.Subject), zap.Error(err))
+		return
+	}
+	// <p>.evt.gpu.<node>.<gpu>.<type>
+	if len(tokens) < 4 {
+		return
+	}
+	if fe := validStatus(tokens[len(tokens)-3], tokens[len(tokens)-2], ev.Data); fe != nil {
+		s.log.Warn("bad GPU event dropped", zap.String("subject", m.Subject), zap.String("field", fe.Field), zap.String("reason", fe.Message))
+		return
+	}
+	if strings.HasPrefix(ev.Source, "/scheduler/") {
+		return // this scheduler's own verdict (or a predecessor's)
+	}
+	if gs, ok := s.view.gpus[ev.Data.GPU]; ok && (ev.Data.Incarnation < gs.status.Incarnation || ev.Data.Incarnation <= gs.dead) {
+		// A message from a dead incarnation (a hung actor waking, a
+		// partition's backlog, a delay line): the GPU has moved on.
+		s.stats.stale++
+		s.log.Debug("stale GPU event ignored", zap.String("subject", m.Subject), zap.Int("incarnation", ev.Data.Incarnation),
+			zap.Int("current", gs.status.Incarnation), zap.Int("dead", gs.dead))
 		return
 	}
 	if typ == events.GPUDown {
@@ -391,23 +462,29 @@ func (s *Scheduler) onNodeEvent(m *nats.Msg) {
 	n.Alive, n.CPUMilli, n.MemTotal = true, cpu, hb.MemoryTotal
 	for _, g := range hb.GPUs {
 		st, ok := s.view.gpus[g.GPU]
-		if !ok {
+		if !ok || (g.Alive && g.Incarnation > st.status.Incarnation) {
+			// Unknown, or restarted without this scheduler hearing its up.
 			s.describe(hb.Node, g.GPU)
 			continue
 		}
+		if g.Alive && (g.Incarnation != st.status.Incarnation || g.Incarnation <= st.dead) {
+			continue // a dead incarnation is not revived by its node's word
+		}
 		// On a virtual clock a missed ping measures the machine's load, not
 		// the simulated cluster, so it must not change a decision: a run
-		// would then depend on how loaded the machine was.
+		// would then depend on how loaded the machine was. Not alive here is
+		// "suspect": nothing new goes there; only the lease declares death.
 		if st.g.Alive != g.Alive && (g.Alive || !s.virtual) {
 			st.g.Alive = g.Alive
 			s.dirty = true
 		}
 	}
+	s.grantLeases(m, hb)
 }
 
 // describe asks a GPU actor the scheduler has not heard of for its status.
 func (s *Scheduler) describe(node, gpuID string) {
-	rep, err := s.call(s.cfg.Subjects.GPUCtl(node, gpuID), events.Control{Op: events.OpDescribe})
+	rep, err := s.call(s.cfg.Subjects.GPUCtl(node, gpuID), events.Control{Op: events.OpDescribe, WithSpecs: true})
 	if err != nil || rep.Status == nil {
 		return
 	}

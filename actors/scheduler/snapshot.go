@@ -16,7 +16,8 @@ func (s *Scheduler) metrics() events.Metrics {
 	now := s.cfg.Clock.Now()
 	m := events.Metrics{Policy: s.policy.Name(), GPUs: len(s.view.cluster.GPUs), JobsQueued: len(s.queue),
 		JobsCompleted: s.stats.completed, JobsRejected: s.stats.rejected, JobsCancelled: s.stats.cancelled,
-		Preemptions: s.stats.preemptions}
+		Preemptions: s.stats.preemptions, GPUDeaths: s.stats.deaths, JobsLost: s.stats.lostJobs,
+		JobsAdopted: s.stats.adopted, StaleIgnored: s.stats.stale, Incarnation: s.cfg.Incarnation}
 	for _, n := range s.view.cluster.Nodes {
 		m.Nodes++
 		if n.Alive {

@@ -23,6 +23,12 @@ type gpuState struct {
 	statusAt time.Time // simulated time of the last status
 	version  uint64
 	model    model.GPUModel
+	// leaseUntil is when the GPU is declared dead unless a heartbeat
+	// renews it (wall time; zero: no lease running); dead is the last
+	// incarnation declared dead (or reported down), whose messages are
+	// ignored from then on.
+	leaseUntil time.Time
+	dead       int
 }
 
 // view is the scheduler's picture of the cluster.

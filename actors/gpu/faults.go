@@ -1,0 +1,239 @@
+package gpu
+
+import (
+	"context"
+	"math/rand/v2"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/gpusched/gpusched/events"
+	"github.com/gpusched/gpusched/model"
+)
+
+// outboxLimit bounds the messages a cut-off actor keeps to send once it is
+// back (as a NATS client buffers while reconnecting); past it they are lost.
+const outboxLimit = 10000
+
+// outMsg is one outgoing message held back by a fault.
+type outMsg struct {
+	subject string
+	data    []byte
+	due     time.Time // wall time it may go (delay)
+}
+
+// faults is the chaos one GPU actor suffers: a hang to take, a partition
+// (cut off from the bus until cutUntil: incoming messages are lost,
+// outgoing ones wait in outbox), a delay line and a drop rate on its
+// outgoing messages. Everything is wall time: liveness is.
+type faults struct {
+	staged    *events.ChaosControl
+	hangFor   time.Duration
+	cutUntil  time.Time
+	outbox    []outMsg
+	delay     time.Duration
+	delayEnds time.Time // zero: until cleared
+	delayed   []outMsg
+	drop      float64
+	dropEnds  time.Time // zero: until cleared
+	rng       *rand.Rand
+	timer     *time.Timer
+	// dropped counts messages lost to drop; overflow those lost because
+	// the outbox was full.
+	dropped, overflow int
+}
+
+// apply validates a chaos control and stages it; begin makes it bite
+// (after the actor's answer has gone out).
+func (f *faults) apply(c *events.ChaosControl, now time.Time, gpuID string) *model.FieldError {
+	if c == nil {
+		return model.Errorf("chaos", "op chaos needs a chaos object")
+	}
+	switch c.Action {
+	case events.ChaosHang, events.ChaosPartition:
+		if c.DurationMS <= 0 {
+			return model.Errorf("duration", "%s needs a positive duration", c.Action)
+		}
+	case events.ChaosDelay:
+		if c.DelayMS < 0 || c.DurationMS < 0 {
+			return model.Errorf("delay", "delay and duration must not be negative")
+		}
+	case events.ChaosDrop:
+		if c.Drop < 0 || c.Drop > 1 || c.DurationMS < 0 {
+			return model.Errorf("drop", "drop is a fraction from 0 to 1")
+		}
+	default:
+		return model.Errorf("action", "unknown chaos action %q for a GPU actor", c.Action)
+	}
+	f.staged = c
+	return nil
+}
+
+func (f *faults) begin(now time.Time) {
+	c := f.staged
+	f.staged = nil
+	if c == nil {
+		return
+	}
+	d := time.Duration(c.DurationMS) * time.Millisecond
+	until := time.Time{}
+	if d > 0 {
+		until = now.Add(d)
+	}
+	switch c.Action {
+	case events.ChaosHang:
+		f.hangFor = d
+	case events.ChaosPartition:
+		f.cutUntil = until
+	case events.ChaosDelay:
+		f.delay, f.delayEnds = time.Duration(c.DelayMS)*time.Millisecond, until
+	case events.ChaosDrop:
+		f.drop, f.dropEnds = c.Drop, until
+		// Seeded, so that a chaos run's drops can be replayed.
+		f.rng = rand.New(rand.NewPCG(c.Seed, 0x9e3779b97f4a7c15))
+	}
+	f.arm(now)
+}
+
+// takeHang returns a staged hang's duration, once.
+func (f *faults) takeHang() time.Duration {
+	d := f.hangFor
+	f.hangFor = 0
+	return d
+}
+
+func (f *faults) cutOff(now time.Time) bool { return !f.cutUntil.IsZero() && now.Before(f.cutUntil) }
+
+func (f *faults) delaying(now time.Time) time.Duration {
+	if f.delay > 0 && (f.delayEnds.IsZero() || now.Before(f.delayEnds)) {
+		return f.delay
+	}
+	return 0
+}
+
+func (f *faults) dropping(now time.Time) bool {
+	return f.drop > 0 && f.rng != nil && (f.dropEnds.IsZero() || now.Before(f.dropEnds))
+}
+
+// next is when the faults next need the actor: a partition ending or a
+// delayed message falling due (zero: never).
+func (f *faults) next() time.Time {
+	var t time.Time
+	if !f.cutUntil.IsZero() {
+		t = f.cutUntil
+	}
+	if len(f.delayed) > 0 && (t.IsZero() || f.delayed[0].due.Before(t)) {
+		t = f.delayed[0].due
+	}
+	return t
+}
+
+func (f *faults) arm(now time.Time) {
+	t := f.next()
+	if t.IsZero() {
+		if f.timer != nil {
+			f.timer.Stop()
+			f.timer = nil
+		}
+		return
+	}
+	if f.timer == nil {
+		f.timer = time.NewTimer(t.Sub(now))
+	} else {
+		f.timer.Reset(t.Sub(now))
+	}
+}
+
+func (f *faults) timerC() <-chan time.Time {
+	if f.timer == nil {
+		return nil
+	}
+	return f.timer.C
+}
+
+func (f *faults) stop() {
+	if f.timer != nil {
+		f.timer.Stop()
+		f.timer = nil
+	}
+}
+
+// Publish is the actor's outgoing path (its emitter and replies use it):
+// a drop fault loses the message, a partition keeps it for later, a delay
+// holds it in line; otherwise it goes to the bus at once.
+func (a *Actor) Publish(subject string, data []byte) error {
+	now := time.Now()
+	f := &a.faults
+	if f.dropping(now) && f.rng.Float64() < f.drop {
+		f.dropped++
+		return nil
+	}
+	if f.cutOff(now) {
+		if len(f.outbox) < outboxLimit {
+			f.outbox = append(f.outbox, outMsg{subject: subject, data: data})
+		} else {
+			f.overflow++
+		}
+		return nil
+	}
+	// Once anything waits in the delay line, later messages queue behind
+	// it: a delay never reorders an actor's messages.
+	if d := f.delaying(now); d > 0 || len(f.delayed) > 0 {
+		f.delayed = append(f.delayed, outMsg{subject: subject, data: data, due: now.Add(d)})
+		if len(f.delayed) == 1 {
+			f.arm(now)
+		}
+		return nil
+	}
+	return a.cfg.Bus.Publish(subject, data)
+}
+
+// faultTick is the fault timer firing: a partition heals (the actor sends
+// what it kept, in order, and a full status so the scheduler can
+// reconcile), delayed messages fall due.
+func (a *Actor) faultTick() {
+	now := time.Now()
+	f := &a.faults
+	if !f.cutUntil.IsZero() && !now.Before(f.cutUntil) {
+		f.cutUntil = time.Time{}
+		kept := f.outbox
+		f.outbox = nil
+		a.log.Warn("partition healed", zap.Int("messages_kept", len(kept)), zap.Int("messages_lost", f.overflow))
+		for _, m := range kept {
+			a.Publish(m.subject, m.data)
+		}
+		a.checkLease()
+		a.advance()
+		a.publish(events.GPUStatusType, "rejoined", "")
+	}
+	for len(f.delayed) > 0 && !now.Before(f.delayed[0].due) {
+		m := f.delayed[0]
+		f.delayed = f.delayed[1:]
+		if err := a.cfg.Bus.Publish(m.subject, m.data); err != nil {
+			a.log.Warn("delayed publish failed", zap.Error(err))
+		}
+	}
+	f.arm(now)
+}
+
+// hang freezes the actor for d (wall time): it reads nothing, answers
+// nothing, and its GPU runs nothing. It returns false if ctx ended.
+func (a *Actor) hang(ctx context.Context, d time.Duration) bool {
+	a.advance()
+	a.log.Warn("GPU actor hung", zap.Duration("for", d))
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+	}
+	// A hung GPU made no progress: its jobs resume from where they froze,
+	// unless its lease ran out meanwhile (then it stops them and rejoins).
+	a.last = a.cfg.Clock.Now()
+	a.retime = true
+	a.log.Warn("GPU actor woke from a hang", zap.Duration("after", d))
+	a.checkLease()
+	a.rearm()
+	return true
+}

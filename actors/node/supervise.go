@@ -1,0 +1,92 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/gpusched/gpusched/actors/gpu"
+)
+
+// DefaultRestartBackoff is the first wait before a crashed GPU actor
+// restarts; each crash within backoffWindow of the last doubles it, up to
+// MaxRestartBackoff.
+const (
+	DefaultRestartBackoff = 100 * time.Millisecond
+	MaxRestartBackoff     = 5 * time.Second
+	backoffWindow         = 10 * time.Second
+)
+
+// slot is one GPU's place on the node: the incarnation of its actor that
+// runs now, or nil while the supervisor waits to restart it.
+type slot struct {
+	id  string
+	cur atomic.Pointer[gpu.Actor]
+	// restartAt is when a dead actor comes back (unix nanoseconds), for
+	// the refusals sent meanwhile.
+	restartAt atomic.Int64
+}
+
+// supervise runs a GPU's actor and, each time it crashes (killed, or a
+// panic), publishes gpu.down for the dead incarnation, waits a backoff and
+// starts the next incarnation, empty, keeping only the card's energy meter.
+func (h *Host) supervise(ctx context.Context, s *slot, cfg gpu.Config) {
+	log := h.log.With(zap.String("gpu", s.id))
+	backoff := h.cfg.RestartBackoff
+	var lastCrash time.Time
+	for {
+		a := gpu.New(cfg)
+		s.cur.Store(a)
+		err := runCaught(ctx, a)
+		if ctx.Err() != nil {
+			return
+		}
+		s.cur.Store(nil)
+		reason := err.Error()
+		if c, ok := err.(*gpu.Crash); ok {
+			reason = c.Reason
+		}
+		now := time.Now()
+		if !lastCrash.IsZero() && now.Sub(lastCrash) < backoffWindow {
+			backoff = min(2*backoff, MaxRestartBackoff)
+		} else {
+			backoff = h.cfg.RestartBackoff
+		}
+		lastCrash = now
+		s.restartAt.Store(now.Add(backoff).UnixNano())
+		downOK := func() (ok bool) {
+			defer func() {
+				if r := recover(); r != nil {
+					log.Error("the dead actor's remains could not be read", zap.Any("panic", r))
+				}
+			}()
+			a.Down(reason + fmt.Sprintf(" (restarting in %s)", backoff))
+			return true
+		}()
+		dropped := a.Drain()
+		log.Warn("GPU actor crashed; supervisor restarts it", zap.String("reason", reason), zap.Duration("backoff", backoff),
+			zap.Int("incarnation", a.Incarnation()+1), zap.Int("messages_dropped", dropped), zap.Bool("down_published", downOK))
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		cfg.Incarnation = a.Incarnation() + 1
+		cfg.EnergyJ = a.EnergyJ()
+	}
+}
+
+// runCaught runs the actor, turning a panic into a crash.
+func runCaught(ctx context.Context, a *gpu.Actor) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = &gpu.Crash{Reason: fmt.Sprintf("panic: %v", r)}
+		}
+	}()
+	return a.Run(ctx)
+}

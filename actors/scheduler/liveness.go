@@ -1,0 +1,324 @@
+package scheduler
+
+import (
+	"errors"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"go.uber.org/zap"
+
+	"github.com/gpusched/gpusched/events"
+	"github.com/gpusched/gpusched/model"
+)
+
+// DefaultLease is how long the scheduler waits without a heartbeat that
+// renews a GPU before it declares the GPU dead: three default heartbeat
+// periods, so one late heartbeat is not a death.
+const DefaultLease = 6 * time.Second
+
+// ErrKilled is what Run returns when a kill control (chaos) crashed the
+// scheduler; its supervisor starts the next incarnation.
+var ErrKilled = errors.New("scheduler killed")
+
+// leaseChecks is how many times per lease the scheduler looks for expired
+// leases: a death is declared at most a tenth of a lease late.
+const leaseChecks = 10
+
+// renewLease counts a GPU's lease from now (wall time).
+func (s *Scheduler) renewLease(gs *gpuState) {
+	if s.cfg.Lease > 0 {
+		gs.leaseUntil = time.Now().Add(s.cfg.Lease)
+	}
+}
+
+// grantLeases answers a node heartbeat: every GPU reported alive at the
+// incarnation the scheduler knows and has not declared dead gets its lease
+// renewed, on both sides.
+func (s *Scheduler) grantLeases(m *nats.Msg, hb events.NodeHeartbeat) {
+	grant := events.LeaseGrant{Node: hb.Node, Beat: hb.Beat, LeaseMS: s.cfg.Lease.Milliseconds()}
+	for _, g := range hb.GPUs {
+		gs, ok := s.view.gpus[g.GPU]
+		if !ok || !g.Alive || g.Incarnation != gs.status.Incarnation || g.Incarnation <= gs.dead || gs.status.Node != hb.Node {
+			continue
+		}
+		s.renewLease(gs)
+		grant.GPUs = append(grant.GPUs, events.HeartbeatGPU{GPU: g.GPU, Incarnation: g.Incarnation, Alive: true})
+	}
+	if m.Reply != "" && s.cfg.Lease > 0 && !s.virtual {
+		events.Reply(m, grant)
+	}
+}
+
+// checkLeases declares dead every GPU whose lease has run out.
+func (s *Scheduler) checkLeases() {
+	now := time.Now()
+	for _, g := range s.view.cluster.GPUs {
+		gs := s.view.gpus[g.ID]
+		if gs.leaseUntil.IsZero() || now.Before(gs.leaseUntil) || gs.status.Incarnation <= gs.dead {
+			continue
+		}
+		late := now.Sub(gs.leaseUntil.Add(-s.cfg.Lease)).Round(time.Millisecond)
+		s.declareDead(gs, "lease expired: no heartbeat renewed it for "+late.String()+" (lease "+s.cfg.Lease.String()+")")
+	}
+}
+
+// declareDead is the scheduler's verdict on a GPU it stopped hearing from:
+// it publishes gpu.down for the GPU's incarnation (which, if alive but cut
+// off, has already stopped its own jobs: its fence comes before the lease
+// ends), re-queues the jobs it ran, and ignores anything that incarnation
+// says from now on. The GPU comes back as its next incarnation.
+func (s *Scheduler) declareDead(gs *gpuState, reason string) {
+	inc := gs.status.Incarnation
+	gs.dead = inc
+	gs.leaseUntil = time.Time{}
+	g := gs.g
+	g.Alive = false
+	st := gs.status
+	st.Change, st.JobID, st.Reason = "lease-expired", "", reason
+	st.Jobs = s.jobsOn(g.ID, st.Jobs)
+	s.stats.deaths++
+	s.log.Warn("GPU declared dead", zap.String("gpu", g.ID), zap.String("node", g.Node), zap.Int("incarnation", inc),
+		zap.String("reason", reason), zap.Int("jobs", len(st.Jobs)))
+	if err := s.emit.Emit(s.cfg.Subjects.GPUEvent(g.Node, g.ID, events.GPUDown), events.Type("gpu", events.GPUDown), g.ID,
+		s.cfg.Clock.Now(), st); err != nil {
+		s.log.Warn("publish failed", zap.Error(err))
+	}
+	s.loseGPU(gs, st.Jobs, "GPU "+g.ID+" on "+g.Node+" declared dead ("+reason+")")
+}
+
+// jobsOn lists the jobs the scheduler believes run on gpu, with the
+// progress the GPU last reported for each (from reported).
+func (s *Scheduler) jobsOn(gpu string, reported []events.GPUJob) []events.GPUJob {
+	var out []events.GPUJob
+	now := s.cfg.Clock.Now()
+	for _, j := range s.running {
+		if !slices.Contains(j.gpus, gpu) {
+			continue
+		}
+		gj := events.GPUJob{JobID: j.id, Name: j.spec.Name, Priority: j.spec.Priority, State: "running",
+			ProgressS: j.estimate(now), WorkS: j.work()}
+		for _, r := range reported {
+			if r.JobID == j.id {
+				gj = r
+			}
+		}
+		out = append(out, gj)
+	}
+	return out
+}
+
+// loseGPU re-queues the jobs that ran on a GPU now gone, from their last
+// checkpoint, and empties the GPU in the view; jobs waiting for that GPU
+// to confirm a stop no longer wait.
+func (s *Scheduler) loseGPU(gs *gpuState, lost []events.GPUJob, reason string) {
+	for _, sj := range lost {
+		j, ok := s.jobs[sj.JobID]
+		if !ok || j.state != stateRunning || !slices.Contains(j.gpus, gs.g.ID) {
+			continue
+		}
+		s.stats.lostJobs++
+		s.requeueLost(j, sj.ProgressS, reason)
+	}
+	for _, j := range s.queue {
+		delete(j.awaiting, gs.g.ID)
+	}
+	gs.g.Allocs = gs.g.Allocs[:0]
+	gs.g.Util = 0
+	s.rebuildShares(gs.g)
+	s.dirty = true
+}
+
+// onCtl answers <p>.sched.ctl: kill crashes the scheduler (chaos).
+func (s *Scheduler) onCtl(m *nats.Msg) bool {
+	var c events.Control
+	if !decodeRequest(m, &c) {
+		return false
+	}
+	if c.Op != events.OpKill {
+		replyError(m, "op", "unknown operation "+strconv.Quote(c.Op)+" (the scheduler's control knows kill)")
+		return false
+	}
+	reason := c.Reason
+	if reason == "" {
+		reason = "killed"
+	}
+	s.killed = reason
+	events.Reply(m, events.SchedLifecycle{Incarnation: s.cfg.Incarnation, Reason: reason,
+		Queued: len(s.queue), Running: len(s.running), Policy: s.policy.Name()})
+	return true
+}
+
+// Remains says what a dead scheduler held: its supervisor reports it in
+// the down event (the queue is lost until it is durable).
+func (s *Scheduler) Remains() events.SchedLifecycle {
+	return events.SchedLifecycle{Incarnation: s.cfg.Incarnation, Reason: s.killed, Queued: len(s.queue),
+		Running: len(s.running), Policy: s.policy.Name()}
+}
+
+// adopt re-learns a job a GPU runs that this scheduler does not know (it
+// restarted and lost its records): the GPU kept the job as the scheduler
+// accepted it. A gang's shards are adopted one GPU at a time.
+func (s *Scheduler) adopt(st events.GPUStatus, gj events.GPUJob) {
+	a := gj.Assignment
+	if a == nil || a.Spec == nil {
+		return
+	}
+	now := s.cfg.Clock.Now()
+	j, ok := s.jobs[gj.JobID]
+	if !ok {
+		j = &job{id: gj.JobID, spec: *a.Spec, seq: a.Seq, submitted: a.Submitted, state: stateRunning, node: st.Node,
+			progress: gj.ProgressS, lastProgress: gj.ProgressS, lastRate: gj.Rate, lastAt: now, stintAt: now,
+			stintFrom: gj.ProgressS, stintSpeed: 1}
+		if j.submitted.IsZero() {
+			j.submitted = now
+		}
+		started := now
+		j.started, j.firstStarted = &started, &started
+		j.history = append(j.history, events.Transition{State: stateRunning, SimTime: now,
+			Reason: "re-learned from GPU " + st.GPU + " after a scheduler restart"})
+		s.jobs[j.id] = j
+		s.order = append(s.order, j)
+		s.running = append(s.running, j)
+		s.seq = max(s.seq, j.seq)
+		s.learnClass(&j.spec)
+		if n, ok := s.view.nodes[st.Node]; ok {
+			n.CPUUsedMilli += j.spec.CPUMilli()
+			n.MemUsed += int64(j.spec.Memory)
+		}
+		s.stats.adopted++
+		s.log.Info("job re-learned from a GPU", zap.String("job", j.id), zap.String("name", j.spec.Name), zap.String("gpu", st.GPU))
+	}
+	if j.state != stateRunning || j.node != st.Node || slices.Contains(j.gpus, st.GPU) {
+		return
+	}
+	j.gpus = append(j.gpus, st.GPU)
+	j.shardsLeft++
+}
+
+// reconcile compares what a GPU says it runs (an authoritative status of
+// its current incarnation) with what the scheduler believes: a job the
+// scheduler believes runs there but the GPU no longer has ended there
+// unseen (its event was lost): the GPU's memory of ended jobs says how;
+// a job the GPU runs that the scheduler placed elsewhere or stopped is
+// released there; one the scheduler does not know is re-learned.
+func (s *Scheduler) reconcile(gs *gpuState, st events.GPUStatus) {
+	has := map[string]events.GPUJob{}
+	for _, gj := range st.Jobs {
+		has[gj.JobID] = gj
+	}
+	var missing []*job
+	for _, j := range s.running {
+		if slices.Contains(j.gpus, st.GPU) && j.id != st.JobID {
+			if _, ok := has[j.id]; !ok {
+				missing = append(missing, j)
+			}
+		}
+	}
+	var unknown, stray []string
+	for _, gj := range st.Jobs {
+		if gj.State != "running" {
+			continue
+		}
+		j, ok := s.jobs[gj.JobID]
+		switch {
+		case !ok:
+			unknown = append(unknown, gj.JobID)
+		case j.state != stateRunning || !slices.Contains(j.gpus, st.GPU):
+			stray = append(stray, gj.JobID)
+		}
+	}
+	// A job stopped on an unreachable GPU waits until the GPU shows it no
+	// longer runs it.
+	for _, j := range s.queue {
+		if inc, ok := j.awaiting[st.GPU]; ok {
+			if _, still := has[j.id]; !still || st.Incarnation > inc {
+				delete(j.awaiting, st.GPU)
+				s.dirty = true
+			}
+		}
+	}
+	if len(missing) == 0 && len(unknown) == 0 && len(stray) == 0 {
+		return
+	}
+	if len(stray) > 0 {
+		s.log.Warn("GPU runs jobs the scheduler stopped or placed elsewhere: releasing them", zap.String("gpu", st.GPU), zap.Strings("jobs", stray))
+		s.publishAll([]ctlCall{{subject: s.cfg.Subjects.GPUCtl(st.Node, st.GPU), ctl: events.Control{Op: events.OpRelease, Jobs: stray}, gpu: st.GPU}})
+	}
+	if len(missing) == 0 && len(unknown) == 0 {
+		return
+	}
+	rep, err := s.call(s.cfg.Subjects.GPUCtl(st.Node, st.GPU), events.Control{Op: events.OpDescribe, WithSpecs: true})
+	if err != nil || rep.Status == nil || rep.Status.Incarnation != st.Incarnation {
+		return // the next status reconciles again
+	}
+	full := *rep.Status
+	for _, gj := range full.Jobs {
+		if slices.Contains(unknown, gj.JobID) && gj.State == "running" {
+			s.adopt(full, gj)
+		}
+	}
+	ended := map[string]events.EndedJob{}
+	for _, e := range full.Ended {
+		ended[e.JobID] = e
+	}
+	for _, j := range missing {
+		if j.state != stateRunning || !slices.Contains(j.gpus, st.GPU) {
+			continue
+		}
+		e, ok := ended[j.id]
+		switch {
+		case ok && e.Change == "completed":
+			s.log.Warn("completion learned by reconciling (its event was lost)", zap.String("job", j.id), zap.String("gpu", st.GPU))
+			s.shardDone(j.id, st.GPU)
+		case ok:
+			s.requeueLost(j, e.ProgressS, "GPU "+st.GPU+" no longer runs it ("+e.Change+"; its event was lost)")
+		default:
+			if _, still := hasJob(full.Jobs, j.id); !still {
+				s.requeueLost(j, -1, "GPU "+st.GPU+" no longer runs it (reconciled)")
+			}
+		}
+	}
+	s.dirty = true
+}
+
+func hasJob(jobs []events.GPUJob, id string) (events.GPUJob, bool) {
+	for _, j := range jobs {
+		if j.JobID == id {
+			return j, true
+		}
+	}
+	return events.GPUJob{}, false
+}
+
+// validStatus checks a GPU event against its subject: a status that names
+// another GPU, or no capacity, is dropped with a logged reason.
+func validStatus(node, gpu string, st events.GPUStatus) *model.FieldError {
+	switch {
+	case st.GPU != gpu:
+		return model.Errorf("data.gpu", "names GPU %q on the subject of %q", st.GPU, gpu)
+	case st.Node != node:
+		return model.Errorf("data.node", "names node %q on the subject of %q", st.Node, node)
+	case st.Incarnation < 1:
+		return model.Errorf("data.incarnation", "must be at least 1")
+	case st.VRAMTotal <= 0:
+		return model.Errorf("data.vram_total", "must be positive")
+	}
+	return nil
+}
+
+// Drain empties the mailbox of a dead scheduler, releasing the clock for
+// each message (their requests go unanswered, as a crash leaves them).
+func (s *Scheduler) Drain() int {
+	n := 0
+	for {
+		select {
+		case <-s.mailbox:
+			s.cfg.Clock.Release()
+			n++
+		default:
+			return n
+		}
+	}
+}

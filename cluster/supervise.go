@@ -1,0 +1,82 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/gpusched/gpusched/actors/node"
+	"github.com/gpusched/gpusched/actors/scheduler"
+	"github.com/gpusched/gpusched/events"
+)
+
+// superviseScheduler runs the scheduler and restarts it after a crash
+// (a kill-scheduler chaos, or a panic) with a backoff and the next
+// incarnation, publishing sched.down (with what the dead one held) and
+// sched.up. The new scheduler starts empty: it re-learns GPUs, nodes and
+// the jobs they run from heartbeats and the GPU actors; its queue is gone
+// (until the queue is durable). The policy is configuration, so it carries
+// over.
+func (c *Cluster) superviseScheduler(ctx context.Context, cfg scheduler.Config, s *scheduler.Scheduler) {
+	log := c.cfg.Logger.With(zap.String("actor", "scheduler-supervisor"))
+	emit := events.NewEmitter(cfg.Conn, "/supervisor/scheduler")
+	base := c.cfg.RestartBackoff
+	if base <= 0 {
+		base = node.DefaultRestartBackoff
+	}
+	backoff := base
+	var lastCrash time.Time
+	for {
+		err := runScheduler(ctx, s)
+		if ctx.Err() != nil {
+			return
+		}
+		s.Drain()
+		rem := s.Remains()
+		if rem.Reason == "" && err != nil {
+			rem.Reason = err.Error()
+		}
+		now := time.Now()
+		if !lastCrash.IsZero() && now.Sub(lastCrash) < 10*time.Second {
+			backoff = min(2*backoff, node.MaxRestartBackoff)
+		} else {
+			backoff = base
+		}
+		lastCrash = now
+		log.Warn("scheduler crashed; restarting it", zap.String("reason", rem.Reason), zap.Int("queued_lost", rem.Queued),
+			zap.Int("running", rem.Running), zap.Duration("backoff", backoff), zap.Int("incarnation", cfg.Incarnation+1))
+		emit.Emit(cfg.Subjects.SchedEvent(events.SchedDown), events.Type("sched", events.SchedDown), "", c.Clock.Now(), rem)
+		for {
+			t := time.NewTimer(backoff)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-t.C:
+			}
+			cfg.Incarnation = max(cfg.Incarnation, 1) + 1
+			cfg.Policy = rem.Policy
+			next, err := scheduler.New(cfg)
+			if err == nil {
+				s = next
+				break
+			}
+			log.Error("scheduler restart failed; retrying", zap.Error(err))
+		}
+		c.watchSubs(s.Subscriptions())
+		emit.Emit(cfg.Subjects.SchedEvent(events.SchedUp), events.Type("sched", events.SchedUp), "", c.Clock.Now(),
+			events.SchedLifecycle{Incarnation: cfg.Incarnation, Reason: "restarted after: " + rem.Reason, Policy: cfg.Policy})
+	}
+}
+
+// runScheduler runs s, turning a panic into an error.
+func runScheduler(ctx context.Context, s *scheduler.Scheduler) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("panic: %v", r)
+		}
+	}()
+	return s.Run(ctx)
+}
