@@ -266,12 +266,18 @@ func (r *Responder) kill(m *nats.Msg, req Request) {
 	if req.Reason == "" {
 		req.Reason = "killed by a chaos command"
 	}
+	ev := events.ChaosEvent{GPU: req.GPU, Node: req.Node, Reason: req.Reason}
+	r.record(events.ChaosKillAction, ev)
 	var rep events.ControlReply
 	if fe := r.call(r.subjects.GPUCtl(req.Node, req.GPU), events.Control{Op: events.OpKill, Reason: req.Reason}, &rep); fe != nil {
+		ev.Failed = fe.Message
+		r.record(events.ChaosKillAction, ev)
 		events.Reply(m, events.ErrorReply{Error: fe})
 		return
 	}
 	if !rep.OK {
+		ev.Failed = rep.Reason
+		r.record(events.ChaosKillAction, ev)
 		fail(m, "gpu", "the GPU actor refused the kill: %s", rep.Reason)
 		return
 	}
@@ -283,8 +289,6 @@ func (r *Responder) kill(m *nats.Msg, req Request) {
 		out.LostJobs = append(out.LostJobs, st.JobID)
 	}
 	r.log.Warn("chaos: GPU killed", zap.String("gpu", req.GPU), zap.String("node", req.Node), zap.Strings("lost_jobs", out.LostJobs))
-	r.record(events.ChaosKillAction, events.ChaosEvent{GPU: req.GPU, Node: req.Node, Incarnation: out.Incarnation - 1,
-		Reason: req.Reason, LostJobs: out.LostJobs})
 	events.Reply(m, out)
 }
 
@@ -295,12 +299,18 @@ func (r *Responder) fault(m *nats.Msg, action string, req Request) {
 	if req.Drop != nil {
 		cc.Drop = *req.Drop
 	}
+	ev := events.ChaosEvent{GPU: req.GPU, Node: req.Node, Duration: req.Duration, Delay: req.Delay, Drop: cc.Drop, Reason: req.Reason}
+	r.record(action, ev)
 	var rep events.ControlReply
 	if fe := r.call(r.subjects.GPUCtl(req.Node, req.GPU), events.Control{Op: events.OpChaos, Chaos: cc}, &rep); fe != nil {
+		ev.Failed = fe.Message
+		r.record(action, ev)
 		events.Reply(m, events.ErrorReply{Error: fe})
 		return
 	}
 	if !rep.OK {
+		ev.Failed = rep.Reason
+		r.record(action, ev)
 		fail(m, "gpu", "the GPU actor refused: %s", rep.Reason)
 		return
 	}
@@ -310,8 +320,6 @@ func (r *Responder) fault(m *nats.Msg, action string, req Request) {
 	}
 	r.log.Warn("chaos", zap.String("action", action), zap.String("gpu", req.GPU), zap.String("node", req.Node),
 		zap.String("duration", req.Duration), zap.String("delay", req.Delay), zap.Float64("drop", cc.Drop))
-	r.record(action, events.ChaosEvent{GPU: req.GPU, Node: req.Node, Incarnation: out.Incarnation, Duration: req.Duration,
-		Delay: req.Delay, Drop: cc.Drop, Reason: req.Reason})
 	events.Reply(m, out)
 }
 
@@ -319,15 +327,18 @@ func (r *Responder) killScheduler(m *nats.Msg, req Request) {
 	if req.Reason == "" {
 		req.Reason = "killed by a chaos command"
 	}
+	ev := events.ChaosEvent{Reason: req.Reason}
+	r.record(events.ChaosKillScheduler, ev)
 	var rep events.SchedLifecycle
 	if fe := r.call(r.subjects.SchedCtl(), events.Control{Op: events.OpKill, Reason: req.Reason}, &rep); fe != nil {
 		fe.Field = "scheduler"
+		ev.Failed = fe.Message
+		r.record(events.ChaosKillScheduler, ev)
 		events.Reply(m, events.ErrorReply{Error: fe})
 		return
 	}
 	out := Reply{OK: true, Action: events.ChaosKillScheduler, Incarnation: rep.Incarnation + 1, QueuedLost: rep.Queued,
 		Running: rep.Running, Note: SchedulerKillNote}
 	r.log.Warn("chaos: scheduler killed", zap.Int("queued_lost", rep.Queued), zap.Int("running", rep.Running))
-	r.record(events.ChaosKillScheduler, events.ChaosEvent{Incarnation: rep.Incarnation, Reason: req.Reason, QueuedLost: rep.Queued})
 	events.Reply(m, out)
 }

@@ -151,3 +151,17 @@ func (l *eventLog) find(typ, subject string) []obj {
 	}
 	return out
 }
+
+// tryReq is req that returns nil instead of failing when nothing answers
+// (a restarting scheduler).
+func tryReq(nc *nats.Conn, subject, body string) obj {
+	msg, err := nc.Request(subject, []byte(body), 2*time.Second)
+	if err != nil {
+		return nil
+	}
+	var out obj
+	if json.Unmarshal(msg.Data, &out) != nil {
+		return nil
+	}
+	return out
+}

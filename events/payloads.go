@@ -376,6 +376,10 @@ type ChaosEvent struct {
 	LostJobs []string `json:"lost_jobs,omitempty"`
 	// QueuedLost counts the jobs a scheduler kill lost from its queue.
 	QueuedLost int `json:"queued_lost,omitempty"`
+	// Failed says why an action announced just before did not happen
+	// (the target did not answer or refused): the event is published
+	// before the action, so that it precedes the failure it causes.
+	Failed string `json:"failed,omitempty"`
 }
 
 // SchedLifecycle is the payload of evt.sched.up and evt.sched.down.

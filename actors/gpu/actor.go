@@ -6,6 +6,7 @@ import (
 	"errors"
 	"sort"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -74,16 +75,15 @@ type Actor struct {
 	// node actor.
 	leaseUntil time.Time
 	leaseTimer *time.Timer
-	leases     chan time.Time
+	leases     chan renewal
 	// faults is the chaos the actor is suffering; ended remembers the jobs
 	// that left it lately, for a scheduler reconciling.
 	faults faults
 	ended  []events.EndedJob
 	// crashed is set by a kill: Run returns it.
 	crashed *Crash
-	// fenced is set once the actor has stopped its jobs for a lost lease,
-	// until a renewal: it refuses reservations meanwhile.
-	fenced bool
+	// inc mirrors cfg.Incarnation for other goroutines (the node actor).
+	inc atomic.Int64
 }
 
 // Crash is why a GPU actor's Run ended other than by its context: a kill
@@ -127,38 +127,47 @@ func New(cfg Config) *Actor {
 		layout:  vram.New(int64(cfg.Model.VRAM), cfg.VRAMModel),
 		shares:  map[string]*share{},
 		energyJ: cfg.EnergyJ,
-		leases:  make(chan time.Time, 1),
+		leases:  make(chan renewal, 1),
 	}
+	a.inc.Store(int64(cfg.Incarnation))
 	a.emit = events.NewEmitter(a, a.source())
 	return a
 }
 
 // Incarnation is the actor's incarnation (it grows when the actor rejoins
-// after losing its lease).
-func (a *Actor) Incarnation() int { return a.cfg.Incarnation }
+// after losing its lease). Safe from any goroutine.
+func (a *Actor) Incarnation() int { return int(a.inc.Load()) }
+
+// renewal is a lease renewal for one incarnation.
+type renewal struct {
+	incarnation int
+	until       time.Time
+}
 
 // EnergyJ is the card's energy meter.
 func (a *Actor) EnergyJ() float64 { return a.energyJ }
 
-// Renew extends the actor's lease to until (wall time: the send time of
-// the heartbeat the scheduler granted plus the lease). It never blocks:
-// a newer renewal replaces one the actor has not read yet. One goroutine
-// (the node actor) renews.
-func (a *Actor) Renew(until time.Time) {
+// Renew extends incarnation's lease to until (wall time: the send time of
+// the heartbeat the scheduler granted plus the lease); a renewal for
+// another incarnation is ignored. It never blocks: a newer renewal
+// replaces one the actor has not read yet. One goroutine (the node actor)
+// renews.
+func (a *Actor) Renew(incarnation int, until time.Time) {
+	r := renewal{incarnation: incarnation, until: until}
 	select {
-	case a.leases <- until:
+	case a.leases <- r:
 		return
 	default:
 	}
 	select {
 	case old := <-a.leases:
-		if old.After(until) {
-			until = old
+		if old.incarnation == r.incarnation && old.until.After(r.until) {
+			r = old
 		}
 	default:
 	}
 	select {
-	case a.leases <- until:
+	case a.leases <- r:
 	default:
 	}
 }
@@ -218,6 +227,7 @@ func (a *Actor) Run(ctx context.Context) error {
 				a.cfg.Clock.Release()
 				continue
 			}
+			a.fenceIfLapsed()
 			a.handle(m)
 			if a.crashed != nil {
 				a.cfg.Clock.Release()
@@ -232,6 +242,7 @@ func (a *Actor) Run(ctx context.Context) error {
 			}
 		case <-doneC:
 			a.done = nil
+			a.fenceIfLapsed()
 			a.advance()
 			a.finishDue() // re-armed below: a.done is nil
 			a.rearm()
@@ -243,9 +254,9 @@ func (a *Actor) Run(ctx context.Context) error {
 		case <-leaseC:
 			a.leaseTimer = nil
 			a.checkLease()
-		case until := <-a.leases:
-			if !a.faults.cutOff(time.Now()) {
-				a.renew(until)
+		case r := <-a.leases:
+			if !a.faults.cutOff(time.Now()) && r.incarnation == a.cfg.Incarnation {
+				a.renew(r.until)
 			}
 		case <-faultC:
 			a.faultTick()

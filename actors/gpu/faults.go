@@ -233,7 +233,12 @@ func (a *Actor) hang(ctx context.Context, d time.Duration) bool {
 	a.last = a.cfg.Clock.Now()
 	a.retime = true
 	a.log.Warn("GPU actor woke from a hang", zap.Duration("after", d))
+	inc := a.cfg.Incarnation
 	a.checkLease()
+	if a.cfg.Incarnation == inc {
+		// Still leased: it says it is back (a lapsed lease said so with gpu.up).
+		a.publish(events.GPUStatusType, "woke", "")
+	}
 	a.rearm()
 	return true
 }

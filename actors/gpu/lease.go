@@ -36,7 +36,6 @@ func (a *Actor) renew(until time.Time) {
 		return
 	}
 	a.leaseUntil = deadline
-	a.fenced = false
 	if a.leaseTimer == nil {
 		a.leaseTimer = time.NewTimer(time.Until(deadline))
 	} else {
@@ -49,6 +48,14 @@ func (a *Actor) leased() bool {
 	return a.cfg.Lease <= 0 || time.Now().Before(a.leaseUntil)
 }
 
+// fenceIfLapsed acts on a lapsed lease before anything else the actor
+// was woken for: it must not act in an incarnation past its lease.
+func (a *Actor) fenceIfLapsed() {
+	if !a.leased() {
+		a.fence()
+	}
+}
+
 // checkLease fences the actor if its lease has run out.
 func (a *Actor) checkLease() {
 	if a.leased() {
@@ -57,9 +64,7 @@ func (a *Actor) checkLease() {
 		}
 		return
 	}
-	if !a.fenced {
-		a.fence()
-	}
+	a.fence()
 }
 
 // fence is what an actor does when its lease runs out: the scheduler will
@@ -67,6 +72,11 @@ func (a *Actor) checkLease() {
 // them first (their progress so far is remembered as "fenced"), drops its
 // reservations, and rejoins as its next incarnation with what it really
 // has: nothing. Its messages from the old incarnation are stale from now on.
+// Every lapse ends an incarnation, even one with nothing to stop: the
+// scheduler may have declared it dead, and it must never speak again. The
+// new incarnation's lease counts from now (the scheduler's from when it
+// hears the gpu.up, later), so a long partition ends one empty
+// incarnation per lease.
 func (a *Actor) fence() {
 	a.advance()
 	n := 0
@@ -91,8 +101,9 @@ func (a *Actor) fence() {
 	a.layout = vram.New(int64(a.cfg.Model.VRAM), a.cfg.VRAMModel)
 	a.version, a.retime = 0, false
 	a.cfg.Incarnation++
+	a.inc.Store(int64(a.cfg.Incarnation))
 	a.emit = events.NewEmitter(a, a.source())
-	a.fenced = true
+	a.renewFrom(time.Now())
 	st := a.status("rejoined", "")
 	st.Reason = "lease expired: stopped " + strconv.Itoa(n) + " running jobs itself and rejoined empty"
 	if err := a.emit.Emit(a.cfg.Subjects.GPUEvent(a.cfg.Node, a.cfg.ID, events.GPUUp), events.Type("gpu", events.GPUUp),

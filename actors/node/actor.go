@@ -150,8 +150,8 @@ func (a *Actor) grant(m *nats.Msg) {
 			if s.id != hg.GPU {
 				continue
 			}
-			if ga := s.cur.Load(); ga != nil && ga.Incarnation() == hg.Incarnation {
-				ga.Renew(until)
+			if ga := s.cur.Load(); ga != nil {
+				ga.Renew(hg.Incarnation, until)
 			}
 		}
 	}

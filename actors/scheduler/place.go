@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"go.uber.org/zap"
 
 	"github.com/gpusched/gpusched/events"
@@ -47,23 +48,41 @@ type ctlCall struct {
 // failed call (timeout, error) comes back as a refusal naming the cause.
 func (s *Scheduler) callAll(calls []ctlCall) []events.ControlReply {
 	out := make([]events.ControlReply, len(calls))
+	unanswered := make([]bool, len(calls))
 	one := func(i int) {
 		rep, err := s.call(calls[i].subject, calls[i].ctl)
 		if err != nil {
 			rep = events.ControlReply{Reason: err.Error()}
+			unanswered[i] = errors.Is(err, nats.ErrTimeout) || errors.Is(err, nats.ErrNoResponders)
 		}
 		out[i] = rep
 	}
 	if len(calls) == 1 {
 		one(0)
-		return out
+	} else {
+		var wg sync.WaitGroup
+		for i := range calls {
+			wg.Go(func() { one(i) })
+		}
+		wg.Wait()
 	}
-	var wg sync.WaitGroup
-	for i := range calls {
-		wg.Go(func() { one(i) })
+	for i, c := range calls {
+		if unanswered[i] && c.gpu != "" {
+			s.suspect(c.gpu)
+		}
 	}
-	wg.Wait()
 	return out
+}
+
+// suspect stops placing on a GPU that left a request unanswered, until its
+// node reports it alive again (a heartbeat) or it speaks: a hung or cut-off
+// GPU would otherwise cost a call timeout per attempt. Only the lease
+// declares it dead.
+func (s *Scheduler) suspect(gpu string) {
+	if gs, ok := s.view.gpus[gpu]; ok && gs.g.Alive {
+		gs.g.Alive = false
+		s.log.Warn("GPU suspect: a request went unanswered", zap.String("gpu", gpu))
+	}
 }
 
 // publishAll sends control messages without waiting (aborts and releases:

@@ -158,6 +158,11 @@ func New(cfg Config) (*Scheduler, error) {
 	if cfg.Lease < 0 || virtual {
 		cfg.Lease = 0
 	}
+	if cfg.Lease > 0 && cfg.CallTimeout > cfg.Lease/4 {
+		// A call to a GPU that cannot answer must not hold the scheduler
+		// (and its lease checks) for long next to the lease.
+		cfg.CallTimeout = cfg.Lease / 4
+	}
 	if cfg.Incarnation < 1 {
 		cfg.Incarnation = 1
 	}

@@ -30,6 +30,8 @@ const usage = `usage:
   observer record --out run.jsonl        the same, into a file (for observer report)
   observer report RUN --out DIR          summary, per-job CSV and PNG plots of a recorded
                                          run.jsonl or a cluster replay/compare output folder
+  observer check [--for 10m] [--json]    assert the cluster's invariants live: violations at
+                                         once, a summary on exit, exit status 1 on any violation
 
 flags of the live commands:
   --nats URL      the cluster's NATS URL (default nats://127.0.0.1:4222)
@@ -55,7 +57,7 @@ func main() {
 	if cmd == "report" {
 		os.Exit(reportCommand(args))
 	}
-	known := map[string]bool{"tui": true, "text": true, "web": true, "metrics": true, "log": true, "record": true}
+	known := map[string]bool{"tui": true, "text": true, "web": true, "metrics": true, "log": true, "record": true, "check": true}
 	if !known[cmd] {
 		fmt.Fprintf(os.Stderr, "observer: unknown command %q\n\n%s", cmd, usage)
 		os.Exit(2)
@@ -68,6 +70,8 @@ func main() {
 	once := fs.Bool("once", false, "text view: print one frame and exit")
 	out := fs.String("out", "", "log, record: write to this file instead of stdout")
 	listen := fs.String("listen", "", "web, metrics: HOST:PORT to serve on (default 127.0.0.1:8080 for web, 127.0.0.1:9090 for metrics)")
+	checkFor := fs.Duration("for", 0, "check: stop after this long (default: until interrupted)")
+	checkJSON := fs.Bool("json", false, "check: print the summary as JSON")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			os.Exit(0)
@@ -105,6 +109,8 @@ func main() {
 		err = runWeb(ctx, nc, subjects, or(*listen, "127.0.0.1:8080"))
 	case "metrics":
 		err = runMetrics(ctx, nc, subjects, or(*listen, "127.0.0.1:9090"))
+	case "check":
+		os.Exit(runCheck(ctx, nc, subjects, *url, *checkFor, *checkJSON))
 	case "log", "record":
 		var w io.Writer = os.Stdout
 		if *out != "" {

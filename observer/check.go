@@ -1,0 +1,590 @@
+package observer
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/gpusched/gpusched/events"
+)
+
+// Violation is one broken invariant, found as the event that broke it arrived.
+type Violation struct {
+	// Time is the wall time of the event that showed it.
+	Time time.Time `json:"time"`
+	// Kind is "vram", "double-run", "lifecycle", "seq-gap", "seq-order" or
+	// "ran-after-death".
+	Kind    string `json:"kind"`
+	Message string `json:"message"`
+}
+
+func (v Violation) String() string {
+	return v.Time.Format("15:04:05.000") + " VIOLATION " + v.Kind + ": " + v.Message
+}
+
+// Detection is how long a failure took to be noticed: from the chaos event
+// that caused it to the gpu.down that declared it.
+type Detection struct {
+	Action string        `json:"action"`
+	GPU    string        `json:"gpu"`
+	After  time.Duration `json:"after_ns"`
+}
+
+// Checker asserts the cluster's invariants over its event stream (DESIGN
+// §3, §8): VRAM within capacity with no overlapping allocation on every
+// GPU; a job running in at most one place (a gang on one node, on no more
+// GPUs than it asked for); every accepted job queued, running or in
+// exactly one terminal state; no gap in any source's seq within one
+// incarnation, except on a GPU a drop chaos is dropping (counted instead);
+// and no GPU incarnation speaking after it was declared dead (its fence
+// must come first). It is pure: Feed it events in arrival order.
+type Checker struct {
+	mu sync.Mutex
+	// OnViolation, when set, hears each violation as it is found.
+	OnViolation func(Violation)
+
+	sources    map[string]uint64
+	dropping   map[string]bool
+	gpus       map[string]*gpuSeen
+	jobs       map[string]*jobSeen
+	faults     map[string]faultSeen
+	undetected []string
+	violations []Violation
+	detections []Detection
+	replaced   []time.Duration
+	requeued   []time.Duration
+	first      time.Time
+	last       time.Time
+	events     int
+	c          CheckCounts
+}
+
+// CheckCounts are the checker's tallies.
+type CheckCounts struct {
+	Events int `json:"events"`
+	// Jobs is the jobs seen submitted; the rest split them by where they are.
+	Jobs      int `json:"jobs"`
+	Completed int `json:"completed"`
+	Cancelled int `json:"cancelled"`
+	Rejected  int `json:"rejected"`
+	Queued    int `json:"queued"`
+	Running   int `json:"running"`
+	// LostInQueue are jobs that were only queued when the scheduler was
+	// killed (its queue is not durable yet); CompletedUnreported are jobs
+	// a GPU finished while no scheduler was there to report it.
+	LostInQueue         int `json:"lost_in_queue"`
+	CompletedUnreported int `json:"completed_unreported"`
+	// Lost counts job.lost events; Recovered the lost jobs placed again.
+	Lost        int `json:"lost"`
+	Recovered   int `json:"recovered"`
+	Preemptions int `json:"preemptions"`
+	GPUDeaths   int `json:"gpu_deaths"`
+	// Faults counts chaos actions seen; Undetected the hangs and
+	// partitions that healed before any lease ran out.
+	Faults         int `json:"faults"`
+	Undetected     int `json:"undetected"`
+	SchedulerKills int `json:"scheduler_kills"`
+	// ExpectedGaps are events missing on sources a drop chaos drops;
+	// StaleEvents are events from dead incarnations (ignored).
+	ExpectedGaps int `json:"expected_gaps"`
+	StaleEvents  int `json:"stale_events"`
+	Violations   int `json:"violations"`
+}
+
+type gpuSeen struct {
+	node, id string
+	inc      int
+	dead     int
+	deadAt   time.Time
+	total    int64
+	jobs     []events.GPUJob
+}
+
+type jobSeen struct {
+	name      string
+	state     string
+	gang      int
+	lostAt    time.Time
+	wasLost   bool
+	recovered bool
+	// finishedOnGPU is set when a GPU reported the job completed.
+	finishedOnGPU bool
+}
+
+type faultSeen struct {
+	action      string
+	at          time.Time
+	incarnation int
+}
+
+// NewChecker returns an empty checker.
+func NewChecker() *Checker {
+	return &Checker{sources: map[string]uint64{}, dropping: map[string]bool{}, gpus: map[string]*gpuSeen{},
+		jobs: map[string]*jobSeen{}, faults: map[string]faultSeen{}}
+}
+
+func (c *Checker) violate(at time.Time, kind, format string, args ...any) {
+	v := Violation{Time: at, Kind: kind, Message: fmt.Sprintf(format, args...)}
+	c.violations = append(c.violations, v)
+	if c.OnViolation != nil {
+		c.OnViolation(v)
+	}
+}
+
+// gpuKey names a GPU by node and id.
+func gpuKey(node, gpu string) string { return node + "/" + gpu }
+
+// sourceGPU returns the GPU key of a GPU actor's source "/gpu/<node>/<gpu>/<inc>".
+func sourceGPU(src string) (string, bool) {
+	parts := strings.Split(src, "/")
+	if len(parts) != 5 || parts[1] != "gpu" {
+		return "", false
+	}
+	return gpuKey(parts[2], parts[3]), true
+}
+
+// Feed checks one event (its NATS subject and decoded envelope).
+func (c *Checker) Feed(subject string, ev *events.Decoded) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.events++
+	if c.first.IsZero() {
+		c.first = ev.Time
+	}
+	c.last = ev.Time
+	c.checkSeq(ev)
+	family, typ := splitType(ev.Type)
+	switch family {
+	case "gpu":
+		var st events.GPUStatus
+		if json.Unmarshal(ev.Data, &st) != nil {
+			return
+		}
+		switch typ {
+		case events.GPUDown:
+			c.down(ev, st)
+		case events.GPUStatusType, events.GPUUp:
+			c.status(ev, st)
+		}
+	case "job":
+		var in events.JobInfo
+		if json.Unmarshal(ev.Data, &in) == nil {
+			c.job(ev, typ, in)
+		}
+	case "chaos":
+		var ce events.ChaosEvent
+		if json.Unmarshal(ev.Data, &ce) == nil {
+			c.chaos(ev, typ, ce)
+		}
+	case "sched":
+		if typ == events.SchedDown {
+			c.schedulerDown()
+		}
+	}
+}
+
+func splitType(t string) (string, string) {
+	t = strings.TrimPrefix(t, "gpusched.")
+	family, typ, _ := strings.Cut(t, ".")
+	return family, typ
+}
+
+func (c *Checker) checkSeq(ev *events.Decoded) {
+	if ev.Seq == 0 || ev.Source == "" {
+		return
+	}
+	last, ok := c.sources[ev.Source]
+	c.sources[ev.Source] = max(last, ev.Seq)
+	if !ok {
+		return // the first event heard from this source: the baseline
+	}
+	switch {
+	case ev.Seq == last+1:
+	case ev.Seq > last+1:
+		missing := int(ev.Seq - last - 1)
+		if key, ok := sourceGPU(ev.Source); ok && c.dropping[key] {
+			c.c.ExpectedGaps += missing
+			return
+		}
+		c.violate(ev.Time, "seq-gap", "%s: %d event(s) missing before seq %d", ev.Source, missing, ev.Seq)
+	default:
+		c.violate(ev.Time, "seq-order", "%s: seq %d after %d (duplicate or reordered)", ev.Source, ev.Seq, last)
+	}
+}
+
+func (c *Checker) gpu(node, id string) *gpuSeen {
+	k := gpuKey(node, id)
+	g, ok := c.gpus[k]
+	if !ok {
+		g = &gpuSeen{node: node, id: id}
+		c.gpus[k] = g
+	}
+	return g
+}
+
+func (c *Checker) down(ev *events.Decoded, st events.GPUStatus) {
+	g := c.gpu(st.Node, st.GPU)
+	if st.Incarnation > g.dead {
+		g.dead, g.deadAt = st.Incarnation, ev.Time
+		c.c.GPUDeaths++
+	}
+	g.jobs = nil
+	k := gpuKey(st.Node, st.GPU)
+	if f, ok := c.faults[k]; ok && !ev.Time.Before(f.at) {
+		c.detections = append(c.detections, Detection{Action: f.action, GPU: k, After: ev.Time.Sub(f.at)})
+		delete(c.faults, k)
+	}
+}
+
+func (c *Checker) status(ev *events.Decoded, st events.GPUStatus) {
+	g := c.gpu(st.Node, st.GPU)
+	if st.Incarnation <= g.dead {
+		// A dead incarnation's backlog is fine; a dead incarnation still
+		// acting after the verdict ran its jobs past its lease.
+		if ev.Time.After(g.deadAt) {
+			c.violate(ev.Time, "ran-after-death", "%s incarnation %d published %s (%s) at %s, after it was declared dead at %s",
+				gpuKey(st.Node, st.GPU), st.Incarnation, ev.Type, st.Change, ev.Time.Format("15:04:05.000"), g.deadAt.Format("15:04:05.000"))
+		}
+		c.c.StaleEvents++
+		return
+	}
+	if st.Incarnation < g.inc {
+		c.c.StaleEvents++
+		return
+	}
+	k := gpuKey(st.Node, st.GPU)
+	if f, ok := c.faults[k]; ok && f.action != events.ChaosKillAction && st.Incarnation == f.incarnation &&
+		(st.Change == "rejoined" || st.Change == "woke") {
+		// Back in the same incarnation: the fault healed within the lease.
+		c.undetected = append(c.undetected, f.action+" "+k)
+		delete(c.faults, k)
+	}
+	g.inc, g.total, g.jobs = st.Incarnation, st.VRAMTotal, st.Jobs
+	if st.Change == "completed" && st.JobID != "" {
+		if j, ok := c.jobs[st.JobID]; ok {
+			j.finishedOnGPU = true
+		}
+	}
+	c.checkVRAM(ev, g)
+	c.checkPlaces(ev, g)
+}
+
+func (c *Checker) checkVRAM(ev *events.Decoded, g *gpuSeen) {
+	jobs := slices.Clone(g.jobs)
+	sort.Slice(jobs, func(i, k int) bool { return jobs[i].Offset < jobs[k].Offset })
+	var sum, end int64
+	for i, j := range jobs {
+		sum += j.VRAM
+		if j.Offset < 0 || j.VRAM < 0 || (g.total > 0 && j.Offset+j.VRAM > g.total) {
+			c.violate(ev.Time, "vram", "%s: job %s at offset %d size %d is outside the GPU's %d bytes", gpuKey(g.node, g.id), j.JobID, j.Offset, j.VRAM, g.total)
+		}
+		if i > 0 && j.Offset < end {
+			c.violate(ev.Time, "vram", "%s: job %s at offset %d overlaps the allocation before it (ends at %d)", gpuKey(g.node, g.id), j.JobID, j.Offset, end)
+		}
+		end = max(end, j.Offset+j.VRAM)
+	}
+	if g.total > 0 && sum > g.total {
+		c.violate(ev.Time, "vram", "%s: %d bytes allocated on a %d-byte GPU", gpuKey(g.node, g.id), sum, g.total)
+	}
+}
+
+// checkPlaces asserts that each job g runs runs nowhere else: a gang's
+// shards share one node and number no more than the GPUs it asked for.
+func (c *Checker) checkPlaces(ev *events.Decoded, g *gpuSeen) {
+	for _, j := range g.jobs {
+		if j.State != "running" {
+			continue
+		}
+		gang := 1
+		if js, ok := c.jobs[j.JobID]; ok && js.gang > 1 {
+			gang = js.gang
+		}
+		var places []string
+		otherNode := ""
+		for k, o := range c.gpus {
+			if o.inc <= o.dead {
+				continue
+			}
+			for _, oj := range o.jobs {
+				if oj.JobID == j.JobID && oj.State == "running" {
+					places = append(places, k)
+					if o.node != g.node {
+						otherNode = k
+					}
+				}
+			}
+		}
+		if otherNode != "" || len(places) > gang {
+			sort.Strings(places)
+			c.violate(ev.Time, "double-run", "job %s runs in %d places at once: %s", j.JobID, len(places), strings.Join(places, ", "))
+		}
+	}
+}
+
+// terminalStates are the states a job ends in.
+var terminalStates = map[string]bool{events.JobCompleted: true, events.JobCancelled: true, events.JobRejected: true}
+
+func (c *Checker) job(ev *events.Decoded, typ string, in events.JobInfo) {
+	id := in.JobID
+	if id == "" {
+		id = ev.Subject
+	}
+	j, ok := c.jobs[id]
+	if typ == events.JobSubmitted || (!ok && typ == events.JobRejected) {
+		if ok {
+			c.violate(ev.Time, "lifecycle", "job %s submitted twice", id)
+			return
+		}
+		j = &jobSeen{name: in.Name, state: typ, gang: in.GPUs}
+		c.jobs[id] = j
+		c.c.Jobs++
+		return
+	}
+	if !ok {
+		return // submitted before the checker attached
+	}
+	if terminalStates[j.state] {
+		c.violate(ev.Time, "lifecycle", "job %s (%s) is %s after it was already %s", id, j.name, typ, j.state)
+		return
+	}
+	switch typ {
+	case events.JobLost:
+		j.lostAt, j.wasLost = ev.Time, true
+		c.c.Lost++
+	case events.JobQueued:
+		if !j.lostAt.IsZero() {
+			c.requeued = append(c.requeued, ev.Time.Sub(j.lostAt))
+		}
+	case events.JobPlaced:
+		if !j.lostAt.IsZero() {
+			c.replaced = append(c.replaced, ev.Time.Sub(j.lostAt))
+			j.lostAt = time.Time{}
+			if !j.recovered {
+				j.recovered = true
+				c.c.Recovered++
+			}
+		}
+	case events.JobPreempted:
+		c.c.Preemptions++
+	}
+	state := typ
+	if typ == events.JobStarted {
+		state = "running"
+	}
+	j.state = state
+}
+
+func (c *Checker) chaos(ev *events.Decoded, typ string, ce events.ChaosEvent) {
+	k := gpuKey(ce.Node, ce.GPU)
+	if ce.Failed != "" {
+		// Announced, then not done.
+		if f, ok := c.faults[k]; ok && f.action == typ {
+			delete(c.faults, k)
+		}
+		if typ == events.ChaosKillScheduler {
+			c.c.SchedulerKills--
+		}
+		c.c.Faults--
+		return
+	}
+	c.c.Faults++
+	switch typ {
+	case events.ChaosKillAction, events.ChaosHang, events.ChaosPartition:
+		if f, pending := c.faults[k]; pending && f.action != events.ChaosKillAction {
+			c.undetected = append(c.undetected, f.action+" "+k)
+		}
+		inc := 0
+		if g, ok := c.gpus[k]; ok {
+			inc = g.inc
+		}
+		c.faults[k] = faultSeen{action: typ, at: ev.Time, incarnation: inc}
+	case events.ChaosDrop:
+		if ce.Drop > 0 {
+			c.dropping[k] = true
+		}
+	case events.ChaosKillScheduler:
+		c.c.SchedulerKills++
+	}
+}
+
+// schedulerDown counts the jobs a dying scheduler held only in its queue:
+// they are lost until the queue is durable.
+func (c *Checker) schedulerDown() {
+	for _, j := range c.jobs {
+		if j.state == events.JobQueued || j.state == events.JobSubmitted || j.state == events.JobLost || j.state == events.JobPreempted {
+			j.state = "lost-in-queue"
+		}
+	}
+}
+
+// Violations returns the violations found so far.
+func (c *Checker) Violations() []Violation {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.violations)
+}
+
+// CheckSummary is what the checker found, for people and for tests.
+type CheckSummary struct {
+	CheckCounts
+	// Detections are the failures declared, each with its detection time;
+	// Replaced the times from a job's loss to its next placement, and
+	// Requeued from its loss to its return to the queue.
+	Detections []Detection     `json:"detections"`
+	Replaced   []time.Duration `json:"replaced_ns"`
+	Requeued   []time.Duration `json:"requeued_ns"`
+	Violations []Violation     `json:"violations"`
+	Undetected []string        `json:"undetected,omitempty"`
+	Stuck      []string        `json:"stuck,omitempty"`
+	States     map[string]int  `json:"states"`
+	Span       time.Duration   `json:"span_ns"`
+}
+
+// Summary tallies what the checker has seen.
+func (c *Checker) Summary() CheckSummary {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := CheckSummary{CheckCounts: c.c, Detections: slices.Clone(c.detections), Replaced: slices.Clone(c.replaced),
+		Requeued: slices.Clone(c.requeued), Violations: slices.Clone(c.violations), States: map[string]int{}, Span: c.last.Sub(c.first)}
+	s.Events = c.events
+	s.Violations = slices.Clone(c.violations)
+	s.CheckCounts.Violations = len(c.violations)
+	for id, j := range c.jobs {
+		state := j.state
+		if state == "running" && j.finishedOnGPU {
+			state = "completed-unreported"
+		}
+		s.States[state]++
+		switch state {
+		case events.JobCompleted:
+			s.Completed++
+		case events.JobCancelled:
+			s.Cancelled++
+		case events.JobRejected:
+			s.Rejected++
+		case "running":
+			s.Running++
+			if len(s.Stuck) < 20 {
+				s.Stuck = append(s.Stuck, id+" (running)")
+			}
+		case "lost-in-queue":
+			s.LostInQueue++
+		case "completed-unreported":
+			s.CompletedUnreported++
+		default:
+			s.Queued++
+			if j.wasLost && len(s.Stuck) < 20 {
+				s.Stuck = append(s.Stuck, id)
+			}
+		}
+	}
+	s.Undetected = append(s.Undetected, c.undetected...)
+	for k, f := range c.faults {
+		if f.action != events.ChaosKillAction {
+			s.Undetected = append(s.Undetected, f.action+" "+k+" (pending)")
+		}
+	}
+	sort.Strings(s.Undetected)
+	s.CheckCounts.Undetected = len(s.Undetected)
+	return s
+}
+
+// durations summarises a list of durations as min / median / max.
+func durations(ds []time.Duration) string {
+	if len(ds) == 0 {
+		return "none"
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	r := func(d time.Duration) string { return d.Round(time.Millisecond).String() }
+	return fmt.Sprintf("%d, min %s, median %s, max %s", len(s), r(s[0]), r(s[len(s)/2]), r(s[len(s)-1]))
+}
+
+// Write prints the summary for a person.
+func (s CheckSummary) Write(w io.Writer) {
+	fmt.Fprintf(w, "observer check: %d events over %s\n", s.Events, s.Span.Round(time.Millisecond))
+	fmt.Fprintf(w, "  jobs seen            %d: completed %d, running %d, queued %d, cancelled %d, rejected %d\n",
+		s.Jobs, s.Completed, s.Running, s.Queued, s.Cancelled, s.Rejected)
+	fmt.Fprintf(w, "  lost and recovered   %d job.lost events, %d jobs placed again\n", s.Lost, s.Recovered)
+	if s.SchedulerKills > 0 || s.LostInQueue > 0 || s.CompletedUnreported > 0 {
+		fmt.Fprintf(w, "  scheduler kills      %d: lost-in-queue %d (the queue is not durable yet), completed while no scheduler saw %d\n",
+			s.SchedulerKills, s.LostInQueue, s.CompletedUnreported)
+	}
+	fmt.Fprintf(w, "  preemptions          %d\n", s.Preemptions)
+	fmt.Fprintf(w, "  chaos actions        %d; GPU deaths %d; undetected (healed within the lease) %d\n", s.Faults, s.GPUDeaths, s.CheckCounts.Undetected)
+	byAction := map[string][]time.Duration{}
+	for _, d := range s.Detections {
+		byAction[d.Action] = append(byAction[d.Action], d.After)
+	}
+	actions := make([]string, 0, len(byAction))
+	for a := range byAction {
+		actions = append(actions, a)
+	}
+	sort.Strings(actions)
+	for _, a := range actions {
+		fmt.Fprintf(w, "  time to detect %-9s %s\n", a, durations(byAction[a]))
+	}
+	fmt.Fprintf(w, "  time to re-queue     %s\n", durations(s.Requeued))
+	fmt.Fprintf(w, "  time to re-place     %s\n", durations(s.Replaced))
+	fmt.Fprintf(w, "  expected seq gaps    %d (drop chaos); stale events ignored %d\n", s.ExpectedGaps, s.StaleEvents)
+	if len(s.Stuck) > 0 {
+		fmt.Fprintf(w, "  lost jobs still queued: %s\n", strings.Join(s.Stuck, ", "))
+	}
+	if len(s.Violations) == 0 {
+		fmt.Fprintln(w, "  violations           0")
+		return
+	}
+	fmt.Fprintf(w, "  violations           %d\n", len(s.Violations))
+	for i, v := range s.Violations {
+		if i == 20 {
+			fmt.Fprintf(w, "    ... and %d more\n", len(s.Violations)-20)
+			break
+		}
+		fmt.Fprintf(w, "    %s\n", v)
+	}
+}
+
+// CheckLive subscribes to every event of the cluster and feeds the
+// checker until ctx ends, printing each violation to w as it is found. It
+// never drops an event (no pending limit): a gap it reports is real.
+func CheckLive(ctx context.Context, nc *nats.Conn, subjects events.Subjects, c *Checker, w io.Writer) error {
+	var wmu sync.Mutex
+	prev := c.OnViolation
+	c.OnViolation = func(v Violation) {
+		wmu.Lock()
+		fmt.Fprintln(w, v)
+		wmu.Unlock()
+		if prev != nil {
+			prev(v)
+		}
+	}
+	sub, err := nc.Subscribe(subjects.AllEvents(), func(m *nats.Msg) {
+		var ev events.Decoded
+		if json.Unmarshal(m.Data, &ev) != nil {
+			return
+		}
+		c.Feed(m.Subject, &ev)
+	})
+	if err != nil {
+		return err
+	}
+	sub.SetPendingLimits(-1, -1)
+	<-ctx.Done()
+	// Take in what has arrived before summing up.
+	nc.FlushTimeout(2 * time.Second)
+	for i := 0; i < 200; i++ {
+		if n, _, _ := sub.Pending(); n == 0 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return sub.Unsubscribe()
+}
