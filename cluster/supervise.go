@@ -26,9 +26,9 @@ func (c *Cluster) superviseScheduler(ctx context.Context, cfg scheduler.Config, 
 	if base <= 0 {
 		base = node.DefaultRestartBackoff
 	}
-	backoff := base
-	var lastCrash time.Time
+	backoff := time.Duration(0)
 	for {
+		started := time.Now()
 		err := runScheduler(ctx, s)
 		if ctx.Err() != nil {
 			return
@@ -38,13 +38,8 @@ func (c *Cluster) superviseScheduler(ctx context.Context, cfg scheduler.Config, 
 		if rem.Reason == "" && err != nil {
 			rem.Reason = err.Error()
 		}
-		now := time.Now()
-		if !lastCrash.IsZero() && now.Sub(lastCrash) < 10*time.Second {
-			backoff = min(2*backoff, node.MaxRestartBackoff)
-		} else {
-			backoff = base
-		}
-		lastCrash = now
+		died := time.Now()
+		backoff = node.NextBackoff(backoff, base, died.Sub(started))
 		log.Warn("scheduler crashed; restarting it", zap.String("reason", rem.Reason), zap.Int("queued_lost", rem.Queued),
 			zap.Int("running", rem.Running), zap.Duration("backoff", backoff), zap.Int("incarnation", cfg.Incarnation+1))
 		emit.Emit(cfg.Subjects.SchedEvent(events.SchedDown), events.Type("sched", events.SchedDown), "", c.Clock.Now(), rem)
@@ -58,6 +53,10 @@ func (c *Cluster) superviseScheduler(ctx context.Context, cfg scheduler.Config, 
 			}
 			cfg.Incarnation = max(cfg.Incarnation, 1) + 1
 			cfg.Policy = rem.Policy
+			// What ended on the GPUs since the predecessor died, no
+			// scheduler saw: the new one accounts for it.
+			cfg.Since = died
+			cfg.Inherited = rem.RunningJobs
 			next, err := scheduler.New(cfg)
 			if err == nil {
 				s = next

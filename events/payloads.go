@@ -200,6 +200,11 @@ type EndedJob struct {
 	JobID     string  `json:"job_id"`
 	Change    string  `json:"change"`
 	ProgressS float64 `json:"progress_s"`
+	// At is when it ended (wall time); Assignment the job as the
+	// scheduler sent it, so that a scheduler that never knew it can
+	// account for it.
+	At         time.Time   `json:"at"`
+	Assignment *Assignment `json:"assignment,omitempty"`
 }
 
 // GPUOOMEvent is the payload of gpu.oom: a reservation the GPU refused.
@@ -392,6 +397,16 @@ type SchedLifecycle struct {
 	Queued  int    `json:"queued,omitempty"`
 	Running int    `json:"running,omitempty"`
 	Policy  string `json:"policy,omitempty"`
+	// RunningJobs are the ids of the jobs it was running (and those it
+	// inherited and had not accounted for yet): its successor accounts for
+	// each, whether a GPU still runs it, finished it, or lost it meanwhile.
+	RunningJobs []RunningJob `json:"running_jobs,omitempty"`
+}
+
+// RunningJob is a job a scheduler had running, and the placement it ran in.
+type RunningJob struct {
+	JobID     string `json:"job_id"`
+	Placement string `json:"placement"`
 }
 
 // Assignment is what a GPU actor needs to run a job's share.
@@ -409,6 +424,9 @@ type Assignment struct {
 	Spec      *model.Job `json:"spec,omitempty"`
 	Submitted time.Time  `json:"submitted,omitzero"`
 	Seq       uint64     `json:"seq,omitempty"`
+	// Placement names this placement of the job (scheduler incarnation
+	// and count): a record of how a stint ended is matched to the stint.
+	Placement string `json:"placement,omitempty"`
 }
 
 // Control is a scheduler → actor request. Reserve carries the Assignment

@@ -36,6 +36,9 @@ type Detection struct {
 	Action string        `json:"action"`
 	GPU    string        `json:"gpu"`
 	After  time.Duration `json:"after_ns"`
+	// SelfFenced is set when no scheduler declared the failure (it was
+	// restarting) and the GPU's own fence ended the incarnation instead.
+	SelfFenced bool `json:"self_fenced,omitempty"`
 }
 
 // Checker asserts the cluster's invariants over its event stream (DESIGN
@@ -261,11 +264,19 @@ func (c *Checker) status(ev *events.Decoded, st events.GPUStatus) {
 		return
 	}
 	k := gpuKey(st.Node, st.GPU)
-	if f, ok := c.faults[k]; ok && f.action != events.ChaosKillAction && st.Incarnation == f.incarnation &&
-		(st.Change == "rejoined" || st.Change == "woke") {
-		// Back in the same incarnation: the fault healed within the lease.
-		c.undetected = append(c.undetected, f.action+" "+k)
-		delete(c.faults, k)
+	if f, ok := c.faults[k]; ok && f.action != events.ChaosKillAction && (st.Change == "rejoined" || st.Change == "woke") {
+		switch {
+		case st.Incarnation == f.incarnation:
+			// Back in the same incarnation: the fault healed within the lease.
+			c.undetected = append(c.undetected, f.action+" "+k)
+			delete(c.faults, k)
+		case st.Incarnation > f.incarnation:
+			// Rejoined as a new incarnation with no verdict heard: its lease
+			// ran out while no scheduler could declare it (a scheduler
+			// restart), so it fenced itself.
+			c.detections = append(c.detections, Detection{Action: f.action, GPU: k, After: ev.Time.Sub(f.at), SelfFenced: true})
+			delete(c.faults, k)
+		}
 	}
 	g.inc, g.total, g.jobs = st.Incarnation, st.VRAMTotal, st.Jobs
 	if st.Change == "completed" && st.JobID != "" {
@@ -352,7 +363,11 @@ func (c *Checker) job(ev *events.Decoded, typ string, in events.JobInfo) {
 		return // submitted before the checker attached
 	}
 	if terminalStates[j.state] {
-		c.violate(ev.Time, "lifecycle", "job %s (%s) is %s after it was already %s", id, j.name, typ, j.state)
+		why := ""
+		if in.Reason != "" {
+			why = " (" + in.Reason + ")"
+		}
+		c.violate(ev.Time, "lifecycle", "job %s (%s) is %s%s after it was already %s", id, j.name, typ, why, j.state)
 		return
 	}
 	switch typ {
@@ -522,7 +537,11 @@ func (s CheckSummary) Write(w io.Writer) {
 	fmt.Fprintf(w, "  chaos actions        %d; GPU deaths %d; undetected (healed within the lease) %d\n", s.Faults, s.GPUDeaths, s.CheckCounts.Undetected)
 	byAction := map[string][]time.Duration{}
 	for _, d := range s.Detections {
-		byAction[d.Action] = append(byAction[d.Action], d.After)
+		a := d.Action
+		if d.SelfFenced {
+			a += " (self-fenced, no scheduler)"
+		}
+		byAction[a] = append(byAction[a], d.After)
 	}
 	actions := make([]string, 0, len(byAction))
 	for a := range byAction {

@@ -42,6 +42,11 @@ type Config struct {
 	// EnergyJ is the energy meter at start: a restarted actor keeps the
 	// card's meter.
 	EnergyJ float64
+	// Ended seeds the actor's memory of ended jobs: a restarted actor's
+	// supervisor passes on the jobs the crash took, so a scheduler that
+	// missed the gpu.down (it was restarting too) can still account for
+	// them.
+	Ended []events.EndedJob
 }
 
 // Liveness is a GPU's answer to its node actor's ping.
@@ -128,6 +133,7 @@ func New(cfg Config) *Actor {
 		shares:  map[string]*share{},
 		energyJ: cfg.EnergyJ,
 		leases:  make(chan renewal, 1),
+		ended:   append([]events.EndedJob(nil), cfg.Ended...),
 	}
 	a.inc.Store(int64(cfg.Incarnation))
 	a.emit = events.NewEmitter(a, a.source())
@@ -655,7 +661,23 @@ func (a *Actor) remember(id, change string, progress float64) {
 	if len(a.ended) >= endedMemory {
 		a.ended = a.ended[1:]
 	}
-	a.ended = append(a.ended, events.EndedJob{JobID: id, Change: change, ProgressS: progress})
+	e := events.EndedJob{JobID: id, Change: change, ProgressS: progress, At: time.Now()}
+	if s, ok := a.shares[id]; ok {
+		job := s.job
+		e.Assignment = &job
+	}
+	a.ended = append(a.ended, e)
+}
+
+// Remains are the jobs a dead actor held, as ended by change, with the
+// memory it had: what its supervisor passes on to the next incarnation.
+func (a *Actor) Remains(change string) []events.EndedJob {
+	for _, id := range a.sortedIDs() {
+		if a.shares[id].running {
+			a.remember(id, change, a.shares[id].progress)
+		}
+	}
+	return append([]events.EndedJob(nil), a.ended...)
 }
 
 // statusWithSpecs is the status with each job's assignment and the jobs

@@ -81,11 +81,12 @@ func (a *Actor) fence() {
 	a.advance()
 	n := 0
 	for _, id := range a.sortedIDs() {
-		s := a.shares[id]
-		if s.running {
+		// Only running jobs ran here; a reservation never committed was
+		// not the job (it may well run elsewhere).
+		if s := a.shares[id]; s.running {
 			n++
+			a.remember(id, "fenced", s.progress)
 		}
-		a.remember(id, "fenced", s.progress)
 	}
 	a.log.Warn("lease expired: stopping own jobs and rejoining", zap.Int("jobs_stopped", n),
 		zap.Int("incarnation", a.cfg.Incarnation+1), zap.Time("lease_until", a.leaseUntil))

@@ -11,14 +11,23 @@ import (
 	"github.com/gpusched/gpusched/actors/gpu"
 )
 
-// DefaultRestartBackoff is the first wait before a crashed GPU actor
-// restarts; each crash within backoffWindow of the last doubles it, up to
-// MaxRestartBackoff.
+// DefaultRestartBackoff is the first wait before a crashed actor
+// restarts; an actor that crashes again within StableRun of its restart
+// waits twice as long as the last time, up to MaxRestartBackoff.
 const (
 	DefaultRestartBackoff = 100 * time.Millisecond
 	MaxRestartBackoff     = 5 * time.Second
-	backoffWindow         = 10 * time.Second
+	StableRun             = 2 * time.Second
 )
+
+// NextBackoff is the wait before the next restart: the first backoff again
+// after a run of at least StableRun, else double the last (a crash loop).
+func NextBackoff(last, first, ran time.Duration) time.Duration {
+	if ran >= StableRun || last <= 0 {
+		return first
+	}
+	return min(2*last, MaxRestartBackoff)
+}
 
 // slot is one GPU's place on the node: the incarnation of its actor that
 // runs now, or nil while the supervisor waits to restart it.
@@ -36,10 +45,10 @@ type slot struct {
 func (h *Host) supervise(ctx context.Context, s *slot, cfg gpu.Config) {
 	log := h.log.With(zap.String("gpu", s.id))
 	backoff := h.cfg.RestartBackoff
-	var lastCrash time.Time
 	for {
 		a := gpu.New(cfg)
 		s.cur.Store(a)
+		started := time.Now()
 		err := runCaught(ctx, a)
 		if ctx.Err() != nil {
 			return
@@ -50,12 +59,7 @@ func (h *Host) supervise(ctx context.Context, s *slot, cfg gpu.Config) {
 			reason = c.Reason
 		}
 		now := time.Now()
-		if !lastCrash.IsZero() && now.Sub(lastCrash) < backoffWindow {
-			backoff = min(2*backoff, MaxRestartBackoff)
-		} else {
-			backoff = h.cfg.RestartBackoff
-		}
-		lastCrash = now
+		backoff = NextBackoff(backoff, h.cfg.RestartBackoff, now.Sub(started))
 		s.restartAt.Store(now.Add(backoff).UnixNano())
 		downOK := func() (ok bool) {
 			defer func() {
@@ -67,6 +71,7 @@ func (h *Host) supervise(ctx context.Context, s *slot, cfg gpu.Config) {
 			return true
 		}()
 		dropped := a.Drain()
+		cfg.Ended = a.Remains("crashed")
 		log.Warn("GPU actor crashed; supervisor restarts it", zap.String("reason", reason), zap.Duration("backoff", backoff),
 			zap.Int("incarnation", a.Incarnation()+1), zap.Int("messages_dropped", dropped), zap.Bool("down_published", downOK))
 		t := time.NewTimer(backoff)

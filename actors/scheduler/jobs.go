@@ -49,6 +49,11 @@ type job struct {
 	runS, idealS, lostS   float64
 	stintAt               time.Time
 	stintFrom, stintSpeed float64
+	// placement names the job's current placement (see Assignment).
+	placement string
+	// unchecked is set on a job accepted while the scheduler warmed up,
+	// until a pass has checked that it fits the cluster at all.
+	unchecked bool
 	// awaiting names the GPUs (with their incarnation) that may still run
 	// the job: a stop sent to them went unanswered. The job is not placed
 	// again until each shows it stopped, or is declared dead.
@@ -155,7 +160,12 @@ func (s *Scheduler) onSubmit(m *nats.Msg) {
 	s.seq++
 	now := s.cfg.Clock.Now()
 	j := &job{id: s.newJobID(), spec: spec, seq: s.seq, submitted: now}
-	if fe := s.view.feasible(s.request(j)); fe != nil {
+	if fe := s.view.feasible(s.request(j)); fe != nil && s.warming() {
+		// A restarted scheduler still hearing from the GPUs cannot tell
+		// "fits nowhere" from "not heard of yet": the job waits, and the
+		// first pass after the warm-up judges it.
+		j.unchecked = true
+	} else if fe != nil {
 		s.jobs[j.id] = j
 		s.order = append(s.order, j)
 		j.history = append(j.history, events.Transition{State: events.JobSubmitted, SimTime: now})

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -153,8 +154,18 @@ func (s *Scheduler) onCtl(m *nats.Msg) bool {
 // Remains says what a dead scheduler held: its supervisor reports it in
 // the down event (the queue is lost until it is durable).
 func (s *Scheduler) Remains() events.SchedLifecycle {
-	return events.SchedLifecycle{Incarnation: s.cfg.Incarnation, Reason: s.killed, Queued: len(s.queue),
+	r := events.SchedLifecycle{Incarnation: s.cfg.Incarnation, Reason: s.killed, Queued: len(s.queue),
 		Running: len(s.running), Policy: s.policy.Name()}
+	for _, j := range s.running {
+		r.RunningJobs = append(r.RunningJobs, events.RunningJob{JobID: j.id, Placement: j.placement})
+	}
+	for id, p := range s.inherited {
+		if _, known := s.jobs[id]; !known {
+			r.RunningJobs = append(r.RunningJobs, events.RunningJob{JobID: id, Placement: p})
+		}
+	}
+	slices.SortFunc(r.RunningJobs, func(a, b events.RunningJob) int { return strings.Compare(a.JobID, b.JobID) })
+	return r
 }
 
 // adopt re-learns a job a GPU runs that this scheduler does not know (it
@@ -168,7 +179,7 @@ func (s *Scheduler) adopt(st events.GPUStatus, gj events.GPUJob) {
 	now := s.cfg.Clock.Now()
 	j, ok := s.jobs[gj.JobID]
 	if !ok {
-		j = &job{id: gj.JobID, spec: *a.Spec, seq: a.Seq, submitted: a.Submitted, state: stateRunning, node: st.Node,
+		j = &job{id: gj.JobID, spec: *a.Spec, seq: a.Seq, submitted: a.Submitted, state: stateRunning, node: st.Node, placement: a.Placement,
 			progress: gj.ProgressS, lastProgress: gj.ProgressS, lastRate: gj.Rate, lastAt: now, stintAt: now,
 			stintFrom: gj.ProgressS, stintSpeed: 1}
 		if j.submitted.IsZero() {
@@ -188,6 +199,7 @@ func (s *Scheduler) adopt(st events.GPUStatus, gj events.GPUJob) {
 			n.MemUsed += int64(j.spec.Memory)
 		}
 		s.stats.adopted++
+		delete(s.inherited, j.id)
 		s.log.Info("job re-learned from a GPU", zap.String("job", j.id), zap.String("name", j.spec.Name), zap.String("gpu", st.GPU))
 	}
 	if j.state != stateRunning || j.node != st.Node || slices.Contains(j.gpus, st.GPU) {
@@ -239,25 +251,32 @@ func (s *Scheduler) reconcile(gs *gpuState, st events.GPUStatus) {
 			}
 		}
 	}
-	if len(missing) == 0 && len(unknown) == 0 && len(stray) == 0 {
-		return
-	}
 	if len(stray) > 0 {
 		s.log.Warn("GPU runs jobs the scheduler stopped or placed elsewhere: releasing them", zap.String("gpu", st.GPU), zap.Strings("jobs", stray))
 		s.publishAll([]ctlCall{{subject: s.cfg.Subjects.GPUCtl(st.Node, st.GPU), ctl: events.Control{Op: events.OpRelease, Jobs: stray}, gpu: st.GPU}})
 	}
-	if len(missing) == 0 && len(unknown) == 0 {
+	// A restarted scheduler reads each GPU in full once, for what ended
+	// there while no scheduler watched.
+	catchUp := len(s.inherited) > 0 && !gs.described
+	if len(missing) == 0 && len(unknown) == 0 && !catchUp {
 		return
 	}
-	rep, err := s.call(s.cfg.Subjects.GPUCtl(st.Node, st.GPU), events.Control{Op: events.OpDescribe, WithSpecs: true})
-	if err != nil || rep.Status == nil || rep.Status.Incarnation != st.Incarnation {
-		return // the next status reconciles again
+	full := st
+	if !hasSpecs(st) {
+		rep, err := s.call(s.cfg.Subjects.GPUCtl(st.Node, st.GPU), events.Control{Op: events.OpDescribe, WithSpecs: true})
+		if err != nil || rep.Status == nil || rep.Status.Incarnation != st.Incarnation {
+			return // the next status reconciles again
+		}
+		full = *rep.Status
 	}
-	full := *rep.Status
+	gs.described = true
 	for _, gj := range full.Jobs {
 		if slices.Contains(unknown, gj.JobID) && gj.State == "running" {
 			s.adopt(full, gj)
 		}
+	}
+	if catchUp {
+		s.accountEnded(full)
 	}
 	ended := map[string]events.EndedJob{}
 	for _, e := range full.Ended {
@@ -281,6 +300,59 @@ func (s *Scheduler) reconcile(gs *gpuState, st events.GPUStatus) {
 		}
 	}
 	s.dirty = true
+}
+
+// hasSpecs reports whether a status is a full describe (WithSpecs).
+func hasSpecs(st events.GPUStatus) bool {
+	if st.Ended != nil {
+		return true
+	}
+	for _, j := range st.Jobs {
+		if j.Assignment != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// accountEnded takes in the jobs the predecessor was running that ended
+// on a GPU while no scheduler saw: a completion is reported; a job its GPU
+// lost (a crash, or a fence when no lease came) goes back to the queue
+// from its last checkpoint. Jobs this scheduler knows are its own.
+func (s *Scheduler) accountEnded(st events.GPUStatus) {
+	for _, e := range st.Ended {
+		// Only the end of the very placement the predecessor had running
+		// accounts for it: an older stint's end says nothing of this one.
+		if e.Assignment == nil || e.Assignment.Spec == nil || e.Assignment.Placement == "" ||
+			s.inherited[e.JobID] != e.Assignment.Placement {
+			continue
+		}
+		if _, known := s.jobs[e.JobID]; known {
+			continue
+		}
+		switch e.Change {
+		case "completed", "crashed", "fenced":
+		default:
+			continue // stopped by a scheduler: not this one's to account for
+		}
+		gj := events.GPUJob{JobID: e.JobID, ProgressS: e.ProgressS, Assignment: e.Assignment, State: "running"}
+		s.adopt(st, gj)
+		j := s.jobs[e.JobID]
+		if j == nil {
+			continue
+		}
+		if e.Change == "completed" {
+			s.log.Warn("completion learned after a restart", zap.String("job", j.id), zap.String("gpu", st.GPU))
+			s.shardDone(j.id, st.GPU)
+			continue
+		}
+		s.log.Warn("job lost while no scheduler watched: re-queued", zap.String("job", j.id), zap.String("gpu", st.GPU), zap.String("how", e.Change))
+		j.node, j.gpus, j.shardsLeft = "", nil, 0
+		s.ended(j)
+		s.releaseNode(j, st.Node)
+		s.stats.lostJobs++
+		s.requeueLost(j, e.ProgressS, "GPU "+st.GPU+" lost it ("+e.Change+") while the scheduler was restarting")
+	}
 }
 
 func hasJob(jobs []events.GPUJob, id string) (events.GPUJob, bool) {
@@ -321,4 +393,36 @@ func (s *Scheduler) Drain() int {
 			return n
 		}
 	}
+}
+
+// warming reports whether a restarted scheduler is still in its warm-up:
+// one lease from its start, while the GPUs report in.
+func (s *Scheduler) warming() bool {
+	if s.cfg.Since.IsZero() {
+		return false
+	}
+	warm := s.cfg.Lease
+	if warm <= 0 {
+		warm = DefaultLease
+	}
+	return time.Since(s.started) < warm
+}
+
+// rejectUnfit rejects a job accepted during the warm-up that fits no GPU
+// of the cluster now known (it reports whether it did).
+func (s *Scheduler) rejectUnfit(j *job) bool {
+	if !j.unchecked || s.warming() {
+		return false
+	}
+	j.unchecked = false
+	fe := s.view.feasible(s.request(j))
+	if fe == nil {
+		return false
+	}
+	now := s.cfg.Clock.Now()
+	s.dequeue(j)
+	j.ended = &now
+	s.stats.rejected++
+	s.transition(j, events.JobRejected, fe.Message)
+	return true
 }

@@ -115,7 +115,7 @@ func (s *Scheduler) controls(j *job, p policy.Placement, op string) []ctlCall {
 			gpuCtl.TTLMillis = ttl
 			gpuCtl.Job = &events.Assignment{Name: j.spec.Name, Priority: j.spec.Priority, VRAM: req.VRAMOn(g), Milli: req.MilliOn(g),
 				Util: j.spec.Util, WorkS: j.work(), ProgressS: j.progress, CheckpointS: j.spec.Checkpoint.Seconds(),
-				Spec: &j.spec, Submitted: j.submitted, Seq: j.seq}
+				Spec: &j.spec, Submitted: j.submitted, Seq: j.seq, Placement: j.placement}
 		}
 		calls = append(calls, ctlCall{subject: sj.GPUCtl(p.Node, id), ctl: gpuCtl, gpu: id})
 	}
@@ -126,6 +126,8 @@ func (s *Scheduler) controls(j *job, p policy.Placement, op string) []ctlCall {
 // Any refusal or timeout aborts the reservations made; the refusing GPU's
 // attached status corrects the view. It returns the refusal reason.
 func (s *Scheduler) negotiate(j *job, p policy.Placement) (bool, string) {
+	s.placements++
+	j.placement = strconv.Itoa(s.cfg.Incarnation) + "." + strconv.FormatUint(s.placements, 10)
 	calls := s.controls(j, p, events.OpReserve)
 	replies := s.callAll(calls)
 	var refused []string
@@ -439,7 +441,11 @@ func (s *Scheduler) schedule() {
 	clear(s.view.held)
 	now := s.cfg.Clock.Now()
 	for _, j := range slices.Clone(s.queue) {
-		if j.state != events.JobQueued {
+		if j.state != events.JobQueued || s.rejectUnfit(j) {
+			continue
+		}
+		if j.unchecked && len(s.view.cluster.GPUs) == 0 {
+			s.setPending(j, "the scheduler restarted and is hearing from the GPUs")
 			continue
 		}
 		if len(j.awaiting) > 0 {

@@ -62,6 +62,15 @@ type Config struct {
 	// Incarnation numbers this scheduler among its restarts (1 when zero):
 	// it names its event source and, on a virtual clock, seeds its job ids.
 	Incarnation int
+	// Since, for a restarted scheduler, is when its predecessor died (wall
+	// time); it starts a warm-up of one lease in which a job that fits no
+	// GPU known yet is queued, not rejected: the GPUs are still reporting in.
+	Since time.Time
+	// Inherited are the jobs the predecessor was running when it died (its
+	// supervisor's post-mortem; with a durable store, its journal). This
+	// scheduler accounts for each: re-learned where a GPU still runs it,
+	// completed where a GPU finished it, re-queued where a GPU lost it.
+	Inherited []events.RunningJob
 }
 
 // Defaults for Config's zero values.
@@ -110,6 +119,13 @@ type Scheduler struct {
 	ids     *rand.ChaCha8
 	// killed is set by a kill control: Run returns ErrKilled.
 	killed string
+	// started is when the scheduler was made (wall time).
+	started time.Time
+	// inherited holds the predecessor's running jobs not accounted for
+	// yet, with the placement each ran in.
+	inherited map[string]string
+	// placements counts this scheduler's placements, naming each.
+	placements uint64
 }
 
 type counters struct {
@@ -175,16 +191,21 @@ func New(cfg Config) (*Scheduler, error) {
 		log = zap.NewNop()
 	}
 	s := &Scheduler{
-		cfg:     cfg,
-		log:     log.With(zap.String("actor", "scheduler")),
-		emit:    events.NewEmitter(cfg.Conn, "/scheduler/"+strconv.Itoa(cfg.Incarnation)),
-		mailbox: make(chan *nats.Msg, mailboxSize),
-		done:    make(chan struct{}),
-		policy:  p,
-		view:    newView(cfg.VRAMModel, cfg.Seed, cfg.NodeRank),
-		jobs:    map[string]*job{},
-		classes: map[policy.ClassKey]int{},
-		virtual: virtual,
+		cfg:       cfg,
+		log:       log.With(zap.String("actor", "scheduler")),
+		emit:      events.NewEmitter(cfg.Conn, "/scheduler/"+strconv.Itoa(cfg.Incarnation)),
+		mailbox:   make(chan *nats.Msg, mailboxSize),
+		done:      make(chan struct{}),
+		policy:    p,
+		view:      newView(cfg.VRAMModel, cfg.Seed, cfg.NodeRank),
+		jobs:      map[string]*job{},
+		classes:   map[policy.ClassKey]int{},
+		virtual:   virtual,
+		started:   time.Now(),
+		inherited: map[string]string{},
+	}
+	for _, r := range cfg.Inherited {
+		s.inherited[r.JobID] = r.Placement
 	}
 	if virtual {
 		var seed [32]byte

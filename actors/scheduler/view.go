@@ -29,6 +29,9 @@ type gpuState struct {
 	// ignored from then on.
 	leaseUntil time.Time
 	dead       int
+	// described is set once a restarted scheduler has read the GPU in
+	// full (its jobs' specs and what ended there lately).
+	described bool
 }
 
 // view is the scheduler's picture of the cluster.
