@@ -98,6 +98,9 @@ func ParseJob(body []byte) (Job, *FieldError) {
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
+		if k == "" {
+			return Job{}, Errorf("body", "a field with an empty name")
+		}
 		if !jobFields[k] {
 			return Job{}, Errorf(k, "unknown field %q", k)
 		}

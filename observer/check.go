@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/gpusched/gpusched/events"
+	"github.com/gpusched/gpusched/model"
 )
 
 // Violation is one broken invariant, found as the event that broke it arrived.
@@ -99,6 +100,8 @@ type CheckCounts struct {
 	// StaleEvents are events from dead incarnations (ignored).
 	ExpectedGaps int `json:"expected_gaps"`
 	StaleEvents  int `json:"stale_events"`
+	// Malformed counts messages on event subjects that were not events.
+	Malformed int `json:"malformed"`
 	Violations   int `json:"violations"`
 }
 
@@ -440,6 +443,13 @@ func (c *Checker) schedulerDown() {
 	}
 }
 
+// Malformed counts an event that could not be decoded (it is dropped).
+func (c *Checker) Malformed(subject string, fe *model.FieldError) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.c.Malformed++
+}
+
 // Violations returns the violations found so far.
 func (c *Checker) Violations() []Violation {
 	c.mu.Lock()
@@ -553,7 +563,8 @@ func (s CheckSummary) Write(w io.Writer) {
 	}
 	fmt.Fprintf(w, "  time to re-queue     %s\n", durations(s.Requeued))
 	fmt.Fprintf(w, "  time to re-place     %s\n", durations(s.Replaced))
-	fmt.Fprintf(w, "  expected seq gaps    %d (drop chaos); stale events ignored %d\n", s.ExpectedGaps, s.StaleEvents)
+	fmt.Fprintf(w, "  expected seq gaps    %d (drop chaos); stale events ignored %d; malformed messages dropped %d\n",
+		s.ExpectedGaps, s.StaleEvents, s.Malformed)
 	if len(s.Stuck) > 0 {
 		fmt.Fprintf(w, "  lost jobs still queued: %s\n", strings.Join(s.Stuck, ", "))
 	}
@@ -586,11 +597,12 @@ func CheckLive(ctx context.Context, nc *nats.Conn, subjects events.Subjects, c *
 		}
 	}
 	sub, err := nc.Subscribe(subjects.AllEvents(), func(m *nats.Msg) {
-		var ev events.Decoded
-		if json.Unmarshal(m.Data, &ev) != nil {
+		ev, fe := events.DecodeEvent(m.Data)
+		if fe != nil {
+			c.Malformed(m.Subject, fe)
 			return
 		}
-		c.Feed(m.Subject, &ev)
+		c.Feed(m.Subject, ev)
 	})
 	if err != nil {
 		return err

@@ -115,10 +115,11 @@ func NewWatcher(nc *nats.Conn, subjects events.Subjects, opt WatchOptions) (*Wat
 }
 
 func (w *Watcher) onMsg(m *nats.Msg) {
-	var ev events.Decoded
-	if err := json.Unmarshal(m.Data, &ev); err != nil {
+	evp, fe := events.DecodeEvent(m.Data)
+	if fe != nil {
 		return
 	}
+	ev := *evp
 	w.gaps.See(ev.Source, ev.Seq)
 	if w.opt.OnEvent != nil {
 		w.opt.OnEvent(&ev, m.Subject)

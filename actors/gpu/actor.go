@@ -437,9 +437,10 @@ func (a *Actor) remove(id string) {
 }
 
 func (a *Actor) handle(m *nats.Msg) {
-	var c events.Control
-	if err := json.Unmarshal(m.Data, &c); err != nil {
-		a.reply(m, events.ControlReply{Error: model.Errorf("body", "malformed JSON: %v", err)})
+	c, fe := events.DecodeControl(m.Data)
+	if fe != nil {
+		a.log.Warn("bad control message", zap.String("field", fe.Field), zap.String("reason", fe.Message))
+		a.reply(m, events.ControlReply{Error: fe})
 		return
 	}
 	a.advance()

@@ -188,9 +188,10 @@ func (a *Actor) handle(m *nats.Msg) {
 	if !strings.HasSuffix(m.Subject, ".ctl") {
 		return
 	}
-	var c events.Control
-	if err := json.Unmarshal(m.Data, &c); err != nil {
-		events.Reply(m, events.ControlReply{Error: model.Errorf("body", "malformed JSON: %v", err)})
+	c, fe := events.DecodeControl(m.Data)
+	if fe != nil {
+		a.log.Warn("bad control message", zap.String("field", fe.Field), zap.String("reason", fe.Message))
+		events.Reply(m, events.ControlReply{Error: fe})
 		return
 	}
 	switch c.Op {

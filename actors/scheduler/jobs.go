@@ -152,6 +152,10 @@ func (s *Scheduler) request(j *job) *policy.Request {
 }
 
 func (s *Scheduler) onSubmit(m *nats.Msg) {
+	if fe := events.CheckSize(m.Data); fe != nil {
+		events.Reply(m, events.ErrorReply{Error: fe})
+		return
+	}
 	spec, fe := model.ParseJob(m.Data)
 	if fe != nil {
 		events.Reply(m, events.ErrorReply{Error: fe})
