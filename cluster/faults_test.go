@@ -1,0 +1,234 @@
+package cluster_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/gpusched/gpusched/cluster"
+	"github.com/gpusched/gpusched/events"
+	"github.com/gpusched/gpusched/observer"
+)
+
+// faultLease is the lease of the fault tests: short, so they are quick,
+// and long next to a round trip, so a loaded machine does not fake deaths.
+const faultLease = time.Second
+
+// faultCluster starts the reference cluster with a short lease and
+// `observer check`'s checker attached; the test ends with no violation.
+func faultCluster(t *testing.T) (*nats.Conn, *observer.Checker, *eventLog) {
+	t.Helper()
+	c, nc := startCluster(t, cluster.Config{Speed: 60, Lease: faultLease, Heartbeat: faultLease / 5,
+		RestartBackoff: 20 * time.Millisecond, StarvationAge: 1000 * time.Hour})
+	log := recordEvents(t, nc, "gpusched.evt.>")
+	cc, err := nats.Connect(c.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	checker := observer.NewChecker()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { observer.CheckLive(ctx, cc, events.NewSubjects(""), checker, nopWriter{}); close(done) }()
+	cc.Flush()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		cc.Close()
+		for _, v := range checker.Violations() {
+			t.Errorf("checker: %s", v)
+		}
+	})
+	return nc, checker, log
+}
+
+func chaosOK(t *testing.T, nc *nats.Conn, action, body string) obj {
+	t.Helper()
+	rep := req(t, nc, "gpusched.chaos."+action, body)
+	if rep["ok"] != true {
+		t.Fatalf("chaos.%s %s: %v", action, body, rep)
+	}
+	return rep
+}
+
+func history(j obj) string {
+	var states []string
+	for _, h := range j["history"].([]any) {
+		states = append(states, h.(obj)["state"].(string))
+	}
+	return strings.Join(states, ",")
+}
+
+// TestHangIsDeclaredDeadAndFenced hangs the GPU a pinned job runs on for
+// longer than the lease: the scheduler declares it dead within the lease
+// (gpu.down from the scheduler, "lease-expired"), the job is lost and
+// waits; the GPU wakes, finds its lease gone, stops the job itself and
+// rejoins as incarnation 2; the job runs there again from its checkpoint.
+func TestHangIsDeclaredDeadAndFenced(t *testing.T) {
+	nc, checker, log := faultCluster(t)
+	id := submit(t, nc, `{"name":"pinned","vram":"10GB","duration":"10h","checkpoint":"1m","gpu":"gpu-3"}`)
+	waitState(t, nc, id, "running", 5*time.Second)
+	hungAt := time.Now()
+	chaosOK(t, nc, "hang", `{"gpu":"gpu-3","duration":"2500ms"}`)
+	waitFor(t, "the scheduler to declare gpu-3 dead", 3*faultLease, func() bool {
+		return len(log.find("gpusched.gpu.down", "gpu-3")) == 1
+	})
+	if d := time.Since(hungAt); d > 2*faultLease {
+		t.Fatalf("declared after %s, want within the lease (%s) plus a heartbeat", d, faultLease)
+	}
+	down := log.find("gpusched.gpu.down", "gpu-3")[0]
+	data := down["data"].(obj)
+	if !strings.HasPrefix(down["source"].(string), "/scheduler/") || data["change"] != "lease-expired" ||
+		!strings.Contains(data["reason"].(string), "lease expired") {
+		t.Fatalf("gpu.down %v, want the scheduler's lease-expired verdict", down)
+	}
+	if j := getJob(t, nc, id); j["state"] != "queued" || !strings.Contains(history(j), "running,lost,queued") {
+		t.Fatalf("after the verdict the job is %v (%s), want lost then queued", j["state"], history(j))
+	}
+	j := waitState(t, nc, id, "running", 5*time.Second)
+	ups := log.find("gpusched.gpu.up", "gpu-3")
+	last := ups[len(ups)-1]
+	if !strings.HasSuffix(last["source"].(string), "/gpu-3/2") || !strings.Contains(last["data"].(obj)["reason"].(string), "lease expired") {
+		t.Fatalf("gpu-3 came back as %v (%v), want incarnation 2 after its lease expired", last["source"], last["data"].(obj)["reason"])
+	}
+	if got := j["gpu_ids"].([]any); len(got) != 1 || got[0] != "gpu-3" {
+		t.Fatalf("job runs on %v, want gpu-3 again", got)
+	}
+	s := checker.Summary()
+	if len(s.Detections) != 1 || s.Detections[0].Action != "hang" || s.Detections[0].SelfFenced {
+		t.Fatalf("detections %+v, want the hang declared once", s.Detections)
+	}
+}
+
+// TestShortPartitionHealsWithoutDeath cuts a GPU off for less than the
+// lease: its job keeps running, nothing is declared, the GPU sends what it
+// kept and a full status when it is back, and the job completes there.
+func TestShortPartitionHealsWithoutDeath(t *testing.T) {
+	nc, checker, log := faultCluster(t)
+	id := submit(t, nc, `{"name":"steady","vram":"10GB","duration":"2m","gpu":"gpu-2"}`)
+	waitState(t, nc, id, "running", 5*time.Second)
+	chaosOK(t, nc, "partition", `{"gpu":"gpu-2","duration":"300ms"}`)
+	waitFor(t, "gpu-2 to rejoin", 3*time.Second, func() bool {
+		for _, e := range log.find("gpusched.gpu.status", "gpu-2") {
+			if e["data"].(obj)["change"] == "rejoined" {
+				return true
+			}
+		}
+		return false
+	})
+	j := waitState(t, nc, id, "completed", 10*time.Second)
+	if h := history(j); h != "submitted,queued,placed,running,completed" {
+		t.Fatalf("history %s: a short partition must not lose the job", h)
+	}
+	if n := len(log.find("gpusched.gpu.down", "gpu-2")); n != 0 {
+		t.Fatalf("%d gpu.down for a partition shorter than the lease", n)
+	}
+	if s := checker.Summary(); s.CheckCounts.Undetected != 1 {
+		t.Fatalf("undetected %d, want the short partition counted as healed within the lease", s.CheckCounts.Undetected)
+	}
+}
+
+// TestLongPartitionFencesBeforeTheVerdict cuts a GPU off for longer than
+// the lease while its job runs: the GPU stops the job itself before the
+// lease ends (its rejoin, kept until the partition heals, is incarnation
+// 2), the scheduler declares it dead and runs the job elsewhere, and the
+// old incarnation's backlog, arriving after the verdict, is ignored.
+func TestLongPartitionFencesBeforeTheVerdict(t *testing.T) {
+	nc, _, log := faultCluster(t)
+	id := submit(t, nc, `{"name":"cutoff","vram":"10GB","duration":"10h","checkpoint":"1m"}`)
+	j := waitState(t, nc, id, "running", 5*time.Second)
+	gpu := j["gpu_ids"].([]any)[0].(string)
+	// A job that ends while the GPU is cut off, before its fence: its
+	// completion waits in the GPU's outbox and arrives after the verdict.
+	short := submit(t, nc, `{"name":"ends-in-the-dark","vram":"4GB","duration":"20s","gpu":"`+gpu+`"}`)
+	waitState(t, nc, short, "running", 5*time.Second)
+	chaosOK(t, nc, "partition", `{"gpu":"`+gpu+`","duration":"2500ms"}`)
+	waitFor(t, "the job to run elsewhere", 4*faultLease, func() bool {
+		j = getJob(t, nc, id)
+		return j["state"] == "running" && j["gpu_ids"].([]any)[0] != gpu
+	})
+	waitFor(t, "the partition to heal and the GPU to rejoin", 5*time.Second, func() bool {
+		for _, e := range log.find("gpusched.gpu.up", gpu) {
+			if strings.HasSuffix(e["source"].(string), "/2") {
+				return true
+			}
+		}
+		return false
+	})
+	var fence, verdict time.Time
+	for _, e := range log.find("gpusched.gpu.up", gpu) {
+		if strings.HasSuffix(e["source"].(string), "/2") {
+			fence, _ = time.Parse(time.RFC3339Nano, e["time"].(string))
+		}
+	}
+	verdict, _ = time.Parse(time.RFC3339Nano, log.find("gpusched.gpu.down", gpu)[0]["time"].(string))
+	if !fence.Before(verdict) {
+		t.Fatalf("the GPU fenced at %s, the scheduler declared it dead at %s: the fence must come first", fence, verdict)
+	}
+	waitFor(t, "the old incarnation's backlog to be ignored", 5*time.Second, func() bool {
+		s := req(t, nc, "gpusched.cluster.snapshot", `{}`)["summary"].(obj)
+		return s["stale_ignored"].(float64) > 0
+	})
+}
+
+// TestDropIsCountedNotAViolation drops half of a GPU's messages while jobs
+// start and finish on it: the checker counts the gaps as expected, and the
+// scheduler reconciles what it missed, so every job still completes.
+func TestDropIsCountedNotAViolation(t *testing.T) {
+	nc, checker, _ := faultCluster(t)
+	chaosOK(t, nc, "drop", `{"gpu":"gpu-1","drop":0.5,"duration":"3s","seed":7}`)
+	var ids []string
+	for i := 0; i < 6; i++ {
+		ids = append(ids, submit(t, nc, `{"name":"lossy","vram":"4GB","util":10,"duration":"30s","gpu":"gpu-1"}`))
+	}
+	for _, id := range ids {
+		waitState(t, nc, id, "completed", 20*time.Second)
+	}
+	if s := checker.Summary(); s.ExpectedGaps == 0 {
+		t.Fatalf("no expected gaps counted under a 50%% drop")
+	}
+}
+
+// TestDelayKeepsOrder delays every message of a GPU by 300ms: its events
+// arrive late but in order (no seq violation), and its jobs complete.
+func TestDelayKeepsOrder(t *testing.T) {
+	nc, checker, _ := faultCluster(t)
+	rep := chaosOK(t, nc, "delay", `{"gpu":"gpu-4","delay":"300ms","duration":"3s"}`)
+	if rep["delay"] != "300ms" {
+		t.Fatalf("reply %v", rep)
+	}
+	id := submit(t, nc, `{"name":"slowlink","vram":"4GB","duration":"30s","gpu":"gpu-4"}`)
+	waitState(t, nc, id, "completed", 20*time.Second)
+	if s := checker.Summary(); s.Events == 0 {
+		t.Fatal("the checker saw nothing")
+	}
+}
+
+// TestChaosRequestErrors checks each action's bad bodies get an error
+// naming the field.
+func TestChaosRequestErrors(t *testing.T) {
+	nc, _, _ := faultCluster(t)
+	for _, tc := range []struct{ action, body, field string }{
+		{"hang", `{"gpu":"gpu-1"}`, "duration"},
+		{"hang", `{"gpu":"gpu-1","duration":"soon"}`, "duration"},
+		{"hang", `{"gpu":"gpu-1","duration":"-1s"}`, "duration"},
+		{"partition", `{"duration":"1s"}`, "gpu"},
+		{"partition", `{"gpu":"gpu-1","duration":30}`, "duration"},
+		{"drop", `{"gpu":"gpu-1"}`, "drop"},
+		{"drop", `{"gpu":"gpu-1","drop":2}`, "drop"},
+		{"delay", `{"gpu":"gpu-1"}`, "delay"},
+		{"kill", `{"gpu":"gpu-1","duration":"1s"}`, "duration"},
+		{"kill-scheduler", `{"gpu":"gpu-1"}`, "gpu"},
+		{"reboot", `{"gpu":"gpu-1"}`, "action"},
+	} {
+		rep := req(t, nc, "gpusched.chaos."+tc.action, tc.body)
+		e, _ := rep["error"].(obj)
+		if e == nil || e["field"] != tc.field {
+			b, _ := json.Marshal(rep)
+			t.Errorf("chaos.%s %s: %s, want an error naming %q", tc.action, tc.body, b, tc.field)
+		}
+	}
+}

@@ -1,0 +1,149 @@
+package observer
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpusched/gpusched/events"
+)
+
+// feeder builds events for a Checker, one source sequence at a time.
+type feeder struct {
+	t    *testing.T
+	c    *Checker
+	seq  map[string]uint64
+	now  time.Time
+	skip map[string]bool
+}
+
+func newFeeder(t *testing.T) *feeder {
+	return &feeder{t: t, c: NewChecker(), seq: map[string]uint64{}, now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+}
+
+func (f *feeder) emit(source, typ string, data any) {
+	f.t.Helper()
+	f.seq[source]++
+	f.now = f.now.Add(time.Millisecond)
+	b, err := json.Marshal(data)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.c.Feed("gpusched.evt.x", &events.Decoded{SpecVersion: "1.0", Source: source, Type: "gpusched." + typ,
+		Time: f.now, Seq: f.seq[source], Data: b})
+}
+
+func gpuStatus(node, gpu string, inc int, jobs ...events.GPUJob) events.GPUStatus {
+	return events.GPUStatus{GPU: gpu, Node: node, Incarnation: inc, VRAMTotal: 100, Jobs: jobs}
+}
+
+func running(id string, offset, size int64) events.GPUJob {
+	return events.GPUJob{JobID: id, State: "running", Offset: offset, VRAM: size}
+}
+
+func kinds(vs []Violation) string {
+	var k []string
+	for _, v := range vs {
+		k = append(k, v.Kind)
+	}
+	return strings.Join(k, ",")
+}
+
+func TestCheckerVRAM(t *testing.T) {
+	f := newFeeder(t)
+	f.emit("/gpu/n0/g0/1", "gpu.status", gpuStatus("n0", "g0", 1, running("a", 0, 60), running("b", 50, 40)))
+	f.emit("/gpu/n0/g0/1", "gpu.status", gpuStatus("n0", "g0", 1, running("a", 0, 60), running("b", 60, 50)))
+	if got := kinds(f.c.Violations()); got != "vram,vram,vram" {
+		t.Fatalf("violations %q, want an overlap, then one past the end and over capacity", got)
+	}
+}
+
+func TestCheckerDoubleRun(t *testing.T) {
+	f := newFeeder(t)
+	f.emit("/scheduler/1", "job.submitted", events.JobInfo{JobID: "gang", GPUs: 2})
+	f.emit("/gpu/n0/g0/1", "gpu.status", gpuStatus("n0", "g0", 1, running("gang", 0, 10)))
+	f.emit("/gpu/n0/g1/1", "gpu.status", gpuStatus("n0", "g1", 1, running("gang", 0, 10)))
+	if v := f.c.Violations(); len(v) != 0 {
+		t.Fatalf("a 2-GPU gang on one node is one place: %v", v)
+	}
+	f.emit("/gpu/n1/g2/1", "gpu.status", gpuStatus("n1", "g2", 1, running("solo", 0, 10)))
+	f.emit("/gpu/n0/g0/1", "gpu.status", gpuStatus("n0", "g0", 1, running("solo", 20, 10)))
+	if got := kinds(f.c.Violations()); got != "double-run" {
+		t.Fatalf("violations %q, want one double run across nodes", got)
+	}
+	// A GPU declared dead no longer runs anything.
+	f2 := newFeeder(t)
+	f2.emit("/gpu/n0/g0/1", "gpu.status", gpuStatus("n0", "g0", 1, running("j", 0, 10)))
+	f2.emit("/scheduler/1", "gpu.down", gpuStatus("n0", "g0", 1))
+	f2.emit("/gpu/n1/g5/1", "gpu.status", gpuStatus("n1", "g5", 1, running("j", 0, 10)))
+	if v := f2.c.Violations(); len(v) != 0 {
+		t.Fatalf("re-placed after the verdict: %v", v)
+	}
+	// But a dead incarnation speaking after the verdict ran past its lease.
+	f2.emit("/gpu/n0/g0/1", "gpu.status", gpuStatus("n0", "g0", 1, running("j", 0, 10)))
+	if got := kinds(f2.c.Violations()); got != "ran-after-death" {
+		t.Fatalf("violations %q, want ran-after-death", got)
+	}
+}
+
+func TestCheckerSeqAndDrop(t *testing.T) {
+	f := newFeeder(t)
+	f.emit("/gpu/n0/g0/1", "gpu.status", gpuStatus("n0", "g0", 1))
+	f.seq["/gpu/n0/g0/1"] += 2 // two events lost
+	f.emit("/gpu/n0/g0/1", "gpu.status", gpuStatus("n0", "g0", 1))
+	if got := kinds(f.c.Violations()); got != "seq-gap" {
+		t.Fatalf("violations %q, want a seq gap", got)
+	}
+	f.emit("/chaos/1", "chaos.drop", events.ChaosEvent{Action: "drop", GPU: "g0", Node: "n0", Drop: 0.5})
+	f.seq["/gpu/n0/g0/1"] += 3
+	f.emit("/gpu/n0/g0/1", "gpu.status", gpuStatus("n0", "g0", 1))
+	if s := f.c.Summary(); len(s.Violations) != 1 || s.ExpectedGaps != 3 {
+		t.Fatalf("after a drop chaos: %d violations, %d expected gaps; want the 3 counted, not violated", len(s.Violations), s.ExpectedGaps)
+	}
+	// A restart starts a new source at 1: not a gap.
+	f.emit("/gpu/n0/g0/2", "gpu.up", gpuStatus("n0", "g0", 2))
+	if n := len(f.c.Violations()); n != 1 {
+		t.Fatalf("a new incarnation was taken for a gap")
+	}
+}
+
+func TestCheckerLifecycleAndLostInQueue(t *testing.T) {
+	f := newFeeder(t)
+	for _, typ := range []string{"submitted", "queued", "placed", "started", "completed", "completed"} {
+		f.emit("/scheduler/1", "job."+typ, events.JobInfo{JobID: "a"})
+	}
+	if got := kinds(f.c.Violations()); got != "lifecycle" {
+		t.Fatalf("violations %q, want a second terminal state", got)
+	}
+	f.emit("/scheduler/1", "job.submitted", events.JobInfo{JobID: "q"})
+	f.emit("/scheduler/1", "job.queued", events.JobInfo{JobID: "q"})
+	f.emit("/scheduler/1", "job.submitted", events.JobInfo{JobID: "r"})
+	f.emit("/scheduler/1", "job.started", events.JobInfo{JobID: "r"})
+	f.emit("/supervisor/scheduler", "sched.down", events.SchedLifecycle{Incarnation: 1})
+	s := f.c.Summary()
+	if s.LostInQueue != 1 || s.Running != 1 || s.Completed != 1 {
+		t.Fatalf("lost-in-queue %d running %d completed %d; want the queued job lost, the running one running", s.LostInQueue, s.Running, s.Completed)
+	}
+}
+
+func TestCheckerDetection(t *testing.T) {
+	f := newFeeder(t)
+	f.emit("/gpu/n0/g0/1", "gpu.up", gpuStatus("n0", "g0", 1))
+	f.emit("/chaos/1", "chaos.hang", events.ChaosEvent{Action: "hang", GPU: "g0", Node: "n0", Duration: "5s"})
+	f.now = f.now.Add(700 * time.Millisecond)
+	f.emit("/scheduler/1", "gpu.down", gpuStatus("n0", "g0", 1))
+	s := f.c.Summary()
+	if len(s.Detections) != 1 || s.Detections[0].After < 700*time.Millisecond || s.Detections[0].After > 710*time.Millisecond {
+		t.Fatalf("detections %+v, want the hang detected after ~701ms", s.Detections)
+	}
+	// A partition that heals in the same incarnation was never detected.
+	f.emit("/gpu/n0/g1/1", "gpu.up", gpuStatus("n0", "g1", 1))
+	f.emit("/chaos/1", "chaos.partition", events.ChaosEvent{Action: "partition", GPU: "g1", Node: "n0", Duration: "100ms"})
+	st := gpuStatus("n0", "g1", 0)
+	st.Incarnation, st.Change = 1, "rejoined"
+	f.emit("/gpu/n0/g1/1", "gpu.status", st)
+	if s := f.c.Summary(); s.CheckCounts.Undetected != 1 {
+		t.Fatalf("undetected %d, want 1", s.CheckCounts.Undetected)
+	}
+}
