@@ -101,8 +101,8 @@ type CheckCounts struct {
 	ExpectedGaps int `json:"expected_gaps"`
 	StaleEvents  int `json:"stale_events"`
 	// Malformed counts messages on event subjects that were not events.
-	Malformed int `json:"malformed"`
-	Violations   int `json:"violations"`
+	Malformed  int `json:"malformed"`
+	Violations int `json:"violations"`
 }
 
 type gpuSeen struct {
