@@ -488,9 +488,13 @@ func (s *Scheduler) onNodeEvent(m *nats.Msg) {
 	n.Alive, n.CPUMilli, n.MemTotal = true, cpu, hb.MemoryTotal
 	for _, g := range hb.GPUs {
 		st, ok := s.view.gpus[g.GPU]
-		if !ok || (g.Alive && g.Incarnation > st.status.Incarnation) {
-			// Unknown, or restarted without this scheduler hearing its up.
-			s.describe(hb.Node, g.GPU)
+		if !ok || g.Incarnation > st.status.Incarnation {
+			// Unknown, or restarted without this scheduler hearing its up:
+			// asked once it answers its node (a hung GPU would only cost a
+			// call timeout per heartbeat).
+			if g.Alive {
+				s.describe(hb.Node, g.GPU)
+			}
 			continue
 		}
 		if g.Alive && (g.Incarnation != st.status.Incarnation || g.Incarnation <= st.dead) {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -20,6 +21,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/gpusched/gpusched/actors/jobgen"
+	"github.com/gpusched/gpusched/actors/scheduler"
 	"github.com/gpusched/gpusched/chaos"
 	"github.com/gpusched/gpusched/cluster"
 	"github.com/gpusched/gpusched/events"
@@ -42,7 +44,12 @@ const usage = `usage:
   cluster explain JOB_ID        why a job waits, or how it was placed
   cluster strategy [POLICY]     show or switch the placement policy
   cluster snapshot [--page N]   the cluster state as JSON
-  cluster chaos kill GPU_ID     crash a GPU actor: its jobs are lost and re-queued from their checkpoints
+  cluster chaos kill GPU_ID     crash a GPU actor: its supervisor restarts it empty; its jobs are re-queued
+  cluster chaos hang GPU_ID --duration 30s        freeze a GPU actor (declared dead when its lease runs out)
+  cluster chaos partition GPU_ID --duration 30s   cut a GPU actor off the bus
+  cluster chaos delay GPU_ID --delay 200ms [--duration 30s]   delay its messages ("0s" clears)
+  cluster chaos drop GPU_ID --drop 0.2 [--duration 30s]       drop that fraction of its messages (0 clears)
+  cluster chaos kill-scheduler  crash the scheduler: it restarts and re-learns running jobs from the GPUs
   cluster replay [flags]        replay the FGD paper's protocol on an openb trace (live or --offline)
   cluster replay --timed [...]  replay a trace in time (arrivals, run times, priorities) on a virtual clock
   cluster compare [flags]       the same seeded workload under several policies, side by side
@@ -127,6 +134,10 @@ func run(args []string) error {
 	demo := fs.Bool("demo", true, "start with the reference demo's five jobs (when --rate > 0)")
 	starve := fs.Duration("starvation-age", policy.DefaultStarvationAge, "simulated wait after which a head-of-line job holds GPUs")
 	observe := fs.Bool("observe", false, "show the live text view in this terminal (logs go to a file)")
+	monkey := fs.String("chaos", "", "chaos monkey, seeded by --seed: e.g. 'kill=2/h,hang=1/h,partition=1/h' (rates per simulated\n"+
+		"hour; also delay=, drop=, kill-scheduler= rates, for=DURATION of hangs and partitions)")
+	lease := fs.Duration("lease", scheduler.DefaultLease, "wall time a GPU may go unrenewed before the scheduler declares it dead")
+	heartbeat := fs.Duration("heartbeat", 0, "wall-time period of node heartbeats (default: a third of --lease, at most 2s)")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -165,6 +176,23 @@ func run(args []string) error {
 	}
 	if *interference < 0 {
 		return fmt.Errorf("--interference must not be negative")
+	}
+	if *lease <= 0 {
+		return fmt.Errorf("--lease must be positive, e.g. 6s")
+	}
+	if *heartbeat < 0 || (*heartbeat > 0 && *heartbeat*2 > *lease) {
+		return fmt.Errorf("--heartbeat must be positive and at most half of --lease (%s), so one late heartbeat is not a death", *lease)
+	}
+	var monkeySpec *chaos.MonkeySpec
+	if *monkey != "" {
+		if *clockKind == "virtual" {
+			return fmt.Errorf("--chaos needs the scaled clock: faults and leases are in wall time, a virtual run is not")
+		}
+		spec, err := chaos.ParseMonkey(*monkey)
+		if err != nil {
+			return err
+		}
+		monkeySpec = &spec
 	}
 	var source jobgen.Source
 	switch {
@@ -221,7 +249,7 @@ func run(args []string) error {
 	defer stop()
 	cfg := cluster.Config{Listen: *listen, Prefix: *prefix, Shape: shape, Policy: *pol, VRAMModel: vm, Seed: *seed,
 		Rate: *rate, Demo: *demo, Speed: *speed, StarvationAge: *starve, Logger: log, Interference: *interference,
-		Source: source}
+		Source: source, Lease: *lease, Heartbeat: *heartbeat, Chaos: monkeySpec}
 	wallStart := time.Now()
 	if clock != nil {
 		cfg.Clock, cfg.Epoch = clock, epoch
@@ -346,13 +374,30 @@ func jobCommand(cmd string, args []string) error {
 	return request(*url, subject, events.JobRef{JobID: fs.Arg(0)}, os.Stdout)
 }
 
+// chaosUsage is the usage line of cluster chaos.
+const chaosUsage = "usage: cluster chaos kill|hang|partition|delay|drop GPU_ID [--node NODE] [--duration D] [--delay D] [--drop F] [--seed N]\n" +
+	"       cluster chaos kill-scheduler"
+
 func chaosCommand(args []string) error {
-	if len(args) == 0 || args[0] != "kill" {
-		return fmt.Errorf("usage: cluster chaos kill GPU_ID [--node NODE] (the only chaos action so far)")
+	if len(args) == 0 {
+		return errors.New(chaosUsage)
 	}
-	fs := flag.NewFlagSet("cluster chaos kill", flag.ContinueOnError)
+	action := args[0]
+	known := false
+	for _, a := range events.ChaosActions {
+		known = known || a == action
+	}
+	if !known {
+		return fmt.Errorf("cluster chaos: unknown action %q\n%s", action, chaosUsage)
+	}
+	fs := flag.NewFlagSet("cluster chaos "+action, flag.ContinueOnError)
 	url, prefix := clientFlags(fs)
 	node := fs.String("node", "", "the GPU's node, where GPU ids repeat across nodes")
+	duration := fs.String("duration", "", "hang, partition: how long (wall time); delay, drop: how long (default: until cleared)")
+	delay := fs.String("delay", "", "delay: the added latency of the GPU actor's messages")
+	drop := fs.String("drop", "", "drop: the fraction of the GPU actor's messages lost, 0 to 1")
+	seed := fs.Uint64("seed", 0, "drop: seed of the draws")
+	reason := fs.String("reason", "", "why (shows in the logs and events)")
 	var gpu string
 	rest := args[1:]
 	if len(rest) > 0 && !strings.HasPrefix(rest[0], "-") {
@@ -364,10 +409,22 @@ func chaosCommand(args []string) error {
 	if gpu == "" && fs.NArg() == 1 {
 		gpu = fs.Arg(0)
 	}
-	if gpu == "" {
-		return fmt.Errorf("usage: cluster chaos kill GPU_ID [--node NODE]")
+	if gpu == "" && action != events.ChaosKillScheduler {
+		return errors.New(chaosUsage)
 	}
-	return request(*url, events.NewSubjects(*prefix).ChaosKill(), chaos.KillRequest{GPU: gpu, Node: *node}, os.Stdout)
+	req := chaos.Request{GPU: gpu, Node: *node, Duration: *duration, Delay: *delay, Seed: *seed, Reason: *reason}
+	if *drop != "" {
+		f, err := strconv.ParseFloat(*drop, 64)
+		if err != nil {
+			return fmt.Errorf("--drop %q: a fraction from 0 to 1", *drop)
+		}
+		req.Drop = &f
+	}
+	// Checked here first, so a mistake reads as a flag, not a field.
+	if fe := chaos.Validate(action, req); fe != nil {
+		return fmt.Errorf("cluster chaos %s: --%s: %s", action, strings.ReplaceAll(fe.Field, "_", "-"), fe.Message)
+	}
+	return request(*url, events.NewSubjects(*prefix).Chaos(action), req, os.Stdout)
 }
 
 func list(args []string) error {
