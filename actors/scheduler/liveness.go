@@ -122,9 +122,7 @@ func (s *Scheduler) loseGPU(gs *gpuState, lost []events.GPUJob, reason string) {
 		s.stats.lostJobs++
 		s.requeueLost(j, sj.ProgressS, reason)
 	}
-	for _, j := range s.queue {
-		delete(j.awaiting, gs.g.ID)
-	}
+	s.confirmStopped(gs.g.ID, func(int) bool { return true })
 	gs.g.Allocs = gs.g.Allocs[:0]
 	gs.g.Util = 0
 	s.rebuildShares(gs.g)
@@ -243,11 +241,11 @@ func (s *Scheduler) reconcile(gs *gpuState, st events.GPUStatus) {
 	}
 	// A job stopped on an unreachable GPU waits until the GPU shows it no
 	// longer runs it.
-	for _, j := range s.queue {
-		if inc, ok := j.awaiting[st.GPU]; ok {
-			if _, still := has[j.id]; !still || st.Incarnation > inc {
-				delete(j.awaiting, st.GPU)
-				s.dirty = true
+	if len(s.awaiting) > 0 {
+		s.confirmStopped(st.GPU, func(inc int) bool { return st.Incarnation > inc })
+		for j := range s.awaiting {
+			if _, still := has[j.id]; !still && j.awaiting[st.GPU] == st.Incarnation {
+				s.confirmStoppedJob(j, st.GPU)
 			}
 		}
 	}
@@ -425,4 +423,32 @@ func (s *Scheduler) rejectUnfit(j *job) bool {
 	s.stats.rejected++
 	s.transition(j, events.JobRejected, fe.Message)
 	return true
+}
+
+// await records that gpu (at incarnation inc) may still run j: a stop
+// sent to it went unanswered.
+func (s *Scheduler) await(j *job, gpu string, inc int) {
+	if j.awaiting == nil {
+		j.awaiting = map[string]int{}
+	}
+	j.awaiting[gpu] = inc
+	s.awaiting[j] = true
+}
+
+// confirmStopped clears gpu from the jobs waiting on it whose recorded
+// incarnation passes done (the GPU died, or came back as a later one).
+func (s *Scheduler) confirmStopped(gpu string, done func(inc int) bool) {
+	for j := range s.awaiting {
+		if inc, ok := j.awaiting[gpu]; ok && done(inc) {
+			s.confirmStoppedJob(j, gpu)
+		}
+	}
+}
+
+func (s *Scheduler) confirmStoppedJob(j *job, gpu string) {
+	delete(j.awaiting, gpu)
+	if len(j.awaiting) == 0 {
+		delete(s.awaiting, j)
+	}
+	s.dirty = true
 }

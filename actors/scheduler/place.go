@@ -401,10 +401,7 @@ func (s *Scheduler) stop(j *job, op string) {
 			// the job, so it is not placed again until the GPU shows it
 			// stopped or is declared dead (its fence stops it first).
 			if gs, ok := s.view.gpus[calls[i].gpu]; ok {
-				if j.awaiting == nil {
-					j.awaiting = map[string]int{}
-				}
-				j.awaiting[calls[i].gpu] = gs.status.Incarnation
+				s.await(j, calls[i].gpu, gs.status.Incarnation)
 				s.log.Warn("stop unconfirmed: the job waits for the GPU", zap.String("job", j.id), zap.String("gpu", calls[i].gpu),
 					zap.String("reason", r.Reason))
 			}
@@ -511,11 +508,7 @@ func (s *Scheduler) applyStatus(st events.GPUStatus, at time.Time) {
 		if lost := s.jobsOn(st.GPU, gs.status.Jobs); len(lost) > 0 {
 			s.loseGPU(gs, lost, "GPU "+st.GPU+" on "+st.Node+" came back as incarnation "+strconv.Itoa(st.Incarnation)+" without it")
 		}
-		for _, j := range s.queue {
-			if inc, ok := j.awaiting[st.GPU]; ok && inc < st.Incarnation {
-				delete(j.awaiting, st.GPU)
-			}
-		}
+		s.confirmStopped(st.GPU, func(inc int) bool { return inc < st.Incarnation })
 		gs.version = 0
 		g.Alive = true
 		s.renewLease(gs)

@@ -126,6 +126,8 @@ type Scheduler struct {
 	inherited map[string]string
 	// placements counts this scheduler's placements, naming each.
 	placements uint64
+	// awaiting holds the jobs waiting for a GPU to confirm it stopped them.
+	awaiting map[*job]bool
 }
 
 type counters struct {
@@ -203,6 +205,7 @@ func New(cfg Config) (*Scheduler, error) {
 		virtual:   virtual,
 		started:   time.Now(),
 		inherited: map[string]string{},
+		awaiting:  map[*job]bool{},
 	}
 	for _, r := range cfg.Inherited {
 		s.inherited[r.JobID] = r.Placement

@@ -1,0 +1,46 @@
+package cluster_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/gpusched/gpusched/chaos"
+	"github.com/gpusched/gpusched/cluster"
+	"github.com/gpusched/gpusched/events"
+	"github.com/gpusched/gpusched/observer"
+)
+
+// TestChaosMonkey runs `cluster --chaos` (kills, hangs and partitions at
+// simulated-time rates, seeded) on the reference cluster with its job mix:
+// the monkey's faults happen (chaos events, GPU deaths), and the checker
+// finds no violation.
+func TestChaosMonkey(t *testing.T) {
+	spec, err := chaos.ParseMonkey("kill=60/h,hang=20/h,partition=20/h,for=1500ms")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := startCluster(t, cluster.Config{Speed: 600, Rate: 60, Seed: 3, Lease: faultLease, Heartbeat: faultLease / 5,
+		RestartBackoff: 20 * time.Millisecond, Chaos: &spec})
+	cc, err := nats.Connect(c.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	checker := observer.NewChecker()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- observer.CheckLive(ctx, cc, events.NewSubjects(""), checker, nopWriter{}) }()
+	waitFor(t, "the monkey to kill, hang and cut off GPUs", 30*time.Second, func() bool {
+		s := checker.Summary()
+		return s.Faults >= 10 && s.GPUDeaths >= 5
+	})
+	cancel()
+	<-done
+	s := checker.Summary()
+	if len(s.Violations) > 0 {
+		t.Fatalf("%d violations under the monkey; the first: %s", len(s.Violations), s.Violations[0])
+	}
+}
