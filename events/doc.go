@@ -17,8 +17,18 @@
 //	<p>.sched.explain     {"job_id"} → Decision: candidates and scores, refusals, victims, or the pending reason
 //	<p>.cluster.snapshot  {"page":N} → Snapshot: summary metrics, page N of GPUs, running jobs and queue, "pages"
 //	<p>.chaos.kill        {"gpu","node"?,"reason"?} → {"ok","gpu","node","incarnation","lost_jobs"}: the GPU actor
-//	                      crashes and restarts empty as the next incarnation; its jobs are lost and re-queued
+//	                      crashes; its supervisor restarts it empty, after a backoff, as the next incarnation;
+//	                      its jobs are lost and re-queued from their last checkpoint
+//	<p>.chaos.hang        {"gpu","duration":"30s"} → {"ok","action","gpu","node","incarnation","duration"}: the
+//	                      actor freezes (declared dead when its lease runs out; it fences itself on waking)
+//	<p>.chaos.partition   {"gpu","duration":"30s"} → the same: the actor is cut off from the bus
+//	<p>.chaos.delay       {"gpu","delay":"200ms","duration"?} → its outgoing messages are late ("0s" clears)
+//	<p>.chaos.drop        {"gpu","drop":0.2,"duration"?,"seed"?} → that fraction of its messages is lost (0 clears)
+//	<p>.chaos.kill-scheduler {} → {"ok","action","incarnation","queued_lost","running","note"}: the scheduler
+//	                      restarts and re-learns running jobs from the GPU actors; queued jobs are lost
+//	                      until the queue is durable
 //
+// Request bodies may be at most 64 KiB (MaxRequestBytes).
 // Every error, on every request subject, has one shape:
 //
 //	{"error":{"field":"vram","message":"size \"-3GB\" is negative"}}
@@ -52,10 +62,16 @@
 // # Events (publish/subscribe)
 //
 //	<p>.evt.job.<type>               submitted, queued, placed, started, preempted, completed, lost, rejected, cancelled (data: JobInfo)
-//	<p>.evt.gpu.<node>.<gpu>.<type>  status (on every change; GPUStatus), up (GPUStatus), oom (a refused reservation; GPUOOMEvent),
-//	                                 down (GPUStatus with "reason", listing the jobs the crashed actor held)
-//	<p>.evt.node.<node>.heartbeat    NodeHeartbeat: the node's CPU and memory and its GPUs' batched liveness
-//	<p>.evt.sched.<type>             decision (Decision), policy (PolicyChanged), pending (Pending: why a job waits)
+//	<p>.evt.gpu.<node>.<gpu>.<type>  status (on every change; GPUStatus), up (GPUStatus; "change":"rejoined" after a
+//	                                 lost lease), oom (a refused reservation; GPUOOMEvent), down (GPUStatus with
+//	                                 "reason" and the jobs it held: from its supervisor after a crash, "change":
+//	                                 "crashed", or from the scheduler when its lease expired, "change":"lease-expired")
+//	<p>.evt.node.<node>.heartbeat    NodeHeartbeat: the node's CPU and memory and its GPUs' batched liveness;
+//	                                 its reply subject asks for leases
+//	<p>.evt.sched.<type>             decision (Decision), policy (PolicyChanged), pending (Pending: why a job waits),
+//	                                 down and up (SchedLifecycle: a scheduler crash and restart, by its supervisor)
+//	<p>.evt.chaos.<action>           ChaosEvent: a chaos action, published before it is carried out ("failed"
+//	                                 in a second event if the target did not take it)
 //	<p>.evt.metrics                  Metrics, every second (wall time; on a virtual clock every simulated
 //	                                 minute or --sample): utilisation, jobs, energy, the FGD paper's
 //	                                 fragmentation (frag_gpus, frag_ratio, allocation) and VRAM fragmentation
@@ -86,7 +102,10 @@
 // # Control subjects (scheduler → actors)
 //
 //	<p>.node.<node>.ctl       Control{op: reserve|commit|abort|release, job_id, cpu, memory, ttl_ms} → ControlReply
-//	<p>.gpu.<node>.<gpu>.ctl  Control{op: reserve|commit|abort|preempt|release|describe|kill, job_id, job, ttl_ms, jobs, reason} → ControlReply
+//	<p>.node.<node>.lease     LeaseGrant (the scheduler's answer to a heartbeat): GPUs whose lease is renewed
+//	<p>.gpu.<node>.<gpu>.ctl  Control{op: reserve|commit|abort|preempt|release|describe|kill|chaos, job_id, job,
+//	                          ttl_ms, jobs, reason, chaos, with_specs} → ControlReply
+//	<p>.sched.ctl             Control{op: kill, reason} → SchedLifecycle (chaos.kill-scheduler sends it)
 //
 // A placement reserves at the node actor and every GPU actor it uses (in
 // parallel), then commits; a refusal ("insufficient VRAM", "fragmented
