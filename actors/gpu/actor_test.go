@@ -31,6 +31,13 @@ func startNode(t *testing.T, speed float64) (*nats.Conn, *statusLog) {
 // noisy-neighbour coefficient.
 func startNodeWith(t *testing.T, speed float64, gpuModel string, interference float64) (*nats.Conn, *statusLog) {
 	t.Helper()
+	return startNodeLease(t, speed, gpuModel, interference, 0)
+}
+
+// startNodeLease starts a one-GPU node whose GPU holds a lease of lease
+// (none when zero). No scheduler runs, so nothing renews it.
+func startNodeLease(t *testing.T, speed float64, gpuModel string, interference float64, lease time.Duration) (*nats.Conn, *statusLog) {
+	t.Helper()
 	_, nc := testbus.Start(t)
 	m, err := model.LookupModel(gpuModel)
 	if err != nil {
@@ -53,7 +60,8 @@ func startNodeWith(t *testing.T, speed float64, gpuModel string, interference fl
 	nc.Flush()
 	ctx, cancel := context.WithCancel(context.Background())
 	h, err := node.Start(ctx, node.HostConfig{Spec: spec, Clock: simclock.NewScaled(time.Unix(0, 0), speed),
-		Subjects: events.NewSubjects(""), Conn: nc, Heartbeat: 50 * time.Millisecond, Interference: interference})
+		Subjects: events.NewSubjects(""), Conn: nc, Heartbeat: 50 * time.Millisecond, Interference: interference,
+		Lease: lease, RestartBackoff: 10 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -256,5 +264,72 @@ func TestMalformedControlGetsAnError(t *testing.T) {
 	}
 	if rep := reserve(t, nc, "ok", model.GiB, 10, 60); !rep.OK {
 		t.Fatal("actor stopped serving after bad input")
+	}
+}
+
+func (l *statusLog) find(typ string, inc int) *events.GPUStatus {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i := range l.st {
+		if l.ty[i] == typ && l.st[i].Incarnation == inc {
+			s := l.st[i]
+			return &s
+		}
+	}
+	return nil
+}
+
+// TestUnrenewedLeaseFences: with nobody renewing its lease, a GPU running
+// a job stops it before the lease ends and rejoins as incarnation 2; its
+// memory says the job was fenced, with the assignment the scheduler sent.
+func TestUnrenewedLeaseFences(t *testing.T) {
+	const lease = 400 * time.Millisecond
+	nc, log := startNodeLease(t, 1, "A100-40GB", 0, lease)
+	start := time.Now()
+	if r := reserve(t, nc, "job-a", 10*model.GiB, 50, 3600); !r.OK {
+		t.Fatalf("reserve: %+v", r)
+	}
+	ctl(t, nc, events.Control{Op: events.OpCommit, JobID: "job-a"})
+	testbus.WaitFor(t, "incarnation 2's gpu.up", 5*time.Second, func() bool { return log.find("gpusched.gpu.up", 2) != nil })
+	if d := time.Since(start); d > lease {
+		t.Fatalf("fenced after %s, want before the lease (%s) ends", d, lease)
+	}
+	up := log.find("gpusched.gpu.up", 2)
+	if up.Change != "rejoined" || !strings.Contains(up.Reason, "lease expired") || len(up.Jobs) != 0 {
+		t.Fatalf("rejoin %+v, want empty, change rejoined, reason lease expired", up)
+	}
+	st := ctl(t, nc, events.Control{Op: events.OpDescribe, WithSpecs: true}).Status
+	if st.Incarnation < 2 || len(st.Ended) != 1 || st.Ended[0].JobID != "job-a" || st.Ended[0].Change != "fenced" ||
+		st.Ended[0].Assignment == nil || st.Ended[0].Assignment.Name != "job-a" {
+		t.Fatalf("describe %+v, want job-a remembered as fenced with its assignment", st)
+	}
+}
+
+// TestKilledActorIsRestartedBySupervisor: a kill ends the actor; its
+// supervisor publishes gpu.down for incarnation 1 with the job it held and
+// starts incarnation 2 after the backoff, which remembers the job as
+// crashed and keeps the energy meter.
+func TestKilledActorIsRestartedBySupervisor(t *testing.T) {
+	nc, log := startNode(t, 60)
+	reserve(t, nc, "job-k", 10*model.GiB, 100, 36000)
+	ctl(t, nc, events.Control{Op: events.OpCommit, JobID: "job-k"})
+	testbus.WaitFor(t, "some energy", 5*time.Second, func() bool {
+		return ctl(t, nc, events.Control{Op: events.OpDescribe}).Status.EnergyJ > 0
+	})
+	rep := ctl(t, nc, events.Control{Op: events.OpKill, Reason: "test"})
+	if !rep.OK || len(rep.Stopped) != 1 || rep.Stopped[0].JobID != "job-k" {
+		t.Fatalf("kill reply %+v", rep)
+	}
+	testbus.WaitFor(t, "incarnation 2", 5*time.Second, func() bool { return log.find("gpusched.gpu.up", 2) != nil })
+	down := log.find("gpusched.gpu.down", 1)
+	if down == nil || down.Change != "crashed" || !strings.Contains(down.Reason, "test") || len(down.Jobs) != 1 {
+		t.Fatalf("gpu.down %+v, want incarnation 1 crashed with job-k", down)
+	}
+	st := ctl(t, nc, events.Control{Op: events.OpDescribe, WithSpecs: true}).Status
+	if st.Incarnation != 2 || len(st.Jobs) != 0 || len(st.Ended) != 1 || st.Ended[0].Change != "crashed" {
+		t.Fatalf("after the restart %+v, want incarnation 2, empty, remembering job-k as crashed", st)
+	}
+	if st.EnergyJ < down.EnergyJ {
+		t.Fatalf("energy %v after the restart, %v before: the card's meter carries over", st.EnergyJ, down.EnergyJ)
 	}
 }
