@@ -154,6 +154,11 @@ var (
 	descVRAMFrag    = prometheus.NewDesc("gpusched_vram_fragmentation_ratio", "Free VRAM outside each GPU's largest free block, as a fraction of the free VRAM.", nil, nil)
 	descVRAMFragB   = prometheus.NewDesc("gpusched_vram_fragmented_bytes", "Free VRAM outside each GPU's largest free block, summed.", nil, nil)
 	descGPUs        = prometheus.NewDesc("gpusched_gpus", "GPUs in the cluster, by whether they are alive and busy.", []string{"state"}, nil)
+	descDeaths      = prometheus.NewDesc("gpusched_gpu_deaths_total", "GPUs the scheduler declared dead (lease) or heard crash, since it (re)started.", nil, nil)
+	descJobsLost    = prometheus.NewDesc("gpusched_jobs_lost_total", "Running jobs lost with their GPU and re-queued, since the scheduler (re)started.", nil, nil)
+	descRelearned   = prometheus.NewDesc("gpusched_jobs_relearned_total", "Running jobs a restarted scheduler re-learned from the GPU actors.", nil, nil)
+	descStale       = prometheus.NewDesc("gpusched_stale_messages_total", "Messages from dead GPU incarnations the scheduler ignored, since it (re)started.", nil, nil)
+	descSchedInc    = prometheus.NewDesc("gpusched_scheduler_incarnation", "The scheduler's incarnation (1, then one more per restart).", nil, nil)
 	descEvents      = prometheus.NewDesc("gpusched_observer_events_total", "Events this observer has read.", nil, nil)
 	descMissed      = prometheus.NewDesc("gpusched_observer_events_missed_total", "Events this observer missed (gaps in a source's seq).", nil, nil)
 )
@@ -162,7 +167,8 @@ var (
 func (e *Exporter) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descGPUUtil, descGPUVRAMUsed, descGPUVRAM, descGPUHole, descGPUPower, descGPUEnergy,
 		descGPUJobs, descGPUUp, descJobs, descQueue, descPreempt, descEnergy, descPower, descUtil, descAlloc, descFragGPUs,
-		descFragRatio, descVRAMFrag, descVRAMFragB, descGPUs, descEvents, descMissed} {
+		descFragRatio, descVRAMFrag, descVRAMFragB, descGPUs, descEvents, descMissed, descDeaths, descJobsLost, descRelearned,
+		descStale, descSchedInc} {
 		ch <- d
 	}
 	e.latency.Describe(ch)
@@ -203,6 +209,11 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 		gauge(descJobs, float64(m.JobsCancelled), "cancelled")
 		gauge(descQueue, float64(m.JobsQueued))
 		counter(descPreempt, float64(m.Preemptions))
+		counter(descDeaths, float64(m.GPUDeaths))
+		counter(descJobsLost, float64(m.JobsLost))
+		counter(descRelearned, float64(m.JobsAdopted))
+		counter(descStale, float64(m.StaleIgnored))
+		gauge(descSchedInc, float64(m.Incarnation))
 		// 3.6e6 joules make one kilowatt-hour.
 		counter(descEnergy, m.EnergyKWh*3.6e6)
 		gauge(descPower, m.PowerW)
