@@ -59,8 +59,17 @@ func TestClientCommands(t *testing.T) {
 	if err := chaosCommand([]string{"kill", "gpu-42", "--nats", c.URL()}); err == nil || !strings.Contains(err.Error(), "gpu-42") {
 		t.Fatalf("chaos kill of an unknown GPU: %v", err)
 	}
-	if err := chaosCommand([]string{"hang", "gpu-3"}); err == nil || !strings.Contains(err.Error(), "usage") {
+	if err := chaosCommand([]string{"reboot", "gpu-3"}); err == nil || !strings.Contains(err.Error(), "usage") {
 		t.Fatalf("an unknown chaos action: %v", err)
+	}
+	if err := chaosCommand([]string{"hang", "gpu-3"}); err == nil || !strings.Contains(err.Error(), "--duration") {
+		t.Fatalf("a hang without a duration: %v", err)
+	}
+	if err := chaosCommand([]string{"drop", "gpu-3", "--drop", "lots"}); err == nil || !strings.Contains(err.Error(), "--drop") {
+		t.Fatalf("a drop that is not a fraction: %v", err)
+	}
+	if err := chaosCommand([]string{"delay", "gpu-4", "--delay", "10ms", "--duration", "1s", "--nats", c.URL()}); err != nil {
+		t.Fatalf("chaos delay: %v", err)
 	}
 	if err := request("nats://127.0.0.1:1", "gpusched.job.list", map[string]any{}, &out); err == nil || !strings.Contains(err.Error(), "cannot reach") {
 		t.Fatalf("unreachable cluster: %v", err)
