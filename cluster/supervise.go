@@ -44,12 +44,8 @@ func (c *Cluster) superviseScheduler(ctx context.Context, cfg scheduler.Config, 
 			zap.Int("running", rem.Running), zap.Duration("backoff", backoff), zap.Int("incarnation", cfg.Incarnation+1))
 		emit.Emit(cfg.Subjects.SchedEvent(events.SchedDown), events.Type("sched", events.SchedDown), "", c.Clock.Now(), rem)
 		for {
-			t := time.NewTimer(backoff)
-			select {
-			case <-ctx.Done():
-				t.Stop()
+			if !node.WaitBackoff(ctx, backoff) {
 				return
-			case <-t.C:
 			}
 			cfg.Incarnation = max(cfg.Incarnation, 1) + 1
 			cfg.Policy = rem.Policy

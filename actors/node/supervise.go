@@ -74,15 +74,23 @@ func (h *Host) supervise(ctx context.Context, s *slot, cfg gpu.Config) {
 		cfg.Ended = a.Remains("crashed")
 		log.Warn("GPU actor crashed; supervisor restarts it", zap.String("reason", reason), zap.Duration("backoff", backoff),
 			zap.Int("incarnation", a.Incarnation()+1), zap.Int("messages_dropped", dropped), zap.Bool("down_published", downOK))
-		t := time.NewTimer(backoff)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !WaitBackoff(ctx, backoff) {
 			return
-		case <-t.C:
 		}
 		cfg.Incarnation = a.Incarnation() + 1
 		cfg.EnergyJ = a.EnergyJ()
+	}
+}
+
+// WaitBackoff waits d (wall time) before a restart; false if ctx ended first.
+func WaitBackoff(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
 	}
 }
 
