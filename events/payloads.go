@@ -466,4 +466,8 @@ type ControlReply struct {
 	Stopped []Stopped         `json:"stopped,omitempty"`
 	Status  *GPUStatus        `json:"status,omitempty"`
 	Error   *model.FieldError `json:"error,omitempty"`
+	// Incarnation is the answering GPU actor's incarnation (reserve): the
+	// scheduler records which incarnation a placement runs on, so that a
+	// late gpu.down of an older one does not take it.
+	Incarnation int `json:"incarnation,omitempty"`
 }

@@ -112,6 +112,9 @@ type gpuSeen struct {
 	deadAt   time.Time
 	total    int64
 	jobs     []events.GPUJob
+	// change and at are the last status's change and wall time.
+	change string
+	at     time.Time
 }
 
 type jobSeen struct {
@@ -281,7 +284,7 @@ func (c *Checker) status(ev *events.Decoded, st events.GPUStatus) {
 			delete(c.faults, k)
 		}
 	}
-	g.inc, g.total, g.jobs = st.Incarnation, st.VRAMTotal, st.Jobs
+	g.inc, g.total, g.jobs, g.change, g.at = st.Incarnation, st.VRAMTotal, st.Jobs, st.Change+" "+st.JobID, ev.Time
 	if st.Change == "completed" && st.JobID != "" {
 		if j, ok := c.jobs[st.JobID]; ok {
 			j.finishedOnGPU = true
@@ -329,7 +332,7 @@ func (c *Checker) checkPlaces(ev *events.Decoded, g *gpuSeen) {
 			}
 			for _, oj := range o.jobs {
 				if oj.JobID == j.JobID && oj.State == "running" {
-					places = append(places, k)
+					places = append(places, fmt.Sprintf("%s (incarnation %d, last %q at %s)", k, o.inc, o.change, o.at.Format("15:04:05.000")))
 					if o.node != g.node {
 						otherNode = k
 					}

@@ -446,7 +446,9 @@ func (a *Actor) handle(m *nats.Msg) {
 	a.advance()
 	switch c.Op {
 	case events.OpReserve:
-		a.reply(m, a.reserve(c))
+		r := a.reserve(c)
+		r.Incarnation = a.cfg.Incarnation
+		a.reply(m, r)
 	case events.OpCommit:
 		s, ok := a.shares[c.JobID]
 		if !ok {

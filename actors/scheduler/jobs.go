@@ -49,8 +49,10 @@ type job struct {
 	runS, idealS, lostS   float64
 	stintAt               time.Time
 	stintFrom, stintSpeed float64
-	// placement names the job's current placement (see Assignment).
-	placement string
+	// placement names the job's current placement (see Assignment);
+	// incarnations is the incarnation of each of its GPUs that accepted it.
+	placement    string
+	incarnations map[string]int
 	// unchecked is set on a job accepted while the scheduler warmed up,
 	// until a pass has checked that it fits the cluster at all.
 	unchecked bool
@@ -82,6 +84,10 @@ func (j *job) slowdown() float64 {
 }
 
 func (j *job) work() float64 { return j.spec.Duration.Seconds() }
+
+// incarnationOn is the incarnation of gpu the job was placed on (0 if
+// unknown: then any incarnation of that GPU is taken to run it).
+func (j *job) incarnationOn(gpu string) int { return j.incarnations[gpu] }
 
 // estimate is the job's progress now: kept progress when stopped, else the
 // last reported progress advanced at the last reported rate.

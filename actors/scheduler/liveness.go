@@ -78,7 +78,7 @@ func (s *Scheduler) declareDead(gs *gpuState, reason string) {
 	g.Alive = false
 	st := gs.status
 	st.Change, st.JobID, st.Reason = "lease-expired", "", reason
-	st.Jobs = s.jobsOn(g.ID, st.Jobs)
+	st.Jobs = s.jobsOn(g.ID, inc, st.Jobs)
 	s.stats.deaths++
 	s.log.Warn("GPU declared dead", zap.String("gpu", g.ID), zap.String("node", g.Node), zap.Int("incarnation", inc),
 		zap.String("reason", reason), zap.Int("jobs", len(st.Jobs)))
@@ -89,13 +89,15 @@ func (s *Scheduler) declareDead(gs *gpuState, reason string) {
 	s.loseGPU(gs, st.Jobs, "GPU "+g.ID+" on "+g.Node+" declared dead ("+reason+")")
 }
 
-// jobsOn lists the jobs the scheduler believes run on gpu, with the
-// progress the GPU last reported for each (from reported).
-func (s *Scheduler) jobsOn(gpu string, reported []events.GPUJob) []events.GPUJob {
+// jobsOn lists the jobs the scheduler believes run on gpu at incarnation
+// upTo or older, with the progress the GPU last reported for each (from
+// reported). A job a newer incarnation accepted (the scheduler placed it
+// there before hearing of the old one's death) is not among them.
+func (s *Scheduler) jobsOn(gpu string, upTo int, reported []events.GPUJob) []events.GPUJob {
 	var out []events.GPUJob
 	now := s.cfg.Clock.Now()
 	for _, j := range s.running {
-		if !slices.Contains(j.gpus, gpu) {
+		if !slices.Contains(j.gpus, gpu) || j.incarnationOn(gpu) > upTo {
 			continue
 		}
 		gj := events.GPUJob{JobID: j.id, Name: j.spec.Name, Priority: j.spec.Priority, State: "running",
@@ -205,6 +207,10 @@ func (s *Scheduler) adopt(st events.GPUStatus, gj events.GPUJob) {
 	}
 	j.gpus = append(j.gpus, st.GPU)
 	j.shardsLeft++
+	if j.incarnations == nil {
+		j.incarnations = map[string]int{}
+	}
+	j.incarnations[st.GPU] = st.Incarnation
 }
 
 // reconcile compares what a GPU says it runs (an authoritative status of

@@ -182,6 +182,10 @@ func (s *Scheduler) reserveInView(j *job, p policy.Placement, calls []ctlCall, r
 		g.Util += j.spec.Util
 		gs.version = max(gs.version, replies[i].Version)
 		s.rebuildShares(g)
+		if j.incarnations == nil {
+			j.incarnations = map[string]int{}
+		}
+		j.incarnations[c.gpu] = replies[i].Incarnation
 	}
 	n := s.view.nodes[p.Node]
 	n.CPUUsedMilli += j.spec.CPUMilli()
@@ -389,8 +393,8 @@ func (s *Scheduler) stop(j *job, op string) {
 	now := s.cfg.Clock.Now()
 	var calls []ctlCall
 	for _, g := range j.gpus {
-		if gs, ok := s.view.gpus[g]; ok && gs.status.Incarnation <= gs.dead {
-			continue // dead: its jobs are gone with it
+		if gs, ok := s.view.gpus[g]; ok && max(j.incarnationOn(g), gs.status.Incarnation) <= gs.dead {
+			continue // the incarnation that ran it is dead: the job went with it
 		}
 		calls = append(calls, ctlCall{subject: s.cfg.Subjects.GPUCtl(j.node, g), ctl: events.Control{Op: op, JobID: j.id}, gpu: g})
 	}
@@ -424,7 +428,7 @@ func (s *Scheduler) stop(j *job, op string) {
 	}
 	s.publishAll([]ctlCall{{subject: s.cfg.Subjects.NodeCtl(j.node), ctl: events.Control{Op: events.OpRelease, JobID: j.id}}})
 	s.releaseInView(j, j.node, j.gpus)
-	j.node, j.gpus, j.shardsLeft, j.cpuEnds = "", nil, 0, nil
+	j.node, j.gpus, j.shardsLeft, j.cpuEnds, j.incarnations = "", nil, 0, nil, nil
 	s.ended(j)
 }
 
@@ -505,7 +509,7 @@ func (s *Scheduler) applyStatus(st events.GPUStatus, at time.Time) {
 		// The GPU restarted or rejoined: what ran on its old incarnation is
 		// gone (a crash reported down already; a rejoin after a lost lease
 		// stopped its jobs itself).
-		if lost := s.jobsOn(st.GPU, gs.status.Jobs); len(lost) > 0 {
+		if lost := s.jobsOn(st.GPU, st.Incarnation-1, gs.status.Jobs); len(lost) > 0 {
 			s.loseGPU(gs, lost, "GPU "+st.GPU+" on "+st.Node+" came back as incarnation "+strconv.Itoa(st.Incarnation)+" without it")
 		}
 		s.confirmStopped(st.GPU, func(inc int) bool { return inc < st.Incarnation })
@@ -596,7 +600,7 @@ func (s *Scheduler) gpuDown(st events.GPUStatus) {
 	s.stats.deaths++
 	// The scheduler's own records say which jobs ran there; the down event's
 	// list gives the progress they had.
-	s.loseGPU(gs, s.jobsOn(st.GPU, st.Jobs), "GPU "+st.GPU+" on "+st.Node+" went down ("+st.Reason+")")
+	s.loseGPU(gs, s.jobsOn(st.GPU, st.Incarnation, st.Jobs), "GPU "+st.GPU+" on "+st.Node+" went down ("+st.Reason+")")
 }
 
 // shardDone counts one GPU's share of a job as finished; the job completes
