@@ -1,7 +1,6 @@
 package cluster_test
 
 import (
-	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -30,13 +29,12 @@ func faultCluster(t *testing.T) (*nats.Conn, *observer.Checker, *eventLog) {
 		t.Fatal(err)
 	}
 	checker := observer.NewChecker()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { observer.CheckLive(ctx, cc, events.NewSubjects(""), checker, nopWriter{}); close(done) }()
-	cc.Flush()
+	sub, err := observer.SubscribeChecker(cc, events.NewSubjects(""), checker, nopWriter{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() {
-		cancel()
-		<-done
+		observer.DrainChecker(cc, sub)
 		cc.Close()
 		for _, v := range checker.Violations() {
 			t.Errorf("checker: %s", v)
@@ -97,6 +95,7 @@ func TestHangIsDeclaredDeadAndFenced(t *testing.T) {
 	if got := j["gpu_ids"].([]any); len(got) != 1 || got[0] != "gpu-3" {
 		t.Fatalf("job runs on %v, want gpu-3 again", got)
 	}
+	waitFor(t, "the checker to time the hang's detection", 5*time.Second, func() bool { return len(checker.Summary().Detections) > 0 })
 	s := checker.Summary()
 	if len(s.Detections) != 1 || s.Detections[0].Action != "hang" || s.Detections[0].SelfFenced {
 		t.Fatalf("detections %+v, want the hang declared once", s.Detections)
@@ -126,9 +125,11 @@ func TestShortPartitionHealsWithoutDeath(t *testing.T) {
 	if n := len(log.find("gpusched.gpu.down", "gpu-2")); n != 0 {
 		t.Fatalf("%d gpu.down for a partition shorter than the lease", n)
 	}
-	if s := checker.Summary(); s.CheckCounts.Undetected != 1 {
-		t.Fatalf("undetected %d, want the short partition counted as healed within the lease", s.CheckCounts.Undetected)
-	}
+	// The checker reads on its own connection: give it the events it has
+	// not read yet.
+	waitFor(t, "the checker to count the short partition as healed within the lease", 5*time.Second, func() bool {
+		return checker.Summary().CheckCounts.Undetected == 1
+	})
 }
 
 // TestLongPartitionFencesBeforeTheVerdict cuts a GPU off for longer than
@@ -187,9 +188,9 @@ func TestDropIsCountedNotAViolation(t *testing.T) {
 	for _, id := range ids {
 		waitState(t, nc, id, "completed", 20*time.Second)
 	}
-	if s := checker.Summary(); s.ExpectedGaps == 0 {
-		t.Fatalf("no expected gaps counted under a 50%% drop")
-	}
+	waitFor(t, "the checker to count the dropped events as expected gaps", 5*time.Second, func() bool {
+		return checker.Summary().ExpectedGaps > 0
+	})
 }
 
 // TestDelayKeepsOrder delays every message of a GPU by 300ms: its events

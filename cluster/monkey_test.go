@@ -1,7 +1,6 @@
 package cluster_test
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -30,15 +29,15 @@ func TestChaosMonkey(t *testing.T) {
 	}
 	defer cc.Close()
 	checker := observer.NewChecker()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- observer.CheckLive(ctx, cc, events.NewSubjects(""), checker, nopWriter{}) }()
+	sub, err := observer.SubscribeChecker(cc, events.NewSubjects(""), checker, nopWriter{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	waitFor(t, "the monkey to kill, hang and cut off GPUs", 30*time.Second, func() bool {
 		s := checker.Summary()
 		return s.Faults >= 10 && s.GPUDeaths >= 5
 	})
-	cancel()
-	<-done
+	observer.DrainChecker(cc, sub)
 	s := checker.Summary()
 	if len(s.Violations) > 0 {
 		t.Fatalf("%d violations under the monkey; the first: %s", len(s.Violations), s.Violations[0])

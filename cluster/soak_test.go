@@ -1,7 +1,6 @@
 package cluster_test
 
 import (
-	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -85,11 +84,10 @@ func runSoak(t *testing.T, p soakPlan) soakResult {
 		}
 		vmu.Unlock()
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	checked := make(chan error, 1)
-	go func() { checked <- observer.CheckLive(ctx, checkConn, subjects, checker, nopWriter{}) }()
-	// The checker's subscription is in place once a round trip has passed.
-	checkConn.Flush()
+	checkSub, err := observer.SubscribeChecker(checkConn, subjects, checker, nopWriter{})
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	rng := rand.New(rand.NewPCG(p.seed, 1))
 	var faults []soakFault
@@ -202,8 +200,7 @@ func runSoak(t *testing.T, p soakPlan) soakResult {
 		}
 		<-time.After(100 * time.Millisecond)
 	}
-	cancel()
-	<-checked
+	observer.DrainChecker(checkConn, checkSub)
 	res.sum = checker.Summary()
 	res.wall = time.Since(start)
 	for _, v := range firstViolations {

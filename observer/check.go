@@ -589,6 +589,18 @@ func (s CheckSummary) Write(w io.Writer) {
 // checker until ctx ends, printing each violation to w as it is found. It
 // never drops an event (no pending limit): a gap it reports is real.
 func CheckLive(ctx context.Context, nc *nats.Conn, subjects events.Subjects, c *Checker, w io.Writer) error {
+	sub, err := SubscribeChecker(nc, subjects, c, w)
+	if err != nil {
+		return err
+	}
+	<-ctx.Done()
+	return DrainChecker(nc, sub)
+}
+
+// SubscribeChecker subscribes c to every event of the cluster, printing
+// each violation to w; once it returns (and nc is flushed) no event is
+// missed. DrainChecker ends it.
+func SubscribeChecker(nc *nats.Conn, subjects events.Subjects, c *Checker, w io.Writer) (*nats.Subscription, error) {
 	var wmu sync.Mutex
 	prev := c.OnViolation
 	c.OnViolation = func(v Violation) {
@@ -608,11 +620,14 @@ func CheckLive(ctx context.Context, nc *nats.Conn, subjects events.Subjects, c *
 		c.Feed(m.Subject, ev)
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	sub.SetPendingLimits(-1, -1)
-	<-ctx.Done()
-	// Take in what has arrived before summing up.
+	return sub, nc.Flush()
+}
+
+// DrainChecker takes in what has arrived for sub, then unsubscribes.
+func DrainChecker(nc *nats.Conn, sub *nats.Subscription) error {
 	nc.FlushTimeout(2 * time.Second)
 	for i := 0; i < 200; i++ {
 		if n, _, _ := sub.Pending(); n == 0 {

@@ -318,7 +318,7 @@ func TestKilledActorIsRestartedBySupervisor(t *testing.T) {
 	})
 	rep := ctl(t, nc, events.Control{Op: events.OpKill, Reason: "test"})
 	if !rep.OK || len(rep.Stopped) != 1 || rep.Stopped[0].JobID != "job-k" {
-		t.Fatalf("kill reply %+v", rep)
+		t.Fatalf("kill reply %+v, status %+v", rep, rep.Status)
 	}
 	testbus.WaitFor(t, "incarnation 2", 5*time.Second, func() bool { return log.find("gpusched.gpu.up", 2) != nil })
 	down := log.find("gpusched.gpu.down", 1)

@@ -67,9 +67,13 @@ func Start(ctx context.Context, cfg HostConfig) (*Host, error) {
 		s := &slot{id: g.ID}
 		h.gpus[g.ID] = s
 		slots = append(slots, s)
-		configs = append(configs, gpu.Config{ID: g.ID, Node: cfg.Spec.ID, Model: g.Model, VRAMModel: cfg.VRAMModel,
+		gc := gpu.Config{ID: g.ID, Node: cfg.Spec.ID, Model: g.Model, VRAMModel: cfg.VRAMModel,
 			Clock: cfg.Clock, Subjects: cfg.Subjects, Bus: cfg.Conn, Logger: log, Interference: cfg.Interference,
-			Lease: cfg.Lease})
+			Lease: cfg.Lease}
+		configs = append(configs, gc)
+		// The first incarnation exists before the subscription does: a
+		// message may wait in its mailbox until it runs, never find it missing.
+		s.cur.Store(gpu.New(gc))
 	}
 	h.node = newActor(cfg.Spec, 1, cfg.Clock, cfg.Subjects, cfg.Conn, log, cfg.Heartbeat, slots)
 

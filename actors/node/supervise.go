@@ -45,9 +45,14 @@ type slot struct {
 func (h *Host) supervise(ctx context.Context, s *slot, cfg gpu.Config) {
 	log := h.log.With(zap.String("gpu", s.id))
 	backoff := h.cfg.RestartBackoff
+	// The first incarnation is in the slot already (Start put it there
+	// before subscribing, so no message finds the GPU missing).
+	a := s.cur.Load()
 	for {
-		a := gpu.New(cfg)
-		s.cur.Store(a)
+		if a == nil {
+			a = gpu.New(cfg)
+			s.cur.Store(a)
+		}
 		started := time.Now()
 		err := runCaught(ctx, a)
 		if ctx.Err() != nil {
@@ -79,6 +84,7 @@ func (h *Host) supervise(ctx context.Context, s *slot, cfg gpu.Config) {
 		}
 		cfg.Incarnation = a.Incarnation() + 1
 		cfg.EnergyJ = a.EnergyJ()
+		a = nil
 	}
 }
 
