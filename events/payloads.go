@@ -369,18 +369,13 @@ type LeaseGrant struct {
 // which actor, and when (the envelope's time), so that a checker can time
 // detection and tell expected gaps (drop) from lost events.
 type ChaosEvent struct {
-	Action      string  `json:"action"`
-	GPU         string  `json:"gpu,omitempty"`
-	Node        string  `json:"node,omitempty"`
-	Incarnation int     `json:"incarnation,omitempty"`
-	Duration    string  `json:"duration,omitempty"`
-	Delay       string  `json:"delay,omitempty"`
-	Drop        float64 `json:"drop,omitempty"`
-	Reason      string  `json:"reason,omitempty"`
-	// LostJobs are the jobs a kill took down with the actor.
-	LostJobs []string `json:"lost_jobs,omitempty"`
-	// QueuedLost counts the jobs a scheduler kill lost from its queue.
-	QueuedLost int `json:"queued_lost,omitempty"`
+	Action   string  `json:"action"`
+	GPU      string  `json:"gpu,omitempty"`
+	Node     string  `json:"node,omitempty"`
+	Duration string  `json:"duration,omitempty"`
+	Delay    string  `json:"delay,omitempty"`
+	Drop     float64 `json:"drop,omitempty"`
+	Reason   string  `json:"reason,omitempty"`
 	// Failed says why an action announced just before did not happen
 	// (the target did not answer or refused): the event is published
 	// before the action, so that it precedes the failure it causes.

@@ -38,9 +38,9 @@ type faults struct {
 	dropEnds  time.Time // zero: until cleared
 	rng       *rand.Rand
 	timer     *time.Timer
-	// dropped counts messages lost to drop; overflow those lost because
-	// the outbox was full.
-	dropped, overflow int
+	// overflow counts messages lost because the outbox was full (logged
+	// when the partition heals).
+	overflow int
 }
 
 // apply validates a chaos control and stages it; begin makes it bite
@@ -165,7 +165,6 @@ func (a *Actor) Publish(subject string, data []byte) error {
 	now := time.Now()
 	f := &a.faults
 	if f.dropping(now) && f.rng.Float64() < f.drop {
-		f.dropped++
 		return nil
 	}
 	if f.cutOff(now) {

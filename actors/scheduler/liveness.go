@@ -220,14 +220,12 @@ func (s *Scheduler) adopt(st events.GPUStatus, gj events.GPUJob) {
 // a job the GPU runs that the scheduler placed elsewhere or stopped is
 // released there; one the scheduler does not know is re-learned.
 func (s *Scheduler) reconcile(gs *gpuState, st events.GPUStatus) {
-	has := map[string]events.GPUJob{}
-	for _, gj := range st.Jobs {
-		has[gj.JobID] = gj
-	}
+	// A GPU runs a handful of jobs: linear lookups, no allocation on this
+	// path, which every status event takes.
 	var missing []*job
 	for _, j := range s.running {
 		if slices.Contains(j.gpus, st.GPU) && j.id != st.JobID {
-			if _, ok := has[j.id]; !ok {
+			if _, ok := hasJob(st.Jobs, j.id); !ok {
 				missing = append(missing, j)
 			}
 		}
@@ -250,7 +248,7 @@ func (s *Scheduler) reconcile(gs *gpuState, st events.GPUStatus) {
 	if len(s.awaiting) > 0 {
 		s.confirmStopped(st.GPU, func(inc int) bool { return st.Incarnation > inc })
 		for j := range s.awaiting {
-			if _, still := has[j.id]; !still && j.awaiting[st.GPU] == st.Incarnation {
+			if _, still := hasJob(st.Jobs, j.id); !still && j.awaiting[st.GPU] == st.Incarnation {
 				s.confirmStoppedJob(j, st.GPU)
 			}
 		}
