@@ -87,8 +87,17 @@ func TestHangIsDeclaredDeadAndFenced(t *testing.T) {
 		t.Fatalf("after the verdict the job is %v (%s), want lost then queued", j["state"], history(j))
 	}
 	j := waitState(t, nc, id, "running", 5*time.Second)
-	ups := log.find("gpusched.gpu.up", "gpu-3")
-	last := ups[len(ups)-1]
+	// The recorder reads on its own subscription: the gpu.up that let the
+	// job run again may not have reached it when job.get answers.
+	var last obj
+	waitFor(t, "gpu-3's gpu.up to reach the recorder", 5*time.Second, func() bool {
+		ups := log.find("gpusched.gpu.up", "gpu-3")
+		if len(ups) == 0 {
+			return false
+		}
+		last = ups[len(ups)-1]
+		return strings.HasSuffix(last["source"].(string), "/gpu-3/2")
+	})
 	if !strings.HasSuffix(last["source"].(string), "/gpu-3/2") || !strings.Contains(last["data"].(obj)["reason"].(string), "lease expired") {
 		t.Fatalf("gpu-3 came back as %v (%v), want incarnation 2 after its lease expired", last["source"], last["data"].(obj)["reason"])
 	}
@@ -152,6 +161,9 @@ func TestLongPartitionFencesBeforeTheVerdict(t *testing.T) {
 		return j["state"] == "running" && j["gpu_ids"].([]any)[0] != gpu
 	})
 	waitFor(t, "the partition to heal and the GPU to rejoin", 5*time.Second, func() bool {
+		if len(log.find("gpusched.gpu.down", gpu)) == 0 {
+			return false
+		}
 		for _, e := range log.find("gpusched.gpu.up", gpu) {
 			if strings.HasSuffix(e["source"].(string), "/2") {
 				return true
