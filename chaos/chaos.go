@@ -51,13 +51,20 @@ type Reply struct {
 	// QueuedLost and Running are what a killed scheduler held: running
 	// jobs are re-learned from the GPU actors, queued ones are lost.
 	QueuedLost int    `json:"queued_lost,omitempty"`
+	// Queued is what a durable scheduler held queued (kept, not lost).
+	Queued int `json:"queued,omitempty"`
 	Running    int    `json:"running,omitempty"`
 	Note       string `json:"note,omitempty"`
 }
 
-// SchedulerKillNote is what a kill-scheduler reply says about the queue.
+// SchedulerKillNote is what a kill-scheduler reply says about the queue
+// when the cluster keeps no job journal (DurableKillNote when it does).
 const SchedulerKillNote = "the scheduler restarts and re-learns running jobs from the GPU actors; " +
-	"jobs that were only queued are lost (until the queue is durable)"
+	"jobs that were only queued are lost (the cluster runs without a job journal: see --data-dir)"
+
+// DurableKillNote is what a kill-scheduler reply says on a durable cluster.
+const DurableKillNote = "the scheduler restarts, takes its queue and job records back from the job journal, " +
+	"and re-learns running jobs from the GPU actors: nothing accepted is lost"
 
 // MaxDuration bounds a hang or a partition.
 const MaxDuration = 24 * time.Hour
@@ -339,6 +346,9 @@ func (r *Responder) killScheduler(m *nats.Msg, req Request) {
 	}
 	out := Reply{OK: true, Action: events.ChaosKillScheduler, Incarnation: rep.Incarnation + 1, QueuedLost: rep.Queued,
 		Running: rep.Running, Note: SchedulerKillNote}
-	r.log.Warn("chaos: scheduler killed", zap.Int("queued_lost", rep.Queued), zap.Int("running", rep.Running))
+	if rep.Durable {
+		out.QueuedLost, out.Queued, out.Note = 0, rep.Queued, DurableKillNote
+	}
+	r.log.Warn("chaos: scheduler killed", zap.Int("queued_lost", out.QueuedLost), zap.Int("queued", rep.Queued), zap.Int("running", rep.Running))
 	events.Reply(m, out)
 }

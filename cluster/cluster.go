@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"strconv"
 	"sync"
 	"time"
@@ -17,7 +18,9 @@ import (
 	"github.com/gpusched/gpusched/actors/jobgen"
 	"github.com/gpusched/gpusched/actors/node"
 	"github.com/gpusched/gpusched/actors/scheduler"
+	"github.com/gpusched/gpusched/bus"
 	"github.com/gpusched/gpusched/chaos"
+	"github.com/gpusched/gpusched/durable"
 	"github.com/gpusched/gpusched/events"
 	"github.com/gpusched/gpusched/model"
 	"github.com/gpusched/gpusched/policy"
@@ -86,6 +89,21 @@ type Config struct {
 	// Chaos, when set, runs a seeded chaos monkey (seeded by Seed) from
 	// the start: `cluster --chaos`.
 	Chaos *chaos.MonkeySpec
+	// Bus, when its URLs are set, is an external NATS server or cluster
+	// to use instead of the embedded server (Listen is then unused).
+	Bus bus.Options
+	// Store is where JetStream keeps the job journal and the event stream
+	// (durable.None: no JetStream; the scheduler's queue dies with it).
+	// DataDir is the embedded server's store directory (required for
+	// durable.File; a temporary one for durable.Memory).
+	Store   durable.Storage
+	DataDir string
+	// Durable bounds the event stream and sets the replicas on a NATS
+	// cluster (its Storage is Store).
+	Durable durable.Options
+	// NoGPUs runs the control plane only: the scheduler, chaos responder
+	// and generator, with GPU nodes joining from `cluster node` processes.
+	NoGPUs bool
 }
 
 // Cluster is a running cluster.
@@ -106,6 +124,10 @@ type Cluster struct {
 	Clock simclock.Clock
 	// virtual is Clock when it is virtual.
 	virtual *simclock.Virtual
+	// url is the bus's URL; tmpDir a store directory removed at Stop.
+	url     string
+	tmpDir  string
+	journal *durable.Journal
 }
 
 // Start starts the server and every actor, and returns once the scheduler
@@ -124,44 +146,43 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
 	}
-	if cfg.Epoch.IsZero() {
+	epochGiven := !cfg.Epoch.IsZero()
+	if !epochGiven {
 		cfg.Epoch = time.Now().UTC().Truncate(time.Second)
 	}
-	host, portStr, err := net.SplitHostPort(cfg.Listen)
-	if err != nil {
-		return nil, fmt.Errorf("--listen %q: want HOST:PORT (for example 127.0.0.1:4222)", cfg.Listen)
+	if cfg.NoGPUs {
+		cfg.Shape = model.Shape{}
 	}
-	port, err := strconv.Atoi(portStr)
-	if err != nil || port < -1 || port > 65535 {
-		return nil, fmt.Errorf("--listen %q: port must be a number from 0 to 65535", cfg.Listen)
-	}
-	if port == 0 {
-		port = server.RANDOM_PORT
-	}
-	ns, err := server.NewServer(&server.Options{Host: host, Port: port, NoSigs: true, NoLog: true,
-		MaxPayload: 8 << 20})
-	if err != nil {
-		return nil, fmt.Errorf("embedded NATS server: %w", err)
-	}
-	go ns.Start()
-	if !ns.ReadyForConnections(10 * time.Second) {
-		ns.Shutdown()
-		return nil, fmt.Errorf("embedded NATS server did not start on %s (is the port in use? try --listen 127.0.0.1:4223)", cfg.Listen)
+	if cfg.Store != durable.None && (cfg.Clock != nil && simclock.IsVirtual(cfg.Clock)) {
+		cfg.Store = durable.None // a virtual run is a computation, not a service: nothing to resume
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
-	c := &Cluster{cfg: cfg, server: ns, cancel: cancel, Clock: cfg.Clock}
-	if c.Clock == nil {
-		c.Clock = simclock.NewScaled(cfg.Epoch, cfg.Speed)
-	}
-	c.virtual, _ = c.Clock.(*simclock.Virtual)
+	c := &Cluster{cfg: cfg, cancel: cancel}
 	fail := func(err error) (*Cluster, error) {
 		c.Stop()
 		return nil, err
 	}
+	var dial func(name string, extra ...nats.Option) (*nats.Conn, error)
+	if cfg.Bus.URLs != "" {
+		c.url = cfg.Bus.URLs
+		dial = func(name string, extra ...nats.Option) (*nats.Conn, error) {
+			return cfg.Bus.Connect("gpusched-"+name, 30*time.Second, extra...)
+		}
+	} else {
+		ns, err := c.embedded(cfg)
+		if err != nil {
+			cancel()
+			return nil, err
+		}
+		c.server, c.url = ns, ns.ClientURL()
+		dial = func(name string, extra ...nats.Option) (*nats.Conn, error) {
+			opts := append([]nats.Option{nats.InProcessServer(ns), nats.Name("gpusched-" + name), nats.MaxReconnects(-1)}, extra...)
+			return nats.Connect("", opts...)
+		}
+	}
 	connect := func(name string) (*nats.Conn, error) {
 		done := make(chan struct{})
-		nc, err := nats.Connect("", nats.InProcessServer(ns), nats.Name("gpusched-"+name), nats.MaxReconnects(-1),
-			nats.ClosedHandler(func(*nats.Conn) { close(done) }))
+		nc, err := dial(name, nats.ClosedHandler(func(*nats.Conn) { close(done) }))
 		if err != nil {
 			return nil, err
 		}
@@ -170,6 +191,35 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		c.watch(nc)
 		return nc, nil
 	}
+	var restored *durable.State
+	if cfg.Store != durable.None {
+		jc, err := connect("journal")
+		if err != nil {
+			return fail(err)
+		}
+		opt := cfg.Durable
+		opt.Storage = cfg.Store
+		setupCtx, done := context.WithTimeout(ctx, 30*time.Second)
+		defer done()
+		if c.journal, err = durable.Setup(setupCtx, jc, cfg.Prefix, opt); err != nil {
+			return fail(err)
+		}
+		st, err := c.journal.Load(setupCtx)
+		if err != nil {
+			return fail(err)
+		}
+		restored = &st
+		if cfg.Clock == nil && !st.SimTime.IsZero() && !epochGiven {
+			// Simulated time resumes where the journal left it, so queued
+			// jobs keep their waits and order.
+			cfg.Epoch = st.SimTime
+		}
+	}
+	c.Clock = cfg.Clock
+	if c.Clock == nil {
+		c.Clock = simclock.NewScaled(cfg.Epoch, cfg.Speed)
+	}
+	c.virtual, _ = c.Clock.(*simclock.Virtual)
 	subjects := events.NewSubjects(cfg.Prefix)
 	log := cfg.Logger
 
@@ -194,7 +244,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	schedCfg := scheduler.Config{Subjects: subjects, Conn: schedConn, Clock: c.Clock, Logger: log,
 		Policy: cfg.Policy, VRAMModel: cfg.VRAMModel, StarvationAge: cfg.StarvationAge, Seed: int64(cfg.Seed),
 		NodeRank: cfg.NodeRank, Workload: cfg.Workload, DropUnschedulable: cfg.DropUnschedulable, MetricsPeriod: cfg.MetricsPeriod,
-		Lease: lease}
+		Lease: lease, Journal: c.journal, Restored: restored}
 	sched, err := scheduler.New(schedCfg)
 	if err != nil {
 		return fail(err)
@@ -229,7 +279,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		return fail(err)
 	}
 	log.Info("cluster ready", zap.String("nats", c.URL()), zap.Int("nodes", len(cfg.Shape.Nodes)),
-		zap.Int("gpus", cfg.Shape.GPUCount()), zap.String("prefix", subjects.Prefix))
+		zap.Int("gpus", cfg.Shape.GPUCount()), zap.String("prefix", subjects.Prefix), zap.String("store", storeName(cfg)))
 
 	c.runCtx = runCtx
 	if c.virtual != nil {
@@ -315,8 +365,9 @@ func (c *Cluster) waitReady(ctx context.Context, nc *nats.Conn, subjects events.
 		msg, err := nc.Request(subjects.ClusterSnapshot(), []byte(`{}`), 2*time.Second)
 		if err == nil {
 			var snap events.Snapshot
-			if json.Unmarshal(msg.Data, &snap) == nil && snap.Summary.GPUs == want && snap.Summary.GPUsAlive == want &&
-				snap.Summary.NodesAlive == len(c.cfg.Shape.Nodes) {
+			// At least its own: GPU nodes of other processes may be there too.
+			if json.Unmarshal(msg.Data, &snap) == nil && snap.Summary.GPUs >= want && snap.Summary.GPUsAlive >= want &&
+				snap.Summary.NodesAlive >= len(c.cfg.Shape.Nodes) {
 				return nil
 			}
 		}
@@ -332,7 +383,7 @@ func (c *Cluster) waitReady(ctx context.Context, nc *nats.Conn, subjects events.
 }
 
 // URL is the NATS URL clients connect to.
-func (c *Cluster) URL() string { return c.server.ClientURL() }
+func (c *Cluster) URL() string { return c.url }
 
 // Stop stops every actor, drains the connections and shuts the server down.
 func (c *Cluster) Stop() {
@@ -351,12 +402,81 @@ func (c *Cluster) Stop() {
 			nc.Close()
 		}
 	}
-	c.server.Shutdown()
-	c.server.WaitForShutdown()
+	if c.server != nil {
+		c.server.Shutdown()
+		c.server.WaitForShutdown()
+	}
+	if c.tmpDir != "" {
+		os.RemoveAll(c.tmpDir)
+	}
 }
 
 // Client opens an in-process connection to the cluster's server (closed by
 // the caller), for tools such as replay that drive the cluster they started.
 func (c *Cluster) Client(name string) (*nats.Conn, error) {
+	if c.server == nil {
+		return c.cfg.Bus.Connect("gpusched-"+name, 30*time.Second)
+	}
 	return nats.Connect("", nats.InProcessServer(c.server), nats.Name("gpusched-"+name))
+}
+
+// embedded starts the embedded NATS server, with JetStream when the
+// cluster keeps state.
+func (c *Cluster) embedded(cfg Config) (*server.Server, error) {
+	host, portStr, err := net.SplitHostPort(cfg.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("--listen %q: want HOST:PORT (for example 127.0.0.1:4222)", cfg.Listen)
+	}
+	port, err := strconv.Atoi(portStr)
+	if err != nil || port < -1 || port > 65535 {
+		return nil, fmt.Errorf("--listen %q: port must be a number from 0 to 65535", cfg.Listen)
+	}
+	if port == 0 {
+		port = server.RANDOM_PORT
+	}
+	opts := &server.Options{Host: host, Port: port, NoSigs: true, NoLog: true, MaxPayload: 8 << 20}
+	switch cfg.Store {
+	case durable.File:
+		if cfg.DataDir == "" {
+			return nil, errors.New("--data-dir: a durable cluster needs a store directory (or --memory for a throwaway run)")
+		}
+		if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+			return nil, fmt.Errorf("--data-dir %s: %v", cfg.DataDir, err)
+		}
+		opts.JetStream, opts.StoreDir = true, cfg.DataDir
+	case durable.Memory:
+		dir, err := os.MkdirTemp("", "gpusched-memory-")
+		if err != nil {
+			return nil, err
+		}
+		c.tmpDir = dir
+		opts.JetStream, opts.StoreDir = true, dir
+	}
+	ns, err := server.NewServer(opts)
+	if err != nil {
+		return nil, fmt.Errorf("embedded NATS server: %w", err)
+	}
+	go ns.Start()
+	if !ns.ReadyForConnections(10 * time.Second) {
+		ns.Shutdown()
+		if c.tmpDir != "" {
+			os.RemoveAll(c.tmpDir)
+		}
+		return nil, fmt.Errorf("embedded NATS server did not start on %s (is the port in use? try --listen 127.0.0.1:4223)", cfg.Listen)
+	}
+	return ns, nil
+}
+
+// storeName says where the cluster keeps its state, for the log.
+func storeName(cfg Config) string {
+	switch cfg.Store {
+	case durable.File:
+		if cfg.Bus.URLs != "" {
+			return "file (on the NATS servers)"
+		}
+		return "file: " + cfg.DataDir
+	case durable.Memory:
+		return "memory"
+	}
+	return "none"
 }

@@ -15,10 +15,10 @@ import (
 // superviseScheduler runs the scheduler and restarts it after a crash
 // (a kill-scheduler chaos, or a panic) with a backoff and the next
 // incarnation, publishing sched.down (with what the dead one held) and
-// sched.up. The new scheduler starts empty: it re-learns GPUs, nodes and
-// the jobs they run from heartbeats and the GPU actors; its queue is gone
-// (until the queue is durable). The policy is configuration, so it carries
-// over.
+// sched.up. The new scheduler re-learns GPUs, nodes and the jobs they run
+// from heartbeats and the GPU actors; with a job journal it takes the
+// queue and every job's record from it, without one the queue is gone.
+// The policy is configuration, so it carries over.
 func (c *Cluster) superviseScheduler(ctx context.Context, cfg scheduler.Config, s *scheduler.Scheduler) {
 	log := c.cfg.Logger.With(zap.String("actor", "scheduler-supervisor"))
 	emit := events.NewEmitter(cfg.Conn, "/supervisor/scheduler")
@@ -52,7 +52,23 @@ func (c *Cluster) superviseScheduler(ctx context.Context, cfg scheduler.Config, 
 			// What ended on the GPUs since the predecessor died, no
 			// scheduler saw: the new one accounts for it.
 			cfg.Since = died
-			cfg.Inherited = rem.RunningJobs
+			if c.journal != nil {
+				// The journal, not the post-mortem: the dead scheduler's
+				// last writes first, then everything it held.
+				if err := s.FlushJournal(); err != nil {
+					log.Error("the dead scheduler's last journal writes are unconfirmed", zap.Error(err))
+				}
+				lctx, done := context.WithTimeout(ctx, 30*time.Second)
+				st, err := c.journal.Load(lctx)
+				done()
+				if err != nil {
+					log.Error("reading the job journal failed; retrying", zap.Error(err))
+					continue
+				}
+				cfg.Restored, cfg.Inherited = &st, nil
+			} else {
+				cfg.Inherited = rem.RunningJobs
+			}
 			next, err := scheduler.New(cfg)
 			if err == nil {
 				s = next

@@ -388,8 +388,10 @@ type SchedLifecycle struct {
 	Reason      string `json:"reason,omitempty"`
 	// Queued and Running are the jobs the scheduler held when it went
 	// down: a restarted scheduler re-learns the running ones from the GPU
-	// actors; the queued ones are lost until the queue is durable.
+	// actors; the queued ones are lost unless the queue is Durable (kept
+	// in the job journal, from which the next scheduler takes it back).
 	Queued  int    `json:"queued,omitempty"`
+	Durable bool   `json:"durable,omitempty"`
 	Running int    `json:"running,omitempty"`
 	Policy  string `json:"policy,omitempty"`
 	// RunningJobs are the ids of the jobs it was running (and those it

@@ -195,7 +195,10 @@ func (c *Checker) Feed(subject string, ev *events.Decoded) {
 		}
 	case "sched":
 		if typ == events.SchedDown {
-			c.schedulerDown()
+			var down events.SchedLifecycle
+			if json.Unmarshal(ev.Data, &down) == nil && !down.Durable {
+				c.schedulerDown()
+			}
 		}
 	}
 }
@@ -437,7 +440,7 @@ func (c *Checker) chaos(ev *events.Decoded, typ string, ce events.ChaosEvent) {
 }
 
 // schedulerDown counts the jobs a dying scheduler held only in its queue:
-// they are lost until the queue is durable.
+// they are lost when it kept no journal (a durable queue is taken back).
 func (c *Checker) schedulerDown() {
 	for _, j := range c.jobs {
 		if j.state == events.JobQueued || j.state == events.JobSubmitted || j.state == events.JobLost || j.state == events.JobPreempted {
@@ -543,7 +546,7 @@ func (s CheckSummary) Write(w io.Writer) {
 		s.Jobs, s.Completed, s.Running, s.Queued, s.Cancelled, s.Rejected)
 	fmt.Fprintf(w, "  lost and recovered   %d job.lost events, %d jobs placed again\n", s.Lost, s.Recovered)
 	if s.SchedulerKills > 0 || s.LostInQueue > 0 || s.CompletedUnreported > 0 {
-		fmt.Fprintf(w, "  scheduler kills      %d: lost-in-queue %d (the queue is not durable yet), completed while no scheduler saw %d\n",
+		fmt.Fprintf(w, "  scheduler kills      %d: lost-in-queue %d (queued when a scheduler without a job journal died), completed while no scheduler saw %d\n",
 			s.SchedulerKills, s.LostInQueue, s.CompletedUnreported)
 	}
 	fmt.Fprintf(w, "  preemptions          %d\n", s.Preemptions)

@@ -60,6 +60,11 @@ type job struct {
 	// the job: a stop sent to them went unanswered. The job is not placed
 	// again until each shows it stopped, or is declared dead.
 	awaiting map[string]int
+	// touched says the journal record changed and is not written yet;
+	// storedProgress is the kept progress the last record of the running
+	// job holds.
+	touched        bool
+	storedProgress float64
 }
 
 // endStint adds the stint that ends now, having reached progress done, to
@@ -146,6 +151,7 @@ func (s *Scheduler) transition(j *job, state, reason string) {
 	j.state = state
 	j.reason = reason
 	j.history = append(j.history, events.Transition{State: state, SimTime: now, Reason: reason})
+	s.touch(j)
 	if err := s.emit.Emit(s.cfg.Subjects.JobEvent(evType), events.Type("job", evType), j.id, now, s.info(j, false)); err != nil {
 		s.log.Warn("publish failed", zap.String("job", j.id), zap.Error(err))
 	}
@@ -201,7 +207,7 @@ func (s *Scheduler) onSubmit(m *nats.Msg) {
 	if (len(s.queue) == 0 && !s.virtual) || s.cfg.DropUnschedulable {
 		clear(s.view.held) // holds belong to waiting jobs, and none wait
 		if s.tryPlace(j) {
-			events.Reply(m, events.SubmitReply{JobID: j.id, State: events.JobPlaced, Node: j.node, GPUs: j.gpus})
+			s.replyStored(m, j, events.SubmitReply{JobID: j.id, State: events.JobPlaced, Node: j.node, GPUs: j.gpus})
 			return
 		}
 	}
@@ -215,7 +221,7 @@ func (s *Scheduler) onSubmit(m *nats.Msg) {
 	}
 	s.enqueue(j)
 	s.dirty = true
-	events.Reply(m, events.SubmitReply{JobID: j.id, State: events.JobQueued})
+	s.replyStored(m, j, events.SubmitReply{JobID: j.id, State: events.JobQueued})
 }
 
 // enqueue inserts j in queue order.

@@ -147,15 +147,15 @@ func (s *Scheduler) onCtl(m *nats.Msg) bool {
 	}
 	s.killed = reason
 	events.Reply(m, events.SchedLifecycle{Incarnation: s.cfg.Incarnation, Reason: reason,
-		Queued: len(s.queue), Running: len(s.running), Policy: s.policy.Name()})
+		Queued: len(s.queue), Running: len(s.running), Policy: s.policy.Name(), Durable: s.cfg.Journal != nil})
 	return true
 }
 
 // Remains says what a dead scheduler held: its supervisor reports it in
-// the down event (the queue is lost until it is durable).
+// the down event (the queue is lost unless the journal keeps it).
 func (s *Scheduler) Remains() events.SchedLifecycle {
 	r := events.SchedLifecycle{Incarnation: s.cfg.Incarnation, Reason: s.killed, Queued: len(s.queue),
-		Running: len(s.running), Policy: s.policy.Name()}
+		Running: len(s.running), Policy: s.policy.Name(), Durable: s.cfg.Journal != nil}
 	for _, j := range s.running {
 		r.RunningJobs = append(r.RunningJobs, events.RunningJob{JobID: j.id, Placement: j.placement})
 	}
@@ -178,7 +178,19 @@ func (s *Scheduler) adopt(st events.GPUStatus, gj events.GPUJob) {
 	}
 	now := s.cfg.Clock.Now()
 	j, ok := s.jobs[gj.JobID]
-	if !ok {
+	if r, journaled := s.journaled[gj.JobID]; !ok && journaled {
+		// The journal's record (history, preemptions, lost work) with what
+		// the GPU says of it now.
+		delete(s.journaled, gj.JobID)
+		j = s.fromRecord(r)
+		j.state, j.node, j.placement = stateRunning, st.Node, a.Placement
+		j.gpus, j.shardsLeft, j.incarnations = nil, 0, nil
+		j.progress, j.lastProgress, j.lastRate, j.lastAt, j.stintAt = gj.ProgressS, gj.ProgressS, gj.Rate, now, now
+		j.stintFrom, j.stintSpeed = gj.ProgressS, 1
+		j.history = append(j.history, events.Transition{State: stateRunning, SimTime: now,
+			Reason: "re-learned from GPU " + st.GPU + " after a scheduler restart"})
+		s.adopted(j, st)
+	} else if !ok {
 		j = &job{id: gj.JobID, spec: *a.Spec, seq: a.Seq, submitted: a.Submitted, state: stateRunning, node: st.Node, placement: a.Placement,
 			progress: gj.ProgressS, lastProgress: gj.ProgressS, lastRate: gj.Rate, lastAt: now, stintAt: now,
 			stintFrom: gj.ProgressS, stintSpeed: 1}
@@ -191,16 +203,9 @@ func (s *Scheduler) adopt(st events.GPUStatus, gj events.GPUJob) {
 			Reason: "re-learned from GPU " + st.GPU + " after a scheduler restart"})
 		s.jobs[j.id] = j
 		s.order = append(s.order, j)
-		s.running = append(s.running, j)
 		s.seq = max(s.seq, j.seq)
 		s.learnClass(&j.spec)
-		if n, ok := s.view.nodes[st.Node]; ok {
-			n.CPUUsedMilli += j.spec.CPUMilli()
-			n.MemUsed += int64(j.spec.Memory)
-		}
-		s.stats.adopted++
-		delete(s.inherited, j.id)
-		s.log.Info("job re-learned from a GPU", zap.String("job", j.id), zap.String("name", j.spec.Name), zap.String("gpu", st.GPU))
+		s.adopted(j, st)
 	}
 	if j.state != stateRunning || j.node != st.Node || slices.Contains(j.gpus, st.GPU) {
 		return
@@ -211,6 +216,19 @@ func (s *Scheduler) adopt(st events.GPUStatus, gj events.GPUJob) {
 		j.incarnations = map[string]int{}
 	}
 	j.incarnations[st.GPU] = st.Incarnation
+}
+
+// adopted counts a job re-learned from a GPU as running there.
+func (s *Scheduler) adopted(j *job, st events.GPUStatus) {
+	s.running = append(s.running, j)
+	if n, ok := s.view.nodes[st.Node]; ok {
+		n.CPUUsedMilli += j.spec.CPUMilli()
+		n.MemUsed += int64(j.spec.Memory)
+	}
+	s.stats.adopted++
+	delete(s.inherited, j.id)
+	s.touch(j)
+	s.log.Info("job re-learned from a GPU", zap.String("job", j.id), zap.String("name", j.spec.Name), zap.String("gpu", st.GPU))
 }
 
 // reconcile compares what a GPU says it runs (an authoritative status of
@@ -248,7 +266,12 @@ func (s *Scheduler) reconcile(gs *gpuState, st events.GPUStatus) {
 	if len(s.awaiting) > 0 {
 		s.confirmStopped(st.GPU, func(inc int) bool { return st.Incarnation > inc })
 		for j := range s.awaiting {
-			if _, still := hasJob(st.Jobs, j.id); !still && j.awaiting[st.GPU] == st.Incarnation {
+			// The GPU's current word, whatever incarnation the stop was
+			// sent to (a restarted process numbers them from 1 again).
+			if _, waits := j.awaiting[st.GPU]; !waits {
+				continue
+			}
+			if _, still := hasJob(st.Jobs, j.id); !still {
 				s.confirmStoppedJob(j, st.GPU)
 			}
 		}
@@ -436,6 +459,7 @@ func (s *Scheduler) await(j *job, gpu string, inc int) {
 		j.awaiting = map[string]int{}
 	}
 	j.awaiting[gpu] = inc
+	s.touch(j)
 	s.awaiting[j] = true
 }
 
@@ -451,6 +475,7 @@ func (s *Scheduler) confirmStopped(gpu string, done func(inc int) bool) {
 
 func (s *Scheduler) confirmStoppedJob(j *job, gpu string) {
 	delete(j.awaiting, gpu)
+	s.touch(j)
 	if len(j.awaiting) == 0 {
 		delete(s.awaiting, j)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"go.uber.org/zap"
 
+	"github.com/gpusched/gpusched/durable"
 	"github.com/gpusched/gpusched/events"
 	"github.com/gpusched/gpusched/model"
 	"github.com/gpusched/gpusched/policy"
@@ -71,6 +72,12 @@ type Config struct {
 	// scheduler accounts for each: re-learned where a GPU still runs it,
 	// completed where a GPU finished it, re-queued where a GPU lost it.
 	Inherited []events.RunningJob
+	// Journal, when set, keeps every accepted job's record in JetStream
+	// (see journal.go); a submission is answered once its record is stored.
+	Journal *durable.Journal
+	// Restored is what the journal held when this scheduler started: its
+	// jobs are put back, and it takes the incarnation after the stored one.
+	Restored *durable.State
 }
 
 // Defaults for Config's zero values.
@@ -128,6 +135,13 @@ type Scheduler struct {
 	placements uint64
 	// awaiting holds the jobs waiting for a GPU to confirm it stopped them.
 	awaiting map[*job]bool
+	// toStore are the jobs whose journal record changed in this handling;
+	// journaled the records of jobs the journal says ran, until a GPU or
+	// the end of the warm-up accounts for them.
+	toStore   []*job
+	journaled map[string]*durable.Record
+	// internal carries work posted to the loop from other goroutines.
+	internal chan func()
 }
 
 type counters struct {
@@ -184,6 +198,22 @@ func New(cfg Config) (*Scheduler, error) {
 	if cfg.Incarnation < 1 {
 		cfg.Incarnation = 1
 	}
+	if cfg.Restored != nil {
+		// Incarnations never repeat on one journal: they name placements,
+		// which GPU actors that outlive the scheduler still hold.
+		cfg.Incarnation = max(cfg.Incarnation, cfg.Restored.Incarnation+1)
+		if cfg.Since.IsZero() && len(cfg.Restored.Jobs) > 0 {
+			cfg.Since = time.Now()
+		}
+	}
+	if cfg.Journal != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), journalFlushTimeout)
+		err := cfg.Journal.SetIncarnation(ctx, cfg.Incarnation)
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("job journal: storing the scheduler's incarnation: %w", err)
+		}
+	}
 	p, err := policy.Lookup(cfg.Policy)
 	if err != nil {
 		return nil, err
@@ -206,6 +236,8 @@ func New(cfg Config) (*Scheduler, error) {
 		started:   time.Now(),
 		inherited: map[string]string{},
 		awaiting:  map[*job]bool{},
+		journaled: map[string]*durable.Record{},
+		internal:  make(chan func(), 64),
 	}
 	for _, r := range cfg.Inherited {
 		s.inherited[r.JobID] = r.Placement
@@ -218,6 +250,9 @@ func New(cfg Config) (*Scheduler, error) {
 		s.ids = rand.NewChaCha8(seed)
 	}
 	s.view.cluster.Workload = cfg.Workload
+	if cfg.Restored != nil {
+		s.restore(cfg.Restored)
+	}
 	sj := cfg.Subjects
 	for _, subj := range []string{sj.Prefix + ".job.*", sj.Prefix + ".sched.*", sj.ClusterSnapshot(), sj.AllGPUEvents(), sj.AllNodeEvents()} {
 		sub, err := cfg.Conn.Subscribe(subj, func(m *nats.Msg) {
@@ -304,6 +339,9 @@ func (s *Scheduler) Run(ctx context.Context) error {
 				s.cfg.Clock.Release()
 				return ErrKilled
 			}
+		case f := <-s.internal:
+			f()
+			held = false
 		case <-leaseWall:
 			s.checkLeases()
 			held = false
@@ -311,6 +349,8 @@ func (s *Scheduler) Run(ctx context.Context) error {
 			s.publishMetrics()
 			held = false
 		case <-agingWall:
+			s.settleJournaled()
+			s.checkpointsReached()
 			s.finishCPUJobs()
 			if len(s.queue) > 0 {
 				s.dirty = true
@@ -344,6 +384,9 @@ func (s *Scheduler) Run(ctx context.Context) error {
 			}
 		} else if s.dirty && len(s.mailbox) == 0 {
 			s.schedule()
+		}
+		if len(s.toStore) > 0 {
+			s.store()
 		}
 		if held {
 			s.cfg.Clock.Release()

@@ -1,0 +1,269 @@
+package scheduler
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"go.uber.org/zap"
+
+	"github.com/gpusched/gpusched/durable"
+	"github.com/gpusched/gpusched/events"
+	"github.com/gpusched/gpusched/model"
+)
+
+// The job journal (Config.Journal): every job whose record changed while
+// a message was handled is written once, after the handling, without
+// waiting for the store — except a submission, whose reply waits until
+// its record is stored (an accepted job is a stored job). A scheduler that
+// starts on a journal (Config.Restored) puts the jobs back: terminal ones
+// as records, waiting ones in the queue in their place, and the ones that
+// ran are accounted for like a predecessor's (re-learned from the GPU that
+// still runs them, completed or re-queued from what the GPUs remember) and,
+// when no GPU has heard of them by the end of the warm-up, re-queued from
+// their last checkpoint.
+
+// touch marks j's record as changed.
+func (s *Scheduler) touch(j *job) {
+	if s.cfg.Journal == nil || j.touched {
+		return
+	}
+	j.touched = true
+	s.toStore = append(s.toStore, j)
+}
+
+// record is j as the journal keeps it.
+func (s *Scheduler) record(j *job) *durable.Record {
+	now := s.cfg.Clock.Now()
+	progress := j.progress
+	if j.state == stateRunning || j.state == events.JobPlaced {
+		// While it runs, the work it would keep if lost now.
+		progress = max(progress, model.KeptProgress(j.estimate(now), j.spec.Checkpoint))
+		j.storedProgress = progress
+	}
+	return &durable.Record{JobID: j.id, Spec: j.spec, Seq: j.seq, Submitted: j.submitted, State: j.state, Reason: j.reason,
+		ProgressS: progress, Placement: j.placement, Node: j.node, GPUs: j.gpus, Preemptions: j.preemptions, LostWorkS: j.lostS,
+		Started: j.started, Ended: j.ended, History: j.history, Awaiting: j.awaiting, At: now}
+}
+
+// store writes every changed record (see touch).
+func (s *Scheduler) store() {
+	for _, j := range s.toStore {
+		if j.touched {
+			s.put(j)
+		}
+	}
+	s.toStore = s.toStore[:0]
+}
+
+func (s *Scheduler) put(j *job) (ok bool, done <-chan error) {
+	j.touched = false
+	fut, err := s.cfg.Journal.Put(s.record(j))
+	if err != nil {
+		s.log.Error("job journal write failed", zap.String("job", j.id), zap.Error(err))
+		return false, nil
+	}
+	ch := make(chan error, 1)
+	go func() {
+		select {
+		case <-fut.Ok():
+			ch <- nil
+		case err := <-fut.Err():
+			ch <- err
+		}
+	}()
+	return true, ch
+}
+
+// checkpointsReached marks running jobs that passed a checkpoint since
+// their record was written: a restart re-queues them from it.
+func (s *Scheduler) checkpointsReached() {
+	if s.cfg.Journal == nil {
+		return
+	}
+	now := s.cfg.Clock.Now()
+	for _, j := range s.running {
+		if j.spec.Checkpoint > 0 && model.KeptProgress(j.estimate(now), j.spec.Checkpoint) > j.storedProgress {
+			s.touch(j)
+		}
+	}
+}
+
+// replyStored answers a submission once the job's record is stored. If
+// the store refuses it, the client gets an error naming "store" and the
+// job is cancelled: it was never accepted.
+func (s *Scheduler) replyStored(m *nats.Msg, j *job, reply any) {
+	if s.cfg.Journal == nil {
+		events.Reply(m, reply)
+		return
+	}
+	ok, done := s.put(j)
+	if !ok {
+		s.unstored(m, j, "the job journal refused the write")
+		return
+	}
+	go func() {
+		err := <-done
+		if err == nil {
+			events.Reply(m, reply)
+			return
+		}
+		s.post(func() { s.unstored(m, j, err.Error()) })
+	}()
+}
+
+// unstored cancels a job whose record could not be stored and tells the client.
+func (s *Scheduler) unstored(m *nats.Msg, j *job, why string) {
+	s.log.Error("job not stored: cancelled", zap.String("job", j.id), zap.String("reason", why))
+	if !j.terminal() {
+		now := s.cfg.Clock.Now()
+		if j.state == events.JobQueued {
+			s.dequeue(j)
+		} else {
+			s.stop(j, events.OpRelease)
+		}
+		j.ended = &now
+		s.stats.cancelled++
+		s.transition(j, events.JobCancelled, "not stored in the job journal: "+why)
+		s.dirty = true
+	}
+	events.Reply(m, struct {
+		events.ErrorReply
+		JobID string `json:"job_id"`
+		State string `json:"state"`
+	}{events.ErrorReply{Error: &model.FieldError{Field: "store", Message: "not stored, so not accepted: " + why}}, j.id, j.state})
+}
+
+// post runs f in the scheduler's loop.
+func (s *Scheduler) post(f func()) {
+	select {
+	case s.internal <- f:
+	case <-s.done:
+	}
+}
+
+// restore puts the journal's records back (see the comment at the top).
+func (s *Scheduler) restore(st *durable.State) {
+	for i := range st.Jobs {
+		r := &st.Jobs[i]
+		if _, dup := s.jobs[r.JobID]; dup {
+			continue
+		}
+		s.seq = max(s.seq, r.Seq)
+		switch r.State {
+		case events.JobPlaced, stateRunning:
+			// Accounted for like a predecessor's running job; the record
+			// waits for the warm-up's end in case no GPU knows it.
+			s.inherited[r.JobID] = r.Placement
+			s.journaled[r.JobID] = r
+			continue
+		}
+		j := s.fromRecord(r)
+		switch r.State {
+		case events.JobCompleted:
+			s.stats.completed++
+		case events.JobCancelled:
+			s.stats.cancelled++
+		case events.JobRejected:
+			s.stats.rejected++
+		default: // queued (or caught between two states of one handling)
+			for g, inc := range r.Awaiting {
+				// A stop sent there went unanswered: not placed again until
+				// that GPU shows it stopped.
+				s.await(j, g, inc)
+			}
+			j.state = events.JobQueued
+			j.unchecked = true // judged against the cluster once it has reported in
+			s.enqueue(j)
+			s.dirty = true
+		}
+	}
+	s.log.Info("job journal restored", zap.Int("jobs", len(st.Jobs)), zap.Int("queued", len(s.queue)),
+		zap.Int("ran", len(s.journaled)), zap.Int("predecessor", st.Incarnation))
+}
+
+// fromRecord makes a job from its record and adds it to the scheduler's
+// jobs (in acceptance order: records come sorted by seq).
+func (s *Scheduler) fromRecord(r *durable.Record) *job {
+	j := &job{id: r.JobID, spec: r.Spec, seq: r.Seq, submitted: r.Submitted, state: r.State, reason: r.Reason,
+		progress: r.ProgressS, preemptions: r.Preemptions, lostS: r.LostWorkS, started: r.Started, ended: r.Ended,
+		history: slices.Clone(r.History), storedProgress: r.ProgressS}
+	s.jobs[j.id] = j
+	i, _ := slices.BinarySearchFunc(s.order, j.seq, func(o *job, seq uint64) int {
+		switch {
+		case o.seq < seq:
+			return -1
+		case o.seq > seq:
+			return 1
+		}
+		return 0
+	})
+	s.order = slices.Insert(s.order, i, j)
+	s.learnClass(&j.spec)
+	return j
+}
+
+// settleJournaled re-queues the jobs the journal says ran that no GPU
+// has accounted for, once each GPU they ran on has shown that it does not
+// run them: read in full by this scheduler (a GPU that ran the job would
+// have had it re-learned), or never heard of within two leases (gone with
+// its process; a GPU alive but cut off has fenced itself by then, as no
+// one renewed its lease). A GPU that is heard of but cannot be read (hung)
+// keeps the job waiting: it fences when it wakes, and says so. They resume
+// from the last checkpoint the journal holds.
+func (s *Scheduler) settleJournaled() {
+	if len(s.journaled) == 0 {
+		return
+	}
+	lease := s.cfg.Lease
+	if lease <= 0 {
+		lease = DefaultLease
+	}
+	gone := time.Since(s.started) > 2*lease
+	ids := make([]string, 0, len(s.journaled))
+	for id, r := range s.journaled {
+		settled := true
+		for _, g := range r.GPUs {
+			gs, known := s.view.gpus[g]
+			if (known && !gs.described) || (!known && !gone) {
+				settled = false
+			}
+		}
+		if settled {
+			ids = append(ids, id)
+		}
+	}
+	slices.SortFunc(ids, func(a, b string) int { return int(s.journaled[a].Seq) - int(s.journaled[b].Seq) })
+	for _, id := range ids {
+		r := s.journaled[id]
+		delete(s.journaled, id)
+		if _, known := s.jobs[id]; known {
+			continue // re-learned from a GPU meanwhile
+		}
+		delete(s.inherited, id)
+		j := s.fromRecord(r)
+		j.node, j.gpus, j.placement = "", nil, ""
+		j.state = stateRunning // what the journal last knew
+		s.stats.lostJobs++
+		j.progress = r.ProgressS
+		s.transition(j, events.JobLost, "no GPU ran it after the restart (placement "+r.Placement+" on "+r.Node+")")
+		s.transition(j, events.JobQueued, "")
+		s.enqueue(j)
+		s.dirty = true
+	}
+}
+
+// journalFlushTimeout bounds the wait for a dead scheduler's last writes.
+const journalFlushTimeout = 5 * time.Second
+
+// FlushJournal waits until every journal write of this scheduler is
+// stored: a restart reads what the dead one wrote.
+func (s *Scheduler) FlushJournal() error {
+	if s.cfg.Journal == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), journalFlushTimeout)
+	defer cancel()
+	return s.cfg.Journal.Flush(ctx)
+}

@@ -1,0 +1,236 @@
+package durable
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/gpusched/gpusched/events"
+	"github.com/gpusched/gpusched/model"
+)
+
+// Storage says where JetStream keeps the cluster's state.
+type Storage string
+
+// The storages: None runs without JetStream (nothing survives a restart
+// of the scheduler), Memory keeps state in the server's memory (it
+// survives a scheduler crash, not the process), File on disk (it survives
+// both).
+const (
+	None   Storage = ""
+	Memory Storage = "memory"
+	File   Storage = "file"
+)
+
+// Options configures the streams.
+type Options struct {
+	Storage Storage
+	// Replicas is each stream's replica count on a clustered NATS (1 on a
+	// single server).
+	Replicas int
+	// EventsMaxAge and EventsMaxBytes bound the event stream (the oldest
+	// events go first); zero: DefaultEventsMaxAge and DefaultEventsMaxBytes.
+	// A negative value removes that bound.
+	EventsMaxAge   time.Duration
+	EventsMaxBytes int64
+}
+
+// Defaults for the event stream's bounds.
+const (
+	DefaultEventsMaxAge   = 24 * time.Hour
+	DefaultEventsMaxBytes = 1 << 30
+)
+
+// EventStream is the name of the stream that keeps the events under prefix.
+func EventStream(prefix string) string { return streamName(prefix) + "_EVENTS" }
+
+// JobBucket is the name of the job journal's key-value bucket under prefix.
+func JobBucket(prefix string) string { return streamName(prefix) + "_JOBS" }
+
+// streamName turns a subject prefix into a stream name token (stream
+// names may not hold '.', '*', '>' or spaces).
+func streamName(prefix string) string {
+	if prefix == "" {
+		prefix = events.DefaultPrefix
+	}
+	return strings.ToUpper(strings.NewReplacer(".", "_", "*", "_", ">", "_", " ", "_").Replace(prefix))
+}
+
+// Setup creates (or updates) the event stream and the job journal on the
+// bus nc reaches, and returns the journal.
+func Setup(ctx context.Context, nc *nats.Conn, prefix string, opt Options) (*Journal, error) {
+	if opt.Storage == None {
+		return nil, errors.New("durable.Setup: no storage")
+	}
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(4096))
+	if err != nil {
+		return nil, err
+	}
+	storage := jetstream.FileStorage
+	if opt.Storage == Memory {
+		storage = jetstream.MemoryStorage
+	}
+	replicas := max(opt.Replicas, 1)
+	maxAge := opt.EventsMaxAge
+	if maxAge == 0 {
+		maxAge = DefaultEventsMaxAge
+	}
+	maxBytes := opt.EventsMaxBytes
+	if maxBytes == 0 {
+		maxBytes = DefaultEventsMaxBytes
+	}
+	if maxAge < 0 {
+		maxAge = 0 // JetStream: no limit
+	}
+	if maxBytes < 0 {
+		maxBytes = -1
+	}
+	subjects := events.NewSubjects(prefix)
+	if _, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name:        EventStream(subjects.Prefix),
+		Description: "gpusched events under " + subjects.Prefix + " (observer log --since / --from-start)",
+		Subjects:    []string{subjects.AllEvents()},
+		Storage:     storage,
+		Replicas:    replicas,
+		MaxAge:      maxAge,
+		MaxBytes:    maxBytes,
+		Discard:     jetstream.DiscardOld,
+	}); err != nil {
+		return nil, fmt.Errorf("event stream %s: %w", EventStream(subjects.Prefix), err)
+	}
+	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket:      JobBucket(subjects.Prefix),
+		Description: "gpusched job journal under " + subjects.Prefix,
+		History:     1,
+		Storage:     storage,
+		Replicas:    replicas,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("job journal %s: %w", JobBucket(subjects.Prefix), err)
+	}
+	return &Journal{js: js, kv: kv, subject: "$KV." + JobBucket(subjects.Prefix) + "."}, nil
+}
+
+// Record is one accepted job as the journal keeps it: enough to put it
+// back in the queue in its place, to account for it where it ran, and to
+// answer job.get about it after a restart.
+type Record struct {
+	JobID     string    `json:"job_id"`
+	Spec      model.Job `json:"spec"`
+	Seq       uint64    `json:"seq"`
+	Submitted time.Time `json:"submitted"`
+	State     string    `json:"state"`
+	Reason    string    `json:"reason,omitempty"`
+	// ProgressS is the work kept: the last checkpoint reached.
+	ProgressS   float64             `json:"progress_s"`
+	Placement   string              `json:"placement,omitempty"`
+	Node        string              `json:"node,omitempty"`
+	GPUs        []string            `json:"gpus,omitempty"`
+	Preemptions int                 `json:"preemptions,omitempty"`
+	LostWorkS   float64             `json:"lost_work_s,omitempty"`
+	Started     *time.Time          `json:"started,omitempty"`
+	Ended       *time.Time          `json:"ended,omitempty"`
+	History     []events.Transition `json:"history,omitempty"`
+	// Awaiting names the GPUs (with their incarnation) a stop was sent to
+	// that did not answer: the job is not placed again until each shows
+	// it stopped.
+	Awaiting map[string]int `json:"awaiting,omitempty"`
+	// At is the simulated time of the write.
+	At time.Time `json:"at"`
+}
+
+// State is what the journal holds.
+type State struct {
+	// Jobs are the records in acceptance order (seq).
+	Jobs []Record
+	// Incarnation is the last scheduler incarnation that started on it.
+	Incarnation int
+	// SimTime is the latest simulated time written: where a restarted
+	// cluster's clock resumes.
+	SimTime time.Time
+}
+
+// Journal is the job journal.
+type Journal struct {
+	js      jetstream.JetStream
+	kv      jetstream.KeyValue
+	subject string
+}
+
+const (
+	jobKey         = "job."
+	incarnationKey = "meta.scheduler"
+)
+
+// Put writes a record without waiting for the store; the future says when
+// it is stored. Writes from one connection are stored in order, so the
+// last Put of a job is what Load returns.
+func (j *Journal) Put(r *Record) (jetstream.PubAckFuture, error) {
+	data, err := json.Marshal(r)
+	if err != nil {
+		return nil, err
+	}
+	return j.js.PublishAsync(j.subject+jobKey+r.JobID, data)
+}
+
+// SetIncarnation stores the incarnation of a starting scheduler (waiting
+// for the store).
+func (j *Journal) SetIncarnation(ctx context.Context, n int) error {
+	_, err := j.kv.Put(ctx, incarnationKey, []byte(strconv.Itoa(n)))
+	return err
+}
+
+// Flush waits until every Put so far is stored (or ctx ends).
+func (j *Journal) Flush(ctx context.Context) error {
+	select {
+	case <-j.js.PublishAsyncComplete():
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("job journal: %d writes not confirmed: %w", j.js.PublishAsyncPending(), ctx.Err())
+	}
+}
+
+// Load reads the whole journal.
+func (j *Journal) Load(ctx context.Context) (State, error) {
+	var st State
+	w, err := j.kv.WatchAll(ctx, jetstream.IgnoreDeletes())
+	if err != nil {
+		return st, err
+	}
+	defer w.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return st, fmt.Errorf("job journal: reading it: %w", ctx.Err())
+		case e, ok := <-w.Updates():
+			if !ok {
+				return st, errors.New("job journal: the watch ended before the last record")
+			}
+			if e == nil { // every record so far has been delivered
+				sort.Slice(st.Jobs, func(a, b int) bool { return st.Jobs[a].Seq < st.Jobs[b].Seq })
+				return st, nil
+			}
+			switch {
+			case e.Key() == incarnationKey:
+				st.Incarnation, _ = strconv.Atoi(string(e.Value()))
+			case strings.HasPrefix(e.Key(), jobKey):
+				var r Record
+				if err := json.Unmarshal(e.Value(), &r); err != nil {
+					return st, fmt.Errorf("job journal: record %s: %w", e.Key(), err)
+				}
+				st.Jobs = append(st.Jobs, r)
+				if r.At.After(st.SimTime) {
+					st.SimTime = r.At
+				}
+			}
+		}
+	}
+}
