@@ -50,11 +50,11 @@ type Reply struct {
 	Drop        float64 `json:"drop,omitempty"`
 	// QueuedLost and Running are what a killed scheduler held: running
 	// jobs are re-learned from the GPU actors, queued ones are lost.
-	QueuedLost int    `json:"queued_lost,omitempty"`
+	QueuedLost int `json:"queued_lost,omitempty"`
 	// Queued is what a durable scheduler held queued (kept, not lost).
-	Queued int `json:"queued,omitempty"`
-	Running    int    `json:"running,omitempty"`
-	Note       string `json:"note,omitempty"`
+	Queued  int    `json:"queued,omitempty"`
+	Running int    `json:"running,omitempty"`
+	Note    string `json:"note,omitempty"`
 }
 
 // SchedulerKillNote is what a kill-scheduler reply says about the queue
