@@ -168,7 +168,19 @@ type Journal struct {
 const (
 	jobKey         = "job."
 	incarnationKey = "meta.scheduler"
+	clockKey       = "meta.clock"
 )
+
+// PutClock records the simulated time now, without waiting for the
+// store: a restarted cluster's clock resumes from the latest.
+func (j *Journal) PutClock(now time.Time) error {
+	b, err := now.MarshalText()
+	if err != nil {
+		return err
+	}
+	_, err = j.js.PublishAsync(j.subject+clockKey, b)
+	return err
+}
 
 // Put writes a record without waiting for the store; the future says when
 // it is stored. Writes from one connection are stored in order, so the
@@ -221,6 +233,11 @@ func (j *Journal) Load(ctx context.Context) (State, error) {
 			switch {
 			case e.Key() == incarnationKey:
 				st.Incarnation, _ = strconv.Atoi(string(e.Value()))
+			case e.Key() == clockKey:
+				var at time.Time
+				if at.UnmarshalText(e.Value()) == nil && at.After(st.SimTime) {
+					st.SimTime = at
+				}
 			case strings.HasPrefix(e.Key(), jobKey):
 				var r Record
 				if err := json.Unmarshal(e.Value(), &r); err != nil {

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"cmp"
 	"slices"
 	"sort"
 	"time"
@@ -270,6 +271,11 @@ func (s *Scheduler) lookup(m *nats.Msg) *job {
 	}
 	j, ok := s.jobs[ref.JobID]
 	if !ok {
+		if r, journaled := s.journaled[ref.JobID]; journaled {
+			// Ran under the predecessor, not accounted for yet: the
+			// journal's word until a GPU or the warm-up settles it.
+			return s.recordJob(r)
+		}
 		replyError(m, "job_id", "no job "+ref.JobID)
 		return nil
 	}
@@ -299,6 +305,14 @@ func (s *Scheduler) onList(m *nats.Msg) {
 			match = append(match, j)
 		}
 	}
+	if len(s.journaled) > 0 {
+		for _, r := range s.journaled {
+			if j := s.recordJob(r); (req.State == "" || j.state == req.State) && (req.Tenant == "" || j.spec.Tenant == req.Tenant) {
+				match = append(match, j)
+			}
+		}
+		slices.SortFunc(match, func(a, b *job) int { return cmp.Compare(a.seq, b.seq) })
+	}
 	pages := max(1, (len(match)+jobListPage-1)/jobListPage)
 	rep := events.JobListReply{Page: req.Page, Pages: pages, Total: len(match), Jobs: []events.JobInfo{}}
 	for i := req.Page * jobListPage; i < min(len(match), (req.Page+1)*jobListPage); i++ {
@@ -310,6 +324,10 @@ func (s *Scheduler) onList(m *nats.Msg) {
 func (s *Scheduler) onCancel(m *nats.Msg) {
 	j := s.lookup(m)
 	if j == nil {
+		return
+	}
+	if _, journaled := s.journaled[j.id]; journaled {
+		replyError(m, "job_id", "job "+j.id+" is being re-learned from the GPUs after a scheduler restart: try again in a few seconds")
 		return
 	}
 	if j.terminal() {

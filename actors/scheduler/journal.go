@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"cmp"
 	"context"
 	"slices"
 	"time"
@@ -183,22 +184,20 @@ func (s *Scheduler) restore(st *durable.State) {
 		zap.Int("ran", len(s.journaled)), zap.Int("predecessor", st.Incarnation))
 }
 
+// recordJob is the job a record describes, known to no index.
+func (s *Scheduler) recordJob(r *durable.Record) *job {
+	return &job{id: r.JobID, spec: r.Spec, seq: r.Seq, submitted: r.Submitted, state: r.State, reason: r.Reason,
+		progress: r.ProgressS, preemptions: r.Preemptions, lostS: r.LostWorkS, started: r.Started, ended: r.Ended,
+		history: slices.Clone(r.History), storedProgress: r.ProgressS, node: r.Node, gpus: r.GPUs, placement: r.Placement}
+}
+
 // fromRecord makes a job from its record and adds it to the scheduler's
 // jobs (in acceptance order: records come sorted by seq).
 func (s *Scheduler) fromRecord(r *durable.Record) *job {
-	j := &job{id: r.JobID, spec: r.Spec, seq: r.Seq, submitted: r.Submitted, state: r.State, reason: r.Reason,
-		progress: r.ProgressS, preemptions: r.Preemptions, lostS: r.LostWorkS, started: r.Started, ended: r.Ended,
-		history: slices.Clone(r.History), storedProgress: r.ProgressS}
+	j := s.recordJob(r)
+	j.node, j.gpus, j.placement = "", nil, ""
 	s.jobs[j.id] = j
-	i, _ := slices.BinarySearchFunc(s.order, j.seq, func(o *job, seq uint64) int {
-		switch {
-		case o.seq < seq:
-			return -1
-		case o.seq > seq:
-			return 1
-		}
-		return 0
-	})
+	i, _ := slices.BinarySearchFunc(s.order, j.seq, func(o *job, seq uint64) int { return cmp.Compare(o.seq, seq) })
 	s.order = slices.Insert(s.order, i, j)
 	s.learnClass(&j.spec)
 	return j
@@ -234,7 +233,7 @@ func (s *Scheduler) settleJournaled() {
 			ids = append(ids, id)
 		}
 	}
-	slices.SortFunc(ids, func(a, b string) int { return int(s.journaled[a].Seq) - int(s.journaled[b].Seq) })
+	slices.SortFunc(ids, func(a, b string) int { return cmp.Compare(s.journaled[a].Seq, s.journaled[b].Seq) })
 	for _, id := range ids {
 		r := s.journaled[id]
 		delete(s.journaled, id)

@@ -332,6 +332,13 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		held := true // a message or a virtual timer: released below
 		select {
 		case <-ctx.Done():
+			if s.cfg.Journal != nil {
+				s.store()
+				s.cfg.Journal.PutClock(s.cfg.Clock.Now())
+				if err := s.FlushJournal(); err != nil {
+					s.log.Warn("job journal: last writes unconfirmed at stop", zap.Error(err))
+				}
+			}
 			return nil
 		case m := <-s.mailbox:
 			s.dispatch(m)
@@ -347,6 +354,9 @@ func (s *Scheduler) Run(ctx context.Context) error {
 			held = false
 		case <-metricsWall:
 			s.publishMetrics()
+			if s.cfg.Journal != nil {
+				s.cfg.Journal.PutClock(s.cfg.Clock.Now())
+			}
 			held = false
 		case <-agingWall:
 			s.settleJournaled()
