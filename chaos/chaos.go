@@ -2,7 +2,9 @@ package chaos
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -73,10 +75,14 @@ const MaxDuration = 24 * time.Hour
 type Responder struct {
 	nc       *nats.Conn
 	subjects events.Subjects
-	// nodesOf maps a GPU id to the nodes that have a GPU of that id.
+	// nodesOf maps a GPU id to the nodes that have a GPU of that id: the
+	// shape's, and those of nodes that joined from other processes (learnt
+	// from their heartbeats, hence the lock).
+	mu      sync.Mutex
 	nodesOf map[string][]string
 	log     *zap.Logger
 	sub     *nats.Subscription
+	beats   *nats.Subscription
 	emit    *events.Emitter
 	clock   interface{ Now() time.Time }
 }
@@ -106,7 +112,31 @@ func Serve(nc *nats.Conn, subjects events.Subjects, shape model.Shape, clock int
 		return nil, err
 	}
 	r.sub = sub
+	if r.beats, err = nc.Subscribe(subjects.AllNodeEvents(), r.learn); err != nil {
+		sub.Unsubscribe()
+		return nil, err
+	}
 	return r, nil
+}
+
+// learn adds the GPUs a node heartbeat names (a node of another process).
+func (r *Responder) learn(m *nats.Msg) {
+	if !strings.HasSuffix(m.Subject, ".heartbeat") {
+		return
+	}
+	var ev struct {
+		Data events.NodeHeartbeat `json:"data"`
+	}
+	if json.Unmarshal(m.Data, &ev) != nil || ev.Data.Node == "" {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, g := range ev.Data.GPUs {
+		if !slices.Contains(r.nodesOf[g.GPU], ev.Data.Node) {
+			r.nodesOf[g.GPU] = append(r.nodesOf[g.GPU], ev.Data.Node)
+		}
+	}
 }
 
 type wallClock struct{}
@@ -114,7 +144,7 @@ type wallClock struct{}
 func (wallClock) Now() time.Time { return time.Now() }
 
 // Subscriptions are the responder's subscriptions, for a virtual clock to watch.
-func (r *Responder) Subscriptions() []*nats.Subscription { return []*nats.Subscription{r.sub} }
+func (r *Responder) Subscriptions() []*nats.Subscription { return []*nats.Subscription{r.sub, r.beats} }
 
 func fail(m *nats.Msg, field, format string, args ...any) {
 	events.Reply(m, events.ErrorReply{Error: model.Errorf(field, format, args...)})
@@ -228,7 +258,9 @@ func duration(field, s string) (time.Duration, *model.FieldError) {
 
 // target resolves the GPU's node.
 func (r *Responder) target(req Request) (string, *model.FieldError) {
-	nodes := r.nodesOf[req.GPU]
+	r.mu.Lock()
+	nodes := slices.Clone(r.nodesOf[req.GPU])
+	r.mu.Unlock()
 	switch {
 	case len(nodes) == 0:
 		return "", model.Errorf("gpu", "no GPU %q in this cluster", req.GPU)

@@ -314,7 +314,11 @@ type SnapshotGPU struct {
 // Snapshot answers cluster.snapshot: the summary, and page Page of Pages of
 // the GPUs, the running jobs and the queue.
 type Snapshot struct {
-	SimTime   time.Time     `json:"simtime"`
+	SimTime time.Time `json:"simtime"`
+	// Speed is simulated seconds per wall second (a scaled clock; absent
+	// on a virtual one): a GPU node joining from another process runs its
+	// clock from SimTime at this speed.
+	Speed     float64       `json:"speed,omitempty"`
 	Policy    string        `json:"policy"`
 	VRAMModel string        `json:"vram_model"`
 	Summary   Metrics       `json:"summary"`

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gpusched/gpusched/events"
 	"github.com/gpusched/gpusched/policy"
+	"github.com/gpusched/gpusched/simclock"
 )
 
 // metrics summarises the view now. Energy is each GPU's last reported
@@ -88,7 +89,7 @@ func (s *Scheduler) onSnapshot(m *nats.Msg) {
 	running := s.running
 	gpus := s.view.sorted().GPUs
 	pages := max(1, ceilDiv(len(gpus), snapshotGPUsPerPage), ceilDiv(len(running), snapshotJobsPerPage), ceilDiv(len(s.queue), snapshotJobsPerPage))
-	snap := events.Snapshot{SimTime: s.cfg.Clock.Now(), Policy: s.policy.Name(), VRAMModel: string(s.view.cluster.VRAMModel),
+	snap := events.Snapshot{SimTime: s.cfg.Clock.Now(), Speed: clockSpeed(s.cfg.Clock), Policy: s.policy.Name(), VRAMModel: string(s.view.cluster.VRAMModel),
 		Summary: s.metrics(), Page: req.Page, Pages: pages,
 		GPUs: []events.SnapshotGPU{}, Running: []events.JobInfo{}, Queue: []events.JobInfo{}}
 	frags := map[int][]float64{} // node index → its GPUs' parts of F_n(M)
@@ -135,4 +136,12 @@ func pageOf[T any](xs []T, page, size int) []T {
 		return nil
 	}
 	return xs[lo:min(len(xs), lo+size)]
+}
+
+// clockSpeed is a scaled clock's speed (0 for any other clock).
+func clockSpeed(c simclock.Clock) float64 {
+	if sc, ok := c.(*simclock.Scaled); ok {
+		return sc.Speed
+	}
+	return 0
 }

@@ -22,8 +22,10 @@ import (
 
 	"github.com/gpusched/gpusched/actors/jobgen"
 	"github.com/gpusched/gpusched/actors/scheduler"
+	"github.com/gpusched/gpusched/bus"
 	"github.com/gpusched/gpusched/chaos"
 	"github.com/gpusched/gpusched/cluster"
+	"github.com/gpusched/gpusched/durable"
 	"github.com/gpusched/gpusched/events"
 	"github.com/gpusched/gpusched/model"
 	"github.com/gpusched/gpusched/observer"
@@ -36,7 +38,9 @@ import (
 )
 
 const usage = `usage:
-  cluster [run] [flags]         run a cluster (embedded NATS, node, GPU, scheduler and job generator actors)
+  cluster [run] [flags]         run a cluster (embedded NATS with JetStream, node, GPU, scheduler and job generator actors;
+                                --nats URL for an external bus, --no-gpus for the control plane only)
+  cluster node --name N --gpus 8xA100-80GB --nats URL   run one GPU node's actors, joining a running cluster
   cluster submit [flags]        submit a job
   cluster get JOB_ID            a job's state and history
   cluster list [--state S]      jobs, oldest first
@@ -79,6 +83,8 @@ func main() {
 		err = snapshot(args)
 	case "chaos":
 		err = chaosCommand(args)
+	case "node":
+		err = nodeCommand(args)
 	case "replay":
 		if hasFlag(args, "timed") {
 			err = timedCommand("replay", args)
@@ -139,11 +145,41 @@ func run(args []string) error {
 	lease := fs.Duration("lease", scheduler.DefaultLease, "wall time a GPU may go unrenewed before the scheduler declares it dead")
 	heartbeat := fs.Duration("heartbeat", 0, "wall-time period of node heartbeats (default: a third of --lease, at most 2s)")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
+	dataDir := fs.String("data-dir", defaultDataDir(), "JetStream store directory: the job journal and the event stream survive restarts here")
+	memory := fs.Bool("memory", false, "keep the job journal and events in memory only (a throwaway run: nothing survives the process)")
+	eventsAge := fs.Duration("events-max-age", durable.DefaultEventsMaxAge, "keep events this long (observer log --since; 0: no age limit)")
+	eventsBytes := fs.String("events-max-bytes", "1GiB", "keep at most this much of the event stream, oldest dropped first (0: no size limit)")
+	replicas := fs.Int("replicas", 1, "with --nats on a NATS cluster: replicas of the job journal and the event stream (3 survives a server's loss)")
+	noGPUs := fs.Bool("no-gpus", false, "control plane only: no local GPUs; GPU nodes join with `cluster node`")
+	var busOpt bus.Options
+	busOpt.AddFlags(fs, "", "use this NATS server or cluster (URLs, comma-separated) instead of the embedded server")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if busOpt.URLs != "" {
+		if err := busOpt.Check(); err != nil {
+			return err
+		}
+	}
+	maxBytes, err := parseSize("--events-max-bytes", *eventsBytes)
+	if err != nil {
+		return err
+	}
+	if *eventsAge < 0 {
+		return fmt.Errorf("--events-max-age must not be negative (0: no limit)")
+	}
+	if *replicas < 1 || *replicas > 5 {
+		return fmt.Errorf("--replicas must be from 1 to 5")
+	}
+	store := durable.File
+	if *memory {
+		store = durable.Memory
+	}
+	if store == durable.File && busOpt.URLs == "" && *dataDir == "" {
+		return fmt.Errorf("--data-dir: no default store directory on this machine (no home directory): give one, or --memory")
 	}
 	shape, err := model.ParseGPUs(*gpus)
 	if *clusterFile != "" {
@@ -249,7 +285,9 @@ func run(args []string) error {
 	defer stop()
 	cfg := cluster.Config{Listen: *listen, Prefix: *prefix, Shape: shape, Policy: *pol, VRAMModel: vm, Seed: *seed,
 		Rate: *rate, Demo: *demo, Speed: *speed, StarvationAge: *starve, Logger: log, Interference: *interference,
-		Source: source, Lease: *lease, Heartbeat: *heartbeat, Chaos: monkeySpec}
+		Source: source, Lease: *lease, Heartbeat: *heartbeat, Chaos: monkeySpec,
+		Bus: busOpt, Store: store, DataDir: *dataDir, NoGPUs: *noGPUs,
+		Durable: durable.Options{Replicas: *replicas, EventsMaxAge: noLimit(*eventsAge), EventsMaxBytes: noLimit(maxBytes)}}
 	wallStart := time.Now()
 	if clock != nil {
 		cfg.Clock, cfg.Epoch = clock, epoch
@@ -295,19 +333,30 @@ func run(args []string) error {
 	return nil
 }
 
-// clientFlags are the flags every client command shares.
-func clientFlags(fs *flag.FlagSet) (*string, *string) {
-	url := fs.String("nats", "nats://"+cluster.DefaultListen, "NATS URL of the cluster")
+// clientFlags are the flags every client command shares: the bus (URL,
+// credentials, TLS) and the prefix.
+func clientFlags(fs *flag.FlagSet) (*bus.Options, *string) {
+	var o bus.Options
+	o.AddFlags(fs, "nats://"+cluster.DefaultListen, "NATS URL of the cluster")
 	prefix := fs.String("prefix", events.DefaultPrefix, "subject prefix of the cluster")
-	return url, prefix
+	return &o, prefix
 }
 
 // request sends body to the cluster and prints the reply; an error reply
 // becomes the command's error.
-func request(url, subject string, body any, out io.Writer) error {
-	nc, err := nats.Connect(url, nats.Name("gpusched-cli"))
+func request(o *bus.Options, subject string, body any, out io.Writer) error {
+	if err := o.Check(); err != nil {
+		return err
+	}
+	opts, err := o.NATSOptions()
 	if err != nil {
-		return fmt.Errorf("cannot reach the cluster at %s: %v (is `cluster` running?)", url, err)
+		return err
+	}
+	// A command does not wait for a cluster that is not there.
+	opts = append(opts, nats.Name("gpusched-cli"), nats.RetryOnFailedConnect(false), nats.MaxReconnects(0))
+	nc, err := nats.Connect(o.URLs, opts...)
+	if err != nil {
+		return fmt.Errorf("cannot reach the cluster at %s: %v (is `cluster` running?)", o.URLs, err)
 	}
 	defer nc.Close()
 	b, err := json.Marshal(body)
@@ -357,7 +406,7 @@ func submit(args []string) error {
 	if *models != "" {
 		body["models"] = strings.Split(*models, ",")
 	}
-	return request(*url, events.NewSubjects(*prefix).JobSubmit(), body, os.Stdout)
+	return request(url, events.NewSubjects(*prefix).JobSubmit(), body, os.Stdout)
 }
 
 func jobCommand(cmd string, args []string) error {
@@ -371,7 +420,7 @@ func jobCommand(cmd string, args []string) error {
 	}
 	s := events.NewSubjects(*prefix)
 	subject := map[string]string{"get": s.JobGet(), "cancel": s.JobCancel(), "explain": s.SchedExplain()}[cmd]
-	return request(*url, subject, events.JobRef{JobID: fs.Arg(0)}, os.Stdout)
+	return request(url, subject, events.JobRef{JobID: fs.Arg(0)}, os.Stdout)
 }
 
 // chaosUsage is the usage line of cluster chaos.
@@ -424,7 +473,7 @@ func chaosCommand(args []string) error {
 	if fe := chaos.Validate(action, req); fe != nil {
 		return fmt.Errorf("cluster chaos %s: --%s: %s", action, strings.ReplaceAll(fe.Field, "_", "-"), fe.Message)
 	}
-	return request(*url, events.NewSubjects(*prefix).Chaos(action), req, os.Stdout)
+	return request(url, events.NewSubjects(*prefix).Chaos(action), req, os.Stdout)
 }
 
 func list(args []string) error {
@@ -436,7 +485,7 @@ func list(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	return request(*url, events.NewSubjects(*prefix).JobList(), events.JobListRequest{State: *state, Tenant: *tenant, Page: *page}, os.Stdout)
+	return request(url, events.NewSubjects(*prefix).JobList(), events.JobListRequest{State: *state, Tenant: *tenant, Page: *page}, os.Stdout)
 }
 
 func strategy(args []string) error {
@@ -449,7 +498,7 @@ func strategy(args []string) error {
 	if fs.NArg() > 0 {
 		req.Policy = fs.Arg(0)
 	}
-	return request(*url, events.NewSubjects(*prefix).SchedStrategy(), req, os.Stdout)
+	return request(url, events.NewSubjects(*prefix).SchedStrategy(), req, os.Stdout)
 }
 
 func snapshot(args []string) error {
@@ -459,5 +508,38 @@ func snapshot(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	return request(*url, events.NewSubjects(*prefix).ClusterSnapshot(), events.SnapshotRequest{Page: *page}, os.Stdout)
+	return request(url, events.NewSubjects(*prefix).ClusterSnapshot(), events.SnapshotRequest{Page: *page}, os.Stdout)
+}
+
+// defaultDataDir is the per-user store directory: $XDG_STATE_HOME/gpusched,
+// else ~/.local/state/gpusched (empty when there is no home directory).
+func defaultDataDir() string {
+	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
+		return filepath.Join(d, "gpusched")
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(home, ".local", "state", "gpusched")
+}
+
+// parseSize reads a byte size such as 1GiB, 500MB or 0.
+func parseSize(flagName, s string) (int64, error) {
+	if strings.TrimSpace(s) == "0" {
+		return 0, nil
+	}
+	b, err := model.ParseBytes(s)
+	if err != nil || b < 0 {
+		return 0, fmt.Errorf("%s %q: a size such as 1GiB or 500MB (0: no limit)", flagName, s)
+	}
+	return int64(b), nil
+}
+
+// noLimit turns a flag's 0 ("no limit") into durable.Options' negative.
+func noLimit[T int64 | time.Duration](v T) T {
+	if v == 0 {
+		return -1
+	}
+	return v
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpusched/gpusched/bus"
 	"github.com/gpusched/gpusched/cluster"
 )
 
@@ -15,20 +16,45 @@ import (
 // understands, naming the flag, never a crash.
 func TestBadFlagsSayWhatIsWrong(t *testing.T) {
 	cases := map[string][]string{
-		"--gpus":       {"--gpus", "3xTPU"},
-		"--policy":     {"--policy", "lottery"},
-		"--vram-model": {"--vram-model", "paged"},
-		"--speed":      {"--speed", "0"},
-		"--rate":       {"--rate", "-1"},
-		"--listen":     {"--listen", "nowhere"},
-		"--prefix":     {"--prefix", "a.b"},
-		"--log-level":  {"--log-level", "loud", "--listen", "127.0.0.1:-1", "--rate", "0"},
+		"--gpus":             {"--gpus", "3xTPU"},
+		"--policy":           {"--policy", "lottery"},
+		"--vram-model":       {"--vram-model", "paged"},
+		"--speed":            {"--speed", "0"},
+		"--rate":             {"--rate", "-1"},
+		"--listen":           {"--listen", "nowhere"},
+		"--prefix":           {"--prefix", "a.b"},
+		"--log-level":        {"--log-level", "loud", "--listen", "127.0.0.1:-1", "--rate", "0"},
+		"--events-max-bytes": {"--events-max-bytes", "lots"},
+		"--events-max-age":   {"--events-max-age", "-1h"},
+		"--replicas":         {"--replicas", "0"},
+		"--creds":            {"--nats", "nats://127.0.0.1:1", "--creds", "/no/such/file.creds"},
+		"--tlscert":          {"--nats", "nats://127.0.0.1:1", "--tlskey", "/etc/hostname"},
 	}
 	for flag, args := range cases {
 		err := run(args)
 		if err == nil || !strings.Contains(err.Error(), flag) {
 			t.Errorf("run %v: error %v, want one naming %s", args, err, flag)
 		}
+	}
+}
+
+// TestNodeFlagsSayWhatIsWrong: `cluster node`'s bad flags are named.
+func TestNodeFlagsSayWhatIsWrong(t *testing.T) {
+	cases := map[string][]string{
+		"--name":      {"--gpus", "8xA100-80GB"},
+		"--gpus":      {"--name", "rack2-node7", "--gpus", "8xTPU"},
+		"--heartbeat": {"--name", "n", "--lease", "1s", "--heartbeat", "900ms"},
+		"--nats":      {"--name", "n", "--nats", ""},
+	}
+	for flag, args := range cases {
+		err := nodeCommand(args)
+		if err == nil || !strings.Contains(err.Error(), flag) {
+			t.Errorf("node %v: error %v, want one naming %s", args, err, flag)
+		}
+	}
+	spec, err := nodeSpec("rack2-node7", "8xA100-80GB")
+	if err != nil || len(spec.GPUs) != 8 || spec.GPUs[7].ID != "rack2-node7-gpu-7" || spec.ID != "rack2-node7" {
+		t.Fatalf("nodeSpec: %+v, %v", spec, err)
 	}
 }
 
@@ -41,7 +67,7 @@ func TestClientCommands(t *testing.T) {
 	defer c.Stop()
 	var out bytes.Buffer
 	body := map[string]any{"name": "cli-job", "vram": "12GiB", "util": 30, "duration": "20m"}
-	if err := request(c.URL(), "gpusched.job.submit", body, &out); err != nil {
+	if err := request(&bus.Options{URLs: c.URL()}, "gpusched.job.submit", body, &out); err != nil {
 		t.Fatal(err)
 	}
 	var rep struct{ JobID, State string }
@@ -49,7 +75,7 @@ func TestClientCommands(t *testing.T) {
 		t.Fatalf("submit printed %s", out.String())
 	}
 	out.Reset()
-	err = request(c.URL(), "gpusched.job.submit", map[string]any{"name": "x", "vram": "-1GB", "duration": "1m"}, &out)
+	err = request(&bus.Options{URLs: c.URL()}, "gpusched.job.submit", map[string]any{"name": "x", "vram": "-1GB", "duration": "1m"}, &out)
 	if err == nil || !strings.Contains(err.Error(), "vram") {
 		t.Fatalf("bad submit: %v", err)
 	}
@@ -71,7 +97,7 @@ func TestClientCommands(t *testing.T) {
 	if err := chaosCommand([]string{"delay", "gpu-4", "--delay", "10ms", "--duration", "1s", "--nats", c.URL()}); err != nil {
 		t.Fatalf("chaos delay: %v", err)
 	}
-	if err := request("nats://127.0.0.1:1", "gpusched.job.list", map[string]any{}, &out); err == nil || !strings.Contains(err.Error(), "cannot reach") {
+	if err := request(&bus.Options{URLs: "nats://127.0.0.1:1"}, "gpusched.job.list", map[string]any{}, &out); err == nil || !strings.Contains(err.Error(), "cannot reach") {
 		t.Fatalf("unreachable cluster: %v", err)
 	}
 }
