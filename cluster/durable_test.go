@@ -1,9 +1,12 @@
 package cluster_test
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -11,7 +14,9 @@ import (
 
 	"github.com/gpusched/gpusched/cluster"
 	"github.com/gpusched/gpusched/durable"
+	"github.com/gpusched/gpusched/events"
 	"github.com/gpusched/gpusched/internal/livetest"
+	"github.com/gpusched/gpusched/observer"
 )
 
 // queueOrder is the ids in the snapshot's queue, in queue order.
@@ -125,4 +130,119 @@ func simTime(t *testing.T, v any) time.Time {
 		t.Fatalf("time %v: %v", v, err)
 	}
 	return at
+}
+
+// eventKeys reads JSON lines of events and returns each one's source/seq.
+func eventKeys(t *testing.T, lines string) []string {
+	t.Helper()
+	var keys []string
+	for _, l := range strings.Split(strings.TrimSpace(lines), "\n") {
+		if l == "" {
+			continue
+		}
+		var ev struct {
+			Source string `json:"source"`
+			Seq    uint64 `json:"seq"`
+		}
+		if err := json.Unmarshal([]byte(l), &ev); err != nil {
+			t.Fatalf("a logged line is not an event: %q", l)
+		}
+		keys = append(keys, fmt.Sprintf("%s#%d", ev.Source, ev.Seq))
+	}
+	return keys
+}
+
+// logFor runs observer.Log with h until cond holds for what it wrote.
+func logFor(t *testing.T, nc *nats.Conn, h observer.History, cond func(out string) bool) string {
+	t.Helper()
+	var mu sync.Mutex
+	var buf strings.Builder
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- observer.Log(ctx, nc, events.NewSubjects(""), h, writerFunc(func(b []byte) (int, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			return buf.Write(b)
+		}))
+	}()
+	waitFor(t, "the log to catch up", 10*time.Second, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return cond(buf.String())
+	})
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("observer.Log: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	return buf.String()
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(b []byte) (int, error) { return f(b) }
+
+// TestLogReplaysHistoryAndResumes: the event stream keeps the cluster's
+// events, so a log started after them replays them (--from-start), and a
+// durable reader stopped and started again continues where it stopped:
+// together its two runs hold every event once, none missed, none twice.
+func TestLogReplaysHistoryAndResumes(t *testing.T) {
+	_, nc := startCluster(t, cluster.Config{Speed: 600, Store: durable.Memory})
+	var ids []string
+	for i := range 3 {
+		ids = append(ids, submit(t, nc, fmt.Sprintf(`{"name":"history-%d","vram":"4GB","duration":"1m"}`, i)))
+	}
+	for _, id := range ids {
+		waitState(t, nc, id, "completed", 10*time.Second)
+	}
+	completedAll := func(out string) bool {
+		for _, id := range ids {
+			if !strings.Contains(out, `"type":"gpusched.job.completed"`) || !strings.Contains(out, id) {
+				return false
+			}
+		}
+		return strings.Count(out, `"type":"gpusched.job.completed"`) >= 3
+	}
+	all := logFor(t, nc, observer.History{FromStart: true}, completedAll)
+	if !strings.Contains(all, `"type":"gpusched.job.submitted"`) {
+		t.Fatalf("--from-start did not replay the submissions")
+	}
+	if since := logFor(t, nc, observer.History{Since: time.Hour}, completedAll); len(eventKeys(t, since)) == 0 {
+		t.Fatalf("--since 1h replayed nothing")
+	}
+
+	// A durable reader takes part of the history, stops, and resumes.
+	first := logFor(t, nc, observer.History{Durable: "resume-test", FromStart: true}, func(out string) bool {
+		return strings.Count(out, "\n") >= 20
+	})
+	late := submit(t, nc, `{"name":"while-away","vram":"4GB","duration":"1m"}`)
+	waitState(t, nc, late, "completed", 10*time.Second)
+	second := logFor(t, nc, observer.History{Durable: "resume-test"}, func(out string) bool {
+		return strings.Contains(out, late) && strings.Contains(out, `"type":"gpusched.job.completed"`)
+	})
+	whole := logFor(t, nc, observer.History{FromStart: true}, func(out string) bool { return strings.Contains(out, late) })
+	got := map[string]int{}
+	for _, k := range append(eventKeys(t, first), eventKeys(t, second)...) {
+		got[k]++
+	}
+	for k, n := range got {
+		if n > 1 {
+			t.Fatalf("event %s delivered %d times across the durable reader's restart", k, n)
+		}
+	}
+	firstKeys := eventKeys(t, first)
+	wholeKeys := eventKeys(t, whole)
+	if !slices.Equal(wholeKeys[:len(firstKeys)], firstKeys) {
+		t.Fatalf("the durable reader's first run is not the start of the stream")
+	}
+	rest := wholeKeys[len(firstKeys):]
+	secondKeys := eventKeys(t, second)
+	// The second run continues exactly where the first stopped: its events
+	// are the rest of the stream, in order, from the first one on.
+	if n := min(len(secondKeys), len(rest)); n == 0 || !slices.Equal(secondKeys[:n], rest[:n]) {
+		t.Fatalf("the durable reader's second run does not continue where the first stopped:\nfirst ended %v\nsecond began %v\nstream has %v",
+			firstKeys[len(firstKeys)-1:], secondKeys[:min(3, len(secondKeys))], rest[:min(3, len(rest))])
+	}
 }

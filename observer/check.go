@@ -600,6 +600,32 @@ func CheckLive(ctx context.Context, nc *nats.Conn, subjects events.Subjects, c *
 	return DrainChecker(nc, sub)
 }
 
+// CheckHistory is CheckLive reading from the cluster's kept event stream
+// from where h says (a run audited after the fact, or a checker that must
+// not miss an event across a reconnect); live reading when h replays
+// nothing.
+func CheckHistory(ctx context.Context, nc *nats.Conn, subjects events.Subjects, h History, c *Checker, w io.Writer) error {
+	if !h.Replays() {
+		return CheckLive(ctx, nc, subjects, c, w)
+	}
+	prev := c.OnViolation
+	c.OnViolation = func(v Violation) {
+		fmt.Fprintln(w, v)
+		if prev != nil {
+			prev(v)
+		}
+	}
+	return ReadEvents(ctx, nc, subjects, h, func(subject string, data []byte) error {
+		ev, fe := events.DecodeEvent(data)
+		if fe != nil {
+			c.Malformed(subject, fe)
+			return nil
+		}
+		c.Feed(subject, ev)
+		return nil
+	})
+}
+
 // SubscribeChecker subscribes c to every event of the cluster, printing
 // each violation to w; once it returns (and nc is flushed) no event is
 // missed. DrainChecker ends it.

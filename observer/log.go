@@ -10,22 +10,11 @@ import (
 )
 
 // Log writes every event of the cluster to out as one JSON line (the
-// CloudEvents envelope as published) until ctx ends.
-func Log(ctx context.Context, nc *nats.Conn, subjects events.Subjects, out io.Writer) error {
-	ch := make(chan *nats.Msg, 8192)
-	sub, err := nc.ChanSubscribe(subjects.AllEvents(), ch)
-	if err != nil {
+// CloudEvents envelope as published) until ctx ends: live, or from where
+// h says in the kept event stream (see ReadEvents).
+func Log(ctx context.Context, nc *nats.Conn, subjects events.Subjects, h History, out io.Writer) error {
+	return ReadEvents(ctx, nc, subjects, h, func(_ string, data []byte) error {
+		_, err := out.Write(append(data, '\n'))
 		return err
-	}
-	defer sub.Unsubscribe()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case m := <-ch:
-			if _, err := out.Write(append(m.Data, '\n')); err != nil {
-				return err
-			}
-		}
-	}
+	})
 }

@@ -16,7 +16,7 @@ import (
 // runCheck is `observer check`: it asserts the invariants live, prints each
 // violation at once and a summary on exit, and returns the exit code (1 on
 // any violation).
-func runCheck(ctx context.Context, nc *nats.Conn, subjects events.Subjects, url string, d time.Duration, asJSON bool) int {
+func runCheck(ctx context.Context, nc *nats.Conn, subjects events.Subjects, url string, d time.Duration, asJSON bool, h observer.History) int {
 	if d > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, d)
@@ -28,7 +28,7 @@ func runCheck(ctx context.Context, nc *nats.Conn, subjects events.Subjects, url 
 	}
 	fmt.Fprintf(os.Stderr, "observer check: checking every event of %s (%s)\n", url, until)
 	c := observer.NewChecker()
-	if err := observer.CheckLive(ctx, nc, subjects, c, os.Stdout); err != nil {
+	if err := observer.CheckHistory(ctx, nc, subjects, h, c, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "observer check:", err)
 		return 1
 	}

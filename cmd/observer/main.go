@@ -15,7 +15,9 @@ import (
 	"github.com/nats-io/nats.go"
 	"golang.org/x/term"
 
+	"github.com/gpusched/gpusched/bus"
 	"github.com/gpusched/gpusched/events"
+	"github.com/gpusched/gpusched/model"
 	"github.com/gpusched/gpusched/observer"
 	"github.com/gpusched/gpusched/observer/tui"
 )
@@ -26,7 +28,8 @@ const usage = `usage:
   observer text [--once] [flags]         a refreshing plain-text view
   observer web --listen 127.0.0.1:8080   the web dashboard
   observer metrics --listen 127.0.0.1:9090   Prometheus metrics at /metrics
-  observer log [--out FILE]              every event as one JSON line
+  observer log [--out FILE]              every event as one JSON line; --since 10m or --from-start
+                                         replays the kept events first, --durable NAME resumes after a restart
   observer record --out run.jsonl        the same, into a file (for observer report)
   observer report RUN --out DIR          summary, per-job CSV and PNG plots of a recorded
                                          run.jsonl or a cluster replay/compare output folder
@@ -36,6 +39,7 @@ const usage = `usage:
 flags of the live commands:
   --nats URL      the cluster's NATS URL (default nats://127.0.0.1:4222)
   --prefix P      the cluster's subject prefix (default gpusched)
+  --creds, --nkey, --user/--password, --token, --tlscert/--tlskey, --tlsca   as the nats CLI's
 `
 
 func main() {
@@ -64,7 +68,14 @@ func main() {
 	}
 	fs := flag.NewFlagSet("observer "+cmd, flag.ContinueOnError)
 	fs.Usage = func() { fmt.Fprint(os.Stderr, usage) }
-	url := fs.String("nats", "nats://127.0.0.1:4222", "NATS URL of the cluster")
+	var busOpt bus.Options
+	busOpt.AddFlags(fs, "nats://127.0.0.1:4222", "NATS URL of the cluster (several: comma-separated)")
+	url := &busOpt.URLs
+	var hist observer.History
+	fs.BoolVar(&hist.FromStart, "from-start", false, "log, record, check: replay every event the cluster's stream keeps, then go live")
+	fs.DurationVar(&hist.Since, "since", 0, "log, record, check: replay the events of this last stretch (e.g. 10m), then go live")
+	fs.StringVar(&hist.Durable, "durable", "", "log, record, check: a durable reader's name: restarted with it, the observer continues\n"+
+		"after the last event it took, without a gap")
 	prefix := fs.String("prefix", events.DefaultPrefix, "subject prefix of the cluster")
 	interval := fs.Duration("interval", time.Second, "text view: refresh period")
 	once := fs.Bool("once", false, "text view: print one frame and exit")
@@ -82,18 +93,39 @@ func main() {
 		fmt.Fprintf(os.Stderr, "observer %s: unexpected argument %q\n", cmd, fs.Arg(0))
 		os.Exit(2)
 	}
+	if hist.Replays() && cmd != "log" && cmd != "record" && cmd != "check" {
+		fmt.Fprintf(os.Stderr, "observer %s: --since, --from-start and --durable are for log, record and check\n", cmd)
+		os.Exit(2)
+	}
+	if hist.Since < 0 {
+		fmt.Fprintln(os.Stderr, "observer: --since must be a positive duration, e.g. 10m")
+		os.Exit(2)
+	}
+	if hist.Durable != "" && !model.ValidToken(hist.Durable) {
+		fmt.Fprintf(os.Stderr, "observer: --durable %q: use letters, digits, - and _ only\n", hist.Durable)
+		os.Exit(2)
+	}
+	if err := busOpt.Check(); err != nil {
+		fmt.Fprintln(os.Stderr, "observer:", err)
+		os.Exit(2)
+	}
 	if cmd == "record" && *out == "" {
 		fmt.Fprintln(os.Stderr, "observer record: --out FILE is required (e.g. --out run.jsonl)")
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	nc, err := nats.Connect(*url, nats.Name("gpusched-observer-"+cmd), nats.MaxReconnects(-1),
-		// Started before the cluster, the observer waits for it rather than failing.
-		nats.RetryOnFailedConnect(true), nats.ReconnectWait(500*time.Millisecond),
-		// A slow consumer is reported by the seq gaps ("events missed"),
-		// not printed over a dashboard.
+	opts, err := busOpt.NATSOptions()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "observer:", err)
+		os.Exit(2)
+	}
+	// Started before the cluster, the observer waits for it rather than
+	// failing (NATSOptions retries). A slow consumer is reported by the seq
+	// gaps ("events missed"), not printed over a dashboard.
+	opts = append(opts, nats.Name("gpusched-observer-"+cmd), nats.ReconnectWait(500*time.Millisecond),
 		nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}))
+	nc, err := nats.Connect(*url, opts...)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "observer: cannot reach the cluster at %s: %v (start it with: go run ./cmd/cluster)\n", *url, err)
 		os.Exit(1)
@@ -110,7 +142,7 @@ func main() {
 	case "metrics":
 		err = runMetrics(ctx, nc, subjects, or(*listen, "127.0.0.1:9090"))
 	case "check":
-		os.Exit(runCheck(ctx, nc, subjects, *url, *checkFor, *checkJSON))
+		os.Exit(runCheck(ctx, nc, subjects, *url, *checkFor, *checkJSON, hist))
 	case "log", "record":
 		var w io.Writer = os.Stdout
 		if *out != "" {
@@ -125,7 +157,16 @@ func main() {
 		if cmd == "record" {
 			fmt.Fprintf(os.Stderr, "observer: recording every event of %s to %s (Ctrl-C stops)\n", *url, *out)
 		}
-		err = observer.Log(ctx, nc, subjects, w)
+		if hist.Replays() {
+			// ReadEvents needs the stream: wait for the first connection.
+			for !nc.IsConnected() && ctx.Err() == nil {
+				select {
+				case <-ctx.Done():
+				case <-time.After(100 * time.Millisecond):
+				}
+			}
+		}
+		err = observer.Log(ctx, nc, subjects, hist, w)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "observer:", err)

@@ -1,0 +1,151 @@
+package observer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/gpusched/gpusched/durable"
+	"github.com/gpusched/gpusched/events"
+)
+
+// History says where in the cluster's kept event stream a reader starts.
+// The zero value reads live events only.
+type History struct {
+	// FromStart replays every event the stream still keeps.
+	FromStart bool
+	// Since replays the events of this last stretch of wall time.
+	Since time.Duration
+	// Durable names a durable consumer: a reader restarted with the same
+	// name continues after the last event it took, without gaps (on its
+	// first start it begins where FromStart or Since say, else live).
+	Durable string
+}
+
+// Replays reports whether h needs the kept stream.
+func (h History) Replays() bool { return h.FromStart || h.Since > 0 || h.Durable != "" }
+
+// ErrNoEventStream says the cluster keeps no event stream.
+var ErrNoEventStream = errors.New("the cluster keeps no event stream (it runs without JetStream): " +
+	"--since, --from-start and --durable need a cluster started with its default store, --data-dir or --memory")
+
+// ReadEvents calls fn with every event of the cluster, in order, until ctx
+// ends or fn fails. From the cluster's kept event stream when there is one
+// (an ordered consumer, which resumes after a reconnect with no gap, or a
+// durable one, see History); else, and only for live reading, a plain
+// subscription.
+func ReadEvents(ctx context.Context, nc *nats.Conn, subjects events.Subjects, h History, fn func(subject string, data []byte) error) error {
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	lookup, cancel := context.WithTimeout(ctx, 5*time.Second)
+	stream, err := js.Stream(lookup, durable.EventStream(subjects.Prefix))
+	cancel()
+	if err != nil {
+		if h.Replays() {
+			if errors.Is(err, jetstream.ErrStreamNotFound) || errors.Is(err, jetstream.ErrJetStreamNotEnabled) ||
+				errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount) {
+				return ErrNoEventStream
+			}
+			return fmt.Errorf("the event stream %s: %w", durable.EventStream(subjects.Prefix), err)
+		}
+		return readLive(ctx, nc, subjects, fn)
+	}
+	policy, start := jetstream.DeliverNewPolicy, (*time.Time)(nil)
+	switch {
+	case h.FromStart:
+		policy = jetstream.DeliverAllPolicy
+	case h.Since > 0:
+		t := time.Now().Add(-h.Since)
+		policy, start = jetstream.DeliverByStartTimePolicy, &t
+	}
+	var cons jetstream.Consumer
+	if h.Durable != "" {
+		// A durable reader resumes after the last event it acknowledged:
+		// events its last run fetched but never took come again. (The
+		// consumer is made anew from that point: a pull consumer would
+		// otherwise hold them back until their ack wait ran out.)
+		var startSeq uint64
+		if old, err := stream.Consumer(ctx, h.Durable); err == nil {
+			startSeq = old.CachedInfo().AckFloor.Stream + 1
+			if err := stream.DeleteConsumer(ctx, h.Durable); err != nil {
+				return fmt.Errorf("resuming the durable reader %s: %w", h.Durable, err)
+			}
+			policy, start = jetstream.DeliverByStartSequencePolicy, nil
+		}
+		cons, err = stream.CreateConsumer(ctx, jetstream.ConsumerConfig{Durable: h.Durable, DeliverPolicy: policy,
+			OptStartTime: start, OptStartSeq: startSeq, AckPolicy: jetstream.AckAllPolicy, FilterSubject: subjects.AllEvents(),
+			Description: "gpusched observer " + h.Durable})
+	} else {
+		cons, err = stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: []string{subjects.AllEvents()},
+			DeliverPolicy: policy, OptStartTime: start})
+	}
+	if err != nil {
+		return fmt.Errorf("reading the event stream: %w", err)
+	}
+	it, err := cons.Messages()
+	if err != nil {
+		return err
+	}
+	stopped := make(chan struct{})
+	go func() {
+		select {
+		case <-ctx.Done():
+			it.Stop()
+		case <-stopped:
+		}
+	}()
+	defer close(stopped)
+	var last jetstream.Msg
+	defer func() {
+		// The last event taken, acknowledged for sure (with AckAll it
+		// covers every one before it): where the next run resumes.
+		if last != nil {
+			actx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			last.DoubleAck(actx)
+			cancel()
+		}
+	}()
+	for {
+		msg, err := it.Next()
+		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+				return nil
+			}
+			return err
+		}
+		if err := fn(msg.Subject(), msg.Data()); err != nil {
+			it.Stop()
+			return err
+		}
+		if h.Durable != "" {
+			msg.Ack()
+			last = msg
+		}
+	}
+}
+
+// readLive reads live events from a plain subscription.
+func readLive(ctx context.Context, nc *nats.Conn, subjects events.Subjects, fn func(subject string, data []byte) error) error {
+	ch := make(chan *nats.Msg, 8192)
+	sub, err := nc.ChanSubscribe(subjects.AllEvents(), ch)
+	if err != nil {
+		return err
+	}
+	defer sub.Unsubscribe()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case m := <-ch:
+			if err := fn(m.Subject, m.Data); err != nil {
+				return err
+			}
+		}
+	}
+}
