@@ -126,7 +126,9 @@ func TestReportOfARecording(t *testing.T) {
 	)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- observer.Log(ctx, nc, events.NewSubjects(""), observer.History{}, lockedWriter{&mu, &buf}) }()
+	go func() {
+		done <- observer.Log(ctx, nc, events.NewSubjects(""), observer.History{}, lockedWriter{&mu, &buf})
+	}()
 	// The recorder subscribes asynchronously: wait until it sees metrics.
 	testbus.WaitFor(t, "the recorder to get events", 10*time.Second, func() bool {
 		mu.Lock()
