@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -70,7 +71,12 @@ func Setup(ctx context.Context, nc *nats.Conn, prefix string, opt Options) (*Jou
 	if opt.Storage == None {
 		return nil, errors.New("durable.Setup: no storage")
 	}
-	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(4096))
+	j := &Journal{}
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(4096),
+		// A write the store never confirms (a server lost mid-write) fails
+		// after this, so that it can be written again.
+		jetstream.WithPublishAsyncTimeout(asyncTimeout),
+		jetstream.WithPublishAsyncErrHandler(func(_ jetstream.JetStream, m *nats.Msg, err error) { j.failed(m.Subject, err) }))
 	if err != nil {
 		return nil, err
 	}
@@ -116,8 +122,12 @@ func Setup(ctx context.Context, nc *nats.Conn, prefix string, opt Options) (*Jou
 	if err != nil {
 		return nil, fmt.Errorf("job journal %s: %w", JobBucket(subjects.Prefix), err)
 	}
-	return &Journal{js: js, kv: kv, subject: "$KV." + JobBucket(subjects.Prefix) + "."}, nil
+	j.js, j.kv, j.subject = js, kv, "$KV."+JobBucket(subjects.Prefix)+"."
+	return j, nil
 }
+
+// asyncTimeout bounds the wait for the store to confirm a write.
+const asyncTimeout = 5 * time.Second
 
 // Record is one accepted job as the journal keeps it: enough to put it
 // back in the queue in its place, to account for it where it ran, and to
@@ -163,6 +173,18 @@ type Journal struct {
 	js      jetstream.JetStream
 	kv      jetstream.KeyValue
 	subject string
+	onError atomic.Pointer[func(jobID string, err error)]
+}
+
+// OnError sets what is called (on another goroutine) when the store
+// refuses or never confirms a job's record: the writer writes it again.
+func (j *Journal) OnError(f func(jobID string, err error)) { j.onError.Store(&f) }
+
+func (j *Journal) failed(subject string, err error) {
+	id, ok := strings.CutPrefix(subject, j.subject+jobKey)
+	if f := j.onError.Load(); ok && f != nil {
+		(*f)(id, err)
+	}
 }
 
 const (

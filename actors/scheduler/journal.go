@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/zap"
 
 	"github.com/gpusched/gpusched/durable"
@@ -58,23 +59,41 @@ func (s *Scheduler) store() {
 	s.toStore = s.toStore[:0]
 }
 
-func (s *Scheduler) put(j *job) (ok bool, done <-chan error) {
+func (s *Scheduler) put(j *job) jetstream.PubAckFuture {
 	j.touched = false
 	fut, err := s.cfg.Journal.Put(s.record(j))
 	if err != nil {
-		s.log.Error("job journal write failed", zap.String("job", j.id), zap.Error(err))
-		return false, nil
+		s.log.Error("job journal write failed; writing it again", zap.String("job", j.id), zap.Error(err))
+		s.rewrite(j)
+		return nil
 	}
-	ch := make(chan error, 1)
+	return fut
+}
+
+// rewrite writes j's record again after a failed write (a NATS server
+// lost mid-write, a leader election): its current state, soon.
+func (s *Scheduler) rewrite(j *job) {
 	go func() {
 		select {
-		case <-fut.Ok():
-			ch <- nil
-		case err := <-fut.Err():
-			ch <- err
+		case <-time.After(journalRetry):
+			s.post(func() { s.touch(j) })
+		case <-s.done:
 		}
 	}()
-	return true, ch
+}
+
+// journalRetry is the wait before a failed journal write is tried again.
+const journalRetry = 250 * time.Millisecond
+
+// failedWrite is the journal's error handler: the job's record is
+// written again from the loop.
+func (s *Scheduler) failedWrite(jobID string, err error) {
+	s.log.Warn("job journal write unconfirmed; writing it again", zap.String("job", jobID), zap.Error(err))
+	s.post(func() {
+		if j, ok := s.jobs[jobID]; ok {
+			s.rewrite(j)
+		}
+	})
 }
 
 // checkpointsReached marks running jobs that passed a checkpoint since
@@ -99,18 +118,18 @@ func (s *Scheduler) replyStored(m *nats.Msg, j *job, reply any) {
 		events.Reply(m, reply)
 		return
 	}
-	ok, done := s.put(j)
-	if !ok {
+	fut := s.put(j)
+	if fut == nil {
 		s.unstored(m, j, "the job journal refused the write")
 		return
 	}
 	go func() {
-		err := <-done
-		if err == nil {
+		select {
+		case <-fut.Ok():
 			events.Reply(m, reply)
-			return
+		case err := <-fut.Err():
+			s.post(func() { s.unstored(m, j, err.Error()) })
 		}
-		s.post(func() { s.unstored(m, j, err.Error()) })
 	}()
 }
 

@@ -253,6 +253,9 @@ func New(cfg Config) (*Scheduler, error) {
 	if cfg.Restored != nil {
 		s.restore(cfg.Restored)
 	}
+	if cfg.Journal != nil {
+		cfg.Journal.OnError(s.failedWrite)
+	}
 	sj := cfg.Subjects
 	for _, subj := range []string{sj.Prefix + ".job.*", sj.Prefix + ".sched.*", sj.ClusterSnapshot(), sj.AllGPUEvents(), sj.AllNodeEvents()} {
 		sub, err := cfg.Conn.Subscribe(subj, func(m *nats.Msg) {
