@@ -104,6 +104,9 @@ type Config struct {
 	// NoGPUs runs the control plane only: the scheduler, chaos responder
 	// and generator, with GPU nodes joining from `cluster node` processes.
 	NoGPUs bool
+	// Fresh deletes what the store holds of a previous run (the job
+	// journal and the event stream) before starting.
+	Fresh bool
 }
 
 // Cluster is a running cluster.
@@ -201,6 +204,11 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		opt.Storage = cfg.Store
 		setupCtx, done := context.WithTimeout(ctx, 30*time.Second)
 		defer done()
+		if cfg.Fresh {
+			if err := durable.Reset(setupCtx, jc, cfg.Prefix); err != nil {
+				return fail(err)
+			}
+		}
 		if c.journal, err = durable.Setup(setupCtx, jc, cfg.Prefix, opt); err != nil {
 			return fail(err)
 		}
@@ -209,6 +217,12 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 			return fail(err)
 		}
 		restored = &st
+		if len(st.Jobs) > 0 {
+			// The demo's jobs were submitted when this store's run began.
+			c.cfg.Demo, cfg.Demo = false, false
+			cfg.Logger.Info("resuming the run this store holds (--fresh starts empty)", zap.Int("jobs", len(st.Jobs)),
+				zap.Time("simtime", st.SimTime), zap.String("store", storeName(cfg)))
+		}
 		if cfg.Clock == nil && !st.SimTime.IsZero() && !epochGiven {
 			// Simulated time resumes where the journal left it, so queued
 			// jobs keep their waits and order.
@@ -245,6 +259,11 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		Policy: cfg.Policy, VRAMModel: cfg.VRAMModel, StarvationAge: cfg.StarvationAge, Seed: int64(cfg.Seed),
 		NodeRank: cfg.NodeRank, Workload: cfg.Workload, DropUnschedulable: cfg.DropUnschedulable, MetricsPeriod: cfg.MetricsPeriod,
 		Lease: lease, Journal: c.journal, Restored: restored}
+	if cfg.NoGPUs {
+		// GPU nodes join from elsewhere: for one lease, a job that fits no
+		// GPU known yet waits instead of being rejected.
+		schedCfg.Since = time.Now()
+	}
 	sched, err := scheduler.New(schedCfg)
 	if err != nil {
 		return fail(err)

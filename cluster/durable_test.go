@@ -246,3 +246,18 @@ func TestLogReplaysHistoryAndResumes(t *testing.T) {
 			firstKeys[len(firstKeys)-1:], secondKeys[:min(3, len(secondKeys))], rest[:min(3, len(rest))])
 	}
 }
+
+// TestFreshStartsEmpty: a cluster started with Fresh on a store holding a
+// previous run has none of its jobs.
+func TestFreshStartsEmpty(t *testing.T) {
+	dir := t.TempDir()
+	cfg := cluster.Config{Speed: 60, Store: durable.File, DataDir: dir}
+	c1, nc := livetest.Cluster(t, cfg)
+	id := submit(t, nc, `{"name":"old","vram":"4GB","duration":"10h"}`)
+	c1.Stop()
+	cfg.Fresh = true
+	_, nc2 := livetest.Cluster(t, cfg)
+	if e := req(t, nc2, "gpusched.job.get", obj{"job_id": id})["error"]; e == nil {
+		t.Fatalf("job %s survived a fresh start", id)
+	}
+}

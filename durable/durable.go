@@ -129,6 +129,23 @@ func Setup(ctx context.Context, nc *nats.Conn, prefix string, opt Options) (*Jou
 // asyncTimeout bounds the wait for the store to confirm a write.
 const asyncTimeout = 5 * time.Second
 
+// Reset deletes the job journal and the event stream under prefix (a
+// fresh start on a store that holds a previous run).
+func Reset(ctx context.Context, nc *nats.Conn, prefix string) error {
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	subjects := events.NewSubjects(prefix)
+	if err := js.DeleteKeyValue(ctx, JobBucket(subjects.Prefix)); err != nil && !errors.Is(err, jetstream.ErrBucketNotFound) {
+		return fmt.Errorf("deleting the job journal: %w", err)
+	}
+	if err := js.DeleteStream(ctx, EventStream(subjects.Prefix)); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
+		return fmt.Errorf("deleting the event stream: %w", err)
+	}
+	return nil
+}
+
 // Record is one accepted job as the journal keeps it: enough to put it
 // back in the queue in its place, to account for it where it ran, and to
 // answer job.get about it after a restart.

@@ -421,8 +421,13 @@ func (s *Scheduler) Drain() int {
 }
 
 // warming reports whether a restarted scheduler is still in its warm-up:
-// one lease from its start, while the GPUs report in.
+// one lease from its start, while the GPUs report in. A scheduler no GPU
+// has joined yet (a control plane whose nodes run elsewhere) is warming
+// until one does.
 func (s *Scheduler) warming() bool {
+	if len(s.view.gpus) == 0 {
+		return true
+	}
 	if s.cfg.Since.IsZero() {
 		return false
 	}

@@ -446,7 +446,11 @@ func (s *Scheduler) schedule() {
 			continue
 		}
 		if j.unchecked && len(s.view.cluster.GPUs) == 0 {
-			s.setPending(j, "the scheduler restarted and is hearing from the GPUs")
+			reason := "the scheduler restarted and is hearing from the GPUs"
+			if len(s.view.gpus) == 0 {
+				reason = "no GPU has joined the cluster yet (GPU nodes join with `cluster node`)"
+			}
+			s.setPending(j, reason)
 			continue
 		}
 		if len(j.awaiting) > 0 {

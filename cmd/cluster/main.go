@@ -146,6 +146,7 @@ func run(args []string) error {
 	heartbeat := fs.Duration("heartbeat", 0, "wall-time period of node heartbeats (default: a third of --lease, at most 2s)")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	dataDir := fs.String("data-dir", defaultDataDir(), "JetStream store directory: the job journal and the event stream survive restarts here")
+	fresh := fs.Bool("fresh", false, "start empty: delete the job journal and event stream a previous run left in the store")
 	memory := fs.Bool("memory", false, "keep the job journal and events in memory only (a throwaway run: nothing survives the process)")
 	eventsAge := fs.Duration("events-max-age", durable.DefaultEventsMaxAge, "keep events this long (observer log --since; 0: no age limit)")
 	eventsBytes := fs.String("events-max-bytes", "1GiB", "keep at most this much of the event stream, oldest dropped first (0: no size limit)")
@@ -286,7 +287,7 @@ func run(args []string) error {
 	cfg := cluster.Config{Listen: *listen, Prefix: *prefix, Shape: shape, Policy: *pol, VRAMModel: vm, Seed: *seed,
 		Rate: *rate, Demo: *demo, Speed: *speed, StarvationAge: *starve, Logger: log, Interference: *interference,
 		Source: source, Lease: *lease, Heartbeat: *heartbeat, Chaos: monkeySpec,
-		Bus: busOpt, Store: store, DataDir: *dataDir, NoGPUs: *noGPUs,
+		Bus: busOpt, Store: store, DataDir: *dataDir, NoGPUs: *noGPUs, Fresh: *fresh,
 		Durable: durable.Options{Replicas: *replicas, EventsMaxAge: noLimit(*eventsAge), EventsMaxBytes: noLimit(maxBytes)}}
 	wallStart := time.Now()
 	if clock != nil {
