@@ -24,9 +24,10 @@
 //	<p>.chaos.partition   {"gpu","duration":"30s"} → the same: the actor is cut off from the bus
 //	<p>.chaos.delay       {"gpu","delay":"200ms","duration"?} → its outgoing messages are late ("0s" clears)
 //	<p>.chaos.drop        {"gpu","drop":0.2,"duration"?,"seed"?} → that fraction of its messages is lost (0 clears)
-//	<p>.chaos.kill-scheduler {} → {"ok","action","incarnation","queued_lost","running","note"}: the scheduler
-//	                      restarts and re-learns running jobs from the GPU actors; queued jobs are lost
-//	                      until the queue is durable
+//	<p>.chaos.kill-scheduler {} → {"ok","action","incarnation","queued","queued_lost","running","note"}: the
+//	                      scheduler restarts, takes its queue back from the job journal ("queued": kept)
+//	                      and re-learns running jobs from the GPU actors; without a journal the queued
+//	                      jobs are lost ("queued_lost")
 //
 // Request bodies may be at most 64 KiB (MaxRequestBytes).
 // Every error, on every request subject, has one shape:
