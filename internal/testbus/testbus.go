@@ -33,6 +33,32 @@ func Start(t testing.TB) (*server.Server, *nats.Conn) {
 	return ns, nc
 }
 
+// StartJetStream is Start with JetStream on, its store in a temporary
+// directory.
+func StartJetStream(t testing.TB) (*server.Server, *nats.Conn) {
+	t.Helper()
+	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: server.RANDOM_PORT, NoLog: true, NoSigs: true,
+		JetStream: true, StoreDir: t.TempDir()})
+	if err != nil {
+		t.Fatalf("nats server: %v", err)
+	}
+	go ns.Start()
+	if !ns.ReadyForConnections(10 * time.Second) {
+		t.Fatal("nats server not ready")
+	}
+	nc, err := nats.Connect(ns.ClientURL())
+	if err != nil {
+		ns.Shutdown()
+		t.Fatalf("connect: %v", err)
+	}
+	t.Cleanup(func() {
+		nc.Close()
+		ns.Shutdown()
+		ns.WaitForShutdown()
+	})
+	return ns, nc
+}
+
 // WaitFor polls cond until it holds, failing the test after timeout.
 func WaitFor(t testing.TB, what string, timeout time.Duration, cond func() bool) {
 	t.Helper()

@@ -1,0 +1,112 @@
+package durable_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/gpusched/gpusched/durable"
+	"github.com/gpusched/gpusched/internal/testbus"
+	"github.com/gpusched/gpusched/model"
+)
+
+// TestJournalKeepsTheLastRecordOfEachJob writes several records of a few
+// jobs without waiting, and reads back the last of each in seq order, the
+// incarnation and the latest simulated time.
+func TestJournalKeepsTheLastRecordOfEachJob(t *testing.T) {
+	_, nc := testbus.StartJetStream(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	j, err := durable.Setup(ctx, nc, "", durable.Options{Storage: durable.File})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i, st := range []struct {
+		id    string
+		seq   uint64
+		state string
+	}{{"b", 2, "queued"}, {"a", 1, "queued"}, {"a", 1, "running"}, {"c", 3, "queued"}, {"a", 1, "completed"}} {
+		if _, err := j.Put(&durable.Record{JobID: st.id, Seq: st.seq, State: st.state, Spec: model.Job{Name: st.id},
+			At: at.Add(time.Duration(i) * time.Minute)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := j.PutClock(at.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.SetIncarnation(ctx, 4); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	st, err := j.Load(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range st.Jobs {
+		got = append(got, r.JobID+":"+r.State)
+	}
+	if want := "[a:completed b:queued c:queued]"; fmtSlice(got) != want {
+		t.Fatalf("journal holds %v, want %s", got, want)
+	}
+	if st.Incarnation != 4 || !st.SimTime.Equal(at.Add(time.Hour)) {
+		t.Fatalf("incarnation %d, simtime %s; want 4 and %s", st.Incarnation, st.SimTime, at.Add(time.Hour))
+	}
+	if st.Jobs[0].Spec.Name != "a" {
+		t.Fatalf("the spec did not round-trip: %+v", st.Jobs[0].Spec)
+	}
+
+	// Reset deletes the journal and the event stream.
+	if err := durable.Reset(ctx, nc, ""); err != nil {
+		t.Fatal(err)
+	}
+	js, _ := jetstream.New(nc)
+	if _, err := js.Stream(ctx, durable.EventStream("")); err == nil {
+		t.Fatal("the event stream survived Reset")
+	}
+	j2, err := durable.Setup(ctx, nc, "", durable.Options{Storage: durable.Memory})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err := j2.Load(ctx); err != nil || len(st.Jobs) != 0 || st.Incarnation != 0 {
+		t.Fatalf("after Reset the journal holds %+v (%v)", st, err)
+	}
+}
+
+// TestEventStreamIsBounded: the event stream's bounds are the options'.
+func TestEventStreamIsBounded(t *testing.T) {
+	_, nc := testbus.StartJetStream(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := durable.Setup(ctx, nc, "lab", durable.Options{Storage: durable.Memory, EventsMaxAge: time.Hour, EventsMaxBytes: 1 << 20}); err != nil {
+		t.Fatal(err)
+	}
+	js, _ := jetstream.New(nc)
+	s, err := js.Stream(ctx, "LAB_EVENTS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := s.CachedInfo().Config
+	if cfg.MaxAge != time.Hour || cfg.MaxBytes != 1<<20 || cfg.Subjects[0] != "lab.evt.>" || cfg.Storage != jetstream.MemoryStorage {
+		t.Fatalf("event stream config %+v", cfg)
+	}
+	if _, err := durable.Setup(ctx, nc, "", durable.Options{}); err == nil {
+		t.Fatal("Setup with no storage must fail")
+	}
+}
+
+func fmtSlice(s []string) string {
+	out := "["
+	for i, v := range s {
+		if i > 0 {
+			out += " "
+		}
+		out += v
+	}
+	return out + "]"
+}
