@@ -334,6 +334,13 @@ func (s *Scheduler) onCancel(m *nats.Msg) {
 		replyError(m, "job_id", "job "+j.id+" is already "+j.state)
 		return
 	}
+	s.cancel(j, "cancelled by request")
+	events.Reply(m, s.info(j, true))
+}
+
+// cancel ends a job that is not over yet: out of the queue, or stopped
+// where it runs.
+func (s *Scheduler) cancel(j *job, reason string) {
 	now := s.cfg.Clock.Now()
 	if j.state == events.JobQueued {
 		s.dequeue(j)
@@ -342,9 +349,8 @@ func (s *Scheduler) onCancel(m *nats.Msg) {
 	}
 	j.ended = &now
 	s.stats.cancelled++
-	s.transition(j, events.JobCancelled, "cancelled by request")
+	s.transition(j, events.JobCancelled, reason)
 	s.dirty = true
-	events.Reply(m, s.info(j, true))
 }
 
 func (s *Scheduler) onStrategy(m *nats.Msg) {

@@ -137,16 +137,7 @@ func (s *Scheduler) replyStored(m *nats.Msg, j *job, reply any) {
 func (s *Scheduler) unstored(m *nats.Msg, j *job, why string) {
 	s.log.Error("job not stored: cancelled", zap.String("job", j.id), zap.String("reason", why))
 	if !j.terminal() {
-		now := s.cfg.Clock.Now()
-		if j.state == events.JobQueued {
-			s.dequeue(j)
-		} else {
-			s.stop(j, events.OpRelease)
-		}
-		j.ended = &now
-		s.stats.cancelled++
-		s.transition(j, events.JobCancelled, "not stored in the job journal: "+why)
-		s.dirty = true
+		s.cancel(j, "not stored in the job journal: "+why)
 	}
 	events.Reply(m, struct {
 		events.ErrorReply
