@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"time"
 
+	"github.com/gofrs/flock"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"go.uber.org/zap"
@@ -130,6 +132,7 @@ type Cluster struct {
 	// url is the bus's URL; tmpDir a store directory removed at Stop.
 	url     string
 	tmpDir  string
+	lock    *flock.Flock
 	journal *durable.Journal
 }
 
@@ -425,9 +428,7 @@ func (c *Cluster) Stop() {
 		c.server.Shutdown()
 		c.server.WaitForShutdown()
 	}
-	if c.tmpDir != "" {
-		os.RemoveAll(c.tmpDir)
-	}
+	c.release()
 }
 
 // Client opens an in-process connection to the cluster's server (closed by
@@ -462,6 +463,17 @@ func (c *Cluster) embedded(cfg Config) (*server.Server, error) {
 		if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 			return nil, fmt.Errorf("--data-dir %s: %v", cfg.DataDir, err)
 		}
+		// One cluster per store: two servers writing the same files would
+		// corrupt them (nats-server does not guard against it).
+		lock := flock.New(filepath.Join(cfg.DataDir, "gpusched.lock"))
+		locked, err := lock.TryLock()
+		if err != nil {
+			return nil, fmt.Errorf("--data-dir %s: %v", cfg.DataDir, err)
+		}
+		if !locked {
+			return nil, fmt.Errorf("--data-dir %s is in use by another cluster: stop it, or give this one another --data-dir (or --memory)", cfg.DataDir)
+		}
+		c.lock = lock
 		opts.JetStream, opts.StoreDir = true, cfg.DataDir
 	case durable.Memory:
 		dir, err := os.MkdirTemp("", "gpusched-memory-")
@@ -473,17 +485,26 @@ func (c *Cluster) embedded(cfg Config) (*server.Server, error) {
 	}
 	ns, err := server.NewServer(opts)
 	if err != nil {
+		c.release()
 		return nil, fmt.Errorf("embedded NATS server: %w", err)
 	}
 	go ns.Start()
 	if !ns.ReadyForConnections(10 * time.Second) {
 		ns.Shutdown()
-		if c.tmpDir != "" {
-			os.RemoveAll(c.tmpDir)
-		}
+		c.release()
 		return nil, fmt.Errorf("embedded NATS server did not start on %s (is the port in use? try --listen 127.0.0.1:4223)", cfg.Listen)
 	}
 	return ns, nil
+}
+
+// release gives back the store of a cluster that did not start.
+func (c *Cluster) release() {
+	if c.tmpDir != "" {
+		os.RemoveAll(c.tmpDir)
+	}
+	if c.lock != nil {
+		c.lock.Unlock()
+	}
 }
 
 // storeName says where the cluster keeps its state, for the log.

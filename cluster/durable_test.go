@@ -261,3 +261,18 @@ func TestFreshStartsEmpty(t *testing.T) {
 		t.Fatalf("job %s survived a fresh start", id)
 	}
 }
+
+// TestDataDirIsOneClusters: a second cluster on a data dir in use is
+// refused with a message saying so.
+func TestDataDirIsOneClusters(t *testing.T) {
+	cfg := cluster.Config{Speed: 60, Store: durable.File, DataDir: t.TempDir(), Listen: "127.0.0.1:-1"}
+	livetest.Cluster(t, cfg)
+	c, err := cluster.Start(context.Background(), cfg)
+	if err == nil {
+		c.Stop()
+		t.Fatal("a second cluster started on a data dir in use")
+	}
+	if !strings.Contains(err.Error(), "in use") {
+		t.Fatalf("error %q, want it to say the data dir is in use", err)
+	}
+}
