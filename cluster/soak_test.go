@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -96,6 +97,19 @@ func runSoak(t *testing.T, p soakPlan) soakResult {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Every event as raw text, to tell the story of a job that did not end.
+	var rawMu sync.Mutex
+	var raw []string
+	rawSub, err := checkConn.Subscribe("gpusched.evt.>", func(m *nats.Msg) {
+		rawMu.Lock()
+		raw = append(raw, m.Subject+" "+string(m.Data))
+		rawMu.Unlock()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rawSub.SetPendingLimits(-1, -1)
+	defer rawSub.Unsubscribe()
 
 	rng := rand.New(rand.NewPCG(p.seed, 1))
 	var faults []soakFault
@@ -215,6 +229,23 @@ func runSoak(t *testing.T, p soakPlan) soakResult {
 			snap := req(t, nc, "gpusched.cluster.snapshot", `{}`)
 			b, _ := json.Marshal(snap["summary"])
 			t.Logf("scheduler summary: %s; running %v; queue %d", b, len(snap["running"].([]any)), len(snap["queue"].([]any)))
+			for _, stuck := range s.Stuck {
+				id, _, _ := strings.Cut(stuck, " ")
+				if j := tryReq(nc, "gpusched.job.get", `{"job_id":"`+id+`"}`); j != nil {
+					h, _ := json.Marshal(j["history"])
+					t.Logf("stuck job %s as the scheduler has it: %v on %v; history %s", id, j["state"], j["gpu_ids"], h)
+				}
+				rawMu.Lock()
+				for _, r := range raw {
+					if strings.Contains(r, id) {
+						t.Logf("  %s", r)
+					}
+				}
+				if dump := os.Getenv("GPUSCHED_SOAK_DUMP"); dump != "" {
+					os.WriteFile(dump, []byte(strings.Join(raw, "\n")), 0o644)
+				}
+				rawMu.Unlock()
+			}
 			break
 		}
 		<-time.After(100 * time.Millisecond)

@@ -69,6 +69,8 @@
 //	                                 "crashed", or from the scheduler when its lease expired, "change":"lease-expired")
 //	<p>.evt.node.<node>.heartbeat    NodeHeartbeat: the node's CPU and memory and its GPUs' batched liveness;
 //	                                 its reply subject asks for leases
+//	<p>.evt.node.<node>.up|down      NodeLifecycle, from the scheduler: a node it sees appear ("joined",
+//	                                 "rejoined") or whose heartbeats stopped for a lease ("lease-expired")
 //	<p>.evt.sched.<type>             decision (Decision), policy (PolicyChanged), pending (Pending: why a job waits),
 //	                                 down and up (SchedLifecycle: a scheduler crash and restart, by its supervisor)
 //	<p>.evt.chaos.<action>           ChaosEvent: a chaos action, published before it is carried out ("failed"

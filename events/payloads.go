@@ -226,6 +226,18 @@ type HeartbeatGPU struct {
 	Jobs        int    `json:"jobs"`
 }
 
+// NodeLifecycle is the payload of evt.node.<node>.up and .down, published
+// by the scheduler: a node it sees appear, or whose heartbeats stopped for a
+// lease (its GPUs are declared dead with it).
+type NodeLifecycle struct {
+	Node string `json:"node"`
+	// Change is "joined" (first heartbeat), "rejoined" (a heartbeat after
+	// it was declared down) or "lease-expired".
+	Change string `json:"change"`
+	Reason string `json:"reason,omitempty"`
+	GPUs   int    `json:"gpus,omitempty"`
+}
+
 // NodeHeartbeat is the payload of node.heartbeat: the node's resources and
 // the batched liveness of its GPUs.
 type NodeHeartbeat struct {

@@ -60,6 +60,20 @@ func (s Subjects) NodeHeartbeat(node string) string {
 	return s.Prefix + ".evt.node." + node + ".heartbeat"
 }
 
+// NodeEvent is the subject of the scheduler's word on a node: typ
+// NodeUp (it joined, or rejoined) or NodeDown (its heartbeats stopped for a
+// lease).
+func (s Subjects) NodeEvent(node, typ string) string {
+	return s.Prefix + ".evt.node." + node + "." + typ
+}
+
+// Node event types the scheduler publishes (the node actor's own is the
+// heartbeat).
+const (
+	NodeUp   = "up"
+	NodeDown = "down"
+)
+
 // SchedEvent is the subject of a scheduler event of type typ.
 func (s Subjects) SchedEvent(typ string) string { return s.Prefix + ".evt.sched." + typ }
 

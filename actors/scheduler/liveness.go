@@ -52,8 +52,10 @@ func (s *Scheduler) grantLeases(m *nats.Msg, hb events.NodeHeartbeat) {
 	}
 }
 
-// checkLeases declares dead every GPU whose lease has run out.
+// checkLeases declares dead every GPU whose lease has run out, and down
+// every node whose heartbeats stopped.
 func (s *Scheduler) checkLeases() {
+	s.checkNodes()
 	now := time.Now()
 	for _, g := range s.view.cluster.GPUs {
 		gs := s.view.gpus[g.ID]
@@ -62,6 +64,43 @@ func (s *Scheduler) checkLeases() {
 		}
 		late := now.Sub(gs.leaseUntil.Add(-s.cfg.Lease)).Round(time.Millisecond)
 		s.declareDead(gs, "lease expired: no heartbeat renewed it for "+late.String()+" (lease "+s.cfg.Lease.String()+")")
+	}
+}
+
+// checkNodes declares down every node whose heartbeats stopped for a
+// lease (its GPUs' leases, renewed only by those heartbeats, run out too).
+func (s *Scheduler) checkNodes() {
+	now := time.Now()
+	for id, at := range s.nodeBeats {
+		n := s.view.nodes[id]
+		if n == nil || !n.Alive || now.Sub(at) < s.cfg.Lease {
+			continue
+		}
+		n.Alive = false
+		s.dirty = true
+		reason := "no heartbeat for " + now.Sub(at).Round(time.Millisecond).String() + " (lease " + s.cfg.Lease.String() + ")"
+		s.log.Warn("node lost", zap.String("node", id), zap.String("reason", reason))
+		s.emitNode(events.NodeDown, events.NodeLifecycle{Node: id, Change: "lease-expired", Reason: reason})
+	}
+}
+
+// nodeSeen announces a node the scheduler sees appear: new to it, or
+// heard again after it was declared down.
+func (s *Scheduler) nodeSeen(hb events.NodeHeartbeat, known bool) {
+	change := "joined"
+	if known {
+		change = "rejoined"
+	}
+	s.log.Info("node "+change, zap.String("node", hb.Node), zap.Int("gpus", len(hb.GPUs)))
+	s.emitNode(events.NodeUp, events.NodeLifecycle{Node: hb.Node, Change: change, GPUs: len(hb.GPUs)})
+}
+
+func (s *Scheduler) emitNode(typ string, data events.NodeLifecycle) {
+	if s.virtual {
+		return // a simulation's nodes are all there from the start
+	}
+	if err := s.emit.Emit(s.cfg.Subjects.NodeEvent(data.Node, typ), events.Type("node", typ), data.Node, s.cfg.Clock.Now(), data); err != nil {
+		s.log.Warn("publish failed", zap.Error(err))
 	}
 }
 

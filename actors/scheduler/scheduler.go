@@ -140,6 +140,8 @@ type Scheduler struct {
 	// the end of the warm-up accounts for them.
 	toStore   []*job
 	journaled map[string]*durable.Record
+	// nodeBeats is when each node's last heartbeat came (wall time).
+	nodeBeats map[string]time.Time
 	// internal carries work posted to the loop from other goroutines.
 	internal chan func()
 }
@@ -237,6 +239,7 @@ func New(cfg Config) (*Scheduler, error) {
 		inherited: map[string]string{},
 		awaiting:  map[*job]bool{},
 		journaled: map[string]*durable.Record{},
+		nodeBeats: map[string]time.Time{},
 		internal:  make(chan func(), 64),
 	}
 	for _, r := range cfg.Inherited {
@@ -539,7 +542,16 @@ func (s *Scheduler) onNodeEvent(m *nats.Msg) {
 		return
 	}
 	hb := ev.Data
+	if hb.Node == "" {
+		s.log.Warn("bad node event: no node", zap.String("subject", m.Subject))
+		return
+	}
+	_, heard := s.nodeBeats[hb.Node]
 	n := s.view.node(hb.Node)
+	if !heard || !n.Alive {
+		s.nodeSeen(hb, heard)
+	}
+	s.nodeBeats[hb.Node] = time.Now()
 	cpu := model.CoresToMilli(hb.CPUTotal)
 	if !n.Alive || n.CPUMilli != cpu || n.MemTotal != hb.MemoryTotal {
 		s.dirty = true

@@ -1,0 +1,76 @@
+package cluster_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/gpusched/gpusched/actors/node"
+	"github.com/gpusched/gpusched/cluster"
+	"github.com/gpusched/gpusched/events"
+	"github.com/gpusched/gpusched/model"
+	"github.com/gpusched/gpusched/simclock"
+)
+
+// TestNodeJoinsAndLeavesAControlPlane runs a control plane without GPUs
+// and a GPU node on its own connection (what `cluster node` runs): a job
+// submitted before any GPU joined waits instead of being rejected; the
+// scheduler announces the node (node.up, "joined") and runs the job on it;
+// when the node stops, the scheduler declares it down within about a lease
+// (node.down) and its GPUs dead, and the job goes back to the queue.
+func TestNodeJoinsAndLeavesAControlPlane(t *testing.T) {
+	lease := 600 * time.Millisecond
+	c, nc := startCluster(t, cluster.Config{Speed: 60, NoGPUs: true, Lease: lease, Heartbeat: lease / 6})
+	log := recordEvents(t, nc, "gpusched.evt.>")
+	id := submit(t, nc, `{"name":"early","vram":"20GB","duration":"10h","checkpoint":"1m"}`)
+	if j := getJob(t, nc, id); j["state"] != "queued" {
+		t.Fatalf("a job submitted before any GPU joined is %v, want queued", j["state"])
+	}
+	hostConn, err := c.Client("remote-node")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hostConn.Close()
+	a100, err := model.LookupModel("A100-80GB")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := model.NodeSpec{ID: "rack2-node7", CPU: 16, Memory: 64 * model.GiB,
+		GPUs: []model.GPUSpec{{ID: "rack2-node7-gpu-0", Model: a100}}}
+	ctx, stop := context.WithCancel(context.Background())
+	h, err := node.Start(ctx, node.HostConfig{Spec: spec, Clock: simclock.NewScaled(time.Now(), 60), Subjects: events.NewSubjects(""),
+		Conn: hostConn, Logger: zap.NewNop(), Heartbeat: lease / 6, Lease: lease})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { stop(); h.Wait() }()
+	j := waitState(t, nc, id, "running", 5*time.Second)
+	if g := j["gpu_ids"].([]any); len(g) != 1 || g[0] != "rack2-node7-gpu-0" {
+		t.Fatalf("the job runs on %v, want the joined node's GPU", g)
+	}
+	waitFor(t, "the node.up event", 5*time.Second, func() bool { return len(log.find("gpusched.node.up", "rack2-node7")) > 0 })
+	if ups := log.find("gpusched.node.up", "rack2-node7"); len(ups) != 1 || ups[0]["data"].(obj)["change"] != "joined" {
+		t.Fatalf("node.up events %v, want one 'joined'", ups)
+	}
+	stop()
+	h.Wait()
+	left := time.Now()
+	waitFor(t, "the scheduler to declare the node down", 5*lease, func() bool {
+		return len(log.find("gpusched.node.down", "rack2-node7")) == 1
+	})
+	if d := time.Since(left); d > 3*lease {
+		t.Fatalf("node declared down %s after it stopped, want about a lease (%s)", d, lease)
+	}
+	down := log.find("gpusched.node.down", "rack2-node7")[0]["data"].(obj)
+	if down["change"] != "lease-expired" || !strings.Contains(down["reason"].(string), "no heartbeat") {
+		t.Fatalf("node.down %v", down)
+	}
+	waitState(t, nc, id, "queued", 5*time.Second)
+	s := req(t, nc, "gpusched.cluster.snapshot", `{}`)["summary"].(obj)
+	if s["nodes_alive"].(float64) != 0 || s["gpus_alive"].(float64) != 0 {
+		t.Fatalf("after the node left: %v nodes and %v GPUs alive, want 0", s["nodes_alive"], s["gpus_alive"])
+	}
+}
