@@ -23,8 +23,8 @@ import (
 // as records, waiting ones in the queue in their place, and the ones that
 // ran are accounted for like a predecessor's (re-learned from the GPU that
 // still runs them, completed or re-queued from what the GPUs remember) and,
-// when no GPU has heard of them by the end of the warm-up, re-queued from
-// their last checkpoint.
+// when the GPUs they ran on show they no longer run them, re-queued from
+// their last checkpoint (settleJournaled).
 
 // touch marks j's record as changed.
 func (s *Scheduler) touch(j *job) {
