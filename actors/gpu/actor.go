@@ -365,6 +365,9 @@ func (a *Actor) expireReservations() {
 		s := a.shares[id]
 		if !s.running && !now.Before(s.expires) {
 			a.log.Info("reservation expired", zap.String("job", id))
+			// Remembered: a scheduler that placed the job and died before
+			// seeing this learns from it that the job never ran here.
+			a.remember(id, "expired", s.job.ProgressS)
 			a.remove(id)
 			a.publish(events.GPUStatusType, "expired", id)
 		}
@@ -676,8 +679,10 @@ func (a *Actor) remember(id, change string, progress float64) {
 // memory it had: what its supervisor passes on to the next incarnation.
 func (a *Actor) Remains(change string) []events.EndedJob {
 	for _, id := range a.sortedIDs() {
-		if a.shares[id].running {
-			a.remember(id, change, a.shares[id].progress)
+		if s := a.shares[id]; s.running {
+			a.remember(id, change, s.progress)
+		} else {
+			a.remember(id, "expired", s.job.ProgressS) // its commit never came
 		}
 	}
 	return append([]events.EndedJob(nil), a.ended...)

@@ -162,6 +162,10 @@ func TestUncommittedReservationExpires(t *testing.T) {
 	if rep := ctl(t, nc, events.Control{Op: events.OpCommit, JobID: "x"}); rep.OK {
 		t.Fatal("committing an expired reservation succeeded")
 	}
+	st := ctl(t, nc, events.Control{Op: events.OpDescribe, WithSpecs: true}).Status
+	if len(st.Ended) != 1 || st.Ended[0].JobID != "x" || st.Ended[0].Change != "expired" {
+		t.Fatalf("ended %+v, want x remembered as expired", st.Ended)
+	}
 }
 
 // TestColocatedJobsSlowDownAndComplete: two jobs of 80% util share a GPU,
@@ -290,6 +294,10 @@ func TestUnrenewedLeaseFences(t *testing.T) {
 		t.Fatalf("reserve: %+v", r)
 	}
 	ctl(t, nc, events.Control{Op: events.OpCommit, JobID: "job-a"})
+	// A reservation whose commit never comes (lost with a partition).
+	if r := reserve(t, nc, "job-b", 10*model.GiB, 50, 3600); !r.OK {
+		t.Fatalf("reserve: %+v", r)
+	}
 	testbus.WaitFor(t, "incarnation 2's gpu.up", 5*time.Second, func() bool { return log.find("gpusched.gpu.up", 2) != nil })
 	if d := time.Since(start); d > lease {
 		t.Fatalf("fenced after %s, want before the lease (%s) ends", d, lease)
@@ -299,9 +307,14 @@ func TestUnrenewedLeaseFences(t *testing.T) {
 		t.Fatalf("rejoin %+v, want empty, change rejoined, reason lease expired", up)
 	}
 	st := ctl(t, nc, events.Control{Op: events.OpDescribe, WithSpecs: true}).Status
-	if st.Incarnation < 2 || len(st.Ended) != 1 || st.Ended[0].JobID != "job-a" || st.Ended[0].Change != "fenced" ||
+	if st.Incarnation < 2 || len(st.Ended) != 2 || st.Ended[0].JobID != "job-a" || st.Ended[0].Change != "fenced" ||
 		st.Ended[0].Assignment == nil || st.Ended[0].Assignment.Name != "job-a" {
 		t.Fatalf("describe %+v, want job-a remembered as fenced with its assignment", st)
+	}
+	// The reservation is remembered as expired: a scheduler that placed it
+	// and died learns that it never ran here.
+	if e := st.Ended[1]; e.JobID != "job-b" || e.Change != "expired" || e.Assignment == nil {
+		t.Fatalf("the uncommitted reservation is remembered as %+v, want job-b expired with its assignment", e)
 	}
 }
 

@@ -81,11 +81,14 @@ func (a *Actor) fence() {
 	a.advance()
 	n := 0
 	for _, id := range a.sortedIDs() {
-		// Only running jobs ran here; a reservation never committed was
-		// not the job (it may well run elsewhere).
+		// Only running jobs ran here; a reservation never committed is
+		// remembered as expired: the scheduler that placed it may have
+		// died believing it runs (commits are not awaited).
 		if s := a.shares[id]; s.running {
 			n++
 			a.remember(id, "fenced", s.progress)
+		} else {
+			a.remember(id, "expired", s.job.ProgressS)
 		}
 	}
 	a.log.Warn("lease expired: stopping own jobs and rejoining", zap.Int("jobs_stopped", n),

@@ -395,7 +395,9 @@ func (s *Scheduler) accountEnded(st events.GPUStatus) {
 			continue
 		}
 		switch e.Change {
-		case "completed", "crashed", "fenced":
+		case "completed", "crashed", "fenced", "expired":
+			// "expired": placed, but its commit never reached the GPU
+			// (lost with a partition or a crash) — it never ran there.
 		default:
 			continue // stopped by a scheduler: not this one's to account for
 		}
