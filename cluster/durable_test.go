@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -274,5 +275,47 @@ func TestDataDirIsOneClusters(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "in use") {
 		t.Fatalf("error %q, want it to say the data dir is in use", err)
+	}
+}
+
+// TestRecordingResumesWithoutGap: `observer record` stopped and started
+// again on the same file continues after its last event: the file holds
+// the kept stream's events from its first one on, each once, in order.
+func TestRecordingResumesWithoutGap(t *testing.T) {
+	_, nc := startCluster(t, cluster.Config{Speed: 600, Store: durable.Memory})
+	path := t.TempDir() + "/run.jsonl"
+	record := func(until func(string) bool) {
+		f, h, err := observer.OpenRecording(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- observer.Log(ctx, nc, events.NewSubjects(""), h, f) }()
+		waitFor(t, "the recording to catch up", 10*time.Second, func() bool {
+			b, _ := os.ReadFile(path)
+			return until(string(b))
+		})
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	first := submit(t, nc, `{"name":"before","vram":"4GB","duration":"1m"}`)
+	record(func(s string) bool { return strings.Count(s, "\n") >= 5 })
+	// While no recorder runs, the cluster goes on.
+	late := submit(t, nc, `{"name":"while-away","vram":"4GB","duration":"1m"}`)
+	waitState(t, nc, late, "completed", 10*time.Second)
+	record(func(s string) bool { return strings.Contains(s, late) && strings.Contains(s, `"type":"gpusched.job.completed"`) })
+	b, _ := os.ReadFile(path)
+	got := eventKeys(t, string(b))
+	whole := eventKeys(t, logFor(t, nc, observer.History{FromStart: true}, func(out string) bool { return strings.Contains(out, late) }))
+	at := slices.Index(whole, got[0])
+	if at < 0 {
+		t.Fatalf("the recording's first event %s is not in the stream", got[0])
+	}
+	if n := min(len(got), len(whole)-at); !slices.Equal(got[:n], whole[at:at+n]) {
+		t.Fatalf("the resumed recording is not the stream from its first event on: a gap or a repeat (first job %s)", first)
 	}
 }

@@ -1,6 +1,7 @@
 package observer
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -24,10 +25,20 @@ type History struct {
 	// name continues after the last event it took, without gaps (on its
 	// first start it begins where FromStart or Since say, else live).
 	Durable string
+	// AfterID and AfterTime resume after an event already taken (a
+	// recording's last line): reading starts a little before its time and
+	// skips up to and including it.
+	AfterID   string
+	AfterTime time.Time
 }
 
+// resumeMargin is how far before a resumed event's own time reading
+// starts: the stream stamps an event when it stores it, a little after the
+// publisher stamped it.
+const resumeMargin = 5 * time.Second
+
 // Replays reports whether h needs the kept stream.
-func (h History) Replays() bool { return h.FromStart || h.Since > 0 || h.Durable != "" }
+func (h History) Replays() bool { return h.FromStart || h.Since > 0 || h.Durable != "" || h.AfterID != "" }
 
 // ErrNoEventStream says the cluster keeps no event stream.
 var ErrNoEventStream = errors.New("the cluster keeps no event stream (it runs without JetStream): " +
@@ -46,8 +57,9 @@ func ReadEvents(ctx context.Context, nc *nats.Conn, subjects events.Subjects, h 
 	lookup, cancel := context.WithTimeout(ctx, 5*time.Second)
 	stream, err := js.Stream(lookup, durable.EventStream(subjects.Prefix))
 	cancel()
+	resumeOnly := h.AfterID != "" && !h.FromStart && h.Since == 0 && h.Durable == ""
 	if err != nil {
-		if h.Replays() {
+		if h.Replays() && !resumeOnly {
 			if errors.Is(err, jetstream.ErrStreamNotFound) || errors.Is(err, jetstream.ErrJetStreamNotEnabled) ||
 				errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount) {
 				return ErrNoEventStream
@@ -63,7 +75,11 @@ func ReadEvents(ctx context.Context, nc *nats.Conn, subjects events.Subjects, h 
 	case h.Since > 0:
 		t := time.Now().Add(-h.Since)
 		policy, start = jetstream.DeliverByStartTimePolicy, &t
+	case h.AfterID != "":
+		t := h.AfterTime.Add(-resumeMargin)
+		policy, start = jetstream.DeliverByStartTimePolicy, &t
 	}
+	skipping := resumeOnly
 	var cons jetstream.Consumer
 	if h.Durable != "" {
 		// A durable reader resumes after the last event it acknowledged:
@@ -118,6 +134,18 @@ func ReadEvents(ctx context.Context, nc *nats.Conn, subjects events.Subjects, h 
 				return nil
 			}
 			return err
+		}
+		if skipping {
+			if bytes.Contains(msg.Data(), []byte(`"id":"`+h.AfterID+`"`)) {
+				skipping = false // the event already taken: the next is new
+				continue
+			}
+			if meta, err := msg.Metadata(); err != nil || !meta.Timestamp.After(h.AfterTime.Add(2*resumeMargin)) {
+				continue // taken before it
+			}
+			// Well past it without finding it (the stream no longer keeps
+			// it): everything from here on.
+			skipping = false
 		}
 		if err := fn(msg.Subject(), msg.Data()); err != nil {
 			it.Stop()

@@ -30,7 +30,8 @@ const usage = `usage:
   observer metrics --listen 127.0.0.1:9090   Prometheus metrics at /metrics
   observer log [--out FILE]              every event as one JSON line; --since 10m or --from-start
                                          replays the kept events first, --durable NAME resumes after a restart
-  observer record --out run.jsonl        the same, into a file (for observer report)
+  observer record --out run.jsonl        the same, into a file (for observer report); an existing file is
+                                         continued after its last event, no gap (--overwrite: anew)
   observer report RUN --out DIR          summary, per-job CSV and PNG plots of a recorded
                                          run.jsonl or a cluster replay/compare output folder
   observer check [--for 10m] [--json]    assert the cluster's invariants live: violations at
@@ -81,6 +82,7 @@ func main() {
 	once := fs.Bool("once", false, "text view: print one frame and exit")
 	out := fs.String("out", "", "log, record: write to this file instead of stdout")
 	listen := fs.String("listen", "", "web, metrics: HOST:PORT to serve on (default 127.0.0.1:8080 for web, 127.0.0.1:9090 for metrics)")
+	overwrite := fs.Bool("overwrite", false, "record: start the file anew (by default an existing recording is continued after its last event)")
 	checkFor := fs.Duration("for", 0, "check: stop after this long (default: until interrupted)")
 	checkJSON := fs.Bool("json", false, "check: print the summary as JSON")
 	if err := fs.Parse(args); err != nil {
@@ -145,7 +147,21 @@ func main() {
 		os.Exit(runCheck(ctx, nc, subjects, *url, *checkFor, *checkJSON, hist))
 	case "log", "record":
 		var w io.Writer = os.Stdout
-		if *out != "" {
+		switch {
+		case cmd == "record" && !*overwrite && !hist.Replays():
+			// A recording that exists is continued after its last event.
+			f, resume, ferr := observer.OpenRecording(*out)
+			if ferr != nil {
+				fmt.Fprintln(os.Stderr, "observer:", ferr)
+				os.Exit(1)
+			}
+			defer f.Close()
+			w, hist = f, resume
+			if resume.AfterID != "" {
+				fmt.Fprintf(os.Stderr, "observer: %s exists: continuing after its last event (%s), from the kept event stream\n",
+					*out, resume.AfterTime.Format(time.RFC3339))
+			}
+		case *out != "":
 			f, ferr := os.Create(*out)
 			if ferr != nil {
 				fmt.Fprintln(os.Stderr, "observer:", ferr)
