@@ -307,7 +307,9 @@ func TestRecordingResumesWithoutGap(t *testing.T) {
 	// While no recorder runs, the cluster goes on.
 	late := submit(t, nc, `{"name":"while-away","vram":"4GB","duration":"1m"}`)
 	waitState(t, nc, late, "completed", 10*time.Second)
-	record(func(s string) bool { return strings.Contains(s, late) && strings.Contains(s, `"type":"gpusched.job.completed"`) })
+	record(func(s string) bool {
+		return strings.Contains(s, late) && strings.Contains(s, `"type":"gpusched.job.completed"`)
+	})
 	b, _ := os.ReadFile(path)
 	got := eventKeys(t, string(b))
 	whole := eventKeys(t, logFor(t, nc, observer.History{FromStart: true}, func(out string) bool { return strings.Contains(out, late) }))

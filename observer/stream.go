@@ -38,7 +38,9 @@ type History struct {
 const resumeMargin = 5 * time.Second
 
 // Replays reports whether h needs the kept stream.
-func (h History) Replays() bool { return h.FromStart || h.Since > 0 || h.Durable != "" || h.AfterID != "" }
+func (h History) Replays() bool {
+	return h.FromStart || h.Since > 0 || h.Durable != "" || h.AfterID != ""
+}
 
 // ErrNoEventStream says the cluster keeps no event stream.
 var ErrNoEventStream = errors.New("the cluster keeps no event stream (it runs without JetStream): " +
