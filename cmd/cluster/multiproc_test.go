@@ -290,20 +290,25 @@ func TestMultiProcessClusterSurvivesServerAndControlPlaneLoss(t *testing.T) {
 	// stream, is what must not lose anything): the few a process had
 	// written to the server that was killed are gone, and the checker
 	// counts those as seq gaps. Every other invariant must hold.
-	gaps := 0
+	gaps, missing := 0, 0
 	for _, v := range sum.Violations {
 		if v.Kind == "seq-gap" {
 			gaps++
+			var n int
+			fmt.Sscanf(v.Message[strings.Index(v.Message, ": ")+2:], "%d", &n)
+			missing += max(n, 1)
 			continue
 		}
 		t.Errorf("invariant violated: %v", v)
 	}
-	t.Logf("%d seq gaps (events in flight to the killed NATS server)", gaps)
+	t.Logf("%d seq gaps, %d events missing (in flight to the killed NATS server)", gaps, missing)
 	if sum.Lost == 0 || sum.Recovered == 0 {
 		t.Errorf("no job lost and recovered (%d, %d): the running jobs must have been fenced while the control plane was down",
 			sum.Lost, sum.Recovered)
 	}
-	if sum.Completed+gaps < len(accepted) {
-		t.Errorf("the checker saw %d completions for %d accepted jobs", sum.Completed, len(accepted))
+	// A job whose events were among the lost ones may be missing from the
+	// checker's count (job.get, above, saw every one complete).
+	if sum.Completed+missing < len(accepted) {
+		t.Errorf("the checker saw %d completions for %d accepted jobs (%d events missing)", sum.Completed, len(accepted), missing)
 	}
 }
