@@ -216,11 +216,12 @@ func (s *Scheduler) fromRecord(r *durable.Record) *job {
 // settleJournaled re-queues the jobs the journal says ran that no GPU
 // has accounted for, once each GPU they ran on has shown that it does not
 // run them: read in full by this scheduler (a GPU that ran the job would
-// have had it re-learned), or never heard of within two leases (gone with
-// its process; a GPU alive but cut off has fenced itself by then, as no
-// one renewed its lease). A GPU that is heard of but cannot be read (hung)
-// keeps the job waiting: it fences when it wakes, and says so. They resume
-// from the last checkpoint the journal holds.
+// have had it re-learned), or named by no heartbeat within two leases
+// (gone with its process; a GPU alive but cut off with its node has fenced
+// itself by then, as no one renewed its lease). A GPU its node names but
+// that cannot be read (hung) keeps the job waiting: it fences when it
+// wakes, and says so (accountEnded). They resume from the last checkpoint
+// the journal holds.
 func (s *Scheduler) settleJournaled() {
 	if len(s.journaled) == 0 {
 		return
@@ -235,7 +236,7 @@ func (s *Scheduler) settleJournaled() {
 		settled := true
 		for _, g := range r.GPUs {
 			gs, known := s.view.gpus[g]
-			if (known && !gs.described) || (!known && !gone) {
+			if (known && !gs.described) || (!known && (s.heardGPUs[g] || !gone)) {
 				settled = false
 			}
 		}

@@ -140,8 +140,10 @@ type Scheduler struct {
 	// the end of the warm-up accounts for them.
 	toStore   []*job
 	journaled map[string]*durable.Record
-	// nodeBeats is when each node's last heartbeat came (wall time).
+	// nodeBeats is when each node's last heartbeat came (wall time);
+	// heardGPUs the GPUs some heartbeat named, alive or not.
 	nodeBeats map[string]time.Time
+	heardGPUs map[string]bool
 	// internal carries work posted to the loop from other goroutines.
 	internal chan func()
 }
@@ -240,6 +242,7 @@ func New(cfg Config) (*Scheduler, error) {
 		awaiting:  map[*job]bool{},
 		journaled: map[string]*durable.Record{},
 		nodeBeats: map[string]time.Time{},
+		heardGPUs: map[string]bool{},
 		internal:  make(chan func(), 64),
 	}
 	for _, r := range cfg.Inherited {
@@ -558,6 +561,7 @@ func (s *Scheduler) onNodeEvent(m *nats.Msg) {
 	}
 	n.Alive, n.CPUMilli, n.MemTotal = true, cpu, hb.MemoryTotal
 	for _, g := range hb.GPUs {
+		s.heardGPUs[g.GPU] = true
 		st, ok := s.view.gpus[g.GPU]
 		if !ok || g.Incarnation > st.status.Incarnation {
 			// Unknown, or restarted without this scheduler hearing its up:
