@@ -321,3 +321,30 @@ func TestRecordingResumesWithoutGap(t *testing.T) {
 		t.Fatalf("the resumed recording is not the stream from its first event on: a gap or a repeat (first job %s)", first)
 	}
 }
+
+// TestJournaledJobWaitsForItsHungGPU: the scheduler is killed while the
+// GPU a job runs on hangs for several leases. The restarted scheduler has
+// the job from the journal but cannot read the GPU: the job must not run
+// anywhere else until the GPU wakes, stops it itself (its lease ran out)
+// and says so; then it is re-queued and runs again — never twice at once.
+func TestJournaledJobWaitsForItsHungGPU(t *testing.T) {
+	nc, checker, _ := faultClusterOn(t, durable.Memory)
+	id := submit(t, nc, `{"name":"pinned-ish","vram":"10GB","duration":"10h","checkpoint":"1m","models":["A100-40GB"]}`)
+	j := waitState(t, nc, id, "running", 5*time.Second)
+	gpu := j["gpu_ids"].([]any)[0].(string)
+	chaosOK(t, nc, "hang", `{"gpu":"`+gpu+`","duration":"3s"}`)
+	chaosOK(t, nc, "kill-scheduler", `{}`)
+	var h string
+	waitFor(t, "the job to run again after the GPU woke", 15*time.Second, func() bool {
+		j := tryReq(nc, "gpusched.job.get", `{"job_id":"`+id+`"}`)
+		if j == nil || j["state"] != "running" {
+			return false
+		}
+		h = history(j)
+		return strings.Contains(h, "lost")
+	})
+	// The checker (faultClusterOn's clean-up) fails the test on a double run.
+	if n := checker.Summary().CheckCounts.Lost; n == 0 {
+		t.Fatalf("the job was never lost (history %s)", h)
+	}
+}

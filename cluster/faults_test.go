@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/gpusched/gpusched/cluster"
+	"github.com/gpusched/gpusched/durable"
 	"github.com/gpusched/gpusched/events"
 	"github.com/gpusched/gpusched/observer"
 )
@@ -21,8 +22,14 @@ const faultLease = time.Second
 // `observer check`'s checker attached; the test ends with no violation.
 func faultCluster(t *testing.T) (*nats.Conn, *observer.Checker, *eventLog) {
 	t.Helper()
+	return faultClusterOn(t, durable.None)
+}
+
+// faultClusterOn is faultCluster keeping its job journal in store.
+func faultClusterOn(t *testing.T, store durable.Storage) (*nats.Conn, *observer.Checker, *eventLog) {
+	t.Helper()
 	c, nc := startCluster(t, cluster.Config{Speed: 60, Lease: faultLease, Heartbeat: faultLease / 5,
-		RestartBackoff: 20 * time.Millisecond, StarvationAge: 1000 * time.Hour})
+		RestartBackoff: 20 * time.Millisecond, StarvationAge: 1000 * time.Hour, Store: store})
 	log := recordEvents(t, nc, "gpusched.evt.>")
 	cc, err := nats.Connect(c.URL())
 	if err != nil {
