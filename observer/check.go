@@ -274,8 +274,12 @@ func (c *Checker) status(ev *events.Decoded, st events.GPUStatus) {
 	}
 	k := gpuKey(st.Node, st.GPU)
 	if f, ok := c.faults[k]; ok && f.action != events.ChaosKillAction && (st.Change == "rejoined" || st.Change == "woke") {
+		// A fault on a GPU the checker had not heard from yet (its chaos
+		// event overtook the GPU's first status) has no incarnation: a
+		// status says it healed in place, a gpu.up that it fenced.
+		same := st.Incarnation == f.incarnation || (f.incarnation == 0 && !strings.HasSuffix(ev.Type, "."+events.GPUUp))
 		switch {
-		case st.Incarnation == f.incarnation:
+		case same:
 			// Back in the same incarnation: the fault healed within the lease.
 			c.undetected = append(c.undetected, f.action+" "+k)
 			delete(c.faults, k)

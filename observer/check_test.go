@@ -146,4 +146,13 @@ func TestCheckerDetection(t *testing.T) {
 	if s := f.c.Summary(); s.CheckCounts.Undetected != 1 {
 		t.Fatalf("undetected %d, want 1", s.CheckCounts.Undetected)
 	}
+	// The same on a GPU the checker had not heard from when the chaos
+	// event came (it overtook the GPU's first status): healed in place.
+	f.emit("/chaos/1", "chaos.partition", events.ChaosEvent{Action: "partition", GPU: "g2", Node: "n0", Duration: "100ms"})
+	st = gpuStatus("n0", "g2", 1)
+	st.Change = "rejoined"
+	f.emit("/gpu/n0/g2/1", "gpu.status", st)
+	if s := f.c.Summary(); s.CheckCounts.Undetected != 2 || len(s.Detections) != 1 {
+		t.Fatalf("undetected %d, detections %d; want 2 and 1", s.CheckCounts.Undetected, len(s.Detections))
+	}
 }
