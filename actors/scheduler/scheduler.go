@@ -136,8 +136,8 @@ type Scheduler struct {
 	// awaiting holds the jobs waiting for a GPU to confirm it stopped them.
 	awaiting map[*job]bool
 	// toStore are the jobs whose journal record changed in this handling;
-	// journaled the records of jobs the journal says ran, until a GPU or
-	// the end of the warm-up accounts for them.
+	// journaled the records of jobs the journal says ran, until a GPU
+	// accounts for them or shows it no longer runs them (settleJournaled).
 	toStore   []*job
 	journaled map[string]*durable.Record
 	// nodeBeats is when each node's last heartbeat came (wall time);

@@ -151,9 +151,6 @@ type jobState struct {
 // nothing) finds no job run twice at once and no VRAM overlap; the jobs
 // waiting at the kill start in the order they waited.
 func TestMultiProcessClusterSurvivesServerAndControlPlaneLoss(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the command and runs five processes")
-	}
 	servers, url := natsCluster(t)
 	bin := buildCluster(t)
 	plane := []string{"--no-gpus", "--nats", url, "--replicas", "3", "--speed", "60", "--rate", "0", "--lease", "2s", "--log-level", "info"}
