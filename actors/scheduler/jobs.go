@@ -66,6 +66,9 @@ type job struct {
 	// job holds.
 	touched        bool
 	storedProgress float64
+	// overdueAt is when (wall time) a job past its end may have its GPUs
+	// read again (checkOverdue).
+	overdueAt time.Time
 }
 
 // endStint adds the stint that ends now, having reached progress done, to

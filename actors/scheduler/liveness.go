@@ -67,6 +67,29 @@ func (s *Scheduler) checkLeases() {
 	}
 }
 
+// overdueRecheck is how often (wall time) the GPUs of a job past its end
+// are read again while it stays unaccounted for.
+const overdueRecheck = time.Second
+
+// checkOverdue reads in full the GPUs of each running job that should have
+// ended by now: a completion whose event was lost (a drop, a partition's
+// last words) is then learned by reconciling, which nothing else would
+// bring about, as a GPU with nothing left to do publishes nothing more.
+func (s *Scheduler) checkOverdue() {
+	now, wall := s.cfg.Clock.Now(), time.Now()
+	for _, j := range slices.Clone(s.running) {
+		if j.cpuEnds != nil || len(j.gpus) == 0 || j.estimate(now) < j.work() || wall.Before(j.overdueAt) {
+			continue
+		}
+		j.overdueAt = wall.Add(overdueRecheck)
+		for _, g := range slices.Clone(j.gpus) {
+			if gs, ok := s.view.gpus[g]; ok && gs.g.Alive && gs.status.Incarnation > gs.dead {
+				s.describe(gs.status.Node, g)
+			}
+		}
+	}
+}
+
 // checkNodes declares down every node whose heartbeats stopped for a
 // lease (its GPUs' leases, renewed only by those heartbeats, run out too).
 func (s *Scheduler) checkNodes() {

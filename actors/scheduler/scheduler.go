@@ -370,6 +370,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		case <-agingWall:
 			s.settleJournaled()
 			s.checkpointsReached()
+			s.checkOverdue()
 			s.finishCPUJobs()
 			if len(s.queue) > 0 {
 				s.dirty = true
