@@ -13,6 +13,7 @@ import (
 	"github.com/gpusched/gpusched/cluster"
 	"github.com/gpusched/gpusched/internal/livetest"
 	"github.com/gpusched/gpusched/internal/testbus"
+	"github.com/gpusched/gpusched/policy"
 )
 
 // The end-to-end tests talk to the cluster the way any client would: a
@@ -20,6 +21,9 @@ import (
 // the project's packages.
 
 func TestMain(m *testing.M) {
+	// Every decision of every test checks the scheduler's index against a
+	// scan: a change the view did not Touch fails the test that made it.
+	policy.VerifyIndex = true
 	goleak.VerifyTestMain(m)
 }
 

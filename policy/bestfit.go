@@ -13,11 +13,10 @@ func init() { Register(bestFit{}) }
 
 func (bestFit) Name() string { return "best-fit" }
 
-func (bestFit) ScoreNodes(c *Cluster, r *Request, feasible []*Node, scores []int) {
+func (b bestFit) ScoreNodes(c *Cluster, r *Request, feasible []*Node, scores []int) {
 	lo, hi := 0, 0
 	for i, n := range feasible {
-		s := 0.5*float64(n.CPUFree()-r.CPUMilli)/maxCPUMilli + 0.5*float64(c.nodeFree(n)-c.demand(r, n))/maxGPUMilli
-		scores[i] = int(100 * (1 - s))
+		scores[i] = b.RawScore(c, r, n)
 		if i == 0 || scores[i] < lo {
 			lo = scores[i]
 		}
@@ -26,12 +25,22 @@ func (bestFit) ScoreNodes(c *Cluster, r *Request, feasible []*Node, scores []int
 		}
 	}
 	for i := range scores {
-		if hi == lo {
-			scores[i] = 0
-		} else {
-			scores[i] = (scores[i] - lo) * 100 / (hi - lo)
-		}
+		scores[i] = b.Normalise(scores[i], hi, lo)
 	}
+}
+
+// RawScore is trunc(100·(1 − s)) for node n.
+func (bestFit) RawScore(c *Cluster, r *Request, n *Node) int {
+	s := 0.5*float64(n.CPUFree()-r.CPUMilli)/maxCPUMilli + 0.5*float64(c.nodeFree(n)-c.demand(r, n))/maxGPUMilli
+	return int(100 * (1 - s))
+}
+
+// Normalise is the min-max normalisation to 0..100 (all equal: all 0).
+func (bestFit) Normalise(raw, hi, lo int) int {
+	if hi == lo {
+		return 0
+	}
+	return (raw - lo) * 100 / (hi - lo)
 }
 
 func (bestFit) PickGPUs(c *Cluster, r *Request, n *Node) []int { return c.bestShare(r, n) }

@@ -17,3 +17,6 @@ func (binpack) Better(_ *Cluster, a, b *GPU) bool {
 	}
 	return a.Index < b.Index
 }
+
+// Key orders by util then VRAM used, both descending (Better's order).
+func (binpack) Key(g *GPU) (float64, int64) { return -g.Util, -g.VRAMUsed() }

@@ -97,6 +97,10 @@ type Cluster struct {
 	// Memo, when set, caches node scores across decisions; it checks each
 	// node's state itself, so it never serves a stale score.
 	Memo *Memo
+	// Index, when set, keeps GPUs and nodes in the policies' orders so a
+	// decision does not scan the cluster; whoever changes the cluster
+	// then Touches what changed (see Index).
+	Index *Index
 }
 
 // LargestFree is the largest allocation the GPU can take now.

@@ -33,6 +33,17 @@ func (fgd) ScoreNodes(c *Cluster, r *Request, feasible []*Node, scores []int) {
 	}
 }
 
+// RawScore is n's FGD score: it is final (Normalise keeps it).
+func (fgd) RawScore(c *Cluster, r *Request, n *Node) int {
+	s, _ := c.fgdNode(r, n)
+	return s
+}
+
+func (fgd) usesWorkload() {}
+
+// Normalise keeps the raw score.
+func (fgd) Normalise(raw, _, _ int) int { return raw }
+
 func (fgd) PickGPUs(c *Cluster, r *Request, n *Node) []int {
 	_, gpu := c.fgdNode(r, n)
 	if gpu >= 0 {

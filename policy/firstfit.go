@@ -8,3 +8,6 @@ func init() { Register(firstFit{}) }
 func (firstFit) Name() string                      { return "first-fit" }
 func (firstFit) Score(_ *Cluster, _ *GPU) float64  { return 100 }
 func (firstFit) Better(_ *Cluster, a, b *GPU) bool { return a.Index < b.Index }
+
+// Key is the same for every GPU: the GPU index alone orders them.
+func (firstFit) Key(*GPU) (float64, int64) { return 0, 0 }

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"fmt"
 	"slices"
 	"sort"
 )
@@ -67,25 +68,22 @@ func (c *Cluster) NodeFeasible(n *Node, r *Request) bool {
 // placeByNode runs a NodeScorer: filter, score, and the best MaxCandidates
 // nodes by score then rank, each with the GPUs the policy picks there.
 func placeByNode(c *Cluster, r *Request, p NodeScorer) []Placement {
-	var feasible []*Node
-	for _, n := range c.Nodes {
-		if c.NodeFeasible(n, r) {
-			feasible = append(feasible, n)
+	var nodes []*Node
+	var scores []int
+	if rs, ok := p.(RawNodeScorer); ok && c.Index != nil && indexable(r) {
+		nodes, scores = c.Index.topNodes(c, r, rs, MaxCandidates)
+		if VerifyIndex {
+			sn, ss := scanNodes(c, r, p)
+			if !slices.Equal(nodes, sn) || !slices.Equal(scores, ss) {
+				panic(fmt.Sprintf("policy: the index of %s chose %v %v for %+v, a scan %v %v (a change was not Touched)",
+					p.Name(), nodeIDs(nodes), scores, *r, nodeIDs(sn), ss))
+			}
 		}
+	} else {
+		nodes, scores = scanNodes(c, r, p)
 	}
-	if len(feasible) == 0 {
-		return nil
-	}
-	scores := make([]int, len(feasible))
-	if len(feasible) > 1 {
-		// A single feasible node is taken without scoring, as the
-		// simulator does (so random draws nothing for it).
-		p.ScoreNodes(c, r, feasible, scores)
-	}
-	order := topNodes(feasible, scores, MaxCandidates)
-	out := make([]Placement, 0, len(order))
-	for _, i := range order {
-		n := feasible[i]
+	out := make([]Placement, 0, len(nodes))
+	for i, n := range nodes {
 		pl := Placement{Node: n.ID, NodeIdx: n.Index, Score: float64(scores[i])}
 		for _, gi := range p.PickGPUs(c, r, n) {
 			pl.GPUs = append(pl.GPUs, c.GPUs[gi].ID)
@@ -94,6 +92,40 @@ func placeByNode(c *Cluster, r *Request, p NodeScorer) []Placement {
 		out = append(out, pl)
 	}
 	return out
+}
+
+func nodeIDs(ns []*Node) []string {
+	var out []string
+	for _, n := range ns {
+		out = append(out, n.ID)
+	}
+	return out
+}
+
+// scanNodes filters and scores every node: the best MaxCandidates nodes
+// by score then rank, and their scores.
+func scanNodes(c *Cluster, r *Request, p NodeScorer) ([]*Node, []int) {
+	var feasible []*Node
+	for _, n := range c.Nodes {
+		if c.NodeFeasible(n, r) {
+			feasible = append(feasible, n)
+		}
+	}
+	if len(feasible) == 0 {
+		return nil, nil
+	}
+	scores := make([]int, len(feasible))
+	if len(feasible) > 1 {
+		// A single feasible node is taken without scoring, as the
+		// simulator does (so random draws nothing for it).
+		p.ScoreNodes(c, r, feasible, scores)
+	}
+	order := topNodes(feasible, scores, MaxCandidates)
+	nodes, top := make([]*Node, len(order)), make([]int, len(order))
+	for k, i := range order {
+		nodes[k], top[k] = feasible[i], scores[i]
+	}
+	return nodes, top
 }
 
 // topNodes returns the positions of the best k nodes: highest score, then

@@ -31,18 +31,48 @@ func Place(c *Cluster, r *Request, p Policy) []Placement {
 }
 
 func placeSingle(c *Cluster, r *Request, p GPURanker) []Placement {
-	best := make([]*GPU, 0, MaxCandidates)
-	for _, g := range c.GPUs {
-		if !c.Fits(g, r) {
-			continue
+	var best []*GPU
+	if kr, ok := p.(KeyedRanker); ok && c.Index != nil {
+		best = c.Index.topGPUs(c, r, kr, MaxCandidates)
+		if VerifyIndex {
+			verifyGPUs(best, scanSingle(c, r, p), p, r)
 		}
-		best = insertTop(c, p, best, g, MaxCandidates)
+	} else {
+		best = scanSingle(c, r, p)
 	}
 	out := make([]Placement, len(best))
 	for i, g := range best {
 		out[i] = Placement{Node: g.Node, NodeIdx: g.NodeIndex, GPUs: []string{g.ID}, GPUIdx: []int{g.Index}, Score: p.Score(c, g)}
 	}
 	return out
+}
+
+// scanSingle ranks every GPU where r fits: the best MaxCandidates under p.
+func scanSingle(c *Cluster, r *Request, p GPURanker) []*GPU {
+	best := make([]*GPU, 0, MaxCandidates)
+	for _, g := range c.GPUs {
+		if c.Fits(g, r) {
+			best = insertTop(c, p, best, g, MaxCandidates)
+		}
+	}
+	return best
+}
+
+func verifyGPUs(indexed, scanned []*GPU, p Policy, r *Request) {
+	same := len(indexed) == len(scanned)
+	for i := 0; same && i < len(indexed); i++ {
+		same = indexed[i] == scanned[i]
+	}
+	if !same {
+		ids := func(gs []*GPU) []string {
+			var out []string
+			for _, g := range gs {
+				out = append(out, g.ID)
+			}
+			return out
+		}
+		panic(fmt.Sprintf("policy: the index of %s chose %v for %+v, a scan %v (a change was not Touched)", p.Name(), ids(indexed), *r, ids(scanned)))
+	}
 }
 
 // insertTop keeps top as the best k GPUs under p, in order.

@@ -17,3 +17,6 @@ func (spread) Better(_ *Cluster, a, b *GPU) bool {
 	}
 	return a.Index < b.Index
 }
+
+// Key orders by util then VRAM used, both ascending (Better's order).
+func (spread) Key(g *GPU) (float64, int64) { return g.Util, g.VRAMUsed() }

@@ -43,7 +43,8 @@ type Event struct {
 // them), the plan's workload, and a seeded source for random.
 func NewMirror(plan *Plan) *Mirror {
 	m := &Mirror{byName: map[string]*policy.Node{}, gpuByID: map[string]int{}}
-	c := &policy.Cluster{VRAMModel: vram.Contiguous, Workload: plan.Workload, Rand: rand.New(rand.NewSource(plan.PolicySeed)), Memo: policy.NewMemo()}
+	c := &policy.Cluster{VRAMModel: vram.Contiguous, Workload: plan.Workload, Rand: rand.New(rand.NewSource(plan.PolicySeed)), Memo: policy.NewMemo(),
+		Index: policy.NewIndex()}
 	for i, n := range plan.Nodes {
 		node := &policy.Node{ID: n.Name, Index: i, CPUMilli: n.CPUMilli, MemTotal: n.MemoryMiB * int64(model.MiB),
 			Alive: true, Model: n.Model, Rank: plan.Rank[n.Name]}
@@ -108,6 +109,7 @@ func (m *Mirror) Apply(p *openb.Pod, node string, gpus []string) error {
 	r := Request(p, id)
 	n.CPUUsedMilli += p.CPUMilli
 	n.MemUsed += r.Memory
+	m.Cluster.TouchNode(n)
 	if n.CPUUsedMilli > n.CPUMilli || n.MemUsed > n.MemTotal {
 		return fmt.Errorf("pod %s overcommits node %s (CPU %d/%d, memory %d/%d)", p.Name, node, n.CPUUsedMilli, n.CPUMilli, n.MemUsed, n.MemTotal)
 	}
@@ -123,6 +125,7 @@ func (m *Mirror) Apply(p *openb.Pod, node string, gpus []string) error {
 		g.Util += r.Util
 		g.Shares = append(g.Shares, policy.Share{JobID: r.JobID, Priority: r.Priority, VRAM: size, Util: r.Util,
 			CPUMilli: p.CPUMilli, Memory: r.Memory, Milli: p.Milli, GPUs: p.GPUs})
+		m.Cluster.Touch(g)
 		if g.MilliUsed > policy.MilliPerGPU {
 			return fmt.Errorf("pod %s overcommits %s (%d/1000)", p.Name, id, g.MilliUsed)
 		}

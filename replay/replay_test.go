@@ -16,7 +16,11 @@ import (
 	"github.com/gpusched/gpusched/policy"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	// Every decision checks the index against a scan (see policy.VerifyIndex).
+	policy.VerifyIndex = true
+	goleak.VerifyTestMain(m)
+}
 
 // smallTrace writes a seeded openb-like trace: 14 nodes of the trace's
 // shapes and models, and pods of every kind (CPU-only, shares, whole

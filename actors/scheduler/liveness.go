@@ -100,6 +100,7 @@ func (s *Scheduler) checkNodes() {
 			continue
 		}
 		n.Alive = false
+		s.view.cluster.TouchNode(n)
 		s.dirty = true
 		reason := "no heartbeat for " + now.Sub(at).Round(time.Millisecond).String() + " (lease " + s.cfg.Lease.String() + ")"
 		s.log.Warn("node lost", zap.String("node", id), zap.String("reason", reason))
@@ -138,6 +139,7 @@ func (s *Scheduler) declareDead(gs *gpuState, reason string) {
 	gs.leaseUntil = time.Time{}
 	g := gs.g
 	g.Alive = false
+	s.view.cluster.Touch(g)
 	st := gs.status
 	st.Change, st.JobID, st.Reason = "lease-expired", "", reason
 	st.Jobs = s.jobsOn(g.ID, inc, st.Jobs)
@@ -286,6 +288,7 @@ func (s *Scheduler) adopted(j *job, st events.GPUStatus) {
 	if n, ok := s.view.nodes[st.Node]; ok {
 		n.CPUUsedMilli += j.spec.CPUMilli()
 		n.MemUsed += int64(j.spec.Memory)
+		s.view.cluster.TouchNode(n)
 	}
 	s.stats.adopted++
 	delete(s.inherited, j.id)

@@ -81,6 +81,7 @@ func (s *Scheduler) callAll(calls []ctlCall) []events.ControlReply {
 func (s *Scheduler) suspect(gpu string) {
 	if gs, ok := s.view.gpus[gpu]; ok && gs.g.Alive {
 		gs.g.Alive = false
+		s.view.cluster.Touch(gs.g)
 		s.log.Warn("GPU suspect: a request went unanswered", zap.String("gpu", gpu))
 	}
 }
@@ -190,6 +191,7 @@ func (s *Scheduler) reserveInView(j *job, p policy.Placement, calls []ctlCall, r
 	n := s.view.nodes[p.Node]
 	n.CPUUsedMilli += j.spec.CPUMilli()
 	n.MemUsed += int64(j.spec.Memory)
+	s.view.cluster.TouchNode(n)
 }
 
 // releaseInView removes a job from the view's GPUs and node.
@@ -207,6 +209,7 @@ func (s *Scheduler) releaseNode(j *job, node string) {
 	if n, ok := s.view.nodes[node]; ok {
 		n.CPUUsedMilli = max(0, n.CPUUsedMilli-j.spec.CPUMilli())
 		n.MemUsed = max(0, n.MemUsed-int64(j.spec.Memory))
+		s.view.cluster.TouchNode(n)
 	}
 }
 
@@ -224,8 +227,9 @@ func (s *Scheduler) dropAlloc(g *policy.GPU, jobID string) {
 }
 
 // rebuildShares derives a GPU's shares, and the share of it they hold,
-// from its allocations and job records.
+// from its allocations and job records, and tells the view's index.
 func (s *Scheduler) rebuildShares(g *policy.GPU) {
+	defer s.view.cluster.Touch(g)
 	g.Shares = g.Shares[:0]
 	g.MilliUsed = 0
 	for _, a := range g.Allocs {
@@ -519,6 +523,7 @@ func (s *Scheduler) applyStatus(st events.GPUStatus, at time.Time) {
 		s.confirmStopped(st.GPU, func(inc int) bool { return inc < st.Incarnation })
 		gs.version = 0
 		g.Alive = true
+		s.view.cluster.Touch(g)
 		s.renewLease(gs)
 		s.dirty = true
 		s.log.Info("GPU rejoined", zap.String("gpu", st.GPU), zap.String("node", st.Node), zap.Int("incarnation", st.Incarnation),
@@ -601,6 +606,7 @@ func (s *Scheduler) gpuDown(st events.GPUStatus) {
 	gs.dead = max(gs.dead, st.Incarnation)
 	gs.leaseUntil = time.Time{}
 	gs.g.Alive = false
+	s.view.cluster.Touch(gs.g)
 	s.stats.deaths++
 	// The scheduler's own records say which jobs ran there; the down event's
 	// list gives the progress they had.

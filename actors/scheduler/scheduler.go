@@ -559,6 +559,7 @@ func (s *Scheduler) onNodeEvent(m *nats.Msg) {
 	cpu := model.CoresToMilli(hb.CPUTotal)
 	if !n.Alive || n.CPUMilli != cpu || n.MemTotal != hb.MemoryTotal {
 		s.dirty = true
+		defer s.view.cluster.TouchNode(n)
 	}
 	n.Alive, n.CPUMilli, n.MemTotal = true, cpu, hb.MemoryTotal
 	for _, g := range hb.GPUs {
@@ -582,6 +583,7 @@ func (s *Scheduler) onNodeEvent(m *nats.Msg) {
 		// "suspect": nothing new goes there; only the lease declares death.
 		if st.g.Alive != g.Alive && (g.Alive || !s.virtual) {
 			st.g.Alive = g.Alive
+			s.view.cluster.Touch(st.g)
 			s.dirty = true
 		}
 	}

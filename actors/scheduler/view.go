@@ -49,7 +49,8 @@ type view struct {
 }
 
 func newView(m vram.Model, seed int64, ranks map[string]int) *view {
-	return &view{cluster: policy.Cluster{VRAMModel: m, Rand: rand.New(rand.NewSource(seed)), Memo: policy.NewMemo()},
+	return &view{cluster: policy.Cluster{VRAMModel: m, Rand: rand.New(rand.NewSource(seed)), Memo: policy.NewMemo(),
+		Index: policy.NewIndex()},
 		gpus: map[string]*gpuState{}, nodes: map[string]*policy.Node{}, held: map[int]bool{}, seed: seed, ranks: ranks}
 }
 
@@ -147,6 +148,7 @@ func (v *view) sorted() *policy.Cluster {
 		slices.SortFunc(v.cluster.Nodes, func(a, b *policy.Node) int { return byID(a.ID, b.ID) })
 		slices.SortFunc(v.cluster.GPUs, func(a, b *policy.GPU) int { return byID(a.ID, b.ID) })
 		v.reindex()
+		v.cluster.Renumbered()
 		v.unsorted = false
 		clear(v.held) // holds name GPUs by index, which just changed
 
