@@ -57,6 +57,7 @@ const usage = `usage:
   cluster replay [flags]        replay the FGD paper's protocol on an openb trace (live or --offline)
   cluster replay --timed [...]  replay a trace in time (arrivals, run times, priorities) on a virtual clock
   cluster compare [flags]       the same seeded workload under several policies, side by side
+  cluster bench [--quick]       measure decisions, the whole path, the bus, actors, fan-out and replay: one table
 
 Run "cluster COMMAND -h" for a command's flags.
 `
@@ -93,6 +94,8 @@ func main() {
 		}
 	case "compare":
 		err = timedCommand("compare", args)
+	case "bench":
+		err = benchCommand(args)
 	case "help":
 		fmt.Print(usage)
 	default:

@@ -1,0 +1,136 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/gpusched/gpusched/cluster"
+	"github.com/gpusched/gpusched/durable"
+	"github.com/gpusched/gpusched/policy"
+)
+
+// The benchmarks under `cluster bench`: go test -run '^$' -bench . ./bench/
+
+// BenchmarkDecision is one placement decision (with the index's upkeep for
+// the last decisions' changes) per policy as the cluster grows.
+func BenchmarkDecision(b *testing.B) {
+	for _, n := range []int{8, 1000, 10000, 100000} {
+		for _, name := range policy.Names() {
+			b.Run(fmt.Sprintf("%s/gpus=%d", name, n), func(b *testing.B) {
+				c := RandomCluster(n, 1, true)
+				b.ReportAllocs()
+				cost, err := DecisionCost(c, name, b.N)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.ReportMetric(float64(cost.PerDecision.Nanoseconds()), "ns/decision")
+			})
+		}
+	}
+}
+
+// BenchmarkSubmitToPlaced is submit→placed latency through the whole path
+// on the idle reference cluster, per store, over loopback TCP and
+// in-process.
+func BenchmarkSubmitToPlaced(b *testing.B) {
+	for _, st := range []durable.Storage{durable.None, durable.Memory, durable.File} {
+		for _, tcp := range []bool{false, true} {
+			b.Run(fmt.Sprintf("store=%s/%s", storeName(st), map[bool]string{false: "inprocess", true: "tcp"}[tcp]), func(b *testing.B) {
+				err := withCluster(context.Background(), Options{TempDir: b.TempDir()}, ClusterOptions{GPUs: "6xA100-40GB,2xA100-80GB", Policy: "binpack", Store: st}, tcp,
+					func(nc *nats.Conn, _ *cluster.Cluster) error {
+						b.ResetTimer()
+						lats, err := SubmitLatency(nc, b.N)
+						b.StopTimer()
+						if err != nil {
+							return err
+						}
+						b.ReportMetric(float64(lats.P(0.5).Microseconds()), "p50-µs")
+						b.ReportMetric(float64(lats.P(0.99).Microseconds()), "p99-µs")
+						return nil
+					})
+				if err != nil {
+					b.Fatal(err)
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkPlacementThroughput is placements per second with 64 submits
+// in flight on the reference cluster (binpack), per store.
+func BenchmarkPlacementThroughput(b *testing.B) {
+	for _, st := range []durable.Storage{durable.None, durable.Memory, durable.File} {
+		b.Run("store="+storeName(st), func(b *testing.B) {
+			err := withCluster(context.Background(), Options{TempDir: b.TempDir()}, ClusterOptions{GPUs: "6xA100-40GB,2xA100-80GB", Policy: "binpack", Store: st}, true,
+				func(nc *nats.Conn, _ *cluster.Cluster) error {
+					b.ResetTimer()
+					rate, err := Throughput(nc, max(1, b.N/500), min(b.N, 500), 64, true)
+					if err != nil {
+						return err
+					}
+					b.ReportMetric(rate, "placements/s")
+					return nil
+				})
+			if err != nil {
+				b.Fatal(err)
+			}
+		})
+	}
+}
+
+// TestMeasuresMeasure runs each measure small and checks its figures are
+// figures: a broken driver, a refused submit or a policy that stops
+// placing fails here rather than in a bench run.
+func TestMeasuresMeasure(t *testing.T) {
+	for _, name := range policy.Names() {
+		cost, err := DecisionCost(RandomCluster(64, 1, true), name, 50)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cost.PerDecision <= 0 {
+			t.Fatalf("%s: %v per decision", name, cost.PerDecision)
+		}
+	}
+	err := withCluster(context.Background(), Options{TempDir: t.TempDir()}, ClusterOptions{GPUs: "6xA100-40GB,2xA100-80GB", Policy: "binpack", Store: durable.Memory}, true,
+		func(nc *nats.Conn, c *cluster.Cluster) error {
+			lats, err := SubmitLatency(nc, 20)
+			if err != nil {
+				return err
+			}
+			if len(lats) != 20 || lats.P(0.5) <= 0 || lats.P(0.99) < lats.P(0.5) {
+				return fmt.Errorf("latencies %v", lats)
+			}
+			stop, err := Observers(c, 2)
+			if err != nil {
+				return err
+			}
+			rate, err := Throughput(nc, 2, 100, 16, true)
+			got := stop()
+			if err != nil {
+				return err
+			}
+			if rate <= 0 {
+				return fmt.Errorf("rate %v", rate)
+			}
+			// Each placement is at least a job.placed and a job.running
+			// event, to each of the two observers.
+			if got < 2*2*200 {
+				return fmt.Errorf("the observers got %d events for 200 placements", got)
+			}
+			return nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := Footprint(context.Background(), 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.PerGPU <= 0 || f.StartUp <= 0 || f.StartUp > time.Minute {
+		t.Fatalf("footprint %+v", f)
+	}
+}

@@ -1,0 +1,479 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"go.uber.org/zap"
+
+	"github.com/gpusched/gpusched/cluster"
+	"github.com/gpusched/gpusched/durable"
+	"github.com/gpusched/gpusched/openb"
+	"github.com/gpusched/gpusched/policy"
+	"github.com/gpusched/gpusched/replay"
+)
+
+// Options is what a bench run measures.
+type Options struct {
+	// Quick is the reduced run (under a minute): fewer samples, no
+	// 100,000-GPU actors, no 6×10 replay matrix.
+	Quick bool
+	// Traces is the openb trace folder (alibaba-openb); the replay rows
+	// and the openb cluster's rows are skipped when it is not there.
+	Traces string
+	// Progress receives a line per step (nil: quiet).
+	Progress io.Writer
+	// TempDir holds the file stores (os.TempDir() when empty).
+	TempDir string
+}
+
+// The targets of issue 8, on the 2-core reference machine.
+const (
+	targetRTTRatio      = 3.0
+	targetP99           = time.Millisecond
+	targetBinpackRate   = 10000.0
+	targetFGDRate       = 2000.0
+	targetFGDDecision   = 50 * time.Microsecond
+	targetActorsMemory  = 1 << 30
+	targetActorsStartUp = 10 * time.Second
+	targetLiveReplay    = 5 * time.Second
+	targetOfflineReplay = time.Second
+	// sublinearGrowth is the most a decision may grow from 1,000 to
+	// 100,000 GPUs to count as sublinear (a scan grows ×100).
+	sublinearGrowth = 10.0
+	// paperSimulator is the FGD paper's own simulator on the same replay
+	// on this machine, as issue 8 measured it: a third of the run in 15
+	// minutes.
+	paperSimulator = 45 * time.Minute
+)
+
+// Run measures everything and returns the table. A measure that fails is
+// a row saying so; Run fails only when ctx ends.
+func Run(ctx context.Context, o Options) (*Table, error) {
+	policy.VerifyIndex = false
+	t := &Table{Machine: machine()}
+	start := time.Now()
+	say := func(format string, args ...any) {
+		if o.Progress != nil {
+			fmt.Fprintf(o.Progress, "[%5.1fs] %s\n", time.Since(start).Seconds(), fmt.Sprintf(format, args...))
+		}
+	}
+	if o.TempDir == "" {
+		o.TempDir = os.TempDir()
+	}
+	steps := []func(context.Context, *Table, Options, func(string, ...any)) error{
+		policySection, busSection, pathSection, fanoutSection, actorsSection, replaySection,
+	}
+	for _, step := range steps {
+		if err := step(ctx, t, o, say); err != nil {
+			if ctx.Err() != nil {
+				return t, ctx.Err()
+			}
+			return t, err
+		}
+	}
+	t.Took = time.Since(start)
+	return t, nil
+}
+
+func policySection(ctx context.Context, t *Table, o Options, say func(string, ...any)) error {
+	const sec = "1 policy decision"
+	sizes := []int{8, 1000, 10000, 100000}
+	decisions := map[int]int{8: 2000, 1000: 2000, 10000: 1000, 100000: 300}
+	if o.Quick {
+		decisions = map[int]int{8: 500, 1000: 500, 10000: 200, 100000: 60}
+	}
+	indexed := map[string]bool{"binpack": true, "spread": true, "first-fit": true, "best-fit": true, "fgd": true}
+	for _, name := range policy.Names() {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		say("policy %s at 8 to 100,000 GPUs", name)
+		costs := map[int]Cost{}
+		for _, n := range sizes {
+			c, err := DecisionCost(RandomCluster(n, 1, true), name, decisions[n])
+			if err != nil {
+				return err
+			}
+			costs[n] = c
+		}
+		growth := float64(costs[100000].PerDecision) / float64(max(1, costs[1000].PerDecision))
+		fig := fmt.Sprintf("%s, %.0f allocs at 100k (8: %s, 1k: %s, 10k: %s); ×%.1f from 1k to 100k",
+			us(costs[100000].PerDecision), costs[100000].Allocs, us(costs[8].PerDecision), us(costs[1000].PerDecision),
+			us(costs[10000].PerDecision), growth)
+		if indexed[name] {
+			scan, err := DecisionCost(RandomCluster(100000, 1, false), name, max(20, decisions[100000]/5))
+			if err != nil {
+				return err
+			}
+			fig += fmt.Sprintf("; a scan: %s at 100k", us(scan.PerDecision))
+			t.add(sec, name+" (indexed)", fig, fmt.Sprintf("sublinear: ≤ ×%.0f for ×100 GPUs", sublinearGrowth), ok(growth <= sublinearGrowth))
+		} else {
+			t.add(sec, name+" (scan)", fig, "", nil)
+		}
+	}
+	nodes, pods, err := trace(o.Traces)
+	if err != nil {
+		t.skip(sec, "fgd on the openb cluster (6,212 GPUs)", err.Error())
+		return nil
+	}
+	plan := replay.Prepare(nodes, pods, 42, 1.3)
+	say("fgd decisions over one openb replay (6,212 GPUs), indexed and scanning")
+	mean, err := ReplayDecisions(&plan, "fgd", true)
+	if err != nil {
+		return err
+	}
+	scan, err := ReplayDecisions(&plan, "fgd", false)
+	if err != nil {
+		return err
+	}
+	t.add(sec, "fgd on the openb cluster (6,212 GPUs), mean over a replay", fmt.Sprintf("%s (a scan: %s)", us(mean), us(scan)),
+		"< "+us(targetFGDDecision), ok(mean < targetFGDDecision))
+	return nil
+}
+
+func busSection(ctx context.Context, t *Table, o Options, say func(string, ...any)) error {
+	const sec = "3 raw bus"
+	say("the raw bus: request-reply and publish→subscribe, in-process and TCP")
+	c, err := StartCluster(ctx, ClusterOptions{GPUs: "1xA100-80GB", Policy: "binpack", Store: durable.None})
+	if err != nil {
+		return err
+	}
+	defer c.Stop()
+	n := 5000
+	if o.Quick {
+		n = 1000
+	}
+	for _, tcp := range []bool{false, true} {
+		a, err := Client(c, tcp)
+		if err != nil {
+			return err
+		}
+		b, err := Client(c, tcp)
+		if err != nil {
+			a.Close()
+			return err
+		}
+		rtt, err := RoundTrip(a, b, n)
+		if err == nil {
+			var hop Latencies
+			if hop, err = Hop(a, b, n); err == nil {
+				t.add(sec, "request-reply round trip, "+transport(tcp), fmt.Sprintf("p50 %s, p99 %s", us(rtt.P(0.5)), us(rtt.P(0.99))), "", nil)
+				t.add(sec, "publish→subscribe hop, "+transport(tcp), fmt.Sprintf("p50 %s, p99 %s", us(hop.P(0.5)), us(hop.P(0.99))), "", nil)
+				busRTT[tcp] = rtt.P(0.5)
+			}
+		}
+		a.Close()
+		b.Close()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// busRTT is the bus's median round trip by transport (true: TCP), for the
+// whole path's ratio.
+var busRTT = map[bool]time.Duration{}
+
+func transport(tcp bool) string {
+	if tcp {
+		return "loopback TCP"
+	}
+	return "in-process"
+}
+
+func pathSection(ctx context.Context, t *Table, o Options, say func(string, ...any)) error {
+	const sec = "2 whole path"
+	n, rounds := 2000, 10
+	if o.Quick {
+		n, rounds = 400, 3
+	}
+	for _, st := range []durable.Storage{durable.None, durable.Memory, durable.File} {
+		for _, tcp := range []bool{false, true} {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			say("submit→placed on the idle reference cluster, store %s, %s", storeName(st), transport(tcp))
+			err := withCluster(ctx, o, ClusterOptions{GPUs: "6xA100-40GB,2xA100-80GB", Policy: "binpack", Store: st}, tcp, func(nc *nats.Conn, c *cluster.Cluster) error {
+				lats, err := SubmitLatency(nc, n)
+				if err != nil {
+					return err
+				}
+				p50, p99 := lats.P(0.5), lats.P(0.99)
+				ratio := float64(p50) / float64(max(1, busRTT[tcp]))
+				fig := fmt.Sprintf("p50 %s (%.1f× the bus), p99 %s", us(p50), ratio, us(p99))
+				what := fmt.Sprintf("submit→placed, reference cluster idle, %s, %s", storeWords(st), transport(tcp))
+				t.add(sec, what, fig, "p50 ≤ 3× bus, p99 < 1 ms", ok(ratio <= targetRTTRatio && p99 < targetP99))
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+		}
+	}
+	for _, st := range []durable.Storage{durable.Memory, durable.File} {
+		for _, tcp := range []bool{false, true} {
+			say("placements/s, binpack, reference cluster, store %s, %s", storeName(st), transport(tcp))
+			err := withCluster(ctx, o, ClusterOptions{GPUs: "6xA100-40GB,2xA100-80GB", Policy: "binpack", Store: st}, tcp, func(nc *nats.Conn, c *cluster.Cluster) error {
+				rate, err := Throughput(nc, rounds, 500, 64, true)
+				if err != nil {
+					return err
+				}
+				t.add(sec, fmt.Sprintf("placements/s, binpack, reference cluster, %s, %s", storeWords(st), transport(tcp)),
+					thousands(rate)+"/s", "≥ 10,000/s", ok(rate >= targetBinpackRate))
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+		}
+	}
+	say("placements/s, binpack, 1,000 GPUs")
+	err := withCluster(ctx, o, ClusterOptions{GPUs: "1000xA100-80GB", Policy: "binpack", Store: durable.Memory}, true, func(nc *nats.Conn, c *cluster.Cluster) error {
+		rate, err := Throughput(nc, 1, rounds*500, 64, false)
+		if err != nil {
+			return err
+		}
+		t.add(sec, "placements/s, binpack, 1,000 GPUs, --memory, loopback TCP", thousands(rate)+"/s", "", nil)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	nodes, pods, err := trace(o.Traces)
+	if err != nil {
+		t.skip(sec, "placements/s, fgd, openb cluster", err.Error())
+		return nil
+	}
+	say("placements/s, fgd, the openb cluster (a live replay, 64 in flight)")
+	plan := replay.Prepare(nodes, pods, 42, 1.3)
+	placements, _, res, err := replay.Live(ctx, &plan, "fgd", replay.LiveOptions{Logger: zap.NewNop()})
+	if err != nil {
+		return err
+	}
+	placed := 0
+	for _, p := range placements {
+		if p.Node != "" {
+			placed++
+		}
+	}
+	rate := float64(len(plan.Pods)) / res.Run.Seconds()
+	t.add(sec, "decisions/s, fgd, openb cluster (6,212 GPUs), in-process, 64 in flight",
+		fmt.Sprintf("%s/s (%s pods, %s placed, in %s)", thousands(rate), thousands(float64(len(plan.Pods))), thousands(float64(placed)), res.Run.Round(time.Millisecond)),
+		"≥ 2,000/s", ok(rate >= targetFGDRate))
+	return nil
+}
+
+func fanoutSection(ctx context.Context, t *Table, o Options, say func(string, ...any)) error {
+	const sec = "5 event fan-out"
+	rounds := 6
+	if o.Quick {
+		rounds = 2
+	}
+	var base float64
+	for _, k := range []int{0, 1, 5, 20} {
+		say("placements/s with %d observers", k)
+		err := withCluster(ctx, o, ClusterOptions{GPUs: "6xA100-40GB,2xA100-80GB", Policy: "binpack", Store: durable.Memory}, false, func(nc *nats.Conn, c *cluster.Cluster) error {
+			stop, err := Observers(c, k)
+			if err != nil {
+				return err
+			}
+			start := time.Now()
+			rate, err := Throughput(nc, rounds, 500, 64, true)
+			took := time.Since(start)
+			got := stop()
+			if err != nil {
+				return err
+			}
+			if k == 0 {
+				base = rate
+				t.add(sec, "no observer", thousands(rate)+" placements/s", "", nil)
+				return nil
+			}
+			per := float64(got) / float64(k) / took.Seconds()
+			t.add(sec, fmt.Sprintf("%d observers (each its own TCP connection, all events)", k),
+				fmt.Sprintf("%s events/s to each (%s in all); %s placements/s (%.0f%% of none)", thousands(per), thousands(per*float64(k)), thousands(rate), 100*rate/max(1, base)), "", nil)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func actorsSection(ctx context.Context, t *Table, o Options, say func(string, ...any)) error {
+	const sec = "4 GPU actors"
+	sizes := []int{10000, 100000}
+	if o.Quick {
+		sizes = []int{10000}
+	}
+	for _, n := range sizes {
+		say("%s GPU actors in one process", thousands(float64(n)))
+		f, err := Footprint(ctx, n)
+		if err != nil {
+			t.skip(sec, fmt.Sprintf("%s GPUs", thousands(float64(n))), err.Error())
+			continue
+		}
+		fig := fmt.Sprintf("start-up %s, %s per GPU (%s in all, %s goroutines)", f.StartUp.Round(time.Millisecond),
+			bytesWords(f.PerGPU), bytesWords(f.Total), thousands(float64(f.Goroutines)))
+		if n == 100000 {
+			t.add(sec, "100,000 GPUs, one process", fig, "< 1 GiB, < 10 s", ok(f.Total < targetActorsMemory && f.StartUp < targetActorsStartUp))
+		} else {
+			t.add(sec, fmt.Sprintf("%s GPUs, one process", thousands(float64(n))), fig, "", nil)
+		}
+	}
+	if o.Quick {
+		t.skip(sec, "100,000 GPUs, one process", "not in --quick")
+	}
+	return nil
+}
+
+func replaySection(ctx context.Context, t *Table, o Options, say func(string, ...any)) error {
+	const sec = "6 replay"
+	nodes, pods, err := trace(o.Traces)
+	if err != nil {
+		t.skip(sec, "openb, fgd, 1.3×", err.Error())
+		return nil
+	}
+	plan := replay.Prepare(nodes, pods, 42, 1.3)
+	say("one openb replay, fgd, 1.3×, through the live actors")
+	start := time.Now()
+	if _, _, _, err := replay.Live(ctx, &plan, "fgd", replay.LiveOptions{Logger: zap.NewNop()}); err != nil {
+		return err
+	}
+	live := time.Since(start)
+	t.add(sec, "openb default trace, fgd, 1.3×, live actors (start-up included)",
+		fmt.Sprintf("%s (the paper's simulator: ~%s, ×%s)", live.Round(time.Millisecond), paperSimulator, thousands(float64(paperSimulator)/float64(live))),
+		"< 5 s", ok(live < targetLiveReplay))
+	say("the same replay offline")
+	fgd, _ := policy.Lookup("fgd")
+	start = time.Now()
+	if _, _, err := replay.Offline(&plan, fgd, nil); err != nil {
+		return err
+	}
+	offline := time.Since(start)
+	t.add(sec, "the same, offline (the pure core)",
+		fmt.Sprintf("%s (×%s the paper's simulator)", offline.Round(time.Millisecond), thousands(float64(paperSimulator)/float64(offline))),
+		"< 1 s", ok(offline < targetOfflineReplay))
+	if o.Quick {
+		t.skip(sec, "6 policies × 10 seeds, offline", "not in --quick")
+		return nil
+	}
+	say("6 policies × 10 seeds offline, %d at a time", runtime.NumCPU())
+	start = time.Now()
+	var mu sync.Mutex
+	var firstErr error
+	work := make(chan func() error)
+	var wg sync.WaitGroup
+	for range runtime.NumCPU() {
+		wg.Go(func() {
+			for f := range work {
+				if err := f(); err != nil {
+					mu.Lock()
+					firstErr = errors.Join(firstErr, err)
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	for _, pp := range replay.PaperPolicies {
+		p, err := policy.Lookup(pp.Name)
+		if err != nil {
+			return err
+		}
+		for seed := int64(42); seed < 52; seed++ {
+			work <- func() error {
+				plan := replay.Prepare(nodes, pods, seed, 1.3)
+				_, _, err := replay.Offline(&plan, p, nil)
+				return err
+			}
+		}
+	}
+	close(work)
+	wg.Wait()
+	if firstErr != nil {
+		return firstErr
+	}
+	t.add(sec, "6 policies × 10 seeds, offline, one worker per core", time.Since(start).Round(time.Millisecond).String(), "", nil)
+	return nil
+}
+
+// trace reads the openb node list and default pods from dir.
+func trace(dir string) ([]openb.Node, []openb.Pod, error) {
+	if dir == "" {
+		return nil, nil, errors.New("no openb trace given (--traces, $GPUSCHED_TRACES)")
+	}
+	nodes, err := openb.ReadNodes(filepath.Join(dir, "openb_node_list_gpu_node.csv"))
+	if err != nil {
+		return nil, nil, fmt.Errorf("the openb trace is not in %s (github.com/alibaba/clusterdata, cluster-trace-gpu-v2023): %w", dir, err)
+	}
+	pods, err := openb.ReadPods(filepath.Join(dir, "openb_pod_list_default.csv"))
+	if err != nil {
+		return nil, nil, err
+	}
+	return nodes, pods, nil
+}
+
+func storeName(st durable.Storage) string {
+	if st == durable.None {
+		return "none"
+	}
+	return string(st)
+}
+
+// storeWords names a store the way the cluster's flags do.
+func storeWords(st durable.Storage) string {
+	switch st {
+	case durable.None:
+		return "no journal"
+	case durable.Memory:
+		return "--memory"
+	}
+	return "durable (file)"
+}
+
+func bytesWords(b int64) string {
+	switch {
+	case b >= 1<<30:
+		return fmt.Sprintf("%.2f GiB", float64(b)/(1<<30))
+	case b >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20))
+	case b >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(b)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", b)
+}
+
+// withCluster starts a cluster of co (a file store in a temp dir), runs fn
+// with a client (TCP or in-process) and stops it.
+func withCluster(ctx context.Context, o Options, co ClusterOptions, tcp bool, fn func(nc *nats.Conn, c *cluster.Cluster) error) error {
+	if co.Store == durable.File {
+		dir, err := os.MkdirTemp(o.TempDir, "gpusched-bench-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		co.DataDir = dir
+	}
+	c, err := StartCluster(ctx, co)
+	if err != nil {
+		return err
+	}
+	defer c.Stop()
+	nc, err := Client(c, tcp)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	return fn(nc, c)
+}
