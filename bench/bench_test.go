@@ -60,7 +60,7 @@ func BenchmarkSubmitToPlaced(b *testing.B) {
 	}
 }
 
-// BenchmarkPlacementThroughput is placements per second with 64 submits
+// BenchmarkPlacementThroughput is placements per second with 32 submits
 // in flight on the reference cluster (binpack), per store.
 func BenchmarkPlacementThroughput(b *testing.B) {
 	for _, st := range []durable.Storage{durable.None, durable.Memory, durable.File} {
@@ -68,7 +68,7 @@ func BenchmarkPlacementThroughput(b *testing.B) {
 			err := withCluster(context.Background(), Options{TempDir: b.TempDir()}, ClusterOptions{GPUs: "6xA100-40GB,2xA100-80GB", Policy: "binpack", Store: st}, true,
 				func(nc *nats.Conn, _ *cluster.Cluster) error {
 					b.ResetTimer()
-					rate, err := Throughput(nc, max(1, b.N/500), min(b.N, 500), 64, true)
+					rate, err := Throughput(nc, max(1, b.N/referenceRound), min(b.N, referenceRound), referenceWindow, true)
 					if err != nil {
 						return err
 					}
@@ -108,7 +108,7 @@ func TestMeasuresMeasure(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			rate, err := Throughput(nc, 2, 100, 16, true)
+			rate, err := Throughput(nc, 2, 60, 16, true)
 			got := stop()
 			if err != nil {
 				return err
@@ -118,8 +118,8 @@ func TestMeasuresMeasure(t *testing.T) {
 			}
 			// Each placement is at least a job.placed and a job.running
 			// event, to each of the two observers.
-			if got < 2*2*200 {
-				return fmt.Errorf("the observers got %d events for 200 placements", got)
+			if got < 2*2*120 {
+				return fmt.Errorf("the observers got %d events for 120 placements", got)
 			}
 			return nil
 		})

@@ -25,10 +25,11 @@ func (l Latencies) sorted() Latencies {
 	return l
 }
 
-// submitBody is the whole-path benchmarks' job: 256 MiB and 1% util, so a
-// GPU takes many and placement, not capacity, is measured; no CPU or
+// submitBody is the whole-path benchmarks' job: 4 GiB and 1% util, so an
+// A100 takes 9 or 18 (about as many as a real one would run) and rounds of
+// 80 fit the reference cluster; no CPU or
 // memory, so nodes never run short; it never ends during a run.
-const submitBody = `{"name":"bench","priority":"medium","vram":"256MiB","util":1,"duration":"1000h","cpu":0,"memory":0}`
+const submitBody = `{"name":"bench","priority":"medium","vram":"4GiB","util":1,"duration":"1000h","cpu":0,"memory":0}`
 
 // replyBody is a submit reply of the usual size.
 const replyBody = `{"job_id":"3f97a168-d8d0-4719-b4cf-aead2a82fbab","state":"placed","node":"node-0","gpus":["gpu-0"]}`

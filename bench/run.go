@@ -180,6 +180,13 @@ func busSection(ctx context.Context, t *Table, o Options, say func(string, ...an
 	return nil
 }
 
+// A round on the reference cluster is 80 jobs (it holds 90 of the bench's),
+// with up to 32 in flight; each round is cancelled before the next.
+const (
+	referenceRound  = 80
+	referenceWindow = 32
+)
+
 // busRTT is the bus's median round trip by transport (true: TCP), for the
 // whole path's ratio.
 var busRTT = map[bool]time.Duration{}
@@ -224,7 +231,7 @@ func pathSection(ctx context.Context, t *Table, o Options, say func(string, ...a
 		for _, tcp := range []bool{false, true} {
 			say("placements/s, binpack, reference cluster, store %s, %s", storeName(st), transport(tcp))
 			err := withCluster(ctx, o, ClusterOptions{GPUs: "6xA100-40GB,2xA100-80GB", Policy: "binpack", Store: st}, tcp, func(nc *nats.Conn, c *cluster.Cluster) error {
-				rate, err := Throughput(nc, rounds, 500, 64, true)
+				rate, err := Throughput(nc, rounds*6, referenceRound, referenceWindow, true)
 				if err != nil {
 					return err
 				}
@@ -288,7 +295,7 @@ func fanoutSection(ctx context.Context, t *Table, o Options, say func(string, ..
 				return err
 			}
 			start := time.Now()
-			rate, err := Throughput(nc, rounds, 500, 64, true)
+			rate, err := Throughput(nc, rounds*6, referenceRound, referenceWindow, true)
 			took := time.Since(start)
 			got := stop()
 			if err != nil {

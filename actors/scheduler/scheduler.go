@@ -1,6 +1,8 @@
 package scheduler
 
 import (
+	gojson "github.com/goccy/go-json"
+
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -504,7 +506,7 @@ func (s *Scheduler) onGPUEvent(m *nats.Msg) {
 		SimTime time.Time        `json:"simtime"`
 		Data    events.GPUStatus `json:"data"`
 	}
-	if err := json.Unmarshal(m.Data, &ev); err != nil {
+	if err := gojson.Unmarshal(m.Data, &ev); err != nil {
 		s.log.Warn("bad GPU event dropped", zap.String("subject", m.Subject), zap.Error(err))
 		return
 	}
