@@ -273,9 +273,11 @@ func pathSection(ctx context.Context, t *Table, o Options, say func(string, ...a
 			placed++
 		}
 	}
-	rate := float64(len(plan.Pods)) / res.Run.Seconds()
-	t.add(sec, "decisions/s, fgd, openb cluster (6,212 GPUs), in-process, 64 in flight",
-		fmt.Sprintf("%s/s (%s pods, %s placed, in %s)", thousands(rate), thousands(float64(len(plan.Pods))), thousands(float64(placed)), res.Run.Round(time.Millisecond)),
+	// Pods that fit nowhere are answered too (rejected): only placed ones count.
+	rate := float64(placed) / res.Run.Seconds()
+	t.add(sec, "placements/s, fgd, openb cluster (6,212 GPUs), in-process, 64 in flight",
+		fmt.Sprintf("%s/s (%s placed of %s pods in %s; %s decisions/s)", thousands(rate), thousands(float64(placed)),
+			thousands(float64(len(plan.Pods))), res.Run.Round(time.Millisecond), thousands(float64(len(plan.Pods))/res.Run.Seconds())),
 		"≥ 2,000/s", ok(rate >= targetFGDRate))
 	return nil
 }
