@@ -278,15 +278,35 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	if err != nil {
 		return fail(err)
 	}
-	for _, spec := range cfg.Shape.Nodes {
+	// GPUs join in waves of joinWave: each GPU's lease starts when it
+	// does, and a scheduler that had 100,000 gpu.up events in its mailbox
+	// at once would answer the heartbeats behind them later than the
+	// lease, so the GPUs would fence and join again, and again.
+	gpus, nodes := 0, 0
+	var router *node.Router
+	if len(cfg.Shape.Nodes) > 0 {
+		// One pair of subscriptions for every node of this process.
+		if router, err = node.NewRouter(nodeConn, subjects); err != nil {
+			return fail(err)
+		}
+		c.watchSubs(router.Subscriptions())
+	}
+	for i, spec := range cfg.Shape.Nodes {
 		h, err := node.Start(runCtx, node.HostConfig{Spec: spec, VRAMModel: cfg.VRAMModel, Clock: c.Clock,
 			Subjects: subjects, Conn: nodeConn, Logger: log, Heartbeat: cfg.Heartbeat, Interference: cfg.Interference,
-			Lease: gpuLease, RestartBackoff: cfg.RestartBackoff})
+			Lease: gpuLease, RestartBackoff: cfg.RestartBackoff, Router: router})
 		if err != nil {
 			return fail(err)
 		}
 		c.watchSubs(h.Subscriptions())
 		c.hosts = append(c.hosts, h)
+		gpus += len(spec.GPUs)
+		nodes++
+		if gpus%joinWave < len(spec.GPUs) && gpus >= joinWave && i < len(cfg.Shape.Nodes)-1 {
+			if err := c.waitReady(ctx, schedConn, subjects, gpus, nodes); err != nil {
+				return fail(err)
+			}
+		}
 	}
 	chaosConn, err := connect("chaos")
 	if err != nil {
@@ -297,7 +317,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		return fail(err)
 	}
 	c.watchSubs(responder.Subscriptions())
-	if err := c.waitReady(ctx, schedConn, subjects); err != nil {
+	if err := c.waitReady(ctx, schedConn, subjects, cfg.Shape.GPUCount(), len(cfg.Shape.Nodes)); err != nil {
 		return fail(err)
 	}
 	log.Info("cluster ready", zap.String("nats", c.URL()), zap.Int("nodes", len(cfg.Shape.Nodes)),
@@ -379,27 +399,35 @@ func (c *Cluster) StartGenerator() {
 	}
 }
 
-// waitReady polls the snapshot until every GPU and node has been heard from.
-func (c *Cluster) waitReady(ctx context.Context, nc *nats.Conn, subjects events.Subjects) error {
-	deadline := time.Now().Add(30 * time.Second)
-	want := c.cfg.Shape.GPUCount()
+// joinWave is how many GPUs start before the cluster waits for the
+// scheduler to have heard them all.
+const joinWave = 4096
+
+// waitReady polls the snapshot until the scheduler has heard from want
+// GPUs and wantNodes nodes.
+func (c *Cluster) waitReady(ctx context.Context, nc *nats.Conn, subjects events.Subjects, want, wantNodes int) error {
+	// 30 s, and a second more per 2,000 GPUs: a big cluster joins for a while.
+	limit := 30*time.Second + time.Duration(want/2000)*time.Second
+	deadline := time.Now().Add(limit)
+	// A snapshot's summary reads every GPU: asked less often of a big cluster.
+	poll := 20*time.Millisecond + time.Duration(want/1000)*time.Millisecond
 	for {
-		msg, err := nc.Request(subjects.ClusterSnapshot(), []byte(`{}`), 2*time.Second)
+		msg, err := nc.Request(subjects.ClusterSnapshot(), []byte(`{"summary_only":true}`), 2*time.Second)
 		if err == nil {
 			var snap events.Snapshot
 			// At least its own: GPU nodes of other processes may be there too.
 			if json.Unmarshal(msg.Data, &snap) == nil && snap.Summary.GPUs >= want && snap.Summary.GPUsAlive >= want &&
-				snap.Summary.NodesAlive >= len(c.cfg.Shape.Nodes) {
+				snap.Summary.NodesAlive >= wantNodes {
 				return nil
 			}
 		}
 		if time.Now().After(deadline) {
-			return errors.New("the scheduler did not hear from every GPU and node within 30s")
+			return fmt.Errorf("the scheduler did not hear from every GPU and node within %s", limit)
 		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(20 * time.Millisecond):
+		case <-time.After(poll):
 		}
 	}
 }

@@ -1,6 +1,8 @@
 package events
 
 import (
+	gojson "github.com/goccy/go-json"
+
 	"encoding/json"
 	"time"
 
@@ -107,7 +109,9 @@ func (e *Emitter) encode(typ, subject string, simTime time.Time, data any) ([]by
 		Seq:             e.seq,
 		Data:            data,
 	}
-	return json.Marshal(ev)
+	// goccy/go-json writes the same JSON as encoding/json, at about twice
+	// the speed: every GPU and job event goes through here.
+	return gojson.Marshal(ev)
 }
 
 // Type builds a CloudEvents type: "gpusched.<family>.<type>".
@@ -119,7 +123,7 @@ func Reply(m *nats.Msg, v any) error {
 	if m.Reply == "" {
 		return nil
 	}
-	b, err := json.Marshal(v)
+	b, err := gojson.Marshal(v)
 	if err != nil {
 		return err
 	}

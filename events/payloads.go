@@ -306,6 +306,9 @@ type Metrics struct {
 // SnapshotRequest asks for one page of the cluster state.
 type SnapshotRequest struct {
 	Page int `json:"page"`
+	// SummaryOnly asks for the summary alone (no GPUs or jobs listed):
+	// cheap to ask of a 100,000-GPU cluster many times a second.
+	SummaryOnly bool `json:"summary_only,omitempty"`
 }
 
 // SnapshotGPU is one GPU in a snapshot.

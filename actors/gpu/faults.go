@@ -197,7 +197,7 @@ func (a *Actor) faultTick() {
 		f.cutUntil = time.Time{}
 		kept := f.outbox
 		f.outbox = nil
-		a.log.Warn("partition healed", zap.Int("messages_kept", len(kept)), zap.Int("messages_lost", f.overflow))
+		a.logger().Warn("partition healed", zap.Int("messages_kept", len(kept)), zap.Int("messages_lost", f.overflow))
 		for _, m := range kept {
 			a.Publish(m.subject, m.data)
 		}
@@ -209,7 +209,7 @@ func (a *Actor) faultTick() {
 		m := f.delayed[0]
 		f.delayed = f.delayed[1:]
 		if err := a.cfg.Bus.Publish(m.subject, m.data); err != nil {
-			a.log.Warn("delayed publish failed", zap.Error(err))
+			a.logger().Warn("delayed publish failed", zap.Error(err))
 		}
 	}
 	f.arm(now)
@@ -219,7 +219,7 @@ func (a *Actor) faultTick() {
 // nothing, and its GPU runs nothing. It returns false if ctx ended.
 func (a *Actor) hang(ctx context.Context, d time.Duration) bool {
 	a.advance()
-	a.log.Warn("GPU actor hung", zap.Duration("for", d))
+	a.logger().Warn("GPU actor hung", zap.Duration("for", d))
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
@@ -231,7 +231,7 @@ func (a *Actor) hang(ctx context.Context, d time.Duration) bool {
 	// unless its lease ran out meanwhile (then it stops them and rejoins).
 	a.last = a.cfg.Clock.Now()
 	a.retime = true
-	a.log.Warn("GPU actor woke from a hang", zap.Duration("after", d))
+	a.logger().Warn("GPU actor woke from a hang", zap.Duration("after", d))
 	inc := a.cfg.Incarnation
 	a.checkLease()
 	if a.cfg.Incarnation == inc {

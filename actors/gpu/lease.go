@@ -91,7 +91,7 @@ func (a *Actor) fence() {
 			a.remember(id, "expired", s.job.ProgressS)
 		}
 	}
-	a.log.Warn("lease expired: stopping own jobs and rejoining", zap.Int("jobs_stopped", n),
+	a.logger().Warn("lease expired: stopping own jobs and rejoining", zap.Int("jobs_stopped", n),
 		zap.Int("incarnation", a.cfg.Incarnation+1), zap.Time("lease_until", a.leaseUntil))
 	if a.done != nil {
 		(*a.done).Stop()
@@ -112,6 +112,6 @@ func (a *Actor) fence() {
 	st.Reason = "lease expired: stopped " + strconv.Itoa(n) + " running jobs itself and rejoined empty"
 	if err := a.emit.Emit(a.cfg.Subjects.GPUEvent(a.cfg.Node, a.cfg.ID, events.GPUUp), events.Type("gpu", events.GPUUp),
 		a.cfg.ID, a.cfg.Clock.Now(), st); err != nil {
-		a.log.Warn("publish failed", zap.String("type", events.GPUUp), zap.Error(err))
+		a.logger().Warn("publish failed", zap.String("type", events.GPUUp), zap.Error(err))
 	}
 }

@@ -23,8 +23,8 @@ import (
 // a second, not one per GPU.
 const DefaultHeartbeat = 2 * time.Second
 
-// firstHeartbeat is how long a new node waits for its GPUs' first answers.
-const firstHeartbeat = 50 * time.Millisecond
+// firstHeartbeat is the longest a new node waits for its GPUs' first answers.
+const firstHeartbeat = 500 * time.Millisecond
 
 // Actor is a node actor: it owns the node's CPU and memory.
 type Actor struct {
@@ -75,10 +75,13 @@ func (a *Actor) Run(ctx context.Context) {
 	defer tick.Stop()
 	heard := map[string]gpu.Liveness{}
 	a.ping()
-	// The first heartbeat goes out as soon as the GPUs have had a moment to
-	// answer, so a scheduler learns the node's resources at once.
+	// The first heartbeat goes out as soon as every GPU has answered its
+	// first ping (or after firstHeartbeat at the latest), so a scheduler
+	// learns the node's resources at once and no GPU that is merely
+	// starting is reported not alive (it would then wait a whole period).
 	first := time.NewTimer(firstHeartbeat)
 	defer first.Stop()
+	firstSent := false
 	for {
 		select {
 		case <-ctx.Done():
@@ -88,8 +91,16 @@ func (a *Actor) Run(ctx context.Context) {
 			a.clock.Release()
 		case l := <-a.alive:
 			heard[l.GPU] = l
+			if !firstSent && len(heard) == len(a.gpus) {
+				firstSent = true
+				first.Stop()
+				a.publishHeartbeat(heard)
+			}
 		case <-first.C:
-			a.publishHeartbeat(heard)
+			if !firstSent {
+				firstSent = true
+				a.publishHeartbeat(heard)
+			}
 		case <-tick.C:
 			a.expire()
 			a.publishHeartbeat(heard)

@@ -34,10 +34,13 @@ type HostConfig struct {
 	// RestartBackoff is the first wait before a crashed GPU actor restarts
 	// (DefaultRestartBackoff when zero).
 	RestartBackoff time.Duration
+	// Router, when set, serves the host's control subjects (shared by the
+	// hosts of one process); nil: the host subscribes for itself.
+	Router *Router
 }
 
-// Host runs one node's actors behind its two subscriptions, and
-// supervises its GPU actors.
+// Host runs one node's actors behind its two subscriptions (or a Router's),
+// and supervises its GPU actors.
 type Host struct {
 	cfg  HostConfig
 	log  *zap.Logger
@@ -77,59 +80,154 @@ func Start(ctx context.Context, cfg HostConfig) (*Host, error) {
 	}
 	h.node = newActor(cfg.Spec, 1, cfg.Clock, cfg.Subjects, cfg.Conn, log, cfg.Heartbeat, slots)
 
-	// The GPU subject is <p>.gpu.<node>.<gpu>.ctl: the GPU id is the second-last token.
-	gpuSub, err := cfg.Conn.Subscribe(cfg.Subjects.NodeGPUs(cfg.Spec.ID), func(m *nats.Msg) {
-		tokens := strings.Split(m.Subject, ".")
-		if len(tokens) < 2 || tokens[len(tokens)-1] != "ctl" {
-			return
+	if cfg.Router != nil {
+		cfg.Router.add(ctx, h)
+	} else {
+		gpuSub, err := cfg.Conn.Subscribe(cfg.Subjects.NodeGPUs(cfg.Spec.ID), func(m *nats.Msg) { h.onGPU(ctx, m) })
+		if err != nil {
+			return nil, err
 		}
-		s, ok := h.gpus[tokens[len(tokens)-2]]
-		if !ok {
-			events.Reply(m, events.ControlReply{Error: model.Errorf("gpu", "no GPU %q on node %s", tokens[len(tokens)-2], cfg.Spec.ID)})
-			return
+		nodeSub, err := cfg.Conn.Subscribe(cfg.Subjects.NodeAll(cfg.Spec.ID), func(m *nats.Msg) { h.onNode(ctx, m) })
+		if err != nil {
+			gpuSub.Unsubscribe()
+			return nil, err
 		}
-		a := s.cur.Load()
-		if a == nil {
-			// The supervisor answers for a dead actor: a refusal, at once,
-			// rather than a timeout.
-			left := time.Until(time.Unix(0, s.restartAt.Load())).Round(time.Millisecond)
-			events.Reply(m, events.ControlReply{Reason: fmt.Sprintf("GPU actor %s is down (restarting in %s)", s.id, max(0, left))})
-			return
+		h.subs = []*nats.Subscription{gpuSub, nodeSub}
+		for _, s := range h.subs {
+			// Control traffic must never be dropped as a slow consumer: the
+			// mailboxes apply back-pressure instead.
+			s.SetPendingLimits(-1, -1)
 		}
-		a.Deliver(ctx, m)
-	})
-	if err != nil {
-		return nil, err
-	}
-	nodeSub, err := cfg.Conn.Subscribe(cfg.Subjects.NodeAll(cfg.Spec.ID), func(m *nats.Msg) {
-		cfg.Clock.Hold() // released by the node actor once handled
-		select {
-		case h.node.mailbox <- m:
-		case <-ctx.Done():
-			cfg.Clock.Release()
-		}
-	})
-	if err != nil {
-		gpuSub.Unsubscribe()
-		return nil, err
-	}
-	h.subs = []*nats.Subscription{gpuSub, nodeSub}
-	for _, s := range h.subs {
-		// Control traffic must never be dropped as a slow consumer: the
-		// mailboxes apply back-pressure instead.
-		s.SetPendingLimits(-1, -1)
 	}
 	for i, s := range slots {
-		h.wg.Go(func() { h.supervise(ctx, s, configs[i]) })
+		h.wg.Add(1)
+		go h.supervise(ctx, s, &configs[i]) // no closure: its frame would stay on every GPU's stack
 	}
 	h.wg.Go(func() { h.node.Run(ctx) })
-	h.wg.Go(func() {
-		<-ctx.Done()
+	// Unsubscribing waits for ctx without a goroutine of its own (one per
+	// node adds up at 10,000 nodes).
+	h.wg.Add(1)
+	context.AfterFunc(ctx, func() {
+		defer h.wg.Done()
 		for _, s := range h.subs {
 			s.Unsubscribe()
 		}
+		if cfg.Router != nil {
+			cfg.Router.remove(cfg.Spec.ID)
+		}
 	})
 	return h, nil
+}
+
+// onGPU hands a control message to the GPU actor it names
+// (<p>.gpu.<node>.<gpu>.ctl: the GPU id is the second-last token).
+func (h *Host) onGPU(ctx context.Context, m *nats.Msg) {
+	tokens := strings.Split(m.Subject, ".")
+	if len(tokens) < 2 || tokens[len(tokens)-1] != "ctl" {
+		return
+	}
+	s, ok := h.gpus[tokens[len(tokens)-2]]
+	if !ok {
+		events.Reply(m, events.ControlReply{Error: model.Errorf("gpu", "no GPU %q on node %s", tokens[len(tokens)-2], h.cfg.Spec.ID)})
+		return
+	}
+	a := s.cur.Load()
+	if a == nil {
+		// The supervisor answers for a dead actor: a refusal, at once,
+		// rather than a timeout.
+		left := time.Until(time.Unix(0, s.restartAt.Load())).Round(time.Millisecond)
+		events.Reply(m, events.ControlReply{Reason: fmt.Sprintf("GPU actor %s is down (restarting in %s)", s.id, max(0, left))})
+		return
+	}
+	a.Deliver(ctx, m)
+}
+
+// onNode hands a message to the node actor, waiting while its mailbox is
+// full (back-pressure) until ctx ends.
+func (h *Host) onNode(ctx context.Context, m *nats.Msg) {
+	h.cfg.Clock.Hold() // released by the node actor once handled
+	select {
+	case h.node.mailbox <- m:
+	case <-ctx.Done():
+		h.cfg.Clock.Release()
+	}
+}
+
+// Router serves the control subjects of every Host of a process through
+// two subscriptions in all (<p>.gpu.*.*.ctl and <p>.node.*.*), where each
+// Host alone would need two of its own: every subscription of nats.go
+// has a goroutine, and 12,500 nodes' 25,000 of them cost 100 MiB.
+// Messages for a node no Host here runs are left to whoever runs it.
+type Router struct {
+	mu    sync.RWMutex
+	hosts map[string]routed
+	subs  []*nats.Subscription
+}
+
+type routed struct {
+	ctx context.Context
+	h   *Host
+}
+
+// NewRouter subscribes on nc for the hosts that will name it in their
+// HostConfig; Close unsubscribes.
+func NewRouter(nc *nats.Conn, subjects events.Subjects) (*Router, error) {
+	r := &Router{hosts: map[string]routed{}}
+	// <p>.gpu.<node>.<gpu>.ctl and <p>.node.<node>.<what>: the node is
+	// the third-last and the second-last token.
+	route := func(fromEnd int, deliver func(routed, *nats.Msg)) nats.MsgHandler {
+		return func(m *nats.Msg) {
+			tokens := strings.Split(m.Subject, ".")
+			if len(tokens) < fromEnd {
+				return
+			}
+			r.mu.RLock()
+			to, ok := r.hosts[tokens[len(tokens)-fromEnd]]
+			r.mu.RUnlock()
+			if ok {
+				deliver(to, m)
+			}
+		}
+	}
+	for _, sub := range []struct {
+		subject string
+		handler nats.MsgHandler
+	}{
+		{subjects.Prefix + ".gpu.*.*.ctl", route(3, func(to routed, m *nats.Msg) { to.h.onGPU(to.ctx, m) })},
+		{subjects.Prefix + ".node.*.*", route(2, func(to routed, m *nats.Msg) { to.h.onNode(to.ctx, m) })},
+	} {
+		s, err := nc.Subscribe(sub.subject, sub.handler)
+		if err != nil {
+			r.Close()
+			return nil, err
+		}
+		// Control traffic must never be dropped as a slow consumer.
+		s.SetPendingLimits(-1, -1)
+		r.subs = append(r.subs, s)
+	}
+	return r, nil
+}
+
+func (r *Router) add(ctx context.Context, h *Host) {
+	r.mu.Lock()
+	r.hosts[h.cfg.Spec.ID] = routed{ctx, h}
+	r.mu.Unlock()
+}
+
+func (r *Router) remove(node string) {
+	r.mu.Lock()
+	delete(r.hosts, node)
+	r.mu.Unlock()
+}
+
+// Subscriptions are the router's subscriptions, for a virtual clock to watch.
+func (r *Router) Subscriptions() []*nats.Subscription { return r.subs }
+
+// Close unsubscribes.
+func (r *Router) Close() {
+	for _, s := range r.subs {
+		s.Unsubscribe()
+	}
 }
 
 // Subscriptions are the host's subscriptions, for a virtual clock to watch.

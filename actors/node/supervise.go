@@ -42,50 +42,74 @@ type slot struct {
 // supervise runs a GPU's actor and, each time it crashes (killed, or a
 // panic), publishes gpu.down for the dead incarnation, waits a backoff and
 // starts the next incarnation, empty, keeping only the card's energy meter.
-func (h *Host) supervise(ctx context.Context, s *slot, cfg gpu.Config) {
-	log := h.log.With(zap.String("gpu", s.id))
+//
+//go:noinline
+func (h *Host) supervise(ctx context.Context, s *slot, cfg *gpu.Config) {
+	defer h.wg.Done()
 	backoff := h.cfg.RestartBackoff
 	// The first incarnation is in the slot already (Start put it there
 	// before subscribing, so no message finds the GPU missing).
 	a := s.cur.Load()
 	for {
 		if a == nil {
-			a = gpu.New(cfg)
-			s.cur.Store(a)
+			a = newIncarnation(s, cfg)
 		}
 		started := time.Now()
-		err := runCaught(ctx, a)
-		if ctx.Err() != nil {
+		err := a.Run(ctx) // a panic comes back as a *gpu.Crash
+		if ctx.Err() != nil || !h.restart(ctx, s, cfg, a, err, started, &backoff) {
 			return
 		}
-		s.cur.Store(nil)
-		reason := err.Error()
-		if c, ok := err.(*gpu.Crash); ok {
-			reason = c.Reason
-		}
-		now := time.Now()
-		backoff = NextBackoff(backoff, h.cfg.RestartBackoff, now.Sub(started))
-		s.restartAt.Store(now.Add(backoff).UnixNano())
-		downOK := func() (ok bool) {
-			defer func() {
-				if r := recover(); r != nil {
-					log.Error("the dead actor's remains could not be read", zap.Any("panic", r))
-				}
-			}()
-			a.Down(reason + fmt.Sprintf(" (restarting in %s)", backoff))
-			return true
-		}()
-		dropped := a.Drain()
-		cfg.Ended = a.Remains("crashed")
-		log.Warn("GPU actor crashed; supervisor restarts it", zap.String("reason", reason), zap.Duration("backoff", backoff),
-			zap.Int("incarnation", a.Incarnation()+1), zap.Int("messages_dropped", dropped), zap.Bool("down_published", downOK))
-		if !WaitBackoff(ctx, backoff) {
-			return
-		}
-		cfg.Incarnation = a.Incarnation() + 1
-		cfg.EnergyJ = a.EnergyJ()
 		a = nil
 	}
+}
+
+// newIncarnation starts the slot's next actor (a function of its own for
+// the same reason as restart).
+//
+//go:noinline
+func newIncarnation(s *slot, cfg *gpu.Config) *gpu.Actor {
+	a := gpu.New(*cfg)
+	s.cur.Store(a)
+	return a
+}
+
+// restart buries a crashed actor a (gpu.down, its mailbox, its remains),
+// waits the backoff and readies cfg for the next incarnation; false if
+// ctx ended meanwhile. It is a function of its own so that while an actor
+// runs, its goroutine's stack holds only supervise's small frame: idle
+// GPU actors then fit the runtime's smallest stacks, which is most of a
+// GPU actor's memory.
+//
+//go:noinline
+func (h *Host) restart(ctx context.Context, s *slot, cfg *gpu.Config, a *gpu.Actor, err error, started time.Time, backoff *time.Duration) bool {
+	log := h.log.With(zap.String("gpu", s.id))
+	s.cur.Store(nil)
+	reason := err.Error()
+	if c, ok := err.(*gpu.Crash); ok {
+		reason = c.Reason
+	}
+	now := time.Now()
+	*backoff = NextBackoff(*backoff, h.cfg.RestartBackoff, now.Sub(started))
+	s.restartAt.Store(now.Add(*backoff).UnixNano())
+	downOK := func() (ok bool) {
+		defer func() {
+			if r := recover(); r != nil {
+				log.Error("the dead actor's remains could not be read", zap.Any("panic", r))
+			}
+		}()
+		a.Down(reason + fmt.Sprintf(" (restarting in %s)", *backoff))
+		return true
+	}()
+	dropped := a.Drain()
+	cfg.Ended = a.Remains("crashed")
+	log.Warn("GPU actor crashed; supervisor restarts it", zap.String("reason", reason), zap.Duration("backoff", *backoff),
+		zap.Int("incarnation", a.Incarnation()+1), zap.Int("messages_dropped", dropped), zap.Bool("down_published", downOK))
+	if !WaitBackoff(ctx, *backoff) {
+		return false
+	}
+	cfg.Incarnation = a.Incarnation() + 1
+	cfg.EnergyJ = a.EnergyJ()
+	return true
 }
 
 // WaitBackoff waits d (wall time) before a restart; false if ctx ended first.
@@ -98,14 +122,4 @@ func WaitBackoff(ctx context.Context, d time.Duration) bool {
 	case <-t.C:
 		return true
 	}
-}
-
-// runCaught runs the actor, turning a panic into a crash.
-func runCaught(ctx context.Context, a *gpu.Actor) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = &gpu.Crash{Reason: fmt.Sprintf("panic: %v", r)}
-		}
-	}()
-	return a.Run(ctx)
 }

@@ -442,8 +442,12 @@ func (s *Scheduler) stop(j *job, op string) {
 // behind it may take, so it cannot starve.
 func (s *Scheduler) schedule() {
 	s.dirty = false
-	s.view.sorted()
 	clear(s.view.held)
+	if len(s.queue) == 0 {
+		return // nothing to place (and no view to sort while GPUs join)
+	}
+	s.view.sorted()
+	clear(s.view.held) // sorting may have renumbered the GPUs
 	now := s.cfg.Clock.Now()
 	for _, j := range slices.Clone(s.queue) {
 		if j.state != events.JobQueued || s.rejectUnfit(j) {

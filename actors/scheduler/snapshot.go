@@ -87,6 +87,12 @@ func (s *Scheduler) onSnapshot(m *nats.Msg) {
 		return
 	}
 	running := s.running
+	if req.SummaryOnly {
+		events.Reply(m, events.Snapshot{SimTime: s.cfg.Clock.Now(), Speed: clockSpeed(s.cfg.Clock), Policy: s.policy.Name(),
+			VRAMModel: string(s.view.cluster.VRAMModel), Summary: s.metrics(), Pages: 1,
+			GPUs: []events.SnapshotGPU{}, Running: []events.JobInfo{}, Queue: []events.JobInfo{}})
+		return
+	}
 	gpus := s.view.sorted().GPUs
 	pages := max(1, ceilDiv(len(gpus), snapshotGPUsPerPage), ceilDiv(len(running), snapshotJobsPerPage), ceilDiv(len(s.queue), snapshotJobsPerPage))
 	snap := events.Snapshot{SimTime: s.cfg.Clock.Now(), Speed: clockSpeed(s.cfg.Clock), Policy: s.policy.Name(), VRAMModel: string(s.view.cluster.VRAMModel),
