@@ -3,7 +3,9 @@ package bench
 import (
 	"context"
 	"fmt"
+	"os"
 	"runtime"
+	"strings"
 	"time"
 
 	"github.com/gpusched/gpusched/durable"
@@ -21,6 +23,26 @@ type ActorsFootprint struct {
 	PerGPU     int64
 	Total      int64
 	Goroutines int
+	// RSS is the whole process's resident memory once ready (the Go heap
+	// not yet returned to the OS, the NATS server, the test or command
+	// around it included); 0 where /proc is not there.
+	RSS int64
+}
+
+// rss reads the process's resident set size from /proc/self/status.
+func rss() int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+			var kb int64
+			fmt.Sscanf(strings.TrimSpace(v), "%d", &kb)
+			return kb << 10
+		}
+	}
+	return 0
 }
 
 // Footprint starts an idle cluster of n A100-80GB GPUs (8 per node, no
@@ -45,5 +67,6 @@ func Footprint(ctx context.Context, n int) (ActorsFootprint, error) {
 	f.Total = live() - before
 	f.PerGPU = f.Total / int64(n)
 	f.Goroutines = runtime.NumGoroutine() - g0
+	f.RSS = rss()
 	return f, nil
 }

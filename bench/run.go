@@ -338,8 +338,8 @@ func actorsSection(ctx context.Context, t *Table, o Options, say func(string, ..
 			}
 			continue
 		}
-		fig := fmt.Sprintf("start-up %s, %s per GPU (%s in all, %s goroutines)", f.StartUp.Round(time.Millisecond),
-			bytesWords(f.PerGPU), bytesWords(f.Total), thousands(float64(f.Goroutines)))
+		fig := fmt.Sprintf("start-up %s, %s per GPU (%s in all, %s goroutines; process RSS %s)", f.StartUp.Round(time.Millisecond),
+			bytesWords(f.PerGPU), bytesWords(f.Total), thousands(float64(f.Goroutines)), bytesWords(f.RSS))
 		if n == 100000 {
 			t.add(sec, "100,000 GPUs, one process", fig, "< 1 GiB, < 10 s", ok(f.Total < targetActorsMemory && f.StartUp < targetActorsStartUp))
 		} else {
@@ -449,7 +449,7 @@ func storeName(st durable.Storage) string {
 func storeWords(st durable.Storage) string {
 	switch st {
 	case durable.None:
-		return "no journal"
+		return "--no-journal"
 	case durable.Memory:
 		return "--memory"
 	}

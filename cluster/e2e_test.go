@@ -269,4 +269,9 @@ func TestSnapshotPages(t *testing.T) {
 	if len(seen) != 300 || !seen["gpu-0"] || !seen["gpu-299"] {
 		t.Fatalf("pages named %d GPUs, want gpu-0…gpu-299", len(seen))
 	}
+	// summary_only: the same summary, no GPU listed.
+	only := req(t, nc, "gpusched.cluster.snapshot", `{"summary_only":true}`)
+	if s := only["summary"].(obj); s["gpus"].(float64) != 300 || s["gpus_alive"].(float64) != 300 || len(only["gpus"].([]any)) != 0 {
+		t.Fatalf("summary_only snapshot: summary %v, %d GPUs listed", s, len(only["gpus"].([]any)))
+	}
 }

@@ -151,6 +151,7 @@ func run(args []string) error {
 	dataDir := fs.String("data-dir", defaultDataDir(), "JetStream store directory: the job journal and the event stream survive restarts here")
 	fresh := fs.Bool("fresh", false, "start empty: delete the job journal and event stream a previous run left in the store")
 	memory := fs.Bool("memory", false, "keep the job journal and events in memory only (a throwaway run: nothing survives the process)")
+	noJournal := fs.Bool("no-journal", false, "no JetStream at all: no job journal (a scheduler crash loses the queue) and no event history; the fastest, see docs/PERFORMANCE.md")
 	eventsAge := fs.Duration("events-max-age", durable.DefaultEventsMaxAge, "keep events this long (observer log --since; 0: no age limit)")
 	eventsBytes := fs.String("events-max-bytes", "1GiB", "keep at most this much of the event stream, oldest dropped first (0: no size limit)")
 	replicas := fs.Int("replicas", 1, "with --nats on a NATS cluster: replicas of the job journal and the event stream (3 survives a server's loss)")
@@ -179,8 +180,13 @@ func run(args []string) error {
 		return fmt.Errorf("--replicas must be from 1 to 5")
 	}
 	store := durable.File
-	if *memory {
+	switch {
+	case *memory && *noJournal:
+		return fmt.Errorf("--memory and --no-journal: choose one (--memory keeps a journal in memory, --no-journal none)")
+	case *memory:
 		store = durable.Memory
+	case *noJournal:
+		store = durable.None
 	}
 	if store == durable.File && busOpt.URLs == "" && *dataDir == "" {
 		return fmt.Errorf("--data-dir: no default store directory on this machine (no home directory): give one, or --memory")

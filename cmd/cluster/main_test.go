@@ -27,6 +27,7 @@ func TestBadFlagsSayWhatIsWrong(t *testing.T) {
 		"--events-max-bytes": {"--events-max-bytes", "lots"},
 		"--events-max-age":   {"--events-max-age", "-1h"},
 		"--replicas":         {"--replicas", "0"},
+		"--no-journal":       {"--memory", "--no-journal"},
 		"--creds":            {"--nats", "nats://127.0.0.1:1", "--creds", "/no/such/file.creds"},
 		"--tlscert":          {"--nats", "nats://127.0.0.1:1", "--tlskey", "/etc/hostname"},
 	}
@@ -133,5 +134,16 @@ func TestReplayFlagsSayWhatIsWrong(t *testing.T) {
 	b, err := os.ReadFile(out)
 	if err != nil || !strings.HasPrefix(string(b), "arrived_pct,alloc_pct,frag_amount_pct,frag_ratio_pct\n") || strings.Count(string(b), "\n") != 132 {
 		t.Fatalf("curve file: %v\n%s", err, b)
+	}
+}
+
+// TestBenchFlagsSayWhatIsWrong: `cluster bench` refuses arguments and
+// unknown flags with a message naming them.
+func TestBenchFlagsSayWhatIsWrong(t *testing.T) {
+	if err := benchCommand([]string{"everything"}); err == nil || !strings.Contains(err.Error(), "everything") {
+		t.Errorf("bench everything: error %v, want one naming the argument", err)
+	}
+	if err := benchCommand([]string{"--fast"}); err == nil || !strings.Contains(err.Error(), "fast") {
+		t.Errorf("bench --fast: error %v, want one naming the flag", err)
 	}
 }
