@@ -114,10 +114,6 @@ type share struct {
 	progress float64   // reference seconds of work done
 }
 
-// MailboxSize bounds the messages waiting for one node actor (a GPU
-// actor's mailbox is unbounded, see mailbox).
-const MailboxSize = 64
-
 // New builds a GPU actor; Run starts it.
 func New(cfg Config) *Actor {
 	if cfg.Incarnation == 0 {
@@ -178,7 +174,7 @@ func (a *Actor) Deliver(ctx context.Context, m *nats.Msg) bool {
 		return false
 	}
 	a.cfg.Clock.Hold()
-	a.mailbox.put(m)
+	a.mailbox.Put(m)
 	return true
 }
 
@@ -217,7 +213,7 @@ func (a *Actor) Run(ctx context.Context) (err error) {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-a.mailbox.wake:
+		case <-a.mailbox.Wake:
 			if r, leased, ping := a.mailbox.takeNode(); leased || ping != nil {
 				a.onNode(r, leased, ping)
 			}
@@ -244,7 +240,7 @@ func (a *Actor) Run(ctx context.Context) (err error) {
 //
 //go:noinline
 func (a *Actor) onMail(ctx context.Context) (stop bool, err error) {
-	m, ok := a.mailbox.take()
+	m, ok := a.mailbox.Take()
 	if !ok {
 		return false, nil
 	}
@@ -581,7 +577,7 @@ func (a *Actor) Down(reason string) events.GPUStatus {
 func (a *Actor) Drain() int {
 	n := 0
 	for {
-		if _, ok := a.mailbox.take(); !ok {
+		if _, ok := a.mailbox.Take(); !ok {
 			return n
 		}
 		a.cfg.Clock.Release()

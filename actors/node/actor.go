@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/gpusched/gpusched/internal/mailbox"
 	"sort"
 	"strconv"
 	"strings"
@@ -42,7 +43,7 @@ type Actor struct {
 	beat uint64
 	sent map[uint64]time.Time
 
-	mailbox chan *nats.Msg
+	mailbox *mailbox.Queue
 	alive   chan gpu.Liveness
 	holds   map[string]*hold
 	cpuUsed float64
@@ -63,7 +64,7 @@ func newActor(spec model.NodeSpec, inc int, clock simclock.Clock, subjects event
 		sent:    map[uint64]time.Time{},
 		emit:    events.NewEmitter(bus, "/node/"+spec.ID+"/"+strconv.Itoa(inc)),
 		log:     log.With(zap.String("node", spec.ID)),
-		mailbox: make(chan *nats.Msg, gpu.MailboxSize),
+		mailbox: mailbox.New(),
 		alive:   make(chan gpu.Liveness, len(gpus)+1),
 		holds:   map[string]*hold{},
 	}
@@ -86,9 +87,11 @@ func (a *Actor) Run(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case m := <-a.mailbox:
-			a.handle(m)
-			a.clock.Release()
+		case <-a.mailbox.Wake:
+			if m, ok := a.mailbox.Take(); ok {
+				a.handle(m)
+				a.clock.Release()
+			}
 		case l := <-a.alive:
 			heard[l.GPU] = l
 			if !firstSent && len(heard) == len(a.gpus) {

@@ -94,8 +94,8 @@ func Start(ctx context.Context, cfg HostConfig) (*Host, error) {
 		}
 		h.subs = []*nats.Subscription{gpuSub, nodeSub}
 		for _, s := range h.subs {
-			// Control traffic must never be dropped as a slow consumer: the
-			// mailboxes apply back-pressure instead.
+			// Control traffic must never be dropped as a slow consumer
+			// (the mailboxes take everything at once anyway).
 			s.SetPendingLimits(-1, -1)
 		}
 	}
@@ -142,15 +142,14 @@ func (h *Host) onGPU(ctx context.Context, m *nats.Msg) {
 	a.Deliver(ctx, m)
 }
 
-// onNode hands a message to the node actor, waiting while its mailbox is
-// full (back-pressure) until ctx ends.
+// onNode hands a message to the node actor (its mailbox never blocks, so
+// a slow node never holds up the others behind a Router).
 func (h *Host) onNode(ctx context.Context, m *nats.Msg) {
-	h.cfg.Clock.Hold() // released by the node actor once handled
-	select {
-	case h.node.mailbox <- m:
-	case <-ctx.Done():
-		h.cfg.Clock.Release()
+	if ctx.Err() != nil {
+		return
 	}
+	h.cfg.Clock.Hold() // released by the node actor once handled
+	h.node.mailbox.Put(m)
 }
 
 // Router serves the control subjects of every Host of a process through
