@@ -57,15 +57,17 @@ func (s *Scheduler) callAll(calls []ctlCall) []events.ControlReply {
 		}
 		out[i] = rep
 	}
-	if len(calls) == 1 {
-		one(0)
-	} else {
-		var wg sync.WaitGroup
-		for i := range calls {
-			wg.Go(func() { one(i) })
-		}
-		wg.Wait()
+	// The first call is made from this goroutine, the others from one
+	// each, at the same time (a goroutine less to start and wake per
+	// placement).
+	var wg sync.WaitGroup
+	for i := 1; i < len(calls); i++ {
+		wg.Go(func() { one(i) })
 	}
+	if len(calls) > 0 {
+		one(0)
+	}
+	wg.Wait()
 	for i, c := range calls {
 		if unanswered[i] && c.gpu != "" {
 			s.suspect(c.gpu)
