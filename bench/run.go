@@ -33,6 +33,10 @@ type Options struct {
 	Progress io.Writer
 	// TempDir holds the file stores (os.TempDir() when empty).
 	TempDir string
+	// Footprint, when set, measures n GPU actors in a process of their
+	// own (`cluster bench` re-runs itself), so its RSS is theirs alone;
+	// nil measures them in this process.
+	Footprint func(ctx context.Context, n int) (ActorsFootprint, error)
 }
 
 // The targets of issue 8, on the 2-core reference machine.
@@ -328,7 +332,11 @@ func actorsSection(ctx context.Context, t *Table, o Options, say func(string, ..
 	}
 	for _, n := range sizes {
 		say("%s GPU actors in one process", thousands(float64(n)))
-		f, err := Footprint(ctx, n)
+		measure := o.Footprint
+		if measure == nil {
+			measure = Footprint
+		}
+		f, err := measure(ctx, n)
 		if err != nil {
 			what := fmt.Sprintf("%s GPUs, one process", thousands(float64(n)))
 			if n == 100000 {
@@ -338,10 +346,20 @@ func actorsSection(ctx context.Context, t *Table, o Options, say func(string, ..
 			}
 			continue
 		}
-		fig := fmt.Sprintf("start-up %s, %s per GPU (%s in all, %s goroutines; process RSS %s)", f.StartUp.Round(time.Millisecond),
-			bytesWords(f.PerGPU), bytesWords(f.Total), thousands(float64(f.Goroutines)), bytesWords(f.RSS))
+		where := "this process"
+		if o.Footprint != nil {
+			where = "a process of their own"
+		}
+		fig := fmt.Sprintf("start-up %s, live heap+stacks %s per GPU (%s in all, %s goroutines); RSS of %s %s", f.StartUp.Round(time.Millisecond),
+			bytesWords(f.PerGPU), bytesWords(f.Total), thousands(float64(f.Goroutines)), where, bytesWords(f.RSS))
 		if n == 100000 {
-			t.add(sec, "100,000 GPUs, one process", fig, "< 1 GiB, < 10 s", ok(f.Total < targetActorsMemory && f.StartUp < targetActorsStartUp))
+			// Held to the process's RSS when the GPUs had a process of their
+			// own (what ps shows), else to the live heap and stacks.
+			mem := f.Total
+			if o.Footprint != nil && f.RSS > 0 {
+				mem = f.RSS
+			}
+			t.add(sec, "100,000 GPUs, one process", fig, "< 1 GiB, < 10 s", ok(mem < targetActorsMemory && f.StartUp < targetActorsStartUp))
 		} else {
 			t.add(sec, fmt.Sprintf("%s GPUs, one process", thousands(float64(n))), fig, "", nil)
 		}

@@ -2,10 +2,15 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"os/signal"
+	"strconv"
+	"strings"
 	"syscall"
 
 	"github.com/gpusched/gpusched/bench"
@@ -42,7 +47,7 @@ flags:
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	o := bench.Options{Quick: *quick, Traces: *traces}
+	o := bench.Options{Quick: *quick, Traces: *traces, Footprint: footprintChild}
 	if !*quiet {
 		o.Progress = os.Stderr
 	}
@@ -51,4 +56,42 @@ flags:
 		t.Print(os.Stdout)
 	}
 	return err
+}
+
+// footprintCommand is `cluster bench-footprint N` (not listed: cluster
+// bench runs it): N GPU actors started in this process, measured, the
+// figures printed as JSON.
+func footprintCommand(args []string) error {
+	if len(args) != 1 {
+		return fmt.Errorf("bench-footprint takes the number of GPUs")
+	}
+	n, err := strconv.Atoi(args[0])
+	if err != nil || n < 8 {
+		return fmt.Errorf("bench-footprint %q: want a number of GPUs, at least 8", args[0])
+	}
+	f, err := bench.Footprint(context.Background(), n)
+	if err != nil {
+		return err
+	}
+	return json.NewEncoder(os.Stdout).Encode(f)
+}
+
+// footprintChild measures n GPU actors in a child process (this binary's
+// bench-footprint), so the RSS it reports is theirs alone.
+func footprintChild(ctx context.Context, n int) (bench.ActorsFootprint, error) {
+	var f bench.ActorsFootprint
+	self, err := os.Executable()
+	if err != nil {
+		return bench.Footprint(ctx, n)
+	}
+	out, err := exec.CommandContext(ctx, self, "bench-footprint", strconv.Itoa(n)).Output()
+	if err != nil {
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			return f, fmt.Errorf("%s", strings.TrimSpace(string(exit.Stderr)))
+		}
+		return f, err
+	}
+	err = json.Unmarshal(out, &f)
+	return f, err
 }

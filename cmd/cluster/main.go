@@ -96,6 +96,8 @@ func main() {
 		err = timedCommand("compare", args)
 	case "bench":
 		err = benchCommand(args)
+	case "bench-footprint":
+		err = footprintCommand(args)
 	case "help":
 		fmt.Print(usage)
 	default:
