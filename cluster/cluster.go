@@ -410,7 +410,7 @@ func (c *Cluster) waitReady(ctx context.Context, nc *nats.Conn, subjects events.
 	limit := 30*time.Second + time.Duration(want/2000)*time.Second
 	deadline := time.Now().Add(limit)
 	// A snapshot's summary reads every GPU: asked less often of a big cluster.
-	poll := 20*time.Millisecond + time.Duration(want/1000)*time.Millisecond
+	poll := 10*time.Millisecond + time.Duration(want/5000)*time.Millisecond
 	for {
 		msg, err := nc.Request(subjects.ClusterSnapshot(), []byte(`{"summary_only":true}`), 2*time.Second)
 		if err == nil {
