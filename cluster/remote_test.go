@@ -74,3 +74,40 @@ func TestNodeJoinsAndLeavesAControlPlane(t *testing.T) {
 		t.Fatalf("after the node left: %v nodes and %v GPUs alive, want 0", s["nodes_alive"], s["gpus_alive"])
 	}
 }
+
+// TestRemoteNodeBesideLocalGPUs: a cluster process with GPUs of its own
+// serves them through one shared Router (<p>.gpu.*.*.ctl); a node joining
+// from elsewhere keeps its own subscriptions, and the Router must leave its
+// messages alone. A job pinned to the remote GPU runs there, and one
+// pinned to a local GPU runs here.
+func TestRemoteNodeBesideLocalGPUs(t *testing.T) {
+	c, nc := startCluster(t, cluster.Config{Speed: 60})
+	hostConn, err := c.Client("remote-node")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hostConn.Close()
+	a100, err := model.LookupModel("A100-80GB")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := model.NodeSpec{ID: "far-node", CPU: 16, Memory: 64 * model.GiB, GPUs: []model.GPUSpec{{ID: "far-gpu-0", Model: a100}}}
+	ctx, stop := context.WithCancel(context.Background())
+	h, err := node.Start(ctx, node.HostConfig{Spec: spec, Clock: c.Clock, Subjects: events.NewSubjects(""),
+		Conn: hostConn, Logger: zap.NewNop(), Lease: 6 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { stop(); h.Wait() }()
+	waitFor(t, "the remote GPU to join", 5*time.Second, func() bool {
+		return req(t, nc, "gpusched.cluster.snapshot", `{"summary_only":true}`)["summary"].(obj)["gpus_alive"].(float64) == 9
+	})
+	far := submit(t, nc, `{"name":"far","vram":"20GB","duration":"10h","gpu":"far-gpu-0"}`)
+	near := submit(t, nc, `{"name":"near","vram":"20GB","duration":"10h","gpu":"gpu-7"}`)
+	if j := waitState(t, nc, far, "running", 5*time.Second); j["gpu_ids"].([]any)[0] != "far-gpu-0" || j["node"] != "far-node" {
+		t.Fatalf("the pinned job runs on %v/%v, want far-node/far-gpu-0", j["node"], j["gpu_ids"])
+	}
+	if j := waitState(t, nc, near, "running", 5*time.Second); j["gpu_ids"].([]any)[0] != "gpu-7" {
+		t.Fatalf("the local job runs on %v, want gpu-7", j["gpu_ids"])
+	}
+}
