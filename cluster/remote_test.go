@@ -3,6 +3,7 @@ package cluster_test
 import (
 	"context"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -29,24 +30,8 @@ func TestNodeJoinsAndLeavesAControlPlane(t *testing.T) {
 	if j := getJob(t, nc, id); j["state"] != "queued" {
 		t.Fatalf("a job submitted before any GPU joined is %v, want queued", j["state"])
 	}
-	hostConn, err := c.Client("remote-node")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer hostConn.Close()
-	a100, err := model.LookupModel("A100-80GB")
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec := model.NodeSpec{ID: "rack2-node7", CPU: 16, Memory: 64 * model.GiB,
-		GPUs: []model.GPUSpec{{ID: "rack2-node7-gpu-0", Model: a100}}}
-	ctx, stop := context.WithCancel(context.Background())
-	h, err := node.Start(ctx, node.HostConfig{Spec: spec, Clock: simclock.NewScaled(time.Now(), 60), Subjects: events.NewSubjects(""),
-		Conn: hostConn, Logger: zap.NewNop(), Heartbeat: lease / 6, Lease: lease})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { stop(); h.Wait() }()
+	stop := remoteNode(t, c, "rack2-node7", "rack2-node7-gpu-0", simclock.NewScaled(time.Now(), 60), lease/6, lease)
+	defer stop()
 	j := waitState(t, nc, id, "running", 5*time.Second)
 	if g := j["gpu_ids"].([]any); len(g) != 1 || g[0] != "rack2-node7-gpu-0" {
 		t.Fatalf("the job runs on %v, want the joined node's GPU", g)
@@ -56,7 +41,6 @@ func TestNodeJoinsAndLeavesAControlPlane(t *testing.T) {
 		t.Fatalf("node.up events %v, want one 'joined'", ups)
 	}
 	stop()
-	h.Wait()
 	left := time.Now()
 	waitFor(t, "the scheduler to declare the node down", 5*lease, func() bool {
 		return len(log.find("gpusched.node.down", "rack2-node7")) == 1
@@ -82,23 +66,7 @@ func TestNodeJoinsAndLeavesAControlPlane(t *testing.T) {
 // pinned to a local GPU runs here.
 func TestRemoteNodeBesideLocalGPUs(t *testing.T) {
 	c, nc := startCluster(t, cluster.Config{Speed: 60})
-	hostConn, err := c.Client("remote-node")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer hostConn.Close()
-	a100, err := model.LookupModel("A100-80GB")
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec := model.NodeSpec{ID: "far-node", CPU: 16, Memory: 64 * model.GiB, GPUs: []model.GPUSpec{{ID: "far-gpu-0", Model: a100}}}
-	ctx, stop := context.WithCancel(context.Background())
-	h, err := node.Start(ctx, node.HostConfig{Spec: spec, Clock: c.Clock, Subjects: events.NewSubjects(""),
-		Conn: hostConn, Logger: zap.NewNop(), Lease: 6 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { stop(); h.Wait() }()
+	defer remoteNode(t, c, "far-node", "far-gpu-0", c.Clock, 0, 6*time.Second)()
 	waitFor(t, "the remote GPU to join", 5*time.Second, func() bool {
 		return req(t, nc, "gpusched.cluster.snapshot", `{"summary_only":true}`)["summary"].(obj)["gpus_alive"].(float64) == 9
 	})
@@ -109,5 +77,37 @@ func TestRemoteNodeBesideLocalGPUs(t *testing.T) {
 	}
 	if j := waitState(t, nc, near, "running", 5*time.Second); j["gpu_ids"].([]any)[0] != "gpu-7" {
 		t.Fatalf("the local job runs on %v, want gpu-7", j["gpu_ids"])
+	}
+}
+
+// remoteNode runs a node of one A100-80GB on its own connection, with
+// its own subscriptions (what `cluster node` runs); the returned stop
+// stops it and waits for its actors (calling it twice is fine).
+func remoteNode(t *testing.T, c *cluster.Cluster, id, gpu string, clock simclock.Clock, heartbeat, lease time.Duration) (stop func()) {
+	t.Helper()
+	hostConn, err := c.Client("remote-node")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a100, err := model.LookupModel("A100-80GB")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := model.NodeSpec{ID: id, CPU: 16, Memory: 64 * model.GiB, GPUs: []model.GPUSpec{{ID: gpu, Model: a100}}}
+	ctx, cancel := context.WithCancel(context.Background())
+	h, err := node.Start(ctx, node.HostConfig{Spec: spec, Clock: clock, Subjects: events.NewSubjects(""),
+		Conn: hostConn, Logger: zap.NewNop(), Heartbeat: heartbeat, Lease: lease})
+	if err != nil {
+		cancel()
+		hostConn.Close()
+		t.Fatal(err)
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			cancel()
+			h.Wait()
+			hostConn.Close()
+		})
 	}
 }
