@@ -1,6 +1,8 @@
 package durable
 
 import (
+	gojson "github.com/goccy/go-json"
+
 	"context"
 	"encoding/json"
 	"errors"
@@ -225,7 +227,7 @@ func (j *Journal) PutClock(now time.Time) error {
 // it is stored. Writes from one connection are stored in order, so the
 // last Put of a job is what Load returns.
 func (j *Journal) Put(r *Record) (jetstream.PubAckFuture, error) {
-	data, err := json.Marshal(r)
+	data, err := gojson.Marshal(r) // the same JSON as encoding/json, faster: one per handled message
 	if err != nil {
 		return nil, err
 	}

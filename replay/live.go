@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gpusched/gpusched/cluster"
+	"github.com/gpusched/gpusched/durable"
 	"github.com/gpusched/gpusched/events"
 	"github.com/gpusched/gpusched/openb"
 )
@@ -23,6 +24,13 @@ type LiveOptions struct {
 	Logger *zap.Logger
 	// Progress, when set, is called after each pod's answer.
 	Progress func(done int)
+	// TCP submits over loopback TCP rather than in-process (the bench
+	// measures both).
+	TCP bool
+	// Store and DataDir are the cluster's job journal (none by default: a
+	// replay is a computation; the bench measures what a journal costs).
+	Store   durable.Storage
+	DataDir string
 }
 
 // replayDuration is a replayed pod's run time: nothing departs during a
@@ -35,6 +43,9 @@ type LiveResult struct {
 	Summary events.Metrics
 	// StartUp is how long the cluster took to start (not counted in Run).
 	StartUp, Run time.Duration
+	// Latencies are each pod's submit→answer time, in pod order (with
+	// Window > 1 they include the wait behind the pods ahead of it).
+	Latencies []time.Duration
 }
 
 // Spec is the job a pod becomes on job.submit: its CPU, memory, GPU count
@@ -71,13 +82,19 @@ func Live(ctx context.Context, plan *Plan, pol string, opts LiveOptions) ([]Plac
 	}
 	start := time.Now()
 	c, err := cluster.Start(ctx, cluster.Config{Listen: "127.0.0.1:0", Shape: shape, Policy: pol, Seed: uint64(plan.PolicySeed),
-		NodeRank: plan.Rank, Workload: plan.Workload, DropUnschedulable: true, Logger: opts.Logger, MetricsPeriod: time.Hour})
+		NodeRank: plan.Rank, Workload: plan.Workload, DropUnschedulable: true, Logger: opts.Logger, MetricsPeriod: time.Hour,
+		Store: opts.Store, DataDir: opts.DataDir, Fresh: true})
 	if err != nil {
 		return nil, nil, res, err
 	}
 	defer c.Stop()
 	res.StartUp = time.Since(start)
-	nc, err := c.Client("replay")
+	var nc *nats.Conn
+	if opts.TCP {
+		nc, err = nats.Connect(c.URL(), nats.Name("gpusched-replay"))
+	} else {
+		nc, err = c.Client("replay")
+	}
 	if err != nil {
 		return nil, nil, res, err
 	}
@@ -98,11 +115,14 @@ func Live(ctx context.Context, plan *Plan, pol string, opts LiveOptions) ([]Plac
 	out := make([]Placement, len(plan.Pods))
 	answers := make([]*events.SubmitReply, len(plan.Pods))
 	next, sent := 0, 0
+	sentAt := make([]time.Time, len(plan.Pods))
+	res.Latencies = make([]time.Duration, len(plan.Pods))
 	timeout := time.NewTimer(time.Minute)
 	defer timeout.Stop()
 	for next < len(plan.Pods) {
 		for sent < len(plan.Pods) && sent-next < opts.Window {
 			body, _ := json.Marshal(Spec(&plan.Pods[sent]))
+			sentAt[sent] = time.Now()
 			if err := nc.PublishRequest(subjects.JobSubmit(), inbox+"."+strconv.Itoa(sent), body); err != nil {
 				return nil, nil, res, err
 			}
@@ -129,6 +149,7 @@ func Live(ctx context.Context, plan *Plan, pol string, opts LiveOptions) ([]Plac
 				return nil, nil, res, fmt.Errorf("pod %s refused: %s: %s", plan.Pods[i].Name, rep.Error.Field, rep.Error.Message)
 			}
 			answers[i] = &rep.SubmitReply
+			res.Latencies[i] = time.Since(sentAt[i])
 		}
 		// Apply answers in arrival order (replies may overtake each other).
 		for next < len(plan.Pods) && answers[next] != nil {
