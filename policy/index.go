@@ -62,7 +62,7 @@ var VerifyIndex bool
 
 // maxClassEntries bounds the memory of the per-class node orders (items
 // over all classes); the least recently used class goes first.
-const maxClassEntries = 1 << 22
+const maxClassEntries = 1 << 20
 
 // Touch tells the cluster's Index, if it has one, that g changed (its
 // allocations, shares, util or liveness), and with it g's node.
@@ -70,6 +70,7 @@ func (c *Cluster) Touch(g *GPU) {
 	if c.Index != nil {
 		c.Index.gpuLog = append(c.Index.gpuLog, int32(g.Index))
 		c.Index.nodeLog = append(c.Index.nodeLog, int32(g.NodeIndex))
+		c.Index.bound(c)
 	}
 }
 
@@ -78,6 +79,16 @@ func (c *Cluster) Touch(g *GPU) {
 func (c *Cluster) TouchNode(n *Node) {
 	if c.Index != nil {
 		c.Index.nodeLog = append(c.Index.nodeLog, int32(n.Index))
+		c.Index.bound(c)
+	}
+}
+
+// bound starts the index over when its change logs grew past what any
+// tree would read rather than be rebuilt (decisions under a policy the
+// index does not serve never read them).
+func (x *Index) bound(c *Cluster) {
+	if len(x.gpuLog) > 4*len(c.GPUs)+8192 || len(x.nodeLog) > 4*len(c.Nodes)+8192 {
+		x.reset(nil)
 	}
 }
 

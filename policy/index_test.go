@@ -183,3 +183,27 @@ func TestIndexStartsOverWhenTheClusterGrows(t *testing.T) {
 		t.Fatalf("the new GPUs were not seen: %v", got)
 	}
 }
+
+// TestIndexChangeLogsStayBounded: changes made while no indexed decision
+// reads them (a policy the index does not serve) do not pile up.
+func TestIndexChangeLogsStayBounded(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 3))
+	c := mixedCluster(64, rng, vram.Contiguous)
+	c.Index = NewIndex()
+	p, _ := Lookup("binpack")
+	r := &Request{GPUs: 1, VRAM: int64(4 * model.GiB)}
+	Place(c, r, p)
+	for i := 0; i < 100000; i++ {
+		c.Touch(c.GPUs[i%len(c.GPUs)])
+	}
+	if n := len(c.Index.gpuLog); n > 4*len(c.GPUs)+8192 {
+		t.Fatalf("%d changes logged for 64 GPUs", n)
+	}
+	idx := c.Index
+	c.Index = nil
+	want := Place(c, r, p)
+	c.Index = idx
+	if got := Place(c, r, p); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("after the index started over: %v, a scan %v", got, want)
+	}
+}

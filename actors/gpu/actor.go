@@ -151,6 +151,10 @@ type renewal struct {
 	until       time.Time
 }
 
+// Config is the configuration the actor was built with (its supervisor
+// starts the next incarnation from it).
+func (a *Actor) Config() Config { return a.cfg }
+
 // EnergyJ is the card's energy meter.
 func (a *Actor) EnergyJ() float64 { return a.energyJ }
 

@@ -65,7 +65,6 @@ func Start(ctx context.Context, cfg HostConfig) (*Host, error) {
 	}
 	h := &Host{cfg: cfg, log: log.With(zap.String("node", cfg.Spec.ID)), gpus: map[string]*slot{}}
 	var slots []*slot
-	var configs []gpu.Config
 	for _, g := range cfg.Spec.GPUs {
 		s := &slot{id: g.ID}
 		h.gpus[g.ID] = s
@@ -73,7 +72,6 @@ func Start(ctx context.Context, cfg HostConfig) (*Host, error) {
 		gc := gpu.Config{ID: g.ID, Node: cfg.Spec.ID, Model: g.Model, VRAMModel: cfg.VRAMModel,
 			Clock: cfg.Clock, Subjects: cfg.Subjects, Bus: cfg.Conn, Logger: log, Interference: cfg.Interference,
 			Lease: cfg.Lease}
-		configs = append(configs, gc)
 		// The first incarnation exists before the subscription does: a
 		// message may wait in its mailbox until it runs, never find it missing.
 		s.cur.Store(gpu.New(gc))
@@ -99,9 +97,9 @@ func Start(ctx context.Context, cfg HostConfig) (*Host, error) {
 			s.SetPendingLimits(-1, -1)
 		}
 	}
-	for i, s := range slots {
+	for _, s := range slots {
 		h.wg.Add(1)
-		go h.supervise(ctx, s, &configs[i]) // no closure: its frame would stay on every GPU's stack
+		go h.supervise(ctx, s) // no closure: its frame would stay on every GPU's stack
 	}
 	h.wg.Go(func() { h.node.Run(ctx) })
 	// Unsubscribing waits for ctx without a goroutine of its own (one per

@@ -44,44 +44,31 @@ type slot struct {
 // starts the next incarnation, empty, keeping only the card's energy meter.
 //
 //go:noinline
-func (h *Host) supervise(ctx context.Context, s *slot, cfg *gpu.Config) {
+func (h *Host) supervise(ctx context.Context, s *slot) {
 	defer h.wg.Done()
 	backoff := h.cfg.RestartBackoff
 	// The first incarnation is in the slot already (Start put it there
 	// before subscribing, so no message finds the GPU missing).
 	a := s.cur.Load()
-	for {
-		if a == nil {
-			a = newIncarnation(s, cfg)
-		}
+	for a != nil {
 		started := time.Now()
 		err := a.Run(ctx) // a panic comes back as a *gpu.Crash
-		if ctx.Err() != nil || !h.restart(ctx, s, cfg, a, err, started, &backoff) {
+		if ctx.Err() != nil {
 			return
 		}
-		a = nil
+		a = h.restart(ctx, s, a, err, started, &backoff)
 	}
 }
 
-// newIncarnation starts the slot's next actor (a function of its own for
-// the same reason as restart).
-//
-//go:noinline
-func newIncarnation(s *slot, cfg *gpu.Config) *gpu.Actor {
-	a := gpu.New(*cfg)
-	s.cur.Store(a)
-	return a
-}
-
 // restart buries a crashed actor a (gpu.down, its mailbox, its remains),
-// waits the backoff and readies cfg for the next incarnation; false if
-// ctx ended meanwhile. It is a function of its own so that while an actor
+// waits the backoff and starts the next incarnation from a's
+// configuration (nil if ctx ended meanwhile). It is a function of its own so that while an actor
 // runs, its goroutine's stack holds only supervise's small frame: idle
 // GPU actors then fit the runtime's smallest stacks, which is most of a
 // GPU actor's memory.
 //
 //go:noinline
-func (h *Host) restart(ctx context.Context, s *slot, cfg *gpu.Config, a *gpu.Actor, err error, started time.Time, backoff *time.Duration) bool {
+func (h *Host) restart(ctx context.Context, s *slot, a *gpu.Actor, err error, started time.Time, backoff *time.Duration) *gpu.Actor {
 	log := h.log.With(zap.String("gpu", s.id))
 	s.cur.Store(nil)
 	reason := err.Error()
@@ -101,15 +88,18 @@ func (h *Host) restart(ctx context.Context, s *slot, cfg *gpu.Config, a *gpu.Act
 		return true
 	}()
 	dropped := a.Drain()
+	cfg := a.Config()
 	cfg.Ended = a.Remains("crashed")
 	log.Warn("GPU actor crashed; supervisor restarts it", zap.String("reason", reason), zap.Duration("backoff", *backoff),
 		zap.Int("incarnation", a.Incarnation()+1), zap.Int("messages_dropped", dropped), zap.Bool("down_published", downOK))
 	if !WaitBackoff(ctx, *backoff) {
-		return false
+		return nil
 	}
 	cfg.Incarnation = a.Incarnation() + 1
 	cfg.EnergyJ = a.EnergyJ()
-	return true
+	next := gpu.New(cfg)
+	s.cur.Store(next)
+	return next
 }
 
 // WaitBackoff waits d (wall time) before a restart; false if ctx ended first.
