@@ -1,11 +1,10 @@
 package events
 
 import (
-	gojson "github.com/goccy/go-json"
-
 	"encoding/json"
 	"time"
 
+	gojson "github.com/goccy/go-json"
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
 )

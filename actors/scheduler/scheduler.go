@@ -1,8 +1,6 @@
 package scheduler
 
 import (
-	gojson "github.com/goccy/go-json"
-
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -12,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	gojson "github.com/goccy/go-json"
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
 	"go.uber.org/zap"
