@@ -115,8 +115,31 @@ func (s *Scheduler) nodeSeen(hb events.NodeHeartbeat, known bool) {
 	if known {
 		change = "rejoined"
 	}
-	s.log.Info("node "+change, zap.String("node", hb.Node), zap.Int("gpus", len(hb.GPUs)))
+	n := 1 // a node coming back is always worth a line
+	if !known {
+		n = len(s.nodeBeats) + 1
+	}
+	s.logJoin(n, "node "+change, zap.String("node", hb.Node), zap.Int("gpus", len(hb.GPUs)))
 	s.emitNode(events.NodeUp, events.NodeLifecycle{Node: hb.Node, Change: change, GPUs: len(hb.GPUs)})
+}
+
+// loudJoins is how many GPU (and node) joins are logged at info level; the
+// rest go to debug, so a 100,000-GPU cluster does not print 112,500
+// lines as it starts (the cluster logs when it is ready, with its size).
+const loudJoins = 64
+
+// logJoin logs the n-th join of a kind (msg): at info level up to
+// loudJoins, then at debug level (a line saying so once, at the switch).
+func (s *Scheduler) logJoin(n int, msg string, fields ...zap.Field) {
+	switch {
+	case n <= loudJoins:
+		s.log.Info(msg, fields...)
+	case n == loudJoins+1:
+		s.log.Info("more joins are logged at debug level only", zap.String("kind", msg), zap.Int("after", loudJoins))
+		fallthrough
+	default:
+		s.log.Debug(msg, fields...)
+	}
 }
 
 func (s *Scheduler) emitNode(typ string, data events.NodeLifecycle) {

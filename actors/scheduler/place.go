@@ -513,7 +513,7 @@ func (s *Scheduler) applyStatus(st events.GPUStatus, at time.Time) {
 	if isNew {
 		s.dirty = true
 		s.renewLease(gs)
-		s.log.Info("GPU joined", zap.String("gpu", st.GPU), zap.String("node", st.Node), zap.String("model", st.Model))
+		s.logJoin(len(s.view.gpus), "GPU joined", zap.String("gpu", st.GPU), zap.String("node", st.Node), zap.String("model", st.Model))
 	} else if st.Incarnation < gs.status.Incarnation || st.Incarnation <= gs.dead {
 		s.stats.stale++
 		return
