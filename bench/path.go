@@ -56,10 +56,11 @@ type submitReply struct {
 // returns each submit→placed latency; each job is cancelled after it is
 // placed, outside the measured time, so the cluster stays idle.
 func SubmitLatency(nc *nats.Conn, n int) (Latencies, error) {
+	subjects := events.NewSubjects("")
 	lats := make(Latencies, 0, n)
 	for i := 0; i < n+n/10; i++ {
 		start := time.Now()
-		msg, err := nc.Request(events.NewSubjects("").JobSubmit(), []byte(submitBody), 5*time.Second)
+		msg, err := nc.Request(subjects.JobSubmit(), []byte(submitBody), 5*time.Second)
 		lat := time.Since(start)
 		if err != nil {
 			return nil, fmt.Errorf("submit: %w", err)
@@ -71,7 +72,7 @@ func SubmitLatency(nc *nats.Conn, n int) (Latencies, error) {
 		if i >= n/10 {
 			lats = append(lats, lat)
 		}
-		if _, err := nc.Request(events.NewSubjects("").JobCancel(), []byte(`{"job_id":"`+rep.JobID+`"}`), 5*time.Second); err != nil {
+		if _, err := nc.Request(subjects.JobCancel(), []byte(`{"job_id":"`+rep.JobID+`"}`), 5*time.Second); err != nil {
 			return nil, fmt.Errorf("cancel: %w", err)
 		}
 	}

@@ -37,6 +37,18 @@ type Options struct {
 	// own (`cluster bench` re-runs itself), so its RSS is theirs alone;
 	// nil measures them in this process.
 	Footprint func(ctx context.Context, n int) (ActorsFootprint, error)
+
+	// openb is the trace, read once by Run for every section.
+	openb openbTrace
+}
+
+// openbTrace is the openb trace and its default plan (seed 42, 1.3×),
+// or why they are not there.
+type openbTrace struct {
+	nodes []openb.Node
+	pods  []openb.Pod
+	plan  replay.Plan
+	err   error
 }
 
 // The targets of issue 8, on the 2-core reference machine.
@@ -72,6 +84,9 @@ func Run(ctx context.Context, o Options) (*Table, error) {
 	}
 	if o.TempDir == "" {
 		o.TempDir = os.TempDir()
+	}
+	if o.openb.nodes, o.openb.pods, o.openb.err = trace(o.Traces); o.openb.err == nil {
+		o.openb.plan = replay.Prepare(o.openb.nodes, o.openb.pods, 42, replay.DefaultInflate)
 	}
 	steps := []func(context.Context, *Table, Options, func(string, ...any)) error{
 		policySection, busSection, pathSection, fanoutSection, actorsSection, replaySection,
@@ -124,18 +139,17 @@ func policySection(ctx context.Context, t *Table, o Options, say func(string, ..
 			t.add(sec, name+" (scan)", fig, "", nil)
 		}
 	}
-	nodes, pods, err := trace(o.Traces)
-	if err != nil {
-		t.skip(sec, "fgd on the openb cluster (6,212 GPUs)", err.Error())
+	if o.openb.err != nil {
+		t.skip(sec, "fgd on the openb cluster (6,212 GPUs)", o.openb.err.Error())
 		return nil
 	}
-	plan := replay.Prepare(nodes, pods, 42, 1.3)
+	plan := &o.openb.plan
 	say("fgd decisions over one openb replay (6,212 GPUs), indexed and scanning")
-	mean, err := ReplayDecisions(&plan, "fgd", true)
+	mean, err := ReplayDecisions(plan, "fgd", true)
 	if err != nil {
 		return err
 	}
-	scan, err := ReplayDecisions(&plan, "fgd", false)
+	scan, err := ReplayDecisions(plan, "fgd", false)
 	if err != nil {
 		return err
 	}
@@ -278,15 +292,14 @@ func pathSection(ctx context.Context, t *Table, o Options, say func(string, ...a
 			return err
 		}
 	}
-	nodes, pods, err := trace(o.Traces)
-	if err != nil {
-		t.skip(sec, "fgd, openb cluster", err.Error())
+	if o.openb.err != nil {
+		t.skip(sec, "fgd, openb cluster", o.openb.err.Error())
 		return nil
 	}
 	// The openb cluster under fgd: the live replay's pods, 64 in flight
 	// (placements/s, and latency under that load), then one at a time
 	// (latency alone).
-	plan := replay.Prepare(nodes, pods, 42, 1.3)
+	plan := &o.openb.plan
 	variants = []variant{{durable.None, false}, {durable.Memory, false}, {durable.Memory, true}, {durable.File, false}, {durable.File, true}}
 	if o.Quick {
 		variants = []variant{{durable.Memory, false}}
@@ -302,7 +315,7 @@ func pathSection(ctx context.Context, t *Table, o Options, say func(string, ...a
 			defer os.RemoveAll(dir)
 			lo.DataDir = dir
 		}
-		placements, _, res, err := replay.Live(ctx, &plan, "fgd", lo)
+		placements, _, res, err := replay.Live(ctx, plan, "fgd", lo)
 		if err != nil {
 			return err
 		}
@@ -314,7 +327,7 @@ func pathSection(ctx context.Context, t *Table, o Options, say func(string, ...a
 		}
 		loaded := Latencies(res.Latencies).sorted()
 		lo.Window = 1
-		if _, _, res1, err := replay.Live(ctx, &plan, "fgd", lo); err != nil {
+		if _, _, res1, err := replay.Live(ctx, plan, "fgd", lo); err != nil {
 			return err
 		} else {
 			alone := Latencies(res1.Latencies).sorted()
@@ -416,15 +429,14 @@ func actorsSection(ctx context.Context, t *Table, o Options, say func(string, ..
 
 func replaySection(ctx context.Context, t *Table, o Options, say func(string, ...any)) error {
 	const sec = "6 replay"
-	nodes, pods, err := trace(o.Traces)
-	if err != nil {
-		t.skip(sec, "openb, fgd, 1.3×", err.Error())
+	if o.openb.err != nil {
+		t.skip(sec, "openb, fgd, 1.3×", o.openb.err.Error())
 		return nil
 	}
-	plan := replay.Prepare(nodes, pods, 42, 1.3)
+	plan := &o.openb.plan
 	say("one openb replay, fgd, 1.3×, through the live actors")
 	start := time.Now()
-	if _, _, _, err := replay.Live(ctx, &plan, "fgd", replay.LiveOptions{Logger: zap.NewNop()}); err != nil {
+	if _, _, _, err := replay.Live(ctx, plan, "fgd", replay.LiveOptions{Logger: zap.NewNop()}); err != nil {
 		return err
 	}
 	live := time.Since(start)
@@ -434,7 +446,7 @@ func replaySection(ctx context.Context, t *Table, o Options, say func(string, ..
 	say("the same replay offline")
 	fgd, _ := policy.Lookup("fgd")
 	start = time.Now()
-	if _, _, err := replay.Offline(&plan, fgd, nil); err != nil {
+	if _, _, err := replay.Offline(plan, fgd, nil); err != nil {
 		return err
 	}
 	offline := time.Since(start)
@@ -469,7 +481,7 @@ func replaySection(ctx context.Context, t *Table, o Options, say func(string, ..
 		}
 		for seed := int64(42); seed < 52; seed++ {
 			work <- func() error {
-				plan := replay.Prepare(nodes, pods, seed, 1.3)
+				plan := replay.Prepare(o.openb.nodes, o.openb.pods, seed, replay.DefaultInflate)
 				_, _, err := replay.Offline(&plan, p, nil)
 				return err
 			}

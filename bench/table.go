@@ -63,17 +63,6 @@ func (t *Table) Print(w io.Writer) {
 	tw.Flush()
 }
 
-// Missed lists the rows whose target was missed.
-func (t *Table) Missed() []Row {
-	var out []Row
-	for _, r := range t.Rows {
-		if r.Verdict == "MISSED" {
-			out = append(out, r)
-		}
-	}
-	return out
-}
-
 // machine names this machine: CPU model, cores, memory, OS and Go.
 func machine() string {
 	cpu := ""

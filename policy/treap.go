@@ -11,7 +11,6 @@ type treap struct {
 	prio        []uint32
 	in          []bool
 	root        int32
-	size        int
 	less        func(a, b int32) bool
 	// pull recomputes item i's aggregate from its own key and its
 	// children's aggregates (nil: no aggregate).
@@ -51,7 +50,6 @@ func (t *treap) up(i int32) {
 func (t *treap) insert(i int32) {
 	t.left[i], t.right[i] = none, none
 	t.in[i] = true
-	t.size++
 	t.root = t.insertAt(t.root, i)
 }
 
@@ -115,7 +113,6 @@ func (t *treap) remove(i int32) {
 		return
 	}
 	t.in[i] = false
-	t.size--
 	t.root = t.removeAt(t.root, i)
 }
 

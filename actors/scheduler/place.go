@@ -448,8 +448,7 @@ func (s *Scheduler) schedule() {
 	if len(s.queue) == 0 {
 		return // nothing to place (and no view to sort while GPUs join)
 	}
-	s.view.sorted()
-	clear(s.view.held) // sorting may have renumbered the GPUs
+	s.view.sorted() // (a sort that renumbers the GPUs clears the holds too)
 	now := s.cfg.Clock.Now()
 	for _, j := range slices.Clone(s.queue) {
 		if j.state != events.JobQueued || s.rejectUnfit(j) {

@@ -559,10 +559,10 @@ func (s *Scheduler) onNodeEvent(m *nats.Msg) {
 	s.nodeBeats[hb.Node] = time.Now()
 	cpu := model.CoresToMilli(hb.CPUTotal)
 	if !n.Alive || n.CPUMilli != cpu || n.MemTotal != hb.MemoryTotal {
+		n.Alive, n.CPUMilli, n.MemTotal = true, cpu, hb.MemoryTotal
+		s.view.cluster.TouchNode(n)
 		s.dirty = true
-		defer s.view.cluster.TouchNode(n)
 	}
-	n.Alive, n.CPUMilli, n.MemTotal = true, cpu, hb.MemoryTotal
 	for _, g := range hb.GPUs {
 		s.heardGPUs[g.GPU] = true
 		st, ok := s.view.gpus[g.GPU]

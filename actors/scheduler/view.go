@@ -70,9 +70,6 @@ func (v *view) rankOf(id string) int {
 	return 1<<31 + int(h.Sum32())
 }
 
-// naturalLess orders ids so that "gpu-2" comes before "gpu-10".
-func naturalLess(a, b string) bool { return keyOf(a).compare(keyOf(b)) < 0 }
-
 func splitNumber(s string) (string, int) {
 	i := len(s)
 	for i > 0 && s[i-1] >= '0' && s[i-1] <= '9' {
@@ -95,16 +92,6 @@ func (v *view) node(id string) *policy.Node {
 	v.cluster.Nodes = append(v.cluster.Nodes, n)
 	v.unsorted = true
 	return n
-}
-
-func cmpBool(less, greater bool) int {
-	switch {
-	case less:
-		return -1
-	case greater:
-		return 1
-	}
-	return 0
 }
 
 // addGPU learns a GPU from its up event or status; it reports whether it was new.

@@ -61,10 +61,3 @@ func (q *Queue) Take() (m *nats.Msg, ok bool) {
 	}
 	return m, true
 }
-
-// Len is how many messages wait.
-func (q *Queue) Len() int {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return len(q.msgs) - q.head
-}
