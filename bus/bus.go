@@ -1,11 +1,17 @@
 package bus
 
 import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
 	"os"
+	"regexp"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -97,7 +103,9 @@ func (o Options) NATSOptions() ([]nats.Option, error) {
 }
 
 // Connect connects to the bus as name, waiting up to timeout for a first
-// server to answer (it keeps reconnecting after that).
+// server to answer (it keeps reconnecting after that). Credentials the
+// server refuses and certificates that do not verify end the wait at
+// once, with the server's or TLS's reason.
 func (o Options) Connect(name string, timeout time.Duration, extra ...nats.Option) (*nats.Conn, error) {
 	if err := o.Check(); err != nil {
 		return nil, err
@@ -107,25 +115,187 @@ func (o Options) Connect(name string, timeout time.Duration, extra ...nats.Optio
 		return nil, err
 	}
 	connected := make(chan struct{}, 1)
+	refused := make(chan error, 1)
+	var mu sync.Mutex
+	var lastErr error
+	tracker := &denials{waiting: map[string][]chan error{}}
 	opts = append(opts, nats.Name(name), nats.ConnectHandler(func(*nats.Conn) {
 		select {
 		case connected <- struct{}{}:
 		default:
 		}
-	}))
+	}), nats.ReconnectErrHandler(func(_ *nats.Conn, err error) {
+		mu.Lock()
+		lastErr = err
+		mu.Unlock()
+		if refusal(err) {
+			select {
+			case refused <- err:
+			default:
+			}
+		}
+	}), nats.ErrorHandler(tracker.handle))
 	opts = append(opts, extra...)
 	nc, err := nats.Connect(o.URLs, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("NATS at %s: %v", o.URLs, err)
+		return nil, fmt.Errorf("NATS at %s: %v", o.URLs, explain(err))
 	}
+	conns.Range(func(k, _ any) bool { // forget closed connections
+		if k.(*nats.Conn).IsClosed() {
+			conns.Delete(k)
+		}
+		return true
+	})
+	conns.Store(nc, tracker)
 	if nc.IsConnected() {
 		return nc, nil
+	}
+	fail := func(err error) (*nats.Conn, error) {
+		conns.Delete(nc)
+		nc.Close()
+		return nil, err
 	}
 	select {
 	case <-connected:
 		return nc, nil
+	case err := <-refused:
+		return fail(fmt.Errorf("NATS at %s refused the connection: %v", o.URLs, explain(err)))
 	case <-time.After(timeout):
-		nc.Close()
-		return nil, fmt.Errorf("NATS at %s: no server answered within %s", o.URLs, timeout)
+		mu.Lock()
+		last := lastErr
+		mu.Unlock()
+		if last != nil {
+			return fail(fmt.Errorf("NATS at %s: no server answered within %s (last error: %v)", o.URLs, timeout, explain(last)))
+		}
+		return fail(fmt.Errorf("NATS at %s: no server answered within %s", o.URLs, timeout))
+	}
+}
+
+// refusal says whether a connection attempt failed for good: the server
+// refused the credentials, or TLS failed (an untrusted or unsuitable
+// certificate on either side). Retrying would fail the same way.
+func refusal(err error) bool {
+	if errors.Is(err, nats.ErrAuthorization) || errors.Is(err, nats.ErrAuthExpired) || errors.Is(err, nats.ErrAuthRevoked) ||
+		errors.Is(err, nats.ErrNkeysNotSupported) || errors.Is(err, nats.ErrSecureConnRequired) || errors.Is(err, nats.ErrSecureConnWanted) {
+		return true
+	}
+	var unknown x509.UnknownAuthorityError
+	var invalid x509.CertificateInvalidError
+	var host x509.HostnameError
+	var verify *tls.CertificateVerificationError
+	if errors.As(err, &unknown) || errors.As(err, &invalid) || errors.As(err, &host) || errors.As(err, &verify) {
+		return true
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "tls: ") || strings.Contains(strings.ToLower(msg), "authorization violation")
+}
+
+// explain adds what to do to an error a person may not read at once.
+func explain(err error) error {
+	switch {
+	case errors.Is(err, nats.ErrAuthorization) || strings.Contains(strings.ToLower(err.Error()), "authorization violation"):
+		return fmt.Errorf("%w (the server does not know these credentials: check --nkey, --creds, --user/--password; docs/SECURITY.md)", err)
+	case strings.Contains(err.Error(), "x509:") || strings.Contains(err.Error(), "tls: "):
+		return fmt.Errorf("%w (TLS: give the CA that signed the server's certificate with --tlsca, and a client certificate it signed with --tlscert/--tlskey when the server asks for one)", err)
+	}
+	return err
+}
+
+// DeniedError is a publish or subscription the server refused because
+// the connection's credentials do not allow it.
+type DeniedError struct {
+	// Op is "publish" or "subscribe"; Subject what was refused.
+	Op, Subject string
+}
+
+func (e *DeniedError) Error() string {
+	return fmt.Sprintf("permission denied by the NATS server: %s to %q is not allowed for these credentials (their role's permissions: docs/SECURITY.md)", e.Op, e.Subject)
+}
+
+// Is makes a DeniedError an nats.ErrPermissionViolation.
+func (e *DeniedError) Is(target error) bool { return target == nats.ErrPermissionViolation }
+
+// conns holds the denial tracker of each connection Connect made.
+var conns sync.Map // *nats.Conn → *denials
+
+// denials hands the permission violations a server reports to the
+// requests waiting on their subjects.
+type denials struct {
+	mu      sync.Mutex
+	waiting map[string][]chan error
+}
+
+var violationRE = regexp.MustCompile(`(?i)for (publish|subscription) to "([^"]+)"`)
+
+func (d *denials) handle(_ *nats.Conn, _ *nats.Subscription, err error) {
+	if !errors.Is(err, nats.ErrPermissionViolation) {
+		return
+	}
+	m := violationRE.FindStringSubmatch(err.Error())
+	if m == nil {
+		return
+	}
+	op := "publish"
+	if strings.EqualFold(m[1], "subscription") {
+		op = "subscribe"
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, ch := range d.waiting[m[2]] {
+		select {
+		case ch <- &DeniedError{Op: op, Subject: m[2]}:
+		default:
+		}
+	}
+}
+
+func (d *denials) wait(subject string) chan error {
+	ch := make(chan error, 1)
+	d.mu.Lock()
+	d.waiting[subject] = append(d.waiting[subject], ch)
+	d.mu.Unlock()
+	return ch
+}
+
+func (d *denials) done(subject string, ch chan error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.waiting[subject] = slices.DeleteFunc(d.waiting[subject], func(c chan error) bool { return c == ch })
+	if len(d.waiting[subject]) == 0 {
+		delete(d.waiting, subject)
+	}
+}
+
+// Request is nc.Request that, on a connection Connect made, returns a
+// *DeniedError as soon as the server refuses the publish for the
+// credentials' permissions (a refused request otherwise just times out).
+func Request(nc *nats.Conn, subject string, data []byte, timeout time.Duration) (*nats.Msg, error) {
+	v, ok := conns.Load(nc)
+	if !ok {
+		return nc.Request(subject, data, timeout)
+	}
+	d := v.(*denials)
+	denied := d.wait(subject)
+	defer d.done(subject, denied)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	type answer struct {
+		msg *nats.Msg
+		err error
+	}
+	answered := make(chan answer, 1)
+	go func() {
+		m, err := nc.RequestWithContext(ctx, subject, data)
+		if errors.Is(err, context.DeadlineExceeded) {
+			err = nats.ErrTimeout
+		}
+		answered <- answer{m, err}
+	}()
+	select {
+	case a := <-answered:
+		return a.msg, a.err
+	case err := <-denied:
+		cancel()
+		return nil, err
 	}
 }

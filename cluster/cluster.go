@@ -15,11 +15,13 @@ import (
 	"github.com/gofrs/flock"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nkeys"
 	"go.uber.org/zap"
 
 	"github.com/gpusched/gpusched/actors/jobgen"
 	"github.com/gpusched/gpusched/actors/node"
 	"github.com/gpusched/gpusched/actors/scheduler"
+	"github.com/gpusched/gpusched/auth"
 	"github.com/gpusched/gpusched/bus"
 	"github.com/gpusched/gpusched/chaos"
 	"github.com/gpusched/gpusched/durable"
@@ -109,6 +111,19 @@ type Config struct {
 	// Fresh deletes what the store holds of a previous run (the job
 	// journal and the event stream) before starting.
 	Fresh bool
+	// Auth, when set, is the roles file: the embedded server then
+	// authenticates every client (this process's actors with a key of
+	// their own, made at each start) and gives each the permissions of its
+	// role; tenants are accounts of their own. With Bus, the scheduler
+	// takes the tenants from it (the external server enforces it: see
+	// auth.ServerConfig).
+	Auth *auth.File
+	// TLS, when set, secures the embedded server's client port; with a CA,
+	// clients must show a certificate it signed.
+	TLS *auth.TLSFiles
+	// Insecure lets the embedded server listen beyond loopback without
+	// Auth (anyone who reaches the port may then do anything).
+	Insecure bool
 }
 
 // Cluster is a running cluster.
@@ -130,8 +145,13 @@ type Cluster struct {
 	// virtual is Clock when it is virtual.
 	virtual *simclock.Virtual
 	// url is the bus's URL; tmpDir a store directory removed at Stop.
-	url     string
-	tmpDir  string
+	url    string
+	tmpDir string
+	// dial connects to the bus as this process does.
+	dial func(name string, extra ...nats.Option) (*nats.Conn, error)
+	// control is this process's own key on an authenticated embedded
+	// server (the control role).
+	control nkeys.KeyPair
 	lock    *flock.Flock
 	journal *durable.Journal
 }
@@ -182,10 +202,11 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		}
 		c.server, c.url = ns, ns.ClientURL()
 		dial = func(name string, extra ...nats.Option) (*nats.Conn, error) {
-			opts := append([]nats.Option{nats.InProcessServer(ns), nats.Name("gpusched-" + name), nats.MaxReconnects(-1)}, extra...)
-			return nats.Connect("", opts...)
+			opts := append(c.InProcessOptions(), nats.Name("gpusched-"+name))
+			return nats.Connect("", append(opts, extra...)...)
 		}
 	}
+	c.dial = dial
 	connect := func(name string) (*nats.Conn, error) {
 		done := make(chan struct{})
 		nc, err := dial(name, nats.ClosedHandler(func(*nats.Conn) { close(done) }))
@@ -262,6 +283,9 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		Policy: cfg.Policy, VRAMModel: cfg.VRAMModel, StarvationAge: cfg.StarvationAge, Seed: int64(cfg.Seed),
 		NodeRank: cfg.NodeRank, Workload: cfg.Workload, DropUnschedulable: cfg.DropUnschedulable, MetricsPeriod: cfg.MetricsPeriod,
 		Lease: lease, Journal: c.journal, Restored: restored}
+	if cfg.Auth != nil {
+		schedCfg.Tenants = cfg.Auth.Tenants()
+	}
 	if cfg.NoGPUs {
 		// GPU nodes join from elsewhere: for one lease, a job that fits no
 		// GPU known yet waits instead of being rejected.
@@ -482,7 +506,26 @@ func (c *Cluster) embedded(cfg Config) (*server.Server, error) {
 	if port == 0 {
 		port = server.RANDOM_PORT
 	}
+	if err := checkExposure(host, cfg); err != nil {
+		return nil, err
+	}
 	opts := &server.Options{Host: host, Port: port, NoSigs: true, NoLog: true, MaxPayload: 8 << 20}
+	if cfg.Auth != nil || cfg.TLS != nil {
+		settings := auth.ServerSettings{Prefix: events.NewSubjects(cfg.Prefix).Prefix, TLS: cfg.TLS}
+		settings.EventStream = durable.EventStream(settings.Prefix)
+		if cfg.Auth != nil {
+			kp, err := nkeys.CreateUser()
+			if err != nil {
+				return nil, err
+			}
+			pub, _ := kp.PublicKey()
+			c.control, settings.ControlKeys = kp, []string{pub}
+		}
+		if err := auth.Configure(opts, cfg.Auth, settings); err != nil {
+			return nil, err
+		}
+		opts.Host, opts.Port, opts.NoSigs, opts.NoLog = host, port, true, true
+	}
 	switch cfg.Store {
 	case durable.File:
 		if cfg.DataDir == "" {
@@ -523,6 +566,47 @@ func (c *Cluster) embedded(cfg Config) (*server.Server, error) {
 		return nil, fmt.Errorf("embedded NATS server did not start on %s (is the port in use? try --listen 127.0.0.1:4223)", cfg.Listen)
 	}
 	return ns, nil
+}
+
+// checkExposure refuses an open bus beyond loopback: anyone who reaches
+// such a port could submit, cancel, switch the policy and kill GPUs.
+func checkExposure(host string, cfg Config) error {
+	if cfg.Auth != nil || cfg.Insecure || IsLoopback(host) {
+		return nil
+	}
+	return fmt.Errorf("--listen %s reaches beyond this machine, and without credentials anyone who reaches it could submit, "+
+		"cancel, switch the policy and kill GPUs: create them with `cluster auth init` and start with --auth gpusched-auth "+
+		"(docs/SECURITY.md), or listen on 127.0.0.1, or accept an open bus with --insecure", cfg.Listen)
+}
+
+// IsLoopback says whether a server listening on host is reachable from
+// this machine only ("localhost", 127.0.0.0/8, ::1; "" and 0.0.0.0 are
+// every interface).
+func IsLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// Dial connects to the cluster's bus as its own actors do (in-process to
+// the embedded server, with this process's credentials), for a client in
+// the same process such as `cluster --observe`.
+func (c *Cluster) Dial(name string, extra ...nats.Option) (*nats.Conn, error) {
+	return c.dial(name, extra...)
+}
+
+// InProcessOptions are the options of an in-process connection to the
+// embedded server, with this process's credentials when the bus
+// authenticates (the control role).
+func (c *Cluster) InProcessOptions() []nats.Option {
+	opts := []nats.Option{nats.InProcessServer(c.server), nats.MaxReconnects(-1)}
+	if c.control != nil {
+		pub, _ := c.control.PublicKey()
+		opts = append(opts, nats.Nkey(pub, c.control.Sign))
+	}
+	return opts
 }
 
 // release gives back the store of a cluster that did not start.

@@ -2,6 +2,8 @@ package scheduler
 
 import (
 	"cmp"
+	"encoding/json"
+	"fmt"
 	"slices"
 	"sort"
 	"time"
@@ -167,12 +169,15 @@ func (s *Scheduler) request(j *job) *policy.Request {
 		PinGPU: j.spec.GPU, PinNode: j.spec.Node, Held: s.view.held}
 }
 
-func (s *Scheduler) onSubmit(m *nats.Msg) {
+func (s *Scheduler) onSubmit(m *nats.Msg, tenant string) {
 	if fe := events.CheckSize(m.Data); fe != nil {
 		events.Reply(m, events.ErrorReply{Error: fe})
 		return
 	}
 	spec, fe := model.ParseJob(m.Data)
+	if fe == nil && tenant != "" {
+		fe = ownTenant(m.Data, &spec, tenant)
+	}
 	if fe != nil {
 		events.Reply(m, events.ErrorReply{Error: fe})
 		return
@@ -263,7 +268,21 @@ func validPage(m *nats.Msg, page int) bool {
 	return true
 }
 
-func (s *Scheduler) lookup(m *nats.Msg) *job {
+// ownTenant makes a tenant's job its own: the spec's tenant is the one
+// the credentials name; a body naming another is refused.
+func ownTenant(body []byte, spec *model.Job, tenant string) *model.FieldError {
+	var given struct {
+		Tenant *string `json:"tenant"`
+	}
+	if json.Unmarshal(body, &given) == nil && given.Tenant != nil && *given.Tenant != tenant {
+		return &model.FieldError{Field: "tenant", Message: fmt.Sprintf("%q is not yours: these credentials are tenant %q's (leave tenant out)", *given.Tenant, tenant)}
+	}
+	spec.Tenant = tenant
+	return nil
+}
+
+// lookup finds the job a request names; a tenant finds only its own.
+func (s *Scheduler) lookup(m *nats.Msg, tenant string) *job {
 	var ref events.JobRef
 	if !decodeRequest(m, &ref) {
 		return nil
@@ -277,16 +296,23 @@ func (s *Scheduler) lookup(m *nats.Msg) *job {
 		if r, journaled := s.journaled[ref.JobID]; journaled {
 			// Ran under the predecessor, not accounted for yet: the
 			// journal's word until a GPU or the warm-up settles it.
-			return s.recordJob(r)
+			j = s.recordJob(r)
+		} else {
+			replyError(m, "job_id", "no job "+ref.JobID)
+			return nil
 		}
-		replyError(m, "job_id", "no job "+ref.JobID)
+	}
+	if tenant != "" && j.spec.Tenant != tenant {
+		// The same answer as for no job at all: a tenant does not learn
+		// which ids other tenants' jobs have.
+		replyError(m, "job_id", "no job "+ref.JobID+" among tenant "+tenant+"'s jobs")
 		return nil
 	}
 	return j
 }
 
-func (s *Scheduler) onGet(m *nats.Msg) {
-	if j := s.lookup(m); j != nil {
+func (s *Scheduler) onGet(m *nats.Msg, tenant string) {
+	if j := s.lookup(m, tenant); j != nil {
 		events.Reply(m, s.info(j, true))
 	}
 }
@@ -294,10 +320,17 @@ func (s *Scheduler) onGet(m *nats.Msg) {
 // jobListPage is the number of jobs in one page of job.list.
 const jobListPage = 100
 
-func (s *Scheduler) onList(m *nats.Msg) {
+func (s *Scheduler) onList(m *nats.Msg, tenant string) {
 	var req events.JobListRequest
 	if !decodeRequest(m, &req) {
 		return
+	}
+	if tenant != "" {
+		if req.Tenant != "" && req.Tenant != tenant {
+			replyError(m, "tenant", fmt.Sprintf("%q is not yours: these credentials list tenant %q's jobs only", req.Tenant, tenant))
+			return
+		}
+		req.Tenant = tenant
 	}
 	if !validPage(m, req.Page) {
 		return
@@ -324,8 +357,8 @@ func (s *Scheduler) onList(m *nats.Msg) {
 	events.Reply(m, rep)
 }
 
-func (s *Scheduler) onCancel(m *nats.Msg) {
-	j := s.lookup(m)
+func (s *Scheduler) onCancel(m *nats.Msg, tenant string) {
+	j := s.lookup(m, tenant)
 	if j == nil {
 		return
 	}
@@ -378,8 +411,8 @@ func (s *Scheduler) onStrategy(m *nats.Msg) {
 	events.Reply(m, rep)
 }
 
-func (s *Scheduler) onExplain(m *nats.Msg) {
-	j := s.lookup(m)
+func (s *Scheduler) onExplain(m *nats.Msg, tenant string) {
+	j := s.lookup(m, tenant)
 	if j == nil {
 		return
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"go.uber.org/zap"
 
+	"github.com/gpusched/gpusched/auth"
 	"github.com/gpusched/gpusched/durable"
 	"github.com/gpusched/gpusched/events"
 	"github.com/gpusched/gpusched/model"
@@ -73,6 +75,10 @@ type Config struct {
 	// scheduler accounts for each: re-learned where a GPU still runs it,
 	// completed where a GPU finished it, re-queued where a GPU lost it.
 	Inherited []events.RunningJob
+	// Tenants maps each tenant account of an authenticated bus to its
+	// tenant (auth.File.Tenants): a request from such an account sees and
+	// acts on that tenant's jobs only. Nil on a bus without accounts.
+	Tenants map[string]string
 	// Journal, when set, keeps every accepted job's record in JetStream
 	// (see journal.go); a submission is answered once its record is stored.
 	Journal *durable.Journal
@@ -466,27 +472,46 @@ func (s *Scheduler) dispatch(m *nats.Msg) {
 	}()
 	p := s.cfg.Subjects.Prefix + "."
 	subj := strings.TrimPrefix(m.Subject, p)
+	// tenant is whose credentials sent a request, as the server vouches
+	// (never a field of the body): "" sees every tenant.
+	tenant := ""
+	if !strings.HasPrefix(subj, "evt.") {
+		t, err := auth.CallerTenant(m.Header, s.cfg.Tenants)
+		if err != nil {
+			if m.Reply != "" {
+				replyError(m, "", err.Error())
+			}
+			return
+		}
+		tenant = t
+		if tenant != "" && !tenantSubjects[subj] {
+			// A tenant's account imports none of the others: only a
+			// roles file edited by hand could bring one here.
+			replyError(m, "", "tenant "+tenant+"'s credentials may not use "+m.Subject)
+			return
+		}
+	}
 	switch {
 	case strings.HasPrefix(subj, "evt.gpu."):
 		s.onGPUEvent(m)
 	case strings.HasPrefix(subj, "evt.node."):
 		s.onNodeEvent(m)
 	case subj == "job.submit":
-		s.onSubmit(m)
+		s.onSubmit(m, tenant)
 	case subj == "job.get":
-		s.onGet(m)
+		s.onGet(m, tenant)
 	case subj == "job.list":
-		s.onList(m)
+		s.onList(m, tenant)
 	case subj == "job.cancel":
-		s.onCancel(m)
+		s.onCancel(m, tenant)
 	case subj == "sched.strategy":
 		s.onStrategy(m)
 	case subj == "sched.explain":
-		s.onExplain(m)
+		s.onExplain(m, tenant)
 	case subj == "sched.ctl":
 		s.onCtl(m)
 	case subj == "cluster.snapshot":
-		s.onSnapshot(m)
+		s.onSnapshot(m, tenant)
 	default:
 		if m.Reply != "" {
 			replyError(m, "", "unknown subject "+m.Subject)
@@ -547,10 +572,18 @@ func (s *Scheduler) onNodeEvent(m *nats.Msg) {
 		return
 	}
 	hb := ev.Data
-	if hb.Node == "" {
-		s.log.Warn("bad node event: no node", zap.String("subject", m.Subject))
+	// <p>.evt.node.<node>.heartbeat: the subject is what the server's
+	// permissions vouch for (a node's credentials publish only its own),
+	// so a heartbeat speaks for the node its subject names and no other.
+	tokens := strings.Split(m.Subject, ".")
+	if hb.Node == "" || len(tokens) < 2 || tokens[len(tokens)-2] != hb.Node {
+		s.log.Warn("bad node event dropped: its node is not its subject's", zap.String("subject", m.Subject), zap.String("node", hb.Node))
 		return
 	}
+	hb.GPUs = slices.DeleteFunc(hb.GPUs, func(g events.HeartbeatGPU) bool {
+		st, ok := s.view.gpus[g.GPU]
+		return ok && st.status.Node != hb.Node
+	})
 	_, heard := s.nodeBeats[hb.Node]
 	n := s.view.node(hb.Node)
 	if !heard || !n.Alive {
@@ -599,6 +632,11 @@ func (s *Scheduler) describe(node, gpuID string) {
 	}
 	s.applyStatus(*rep.Status, s.cfg.Clock.Now())
 }
+
+// tenantSubjects are the request subjects (without the prefix) a tenant's
+// account imports: auth.TenantServices.
+var tenantSubjects = map[string]bool{"job.submit": true, "job.cancel": true, "job.get": true, "job.list": true,
+	"sched.explain": true, "cluster.snapshot": true}
 
 func replyError(m *nats.Msg, field, msg string) {
 	events.Reply(m, events.ErrorReply{Error: &model.FieldError{Field: field, Message: msg}})

@@ -9,6 +9,7 @@ import (
 	"github.com/gpusched/gpusched/events"
 	"github.com/gpusched/gpusched/policy"
 	"github.com/gpusched/gpusched/simclock"
+	"github.com/gpusched/gpusched/vram"
 )
 
 // metrics summarises the view now. Energy is each GPU's last reported
@@ -78,7 +79,7 @@ const (
 	snapshotJobsPerPage = 256
 )
 
-func (s *Scheduler) onSnapshot(m *nats.Msg) {
+func (s *Scheduler) onSnapshot(m *nats.Msg, tenant string) {
 	var req events.SnapshotRequest
 	if !decodeRequest(m, &req) {
 		return
@@ -86,7 +87,11 @@ func (s *Scheduler) onSnapshot(m *nats.Msg) {
 	if !validPage(m, req.Page) {
 		return
 	}
-	running := s.running
+	running, queue := s.running, s.queue
+	if tenant != "" {
+		// A tenant sees the cluster (GPUs, summary) but only its own jobs.
+		running, queue = ofTenant(running, tenant), ofTenant(queue, tenant)
+	}
 	if req.SummaryOnly {
 		events.Reply(m, events.Snapshot{SimTime: s.cfg.Clock.Now(), Speed: clockSpeed(s.cfg.Clock), Policy: s.policy.Name(),
 			VRAMModel: string(s.view.cluster.VRAMModel), Summary: s.metrics(), Pages: 1,
@@ -94,7 +99,7 @@ func (s *Scheduler) onSnapshot(m *nats.Msg) {
 		return
 	}
 	gpus := s.view.sorted().GPUs
-	pages := max(1, ceilDiv(len(gpus), snapshotGPUsPerPage), ceilDiv(len(running), snapshotJobsPerPage), ceilDiv(len(s.queue), snapshotJobsPerPage))
+	pages := max(1, ceilDiv(len(gpus), snapshotGPUsPerPage), ceilDiv(len(running), snapshotJobsPerPage), ceilDiv(len(queue), snapshotJobsPerPage))
 	snap := events.Snapshot{SimTime: s.cfg.Clock.Now(), Speed: clockSpeed(s.cfg.Clock), Policy: s.policy.Name(), VRAMModel: string(s.view.cluster.VRAMModel),
 		Summary: s.metrics(), Page: req.Page, Pages: pages,
 		GPUs: []events.SnapshotGPU{}, Running: []events.JobInfo{}, Queue: []events.JobInfo{}}
@@ -107,6 +112,11 @@ func (s *Scheduler) onSnapshot(m *nats.Msg) {
 		st.Util = g.Util
 		st.MilliUsed = g.MilliUsed
 		sg := events.SnapshotGPU{GPUStatus: st, Allocs: append(g.Allocs[:0:0], g.Allocs...), Alive: g.Alive}
+		if tenant != "" {
+			sg.Jobs = slices.DeleteFunc(slices.Clone(sg.Jobs), func(gj events.GPUJob) bool { return !s.owns(gj.JobID, tenant) })
+			sg.Allocs = slices.DeleteFunc(sg.Allocs, func(a vram.Alloc) bool { return !s.owns(a.Owner, tenant) })
+			sg.Ended, sg.JobID = nil, ""
+		}
 		if free := g.VRAMTotal - st.VRAMUsed; free > 0 {
 			sg.VRAMFragmentation = 1 - float64(st.VRAMLargestFree)/float64(free)
 		}
@@ -128,10 +138,27 @@ func (s *Scheduler) onSnapshot(m *nats.Msg) {
 	for _, j := range pageOf(running, req.Page, snapshotJobsPerPage) {
 		snap.Running = append(snap.Running, s.info(j, false))
 	}
-	for _, j := range pageOf(s.queue, req.Page, snapshotJobsPerPage) {
+	for _, j := range pageOf(queue, req.Page, snapshotJobsPerPage) {
 		snap.Queue = append(snap.Queue, s.info(j, false))
 	}
 	events.Reply(m, snap)
+}
+
+// ofTenant are the jobs of jobs that are tenant's.
+func ofTenant(jobs []*job, tenant string) []*job {
+	var own []*job
+	for _, j := range jobs {
+		if j.spec.Tenant == tenant {
+			own = append(own, j)
+		}
+	}
+	return own
+}
+
+// owns says whether the job with id is tenant's.
+func (s *Scheduler) owns(id, tenant string) bool {
+	j, ok := s.jobs[id]
+	return ok && j.spec.Tenant == tenant
 }
 
 func ceilDiv(a, b int) int { return (a + b - 1) / b }

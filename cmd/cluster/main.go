@@ -323,7 +323,7 @@ func run(args []string) error {
 		}()
 	}
 	if *observe {
-		nc, err := nats.Connect(c.URL(), nats.Name("gpusched-observer"), nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}))
+		nc, err := c.Dial("observer", nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}))
 		if err == nil {
 			subjects := events.NewSubjects(*prefix)
 			if term.IsTerminal(int(os.Stdout.Fd())) && term.IsTerminal(int(os.Stdin.Fd())) {

@@ -1,0 +1,42 @@
+package auth
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/nats-io/nats.go"
+)
+
+// RequestInfoHeader is the header a NATS server puts on a request that
+// crossed a service import: JSON whose "acc" is the account of the client
+// that sent it. The server sets it itself, replacing any a client wrote.
+const RequestInfoHeader = "Nats-Request-Info"
+
+// CallerTenant is the tenant whose credentials sent a request with header
+// h: "" for the control account (a request that crossed no import: the
+// control plane, admins, observers), which may see every tenant. tenants
+// maps tenant accounts to tenants (File.Tenants); when it is nil the bus
+// has no accounts and every caller is "" (the header is then ignored: it
+// could only have come from a client).
+func CallerTenant(h nats.Header, tenants map[string]string) (string, error) {
+	if tenants == nil {
+		return "", nil
+	}
+	raw := h.Get(RequestInfoHeader)
+	if raw == "" {
+		return "", nil
+	}
+	var info struct {
+		Account string `json:"acc"`
+	}
+	if err := json.Unmarshal([]byte(raw), &info); err != nil {
+		return "", fmt.Errorf("the server's %s header does not decode: %v", RequestInfoHeader, err)
+	}
+	if info.Account == ControlAccount {
+		return "", nil
+	}
+	if t, ok := tenants[info.Account]; ok {
+		return t, nil
+	}
+	return "", fmt.Errorf("account %q is not a tenant of this cluster (see the roles file)", info.Account)
+}

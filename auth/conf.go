@@ -1,0 +1,164 @@
+package auth
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/nats-io/nats-server/v2/server"
+)
+
+// TLSFiles are a certificate, its key and the CA that verifies the other
+// side, as PEM files.
+type TLSFiles struct {
+	Cert, Key, CA string
+}
+
+// ServerSettings say what the server configuration holds besides the
+// users of the roles file.
+type ServerSettings struct {
+	// Prefix is the cluster's subject prefix.
+	Prefix string
+	// EventStream is the name of the JetStream stream of events (observers
+	// and admins may read it).
+	EventStream string
+	// ControlKeys are public nkeys of control-plane users that are not in
+	// the file (a cluster process makes one for itself at each start).
+	ControlKeys []string
+	// TLS, when set, secures the client port: every client connects with
+	// TLS; with a CA, clients must also show a certificate it signed.
+	TLS *TLSFiles
+}
+
+// ServerConfig renders f as a NATS server configuration: the accounts
+// (the control account with JetStream, one per tenant), their users with
+// the permissions of their roles, the control account's job services and
+// event stream exported to the tenants and imported by them, and the
+// client port's TLS. cluster loads it into its embedded server; for an
+// external nats-server, `cluster auth init` writes it as nats-auth.conf to
+// include in the server's own configuration.
+func ServerConfig(f *File, s ServerSettings) string {
+	var b strings.Builder
+	if f != nil {
+		writeAccounts(&b, f, s)
+	}
+	if s.TLS != nil {
+		b.WriteString("tls {\n")
+		writeTLS(&b, *s.TLS, "  ")
+		b.WriteString("}\n")
+	}
+	return b.String()
+}
+
+func writeAccounts(b *strings.Builder, f *File, s ServerSettings) {
+	p := s.Prefix
+	tenants := map[string][]User{}
+	var tenantNames []string
+	var control []User
+	for _, u := range f.Users {
+		if u.Role == Submitter {
+			if _, ok := tenants[u.Tenant]; !ok {
+				tenantNames = append(tenantNames, u.Tenant)
+			}
+			tenants[u.Tenant] = append(tenants[u.Tenant], u)
+			continue
+		}
+		control = append(control, u)
+	}
+	slices.Sort(tenantNames)
+	for _, k := range s.ControlKeys {
+		control = append(control, User{Name: "control-plane", Role: Control, NKey: k})
+	}
+	var importers []string
+	for _, t := range tenantNames {
+		importers = append(importers, strconv.Quote(TenantAccount(t)))
+	}
+	fmt.Fprintf(b, "# gpusched accounts, users and permissions for subject prefix %q (docs/SECURITY.md).\n", p)
+	b.WriteString("# Generated from the roles file by gpusched: edit that file, not this one.\n")
+	b.WriteString("accounts {\n")
+	fmt.Fprintf(b, "  %s {\n    jetstream: enabled\n", ControlAccount)
+	writeUsers(b, control, s)
+	if len(importers) > 0 {
+		to := "[" + strings.Join(importers, ", ") + "]"
+		b.WriteString("    exports: [\n")
+		for _, subj := range TenantServices(p) {
+			fmt.Fprintf(b, "      {service: %q, accounts: %s}\n", subj, to)
+		}
+		fmt.Fprintf(b, "      {stream: %q, accounts: %s}\n", p+".evt.>", to)
+		b.WriteString("    ]\n")
+	}
+	b.WriteString("  }\n")
+	for _, t := range tenantNames {
+		fmt.Fprintf(b, "  %q {\n", TenantAccount(t))
+		writeUsers(b, tenants[t], s)
+		b.WriteString("    imports: [\n")
+		for _, subj := range TenantServices(p) {
+			fmt.Fprintf(b, "      {service: {account: %s, subject: %q}}\n", ControlAccount, subj)
+		}
+		fmt.Fprintf(b, "      {stream: {account: %s, subject: %q}}\n", ControlAccount, p+".evt.>")
+		b.WriteString("    ]\n  }\n")
+	}
+	b.WriteString("}\n")
+}
+
+// RouteTLSConfig renders the tls block of a NATS server's cluster block:
+// routes between the servers of a NATS cluster verify each other against
+// the CA.
+func RouteTLSConfig(t TLSFiles) string {
+	var b strings.Builder
+	b.WriteString("tls {\n")
+	writeTLS(&b, t, "  ")
+	b.WriteString("}\n")
+	return b.String()
+}
+
+func writeTLS(b *strings.Builder, t TLSFiles, indent string) {
+	fmt.Fprintf(b, "%scert_file: %q\n%skey_file: %q\n", indent, t.Cert, indent, t.Key)
+	if t.CA != "" {
+		// verify: the other side must show a certificate the CA signed.
+		fmt.Fprintf(b, "%sca_file: %q\n%sverify: true\n", indent, t.CA, indent)
+	}
+	fmt.Fprintf(b, "%stimeout: 5\n", indent)
+}
+
+func writeUsers(b *strings.Builder, users []User, s ServerSettings) {
+	b.WriteString("    users: [\n")
+	for _, u := range users {
+		fmt.Fprintf(b, "      # %s (%s)\n      {", u.Name, u.Role)
+		if u.NKey != "" {
+			fmt.Fprintf(b, "nkey: %q", u.NKey)
+		} else {
+			fmt.Fprintf(b, "user: %q, password: %q", u.Name, u.Password)
+		}
+		if perms := RolePermissions(u.Role, s.Prefix, u.Node, s.EventStream); perms != nil {
+			fmt.Fprintf(b, ", permissions: {publish: {allow: %s}, subscribe: {allow: %s}", quoteList(perms.Publish), quoteList(perms.Subscribe))
+			if perms.Responses {
+				// Each request received may be answered once, within the
+				// server's default two minutes.
+				b.WriteString(", allow_responses: true")
+			}
+			b.WriteString("}")
+		}
+		b.WriteString("}\n")
+	}
+	b.WriteString("    ]\n")
+}
+
+func quoteList(subjects []string) string {
+	q := make([]string, len(subjects))
+	for i, s := range subjects {
+		q[i] = strconv.Quote(s)
+	}
+	return "[" + strings.Join(q, ", ") + "]"
+}
+
+// Configure applies the server configuration of f (nil: no accounts,
+// TLS only) and s to opts: the
+// embedded server then authenticates every client, in-process ones too.
+func Configure(opts *server.Options, f *File, s ServerSettings) error {
+	if err := opts.ProcessConfigString(ServerConfig(f, s)); err != nil {
+		return fmt.Errorf("server configuration from the roles file: %w", err)
+	}
+	return nil
+}

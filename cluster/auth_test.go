@@ -1,0 +1,342 @@
+package cluster_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nkeys"
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/gpusched/gpusched/auth"
+	"github.com/gpusched/gpusched/bus"
+	"github.com/gpusched/gpusched/cluster"
+	"github.com/gpusched/gpusched/durable"
+)
+
+// secured is a cluster whose embedded server enforces a roles file over
+// TLS, and the files each role connects with.
+type secured struct {
+	c     *cluster.Cluster
+	url   string
+	tls   auth.TLSSet
+	seeds map[string]string
+	dir   string
+}
+
+// startSecured starts the reference cluster with an admin, an observer,
+// two tenants (alice of team-a, bob of team-b), a node user for node-0, a
+// password user (carol, an observer) and mutual TLS.
+func startSecured(t *testing.T) *secured {
+	t.Helper()
+	dir := t.TempDir()
+	s := &secured{dir: dir, seeds: map[string]string{}, tls: auth.NewTLSSet(dir)}
+	f := &auth.File{}
+	for _, u := range []struct {
+		name         string
+		role         auth.Role
+		tenant, node string
+	}{{"admin", auth.Admin, "", ""}, {"observer", auth.Observer, "", ""}, {"alice", auth.Submitter, "team-a", ""},
+		{"bob", auth.Submitter, "team-b", ""}, {"node-0", auth.Node, "", "node-0"}} {
+		user, seed, err := auth.NewUser(u.name, u.role, u.tenant, u.node)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Users = append(f.Users, user)
+		s.seeds[u.name] = filepath.Join(dir, u.name+".nk")
+		if err := os.WriteFile(s.seeds[u.name], seed, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hash, err := bcrypt.GenerateFromPassword([]byte("right-password"), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Users = append(f.Users, auth.User{Name: "carol", Role: auth.Observer, Password: string(hash)})
+	if err := f.Check(); err != nil {
+		t.Fatal(err)
+	}
+	if err := auth.WriteSelfSigned(s.tls, []string{"127.0.0.1", "localhost"}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	c, err := cluster.Start(context.Background(), cluster.Config{Listen: "127.0.0.1:-1", Speed: 1, Store: durable.None,
+		Auth: f, TLS: &auth.TLSFiles{Cert: s.tls.ServerCert, Key: s.tls.ServerKey, CA: s.tls.CA}})
+	if err != nil {
+		t.Fatalf("start cluster: %v", err)
+	}
+	t.Cleanup(c.Stop)
+	s.c, s.url = c, c.URL()
+	return s
+}
+
+// as connects with user's nkey and the cluster's client certificate.
+func (s *secured) as(t *testing.T, user string) *nats.Conn {
+	t.Helper()
+	nc, err := s.options(user).Connect("test-"+user, 10*time.Second)
+	if err != nil {
+		t.Fatalf("connect as %s: %v", user, err)
+	}
+	t.Cleanup(nc.Close)
+	return nc
+}
+
+func (s *secured) options(user string) bus.Options {
+	return bus.Options{URLs: s.url, NKey: s.seeds[user], TLSCA: s.tls.CA, TLSCert: s.tls.ClientCert, TLSKey: s.tls.ClientKey}
+}
+
+// ask sends a request and returns the reply's JSON, or the error.
+func ask(nc *nats.Conn, subject string, body string) (obj, error) {
+	msg, err := bus.Request(nc, subject, []byte(body), 5*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	var out obj
+	if err := json.Unmarshal(msg.Data, &out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// mustAsk is ask that fails the test on an error or an error reply.
+func mustAsk(t *testing.T, nc *nats.Conn, subject, body string) obj {
+	t.Helper()
+	rep, err := ask(nc, subject, body)
+	if err != nil {
+		t.Fatalf("%s %s: %v", subject, body, err)
+	}
+	if rep["error"] != nil {
+		t.Fatalf("%s %s: %v", subject, body, rep["error"])
+	}
+	return rep
+}
+
+// wantDenied checks err is the server's refusal of a publish to subject.
+func wantDenied(t *testing.T, who, subject string, err error) {
+	t.Helper()
+	var denied *bus.DeniedError
+	if !errors.As(err, &denied) || denied.Subject != subject || !errors.Is(err, nats.ErrPermissionViolation) {
+		t.Fatalf("%s → %s: %v, want the server's permission violation", who, subject, err)
+	}
+	if !strings.Contains(err.Error(), "permission denied") || !strings.Contains(err.Error(), subject) {
+		t.Fatalf("%s → %s: the error %q does not say what was refused", who, subject, err)
+	}
+}
+
+// wantFieldError checks rep is an error reply naming field.
+func wantFieldError(t *testing.T, what string, rep obj, err error, field, says string) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	e, _ := rep["error"].(map[string]any)
+	if e == nil || e["field"] != field || !strings.Contains(e["message"].(string), says) {
+		t.Fatalf("%s: %v, want an error on %q saying %q", what, rep, field, says)
+	}
+}
+
+// timeless is a snapshot without what moves with time alone: simulated
+// time, and the progress, energy and power that running jobs accrue.
+func timeless(snap obj) obj {
+	var strip func(v any) any
+	strip = func(v any) any {
+		switch x := v.(type) {
+		case map[string]any:
+			out := map[string]any{}
+			for k, e := range x {
+				switch k {
+				case "sim_time", "simtime", "progress_s", "run_s", "energy_j", "energy_kwh", "power_w", "rate", "slowdown":
+					continue
+				}
+				out[k] = strip(e)
+			}
+			return out
+		case []any:
+			out := make([]any, len(x))
+			for i, e := range x {
+				out[i] = strip(e)
+			}
+			return out
+		}
+		return v
+	}
+	return strip(snap).(obj)
+}
+
+// TestRolesAreEnforcedByTheServer is issue 9's check: real credentials
+// per role on an embedded server with TLS; every refusal comes from the
+// server or from the identity it vouches for, is reported clearly, and
+// leaves the cluster as it was.
+func TestRolesAreEnforcedByTheServer(t *testing.T) {
+	s := startSecured(t)
+	admin, observer, alice, bob, node0 := s.as(t, "admin"), s.as(t, "observer"), s.as(t, "alice"), s.as(t, "bob"), s.as(t, "node-0")
+
+	// Each tenant has a job running; the tenant is the credentials', not
+	// the body's.
+	aliceJob := mustAsk(t, alice, "gpusched.job.submit", `{"name":"a-train","vram":"20GB","duration":"10h"}`)["job_id"].(string)
+	bobJob := mustAsk(t, bob, "gpusched.job.submit", `{"name":"b-train","vram":"20GB","duration":"10h"}`)["job_id"].(string)
+	if got := mustAsk(t, admin, "gpusched.job.get", `{"job_id":"`+aliceJob+`"}`)["tenant"]; got != "team-a" {
+		t.Fatalf("alice's job has tenant %v, want team-a", got)
+	}
+	waitFor(t, "both jobs to run", 10*time.Second, func() bool {
+		a := mustAsk(t, admin, "gpusched.job.get", `{"job_id":"`+aliceJob+`"}`)
+		b := mustAsk(t, admin, "gpusched.job.get", `{"job_id":"`+bobJob+`"}`)
+		return a["state"] == "running" && b["state"] == "running"
+	})
+	before := timeless(mustAsk(t, admin, "gpusched.cluster.snapshot", `{}`))
+
+	// An observer may read events and snapshots, nothing else.
+	if snap := mustAsk(t, observer, "gpusched.cluster.snapshot", `{}`); len(snap["running"].([]any)) != 2 {
+		t.Fatalf("the observer's snapshot shows %d running jobs, want both tenants' 2", len(snap["running"].([]any)))
+	}
+	_, err := ask(observer, "gpusched.job.submit", `{"name":"x","vram":"1GB","duration":"1h"}`)
+	wantDenied(t, "observer", "gpusched.job.submit", err)
+	_, err = ask(observer, "gpusched.chaos.kill", `{"gpu":"gpu-3"}`)
+	wantDenied(t, "observer", "gpusched.chaos.kill", err)
+	_, err = ask(observer, "gpusched.sched.strategy", `{"policy":"spread"}`)
+	wantDenied(t, "observer", "gpusched.sched.strategy", err)
+
+	// A submitter cannot kill a GPU, switch the policy, or touch another
+	// tenant's job; it sees only its own.
+	_, err = ask(alice, "gpusched.chaos.kill", `{"gpu":"gpu-3"}`)
+	wantDenied(t, "alice", "gpusched.chaos.kill", err)
+	_, err = ask(alice, "gpusched.sched.strategy", `{"policy":"spread"}`)
+	wantDenied(t, "alice", "gpusched.sched.strategy", err)
+	rep, err := ask(alice, "gpusched.job.cancel", `{"job_id":"`+bobJob+`"}`)
+	wantFieldError(t, "alice cancels bob's job", rep, err, "job_id", "no job "+bobJob+" among tenant team-a's jobs")
+	rep, err = ask(alice, "gpusched.job.get", `{"job_id":"`+bobJob+`"}`)
+	wantFieldError(t, "alice reads bob's job", rep, err, "job_id", "no job")
+	rep, err = ask(alice, "gpusched.sched.explain", `{"job_id":"`+bobJob+`"}`)
+	wantFieldError(t, "alice explains bob's job", rep, err, "job_id", "no job")
+	rep, err = ask(alice, "gpusched.job.submit", `{"name":"x","tenant":"team-b","vram":"1GB","duration":"1h"}`)
+	wantFieldError(t, "alice submits as team-b", rep, err, "tenant", `"team-b" is not yours`)
+	rep, err = ask(alice, "gpusched.job.list", `{"tenant":"team-b"}`)
+	wantFieldError(t, "alice lists team-b", rep, err, "tenant", "not yours")
+	list := mustAsk(t, alice, "gpusched.job.list", `{}`)
+	if jobs := list["jobs"].([]any); len(jobs) != 1 || jobs[0].(obj)["job_id"] != aliceJob {
+		t.Fatalf("alice's job.list: %v, want her one job", list)
+	}
+	snap := mustAsk(t, alice, "gpusched.cluster.snapshot", `{}`)
+	if running := snap["running"].([]any); len(running) != 1 || running[0].(obj)["job_id"] != aliceJob {
+		t.Fatalf("alice's snapshot runs %v, want her one job", running)
+	}
+	for _, g := range snap["gpus"].([]any) {
+		allocs, _ := g.(obj)["allocs"].([]any)
+		for _, a := range allocs {
+			if a.(obj)["job_id"] == bobJob {
+				t.Fatalf("alice's snapshot shows bob's job on %v", g.(obj)["gpu"])
+			}
+		}
+	}
+	// A forged Nats-Request-Info is replaced by the server's.
+	forged := nats.NewMsg("gpusched.job.cancel")
+	forged.Header.Set(auth.RequestInfoHeader, `{"acc":"GPUSCHED"}`)
+	forged.Data = []byte(`{"job_id":"` + bobJob + `"}`)
+	msg, err := alice.RequestMsg(forged, 5*time.Second)
+	if err != nil || !strings.Contains(string(msg.Data), "among tenant team-a's jobs") {
+		t.Fatalf("a forged request-info header: %v %s", err, msgData(msg))
+	}
+
+	// A node credential acts only as its own node.
+	var gpuOfNode1 string
+	for _, g := range before["gpus"].([]any) {
+		if g.(obj)["node"] == "node-1" {
+			gpuOfNode1 = g.(obj)["gpu"].(string)
+			break
+		}
+	}
+	denied := make(chan error, 4)
+	node0Denials, err := s.options("node-0").Connect("node-0-probe", 10*time.Second, nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) { denied <- err }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer node0Denials.Close()
+	forgedDown := `{"data":{"gpu":"` + gpuOfNode1 + `","node":"node-1","model":"A100-80GB","incarnation":99,"vram_total":80000000000,"jobs":[]}}`
+	node0Denials.Publish("gpusched.evt.gpu.node-1."+gpuOfNode1+".down", []byte(forgedDown))
+	node0Denials.Flush()
+	select {
+	case err := <-denied:
+		if !errors.Is(err, nats.ErrPermissionViolation) || !strings.Contains(err.Error(), "gpusched.evt.gpu.node-1.") {
+			t.Fatalf("node-0 publishing node-1's GPU event: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("node-0 published node-1's GPU event and the server did not refuse it")
+	}
+	_, err = node0.SubscribeSync("gpusched.gpu.node-1.>")
+	if err == nil {
+		node0.Flush()
+	}
+	// Its own heartbeat subject cannot speak for node-1 either: the
+	// scheduler takes the node from the subject the server vouched for.
+	node0.Publish("gpusched.evt.node.node-0.heartbeat", []byte(`{"data":{"node":"node-1","gpus":[{"gpu":"`+gpuOfNode1+`","incarnation":1,"alive":false}]}}`))
+	node0.Flush()
+
+	// Wrong password, unknown key: no connection at all.
+	if _, err := (bus.Options{URLs: s.url, User: "carol", Password: "wrong", TLSCA: s.tls.CA, TLSCert: s.tls.ClientCert, TLSKey: s.tls.ClientKey}).
+		Connect("carol", 10*time.Second); err == nil || !strings.Contains(strings.ToLower(err.Error()), "authorization") {
+		t.Fatalf("a wrong password: %v, want an authorization violation", err)
+	}
+	if nc, err := (bus.Options{URLs: s.url, User: "carol", Password: "right-password", TLSCA: s.tls.CA, TLSCert: s.tls.ClientCert, TLSKey: s.tls.ClientKey}).
+		Connect("carol", 10*time.Second); err != nil {
+		t.Fatalf("the right password: %v", err)
+	} else {
+		nc.Close()
+	}
+	stranger, _ := nkeys.CreateUser()
+	seed, _ := stranger.Seed()
+	strangerSeed := filepath.Join(s.dir, "stranger.nk")
+	os.WriteFile(strangerSeed, seed, 0o600)
+	if _, err := (bus.Options{URLs: s.url, NKey: strangerSeed, TLSCA: s.tls.CA, TLSCert: s.tls.ClientCert, TLSKey: s.tls.ClientKey}).
+		Connect("stranger", 10*time.Second); err == nil || !strings.Contains(strings.ToLower(err.Error()), "authorization") {
+		t.Fatalf("an unknown key: %v, want an authorization violation", err)
+	}
+
+	// TLS: a client that does not trust the server's certificate, and a
+	// client certificate the cluster's CA did not sign, are refused.
+	other := auth.NewTLSSet(t.TempDir())
+	if err := auth.WriteSelfSigned(other, []string{"127.0.0.1"}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	o := s.options("admin")
+	o.TLSCA = other.CA
+	if _, err := o.Connect("untrusting", 10*time.Second); err == nil || !strings.Contains(err.Error(), "certificate") {
+		t.Fatalf("a client trusting another CA: %v, want a certificate error", err)
+	}
+	o = s.options("admin")
+	o.TLSCert, o.TLSKey = other.ClientCert, other.ClientKey
+	if _, err := o.Connect("untrusted", 10*time.Second); err == nil || !strings.Contains(err.Error(), "tls") {
+		t.Fatalf("a client certificate from another CA: %v, want a TLS refusal", err)
+	}
+	o = s.options("admin")
+	o.TLSCA, o.TLSCert, o.TLSKey = "", "", ""
+	if _, err := o.Connect("plain", 5*time.Second); err == nil {
+		t.Fatal("a client without TLS connected")
+	}
+
+	// Nothing changed: same jobs, same GPUs, same policy.
+	mustAsk(t, admin, "gpusched.cluster.snapshot", `{}`) // after every refusal above was handled
+	after := timeless(mustAsk(t, admin, "gpusched.cluster.snapshot", `{}`))
+	if !reflect.DeepEqual(before, after) {
+		b, _ := json.MarshalIndent(before, "", " ")
+		a, _ := json.MarshalIndent(after, "", " ")
+		t.Fatalf("the cluster changed:\nbefore %s\nafter %s", b, a)
+	}
+	// The admin may do what the others may not.
+	if rep := mustAsk(t, admin, "gpusched.sched.strategy", `{"policy":"spread"}`); rep["policy"] != "spread" {
+		t.Fatalf("admin's strategy switch: %v", rep)
+	}
+	mustAsk(t, admin, "gpusched.job.cancel", `{"job_id":"`+bobJob+`"}`)
+}
+
+func msgData(m *nats.Msg) string {
+	if m == nil {
+		return ""
+	}
+	return string(m.Data)
+}
