@@ -118,7 +118,6 @@ func (o Options) Connect(name string, timeout time.Duration, extra ...nats.Optio
 	refused := make(chan error, 1)
 	var mu sync.Mutex
 	var lastErr error
-	tracker := &denials{waiting: map[string][]chan error{}}
 	opts = append(opts, nats.Name(name), nats.ConnectHandler(func(*nats.Conn) {
 		select {
 		case connected <- struct{}{}:
@@ -128,30 +127,22 @@ func (o Options) Connect(name string, timeout time.Duration, extra ...nats.Optio
 		mu.Lock()
 		lastErr = err
 		mu.Unlock()
-		if refusal(err) {
+		if Refusal(err) {
 			select {
 			case refused <- err:
 			default:
 			}
 		}
-	}), nats.ErrorHandler(tracker.handle))
+	}), nats.ErrorHandler(HandleErrors))
 	opts = append(opts, extra...)
 	nc, err := nats.Connect(o.URLs, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("NATS at %s: %v", o.URLs, explain(err))
+		return nil, fmt.Errorf("NATS at %s: %v", o.URLs, Explain(err))
 	}
-	conns.Range(func(k, _ any) bool { // forget closed connections
-		if k.(*nats.Conn).IsClosed() {
-			conns.Delete(k)
-		}
-		return true
-	})
-	conns.Store(nc, tracker)
 	if nc.IsConnected() {
 		return nc, nil
 	}
 	fail := func(err error) (*nats.Conn, error) {
-		conns.Delete(nc)
 		nc.Close()
 		return nil, err
 	}
@@ -159,22 +150,22 @@ func (o Options) Connect(name string, timeout time.Duration, extra ...nats.Optio
 	case <-connected:
 		return nc, nil
 	case err := <-refused:
-		return fail(fmt.Errorf("NATS at %s refused the connection: %v", o.URLs, explain(err)))
+		return fail(fmt.Errorf("NATS at %s refused the connection: %v", o.URLs, Explain(err)))
 	case <-time.After(timeout):
 		mu.Lock()
 		last := lastErr
 		mu.Unlock()
 		if last != nil {
-			return fail(fmt.Errorf("NATS at %s: no server answered within %s (last error: %v)", o.URLs, timeout, explain(last)))
+			return fail(fmt.Errorf("NATS at %s: no server answered within %s (last error: %v)", o.URLs, timeout, Explain(last)))
 		}
 		return fail(fmt.Errorf("NATS at %s: no server answered within %s", o.URLs, timeout))
 	}
 }
 
-// refusal says whether a connection attempt failed for good: the server
+// Refusal says whether a connection attempt failed for good: the server
 // refused the credentials, or TLS failed (an untrusted or unsuitable
 // certificate on either side). Retrying would fail the same way.
-func refusal(err error) bool {
+func Refusal(err error) bool {
 	if errors.Is(err, nats.ErrAuthorization) || errors.Is(err, nats.ErrAuthExpired) || errors.Is(err, nats.ErrAuthRevoked) ||
 		errors.Is(err, nats.ErrNkeysNotSupported) || errors.Is(err, nats.ErrSecureConnRequired) || errors.Is(err, nats.ErrSecureConnWanted) {
 		return true
@@ -190,8 +181,8 @@ func refusal(err error) bool {
 	return strings.Contains(msg, "tls: ") || strings.Contains(strings.ToLower(msg), "authorization violation")
 }
 
-// explain adds what to do to an error a person may not read at once.
-func explain(err error) error {
+// Explain adds what to do to a refusal a person may not read at once.
+func Explain(err error) error {
 	switch {
 	case errors.Is(err, nats.ErrAuthorization) || strings.Contains(strings.ToLower(err.Error()), "authorization violation"):
 		return fmt.Errorf("%w (the server does not know these credentials: check --nkey, --creds, --user/--password; docs/SECURITY.md)", err)
@@ -215,8 +206,31 @@ func (e *DeniedError) Error() string {
 // Is makes a DeniedError an nats.ErrPermissionViolation.
 func (e *DeniedError) Is(target error) bool { return target == nats.ErrPermissionViolation }
 
-// conns holds the denial tracker of each connection Connect made.
+// conns holds the denial tracker of each connection HandleErrors serves.
 var conns sync.Map // *nats.Conn → *denials
+
+// tracker is nc's denial tracker.
+func tracker(nc *nats.Conn) *denials {
+	if v, ok := conns.Load(nc); ok {
+		return v.(*denials)
+	}
+	conns.Range(func(k, _ any) bool { // forget closed connections
+		if k.(*nats.Conn).IsClosed() {
+			conns.Delete(k)
+		}
+		return true
+	})
+	v, _ := conns.LoadOrStore(nc, &denials{waiting: map[string][]chan error{}})
+	return v.(*denials)
+}
+
+// HandleErrors is a nats.ErrHandler that hands the permission violations
+// the server reports on a connection to the Requests waiting for them.
+// Connect installs it; a connection made otherwise can install it with
+// nats.ErrorHandler(bus.HandleErrors).
+func HandleErrors(nc *nats.Conn, sub *nats.Subscription, err error) {
+	tracker(nc).handle(err)
+}
 
 // denials hands the permission violations a server reports to the
 // requests waiting on their subjects.
@@ -227,7 +241,7 @@ type denials struct {
 
 var violationRE = regexp.MustCompile(`(?i)for (publish|subscription) to "([^"]+)"`)
 
-func (d *denials) handle(_ *nats.Conn, _ *nats.Subscription, err error) {
+func (d *denials) handle(err error) {
 	if !errors.Is(err, nats.ErrPermissionViolation) {
 		return
 	}
@@ -266,15 +280,12 @@ func (d *denials) done(subject string, ch chan error) {
 	}
 }
 
-// Request is nc.Request that, on a connection Connect made, returns a
-// *DeniedError as soon as the server refuses the publish for the
-// credentials' permissions (a refused request otherwise just times out).
+// Request is nc.Request that returns a *DeniedError as soon as the server
+// refuses the publish for the credentials' permissions (a refused request
+// otherwise just times out), on a connection whose errors HandleErrors
+// sees (every connection Connect makes).
 func Request(nc *nats.Conn, subject string, data []byte, timeout time.Duration) (*nats.Msg, error) {
-	v, ok := conns.Load(nc)
-	if !ok {
-		return nc.Request(subject, data, timeout)
-	}
-	d := v.(*denials)
+	d := tracker(nc)
 	denied := d.wait(subject)
 	defer d.done(subject, denied)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)

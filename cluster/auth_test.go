@@ -13,12 +13,16 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nkeys"
+	"go.uber.org/zap"
 	"golang.org/x/crypto/bcrypt"
 
+	"github.com/gpusched/gpusched/actors/node"
 	"github.com/gpusched/gpusched/auth"
 	"github.com/gpusched/gpusched/bus"
 	"github.com/gpusched/gpusched/cluster"
 	"github.com/gpusched/gpusched/durable"
+	"github.com/gpusched/gpusched/events"
+	"github.com/gpusched/gpusched/model"
 )
 
 // secured is a cluster whose embedded server enforces a roles file over
@@ -44,7 +48,7 @@ func startSecured(t *testing.T) *secured {
 		role         auth.Role
 		tenant, node string
 	}{{"admin", auth.Admin, "", ""}, {"observer", auth.Observer, "", ""}, {"alice", auth.Submitter, "team-a", ""},
-		{"bob", auth.Submitter, "team-b", ""}, {"node-0", auth.Node, "", "node-0"}} {
+		{"bob", auth.Submitter, "team-b", ""}, {"node-0", auth.Node, "", "node-0"}, {"far-node", auth.Node, "", "far-node"}} {
 		user, seed, err := auth.NewUser(u.name, u.role, u.tenant, u.node)
 		if err != nil {
 			t.Fatal(err)
@@ -339,4 +343,42 @@ func msgData(m *nats.Msg) string {
 		return ""
 	}
 	return string(m.Data)
+}
+
+// TestANodeRunsOnItsOwnCredentials: a GPU node joining over TCP with a
+// node credential (what `cluster node --nkey` does) has every permission
+// it needs — its control messages, its answers, heartbeats and leases, its
+// events — and its GPU runs a job.
+func TestANodeRunsOnItsOwnCredentials(t *testing.T) {
+	s := startSecured(t)
+	admin := s.as(t, "admin")
+	hostConn, err := s.options("far-node").Connect("far-node", 10*time.Second, nats.CustomInboxPrefix(auth.NodeInboxPrefix("far-node")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a100, err := model.LookupModel("A100-80GB")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	h, err := node.Start(ctx, node.HostConfig{Spec: model.NodeSpec{ID: "far-node", CPU: 16, Memory: 64 * model.GiB,
+		GPUs: []model.GPUSpec{{ID: "far-gpu-0", Model: a100}}}, Clock: s.c.Clock, Subjects: events.NewSubjects(""),
+		Conn: hostConn, Logger: zap.NewNop(), Lease: 6 * time.Second})
+	if err != nil {
+		cancel()
+		hostConn.Close()
+		t.Fatal(err)
+	}
+	defer func() { cancel(); h.Wait(); hostConn.Close() }()
+	waitFor(t, "the node's GPU to join", 10*time.Second, func() bool {
+		return mustAsk(t, admin, "gpusched.cluster.snapshot", `{"summary_only":true}`)["summary"].(obj)["gpus_alive"].(float64) == 9
+	})
+	id := mustAsk(t, admin, "gpusched.job.submit", `{"name":"far","vram":"20GB","duration":"10h","gpu":"far-gpu-0"}`)["job_id"].(string)
+	waitFor(t, "the job to run on the node's GPU", 10*time.Second, func() bool {
+		j := mustAsk(t, admin, "gpusched.job.get", `{"job_id":"`+id+`"}`)
+		return j["state"] == "running" && j["node"] == "far-node"
+	})
+	if _, err := bus.Request(hostConn, "gpusched.job.submit", []byte(`{"name":"x","vram":"1GB","duration":"1h"}`), 5*time.Second); !errors.Is(err, nats.ErrPermissionViolation) {
+		t.Fatalf("a node credential submitting a job: %v, want a permission violation", err)
+	}
 }

@@ -483,13 +483,12 @@ func (c *Cluster) Stop() {
 	c.release()
 }
 
-// Client opens an in-process connection to the cluster's server (closed by
-// the caller), for tools such as replay that drive the cluster they started.
-func (c *Cluster) Client(name string) (*nats.Conn, error) {
-	if c.server == nil {
-		return c.cfg.Bus.Connect("gpusched-"+name, 30*time.Second)
-	}
-	return nats.Connect("", nats.InProcessServer(c.server), nats.Name("gpusched-"+name))
+// Client opens a connection to the cluster's bus as its own actors do
+// (in-process to the embedded server, with this process's credentials when
+// the bus authenticates; closed by the caller), for tools such as replay
+// or `cluster --observe` that drive or watch the cluster they started.
+func (c *Cluster) Client(name string, extra ...nats.Option) (*nats.Conn, error) {
+	return c.dial(name, extra...)
 }
 
 // embedded starts the embedded NATS server, with JetStream when the
@@ -588,13 +587,6 @@ func IsLoopback(host string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
-}
-
-// Dial connects to the cluster's bus as its own actors do (in-process to
-// the embedded server, with this process's credentials), for a client in
-// the same process such as `cluster --observe`.
-func (c *Cluster) Dial(name string, extra ...nats.Option) (*nats.Conn, error) {
-	return c.dial(name, extra...)
 }
 
 // InProcessOptions are the options of an in-process connection to the

@@ -22,6 +22,7 @@ import (
 
 	"github.com/gpusched/gpusched/actors/jobgen"
 	"github.com/gpusched/gpusched/actors/scheduler"
+	"github.com/gpusched/gpusched/auth"
 	"github.com/gpusched/gpusched/bus"
 	"github.com/gpusched/gpusched/chaos"
 	"github.com/gpusched/gpusched/cluster"
@@ -57,6 +58,7 @@ const usage = `usage:
   cluster replay [flags]        replay the FGD paper's protocol on an openb trace (live or --offline)
   cluster replay --timed [...]  replay a trace in time (arrivals, run times, priorities) on a virtual clock
   cluster compare [flags]       the same seeded workload under several policies, side by side
+  cluster auth init [--tenants a,b] [--nodes n1]   write a roles file, keys and a self-signed TLS set (docs/SECURITY.md)
   cluster bench [--quick]       measure decisions, the whole path, the bus, actors, fan-out and replay: one table
 
 Run "cluster COMMAND -h" for a command's flags.
@@ -86,6 +88,8 @@ func main() {
 		err = chaosCommand(args)
 	case "node":
 		err = nodeCommand(args)
+	case "auth":
+		err = authCommand(args)
 	case "replay":
 		if hasFlag(args, "timed") {
 			err = timedCommand("replay", args)
@@ -158,18 +162,42 @@ func run(args []string) error {
 	eventsBytes := fs.String("events-max-bytes", "1GiB", "keep at most this much of the event stream, oldest dropped first (0: no size limit)")
 	replicas := fs.Int("replicas", 1, "with --nats on a NATS cluster: replicas of the job journal and the event stream (3 survives a server's loss)")
 	noGPUs := fs.Bool("no-gpus", false, "control plane only: no local GPUs; GPU nodes join with `cluster node`")
+	authPath := fs.String("auth", "", "roles file (or the directory `cluster auth init` wrote): every client authenticates and gets its role's permissions")
+	insecure := fs.Bool("insecure", false, "let --listen reach beyond loopback without --auth (anyone who reaches the port may do anything)")
 	var busOpt bus.Options
 	busOpt.AddFlags(fs, "", "use this NATS server or cluster (URLs, comma-separated) instead of the embedded server")
+	fs.Lookup("tlscert").Usage = "TLS certificate: the embedded server's (clients then connect with TLS), or with --nats this client's"
+	fs.Lookup("tlskey").Usage = "key of --tlscert"
+	fs.Lookup("tlsca").Usage = "CA: the embedded server then requires client certificates it signed (mutual TLS); with --nats, the CA of the server's certificate"
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
+	var serverTLS *auth.TLSFiles
 	if busOpt.URLs != "" {
 		if err := busOpt.Check(); err != nil {
 			return err
 		}
+	} else if busOpt.TLSCert != "" || busOpt.TLSKey != "" || busOpt.TLSCA != "" {
+		if busOpt.TLSCert == "" || busOpt.TLSKey == "" {
+			return fmt.Errorf("--tlscert and --tlskey: the embedded server needs both for TLS (`cluster auth init` writes a self-signed set)")
+		}
+		for flagName, path := range map[string]string{"tlscert": busOpt.TLSCert, "tlskey": busOpt.TLSKey, "tlsca": busOpt.TLSCA} {
+			if _, err := os.Stat(path); path != "" && err != nil {
+				return fmt.Errorf("--%s %s: %v", flagName, path, errors.Unwrap(err))
+			}
+		}
+		serverTLS = &auth.TLSFiles{Cert: busOpt.TLSCert, Key: busOpt.TLSKey, CA: busOpt.TLSCA}
+	}
+	var roles *auth.File
+	if *authPath != "" {
+		f, err := auth.LoadDir(*authPath)
+		if err != nil {
+			return err
+		}
+		roles = f
 	}
 	maxBytes, err := parseSize("--events-max-bytes", *eventsBytes)
 	if err != nil {
@@ -298,7 +326,7 @@ func run(args []string) error {
 	cfg := cluster.Config{Listen: *listen, Prefix: *prefix, Shape: shape, Policy: *pol, VRAMModel: vm, Seed: *seed,
 		Rate: *rate, Demo: *demo, Speed: *speed, StarvationAge: *starve, Logger: log, Interference: *interference,
 		Source: source, Lease: *lease, Heartbeat: *heartbeat, Chaos: monkeySpec,
-		Bus: busOpt, Store: store, DataDir: *dataDir, NoGPUs: *noGPUs, Fresh: *fresh,
+		Bus: busOpt, Store: store, DataDir: *dataDir, NoGPUs: *noGPUs, Fresh: *fresh, Auth: roles, TLS: serverTLS, Insecure: *insecure,
 		Durable: durable.Options{Replicas: *replicas, EventsMaxAge: noLimit(*eventsAge), EventsMaxBytes: noLimit(maxBytes)}}
 	wallStart := time.Now()
 	if clock != nil {
@@ -323,7 +351,7 @@ func run(args []string) error {
 		}()
 	}
 	if *observe {
-		nc, err := c.Dial("observer", nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}))
+		nc, err := c.Client("observer", nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}))
 		if err == nil {
 			subjects := events.NewSubjects(*prefix)
 			if term.IsTerminal(int(os.Stdout.Fd())) && term.IsTerminal(int(os.Stdin.Fd())) {
@@ -357,25 +385,23 @@ func clientFlags(fs *flag.FlagSet) (*bus.Options, *string) {
 // request sends body to the cluster and prints the reply; an error reply
 // becomes the command's error.
 func request(o *bus.Options, subject string, body any, out io.Writer) error {
-	if err := o.Check(); err != nil {
-		return err
-	}
-	opts, err := o.NATSOptions()
-	if err != nil {
-		return err
-	}
 	// A command does not wait for a cluster that is not there.
-	opts = append(opts, nats.Name("gpusched-cli"), nats.RetryOnFailedConnect(false), nats.MaxReconnects(0))
-	nc, err := nats.Connect(o.URLs, opts...)
+	nc, err := o.Connect("gpusched-cli", 5*time.Second, nats.RetryOnFailedConnect(false), nats.MaxReconnects(0))
 	if err != nil {
-		return fmt.Errorf("cannot reach the cluster at %s: %v (is `cluster` running?)", o.URLs, err)
+		if strings.Contains(err.Error(), "--") { // a flag's error, or what to do about refused credentials
+			return err
+		}
+		return fmt.Errorf("cannot reach the cluster: %v (is `cluster` running?)", err)
 	}
 	defer nc.Close()
 	b, err := json.Marshal(body)
 	if err != nil {
 		return err
 	}
-	msg, err := nc.Request(subject, b, 5*time.Second)
+	msg, err := bus.Request(nc, subject, b, 5*time.Second)
+	if errors.Is(err, nats.ErrPermissionViolation) {
+		return err
+	}
 	if err != nil {
 		return fmt.Errorf("%s: %v (is a cluster with this prefix running?)", subject, err)
 	}

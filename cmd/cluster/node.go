@@ -19,6 +19,7 @@ import (
 	"github.com/gpusched/gpusched/actors/scheduler"
 	"github.com/gpusched/gpusched/bus"
 	"github.com/gpusched/gpusched/cluster"
+	"github.com/gpusched/gpusched/auth"
 	"github.com/gpusched/gpusched/events"
 	"github.com/gpusched/gpusched/model"
 	"github.com/gpusched/gpusched/simclock"
@@ -81,7 +82,9 @@ func nodeCommand(args []string) error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	nc, err := busOpt.Connect("gpusched-node-"+spec.ID, 30*time.Second,
+	// Replies come to an inbox of this node's own: a node's credentials
+	// may read there and nowhere else (auth.RolePermissions).
+	nc, err := busOpt.Connect("gpusched-node-"+spec.ID, 30*time.Second, nats.CustomInboxPrefix(auth.NodeInboxPrefix(spec.ID)),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) { log.Warn("bus disconnected; reconnecting", zap.Error(err)) }),
 		nats.ReconnectHandler(func(c *nats.Conn) { log.Info("bus reconnected", zap.String("server", c.ConnectedUrl())) }))
 	if err != nil {
@@ -140,7 +143,7 @@ func nodeSpec(name, gpus string) (model.NodeSpec, error) {
 func joinClock(ctx context.Context, nc *nats.Conn, subjects events.Subjects, log *zap.Logger) (time.Time, float64, error) {
 	waiting := false
 	for {
-		msg, err := nc.Request(subjects.ClusterSnapshot(), []byte(`{"page":0}`), 2*time.Second)
+		msg, err := nc.Request(subjects.ClusterSnapshot(), []byte(`{"page":0,"summary_only":true}`), 2*time.Second)
 		if err == nil {
 			var snap events.Snapshot
 			if json.Unmarshal(msg.Data, &snap) == nil && !snap.SimTime.IsZero() {
