@@ -17,9 +17,9 @@ import (
 
 	"github.com/gpusched/gpusched/actors/node"
 	"github.com/gpusched/gpusched/actors/scheduler"
+	"github.com/gpusched/gpusched/auth"
 	"github.com/gpusched/gpusched/bus"
 	"github.com/gpusched/gpusched/cluster"
-	"github.com/gpusched/gpusched/auth"
 	"github.com/gpusched/gpusched/events"
 	"github.com/gpusched/gpusched/model"
 	"github.com/gpusched/gpusched/simclock"
