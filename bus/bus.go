@@ -177,8 +177,7 @@ func Refusal(err error) bool {
 	if errors.As(err, &unknown) || errors.As(err, &invalid) || errors.As(err, &host) || errors.As(err, &verify) {
 		return true
 	}
-	msg := err.Error()
-	return strings.Contains(msg, "tls: ") || strings.Contains(strings.ToLower(msg), "authorization violation")
+	return tlsFailure(err) || strings.Contains(strings.ToLower(err.Error()), "authorization violation")
 }
 
 // Explain adds what to do to a refusal a person may not read at once.
@@ -186,10 +185,19 @@ func Explain(err error) error {
 	switch {
 	case errors.Is(err, nats.ErrAuthorization) || strings.Contains(strings.ToLower(err.Error()), "authorization violation"):
 		return fmt.Errorf("%w (the server does not know these credentials: check --nkey, --creds, --user/--password; docs/SECURITY.md)", err)
-	case strings.Contains(err.Error(), "x509:") || strings.Contains(err.Error(), "tls: "):
+	case tlsFailure(err):
 		return fmt.Errorf("%w (TLS: give the CA that signed the server's certificate with --tlsca, and a client certificate it signed with --tlscert/--tlskey when the server asks for one)", err)
 	}
 	return err
+}
+
+// tlsFailure says whether err is TLS's: a certificate that does not
+// verify, or a handshake the other side broke off (it wanted a client
+// certificate it could verify).
+func tlsFailure(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "x509:") || strings.Contains(msg, "tls: ") || strings.Contains(msg, "tls error") ||
+		strings.Contains(msg, "TLS handshake")
 }
 
 // DeniedError is a publish or subscription the server refused because
@@ -278,6 +286,16 @@ func (d *denials) done(subject string, ch chan error) {
 	if len(d.waiting[subject]) == 0 {
 		delete(d.waiting, subject)
 	}
+}
+
+// Denials returns a channel that receives a *DeniedError when the server
+// refuses a publish to subject on nc (a connection whose errors
+// HandleErrors sees), for callers whose requests a library makes; stop
+// ends the watch.
+func Denials(nc *nats.Conn, subject string) (denied <-chan error, stop func()) {
+	d := tracker(nc)
+	ch := d.wait(subject)
+	return ch, func() { d.done(subject, ch) }
 }
 
 // Request is nc.Request that returns a *DeniedError as soon as the server

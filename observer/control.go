@@ -9,6 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/gpusched/gpusched/bus"
 	"github.com/gpusched/gpusched/chaos"
 	"github.com/gpusched/gpusched/events"
 )
@@ -29,7 +30,7 @@ func NewControl(nc *nats.Conn, subjects events.Subjects) *Control {
 // request sends body on subject and decodes the reply into out, turning an
 // error reply into an error that names the field.
 func (c *Control) request(subject string, body []byte, out any) error {
-	msg, err := c.nc.Request(subject, body, c.timeout)
+	msg, err := bus.Request(c.nc, subject, body, c.timeout)
 	if err != nil {
 		return fmt.Errorf("%s: %w", subject, err)
 	}

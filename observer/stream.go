@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/gpusched/gpusched/bus"
 	"github.com/gpusched/gpusched/durable"
 	"github.com/gpusched/gpusched/events"
 )
@@ -57,8 +58,26 @@ func ReadEvents(ctx context.Context, nc *nats.Conn, subjects events.Subjects, h 
 		return err
 	}
 	lookup, cancel := context.WithTimeout(ctx, 5*time.Second)
+	// Credentials that may not read the history (a tenant's) are refused
+	// by the server at once: that ends the lookup instead of its timeout.
+	denied, stopWatch := bus.Denials(nc, "$JS.API.STREAM.INFO."+durable.EventStream(subjects.Prefix))
+	refused := make(chan error, 1)
+	go func() {
+		select {
+		case err := <-denied:
+			cancel()
+			refused <- err
+		case <-lookup.Done():
+			refused <- nil
+		}
+	}()
 	stream, err := js.Stream(lookup, durable.EventStream(subjects.Prefix))
 	cancel()
+	refusal := <-refused
+	stopWatch()
+	if refusal != nil && h.Replays() {
+		return fmt.Errorf("the event history: %w (these credentials may read live events only)", refusal)
+	}
 	resumeOnly := h.AfterID != "" && !h.FromStart && h.Since == 0 && h.Durable == ""
 	if err != nil {
 		if h.Replays() && !resumeOnly {

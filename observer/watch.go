@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/gpusched/gpusched/bus"
 	"github.com/gpusched/gpusched/events"
 )
 
@@ -224,7 +225,7 @@ func (w *Watcher) explainMissing(snap *events.Snapshot) {
 	w.mu.Unlock()
 	for _, id := range missing {
 		b, _ := json.Marshal(events.JobRef{JobID: id})
-		msg, err := w.nc.Request(w.subjects.SchedExplain(), b, 2*time.Second)
+		msg, err := bus.Request(w.nc, w.subjects.SchedExplain(), b, 2*time.Second)
 		if err != nil {
 			return
 		}

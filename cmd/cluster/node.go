@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -80,11 +81,20 @@ func nodeCommand(args []string) error {
 	defer log.Sync()
 	log = log.With(zap.String("node", spec.ID))
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	sigCtx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// A permission the server refuses means credentials that are not this
+	// node's: nothing would work, so the node stops and says so.
+	ctx, refuse := context.WithCancelCause(sigCtx)
+	defer refuse(nil)
 	// Replies come to an inbox of this node's own: a node's credentials
 	// may read there and nowhere else (auth.RolePermissions).
 	nc, err := busOpt.Connect("gpusched-node-"+spec.ID, 30*time.Second, nats.CustomInboxPrefix(auth.NodeInboxPrefix(spec.ID)),
+		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+			if errors.Is(err, nats.ErrPermissionViolation) {
+				refuse(fmt.Errorf("%v: are these node %s's credentials? (a node's credentials act as that node only: docs/SECURITY.md)", err, spec.ID))
+			}
+		}),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) { log.Warn("bus disconnected; reconnecting", zap.Error(err)) }),
 		nats.ReconnectHandler(func(c *nats.Conn) { log.Info("bus reconnected", zap.String("server", c.ConnectedUrl())) }))
 	if err != nil {
@@ -94,6 +104,9 @@ func nodeCommand(args []string) error {
 	subjects := events.NewSubjects(*prefix)
 	epoch, clusterSpeed, err := joinClock(ctx, nc, subjects, log)
 	if err != nil {
+		if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
+			return cause
+		}
 		return err
 	}
 	if *speed == 0 {
@@ -110,6 +123,10 @@ func nodeCommand(args []string) error {
 	<-ctx.Done()
 	log.Info("node stopping: the scheduler declares its GPUs dead when their leases run out")
 	h.Wait()
+	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
+		nc.Close()
+		return cause
+	}
 	return nc.Drain()
 }
 

@@ -123,10 +123,18 @@ func main() {
 		os.Exit(2)
 	}
 	// Started before the cluster, the observer waits for it rather than
-	// failing (NATSOptions retries). A slow consumer is reported by the seq
-	// gaps ("events missed"), not printed over a dashboard.
+	// failing (NATSOptions retries) — but not for credentials or
+	// certificates the server refuses: those would fail for ever. A slow
+	// consumer is reported by the seq gaps ("events missed"), not printed
+	// over a dashboard; refused requests are handed to their callers.
 	opts = append(opts, nats.Name("gpusched-observer-"+cmd), nats.ReconnectWait(500*time.Millisecond),
-		nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}))
+		nats.ErrorHandler(bus.HandleErrors),
+		nats.ReconnectErrHandler(func(_ *nats.Conn, err error) {
+			if bus.Refusal(err) {
+				fmt.Fprintf(os.Stderr, "observer: the cluster at %s refused the connection: %v\n", *url, bus.Explain(err))
+				os.Exit(1)
+			}
+		}))
 	nc, err := nats.Connect(*url, opts...)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "observer: cannot reach the cluster at %s: %v (start it with: go run ./cmd/cluster)\n", *url, err)

@@ -1,6 +1,7 @@
 package testbus
 
 import (
+	"net"
 	"testing"
 	"time"
 
@@ -56,4 +57,16 @@ func WaitFor(t testing.TB, what string, timeout time.Duration, cond func() bool)
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
+}
+
+// FreePort returns a loopback TCP port free at the time of the call (for
+// a server's route or cluster port, which cannot be asked for as -1).
+func FreePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
 }

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"go.uber.org/zap"
 
 	"github.com/gpusched/gpusched/observer"
@@ -70,6 +71,10 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 }
 
 func writeError(w http.ResponseWriter, code int, err error) {
+	if errors.Is(err, nats.ErrPermissionViolation) {
+		// The NATS server refused it for the observer's credentials.
+		code = http.StatusForbidden
+	}
 	writeJSON(w, code, map[string]string{"error": err.Error()})
 }
 

@@ -1,0 +1,165 @@
+package auth_test
+
+import (
+	"crypto/tls"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+
+	"github.com/gpusched/gpusched/auth"
+	"github.com/gpusched/gpusched/internal/testbus"
+)
+
+// TestParseNamesTheUserAndField: a bad roles file is refused with the user
+// and the field at fault.
+func TestParseNamesTheUserAndField(t *testing.T) {
+	key := func() string {
+		u, _, err := auth.NewUser("x", auth.Admin, "", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return u.NKey
+	}
+	k1 := key()
+	cases := map[string]string{
+		"users: []": "no users",
+		"users: [{name: a, role: boss, nkey: " + k1 + "}]":                                               `user "a": role: unknown role "boss"`,
+		"users: [{name: a, role: submitter, nkey: " + k1 + "}]":                                          `user "a": tenant`,
+		"users: [{name: a, role: node, nkey: " + k1 + "}]":                                               `user "a": node`,
+		"users: [{name: a, role: admin, tenant: t, nkey: " + k1 + "}]":                                   `user "a": tenant`,
+		"users: [{name: a, role: admin}]":                                                                `user "a": give nkey or password`,
+		"users: [{name: a, role: admin, nkey: SUABC}]":                                                   `user "a": nkey "SUABC": not a user's public nkey`,
+		"users: [{name: a, role: admin, nkey: " + k1 + "}, {name: a, role: observer, password: p}]":      `user "a": name: given twice`,
+		"users: [{name: a, role: admin, nkey: " + k1 + "}, {name: b, role: observer, nkey: " + k1 + "}]": `user "b": nkey: the same key as user "a"`,
+		"users: [{name: a.b, role: admin, nkey: " + k1 + "}]":                                            `name: use letters`,
+		"users: [{name: a, role: admin, nkey: " + k1 + ", colour: red}]":                                 "field colour not found",
+	}
+	for file, want := range cases {
+		_, err := auth.Parse([]byte(file))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want an error containing %q", file, err, want)
+		}
+	}
+}
+
+// TestCallerTenant: the tenant comes from the account the server names in
+// Nats-Request-Info; no header (no import crossed) is the control account.
+func TestCallerTenant(t *testing.T) {
+	tenants := map[string]string{auth.TenantAccount("team-a"): "team-a"}
+	h := func(acc string) nats.Header {
+		return nats.Header{auth.RequestInfoHeader: []string{fmt.Sprintf(`{"acc":%q,"rtt":1000}`, acc)}}
+	}
+	for _, c := range []struct {
+		header  nats.Header
+		tenants map[string]string
+		want    string
+		err     string
+	}{
+		{nil, tenants, "", ""},
+		{h(auth.ControlAccount), tenants, "", ""},
+		{h(auth.TenantAccount("team-a")), tenants, "team-a", ""},
+		{h("SOMEONE"), tenants, "", `account "SOMEONE" is not a tenant`},
+		{nats.Header{auth.RequestInfoHeader: []string{"{"}}, tenants, "", "does not decode"},
+		{h(auth.TenantAccount("team-a")), nil, "", ""}, // no accounts: a header can only be a client's
+	} {
+		got, err := auth.CallerTenant(c.header, c.tenants)
+		if got != c.want || (err == nil) != (c.err == "") || (err != nil && !strings.Contains(err.Error(), c.err)) {
+			t.Errorf("%v with %v: %q, %v; want %q, %q", c.header, c.tenants, got, err, c.want, c.err)
+		}
+	}
+}
+
+// TestInitWritesAWorkingSet: `cluster auth init`'s files load, the roles
+// file checks, the seeds are private, and the NATS configuration it wrote
+// for an external server is one nats-server accepts.
+func TestInitWritesAWorkingSet(t *testing.T) {
+	dir := t.TempDir()
+	out, err := auth.Init(auth.InitOptions{Dir: dir, Prefix: "gpusched", EventStream: "GPUSCHED_EVENTS",
+		Tenants: []string{"team-a", "team-b"}, Nodes: []string{"box1"}, Hosts: []string{"127.0.0.1"}, Now: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := auth.LoadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Users) != 6 || f.Tenants()[auth.TenantAccount("team-b")] != "team-b" {
+		t.Fatalf("users %+v", f.Users)
+	}
+	for name, seed := range out.Seeds {
+		st, err := os.Stat(seed)
+		if err != nil || st.Mode().Perm() != 0o600 {
+			t.Errorf("%s's seed %s: %v %v, want mode 0600", name, seed, err, st.Mode())
+		}
+	}
+	if _, err := auth.Init(auth.InitOptions{Dir: dir, Now: time.Now()}); err == nil || !strings.Contains(err.Error(), "--force") {
+		t.Fatalf("a second init over the first: %v, want a refusal naming --force", err)
+	}
+	opts, err := server.ProcessConfigFile(out.ServerConf)
+	if err != nil {
+		t.Fatalf("nats-server refuses %s: %v", out.ServerConf, err)
+	}
+	if len(opts.Nkeys) != 6 || opts.TLSConfig == nil || opts.TLSConfig.ClientAuth != tls.RequireAndVerifyClientCert {
+		t.Fatalf("%s: %d nkey users, TLS %+v", out.ServerConf, len(opts.Nkeys), opts.TLSConfig)
+	}
+}
+
+// TestRoutesUseTLS: two nats-servers routed with the generated route TLS
+// block form a cluster; a third whose certificate another CA signed is
+// refused by both.
+func TestRoutesUseTLS(t *testing.T) {
+	ours := auth.NewTLSSet(t.TempDir())
+	theirs := auth.NewTLSSet(t.TempDir())
+	for _, set := range []auth.TLSSet{ours, theirs} {
+		if err := auth.WriteSelfSigned(set, []string{"127.0.0.1", "localhost"}, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	routePort := func() int { return testbus.FreePort(t) }
+	p1, p2, p3 := routePort(), routePort(), routePort()
+	start := func(name string, set auth.TLSSet, port int, routes ...int) *server.Server {
+		var rs []string
+		for _, r := range routes {
+			rs = append(rs, fmt.Sprintf("%q", fmt.Sprintf("nats://127.0.0.1:%d", r)))
+		}
+		conf := fmt.Sprintf("server_name: %s\nlisten: 127.0.0.1:-1\ncluster {\n name: gpusched\n listen: 127.0.0.1:%d\n routes: [%s]\n %s}\n",
+			name, port, strings.Join(rs, ", "), auth.RouteTLSConfig(auth.TLSFiles{Cert: set.ServerCert, Key: set.ServerKey, CA: set.CA}))
+		path := filepath.Join(t.TempDir(), name+".conf")
+		if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		opts, err := server.ProcessConfigFile(path)
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", name, err, conf)
+		}
+		opts.NoLog, opts.NoSigs = true, true
+		ns, err := server.NewServer(opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		go ns.Start()
+		if !ns.ReadyForConnections(10 * time.Second) {
+			t.Fatalf("%s did not start", name)
+		}
+		t.Cleanup(ns.Shutdown)
+		return ns
+	}
+	n1 := start("n1", ours, p1, p2)
+	n2 := start("n2", ours, p2, p1)
+	testbus.WaitFor(t, "n1 and n2 to route", 10*time.Second, func() bool { return n1.NumRoutes() > 0 && n2.NumRoutes() > 0 })
+	n3 := start("n3", theirs, p3, p1, p2)
+	// n3 keeps trying; give it the time of several attempts.
+	deadline := time.Now().Add(3 * time.Second)
+	for time.Now().Before(deadline) {
+		if n3.NumRoutes() > 0 {
+			t.Fatal("a server whose certificate another CA signed joined the cluster")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
