@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nkeys"
 	"go.uber.org/zap"
@@ -381,4 +382,58 @@ func TestANodeRunsOnItsOwnCredentials(t *testing.T) {
 	if _, err := bus.Request(hostConn, "gpusched.job.submit", []byte(`{"name":"x","vram":"1GB","duration":"1h"}`), 5*time.Second); !errors.Is(err, nats.ErrPermissionViolation) {
 		t.Fatalf("a node credential submitting a job: %v, want a permission violation", err)
 	}
+}
+
+// TestAnExternalServerWithTheGeneratedConfig: a nats-server configured
+// with the nats-auth.conf `cluster auth init` writes (included, as
+// docs/SECURITY.md says) serves a control plane that signs in as the
+// control user, and a tenant's job gets its tenant from the server.
+func TestAnExternalServerWithTheGeneratedConfig(t *testing.T) {
+	dir := t.TempDir()
+	out, err := auth.Init(auth.InitOptions{Dir: dir, Prefix: "gpusched", EventStream: durable.EventStream("gpusched"),
+		Tenants: []string{"team-a"}, Hosts: []string{"127.0.0.1"}, Now: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf := filepath.Join(dir, "server.conf")
+	if err := os.WriteFile(conf, []byte("listen: 127.0.0.1:-1\njetstream { store_dir: \""+filepath.Join(dir, "js")+"\" }\ninclude nats-auth.conf\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	opts, err := server.ProcessConfigFile(conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.NoLog, opts.NoSigs = true, true
+	ns, err := server.NewServer(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go ns.Start()
+	if !ns.ReadyForConnections(10 * time.Second) {
+		t.Fatal("nats-server did not start")
+	}
+	defer ns.Shutdown()
+	tlsOpts := func(seed string) bus.Options {
+		return bus.Options{URLs: ns.ClientURL(), NKey: seed, TLSCA: out.TLS.CA, TLSCert: out.TLS.ClientCert, TLSKey: out.TLS.ClientKey}
+	}
+	f, err := auth.LoadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := cluster.Start(context.Background(), cluster.Config{Speed: 1, Store: durable.Memory, Bus: tlsOpts(out.Seeds["control"]), Auth: f})
+	if err != nil {
+		t.Fatalf("a control plane on the external server: %v", err)
+	}
+	defer c.Stop()
+	tenant, err := tlsOpts(out.Seeds["team-a"]).Connect("team-a", 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tenant.Close()
+	id := mustAsk(t, tenant, "gpusched.job.submit", `{"name":"a","vram":"20GB","duration":"1h"}`)["job_id"].(string)
+	if j := mustAsk(t, tenant, "gpusched.job.get", `{"job_id":"`+id+`"}`); j["tenant"] != "team-a" {
+		t.Fatalf("the tenant's job: %v", j)
+	}
+	_, err = ask(tenant, "gpusched.chaos.kill", `{"gpu":"gpu-0"}`)
+	wantDenied(t, "team-a", "gpusched.chaos.kill", err)
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -30,12 +31,48 @@ func TestBadFlagsSayWhatIsWrong(t *testing.T) {
 		"--no-journal":       {"--memory", "--no-journal"},
 		"--creds":            {"--nats", "nats://127.0.0.1:1", "--creds", "/no/such/file.creds"},
 		"--tlscert":          {"--nats", "nats://127.0.0.1:1", "--tlskey", "/etc/hostname"},
+		"--tlskey":           {"--tlscert", "/etc/hostname", "--memory"},
+		"--tlsca":            {"--tlscert", "/etc/hostname", "--tlskey", "/etc/hostname", "--tlsca", "/no/such/ca.pem", "--memory"},
+		"--auth":             {"--auth", "/no/such/dir", "--memory"},
+		// An open bus beyond loopback is refused, saying how to secure it.
+		"cluster auth init": {"--listen", "0.0.0.0:0", "--memory", "--rate", "0"},
 	}
 	for flag, args := range cases {
 		err := run(args)
 		if err == nil || !strings.Contains(err.Error(), flag) {
 			t.Errorf("run %v: error %v, want one naming %s", args, err, flag)
 		}
+	}
+}
+
+// TestAuthCommand: `cluster auth init` writes a set `--auth` accepts,
+// refuses to write over it, and names a bad flag; `cluster auth conf`
+// prints the server configuration.
+func TestAuthCommand(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "auth")
+	if err := authCommand([]string{"init", "--dir", dir, "--tenants", "team-a", "--nodes", "box1", "--hosts", "127.0.0.1"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"users.yaml", "admin.nk", "observer.nk", "control.nk", "team-a.nk", "box1.nk", "tls/ca.pem", "tls/server-cert.pem", "tls/client-key.pem", "nats-auth.conf"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Errorf("auth init did not write %s: %v", f, err)
+		}
+	}
+	if err := authCommand([]string{"init", "--dir", dir}); err == nil || !strings.Contains(err.Error(), "--force") {
+		t.Errorf("a second init: %v, want a refusal naming --force", err)
+	}
+	for flag, args := range map[string][]string{
+		"--tenants": {"init", "--dir", t.TempDir(), "--tenants", "a.b"},
+		"--prefix":  {"init", "--dir", t.TempDir(), "--prefix", "a b"},
+		"--hosts":   {"init", "--dir", t.TempDir(), "--hosts", ","},
+		"init":      {"rotate"},
+	} {
+		if err := authCommand(args); err == nil || !strings.Contains(err.Error(), flag) {
+			t.Errorf("auth %v: %v, want an error naming %s", args, err, flag)
+		}
+	}
+	if err := authConf([]string{"--auth", dir}); err != nil {
+		t.Errorf("auth conf: %v", err)
 	}
 }
 
