@@ -30,6 +30,13 @@
 //	                      jobs are lost ("queued_lost")
 //
 // Request bodies may be at most 64 KiB (MaxRequestBytes).
+//
+// On a bus with a roles file (docs/SECURITY.md) who may send each request
+// is the NATS server's permissions; a submitter's requests arrive through
+// its tenant's account, and the server-set Nats-Request-Info header, not
+// the body, says whose: its job.submit gets that tenant, its job.get,
+// job.cancel and sched.explain find only that tenant's jobs, its job.list
+// and cluster.snapshot show only them. Events are visible to every role.
 // Every error, on every request subject, has one shape:
 //
 //	{"error":{"field":"vram","message":"size \"-3GB\" is negative"}}
