@@ -194,7 +194,18 @@ func TestRolesAreEnforcedByTheServer(t *testing.T) {
 		b := mustAsk(t, admin, "gpusched.job.get", `{"job_id":"`+bobJob+`"}`)
 		return a["state"] == "running" && b["state"] == "running"
 	})
-	before := timeless(mustAsk(t, admin, "gpusched.cluster.snapshot", `{}`))
+	// The GPUs' own statuses (in the snapshot) follow their events: wait
+	// until both report their job.
+	var before obj
+	waitFor(t, "the GPUs to report both jobs", 10*time.Second, func() bool {
+		before = timeless(mustAsk(t, admin, "gpusched.cluster.snapshot", `{}`))
+		n := 0
+		for _, g := range before["gpus"].([]any) {
+			jobs, _ := g.(obj)["jobs"].([]any)
+			n += len(jobs)
+		}
+		return n == 2
+	})
 
 	// An observer may read events and snapshots, nothing else.
 	if snap := mustAsk(t, observer, "gpusched.cluster.snapshot", `{}`); len(snap["running"].([]any)) != 2 {
