@@ -382,8 +382,9 @@ func TestANodeRunsOnItsOwnCredentials(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { cancel(); h.Wait(); hostConn.Close() }()
-	waitFor(t, "the node's GPU to join", 10*time.Second, func() bool {
-		return mustAsk(t, admin, "gpusched.cluster.snapshot", `{"summary_only":true}`)["summary"].(obj)["gpus_alive"].(float64) == 9
+	waitFor(t, "the node and its GPU to join", 10*time.Second, func() bool {
+		sum := mustAsk(t, admin, "gpusched.cluster.snapshot", `{"summary_only":true}`)["summary"].(obj)
+		return sum["gpus_alive"].(float64) == 9 && sum["nodes_alive"].(float64) == 3
 	})
 	id := mustAsk(t, admin, "gpusched.job.submit", `{"name":"far","vram":"20GB","duration":"10h","gpu":"far-gpu-0"}`)["job_id"].(string)
 	waitFor(t, "the job to run on the node's GPU", 10*time.Second, func() bool {

@@ -67,8 +67,9 @@ func TestNodeJoinsAndLeavesAControlPlane(t *testing.T) {
 func TestRemoteNodeBesideLocalGPUs(t *testing.T) {
 	c, nc := startCluster(t, cluster.Config{Speed: 60})
 	defer remoteNode(t, c, "far-node", "far-gpu-0", c.Clock, 0, 6*time.Second)()
-	waitFor(t, "the remote GPU to join", 5*time.Second, func() bool {
-		return req(t, nc, "gpusched.cluster.snapshot", `{"summary_only":true}`)["summary"].(obj)["gpus_alive"].(float64) == 9
+	waitFor(t, "the remote node and GPU to join", 5*time.Second, func() bool {
+		sum := req(t, nc, "gpusched.cluster.snapshot", `{"summary_only":true}`)["summary"].(obj)
+		return sum["gpus_alive"].(float64) == 9 && sum["nodes_alive"].(float64) == 3
 	})
 	far := submit(t, nc, `{"name":"far","vram":"20GB","duration":"10h","gpu":"far-gpu-0"}`)
 	near := submit(t, nc, `{"name":"near","vram":"20GB","duration":"10h","gpu":"gpu-7"}`)
