@@ -128,9 +128,16 @@ func TestRoutesUseTLS(t *testing.T) {
 		for _, r := range routes {
 			rs = append(rs, fmt.Sprintf("%q", fmt.Sprintf("nats://127.0.0.1:%d", r)))
 		}
-		conf := fmt.Sprintf("server_name: %s\nlisten: 127.0.0.1:-1\ncluster {\n name: gpusched\n listen: 127.0.0.1:%d\n routes: [%s]\n %s}\n",
-			name, port, strings.Join(rs, ", "), auth.RouteTLSConfig(auth.TLSFiles{Cert: set.ServerCert, Key: set.ServerKey, CA: set.CA}))
-		path := filepath.Join(t.TempDir(), name+".conf")
+		// As docs/SECURITY.md says: the route TLS block included in the
+		// server's cluster block.
+		dir := t.TempDir()
+		routeTLS := auth.RouteTLSConfig(auth.TLSFiles{Cert: set.ServerCert, Key: set.ServerKey, CA: set.CA})
+		if err := os.WriteFile(filepath.Join(dir, "nats-route-tls.conf"), []byte(routeTLS), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		conf := fmt.Sprintf("server_name: %s\nlisten: 127.0.0.1:-1\ncluster {\n name: gpusched\n listen: 127.0.0.1:%d\n routes: [%s]\n include nats-route-tls.conf\n}\n",
+			name, port, strings.Join(rs, ", "))
+		path := filepath.Join(dir, name+".conf")
 		if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
 			t.Fatal(err)
 		}
