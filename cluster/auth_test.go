@@ -15,7 +15,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nkeys"
 	"go.uber.org/zap"
-	"golang.org/x/crypto/bcrypt"
 
 	"github.com/gpusched/gpusched/actors/node"
 	"github.com/gpusched/gpusched/auth"
@@ -23,78 +22,9 @@ import (
 	"github.com/gpusched/gpusched/cluster"
 	"github.com/gpusched/gpusched/durable"
 	"github.com/gpusched/gpusched/events"
+	"github.com/gpusched/gpusched/internal/livetest"
 	"github.com/gpusched/gpusched/model"
 )
-
-// secured is a cluster whose embedded server enforces a roles file over
-// TLS, and the files each role connects with.
-type secured struct {
-	c     *cluster.Cluster
-	url   string
-	tls   auth.TLSSet
-	seeds map[string]string
-	dir   string
-}
-
-// startSecured starts the reference cluster with an admin, an observer,
-// two tenants (alice of team-a, bob of team-b), a node user for node-0, a
-// password user (carol, an observer) and mutual TLS.
-func startSecured(t *testing.T) *secured {
-	t.Helper()
-	dir := t.TempDir()
-	s := &secured{dir: dir, seeds: map[string]string{}, tls: auth.NewTLSSet(dir)}
-	f := &auth.File{}
-	for _, u := range []struct {
-		name         string
-		role         auth.Role
-		tenant, node string
-	}{{"admin", auth.Admin, "", ""}, {"observer", auth.Observer, "", ""}, {"alice", auth.Submitter, "team-a", ""},
-		{"bob", auth.Submitter, "team-b", ""}, {"node-0", auth.Node, "", "node-0"}, {"far-node", auth.Node, "", "far-node"}} {
-		user, seed, err := auth.NewUser(u.name, u.role, u.tenant, u.node)
-		if err != nil {
-			t.Fatal(err)
-		}
-		f.Users = append(f.Users, user)
-		s.seeds[u.name] = filepath.Join(dir, u.name+".nk")
-		if err := os.WriteFile(s.seeds[u.name], seed, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	hash, err := bcrypt.GenerateFromPassword([]byte("right-password"), bcrypt.MinCost)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.Users = append(f.Users, auth.User{Name: "carol", Role: auth.Observer, Password: string(hash)})
-	if err := f.Check(); err != nil {
-		t.Fatal(err)
-	}
-	if err := auth.WriteSelfSigned(s.tls, []string{"127.0.0.1", "localhost"}, time.Now()); err != nil {
-		t.Fatal(err)
-	}
-	c, err := cluster.Start(context.Background(), cluster.Config{Listen: "127.0.0.1:-1", Speed: 1, Store: durable.None,
-		Auth: f, TLS: &auth.TLSFiles{Cert: s.tls.ServerCert, Key: s.tls.ServerKey, CA: s.tls.CA}})
-	if err != nil {
-		t.Fatalf("start cluster: %v", err)
-	}
-	t.Cleanup(c.Stop)
-	s.c, s.url = c, c.URL()
-	return s
-}
-
-// as connects with user's nkey and the cluster's client certificate.
-func (s *secured) as(t *testing.T, user string) *nats.Conn {
-	t.Helper()
-	nc, err := s.options(user).Connect("test-"+user, 10*time.Second)
-	if err != nil {
-		t.Fatalf("connect as %s: %v", user, err)
-	}
-	t.Cleanup(nc.Close)
-	return nc
-}
-
-func (s *secured) options(user string) bus.Options {
-	return bus.Options{URLs: s.url, NKey: s.seeds[user], TLSCA: s.tls.CA, TLSCert: s.tls.ClientCert, TLSKey: s.tls.ClientKey}
-}
 
 // ask sends a request and returns the reply's JSON, or the error.
 func ask(nc *nats.Conn, subject string, body string) (obj, error) {
@@ -179,8 +109,8 @@ func timeless(snap obj) obj {
 // server or from the identity it vouches for, is reported clearly, and
 // leaves the cluster as it was.
 func TestRolesAreEnforcedByTheServer(t *testing.T) {
-	s := startSecured(t)
-	admin, observer, alice, bob, node0 := s.as(t, "admin"), s.as(t, "observer"), s.as(t, "alice"), s.as(t, "bob"), s.as(t, "node-0")
+	s := livetest.SecureCluster(t, cluster.Config{})
+	admin, observer, alice, bob, node0 := s.As(t, "admin"), s.As(t, "observer"), s.As(t, "alice"), s.As(t, "bob"), s.As(t, "node-0")
 
 	// Each tenant has a job running; the tenant is the credentials', not
 	// the body's.
@@ -268,7 +198,7 @@ func TestRolesAreEnforcedByTheServer(t *testing.T) {
 		}
 	}
 	denied := make(chan error, 4)
-	node0Denials, err := s.options("node-0").Connect("node-0-probe", 10*time.Second, nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) { denied <- err }))
+	node0Denials, err := s.Options("node-0").Connect("node-0-probe", 10*time.Second, nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) { denied <- err }))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -294,11 +224,11 @@ func TestRolesAreEnforcedByTheServer(t *testing.T) {
 	node0.Flush()
 
 	// Wrong password, unknown key: no connection at all.
-	if _, err := (bus.Options{URLs: s.url, User: "carol", Password: "wrong", TLSCA: s.tls.CA, TLSCert: s.tls.ClientCert, TLSKey: s.tls.ClientKey}).
+	if _, err := (bus.Options{URLs: s.URL, User: "carol", Password: "wrong", TLSCA: s.TLS.CA, TLSCert: s.TLS.ClientCert, TLSKey: s.TLS.ClientKey}).
 		Connect("carol", 10*time.Second); err == nil || !strings.Contains(strings.ToLower(err.Error()), "authorization") {
 		t.Fatalf("a wrong password: %v, want an authorization violation", err)
 	}
-	if nc, err := (bus.Options{URLs: s.url, User: "carol", Password: "right-password", TLSCA: s.tls.CA, TLSCert: s.tls.ClientCert, TLSKey: s.tls.ClientKey}).
+	if nc, err := (bus.Options{URLs: s.URL, User: "carol", Password: livetest.SecurePassword, TLSCA: s.TLS.CA, TLSCert: s.TLS.ClientCert, TLSKey: s.TLS.ClientKey}).
 		Connect("carol", 10*time.Second); err != nil {
 		t.Fatalf("the right password: %v", err)
 	} else {
@@ -306,9 +236,9 @@ func TestRolesAreEnforcedByTheServer(t *testing.T) {
 	}
 	stranger, _ := nkeys.CreateUser()
 	seed, _ := stranger.Seed()
-	strangerSeed := filepath.Join(s.dir, "stranger.nk")
+	strangerSeed := filepath.Join(s.Dir, "stranger.nk")
 	os.WriteFile(strangerSeed, seed, 0o600)
-	if _, err := (bus.Options{URLs: s.url, NKey: strangerSeed, TLSCA: s.tls.CA, TLSCert: s.tls.ClientCert, TLSKey: s.tls.ClientKey}).
+	if _, err := (bus.Options{URLs: s.URL, NKey: strangerSeed, TLSCA: s.TLS.CA, TLSCert: s.TLS.ClientCert, TLSKey: s.TLS.ClientKey}).
 		Connect("stranger", 10*time.Second); err == nil || !strings.Contains(strings.ToLower(err.Error()), "authorization") {
 		t.Fatalf("an unknown key: %v, want an authorization violation", err)
 	}
@@ -319,17 +249,17 @@ func TestRolesAreEnforcedByTheServer(t *testing.T) {
 	if err := auth.WriteSelfSigned(other, []string{"127.0.0.1"}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	o := s.options("admin")
+	o := s.Options("admin")
 	o.TLSCA = other.CA
 	if _, err := o.Connect("untrusting", 10*time.Second); err == nil || !strings.Contains(err.Error(), "certificate") {
 		t.Fatalf("a client trusting another CA: %v, want a certificate error", err)
 	}
-	o = s.options("admin")
+	o = s.Options("admin")
 	o.TLSCert, o.TLSKey = other.ClientCert, other.ClientKey
 	if _, err := o.Connect("untrusted", 10*time.Second); err == nil || !strings.Contains(err.Error(), "tls") {
 		t.Fatalf("a client certificate from another CA: %v, want a TLS refusal", err)
 	}
-	o = s.options("admin")
+	o = s.Options("admin")
 	o.TLSCA, o.TLSCert, o.TLSKey = "", "", ""
 	if _, err := o.Connect("plain", 5*time.Second); err == nil {
 		t.Fatal("a client without TLS connected")
@@ -362,9 +292,9 @@ func msgData(m *nats.Msg) string {
 // it needs — its control messages, its answers, heartbeats and leases, its
 // events — and its GPU runs a job.
 func TestANodeRunsOnItsOwnCredentials(t *testing.T) {
-	s := startSecured(t)
-	admin := s.as(t, "admin")
-	hostConn, err := s.options("far-node").Connect("far-node", 10*time.Second, nats.CustomInboxPrefix(auth.NodeInboxPrefix("far-node")))
+	s := livetest.SecureCluster(t, cluster.Config{})
+	admin := s.As(t, "admin")
+	hostConn, err := s.Options("far-node").Connect("far-node", 10*time.Second, nats.CustomInboxPrefix(auth.NodeInboxPrefix("far-node")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -374,7 +304,7 @@ func TestANodeRunsOnItsOwnCredentials(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	h, err := node.Start(ctx, node.HostConfig{Spec: model.NodeSpec{ID: "far-node", CPU: 16, Memory: 64 * model.GiB,
-		GPUs: []model.GPUSpec{{ID: "far-gpu-0", Model: a100}}}, Clock: s.c.Clock, Subjects: events.NewSubjects(""),
+		GPUs: []model.GPUSpec{{ID: "far-gpu-0", Model: a100}}}, Clock: s.Cluster.Clock, Subjects: events.NewSubjects(""),
 		Conn: hostConn, Logger: zap.NewNop(), Lease: 6 * time.Second})
 	if err != nil {
 		cancel()

@@ -3,6 +3,8 @@ package web_test
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -182,4 +184,53 @@ func screenshot(t *testing.T, ctx context.Context, name string) string {
 		}
 	}
 	return path
+}
+
+// TestObserverCredentialsCannotAct: a dashboard run with an observer's
+// credentials shows the cluster, and its controls are refused by the NATS
+// server: HTTP 403 with the server's words, and nothing is done.
+func TestObserverCredentialsCannotAct(t *testing.T) {
+	s := livetest.SecureCluster(t, cluster.Config{})
+	nc := s.As(t, "observer")
+	w := livetest.Watcher(t, nc, observer.WatchOptions{Interval: 100 * time.Millisecond})
+	srv := httptest.NewServer(web.New(w, observer.NewControl(nc, events.NewSubjects("")), nil))
+	t.Cleanup(srv.Close)
+	post := func(path, body string) (int, string) {
+		resp, err := http.Post(srv.URL+path, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	resp, err := http.Get(srv.URL + "/api/state")
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /api/state: %v %v", err, resp)
+	}
+	resp.Body.Close()
+	for path, body := range map[string]string{
+		"/api/kill":     `{"gpu":"gpu-3"}`,
+		"/api/jobs":     `{"name":"x","vram":"1GB","duration":"1h"}`,
+		"/api/strategy": `{"policy":"spread"}`,
+	} {
+		code, text := post(path, body)
+		if code != http.StatusForbidden || !strings.Contains(text, "permission denied") {
+			t.Errorf("POST %s as an observer: %d %s, want 403 and the server's refusal", path, code, text)
+		}
+	}
+	admin := s.As(t, "admin")
+	msg, err := admin.Request("gpusched.cluster.snapshot", []byte(`{"summary_only":true}`), 5*time.Second)
+	for _, want := range []string{`"gpu_deaths":0`, `"policy":"binpack"`, `"jobs_queued":0`, `"jobs_running":0`} {
+		if err != nil || !strings.Contains(string(msg.Data), want) {
+			t.Fatalf("after the refusals: %v %s, want %s (no kill, no switch, no job)", err, msgBody(msg), want)
+		}
+	}
+}
+
+func msgBody(m *nats.Msg) string {
+	if m == nil {
+		return ""
+	}
+	return string(m.Data)
 }
