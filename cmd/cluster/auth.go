@@ -97,12 +97,12 @@ func authInit(args []string) error {
 	fmt.Printf("wrote %s/:\n", d)
 	fmt.Printf("  %-22s the roles file: who is who (docs/SECURITY.md)\n", auth.RolesFileName)
 	for _, u := range out.Users {
-		what := string(u.Role)
+		what := "role " + string(u.Role)
 		switch {
 		case u.Tenant != "":
-			what += " of tenant " + u.Tenant
+			what += ", tenant " + u.Tenant
 		case u.Node != "":
-			what += " of node " + u.Node
+			what += ", node " + u.Node
 		}
 		fmt.Printf("  %-22s %s's key (%s): give it to that user only\n", filepath.Base(out.Seeds[u.Name]), u.Name, what)
 	}
