@@ -141,21 +141,7 @@ func TestRoutesUseTLS(t *testing.T) {
 		if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		opts, err := server.ProcessConfigFile(path)
-		if err != nil {
-			t.Fatalf("%s: %v\n%s", name, err, conf)
-		}
-		opts.NoLog, opts.NoSigs = true, true
-		ns, err := server.NewServer(opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		go ns.Start()
-		if !ns.ReadyForConnections(10 * time.Second) {
-			t.Fatalf("%s did not start", name)
-		}
-		t.Cleanup(ns.Shutdown)
-		return ns
+		return testbus.StartConfig(t, path)
 	}
 	n1 := start("n1", ours, p1, p2)
 	n2 := start("n2", ours, p2, p1)

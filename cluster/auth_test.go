@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nkeys"
 	"go.uber.org/zap"
@@ -23,6 +22,7 @@ import (
 	"github.com/gpusched/gpusched/durable"
 	"github.com/gpusched/gpusched/events"
 	"github.com/gpusched/gpusched/internal/livetest"
+	"github.com/gpusched/gpusched/internal/testbus"
 	"github.com/gpusched/gpusched/model"
 )
 
@@ -341,20 +341,7 @@ func TestAnExternalServerWithTheGeneratedConfig(t *testing.T) {
 	if err := os.WriteFile(conf, []byte("listen: 127.0.0.1:-1\njetstream { store_dir: \""+filepath.Join(dir, "js")+"\" }\ninclude nats-auth.conf\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	opts, err := server.ProcessConfigFile(conf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts.NoLog, opts.NoSigs = true, true
-	ns, err := server.NewServer(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	go ns.Start()
-	if !ns.ReadyForConnections(10 * time.Second) {
-		t.Fatal("nats-server did not start")
-	}
-	defer ns.Shutdown()
+	ns := testbus.StartConfig(t, conf)
 	tlsOpts := func(seed string) bus.Options {
 		return bus.Options{URLs: ns.ClientURL(), NKey: seed, TLSCA: out.TLS.CA, TLSCert: out.TLS.ClientCert, TLSKey: out.TLS.ClientKey}
 	}

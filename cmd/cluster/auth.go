@@ -54,14 +54,9 @@ func names(flagName, list string) ([]string, error) {
 	return out, nil
 }
 
-func authInit(args []string) error {
-	fs := flag.NewFlagSet("cluster auth init", flag.ContinueOnError)
-	dir := fs.String("dir", "gpusched-auth", "directory to write")
-	tenants := fs.String("tenants", "default", "tenants, comma-separated: a submitter each (its key is TENANT.nk)")
-	nodes := fs.String("nodes", "", "GPU nodes that join with `cluster node --name N`, comma-separated: a node user each")
-	hosts := fs.String("hosts", strings.Join(auth.DefaultHosts(), ","), "names and addresses the server certificate is valid for")
-	prefix := fs.String("prefix", events.DefaultPrefix, "subject prefix of the cluster")
-	force := fs.Bool("force", false, "write a new set over an existing one (the old keys stop working)")
+// parseAuthFlags parses an auth subcommand's flags: no arguments, and a
+// --prefix that is one subject token.
+func parseAuthFlags(fs *flag.FlagSet, args []string, prefix *string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -70,6 +65,20 @@ func authInit(args []string) error {
 	}
 	if !model.ValidToken(*prefix) {
 		return fmt.Errorf("--prefix %q: use letters, digits, - and _ only", *prefix)
+	}
+	return nil
+}
+
+func authInit(args []string) error {
+	fs := flag.NewFlagSet("cluster auth init", flag.ContinueOnError)
+	dir := fs.String("dir", "gpusched-auth", "directory to write")
+	tenants := fs.String("tenants", "default", "tenants, comma-separated: a submitter each (its key is TENANT.nk)")
+	nodes := fs.String("nodes", "", "GPU nodes that join with `cluster node --name N`, comma-separated: a node user each")
+	hosts := fs.String("hosts", strings.Join(auth.DefaultHosts(), ","), "names and addresses the server certificate is valid for")
+	prefix := fs.String("prefix", events.DefaultPrefix, "subject prefix of the cluster")
+	force := fs.Bool("force", false, "write a new set over an existing one (the old keys stop working)")
+	if err := parseAuthFlags(fs, args, prefix); err != nil {
+		return err
 	}
 	ts, err := names("tenants", *tenants)
 	if err != nil {
@@ -130,14 +139,8 @@ func authConf(args []string) error {
 	fs := flag.NewFlagSet("cluster auth conf", flag.ContinueOnError)
 	path := fs.String("auth", "gpusched-auth", "roles file, or the directory `cluster auth init` wrote")
 	prefix := fs.String("prefix", events.DefaultPrefix, "subject prefix of the cluster")
-	if err := fs.Parse(args); err != nil {
+	if err := parseAuthFlags(fs, args, prefix); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
-	}
-	if !model.ValidToken(*prefix) {
-		return fmt.Errorf("--prefix %q: use letters, digits, - and _ only", *prefix)
 	}
 	f, err := auth.LoadDir(*path)
 	if err != nil {

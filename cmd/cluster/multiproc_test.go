@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,17 +24,6 @@ import (
 	"github.com/gpusched/gpusched/observer"
 )
 
-// freePort is a TCP port free on loopback now.
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 // natsCluster starts three NATS servers with JetStream, routed into one
 // cluster on loopback, and returns them with their client URLs.
 func natsCluster(t *testing.T) ([]*server.Server, string) {
@@ -43,7 +31,7 @@ func natsCluster(t *testing.T) ([]*server.Server, string) {
 	var routes, urls []string
 	clientPorts, routePorts := make([]int, 3), make([]int, 3)
 	for i := range 3 {
-		clientPorts[i], routePorts[i] = freePort(t), freePort(t)
+		clientPorts[i], routePorts[i] = testbus.FreePort(t), testbus.FreePort(t)
 		routes = append(routes, "nats://127.0.0.1:"+strconv.Itoa(routePorts[i]))
 		urls = append(urls, "nats://127.0.0.1:"+strconv.Itoa(clientPorts[i]))
 	}

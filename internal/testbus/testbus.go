@@ -70,3 +70,25 @@ func FreePort(t testing.TB) int {
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
 }
+
+// StartConfig runs a NATS server from the configuration file at path (as
+// nats-server -c would: includes are relative to it), quiet, stopped when
+// the test ends.
+func StartConfig(t testing.TB, path string) *server.Server {
+	t.Helper()
+	opts, err := server.ProcessConfigFile(path)
+	if err != nil {
+		t.Fatalf("nats-server refuses %s: %v", path, err)
+	}
+	opts.NoLog, opts.NoSigs = true, true
+	ns, err := server.NewServer(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go ns.Start()
+	if !ns.ReadyForConnections(10 * time.Second) {
+		t.Fatalf("the nats-server of %s did not start", path)
+	}
+	t.Cleanup(ns.Shutdown)
+	return ns
+}
