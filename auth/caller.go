@@ -15,13 +15,11 @@ const RequestInfoHeader = "Nats-Request-Info"
 // CallerTenant is the tenant whose credentials sent a request with header
 // h: "" for the control account (a request that crossed no import: the
 // control plane, admins, observers), which may see every tenant. tenants
-// maps tenant accounts to tenants (File.Tenants); when it is nil the bus
-// has no accounts and every caller is "" (the header is then ignored: it
-// could only have come from a client).
+// maps tenant accounts to tenants (File.Tenants); nil means the control
+// plane has no roles file, and then a request that crossed an import from
+// another account is refused (its tenant cannot be told), while one
+// without the header is the control account's as before.
 func CallerTenant(h nats.Header, tenants map[string]string) (string, error) {
-	if tenants == nil {
-		return "", nil
-	}
 	raw := h.Get(RequestInfoHeader)
 	if raw == "" {
 		return "", nil
@@ -34,6 +32,9 @@ func CallerTenant(h nats.Header, tenants map[string]string) (string, error) {
 	}
 	if info.Account == ControlAccount {
 		return "", nil
+	}
+	if tenants == nil {
+		return "", fmt.Errorf("a request from account %q, and this control plane has no roles file to tell its tenant: start it with --auth", info.Account)
 	}
 	if t, ok := tenants[info.Account]; ok {
 		return t, nil

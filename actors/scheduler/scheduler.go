@@ -77,7 +77,8 @@ type Config struct {
 	Inherited []events.RunningJob
 	// Tenants maps each tenant account of an authenticated bus to its
 	// tenant (auth.File.Tenants): a request from such an account sees and
-	// acts on that tenant's jobs only. Nil on a bus without accounts.
+	// acts on that tenant's jobs only. Nil: no roles file; a request that
+	// crossed another account's import is then refused (auth.CallerTenant).
 	Tenants map[string]string
 	// Journal, when set, keeps every accepted job's record in JetStream
 	// (see journal.go); a submission is answered once its record is stored.
