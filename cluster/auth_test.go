@@ -214,10 +214,19 @@ func TestRolesAreEnforcedByTheServer(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("node-0 published node-1's GPU event and the server did not refuse it")
 	}
-	_, err = node0.SubscribeSync("gpusched.gpu.node-1.>")
-	if err == nil {
-		node0.Flush()
+	// Nor receive node-1's control messages (it could answer them as
+	// node-1) ...
+	probe := s.As(t, "node-0", nats.PermissionErrOnSubscribe(true))
+	sub, err := probe.SubscribeSync("gpusched.gpu.node-1.>")
+	if err != nil {
+		t.Fatal(err)
 	}
+	if _, err := sub.NextMsg(5 * time.Second); !errors.Is(err, nats.ErrPermissionViolation) {
+		t.Fatalf("node-0 subscribing to node-1's control subjects: %v, want a permission violation", err)
+	}
+	// ... nor speak for node-1's GPU under its own subject.
+	node0.Publish("gpusched.evt.gpu.node-0."+gpuOfNode1+".down",
+		[]byte(`{"source":"/gpu/node-0/x/1","data":{"gpu":"`+gpuOfNode1+`","node":"node-0","model":"A100-80GB","incarnation":99,"vram_total":80000000000,"jobs":[]}}`))
 	// Its own heartbeat subject cannot speak for node-1 either: the
 	// scheduler takes the node from the subject the server vouched for.
 	node0.Publish("gpusched.evt.node.node-0.heartbeat", []byte(`{"data":{"node":"node-1","gpus":[{"gpu":"`+gpuOfNode1+`","incarnation":1,"alive":false}]}}`))

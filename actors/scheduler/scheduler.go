@@ -546,6 +546,13 @@ func (s *Scheduler) onGPUEvent(m *nats.Msg) {
 	if strings.HasPrefix(ev.Source, "/scheduler/") {
 		return // this scheduler's own verdict (or a predecessor's)
 	}
+	if gs, ok := s.view.gpus[ev.Data.GPU]; ok && gs.status.Node != ev.Data.Node {
+		// The subject's node is what the server vouched for (a node's
+		// credentials publish only under its own): a node does not speak
+		// for another node's GPU.
+		s.log.Warn("GPU event dropped: the GPU is another node's", zap.String("subject", m.Subject), zap.String("node", gs.status.Node))
+		return
+	}
 	if gs, ok := s.view.gpus[ev.Data.GPU]; ok && (ev.Data.Incarnation < gs.status.Incarnation || ev.Data.Incarnation <= gs.dead) {
 		// A message from a dead incarnation (a hung actor waking, a
 		// partition's backlog, a delay line): the GPU has moved on.
