@@ -127,7 +127,10 @@ func (r *Responder) learn(m *nats.Msg) {
 	var ev struct {
 		Data events.NodeHeartbeat `json:"data"`
 	}
-	if json.Unmarshal(m.Data, &ev) != nil || ev.Data.Node == "" {
+	// <p>.evt.node.<node>.heartbeat: a heartbeat speaks for the node its
+	// subject names (the one the server's permissions vouch for).
+	tokens := strings.Split(m.Subject, ".")
+	if json.Unmarshal(m.Data, &ev) != nil || ev.Data.Node == "" || len(tokens) < 2 || tokens[len(tokens)-2] != ev.Data.Node {
 		return
 	}
 	r.mu.Lock()
