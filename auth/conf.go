@@ -44,9 +44,7 @@ func ServerConfig(f *File, s ServerSettings) string {
 		writeAccounts(&b, f, s)
 	}
 	if s.TLS != nil {
-		b.WriteString("tls {\n")
-		writeTLS(&b, *s.TLS, "  ")
-		b.WriteString("}\n")
+		b.WriteString(tlsBlock(*s.TLS))
 	}
 	return b.String()
 }
@@ -104,22 +102,18 @@ func writeAccounts(b *strings.Builder, f *File, s ServerSettings) {
 
 // RouteTLSConfig renders the tls block of a NATS server's cluster block:
 // routes between the servers of a NATS cluster verify each other against
-// the CA.
-func RouteTLSConfig(t TLSFiles) string {
-	var b strings.Builder
-	b.WriteString("tls {\n")
-	writeTLS(&b, t, "  ")
-	b.WriteString("}\n")
-	return b.String()
-}
+// the CA. It is the client port's block too (ServerConfig).
+func RouteTLSConfig(t TLSFiles) string { return tlsBlock(t) }
 
-func writeTLS(b *strings.Builder, t TLSFiles, indent string) {
-	fmt.Fprintf(b, "%scert_file: %q\n%skey_file: %q\n", indent, t.Cert, indent, t.Key)
+func tlsBlock(t TLSFiles) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "tls {\n  cert_file: %q\n  key_file: %q\n", t.Cert, t.Key)
 	if t.CA != "" {
 		// verify: the other side must show a certificate the CA signed.
-		fmt.Fprintf(b, "%sca_file: %q\n%sverify: true\n", indent, t.CA, indent)
+		fmt.Fprintf(&b, "  ca_file: %q\n  verify: true\n", t.CA)
 	}
-	fmt.Fprintf(b, "%stimeout: 5\n", indent)
+	b.WriteString("  timeout: 5\n}\n")
+	return b.String()
 }
 
 func writeUsers(b *strings.Builder, users []User, s ServerSettings) {
@@ -154,8 +148,8 @@ func quoteList(subjects []string) string {
 }
 
 // Configure applies the server configuration of f (nil: no accounts,
-// TLS only) and s to opts: the
-// embedded server then authenticates every client, in-process ones too.
+// TLS only) and s to opts: the embedded server then authenticates every
+// client, in-process ones too.
 func Configure(opts *server.Options, f *File, s ServerSettings) error {
 	if err := opts.ProcessConfigString(ServerConfig(f, s)); err != nil {
 		return fmt.Errorf("server configuration from the roles file: %w", err)

@@ -72,29 +72,24 @@ func Init(o InitOptions) (*Initialized, error) {
 	if err := os.MkdirAll(filepath.Join(o.Dir, "tls"), 0o700); err != nil {
 		return nil, err
 	}
-	type want struct {
-		name         string
-		role         Role
-		tenant, node string
-	}
-	wants := []want{{"admin", Admin, "", ""}, {"observer", Observer, "", ""}, {"control", Control, "", ""}}
+	wants := []User{{Name: "admin", Role: Admin}, {Name: "observer", Role: Observer}, {Name: "control", Role: Control}}
 	for _, t := range o.Tenants {
-		wants = append(wants, want{t, Submitter, t, ""})
+		wants = append(wants, User{Name: t, Role: Submitter, Tenant: t})
 	}
 	for _, n := range o.Nodes {
-		wants = append(wants, want{n, Node, "", n})
+		wants = append(wants, User{Name: n, Role: Node, Node: n})
 	}
 	out := &Initialized{RolesFile: rolesFile, Seeds: map[string]string{}, TLS: NewTLSSet(filepath.Join(o.Dir, "tls")),
 		ServerConf: filepath.Join(o.Dir, "nats-auth.conf"), RouteConf: filepath.Join(o.Dir, "nats-route-tls.conf")}
 	f := &File{}
 	seeds := map[string][]byte{}
 	for _, w := range wants {
-		u, seed, err := NewUser(w.name, w.role, w.tenant, w.node)
+		u, seed, err := NewUser(w.Name, w.Role, w.Tenant, w.Node)
 		if err != nil {
 			return nil, err
 		}
 		f.Users = append(f.Users, u)
-		seeds[w.name] = seed
+		seeds[w.Name] = seed
 	}
 	if err := f.Check(); err != nil {
 		return nil, err
@@ -120,14 +115,7 @@ func Init(o InitOptions) (*Initialized, error) {
 	if err := WriteSelfSigned(out.TLS, hosts, o.Now); err != nil {
 		return nil, err
 	}
-	abs := func(p string) string {
-		a, err := filepath.Abs(p)
-		if err != nil {
-			return p
-		}
-		return a
-	}
-	tlsFiles := TLSFiles{Cert: abs(out.TLS.ServerCert), Key: abs(out.TLS.ServerKey), CA: abs(out.TLS.CA)}
+	tlsFiles := out.TLS.ServerFiles()
 	conf := ServerConfig(f, ServerSettings{Prefix: o.Prefix, EventStream: o.EventStream, TLS: &tlsFiles})
 	if err := os.WriteFile(out.ServerConf, []byte(conf), 0o600); err != nil {
 		return nil, err

@@ -27,6 +27,19 @@ func NewTLSSet(dir string) TLSSet {
 		ClientCert: filepath.Join(dir, "client-cert.pem"), ClientKey: filepath.Join(dir, "client-key.pem")}
 }
 
+// ServerFiles are the set's server certificate, key and CA as absolute
+// paths (a server configuration is read from elsewhere than it was
+// written).
+func (set TLSSet) ServerFiles() TLSFiles {
+	abs := func(p string) string {
+		if a, err := filepath.Abs(p); err == nil {
+			return a
+		}
+		return p
+	}
+	return TLSFiles{Cert: abs(set.ServerCert), Key: abs(set.ServerKey), CA: abs(set.CA)}
+}
+
 // tlsValidity is how long a generated certificate is valid: a set for
 // trying things out, not for production (docs/SECURITY.md).
 const tlsValidity = 365 * 24 * time.Hour

@@ -56,6 +56,22 @@ func (o Options) Check() error {
 			return fmt.Errorf("--nats %q: want nats://HOST:PORT", u)
 		}
 	}
+	if err := o.CheckFiles(); err != nil {
+		return err
+	}
+	if (o.TLSCert == "") != (o.TLSKey == "") {
+		return errors.New("--tlscert and --tlskey go together")
+	}
+	if o.Password != "" && o.User == "" {
+		return errors.New("--password needs --user")
+	}
+	return nil
+}
+
+// CheckFiles says which file the options name does not exist, naming its
+// flag (Check does it too; a cluster's embedded server takes the TLS
+// files without the rest).
+func (o Options) CheckFiles() error {
 	for flagName, path := range map[string]string{"creds": o.Creds, "nkey": o.NKey, "tlscert": o.TLSCert, "tlskey": o.TLSKey, "tlsca": o.TLSCA} {
 		if path == "" {
 			continue
@@ -63,12 +79,6 @@ func (o Options) Check() error {
 		if _, err := os.Stat(path); err != nil {
 			return fmt.Errorf("--%s %q: %v", flagName, path, errors.Unwrap(err))
 		}
-	}
-	if (o.TLSCert == "") != (o.TLSKey == "") {
-		return errors.New("--tlscert and --tlskey go together")
-	}
-	if o.Password != "" && o.User == "" {
-		return errors.New("--password needs --user")
 	}
 	return nil
 }

@@ -129,8 +129,7 @@ func (r *Responder) learn(m *nats.Msg) {
 	}
 	// <p>.evt.node.<node>.heartbeat: a heartbeat speaks for the node its
 	// subject names (the one the server's permissions vouch for).
-	tokens := strings.Split(m.Subject, ".")
-	if json.Unmarshal(m.Data, &ev) != nil || ev.Data.Node == "" || len(tokens) < 2 || tokens[len(tokens)-2] != ev.Data.Node {
+	if json.Unmarshal(m.Data, &ev) != nil || ev.Data.Node == "" || events.HeartbeatNode(m.Subject) != ev.Data.Node {
 		return
 	}
 	r.mu.Lock()

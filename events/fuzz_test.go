@@ -69,3 +69,18 @@ func FuzzDecodeRequests(f *testing.F) {
 		}
 	})
 }
+
+// TestHeartbeatNode: the node a heartbeat's subject names, whatever the
+// prefix; nothing for another subject.
+func TestHeartbeatNode(t *testing.T) {
+	for subject, want := range map[string]string{
+		NewSubjects("").NodeHeartbeat("node-0"):      "node-0",
+		NewSubjects("lab-2").NodeHeartbeat("rack7"):  "rack7",
+		NewSubjects("").NodeEvent("node-0", NodeUp):  "",
+		NewSubjects("").GPUEvent("n", "g", "status"): "",
+	} {
+		if got := HeartbeatNode(subject); got != want {
+			t.Errorf("HeartbeatNode(%q) = %q, want %q", subject, got, want)
+		}
+	}
+}

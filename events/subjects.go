@@ -1,5 +1,7 @@
 package events
 
+import "strings"
+
 // DefaultPrefix namespaces one cluster on a bus.
 const DefaultPrefix = "gpusched"
 
@@ -58,6 +60,17 @@ func (s Subjects) GPUEvent(node, gpu, typ string) string {
 // NodeHeartbeat is the subject of a node's batched liveness.
 func (s Subjects) NodeHeartbeat(node string) string {
 	return s.Prefix + ".evt.node." + node + ".heartbeat"
+}
+
+// HeartbeatNode is the node a heartbeat's subject (NodeHeartbeat) names,
+// "" for another subject. On an authenticated bus it is the node the
+// server vouched for: a node's credentials publish only its own.
+func HeartbeatNode(subject string) string {
+	rest, ok := strings.CutSuffix(subject, ".heartbeat")
+	if !ok {
+		return ""
+	}
+	return rest[strings.LastIndexByte(rest, '.')+1:]
 }
 
 // NodeEvent is the subject of the scheduler's word on a node: typ

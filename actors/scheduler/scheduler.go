@@ -546,14 +546,15 @@ func (s *Scheduler) onGPUEvent(m *nats.Msg) {
 	if strings.HasPrefix(ev.Source, "/scheduler/") {
 		return // this scheduler's own verdict (or a predecessor's)
 	}
-	if gs, ok := s.view.gpus[ev.Data.GPU]; ok && gs.status.Node != ev.Data.Node {
+	gs, known := s.view.gpus[ev.Data.GPU]
+	if known && gs.status.Node != ev.Data.Node {
 		// The subject's node is what the server vouched for (a node's
 		// credentials publish only under its own): a node does not speak
 		// for another node's GPU.
 		s.log.Warn("GPU event dropped: the GPU is another node's", zap.String("subject", m.Subject), zap.String("node", gs.status.Node))
 		return
 	}
-	if gs, ok := s.view.gpus[ev.Data.GPU]; ok && (ev.Data.Incarnation < gs.status.Incarnation || ev.Data.Incarnation <= gs.dead) {
+	if known && (ev.Data.Incarnation < gs.status.Incarnation || ev.Data.Incarnation <= gs.dead) {
 		// A message from a dead incarnation (a hung actor waking, a
 		// partition's backlog, a delay line): the GPU has moved on.
 		s.stats.stale++
@@ -583,8 +584,7 @@ func (s *Scheduler) onNodeEvent(m *nats.Msg) {
 	// <p>.evt.node.<node>.heartbeat: the subject is what the server's
 	// permissions vouch for (a node's credentials publish only its own),
 	// so a heartbeat speaks for the node its subject names and no other.
-	tokens := strings.Split(m.Subject, ".")
-	if hb.Node == "" || len(tokens) < 2 || tokens[len(tokens)-2] != hb.Node {
+	if hb.Node == "" || events.HeartbeatNode(m.Subject) != hb.Node {
 		s.log.Warn("bad node event dropped: its node is not its subject's", zap.String("subject", m.Subject), zap.String("node", hb.Node))
 		return
 	}

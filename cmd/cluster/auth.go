@@ -150,8 +150,8 @@ func authConf(args []string) error {
 	if st, err := os.Stat(*path); err == nil && st.IsDir() {
 		set := auth.NewTLSSet(filepath.Join(*path, "tls"))
 		if _, err := os.Stat(set.ServerCert); err == nil {
-			abs := func(p string) string { a, _ := filepath.Abs(p); return a }
-			s.TLS = &auth.TLSFiles{Cert: abs(set.ServerCert), Key: abs(set.ServerKey), CA: abs(set.CA)}
+			files := set.ServerFiles()
+			s.TLS = &files
 		}
 	}
 	fmt.Print(auth.ServerConfig(f, s))

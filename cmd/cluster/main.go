@@ -184,10 +184,8 @@ func run(args []string) error {
 		if busOpt.TLSCert == "" || busOpt.TLSKey == "" {
 			return fmt.Errorf("--tlscert and --tlskey: the embedded server needs both for TLS (`cluster auth init` writes a self-signed set)")
 		}
-		for flagName, path := range map[string]string{"tlscert": busOpt.TLSCert, "tlskey": busOpt.TLSKey, "tlsca": busOpt.TLSCA} {
-			if _, err := os.Stat(path); path != "" && err != nil {
-				return fmt.Errorf("--%s %s: %v", flagName, path, errors.Unwrap(err))
-			}
+		if err := busOpt.CheckFiles(); err != nil {
+			return err
 		}
 		serverTLS = &auth.TLSFiles{Cert: busOpt.TLSCert, Key: busOpt.TLSKey, CA: busOpt.TLSCA}
 	}
