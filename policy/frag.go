@@ -70,8 +70,12 @@ func TypicalWorkload(counts map[ClassKey]int) *Workload {
 		}
 		w.Classes = append(w.Classes, Class{CPUMilli: k.CPUMilli, Milli: k.Milli, GPUs: k.GPUs, Models: models, Count: counts[k]})
 	}
+	// p_m in the simulator's floating-point form, (count_m / N) / (kept / N)
+	// with N all jobs: it differs from count_m / kept in the last bits, and
+	// those bits decide FGD ties (POLICIES.md §2).
+	n := float64(total)
 	for i := range w.Classes {
-		w.Classes[i].P = float64(w.Classes[i].Count) / float64(kept)
+		w.Classes[i].P = (float64(w.Classes[i].Count) / n) / (float64(kept) / n)
 	}
 	return w
 }
@@ -115,17 +119,69 @@ func ClassFrag(m *Class, nodeModel string, cpuFree int64, free []int) int {
 }
 
 // NodeFrag is F_n(M) = Σ_m p_m·F_n(m): the node's expected fragmented GPU
-// share (thousandths) against the workload, summed in the workload's order.
+// share (thousandths) against the workload. FGD's score and the
+// fragmentation metric both read it, and FGD's score truncates, so the
+// floating-point order of the sum decides ties (a Δ of −4.5e−13 where exact
+// arithmetic gives 0 scores 49, not 50). It is therefore summed as the
+// published simulator does (POLICIES.md §2, "Floating-point order of Φ"):
+// each class's p·(fragmented share) is added, in the workload's order, to
+// one of seven running sums by why that share is lost to the class, and the
+// sums are added in index order at the end, leaving out sum 2 (the share
+// the class can use). The numbering is the simulator's:
+//
+//	0: too few GPUs with the class's share free, and too little CPU
+//	1: the share a class that fits cannot use (free shares below its own),
+//	   or all of it when too few GPUs have its share free but CPU fits
+//	2: the share a class that fits can use (not fragmentation)
+//	3: enough GPUs, too little CPU
+//	4: a CPU-only class, CPU fits
+//	5: a CPU-only class, too little CPU
+//	6: a model the class may not use
+//
+// The result equals Σ_m p_m·ClassFrag(m) up to rounding.
 func NodeFrag(w *Workload, nodeModel string, cpuFree int64, free []int) float64 {
 	if w == nil {
 		return 0
 	}
-	var f float64
+	var bins [7]float64
+	total := 0
+	for _, r := range free {
+		total += r
+	}
+	t := float64(total)
 	for i := range w.Classes {
 		m := &w.Classes[i]
-		f += m.P * float64(ClassFrag(m, nodeModel, cpuFree, free))
+		cpuFits := cpuFree >= m.CPUMilli
+		switch {
+		case m.GPUs > 0 && !m.allows(nodeModel):
+			bins[6] += m.P * t
+		case m.GPUs == 0 && cpuFits:
+			bins[4] += m.P * t
+		case m.GPUs == 0:
+			bins[5] += m.P * t
+		default:
+			small, fitting := 0, 0
+			for _, r := range free {
+				if r < m.Milli {
+					small += r
+				} else {
+					fitting++
+				}
+			}
+			switch enough := fitting >= m.GPUs; {
+			case enough && cpuFits:
+				bins[1] += m.P * float64(small)
+				bins[2] += m.P * float64(total-small)
+			case enough:
+				bins[3] += m.P * t
+			case cpuFits:
+				bins[1] += m.P * t
+			default:
+				bins[0] += m.P * t
+			}
+		}
 	}
-	return f
+	return bins[0] + bins[1] + bins[3] + bins[4] + bins[5] + bins[6]
 }
 
 // Fragmentation is the cluster's fragmentation measure.

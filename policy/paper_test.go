@@ -173,6 +173,36 @@ func TestClassFrag(t *testing.T) {
 	}
 }
 
+// TestNodeFragSumsInTheSimulatorsOrder pins the floating-point order of
+// F_n(M) (POLICIES.md §2): the classes' terms go into the simulator's
+// running sums by cause and the sums are added at the end, which is not
+// the class-by-class sum in the last bits. FGD's truncated score turns
+// such a last bit into a different node (gpushare100, seed 43, pod 611:
+// replay.TestFGDTieOfGpushare100Seed43), so a change of order must fail
+// here. The three classes and their popularity in the simulator's form
+// were found by search as the smallest counts whose two orders differ.
+func TestNodeFragSumsInTheSimulatorsOrder(t *testing.T) {
+	all, kept := 14.0, 7.0 // variables: constant arithmetic would be exact
+	p := func(count float64) float64 { return (count / all) / (kept / all) }
+	w := &Workload{Classes: []Class{
+		{GPUs: 0, CPUMilli: 1000, P: p(1)}, // CPU-only, CPU fits: sum 4 gets p·1700
+		{GPUs: 1, Milli: 1000, P: p(3)},    // fits on the free GPU: sum 1 gets p·700
+		{GPUs: 2, Milli: 1000, P: p(3)},    // one whole GPU free, two needed: sum 1 gets p·1700
+	}}
+	free := []int{1000, 700}
+	bySum := (p(3)*700 + p(3)*1700) + p(1)*1700
+	byClass := 0.0
+	for i := range w.Classes {
+		byClass += w.Classes[i].P * float64(ClassFrag(&w.Classes[i], "G2", 8000, free))
+	}
+	if bySum == byClass {
+		t.Fatalf("the example no longer tells the orders apart: both %v", bySum)
+	}
+	if got := NodeFrag(w, "G2", 8000, free); got != bySum {
+		t.Errorf("F_n(M) = %.17g, want %.17g, the simulator's order (the class-by-class sum is %.17g)", got, bySum, byClass)
+	}
+}
+
 // TestTypicalWorkload checks the 95% cut and the tie order of classes.
 func TestTypicalWorkload(t *testing.T) {
 	counts := map[ClassKey]int{
@@ -190,8 +220,11 @@ func TestTypicalWorkload(t *testing.T) {
 	if w.Classes[2].Milli != 500 || w.Classes[3].Milli != 250 {
 		t.Fatalf("ties not broken to the larger key: %+v", w.Classes)
 	}
-	if p := w.Classes[0].P; math.Abs(p-60.0/110) > 1e-12 {
-		t.Fatalf("popularity %v, want 60/110", p)
+	// The simulator's form, (60/111)/(110/111), to the last bit (in float64
+	// variables: Go's constant arithmetic is exact and would give 60/110).
+	n, c, k := 111.0, 60.0, 110.0
+	if p := w.Classes[0].P; p != (c/n)/(k/n) || p == c/k {
+		t.Fatalf("popularity %v, want (60/111)/(110/111)", p)
 	}
 }
 

@@ -219,3 +219,40 @@ func traceDir(t testing.TB) string {
 	t.Helper()
 	return tracedir.Openb(t)
 }
+
+// TestFGDTieOfGpushare100Seed43 pins the tie that the floating-point order
+// of F_n(M) decides (POLICIES.md §2; docs/VALIDATION.md): on gpushare100,
+// seed 43, pod 611 (openb-pod-0611, CPU-only) goes to openb-node-0387, as in
+// the published run. Exact arithmetic gives Δ = 0 (score 50) on both
+// openb-node-0387 (rank 36) and openb-node-0549 (rank 26); summed in the
+// simulator's order, node-0549's Δ is −4.5e−13, which scores 49, so
+// node-0387 wins. Summed class by class both scored 50, the pod went to
+// node-0549 by rank, and the run drifted from the published curves from
+// there. It needs the trace.
+func TestFGDTieOfGpushare100Seed43(t *testing.T) {
+	dir := traceDir(t)
+	nodes, err := openb.ReadNodes(filepath.Join(dir, "openb_node_list_gpu_node.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pods, err := openb.ReadPods(filepath.Join(dir, "openb_pod_list_gpushare100.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := Prepare(nodes, pods, 43, DefaultInflate)
+	fgd, _ := policy.Lookup("fgd")
+	m := NewMirror(&plan)
+	const pod = 611
+	for i := range pod {
+		p := &plan.Pods[i]
+		pl, _ := m.Place(p, fgd)
+		if err := m.Apply(p, pl.Node, pl.GPUs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := &plan.Pods[pod]
+	pl, ok := m.Place(p, fgd)
+	if p.Name != "openb-pod-0611" || !ok || pl.Node != "openb-node-0387" {
+		t.Fatalf("pod %d (%s) placed on %q (ok %v), want openb-pod-0611 on openb-node-0387 as the simulator placed it", pod, p.Name, pl.Node, ok)
+	}
+}
