@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/gpusched/gpusched/events"
 )
 
 // Role is what a user may do on the bus.
@@ -69,11 +71,9 @@ type Permissions struct {
 }
 
 // TenantServices are the request subjects under prefix a tenant's
-// account imports from the control account: what a submitter may ask.
-func TenantServices(prefix string) []string {
-	return []string{prefix + ".job.submit", prefix + ".job.cancel", prefix + ".job.get", prefix + ".job.list",
-		prefix + ".sched.explain", prefix + ".cluster.snapshot"}
-}
+// account imports from the control account: what a submitter may ask
+// (events.Subjects.TenantServices).
+func TenantServices(prefix string) []string { return events.NewSubjects(prefix).TenantServices() }
 
 // eventHistory are the JetStream API subjects that read the event stream
 // (observer log --since and the like) and nothing else: the stream's info,
@@ -98,29 +98,29 @@ func eventHistory(stream string) []string {
 // durable.EventStream). Control has none: it may do everything in its
 // account.
 func RolePermissions(role Role, prefix, node, stream string) *Permissions {
-	events := prefix + ".evt.>"
+	sj := events.NewSubjects(prefix)
 	switch role {
 	case Observer:
 		return &Permissions{
-			Publish:   append([]string{prefix + ".cluster.snapshot"}, eventHistory(stream)...),
-			Subscribe: []string{events, "_INBOX.>"},
+			Publish:   append([]string{sj.ClusterSnapshot()}, eventHistory(stream)...),
+			Subscribe: []string{sj.AllEvents(), "_INBOX.>"},
 		}
 	case Submitter:
-		return &Permissions{Publish: TenantServices(prefix), Subscribe: []string{events, "_INBOX.>"}}
+		return &Permissions{Publish: sj.TenantServices(), Subscribe: []string{sj.AllEvents(), "_INBOX.>"}}
 	case Node:
 		return &Permissions{
 			// Its GPUs' events and its heartbeat; the snapshot that tells
 			// it the cluster's clock. Answers to control messages go to
 			// the scheduler's inboxes: Responses.
-			Publish:   []string{prefix + ".evt.gpu." + node + ".>", prefix + ".evt.node." + node + ".heartbeat", prefix + ".cluster.snapshot"},
-			Subscribe: []string{prefix + ".gpu." + node + ".>", prefix + ".node." + node + ".>", NodeInboxPrefix(node) + ".>"},
+			Publish:   []string{sj.NodeGPUEvents(node), sj.NodeHeartbeat(node), sj.ClusterSnapshot()},
+			Subscribe: []string{sj.NodeGPUs(node), sj.NodeSubjects(node), NodeInboxPrefix(node) + ".>"},
 			Responses: true,
 		}
 	case Admin:
 		return &Permissions{
-			Publish: append([]string{prefix + ".job.*", prefix + ".sched.strategy", prefix + ".sched.explain",
-				prefix + ".cluster.snapshot", prefix + ".chaos.*"}, eventHistory(stream)...),
-			Subscribe: []string{events, "_INBOX.>"},
+			Publish: append([]string{sj.AllJobRequests(), sj.SchedStrategy(), sj.SchedExplain(),
+				sj.ClusterSnapshot(), sj.AllChaos()}, eventHistory(stream)...),
+			Subscribe: []string{sj.AllEvents(), "_INBOX.>"},
 		}
 	}
 	return nil

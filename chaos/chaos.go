@@ -153,7 +153,7 @@ func fail(m *nats.Msg, field, format string, args ...any) {
 }
 
 func (r *Responder) on(m *nats.Msg) {
-	action := m.Subject[strings.LastIndexByte(m.Subject, '.')+1:]
+	action := events.ChaosAction(m.Subject)
 	var req Request
 	if fe := events.DecodeStrict(m.Data, &req); fe != nil {
 		events.Reply(m, events.ErrorReply{Error: fe})

@@ -3,44 +3,149 @@ package events
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"reflect"
+	"strings"
+
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/gpusched/gpusched/model"
 )
 
-// DecodeStrict decodes a request body into v, naming an unknown or
-// mistyped field in the error; an empty body is an empty object.
+// DecodeStrict decodes a request body into v, the one strict decoder of
+// every request subject: an unknown field (names are case-sensitive), a
+// field given twice, a wrong type, invalid UTF-8 and anything after the
+// object are refused with an error naming the field and saying in JSON's
+// words what was expected ("util: must be a number, not a string"). An
+// empty body is an empty object. It is github.com/go-json-experiment/json
+// (encoding/json/v2 to be), which checks all of that; encoding/json v1
+// lets the last of two equal names win and ignores case.
 func DecodeStrict(data []byte, into any) *model.FieldError {
 	if fe := CheckSize(data); fe != nil {
 		return fe
 	}
-	if len(bytes.TrimSpace(data)) == 0 {
+	trimmed := bytes.TrimSpace(data)
+	if len(trimmed) == 0 {
 		data = []byte("{}")
+	} else if trimmed[0] != '{' {
+		// null would decode as "nothing given" and a list as an error
+		// about Go types: every request body is an object.
+		if v := jsontext.Value(trimmed); v.IsValid() {
+			return model.Errorf("body", "must be a JSON object, not %s", kindWords(v.Kind()))
+		}
+		return model.Errorf("body", "malformed JSON: a request body is a JSON object, {…}")
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(into); err != nil {
-		switch e := err.(type) {
-		case *json.UnmarshalTypeError:
-			if e.Field == "" {
-				return model.Errorf("body", "must be a JSON object, not a %s", e.Value)
-			}
-			return model.Errorf(e.Field, "must be a %s, not a %s", e.Type, e.Value)
-		case *json.SyntaxError:
-			return model.Errorf("body", "malformed JSON: %v", err)
+	err := jsonv2.Unmarshal(data, into, jsonv2.RejectUnknownMembers(true))
+	if err == nil {
+		return nil
+	}
+	var syn *jsontext.SyntacticError
+	if errors.As(err, &syn) {
+		field := fieldOf(syn.JSONPointer)
+		switch {
+		case errors.Is(syn.Err, jsontext.ErrDuplicateName):
+			return model.Errorf(field, "given twice: each field may appear once")
+		case field == "":
+			return model.Errorf("body", "malformed JSON: %v", syn.Err)
 		}
-		msg := err.Error()
-		const unknown = "json: unknown field "
-		if len(msg) > len(unknown) && msg[:len(unknown)] == unknown {
-			var f string
-			json.Unmarshal([]byte(msg[len(unknown):]), &f)
-			if f == "" {
-				return model.Errorf("body", "a field with an empty name")
-			}
-			return model.Errorf(f, "unknown field %q", f)
-		}
+		return model.Errorf(field, "malformed JSON: %v", syn.Err)
+	}
+	var sem *jsonv2.SemanticError
+	if !errors.As(err, &sem) {
 		return model.Errorf("body", "malformed JSON: %v", err)
 	}
-	return nil
+	field := fieldOf(sem.JSONPointer)
+	switch {
+	case errors.Is(sem.Err, jsonv2.ErrUnknownName):
+		name := sem.JSONPointer.LastToken()
+		if name == "" {
+			return model.Errorf("body", "a field with an empty name")
+		}
+		return model.Errorf(field, "unknown field %q", name)
+	case field == "":
+		return model.Errorf("body", "must be a JSON object, not %s", kindWords(sem.JSONKind))
+	case sem.Err != nil && sem.GoType != nil && !isBuiltin(sem.GoType):
+		// A domain type's own refusal ("unknown priority …", "not a size").
+		return model.Errorf(field, "%v", sem.Err)
+	case sem.JSONKind == '0' && len(sem.JSONValue) > 0:
+		// A number the type cannot hold: a fraction or a sign for a
+		// whole number, or past the type's range.
+		if w := typeWords(sem.GoType); w != "a number" {
+			return model.Errorf(field, "must be %s, not %s", w, sem.JSONValue)
+		}
+		return model.Errorf(field, "%s is out of range", sem.JSONValue)
+	}
+	return model.Errorf(field, "must be %s, not %s", typeWords(sem.GoType), kindWords(sem.JSONKind))
+}
+
+// fieldOf names the field a JSON pointer points into: its object member
+// names joined by dots, array indexes left out ("/models/0" is "models").
+// A body is an object, so its first token is a name even when it looks
+// like an index ({"0": …}).
+func fieldOf(p jsontext.Pointer) string {
+	var names []string
+	for tok := range p.Tokens() {
+		if len(names) == 0 || tok == "" || strings.Trim(tok, "0123456789") != "" {
+			names = append(names, tok)
+		}
+	}
+	return strings.Join(names, ".")
+}
+
+// kindWords says a JSON value's kind as a person would.
+func kindWords(k jsontext.Kind) string {
+	switch k {
+	case '"':
+		return "a string"
+	case '0':
+		return "a number"
+	case 't', 'f':
+		return "true or false"
+	case 'n':
+		return "null"
+	case '{':
+		return "an object"
+	case '[':
+		return "a list"
+	}
+	return "that"
+}
+
+// typeWords says what JSON a Go type takes.
+func typeWords(t reflect.Type) string {
+	if t == nil {
+		return "something else"
+	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return "a whole number"
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "a whole number, not negative"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		return "a list"
+	case reflect.Struct, reflect.Map:
+		return "an object"
+	}
+	return "something else"
+}
+
+// isBuiltin reports whether t is a plain Go type (its refusals are said by
+// typeWords) rather than a domain type with its own decoding.
+func isBuiltin(t reflect.Type) bool {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return t.PkgPath() == ""
 }
 
 // MaxRequestBytes bounds the body of a request on a public subject: a

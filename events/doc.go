@@ -65,7 +65,14 @@
 //	cpu          cores (default 4); memory: size (default 16GiB), held by the node actor
 //	gpu, node    pin the job to one GPU or one node
 //
-// Unknown fields are errors, so a typo never silently changes a job.
+// Unknown fields are errors, so a typo never silently changes a job; so are
+// a field given twice, a field name in another case ("Name"), a wrong type
+// ("util: must be a number, not a string") and anything after the object.
+// Every request subject decodes its body with the same strict decoder
+// (DecodeStrict). SubmitRequest is this body as a Go type (the project's
+// own clients build it), DecodeSubmit its decoder; a job's spec as the
+// cluster keeps it (model.Job: in job records and the GPU actors' copies)
+// is written in the same form, so it reads back as the same job.
 //
 // # Events (publish/subscribe)
 //

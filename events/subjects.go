@@ -172,3 +172,82 @@ const (
 	SchedUp   = "up"
 	SchedDown = "down"
 )
+
+// The parsers below read the subjects the builders above write, from the
+// end (a prefix may hold dots), without allocating: routers call them on
+// every control message.
+
+// lastTokens splits the last n tokens off subject: rest is what precedes
+// them, and ok is false when subject has fewer than n+1 tokens or an
+// empty one among them.
+func lastTokens(subject string, n int) (rest string, tokens [5]string, ok bool) {
+	rest = subject
+	for i := n - 1; i >= 0; i-- {
+		dot := strings.LastIndexByte(rest, '.')
+		if dot < 0 || dot == len(rest)-1 {
+			return "", tokens, false
+		}
+		tokens[i], rest = rest[dot+1:], rest[:dot]
+	}
+	return rest, tokens, rest != ""
+}
+
+// ParseGPUCtl reads a GPU actor's control subject (GPUCtl): the node and
+// the GPU it addresses.
+func ParseGPUCtl(subject string) (node, gpu string, ok bool) {
+	_, t, ok := lastTokens(subject, 4)
+	if !ok || t[0] != "gpu" || t[3] != "ctl" {
+		return "", "", false
+	}
+	return t[1], t[2], true
+}
+
+// ParseNodeSubject reads a subject addressed to a node actor (NodeCtl,
+// NodeLease): the node and what it is ("ctl", "lease").
+func ParseNodeSubject(subject string) (node, what string, ok bool) {
+	_, t, ok := lastTokens(subject, 3)
+	if !ok || t[0] != "node" {
+		return "", "", false
+	}
+	return t[1], t[2], true
+}
+
+// ParseGPUEvent reads a GPU event's subject (GPUEvent): its node, GPU and
+// type. On an authenticated bus the node is what the server vouched for:
+// a node's credentials publish only under their own.
+func ParseGPUEvent(subject string) (node, gpu, typ string, ok bool) {
+	_, t, ok := lastTokens(subject, 5)
+	if !ok || t[0] != "evt" || t[1] != "gpu" {
+		return "", "", "", false
+	}
+	return t[2], t[3], t[4], true
+}
+
+// ChaosAction is the action a chaos request's subject (Chaos) names.
+func ChaosAction(subject string) string {
+	return subject[strings.LastIndexByte(subject, '.')+1:]
+}
+
+// AllGPUCtl matches every GPU actor's control subject: the one
+// subscription of a process hosting many nodes (node.Router).
+func (s Subjects) AllGPUCtl() string { return s.Prefix + ".gpu.*.*.ctl" }
+
+// AllNodeSubjects matches every subject addressed to a node actor.
+func (s Subjects) AllNodeSubjects() string { return s.Prefix + ".node.*.*" }
+
+// AllJobRequests matches the job request subjects (submit, cancel, get, list).
+func (s Subjects) AllJobRequests() string { return s.Prefix + ".job.*" }
+
+// NodeGPUEvents matches every event of one node's GPUs: what a node's
+// credentials may publish.
+func (s Subjects) NodeGPUEvents(node string) string { return s.Prefix + ".evt.gpu." + node + ".>" }
+
+// NodeSubjects matches every subject addressed to one node actor, now and
+// later: what a node's credentials may subscribe to.
+func (s Subjects) NodeSubjects(node string) string { return s.Prefix + ".node." + node + ".>" }
+
+// TenantServices are the request subjects a tenant's account imports
+// from the control account: what a submitter may ask.
+func (s Subjects) TenantServices() []string {
+	return []string{s.JobSubmit(), s.JobCancel(), s.JobGet(), s.JobList(), s.SchedExplain(), s.ClusterSnapshot()}
+}

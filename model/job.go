@@ -1,12 +1,9 @@
 package model
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
-	"sort"
-	"strings"
 	"time"
 )
 
@@ -38,7 +35,7 @@ type Job struct {
 	// GPUs is the number of GPUs: 0 is CPU-only, 1 a single GPU, more a gang on one node.
 	GPUs int `json:"gpus"`
 	// VRAM is needed on each GPU.
-	VRAM Bytes `json:"vram"`
+	VRAM Bytes `json:"vram,omitempty"`
 	// Util is the compute the job uses on each GPU in percent (its
 	// gpu_milli / 10 unless given); co-located jobs above 100 in sum slow down.
 	Util float64 `json:"util"`
@@ -69,154 +66,62 @@ const (
 	DefaultTenant = "default"
 )
 
-// jobFields lists every field a job submission may carry.
-var jobFields = map[string]bool{
-	"name": true, "tenant": true, "priority": true, "gpus": true, "vram": true,
-	"util": true, "gpu_milli": true, "duration": true, "models": true,
-	"preemptible": true, "checkpoint": true, "cpu": true, "memory": true,
-	"gpu": true, "node": true,
+// MarshalJSON writes the job in the form job.submit takes (durations as
+// Go durations, "30m0s"), so a stored or forwarded spec reads back as the
+// same job (events.DecodeSubmit and UnmarshalJSON).
+func (j Job) MarshalJSON() ([]byte, error) {
+	type plain Job
+	w := struct {
+		*plain
+		Duration   string `json:"duration"`
+		Checkpoint string `json:"checkpoint,omitempty"`
+	}{plain: (*plain)(&j), Duration: j.Duration.String()}
+	if j.Checkpoint > 0 {
+		w.Checkpoint = j.Checkpoint.String()
+	}
+	return json.Marshal(w)
 }
 
-// ParseJob decodes and validates a job submission. Every problem is reported
-// as a FieldError naming the field: malformed JSON, unknown fields, wrong
-// types, negative or unparsable sizes, unknown priorities and models.
-func ParseJob(body []byte) (Job, *FieldError) {
-	var raw map[string]json.RawMessage
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if err := dec.Decode(&raw); err != nil {
-		return Job{}, Errorf("body", "malformed JSON: %v", err)
+// UnmarshalJSON reads what MarshalJSON writes, and durations as numbers of
+// nanoseconds too: the form job journals written before had.
+func (j *Job) UnmarshalJSON(data []byte) error {
+	type plain Job
+	var w struct {
+		*plain
+		Duration   wireDuration `json:"duration"`
+		Checkpoint wireDuration `json:"checkpoint,omitempty"`
 	}
-	if raw == nil {
-		return Job{}, Errorf("body", "the body must be a JSON object")
+	w.plain = (*plain)(j)
+	if err := json.Unmarshal(data, &w); err != nil {
+		return err
 	}
-	if dec.More() {
-		return Job{}, Errorf("body", "malformed JSON: trailing data after the object")
-	}
-	keys := make([]string, 0, len(raw))
-	for k := range raw {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		if k == "" {
-			return Job{}, Errorf("body", "a field with an empty name")
+	j.Duration, j.Checkpoint = time.Duration(w.Duration), time.Duration(w.Checkpoint)
+	return nil
+}
+
+// wireDuration is a duration as a Go duration string or a number of
+// nanoseconds.
+type wireDuration time.Duration
+
+func (d *wireDuration) UnmarshalJSON(data []byte) error {
+	if len(data) > 0 && data[0] == '"' {
+		var s string
+		if err := json.Unmarshal(data, &s); err != nil {
+			return err
 		}
-		if !jobFields[k] {
-			return Job{}, Errorf(k, "unknown field %q", k)
+		v, err := time.ParseDuration(s)
+		if err != nil {
+			return err
 		}
-	}
-	job := Job{Priority: PriorityMedium, GPUs: 1, Util: DefaultUtil, Preemptible: true,
-		CPU: DefaultCPU, Memory: DefaultMemory, Tenant: DefaultTenant}
-	field := func(name string, into any) *FieldError {
-		v, ok := raw[name]
-		if !ok {
-			return nil
-		}
-		if err := json.Unmarshal(v, into); err != nil {
-			msg := err.Error()
-			if te, ok := err.(*json.UnmarshalTypeError); ok {
-				msg = fmt.Sprintf("must be a %s, not a %s", te.Type, te.Value)
-			}
-			return Errorf(name, "%s", msg)
-		}
+		*d = wireDuration(v)
 		return nil
 	}
-	var (
-		duration, checkpoint string
-		gpuMilli             *float64
-		util                 *float64
-		vram                 *Bytes
-	)
-	for _, fe := range []*FieldError{
-		field("name", &job.Name), field("tenant", &job.Tenant), field("priority", &job.Priority),
-		field("gpus", &job.GPUs), field("vram", &vram), field("util", &util),
-		field("gpu_milli", &gpuMilli), field("duration", &duration), field("models", &job.Models),
-		field("preemptible", &job.Preemptible), field("checkpoint", &checkpoint),
-		field("cpu", &job.CPU), field("memory", &job.Memory), field("gpu", &job.GPU), field("node", &job.Node),
-	} {
-		if fe != nil {
-			return Job{}, fe
-		}
+	var ns int64
+	if err := json.Unmarshal(data, &ns); err != nil {
+		return err
 	}
-	if strings.TrimSpace(job.Name) == "" {
-		return Job{}, Errorf("name", "required: give the job a name")
-	}
-	if job.GPUs < 0 {
-		return Job{}, Errorf("gpus", "must be 0 (CPU-only) or more, not %d", job.GPUs)
-	}
-	if gpuMilli != nil {
-		if *gpuMilli < 1 || *gpuMilli > 1000 || *gpuMilli != float64(int(*gpuMilli)) {
-			return Job{}, Errorf("gpu_milli", "must be a whole number of thousandths of a GPU from 1 to 1000, not %v", *gpuMilli)
-		}
-		if job.GPUs > 1 && *gpuMilli != 1000 {
-			return Job{}, Errorf("gpu_milli", "a job of %d GPUs takes whole GPUs: gpu_milli must be 1000 or left out", job.GPUs)
-		}
-		if job.GPUs == 0 {
-			return Job{}, Errorf("gpu_milli", "a CPU-only job (gpus 0) takes no GPU share")
-		}
-		job.Milli = int(*gpuMilli)
-		job.Util = *gpuMilli / 10
-	}
-	if util != nil {
-		job.Util = *util
-	}
-	if job.Util < 0 || job.Util > 100 {
-		return Job{}, Errorf("util", "must be a percentage between 0 and 100, not %v", job.Util)
-	}
-	if job.GPUs > 0 {
-		if vram == nil && job.Milli == 0 {
-			return Job{}, Errorf("vram", "required for a GPU job: the VRAM per GPU, e.g. \"12GiB\" (or give gpu_milli, the share of each GPU)")
-		}
-		if vram != nil && *vram <= 0 {
-			return Job{}, Errorf("vram", "must be positive")
-		}
-		if vram != nil {
-			job.VRAM = *vram
-		}
-	} else if vram != nil && *vram != 0 {
-		return Job{}, Errorf("vram", "a CPU-only job (gpus 0) takes no VRAM")
-	}
-	if duration == "" {
-		return Job{}, Errorf("duration", "required: the run time at reference speed, e.g. \"30m\"")
-	}
-	d, err := time.ParseDuration(duration)
-	if err != nil {
-		return Job{}, Errorf("duration", "%q is not a duration (use Go durations such as 4h or 30m)", duration)
-	}
-	if d <= 0 {
-		return Job{}, Errorf("duration", "must be positive, not %s", duration)
-	}
-	job.Duration = d
-	if checkpoint != "" {
-		c, err := time.ParseDuration(checkpoint)
-		if err != nil || c < 0 {
-			return Job{}, Errorf("checkpoint", "%q is not a non-negative duration", checkpoint)
-		}
-		job.Checkpoint = c
-	}
-	if job.CPU < 0 {
-		return Job{}, Errorf("cpu", "must not be negative")
-	}
-	if job.Memory < 0 {
-		return Job{}, Errorf("memory", "must not be negative")
-	}
-	for i, name := range job.Models {
-		m, err := LookupModel(name)
-		if err != nil {
-			return Job{}, Errorf("models", "%v", err)
-		}
-		job.Models[i] = m.Name
-	}
-	if job.GPU != "" && !ValidToken(job.GPU) {
-		return Job{}, Errorf("gpu", "%q is not a GPU id", job.GPU)
-	}
-	if job.Node != "" && !ValidToken(job.Node) {
-		return Job{}, Errorf("node", "%q is not a node id", job.Node)
-	}
-	if job.GPU != "" && job.GPUs != 1 {
-		return Job{}, Errorf("gpu", "pinning to one GPU needs gpus 1")
-	}
-	return job, nil
+	*d = wireDuration(ns)
+	return nil
 }
 
 // CPUMilli is the job's CPU in thousandths of a core.

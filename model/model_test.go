@@ -76,41 +76,13 @@ func TestParseGPUs(t *testing.T) {
 	}
 }
 
-func TestParseJobDefaultsAndErrors(t *testing.T) {
-	j, fe := ParseJob([]byte(`{"name":"my-eval","priority":"medium","gpus":1,"vram":"12GiB","util":30,"duration":"20m"}`))
-	if fe != nil {
-		t.Fatal(fe)
-	}
-	if j.VRAM != 12*GiB || j.Priority != PriorityMedium || j.Duration != 20*time.Minute || !j.Preemptible || j.Tenant != DefaultTenant {
-		t.Fatalf("parsed %+v", j)
-	}
-	j, fe = ParseJob([]byte(`{"name":"x","vram":1000,"gpu_milli":250,"duration":"1h","priority":7}`))
-	if fe != nil || j.Util != 25 || j.VRAM != 1000 || j.Priority != 7 {
-		t.Fatalf("gpu_milli and integer priority: %+v %v", j, fe)
-	}
-	j, fe = ParseJob([]byte(`{"name":"pod","gpu_milli":460,"cpu":6,"memory":"12GiB","duration":"1h","models":["V100M16","T4"]}`))
-	if fe != nil || j.Milli != 460 || j.VRAM != 0 || j.Util != 46 || j.CPUMilli() != 6000 || len(j.Models) != 2 || j.Models[0] != "V100-16GB" {
-		t.Fatalf("a trace pod (share, no VRAM, trace model names): %+v %v", j, fe)
-	}
-	j, fe = ParseJob([]byte(`{"name":"cpu","gpus":0,"cpu":2.5,"duration":"1h"}`))
-	if fe != nil || j.GPUs != 0 || j.CPUMilli() != 2500 {
-		t.Fatalf("a CPU-only job: %+v %v", j, fe)
-	}
-	for body, field := range map[string]string{
-		`{"name":"x","duration":"1h","gpu_milli":1500}`:                  "gpu_milli",
-		`{"name":"x","duration":"1h","gpu_milli":0.5}`:                   "gpu_milli",
-		`{"name":"x","duration":"1h","gpus":2,"gpu_milli":500}`:          "gpu_milli",
-		`{"name":"x","duration":"1h","gpus":0,"gpu_milli":500}`:          "gpu_milli",
-		`{"name":"x","duration":"1h","gpus":0,"vram":"1GB"}`:             "vram",
-		`{"name":"x","vram":"1GB","duration":"1h","checkpoint":"often"}`: "checkpoint",
-		`{"name":"x","vram":"1GB","duration":"1h","cpu":-1}`:             "cpu",
-		`{"name":"x","duration":"1h"}`:                                   "vram",
-		`{"name":"x","vram":"1GB","duration":"1h","gpus":-2}`:            "gpus",
-		`{"name":"x","vram":"1GB","duration":"1h","gpu":"a.b"}`:          "gpu",
-		`null`: "body",
-	} {
-		if _, fe := ParseJob([]byte(body)); fe == nil || fe.Field != field {
-			t.Errorf("%s: error %v, want field %s", body, fe, field)
+// TestExactReadsBack: a size written with Exact parses to the same bytes.
+func TestExactReadsBack(t *testing.T) {
+	for b, want := range map[Bytes]string{38 * GB: "38GB", 12 * GiB: "12GiB", 1536 * MiB: "1536MiB", 1000: "1KB", 1001: "1001B", 0: "0B", 3 * TiB: "3TiB"} {
+		got := b.Exact()
+		back, err := ParseBytes(got)
+		if got != want || err != nil || back != b {
+			t.Errorf("%d bytes: %q (reads back %d, %v), want %q", b, got, back, err, want)
 		}
 	}
 }

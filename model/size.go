@@ -79,6 +79,21 @@ func (b Bytes) String() string {
 	return strconv.FormatInt(int64(b), 10) + "B"
 }
 
+// Exact formats the size in the largest unit that divides it, SI or IEC
+// ("38GB", "12GiB", "1536MiB", "1000B"), so that ParseBytes reads back the
+// same number of bytes: the form a submission writes.
+func (b Bytes) Exact() string {
+	for _, u := range []struct {
+		size Bytes
+		name string
+	}{{TiB, "TiB"}, {TB, "TB"}, {GiB, "GiB"}, {GB, "GB"}, {MiB, "MiB"}, {MB, "MB"}, {KiB, "KiB"}, {KB, "KB"}} {
+		if b != 0 && b%u.size == 0 {
+			return strconv.FormatInt(int64(b/u.size), 10) + u.name
+		}
+	}
+	return strconv.FormatInt(int64(b), 10) + "B"
+}
+
 // GBString formats the size in SI gigabytes with one decimal, as dashboards show it.
 func (b Bytes) GBString() string {
 	return strconv.FormatFloat(float64(b)/float64(GB), 'f', 1, 64) + "GB"

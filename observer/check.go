@@ -273,7 +273,7 @@ func (c *Checker) status(ev *events.Decoded, st events.GPUStatus) {
 		return
 	}
 	k := gpuKey(st.Node, st.GPU)
-	if f, ok := c.faults[k]; ok && f.action != events.ChaosKillAction && (st.Change == "rejoined" || st.Change == "woke") {
+	if f, ok := c.faults[k]; ok && f.action != events.ChaosKillAction && (st.Change == events.ChangeRejoined || st.Change == events.ChangeWoke) {
 		// A fault on a GPU the checker had not heard from yet (its chaos
 		// event overtook the GPU's first status) has no incarnation: a
 		// status says it healed in place, a gpu.up that it fenced.
@@ -292,7 +292,7 @@ func (c *Checker) status(ev *events.Decoded, st events.GPUStatus) {
 		}
 	}
 	g.inc, g.total, g.jobs, g.change, g.at = st.Incarnation, st.VRAMTotal, st.Jobs, st.Change+" "+st.JobID, ev.Time
-	if st.Change == "completed" && st.JobID != "" {
+	if st.Change == events.ChangeCompleted && st.JobID != "" {
 		if j, ok := c.jobs[st.JobID]; ok {
 			j.finishedOnGPU = true
 		}
@@ -324,7 +324,7 @@ func (c *Checker) checkVRAM(ev *events.Decoded, g *gpuSeen) {
 // shards share one node and number no more than the GPUs it asked for.
 func (c *Checker) checkPlaces(ev *events.Decoded, g *gpuSeen) {
 	for _, j := range g.jobs {
-		if j.State != "running" {
+		if j.State != events.GPUJobRunning {
 			continue
 		}
 		gang := 1
@@ -338,7 +338,7 @@ func (c *Checker) checkPlaces(ev *events.Decoded, g *gpuSeen) {
 				continue
 			}
 			for _, oj := range o.jobs {
-				if oj.JobID == j.JobID && oj.State == "running" {
+				if oj.JobID == j.JobID && oj.State == events.GPUJobRunning {
 					places = append(places, fmt.Sprintf("%s (incarnation %d, last %q at %s)", k, o.inc, o.change, o.at.Format("15:04:05.000")))
 					if o.node != g.node {
 						otherNode = k
@@ -405,7 +405,7 @@ func (c *Checker) job(ev *events.Decoded, typ string, in events.JobInfo) {
 	}
 	state := typ
 	if typ == events.JobStarted {
-		state = "running"
+		state = events.JobRunning
 	}
 	j.state = state
 }
@@ -494,7 +494,7 @@ func (c *Checker) Summary() CheckSummary {
 	s.CheckCounts.Violations = len(c.violations)
 	for id, j := range c.jobs {
 		state := j.state
-		if state == "running" && j.finishedOnGPU {
+		if state == events.JobRunning && j.finishedOnGPU {
 			state = "completed-unreported"
 		}
 		s.States[state]++
@@ -505,7 +505,7 @@ func (c *Checker) Summary() CheckSummary {
 			s.Cancelled++
 		case events.JobRejected:
 			s.Rejected++
-		case "running":
+		case events.JobRunning:
 			s.Running++
 			if len(s.Stuck) < 20 {
 				s.Stuck = append(s.Stuck, id+" (running)")

@@ -77,42 +77,46 @@ var numericFields = map[string]bool{"util": true, "gpus": true, "cpu": true, "gp
 
 // ParseJobLine turns a short job line, "name=bert vram=20GB util=60
 // duration=30m priority=high", into the JSON of job.submit; a line that
-// starts with "{" is taken as JSON already. The cluster validates the
-// fields and names a bad one in its reply.
+// starts with "{" is taken as that JSON. Either is decoded as a submission
+// (events.SubmitRequest) here, so an unknown, repeated or mistyped field is
+// named at once; the cluster validates the values and names a bad one in
+// its reply.
 func ParseJobLine(line string) ([]byte, error) {
 	line = strings.TrimSpace(line)
 	if line == "" {
 		return nil, fmt.Errorf("empty job: give at least vram=..., e.g. name=bert vram=20GB util=60 duration=30m")
 	}
-	if strings.HasPrefix(line, "{") {
-		if !json.Valid([]byte(line)) {
-			return nil, fmt.Errorf("the job is not valid JSON")
-		}
-		return []byte(line), nil
-	}
-	spec := map[string]any{}
-	for _, tok := range strings.Fields(line) {
-		k, v, ok := strings.Cut(tok, "=")
-		if !ok || k == "" {
-			return nil, fmt.Errorf("%q: want field=value", tok)
-		}
-		if numericFields[k] {
-			n, err := strconv.ParseFloat(v, 64)
-			if err != nil {
-				return nil, fmt.Errorf("%s: %q is not a number", k, v)
+	body := []byte(line)
+	if !strings.HasPrefix(line, "{") {
+		fields := map[string]any{}
+		for _, tok := range strings.Fields(line) {
+			k, v, ok := strings.Cut(tok, "=")
+			if !ok || k == "" {
+				return nil, fmt.Errorf("%q: want field=value", tok)
 			}
-			spec[k] = n
-			continue
+			if _, twice := fields[k]; twice {
+				return nil, fmt.Errorf("%s: given twice", k)
+			}
+			switch {
+			case numericFields[k]:
+				n, err := strconv.ParseFloat(v, 64)
+				if err != nil {
+					return nil, fmt.Errorf("%s: %q is not a number", k, v)
+				}
+				fields[k] = n
+			case k == "models":
+				fields[k] = strings.Split(v, ",")
+			case k == "preemptible":
+				fields[k] = v == "true" || v == "yes" || v == "1"
+			default:
+				fields[k] = v
+			}
 		}
-		if k == "models" {
-			spec[k] = strings.Split(v, ",")
-			continue
-		}
-		if k == "preemptible" {
-			spec[k] = v == "true" || v == "yes" || v == "1"
-			continue
-		}
-		spec[k] = v
+		body, _ = json.Marshal(fields)
+	}
+	var spec events.SubmitRequest
+	if fe := events.DecodeStrict(body, &spec); fe != nil {
+		return nil, fe
 	}
 	return json.Marshal(spec)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/gpusched/gpusched/cluster"
 	"github.com/gpusched/gpusched/durable"
 	"github.com/gpusched/gpusched/events"
+	"github.com/gpusched/gpusched/model"
 	"github.com/gpusched/gpusched/openb"
 )
 
@@ -50,16 +51,11 @@ type LiveResult struct {
 
 // Spec is the job a pod becomes on job.submit: its CPU, memory, GPU count
 // and share, allowed models, not preemptible, running "forever".
-func Spec(p *openb.Pod) map[string]any {
-	spec := map[string]any{
-		"name": p.Name, "gpus": p.GPUs, "cpu": float64(p.CPUMilli) / 1000,
-		"memory": strconv.FormatInt(p.MemoryMiB, 10) + "MiB", "duration": replayDuration, "preemptible": false,
-	}
+func Spec(p *openb.Pod) events.SubmitRequest {
+	spec := events.SubmitRequest{Name: p.Name, GPUs: new(p.GPUs), CPU: new(float64(p.CPUMilli) / 1000),
+		Memory: events.SizeOf(model.Bytes(p.MemoryMiB) * model.MiB), Duration: replayDuration, Preemptible: new(false), Models: p.Models}
 	if p.Milli > 0 {
-		spec["gpu_milli"] = p.Milli
-	}
-	if len(p.Models) > 0 {
-		spec["models"] = p.Models
+		spec.GPUMilli = new(float64(p.Milli))
 	}
 	return spec
 }

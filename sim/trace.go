@@ -8,13 +8,14 @@ import (
 	"io"
 	"os"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/gpusched/gpusched/actors/jobgen"
+	"github.com/gpusched/gpusched/events"
 	"github.com/gpusched/gpusched/model"
 	"github.com/gpusched/gpusched/openb"
+	"github.com/gpusched/gpusched/replay"
 )
 
 // QoSPriority maps an openb pod's qos to the job's priority and whether it
@@ -23,13 +24,13 @@ import (
 // pods are medium and BE (best-effort) pods low, both preemptible. None of
 // them checkpoints, so a preempted pod starts over.
 var QoSPriority = map[string]struct {
-	Priority    string
+	Priority    model.Priority
 	Preemptible bool
 }{
-	"LS":         {"high", false},
-	"Guaranteed": {"high", false},
-	"Burstable":  {"medium", true},
-	"BE":         {"low", true},
+	"LS":         {model.PriorityHigh, false},
+	"Guaranteed": {model.PriorityHigh, false},
+	"Burstable":  {model.PriorityMedium, true},
+	"BE":         {model.PriorityLow, true},
 }
 
 // minPodDuration is the run time of a pod whose trace times give none
@@ -57,17 +58,8 @@ func PodArrivals(pods []openb.Pod) ([]jobgen.Arrival, error) {
 			from = p.Scheduled
 		}
 		run := max(time.Duration(p.Deletion-from)*time.Second, minPodDuration)
-		spec := map[string]any{
-			"name": p.Name, "gpus": p.GPUs, "cpu": float64(p.CPUMilli) / 1000,
-			"memory": strconv.FormatInt(p.MemoryMiB, 10) + "MiB", "duration": run.String(),
-			"priority": q.Priority, "preemptible": q.Preemptible, "tenant": strings.ToLower(p.QoS),
-		}
-		if p.Milli > 0 {
-			spec["gpu_milli"] = p.Milli
-		}
-		if len(p.Models) > 0 {
-			spec["models"] = p.Models
-		}
+		spec := replay.Spec(p)
+		spec.Duration, spec.Priority, spec.Preemptible, spec.Tenant = run.String(), new(q.Priority), new(q.Preemptible), strings.ToLower(p.QoS)
 		body, err := json.Marshal(spec)
 		if err != nil {
 			return nil, err
@@ -110,23 +102,28 @@ func ParseJobLines(r io.Reader, name string) ([]jobgen.Arrival, error) {
 			}
 			return fmt.Errorf("%s:%d: %s: %s", name, line, field, msg)
 		}
-		var raw map[string]json.RawMessage
-		if err := json.Unmarshal(text, &raw); err != nil || raw == nil {
-			return nil, fail("", "not a JSON object")
+		// A line is a submission with its arrival time beside it.
+		var arrival struct {
+			SubmitAt json.RawMessage `json:"submit_at"`
+			events.SubmitRequest
 		}
-		at, ok := raw["submit_at"]
-		if !ok {
+		if fe := events.DecodeStrict(text, &arrival); fe != nil {
+			return nil, fail(fe.Field, fe.Message)
+		}
+		if arrival.SubmitAt == nil {
 			return nil, fail("submit_at", "required (seconds from the trace's start, or a duration like \"90m\")")
 		}
-		delete(raw, "submit_at")
-		offset, err := parseOffset(at)
+		offset, err := parseOffset(arrival.SubmitAt)
 		if err != nil {
 			return nil, fail("submit_at", err.Error())
 		}
-		body, _ := json.Marshal(raw)
-		spec, fe := model.ParseJob(body)
+		spec, fe := arrival.Job()
 		if fe != nil {
 			return nil, fail(fe.Field, fe.Message)
+		}
+		body, err := json.Marshal(arrival.SubmitRequest)
+		if err != nil {
+			return nil, fail("", err.Error())
 		}
 		out = append(out, jobgen.Arrival{At: offset, Name: spec.Name, Body: body})
 	}

@@ -36,7 +36,8 @@ func TestJobLinesParseAndNameTheirErrors(t *testing.T) {
 		`{"name":"a","vram":"8GB","duration":"30m","submit_at":-5}`:           "t.jsonl:1: submit_at: must not be negative",
 		`{"name":"a","vram":"8GB","duration":"30m","submit_at":1,"colour":1}`: "t.jsonl:1: colour: unknown field",
 		`{"name":"a","vram":"-8GB","duration":"30m","submit_at":1}`:           "t.jsonl:1: vram:",
-		`not json`: "t.jsonl:1: not a JSON object",
+		`not json`: "t.jsonl:1: body: malformed JSON",
+		`{"name":"a","name":"b","vram":"8GB","duration":"30m","submit_at":1}`: "t.jsonl:1: name: given twice",
 	}
 	for line, want := range bad {
 		_, err := ParseJobLines(strings.NewReader(line), "t.jsonl")

@@ -198,7 +198,7 @@ func (a *Actor) Run(ctx context.Context) (err error) {
 	}()
 	a.last = a.cfg.Clock.Now()
 	a.renewFrom(time.Now())
-	a.publish(events.GPUUp, "up", "")
+	a.publish(events.GPUUp, events.ChangeUp, "")
 	// Each case's work is a method of its own: while the actor waits, its
 	// goroutine's stack holds only this loop's small frame, so an idle
 	// GPU actor fits the runtime's smallest stack (at 100,000 GPUs that
@@ -373,9 +373,9 @@ func (a *Actor) finishDue() {
 		s := a.shares[id]
 		if s.running && s.progress >= s.job.WorkS-finishEpsilon {
 			s.progress = s.job.WorkS
-			a.remember(id, "completed", s.progress)
+			a.remember(id, events.ChangeCompleted, s.progress)
 			a.remove(id)
-			a.publish(events.GPUStatusType, "completed", id)
+			a.publish(events.GPUStatusType, events.ChangeCompleted, id)
 		}
 	}
 }
@@ -388,9 +388,9 @@ func (a *Actor) expireReservations() {
 			a.logger().Info("reservation expired", zap.String("job", id))
 			// Remembered: a scheduler that placed the job and died before
 			// seeing this learns from it that the job never ran here.
-			a.remember(id, "expired", s.job.ProgressS)
+			a.remember(id, events.ChangeExpired, s.job.ProgressS)
 			a.remove(id)
-			a.publish(events.GPUStatusType, "expired", id)
+			a.publish(events.GPUStatusType, events.ChangeExpired, id)
 		}
 	}
 }
@@ -484,13 +484,13 @@ func (a *Actor) handle(m *nats.Msg) {
 			s.progress = s.job.ProgressS
 			a.version++
 			a.retime = true
-			a.publish(events.GPUStatusType, "committed", c.JobID)
+			a.publish(events.GPUStatusType, events.ChangeCommitted, c.JobID)
 		}
 		a.reply(m, events.ControlReply{OK: true, Version: a.version})
 	case events.OpAbort:
 		if _, ok := a.shares[c.JobID]; ok {
 			a.remove(c.JobID)
-			a.publish(events.GPUStatusType, "aborted", c.JobID)
+			a.publish(events.GPUStatusType, events.ChangeAborted, c.JobID)
 		}
 		a.reply(m, events.ControlReply{OK: true, Version: a.version})
 	case events.OpPreempt, events.OpRelease:
@@ -505,9 +505,9 @@ func (a *Actor) handle(m *nats.Msg) {
 				continue
 			}
 			reply.Stopped = append(reply.Stopped, events.Stopped{JobID: id, ProgressS: s.progress})
-			change := "preempted"
+			change := events.ChangePreempted
 			if c.Op == events.OpRelease {
-				change = "released"
+				change = events.ChangeReleased
 			}
 			a.remember(id, change, s.progress)
 			a.remove(id)
@@ -549,7 +549,7 @@ func (a *Actor) kill(reason string) events.ControlReply {
 		reason = "killed"
 	}
 	a.crashed = &Crash{Reason: reason}
-	st := a.status("killed", "")
+	st := a.status(events.ChangeKilled, "")
 	lost := make([]events.Stopped, 0, len(st.Jobs))
 	for _, j := range st.Jobs {
 		lost = append(lost, events.Stopped{JobID: j.JobID, ProgressS: j.ProgressS})
@@ -563,7 +563,7 @@ func (a *Actor) kill(reason string) events.ControlReply {
 // next incarnation starts from EnergyJ.
 func (a *Actor) Down(reason string) events.GPUStatus {
 	a.advance()
-	down := a.status("crashed", "")
+	down := a.status(events.ChangeCrashed, "")
 	down.Reason = reason
 	a.logger().Warn("GPU actor down", zap.String("reason", reason), zap.Int("jobs_lost", len(down.Jobs)),
 		zap.Int("incarnation", a.cfg.Incarnation))
@@ -670,10 +670,10 @@ func (a *Actor) status(change, jobID string) events.GPUStatus {
 	}
 	for _, al := range a.layout.Allocs() {
 		s := a.shares[al.Owner]
-		j := events.GPUJob{JobID: s.id, Name: s.job.Name, Priority: s.job.Priority, State: "reserved",
+		j := events.GPUJob{JobID: s.id, Name: s.job.Name, Priority: s.job.Priority, State: events.GPUJobReserved,
 			VRAM: s.job.VRAM, Offset: s.offset, Util: s.job.Util, Milli: s.job.Milli, ProgressS: s.progress, WorkS: s.job.WorkS}
 		if s.running {
-			j.State, j.Rate, busy = "running", a.rate(s, util), true
+			j.State, j.Rate, busy = events.GPUJobRunning, a.rate(s, util), true
 		}
 		st.Jobs = append(st.Jobs, j)
 	}
@@ -701,7 +701,7 @@ func (a *Actor) Remains(change string) []events.EndedJob {
 		if s := a.shares[id]; s.running {
 			a.remember(id, change, s.progress)
 		} else {
-			a.remember(id, "expired", s.job.ProgressS) // its commit never came
+			a.remember(id, events.ChangeExpired, s.job.ProgressS) // its commit never came
 		}
 	}
 	return append([]events.EndedJob(nil), a.ended...)

@@ -203,7 +203,7 @@ func (a *Actor) faultTick() {
 		}
 		a.checkLease()
 		a.advance()
-		a.publish(events.GPUStatusType, "rejoined", "")
+		a.publish(events.GPUStatusType, events.ChangeRejoined, "")
 	}
 	for len(f.delayed) > 0 && !now.Before(f.delayed[0].due) {
 		m := f.delayed[0]
@@ -236,7 +236,7 @@ func (a *Actor) hang(ctx context.Context, d time.Duration) bool {
 	a.checkLease()
 	if a.cfg.Incarnation == inc {
 		// Still leased: it says it is back (a lapsed lease said so with gpu.up).
-		a.publish(events.GPUStatusType, "woke", "")
+		a.publish(events.GPUStatusType, events.ChangeWoke, "")
 	}
 	a.rearm()
 	return true

@@ -86,9 +86,9 @@ func (a *Actor) fence() {
 		// died believing it runs (commits are not awaited).
 		if s := a.shares[id]; s.running {
 			n++
-			a.remember(id, "fenced", s.progress)
+			a.remember(id, events.ChangeFenced, s.progress)
 		} else {
-			a.remember(id, "expired", s.job.ProgressS)
+			a.remember(id, events.ChangeExpired, s.job.ProgressS)
 		}
 	}
 	a.logger().Warn("lease expired: stopping own jobs and rejoining", zap.Int("jobs_stopped", n),
@@ -108,7 +108,7 @@ func (a *Actor) fence() {
 	a.inc.Store(int64(a.cfg.Incarnation))
 	a.emit = events.NewEmitter(a, a.source())
 	a.renewFrom(time.Now())
-	st := a.status("rejoined", "")
+	st := a.status(events.ChangeRejoined, "")
 	st.Reason = "lease expired: stopped " + strconv.Itoa(n) + " running jobs itself and rejoined empty"
 	if err := a.emit.Emit(a.cfg.Subjects.GPUEvent(a.cfg.Node, a.cfg.ID, events.GPUUp), events.Type("gpu", events.GPUUp),
 		a.cfg.ID, a.cfg.Clock.Now(), st); err != nil {

@@ -63,7 +63,7 @@ const DefaultRate = 6
 type mixSource struct {
 	mix  *Mix
 	rate float64
-	demo []Spec
+	demo []events.SubmitRequest
 	at   time.Duration
 }
 
@@ -79,7 +79,7 @@ func NewMixSource(seed uint64, rate float64, demo bool) Source {
 }
 
 func (s *mixSource) Next() (Arrival, bool) {
-	var spec Spec
+	var spec events.SubmitRequest
 	if len(s.demo) > 0 {
 		spec, s.demo = s.demo[0], s.demo[1:]
 	} else {

@@ -4,26 +4,16 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"time"
-)
 
-// Spec is a generated job, in the public submission format.
-type Spec struct {
-	Name        string  `json:"name"`
-	Tenant      string  `json:"tenant"`
-	Priority    string  `json:"priority"`
-	GPUs        int     `json:"gpus"`
-	VRAM        string  `json:"vram"`
-	Util        float64 `json:"util"`
-	Duration    string  `json:"duration"`
-	Checkpoint  string  `json:"checkpoint,omitempty"`
-	Preemptible bool    `json:"preemptible"`
-}
+	"github.com/gpusched/gpusched/events"
+	"github.com/gpusched/gpusched/model"
+)
 
 // template is one kind of job in the mix, with its weight.
 type template struct {
 	name       string
 	tenant     string
-	priority   string
+	priority   model.Priority
 	vramGB     int
 	util       float64
 	duration   time.Duration
@@ -33,11 +23,11 @@ type template struct {
 
 // demoJobs are the reference demo's running jobs (DESIGN §9).
 var demoJobs = []template{
-	{"GPT-fine-tune", "nlp", "high", 38, 82, 4 * time.Hour, 30 * time.Minute, 1},
-	{"BERT-train", "nlp", "high", 28, 65, 2 * time.Hour, 20 * time.Minute, 1},
-	{"ResNet-eval", "vision", "medium", 20, 45, 30 * time.Minute, 10 * time.Minute, 1},
-	{"XGB-sweep", "tabular", "low", 8, 20, time.Hour, 15 * time.Minute, 1},
-	{"Stable-Diff", "vision", "high", 34, 78, 6 * time.Hour, 30 * time.Minute, 1},
+	{"GPT-fine-tune", "nlp", model.PriorityHigh, 38, 82, 4 * time.Hour, 30 * time.Minute, 1},
+	{"BERT-train", "nlp", model.PriorityHigh, 28, 65, 2 * time.Hour, 20 * time.Minute, 1},
+	{"ResNet-eval", "vision", model.PriorityMedium, 20, 45, 30 * time.Minute, 10 * time.Minute, 1},
+	{"XGB-sweep", "tabular", model.PriorityLow, 8, 20, time.Hour, 15 * time.Minute, 1},
+	{"Stable-Diff", "vision", model.PriorityHigh, 34, 78, 6 * time.Hour, 30 * time.Minute, 1},
 }
 
 // evalWeight is the share of small 4–8GB evaluation jobs in the mix: half
@@ -58,35 +48,35 @@ func NewMix(seed uint64) *Mix {
 }
 
 // Demo returns the demo's five jobs, for a cluster that starts looking like the demo.
-func (m *Mix) Demo() []Spec {
-	out := make([]Spec, len(demoJobs))
+func (m *Mix) Demo() []events.SubmitRequest {
+	out := make([]events.SubmitRequest, len(demoJobs))
 	for i, t := range demoJobs {
 		out[i] = m.fromTemplate(t)
 	}
 	return out
 }
 
-func (m *Mix) fromTemplate(t template) Spec {
+func (m *Mix) fromTemplate(t template) events.SubmitRequest {
 	m.n++
-	return Spec{Name: t.name + "-" + strconv.Itoa(m.n), Tenant: t.tenant, Priority: t.priority, GPUs: 1,
-		VRAM: strconv.Itoa(t.vramGB) + "GB", Util: t.util, Duration: t.duration.String(),
-		Checkpoint: t.checkpoint.String(), Preemptible: true}
+	return events.SubmitRequest{Name: t.name + "-" + strconv.Itoa(m.n), Tenant: t.tenant, Priority: new(t.priority), GPUs: new(1),
+		VRAM: events.SizeOf(model.Bytes(t.vramGB) * model.GB), Util: new(t.util), Duration: t.duration.String(),
+		Checkpoint: t.checkpoint.String(), Preemptible: new(true)}
 }
 
 // Next draws the next job.
-func (m *Mix) Next() Spec {
+func (m *Mix) Next() events.SubmitRequest {
 	if m.rng.Float64() < evalWeight {
 		m.n++
 		// Evaluation jobs: 4–8 GB, 10–35% util, 5–25 minutes, medium or low.
 		vram := 4 + m.rng.IntN(5)
 		util := float64(10 + 5*m.rng.IntN(6))
 		dur := time.Duration(5+5*m.rng.IntN(5)) * time.Minute
-		prio := "medium"
+		prio := model.PriorityMedium
 		if m.rng.IntN(2) == 0 {
-			prio = "low"
+			prio = model.PriorityLow
 		}
-		return Spec{Name: "eval-" + strconv.Itoa(m.n), Tenant: "eval", Priority: prio, GPUs: 1,
-			VRAM: strconv.Itoa(vram) + "GB", Util: util, Duration: dur.String(), Checkpoint: "", Preemptible: true}
+		return events.SubmitRequest{Name: "eval-" + strconv.Itoa(m.n), Tenant: "eval", Priority: new(prio), GPUs: new(1),
+			VRAM: events.SizeOf(model.Bytes(vram) * model.GB), Util: new(util), Duration: dur.String(), Preemptible: new(true)}
 	}
 	return m.fromTemplate(demoJobs[m.rng.IntN(len(demoJobs))])
 }

@@ -3,7 +3,6 @@ package node
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -120,13 +119,13 @@ func Start(ctx context.Context, cfg HostConfig) (*Host, error) {
 // onGPU hands a control message to the GPU actor it names
 // (<p>.gpu.<node>.<gpu>.ctl: the GPU id is the second-last token).
 func (h *Host) onGPU(ctx context.Context, m *nats.Msg) {
-	tokens := strings.Split(m.Subject, ".")
-	if len(tokens) < 2 || tokens[len(tokens)-1] != "ctl" {
+	_, gpu, ok := events.ParseGPUCtl(m.Subject)
+	if !ok {
 		return
 	}
-	s, ok := h.gpus[tokens[len(tokens)-2]]
+	s, ok := h.gpus[gpu]
 	if !ok {
-		events.Reply(m, events.ControlReply{Error: model.Errorf("gpu", "no GPU %q on node %s", tokens[len(tokens)-2], h.cfg.Spec.ID)})
+		events.Reply(m, events.ControlReply{Error: model.Errorf("gpu", "no GPU %q on node %s", gpu, h.cfg.Spec.ID)})
 		return
 	}
 	a := s.cur.Load()
@@ -170,28 +169,30 @@ type routed struct {
 // HostConfig; Close unsubscribes.
 func NewRouter(nc *nats.Conn, subjects events.Subjects) (*Router, error) {
 	r := &Router{hosts: map[string]routed{}}
-	// <p>.gpu.<node>.<gpu>.ctl and <p>.node.<node>.<what>: the node is
-	// the third-last and the second-last token.
-	route := func(fromEnd int, deliver func(routed, *nats.Msg)) nats.MsgHandler {
+	// The node a message is for: <p>.gpu.<node>.<gpu>.ctl or
+	// <p>.node.<node>.<what>.
+	route := func(nodeOf func(subject string) (string, bool), deliver func(routed, *nats.Msg)) nats.MsgHandler {
 		return func(m *nats.Msg) {
-			tokens := strings.Split(m.Subject, ".")
-			if len(tokens) < fromEnd {
+			node, ok := nodeOf(m.Subject)
+			if !ok {
 				return
 			}
 			r.mu.RLock()
-			to, ok := r.hosts[tokens[len(tokens)-fromEnd]]
+			to, ok := r.hosts[node]
 			r.mu.RUnlock()
 			if ok {
 				deliver(to, m)
 			}
 		}
 	}
+	gpuNode := func(subject string) (string, bool) { node, _, ok := events.ParseGPUCtl(subject); return node, ok }
+	nodeNode := func(subject string) (string, bool) { node, _, ok := events.ParseNodeSubject(subject); return node, ok }
 	for _, sub := range []struct {
 		subject string
 		handler nats.MsgHandler
 	}{
-		{subjects.Prefix + ".gpu.*.*.ctl", route(3, func(to routed, m *nats.Msg) { to.h.onGPU(to.ctx, m) })},
-		{subjects.Prefix + ".node.*.*", route(2, func(to routed, m *nats.Msg) { to.h.onNode(to.ctx, m) })},
+		{subjects.AllGPUCtl(), route(gpuNode, func(to routed, m *nats.Msg) { to.h.onGPU(to.ctx, m) })},
+		{subjects.AllNodeSubjects(), route(nodeNode, func(to routed, m *nats.Msg) { to.h.onNode(to.ctx, m) })},
 	} {
 		s, err := nc.Subscribe(sub.subject, sub.handler)
 		if err != nil {

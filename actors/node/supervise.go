@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gpusched/gpusched/actors/gpu"
+	"github.com/gpusched/gpusched/events"
 )
 
 // DefaultRestartBackoff is the first wait before a crashed actor
@@ -89,7 +90,7 @@ func (h *Host) restart(ctx context.Context, s *slot, a *gpu.Actor, err error, st
 	}()
 	dropped := a.Drain()
 	cfg := a.Config()
-	cfg.Ended = a.Remains("crashed")
+	cfg.Ended = a.Remains(events.ChangeCrashed)
 	log.Warn("GPU actor crashed; supervisor restarts it", zap.String("reason", reason), zap.Duration("backoff", *backoff),
 		zap.Int("incarnation", a.Incarnation()+1), zap.Int("messages_dropped", dropped), zap.Bool("down_published", downOK))
 	if !WaitBackoff(ctx, *backoff) {

@@ -2,7 +2,6 @@ package scheduler
 
 import (
 	"cmp"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"sort"
@@ -123,7 +122,7 @@ func (j *job) terminal() bool {
 }
 
 // stateRunning is the job state while it runs (the event that enters it is "started").
-const stateRunning = "running"
+const stateRunning = events.JobRunning
 
 func (s *Scheduler) info(j *job, history bool) events.JobInfo {
 	now := s.cfg.Clock.Now()
@@ -174,9 +173,14 @@ func (s *Scheduler) onSubmit(m *nats.Msg, tenant string) {
 		events.Reply(m, events.ErrorReply{Error: fe})
 		return
 	}
-	spec, fe := model.ParseJob(m.Data)
+	var req events.SubmitRequest
+	fe := events.DecodeStrict(m.Data, &req)
 	if fe == nil && tenant != "" {
-		fe = ownTenant(m.Data, &spec, tenant)
+		fe = ownTenant(&req, tenant)
+	}
+	var spec model.Job
+	if fe == nil {
+		spec, fe = req.Job()
 	}
 	if fe != nil {
 		events.Reply(m, events.ErrorReply{Error: fe})
@@ -268,16 +272,13 @@ func validPage(m *nats.Msg, page int) bool {
 	return true
 }
 
-// ownTenant makes a tenant's job its own: the spec's tenant is the one
-// the credentials name; a body naming another is refused.
-func ownTenant(body []byte, spec *model.Job, tenant string) *model.FieldError {
-	var given struct {
-		Tenant *string `json:"tenant"`
+// ownTenant makes a tenant's job its own: the submission's tenant is the
+// one the credentials name; a body naming another is refused.
+func ownTenant(req *events.SubmitRequest, tenant string) *model.FieldError {
+	if req.Tenant != "" && req.Tenant != tenant {
+		return &model.FieldError{Field: "tenant", Message: fmt.Sprintf("%q is not yours: these credentials are tenant %q's (leave tenant out)", req.Tenant, tenant)}
 	}
-	if json.Unmarshal(body, &given) == nil && given.Tenant != nil && *given.Tenant != tenant {
-		return &model.FieldError{Field: "tenant", Message: fmt.Sprintf("%q is not yours: these credentials are tenant %q's (leave tenant out)", *given.Tenant, tenant)}
-	}
-	spec.Tenant = tenant
+	req.Tenant = tenant
 	return nil
 }
 

@@ -104,16 +104,16 @@ func (s *Scheduler) checkNodes() {
 		s.dirty = true
 		reason := "no heartbeat for " + now.Sub(at).Round(time.Millisecond).String() + " (lease " + s.cfg.Lease.String() + ")"
 		s.log.Warn("node lost", zap.String("node", id), zap.String("reason", reason))
-		s.emitNode(events.NodeDown, events.NodeLifecycle{Node: id, Change: "lease-expired", Reason: reason})
+		s.emitNode(events.NodeDown, events.NodeLifecycle{Node: id, Change: events.ChangeLeaseExpired, Reason: reason})
 	}
 }
 
 // nodeSeen announces a node the scheduler sees appear: new to it, or
 // heard again after it was declared down.
 func (s *Scheduler) nodeSeen(hb events.NodeHeartbeat, known bool) {
-	change := "joined"
+	change := events.NodeJoined
 	if known {
-		change = "rejoined"
+		change = events.ChangeRejoined
 	}
 	n := 1 // a node coming back is always worth a line
 	if !known {
@@ -164,7 +164,7 @@ func (s *Scheduler) declareDead(gs *gpuState, reason string) {
 	g.Alive = false
 	s.view.cluster.Touch(g)
 	st := gs.status
-	st.Change, st.JobID, st.Reason = "lease-expired", "", reason
+	st.Change, st.JobID, st.Reason = events.ChangeLeaseExpired, "", reason
 	st.Jobs = s.jobsOn(g.ID, inc, st.Jobs)
 	s.stats.deaths++
 	s.log.Warn("GPU declared dead", zap.String("gpu", g.ID), zap.String("node", g.Node), zap.Int("incarnation", inc),
@@ -187,7 +187,7 @@ func (s *Scheduler) jobsOn(gpu string, upTo int, reported []events.GPUJob) []eve
 		if !slices.Contains(j.gpus, gpu) || j.incarnationOn(gpu) > upTo {
 			continue
 		}
-		gj := events.GPUJob{JobID: j.id, Name: j.spec.Name, Priority: j.spec.Priority, State: "running",
+		gj := events.GPUJob{JobID: j.id, Name: j.spec.Name, Priority: j.spec.Priority, State: events.GPUJobRunning,
 			ProgressS: j.estimate(now), WorkS: j.work()}
 		for _, r := range reported {
 			if r.JobID == j.id {
@@ -338,7 +338,7 @@ func (s *Scheduler) reconcile(gs *gpuState, st events.GPUStatus) {
 	}
 	var unknown, stray []string
 	for _, gj := range st.Jobs {
-		if gj.State != "running" {
+		if gj.State != events.GPUJobRunning {
 			continue
 		}
 		j, ok := s.jobs[gj.JobID]
@@ -384,7 +384,7 @@ func (s *Scheduler) reconcile(gs *gpuState, st events.GPUStatus) {
 	}
 	gs.described = true
 	for _, gj := range full.Jobs {
-		if slices.Contains(unknown, gj.JobID) && gj.State == "running" {
+		if slices.Contains(unknown, gj.JobID) && gj.State == events.GPUJobRunning {
 			s.adopt(full, gj)
 		}
 	}
@@ -401,7 +401,7 @@ func (s *Scheduler) reconcile(gs *gpuState, st events.GPUStatus) {
 		}
 		e, ok := ended[j.id]
 		switch {
-		case ok && e.Change == "completed":
+		case ok && e.Change == events.ChangeCompleted:
 			s.log.Warn("completion learned by reconciling (its event was lost)", zap.String("job", j.id), zap.String("gpu", st.GPU))
 			s.shardDone(j.id, st.GPU)
 		case ok:
@@ -444,19 +444,19 @@ func (s *Scheduler) accountEnded(st events.GPUStatus) {
 			continue
 		}
 		switch e.Change {
-		case "completed", "crashed", "fenced", "expired":
+		case events.ChangeCompleted, events.ChangeCrashed, events.ChangeFenced, events.ChangeExpired:
 			// "expired": placed, but its commit never reached the GPU
 			// (lost with a partition or a crash) — it never ran there.
 		default:
 			continue // stopped by a scheduler: not this one's to account for
 		}
-		gj := events.GPUJob{JobID: e.JobID, ProgressS: e.ProgressS, Assignment: e.Assignment, State: "running"}
+		gj := events.GPUJob{JobID: e.JobID, ProgressS: e.ProgressS, Assignment: e.Assignment, State: events.GPUJobRunning}
 		s.adopt(st, gj)
 		j := s.jobs[e.JobID]
 		if j == nil {
 			continue
 		}
-		if e.Change == "completed" {
+		if e.Change == events.ChangeCompleted {
 			s.log.Warn("completion learned after a restart", zap.String("job", j.id), zap.String("gpu", st.GPU))
 			s.shardDone(j.id, st.GPU)
 			continue

@@ -544,7 +544,7 @@ func (s *Scheduler) applyStatus(st events.GPUStatus, at time.Time) {
 			g.Util += sj.Util
 		}
 		s.rebuildShares(g)
-	} else if st.JobID != "" && st.Change != "committed" {
+	} else if st.JobID != "" && st.Change != events.ChangeCommitted {
 		s.dropAlloc(g, st.JobID)
 	}
 	gs.status, gs.statusAt = st, at
@@ -552,18 +552,18 @@ func (s *Scheduler) applyStatus(st events.GPUStatus, at time.Time) {
 		s.reconcile(gs, st)
 	}
 	for _, sj := range st.Jobs {
-		if j, ok := s.jobs[sj.JobID]; ok && j.state == stateRunning && sj.State == "running" {
+		if j, ok := s.jobs[sj.JobID]; ok && j.state == stateRunning && sj.State == events.GPUJobRunning {
 			j.lastProgress, j.lastRate, j.lastAt = sj.ProgressS, sj.Rate, at
 		}
 	}
 	switch st.Change {
-	case "completed":
+	case events.ChangeCompleted:
 		s.shardDone(st.JobID, st.GPU)
 		s.dirty = true
-	case "expired":
+	case events.ChangeExpired:
 		s.lostCommit(st.JobID, st.GPU)
 		s.dirty = true
-	case "aborted", "preempted", "released":
+	case events.ChangeAborted, events.ChangePreempted, events.ChangeReleased:
 		s.dirty = true
 	}
 }

@@ -521,9 +521,8 @@ func (s *Scheduler) dispatch(m *nats.Msg) {
 }
 
 func (s *Scheduler) onGPUEvent(m *nats.Msg) {
-	tokens := strings.Split(m.Subject, ".")
-	typ := tokens[len(tokens)-1]
-	if typ != events.GPUStatusType && typ != events.GPUUp && typ != events.GPUDown {
+	node, gpu, typ, ok := events.ParseGPUEvent(m.Subject)
+	if !ok || (typ != events.GPUStatusType && typ != events.GPUUp && typ != events.GPUDown) {
 		return
 	}
 	var ev struct {
@@ -535,11 +534,7 @@ func (s *Scheduler) onGPUEvent(m *nats.Msg) {
 		s.log.Warn("bad GPU event dropped", zap.String("subject", m.Subject), zap.Error(err))
 		return
 	}
-	// <p>.evt.gpu.<node>.<gpu>.<type>
-	if len(tokens) < 4 {
-		return
-	}
-	if fe := validStatus(tokens[len(tokens)-3], tokens[len(tokens)-2], ev.Data); fe != nil {
+	if fe := validStatus(node, gpu, ev.Data); fe != nil {
 		s.log.Warn("bad GPU event dropped", zap.String("subject", m.Subject), zap.String("field", fe.Field), zap.String("reason", fe.Message))
 		return
 	}

@@ -433,14 +433,22 @@ func submit(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	body := map[string]any{"name": *name, "priority": *priority, "gpus": *gpus, "util": *util, "preemptible": *preemptible}
-	for k, v := range map[string]string{"tenant": *tenant, "vram": *vramSize, "duration": *duration, "checkpoint": *checkpoint, "gpu": *gpu} {
-		if v != "" {
-			body[k] = v
+	body := events.SubmitRequest{Name: *name, Tenant: *tenant, GPUs: gpus, Util: util, Preemptible: preemptible,
+		Duration: *duration, Checkpoint: *checkpoint, GPU: *gpu}
+	p, err := model.ParsePriority(*priority)
+	if err != nil {
+		return fmt.Errorf("--priority: %v", err)
+	}
+	body.Priority = &p
+	if *vramSize != "" {
+		v, err := model.ParseBytes(*vramSize)
+		if err != nil {
+			return fmt.Errorf("--vram: %v", err)
 		}
+		body.VRAM = events.SizeOf(v)
 	}
 	if *models != "" {
-		body["models"] = strings.Split(*models, ",")
+		body.Models = strings.Split(*models, ",")
 	}
 	return request(url, events.NewSubjects(*prefix).JobSubmit(), body, os.Stdout)
 }

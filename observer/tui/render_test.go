@@ -100,10 +100,10 @@ func TestRenderFitsTheTerminal(t *testing.T) {
 
 func TestParseJobLine(t *testing.T) {
 	b, err := observer.ParseJobLine("name=bert vram=20GB util=60 gpus=2 duration=30m")
-	if err != nil || string(b) != `{"duration":"30m","gpus":2,"name":"bert","util":60,"vram":"20GB"}` {
+	if err != nil || string(b) != `{"name":"bert","gpus":2,"vram":"20GB","util":60,"duration":"30m"}` {
 		t.Fatalf("got %s, %v", b, err)
 	}
-	for _, bad := range []string{"", "util=high", "novalue", "{bad"} {
+	for _, bad := range []string{"", "util=high", "novalue", "{bad", "name=a name=b", "colour=red", `{"name":"a","Name":"b"}`} {
 		if _, err := observer.ParseJobLine(bad); err == nil {
 			t.Errorf("%q: want an error", bad)
 		}

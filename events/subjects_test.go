@@ -1,0 +1,43 @@
+package events
+
+import "testing"
+
+// TestSubjectsParseWhatTheyBuild: every parser reads back what its
+// builder wrote, under a prefix with dots too, and refuses other subjects.
+func TestSubjectsParseWhatTheyBuild(t *testing.T) {
+	for _, prefix := range []string{"gpusched", "lab.gpusched"} {
+		s := NewSubjects(prefix)
+		if node, gpu, ok := ParseGPUCtl(s.GPUCtl("node-1", "gpu-7")); !ok || node != "node-1" || gpu != "gpu-7" {
+			t.Errorf("%s: GPUCtl read back as %q %q %v", prefix, node, gpu, ok)
+		}
+		if node, what, ok := ParseNodeSubject(s.NodeCtl("box2")); !ok || node != "box2" || what != "ctl" {
+			t.Errorf("%s: NodeCtl read back as %q %q %v", prefix, node, what, ok)
+		}
+		if node, what, ok := ParseNodeSubject(s.NodeLease("box2")); !ok || node != "box2" || what != "lease" {
+			t.Errorf("%s: NodeLease read back as %q %q %v", prefix, node, what, ok)
+		}
+		if node, gpu, typ, ok := ParseGPUEvent(s.GPUEvent("node-0", "gpu-3", GPUDown)); !ok || node != "node-0" || gpu != "gpu-3" || typ != GPUDown {
+			t.Errorf("%s: GPUEvent read back as %q %q %q %v", prefix, node, gpu, typ, ok)
+		}
+		if node := HeartbeatNode(s.NodeHeartbeat("box2")); node != "box2" {
+			t.Errorf("%s: NodeHeartbeat read back as %q", prefix, node)
+		}
+		if a := ChaosAction(s.Chaos(ChaosKillScheduler)); a != ChaosKillScheduler {
+			t.Errorf("%s: Chaos read back as %q", prefix, a)
+		}
+		if _, _, ok := ParseGPUCtl(s.NodeCtl("node-1")); ok {
+			t.Errorf("%s: a node's ctl read as a GPU's", prefix)
+		}
+		if _, _, _, ok := ParseGPUEvent(s.NodeHeartbeat("node-1")); ok {
+			t.Errorf("%s: a heartbeat read as a GPU event", prefix)
+		}
+	}
+	for _, bad := range []string{"", ".", "gpu.a.b.ctl", "x.gpu..b.ctl", "x.gpu.a.b.ctl.", "evt.gpu.a.b"} {
+		if _, _, ok := ParseGPUCtl(bad); ok {
+			t.Errorf("%q read as a GPU ctl subject", bad)
+		}
+		if _, _, _, ok := ParseGPUEvent(bad); ok {
+			t.Errorf("%q read as a GPU event subject", bad)
+		}
+	}
+}

@@ -1,0 +1,199 @@
+package events
+
+import (
+	"strings"
+	"time"
+
+	"github.com/gpusched/gpusched/model"
+)
+
+// SubmitRequest is the body of <p>.job.submit: a job as a client writes
+// it. Every client of the project builds this type (the generator, the
+// CLI, the dashboards, trace replays) and the scheduler decodes it with
+// DecodeSubmit, so the wire form is written once. Optional fields with a
+// default are pointers: absent means the default (docs/OBSERVER.md lists
+// them), and a zero given (gpus 0: a CPU-only job) is kept.
+type SubmitRequest struct {
+	Name string `json:"name"`
+	// Tenant defaults to model.DefaultTenant; on an authenticated bus it
+	// must be the caller's own (or absent).
+	Tenant string `json:"tenant,omitempty"`
+	// Priority is high, medium (the default), low or an integer.
+	Priority *model.Priority `json:"priority,omitempty"`
+	// GPUs defaults to 1; 0 is CPU-only, more a gang on one node.
+	GPUs *int `json:"gpus,omitempty"`
+	// VRAM per GPU: a size ("20GB", "12GiB") or a number of bytes.
+	VRAM *Size `json:"vram,omitempty"`
+	// Util is the compute per GPU in percent (default 100, or gpu_milli/10).
+	Util *float64 `json:"util,omitempty"`
+	// GPUMilli is the share of each GPU in thousandths (1–1000, whole).
+	GPUMilli *float64 `json:"gpu_milli,omitempty"`
+	// Duration is the run time at reference speed, a Go duration ("30m").
+	Duration string `json:"duration"`
+	// Models are the GPU models the job may use; empty means any.
+	Models []string `json:"models,omitempty"`
+	// Preemptible defaults to true.
+	Preemptible *bool `json:"preemptible,omitempty"`
+	// Checkpoint is the interval of work between checkpoints ("10m").
+	Checkpoint string `json:"checkpoint,omitempty"`
+	// CPU in cores (default model.DefaultCPU) and Memory (default
+	// model.DefaultMemory) are what the job holds on its node.
+	CPU    *float64 `json:"cpu,omitempty"`
+	Memory *Size    `json:"memory,omitempty"`
+	// GPU pins the job to one GPU id; Node to one node.
+	GPU  string `json:"gpu,omitempty"`
+	Node string `json:"node,omitempty"`
+}
+
+// Size is a size in a submission: read as model.Bytes reads it (a size
+// with its unit, or a number of bytes), written with its unit in the
+// largest unit that divides it (model.Bytes.Exact), as a person writes it.
+type Size model.Bytes
+
+// SizeOf is b as a submission's size.
+func SizeOf(b model.Bytes) *Size { s := Size(b); return &s }
+
+// MarshalJSON writes the size with its unit ("38GB").
+func (s Size) MarshalJSON() ([]byte, error) { return []byte(`"` + model.Bytes(s).Exact() + `"`), nil }
+
+// UnmarshalJSON reads a size as model.Bytes does.
+func (s *Size) UnmarshalJSON(data []byte) error { return (*model.Bytes)(s).UnmarshalJSON(data) }
+
+// SubmitFrom is the submission that asks for job j exactly:
+// SubmitFrom(j).Job() gives j back (the round trip the journal and the
+// GPU actors' copies rely on).
+func SubmitFrom(j *model.Job) SubmitRequest {
+	r := SubmitRequest{Name: j.Name, Tenant: j.Tenant, Priority: new(j.Priority), GPUs: new(j.GPUs),
+		Util: new(j.Util), Duration: j.Duration.String(), Models: j.Models, Preemptible: new(j.Preemptible),
+		CPU: new(j.CPU), Memory: SizeOf(j.Memory), GPU: j.GPU, Node: j.Node}
+	if j.GPUs > 0 && j.VRAM > 0 {
+		r.VRAM = SizeOf(j.VRAM)
+	}
+	if j.Milli > 0 {
+		r.GPUMilli = new(float64(j.Milli))
+	}
+	if j.Checkpoint > 0 {
+		r.Checkpoint = j.Checkpoint.String()
+	}
+	return r
+}
+
+// DecodeSubmit decodes and validates a job.submit body strictly
+// (DecodeStrict): every problem is a FieldError naming the field.
+func DecodeSubmit(body []byte) (model.Job, *model.FieldError) {
+	var r SubmitRequest
+	if len(strings.TrimSpace(string(body))) == 0 {
+		return model.Job{}, model.Errorf("body", "empty: a job submission is a JSON object with at least name, vram and duration")
+	}
+	if fe := DecodeStrict(body, &r); fe != nil {
+		return model.Job{}, fe
+	}
+	return r.Job()
+}
+
+// Job validates the submission and gives the job it asks for, with the
+// defaults filled in and sizes, durations and model names normalised.
+func (r *SubmitRequest) Job() (model.Job, *model.FieldError) {
+	job := model.Job{Name: r.Name, Tenant: r.Tenant, Priority: model.PriorityMedium, GPUs: 1, Util: model.DefaultUtil,
+		Preemptible: true, CPU: model.DefaultCPU, Memory: model.DefaultMemory, GPU: r.GPU, Node: r.Node}
+	if job.Tenant == "" {
+		job.Tenant = model.DefaultTenant
+	}
+	if r.Priority != nil {
+		job.Priority = *r.Priority
+	}
+	if r.GPUs != nil {
+		job.GPUs = *r.GPUs
+	}
+	if r.Preemptible != nil {
+		job.Preemptible = *r.Preemptible
+	}
+	if r.CPU != nil {
+		job.CPU = *r.CPU
+	}
+	if r.Memory != nil {
+		job.Memory = model.Bytes(*r.Memory)
+	}
+	if len(r.Models) > 0 {
+		job.Models = append([]string(nil), r.Models...)
+	}
+	if strings.TrimSpace(job.Name) == "" {
+		return model.Job{}, model.Errorf("name", "required: give the job a name")
+	}
+	if job.GPUs < 0 {
+		return model.Job{}, model.Errorf("gpus", "must be 0 (CPU-only) or more, not %d", job.GPUs)
+	}
+	if m := r.GPUMilli; m != nil {
+		if *m < 1 || *m > 1000 || *m != float64(int(*m)) {
+			return model.Job{}, model.Errorf("gpu_milli", "must be a whole number of thousandths of a GPU from 1 to 1000, not %v", *m)
+		}
+		if job.GPUs > 1 && *m != 1000 {
+			return model.Job{}, model.Errorf("gpu_milli", "a job of %d GPUs takes whole GPUs: gpu_milli must be 1000 or left out", job.GPUs)
+		}
+		if job.GPUs == 0 {
+			return model.Job{}, model.Errorf("gpu_milli", "a CPU-only job (gpus 0) takes no GPU share")
+		}
+		job.Milli = int(*m)
+		job.Util = *m / 10
+	}
+	if r.Util != nil {
+		job.Util = *r.Util
+	}
+	if job.Util < 0 || job.Util > 100 {
+		return model.Job{}, model.Errorf("util", "must be a percentage between 0 and 100, not %v", job.Util)
+	}
+	if job.GPUs > 0 {
+		if r.VRAM == nil && job.Milli == 0 {
+			return model.Job{}, model.Errorf("vram", "required for a GPU job: the VRAM per GPU, e.g. \"12GiB\" (or give gpu_milli, the share of each GPU)")
+		}
+		if r.VRAM != nil && *r.VRAM <= 0 {
+			return model.Job{}, model.Errorf("vram", "must be positive")
+		}
+		if r.VRAM != nil {
+			job.VRAM = model.Bytes(*r.VRAM)
+		}
+	} else if r.VRAM != nil && *r.VRAM != 0 {
+		return model.Job{}, model.Errorf("vram", "a CPU-only job (gpus 0) takes no VRAM")
+	}
+	if r.Duration == "" {
+		return model.Job{}, model.Errorf("duration", "required: the run time at reference speed, e.g. \"30m\"")
+	}
+	d, err := time.ParseDuration(r.Duration)
+	if err != nil {
+		return model.Job{}, model.Errorf("duration", "%q is not a duration (use Go durations such as 4h or 30m)", r.Duration)
+	}
+	if d <= 0 {
+		return model.Job{}, model.Errorf("duration", "must be positive, not %s", r.Duration)
+	}
+	job.Duration = d
+	if r.Checkpoint != "" {
+		c, err := time.ParseDuration(r.Checkpoint)
+		if err != nil || c < 0 {
+			return model.Job{}, model.Errorf("checkpoint", "%q is not a non-negative duration", r.Checkpoint)
+		}
+		job.Checkpoint = c
+	}
+	if job.CPU < 0 {
+		return model.Job{}, model.Errorf("cpu", "must not be negative")
+	}
+	if job.Memory < 0 {
+		return model.Job{}, model.Errorf("memory", "must not be negative")
+	}
+	for i, name := range job.Models {
+		m, err := model.LookupModel(name)
+		if err != nil {
+			return model.Job{}, model.Errorf("models", "%v", err)
+		}
+		job.Models[i] = m.Name
+	}
+	if job.GPU != "" && !model.ValidToken(job.GPU) {
+		return model.Job{}, model.Errorf("gpu", "%q is not a GPU id", job.GPU)
+	}
+	if job.Node != "" && !model.ValidToken(job.Node) {
+		return model.Job{}, model.Errorf("node", "%q is not a node id", job.Node)
+	}
+	if job.GPU != "" && job.GPUs != 1 {
+		return model.Job{}, model.Errorf("gpu", "pinning to one GPU needs gpus 1")
+	}
+	return job, nil
+}
