@@ -374,14 +374,13 @@ func (s *Scheduler) reconcile(gs *gpuState, st events.GPUStatus) {
 	if len(missing) == 0 && len(unknown) == 0 && !catchUp {
 		return
 	}
-	full := st
 	if !hasSpecs(st) {
-		rep, err := s.call(s.cfg.Subjects.GPUCtl(st.Node, st.GPU), events.Control{Op: events.OpDescribe, WithSpecs: true})
-		if err != nil || rep.Status == nil || rep.Status.Incarnation != st.Incarnation {
-			return // the next status reconciles again
-		}
-		full = *rep.Status
+		// The GPU's full status (with its jobs' specs and what ended
+		// there) comes back through applyStatus, which reconciles it.
+		s.describe(st.Node, st.GPU)
+		return
 	}
+	full := st
 	gs.described = true
 	for _, gj := range full.Jobs {
 		if slices.Contains(unknown, gj.JobID) && gj.State == events.GPUJobRunning {

@@ -154,6 +154,15 @@ type Scheduler struct {
 	heardGPUs map[string]bool
 	// internal carries work posted to the loop from other goroutines.
 	internal chan func()
+	// inbox is the prefix of the reply subjects of the scheduler's own
+	// requests (calls.go): their replies come through the mailbox. calls
+	// are those in flight by reply subject, describing the describe in
+	// flight per GPU, callsTo their count per node.
+	inbox      string
+	calls      map[string]*call
+	describing map[string]string
+	callsTo    map[string]int
+	nextCall   uint64
 }
 
 type counters struct {
@@ -235,23 +244,27 @@ func New(cfg Config) (*Scheduler, error) {
 		log = zap.NewNop()
 	}
 	s := &Scheduler{
-		cfg:       cfg,
-		log:       log.With(zap.String("actor", "scheduler")),
-		emit:      events.NewEmitter(cfg.Conn, "/scheduler/"+strconv.Itoa(cfg.Incarnation)),
-		mailbox:   make(chan *nats.Msg, mailboxSize),
-		done:      make(chan struct{}),
-		policy:    p,
-		view:      newView(cfg.VRAMModel, cfg.Seed, cfg.NodeRank),
-		jobs:      map[string]*job{},
-		classes:   map[policy.ClassKey]int{},
-		virtual:   virtual,
-		started:   time.Now(),
-		inherited: map[string]string{},
-		awaiting:  map[*job]bool{},
-		journaled: map[string]*durable.Record{},
-		nodeBeats: map[string]time.Time{},
-		heardGPUs: map[string]bool{},
-		internal:  make(chan func(), 64),
+		cfg:        cfg,
+		log:        log.With(zap.String("actor", "scheduler")),
+		emit:       events.NewEmitter(cfg.Conn, "/scheduler/"+strconv.Itoa(cfg.Incarnation)),
+		mailbox:    make(chan *nats.Msg, mailboxSize),
+		done:       make(chan struct{}),
+		policy:     p,
+		view:       newView(cfg.VRAMModel, cfg.Seed, cfg.NodeRank),
+		jobs:       map[string]*job{},
+		classes:    map[policy.ClassKey]int{},
+		virtual:    virtual,
+		started:    time.Now(),
+		inherited:  map[string]string{},
+		awaiting:   map[*job]bool{},
+		journaled:  map[string]*durable.Record{},
+		nodeBeats:  map[string]time.Time{},
+		heardGPUs:  map[string]bool{},
+		internal:   make(chan func(), 64),
+		inbox:      cfg.Conn.NewInbox(),
+		calls:      map[string]*call{},
+		describing: map[string]string{},
+		callsTo:    map[string]int{},
 	}
 	for _, r := range cfg.Inherited {
 		s.inherited[r.JobID] = r.Placement
@@ -271,7 +284,7 @@ func New(cfg Config) (*Scheduler, error) {
 		cfg.Journal.OnError(s.failedWrite)
 	}
 	sj := cfg.Subjects
-	for _, subj := range []string{sj.Prefix + ".job.*", sj.Prefix + ".sched.*", sj.ClusterSnapshot(), sj.AllGPUEvents(), sj.AllNodeEvents()} {
+	for _, subj := range []string{sj.AllJobRequests(), sj.Prefix + ".sched.*", sj.ClusterSnapshot(), sj.AllGPUEvents(), sj.AllNodeEvents(), s.inbox + ".*"} {
 		sub, err := cfg.Conn.Subscribe(subj, func(m *nats.Msg) {
 			cfg.Clock.Hold() // released by Run once handled
 			select {
@@ -367,6 +380,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 			f()
 			held = false
 		case <-leaseWall:
+			s.expireCalls(time.Now())
 			s.checkLeases()
 			held = false
 		case <-metricsWall:
@@ -471,6 +485,10 @@ func (s *Scheduler) dispatch(m *nats.Msg) {
 			}
 		}
 	}()
+	if strings.HasPrefix(m.Subject, s.inbox) {
+		s.onReply(m)
+		return
+	}
 	p := s.cfg.Subjects.Prefix + "."
 	subj := strings.TrimPrefix(m.Subject, p)
 	// tenant is whose credentials sent a request, as the server vouches
@@ -576,6 +594,11 @@ func (s *Scheduler) onNodeEvent(m *nats.Msg) {
 		return
 	}
 	hb := ev.Data
+	if len(hb.GPUs) > MaxHeartbeatGPUs {
+		s.log.Warn("node heartbeat dropped: it names too many GPUs", zap.String("subject", m.Subject), zap.Int("gpus", len(hb.GPUs)),
+			zap.Int("max", MaxHeartbeatGPUs))
+		return
+	}
 	// <p>.evt.node.<node>.heartbeat: the subject is what the server's
 	// permissions vouch for (a node's credentials publish only its own),
 	// so a heartbeat speaks for the node its subject names and no other.
@@ -604,8 +627,7 @@ func (s *Scheduler) onNodeEvent(m *nats.Msg) {
 		st, ok := s.view.gpus[g.GPU]
 		if !ok || g.Incarnation > st.status.Incarnation {
 			// Unknown, or restarted without this scheduler hearing its up:
-			// asked once it answers its node (a hung GPU would only cost a
-			// call timeout per heartbeat).
+			// asked once it answers its node, without waiting (calls.go).
 			if g.Alive {
 				s.describe(hb.Node, g.GPU)
 			}
@@ -625,15 +647,6 @@ func (s *Scheduler) onNodeEvent(m *nats.Msg) {
 		}
 	}
 	s.grantLeases(m, hb)
-}
-
-// describe asks a GPU actor the scheduler has not heard of for its status.
-func (s *Scheduler) describe(node, gpuID string) {
-	rep, err := s.call(s.cfg.Subjects.GPUCtl(node, gpuID), events.Control{Op: events.OpDescribe, WithSpecs: true})
-	if err != nil || rep.Status == nil {
-		return
-	}
-	s.applyStatus(*rep.Status, s.cfg.Clock.Now())
 }
 
 // tenantSubjects are the request subjects (without the prefix) a tenant's

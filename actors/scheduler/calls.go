@@ -1,0 +1,124 @@
+package scheduler
+
+import (
+	"strconv"
+	"time"
+
+	gojson "github.com/goccy/go-json"
+	"github.com/nats-io/nats.go"
+	"go.uber.org/zap"
+
+	"github.com/gpusched/gpusched/events"
+)
+
+// The scheduler's requests that it does not wait for. A describe is sent
+// with a reply subject under the scheduler's own inbox; the reply arrives
+// in the mailbox like any message and is matched with the request it
+// answers. So a GPU that never answers (hung, cut off, or a node naming
+// GPUs it does not have) costs the loop nothing but its bookkeeping, and a
+// reply is believed only about what was asked: the GPU and node the
+// request named.
+
+// maxDescribesPerNode bounds the describes in flight to one node's GPUs: a
+// node naming many GPUs that never answer costs at most this many
+// outstanding requests, and only its own GPUs wait. A real node has at
+// most model.MaxGPUsPerNode GPUs from --gpus (a cluster file may have
+// more; they are asked a few at a time).
+const maxDescribesPerNode = 8
+
+// MaxHeartbeatGPUs bounds the GPUs a node's heartbeat may name: a
+// heartbeat naming more is dropped (logged), whoever sent it.
+const MaxHeartbeatGPUs = 1024
+
+// call is a request in flight: what it asked of whom, and when (wall time).
+type call struct {
+	node, gpu string
+	sent      time.Time
+}
+
+// describe asks a GPU actor for its full status (with the specs of its
+// jobs), without waiting: the reply is handled by onReply. A GPU already
+// asked is not asked again until its reply comes or the call times out;
+// a node with maxDescribesPerNode calls in flight is not asked more.
+func (s *Scheduler) describe(node, gpuID string) {
+	now := time.Now()
+	if reply, busy := s.describing[gpuID]; busy {
+		if now.Sub(s.calls[reply].sent) < s.cfg.CallTimeout {
+			return
+		}
+		s.endCall(reply)
+	}
+	if s.callsTo[node] >= maxDescribesPerNode {
+		s.expireCalls(now)
+		if s.callsTo[node] >= maxDescribesPerNode {
+			return
+		}
+	}
+	s.nextCall++
+	reply := s.inbox + "." + strconv.FormatUint(s.nextCall, 10)
+	b, _ := gojson.Marshal(events.Control{Op: events.OpDescribe, WithSpecs: true})
+	if err := s.cfg.Conn.PublishRequest(s.cfg.Subjects.GPUCtl(node, gpuID), reply, b); err != nil {
+		s.log.Warn("describe not sent", zap.String("gpu", gpuID), zap.String("node", node), zap.Error(err))
+		return
+	}
+	s.calls[reply] = &call{node: node, gpu: gpuID, sent: now}
+	s.describing[gpuID] = reply
+	s.callsTo[node]++
+}
+
+// endCall forgets a call: answered, or timed out.
+func (s *Scheduler) endCall(reply string) {
+	c, ok := s.calls[reply]
+	if !ok {
+		return
+	}
+	delete(s.calls, reply)
+	if s.describing[c.gpu] == reply {
+		delete(s.describing, c.gpu)
+	}
+	if s.callsTo[c.node]--; s.callsTo[c.node] <= 0 {
+		delete(s.callsTo, c.node)
+	}
+}
+
+// expireCalls forgets the calls unanswered for longer than the call
+// timeout: the GPU may be asked again.
+func (s *Scheduler) expireCalls(now time.Time) {
+	for reply, c := range s.calls {
+		if now.Sub(c.sent) >= s.cfg.CallTimeout {
+			s.endCall(reply)
+		}
+	}
+}
+
+// onReply handles a reply to one of the scheduler's calls. A reply nobody
+// asked for (late, after its call timed out; a second answer; a forgery)
+// is dropped, and so is one about another GPU or node than the request
+// named: a node speaks for the GPUs it was asked about only.
+func (s *Scheduler) onReply(m *nats.Msg) {
+	c, ok := s.calls[m.Subject]
+	if !ok {
+		s.stats.stale++
+		s.log.Debug("reply to no call in flight dropped", zap.String("subject", m.Subject))
+		return
+	}
+	s.endCall(m.Subject)
+	if len(m.Data) == 0 && m.Header.Get("Status") == "503" {
+		return // no responders: no such GPU actor (yet)
+	}
+	var rep events.ControlReply
+	if err := gojson.Unmarshal(m.Data, &rep); err != nil || rep.Error != nil || rep.Status == nil {
+		return // a refusal ("down, restarting"): the next heartbeat asks again
+	}
+	st := *rep.Status
+	if fe := validStatus(c.node, c.gpu, st); fe != nil {
+		// About another GPU or node than was asked, or malformed.
+		s.log.Warn("describe reply dropped", zap.String("gpu", c.gpu), zap.String("node", c.node), zap.String("field", fe.Field),
+			zap.String("reason", fe.Message))
+		return
+	}
+	// A describe reports a state, not a change: a change it claimed
+	// (a completion) would otherwise be counted twice.
+	st.Change, st.JobID = "", ""
+	s.applyStatus(st, s.cfg.Clock.Now())
+}
