@@ -148,6 +148,14 @@ func TestMeasuresMeasure(t *testing.T) {
 			if got < 2*2*120 {
 				return fmt.Errorf("the observers got %d events for 120 placements", got)
 			}
+			silent, err := SilentNode(c, nc, 100, 100*time.Millisecond, 500*time.Millisecond)
+			if err != nil {
+				return err
+			}
+			if len(silent.Latencies) == 0 || silent.Asked == 0 || silent.HealthyDowns != 0 {
+				return fmt.Errorf("a silent node: %d requests answered, %d describes asked, %d healthy GPUs down",
+					len(silent.Latencies), silent.Asked, silent.HealthyDowns)
+			}
 			return nil
 		})
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"go.uber.org/zap"
 
+	"github.com/gpusched/gpusched/actors/scheduler"
 	"github.com/gpusched/gpusched/cluster"
 	"github.com/gpusched/gpusched/durable"
 	"github.com/gpusched/gpusched/openb"
@@ -89,7 +90,7 @@ func Run(ctx context.Context, o Options) (*Table, error) {
 		o.openb.plan = replay.Prepare(o.openb.nodes, o.openb.pods, 42, replay.DefaultInflate)
 	}
 	steps := []func(context.Context, *Table, Options, func(string, ...any)) error{
-		policySection, busSection, pathSection, fanoutSection, actorsSection, replaySection,
+		policySection, busSection, pathSection, fanoutSection, actorsSection, replaySection, availabilitySection,
 	}
 	for _, step := range steps {
 		if err := step(ctx, t, o, say); err != nil {
@@ -540,6 +541,37 @@ func bytesWords(b int64) string {
 		return fmt.Sprintf("%.1f KiB", float64(b)/(1<<10))
 	}
 	return fmt.Sprintf("%d B", b)
+}
+
+// silentGPUs is how many GPU ids the silent node of the availability
+// section names: the scheduler issue's target ("a heartbeat naming 1,000
+// GPU ids that never answer").
+const silentGPUs = 1000
+
+// targetSilentP99 bounds the p99 of the requests answered while a node
+// names silentGPUs GPUs that never answer.
+const targetSilentP99 = 50 * time.Millisecond
+
+func availabilitySection(ctx context.Context, t *Table, o Options, say func(string, ...any)) error {
+	const sec = "7 availability"
+	leases := 2
+	if o.Quick {
+		leases = 1
+	}
+	say("a node naming %d GPUs that never answer, for %d leases", silentGPUs, leases)
+	return withCluster(ctx, o, ClusterOptions{GPUs: "6xA100-40GB,2xA100-80GB", Policy: "binpack", Store: durable.Memory}, false, func(nc *nats.Conn, c *cluster.Cluster) error {
+		lease := scheduler.DefaultLease // StartCluster keeps the default
+		res, err := SilentNode(c, nc, silentGPUs, lease/3, time.Duration(leases)*lease)
+		if err != nil {
+			t.add(sec, "a node naming 1,000 GPUs that never answer", "failed: "+err.Error(), "", ok(false))
+			return nil
+		}
+		t.add(sec, fmt.Sprintf("a node heartbeating %s GPU ids that never answer, for %d × the %s lease (reference cluster)", thousands(silentGPUs), leases, lease),
+			fmt.Sprintf("other requests p50 %s, p99 %s (%d requests); healthy GPUs declared down: %d; describes sent to the node: %d",
+				us(res.Latencies.P(0.5)), us(res.Latencies.P(0.99)), len(res.Latencies), res.HealthyDowns, res.Asked),
+			fmt.Sprintf("p99 < %s, no healthy lease lapses", targetSilentP99), ok(res.Latencies.P(0.99) < targetSilentP99 && res.HealthyDowns == 0))
+		return nil
+	})
 }
 
 // withCluster starts a cluster of co (a file store in a temp dir), runs fn

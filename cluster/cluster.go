@@ -41,8 +41,12 @@ type Config struct {
 	Listen string
 	Prefix string
 	// Shape is the cluster; DefaultShape() when it has no nodes.
-	Shape     model.Shape
-	Policy    string
+	Shape  model.Shape
+	Policy string
+	// TenantLimits bound each tenant (policy.Admit); empty: none.
+	TenantLimits policy.TenantLimits
+	// Queue is the scheduler's queue order (policy.QueueSort).
+	Queue     string
 	VRAMModel vram.Model
 	Seed      uint64
 	// Rate is generated jobs per simulated hour (0: no generator).
@@ -280,7 +284,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		gpuLease = 0 // a virtual run has no leases (scheduler.Config.Lease)
 	}
 	schedCfg := scheduler.Config{Subjects: subjects, Conn: schedConn, Clock: c.Clock, Logger: log,
-		Policy: cfg.Policy, VRAMModel: cfg.VRAMModel, StarvationAge: cfg.StarvationAge, Seed: int64(cfg.Seed),
+		Policy: cfg.Policy, Queue: cfg.Queue, Admit: admitOf(cfg.TenantLimits), VRAMModel: cfg.VRAMModel, StarvationAge: cfg.StarvationAge, Seed: int64(cfg.Seed),
 		NodeRank: cfg.NodeRank, Workload: cfg.Workload, DropUnschedulable: cfg.DropUnschedulable, MetricsPeriod: cfg.MetricsPeriod,
 		Lease: lease, Journal: c.journal, Restored: restored}
 	if cfg.Auth != nil {
@@ -623,4 +627,12 @@ func storeName(cfg Config) string {
 		return "memory"
 	}
 	return "none"
+}
+
+// admitOf is the scheduler's admission for limits: none when there are none.
+func admitOf(limits policy.TenantLimits) policy.Admit {
+	if len(limits) == 0 {
+		return nil
+	}
+	return limits
 }

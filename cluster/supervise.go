@@ -48,7 +48,7 @@ func (c *Cluster) superviseScheduler(ctx context.Context, cfg scheduler.Config, 
 				return
 			}
 			cfg.Incarnation = max(cfg.Incarnation, 1) + 1
-			cfg.Policy = rem.Policy
+			cfg.Policy, cfg.Queue = rem.Policy, rem.Queue
 			// What ended on the GPUs since the predecessor died, no
 			// scheduler saw: the new one accounts for it.
 			cfg.Since = died

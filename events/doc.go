@@ -13,7 +13,9 @@
 //	<p>.job.get           {"job_id"} → JobInfo with "history"
 //	<p>.job.cancel        {"job_id"} → JobInfo (state "cancelled")
 //	<p>.job.list          {"state","tenant","page"} (all optional) → {"jobs","page","pages","total"}, 100 a page
-//	<p>.sched.strategy    {} → {"policy","available"}; {"policy":"spread"} switches and adds "previous"
+//	<p>.sched.strategy    {} → {"policy","available","queue","queues"}; {"policy":"spread"} switches the placement
+//	                      policy and adds "previous"; {"queue":"las"} switches the queue order (QueueSort) and
+//	                      adds "previous_queue"; both may be given (applied together or not at all)
 //	<p>.sched.explain     {"job_id"} → Decision: candidates and scores, refusals, victims, or the pending reason
 //	<p>.cluster.snapshot  {"page":N} → Snapshot: summary metrics, page N of GPUs, running jobs and queue, "pages"
 //	<p>.chaos.kill        {"gpu","node"?,"reason"?} → {"ok","gpu","node","incarnation","lost_jobs"}: the GPU actor

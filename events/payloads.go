@@ -101,6 +101,9 @@ type JobListReply struct {
 // StrategyRequest reads ({}) or sets the placement policy.
 type StrategyRequest struct {
 	Policy string `json:"policy,omitempty"`
+	// Queue switches the queue order (policy.QueueSort): "priority",
+	// "fifo", "las", "srtf", "sjf".
+	Queue string `json:"queue,omitempty"`
 }
 
 // StrategyReply gives the policy in force and the ones available.
@@ -108,6 +111,11 @@ type StrategyReply struct {
 	Policy    string   `json:"policy"`
 	Previous  string   `json:"previous,omitempty"`
 	Available []string `json:"available"`
+	// Queue is the queue order in force, PreviousQueue the one a switch
+	// replaced, Queues every order there is.
+	Queue         string   `json:"queue"`
+	PreviousQueue string   `json:"previous_queue,omitempty"`
+	Queues        []string `json:"queues"`
 }
 
 // Candidate is one scored option of a placement decision.
@@ -134,6 +142,10 @@ type Decision struct {
 type PolicyChanged struct {
 	Policy   string `json:"policy"`
 	Previous string `json:"previous"`
+	// Queue is the queue order in force; PreviousQueue the one before,
+	// when this change switched it.
+	Queue         string `json:"queue,omitempty"`
+	PreviousQueue string `json:"previous_queue,omitempty"`
 }
 
 // Pending is the payload of sched.pending events: why a job waits.
@@ -255,7 +267,9 @@ type NodeHeartbeat struct {
 
 // Metrics is the payload of the periodic metrics event and the snapshot summary.
 type Metrics struct {
-	Policy     string `json:"policy"`
+	Policy string `json:"policy"`
+	// Queue is the queue order in force.
+	Queue      string `json:"queue,omitempty"`
 	Nodes      int    `json:"nodes"`
 	NodesAlive int    `json:"nodes_alive"`
 	GPUs       int    `json:"gpus"`
@@ -413,6 +427,7 @@ type SchedLifecycle struct {
 	Durable bool   `json:"durable,omitempty"`
 	Running int    `json:"running,omitempty"`
 	Policy  string `json:"policy,omitempty"`
+	Queue   string `json:"queue,omitempty"`
 	// RunningJobs are the ids of the jobs it was running (and those it
 	// inherited and had not accounted for yet): its successor accounts for
 	// each, whether a GPU still runs it, finished it, or lost it meanwhile.

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -210,17 +211,54 @@ func TestChooseVictims(t *testing.T) {
 	}
 }
 
-func TestQueueOrder(t *testing.T) {
+// TestQueueOrders sorts one set of waiting jobs under every queue order
+// and checks the order each gives (ties always on acceptance order).
+func TestQueueOrders(t *testing.T) {
 	t0 := time.Unix(0, 0)
-	hi := Queued{Priority: 3, Submitted: t0.Add(time.Hour), Seq: 5}
-	early := Queued{Priority: 2, Submitted: t0, Seq: 1}
-	late := Queued{Priority: 2, Submitted: t0.Add(time.Minute), Seq: 2}
-	if !QueueLess(hi, early) || !QueueLess(early, late) || QueueLess(late, early) {
-		t.Fatal("queue order must be priority, then submit time")
+	at := func(m int) time.Time { return t0.Add(time.Duration(m) * time.Minute) }
+	jobs := map[string]Queued{
+		// a high-priority latecomer with a long job
+		"hi": {Priority: 3, Submitted: at(60), Seq: 5, GPUs: 1, WorkS: 8 * 3600},
+		// the first job, medium, half done after 20 GPU-hours on 4 GPUs (demoted at minute 300)
+		"first": {Priority: 2, Submitted: at(0), Seq: 1, GPUs: 4, WorkS: 10 * 3600, ProgressS: 5 * 3600, AttainedGPUS: 20 * 3600, DemotedAt: at(300)},
+		// medium, short, never ran
+		"short": {Priority: 2, Submitted: at(10), Seq: 2, GPUs: 1, WorkS: 600},
+		// low, demoted before "first" was
+		"old-low": {Priority: 1, Submitted: at(5), Seq: 3, GPUs: 8, WorkS: 4 * 3600, ProgressS: 3 * 3600, AttainedGPUS: 24 * 3600, DemotedAt: at(200)},
+		// medium, submitted with "short", accepted after it
+		"twin": {Priority: 2, Submitted: at(10), Seq: 4, GPUs: 1, WorkS: 600},
 	}
-	same1 := Queued{Priority: 2, Submitted: t0, Seq: 3}
-	if !QueueLess(early, same1) {
-		t.Fatal("ties break on acceptance order")
+	for _, tc := range []struct{ queue, want string }{
+		{"priority", "hi,first,short,twin,old-low"},
+		{"fifo", "first,old-low,short,twin,hi"},
+		{"las", "short,twin,hi,old-low,first"},
+		{"srtf", "short,twin,old-low,first,hi"},
+		{"sjf", "short,twin,old-low,hi,first"},
+	} {
+		q, err := LookupQueue(tc.queue)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for n := range jobs {
+			names = append(names, n)
+		}
+		slices.SortFunc(names, func(a, b string) int {
+			ja, jb := jobs[a], jobs[b]
+			switch {
+			case Ordered(q, &ja, &jb):
+				return -1
+			case Ordered(q, &jb, &ja):
+				return 1
+			}
+			return 0
+		})
+		if got := strings.Join(names, ","); got != tc.want {
+			t.Errorf("%s: %s, want %s", tc.queue, got, tc.want)
+		}
+	}
+	if _, err := LookupQueue("lottery"); err == nil || !strings.Contains(err.Error(), "priority, fifo, las, sjf, srtf") {
+		t.Errorf("an unknown queue order: %v", err)
 	}
 }
 

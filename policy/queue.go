@@ -6,25 +6,22 @@ import (
 	"github.com/gpusched/gpusched/model"
 )
 
-// Queued is what queue order looks at.
+// Queued is what a queue order (QueueSort) looks at: a waiting job.
 type Queued struct {
 	Priority model.Priority
 	// Submitted is the simulated submit time; Seq the acceptance order, which
 	// breaks ties and keeps a preempted job's original place.
 	Submitted time.Time
 	Seq       uint64
-}
-
-// QueueLess orders the queue: higher priority first, then earlier
-// submission, then acceptance order.
-func QueueLess(a, b Queued) bool {
-	if a.Priority != b.Priority {
-		return a.Priority > b.Priority
-	}
-	if !a.Submitted.Equal(b.Submitted) {
-		return a.Submitted.Before(b.Submitted)
-	}
-	return a.Seq < b.Seq
+	// GPUs is how many GPUs the job takes; WorkS its work in all and
+	// ProgressS the part of it done and kept (reference seconds).
+	GPUs             int
+	WorkS, ProgressS float64
+	// AttainedGPUS is the service the job has had: GPU-seconds (simulated)
+	// run over all its stints. DemotedAt is when it passed LASThreshold
+	// (zero: not yet, or not known).
+	AttainedGPUS float64
+	DemotedAt    time.Time
 }
 
 // DefaultStarvationAge is how long (simulated) a job may wait while smaller

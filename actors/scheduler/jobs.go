@@ -51,6 +51,10 @@ type job struct {
 	runS, idealS, lostS   float64
 	stintAt               time.Time
 	stintFrom, stintSpeed float64
+	// demotedAt is when the job's attained service (GPUs × run time)
+	// passed policy.LASThreshold (zero: not yet); the "las" queue order
+	// reads it.
+	demotedAt time.Time
 	// placement names the job's current placement (see Assignment);
 	// incarnations is the incarnation of each of its GPUs that accepted it.
 	placement    string
@@ -78,7 +82,13 @@ func (j *job) endStint(now time.Time, done float64) {
 	if j.stintAt.IsZero() {
 		return
 	}
-	j.runS += now.Sub(j.stintAt).Seconds()
+	stint := now.Sub(j.stintAt).Seconds()
+	if gpus := float64(j.spec.GPUs); gpus > 0 && j.demotedAt.IsZero() && (j.runS+stint)*gpus >= policy.LASThreshold {
+		// The instant within the stint at which the service passed the threshold.
+		left := max(0, policy.LASThreshold/gpus-j.runS)
+		j.demotedAt = j.stintAt.Add(time.Duration(left * float64(time.Second)))
+	}
+	j.runS += stint
 	if j.stintSpeed > 0 {
 		j.idealS += max(0, done-j.stintFrom) / j.stintSpeed
 	}
@@ -109,8 +119,29 @@ func (j *job) estimate(now time.Time) float64 {
 	return min(max(p, j.lastProgress), j.work())
 }
 
+// admitsNow reports whether admission lets j be placed now (the pass asks
+// the same, with the tenants' usage counted once for all its jobs).
+func (s *Scheduler) admitsNow(j *job) bool {
+	if s.cfg.Admit == nil {
+		return true
+	}
+	var u policy.Usage
+	for _, r := range s.running {
+		if r.spec.Tenant == j.spec.Tenant {
+			u.GPUs += r.spec.GPUs
+		}
+	}
+	return s.cfg.Admit.Place(admitJob(&j.spec), u) == ""
+}
+
+// admitJob is what admission (policy.Admit) looks at.
+func admitJob(spec *model.Job) *policy.AdmitJob {
+	return &policy.AdmitJob{Tenant: spec.Tenant, Priority: spec.Priority, GPUs: spec.GPUs}
+}
+
 func (j *job) queued() policy.Queued {
-	return policy.Queued{Priority: j.spec.Priority, Submitted: j.submitted, Seq: j.seq}
+	return policy.Queued{Priority: j.spec.Priority, Submitted: j.submitted, Seq: j.seq, GPUs: j.spec.GPUs,
+		WorkS: j.work(), ProgressS: j.progress, AttainedGPUS: j.runS * float64(j.spec.GPUs), DemotedAt: j.demotedAt}
 }
 
 func (j *job) terminal() bool {
@@ -182,6 +213,10 @@ func (s *Scheduler) onSubmit(m *nats.Msg, tenant string) {
 	if fe == nil {
 		spec, fe = req.Job()
 	}
+	if fe == nil && s.cfg.Admit != nil {
+		// Refused before it is a job: what its tenant may never have.
+		fe = s.cfg.Admit.Submit(admitJob(&spec))
+	}
 	if fe != nil {
 		events.Reply(m, events.ErrorReply{Error: fe})
 		return
@@ -217,7 +252,7 @@ func (s *Scheduler) onSubmit(m *nats.Msg, tenant string) {
 	// reply can say "placed"; otherwise the next pass takes the queue in
 	// order. On a virtual clock the pass decides, once everything else
 	// that happens at this instant has happened.
-	if (len(s.queue) == 0 && !s.virtual) || s.cfg.DropUnschedulable {
+	if ((len(s.queue) == 0 && !s.virtual) || s.cfg.DropUnschedulable) && s.admitsNow(j) {
 		clear(s.view.held) // holds belong to waiting jobs, and none wait
 		if s.tryPlace(j) {
 			s.replyStored(m, j, events.SubmitReply{JobID: j.id, State: events.JobPlaced, Node: j.node, GPUs: j.gpus})
@@ -240,8 +275,25 @@ func (s *Scheduler) onSubmit(m *nats.Msg, tenant string) {
 // enqueue inserts j in queue order.
 func (s *Scheduler) enqueue(j *job) {
 	q := j.queued()
-	i := sort.Search(len(s.queue), func(i int) bool { return policy.QueueLess(q, s.queue[i].queued()) })
+	i := sort.Search(len(s.queue), func(i int) bool {
+		other := s.queue[i].queued()
+		return policy.Ordered(s.queueSort, &q, &other)
+	})
 	s.queue = slices.Insert(s.queue, i, j)
+}
+
+// resort puts the queue in the order in force (after a switch of order).
+func (s *Scheduler) resort() {
+	slices.SortStableFunc(s.queue, func(a, b *job) int {
+		qa, qb := a.queued(), b.queued()
+		switch {
+		case policy.Ordered(s.queueSort, &qa, &qb):
+			return -1
+		case policy.Ordered(s.queueSort, &qb, &qa):
+			return 1
+		}
+		return 0
+	})
 }
 
 func (s *Scheduler) dequeue(j *job) {
@@ -395,20 +447,44 @@ func (s *Scheduler) onStrategy(m *nats.Msg) {
 	if !decodeRequest(m, &req) {
 		return
 	}
-	rep := events.StrategyReply{Policy: s.policy.Name(), Available: policy.Names()}
+	rep := events.StrategyReply{Policy: s.policy.Name(), Available: policy.Names(), Queue: s.queueSort.Name(), Queues: policy.QueueNames()}
+	// Both are checked before either changes: a request is applied whole or not at all.
+	var p policy.Policy
+	var qs policy.QueueSort
+	var err error
 	if req.Policy != "" && req.Policy != s.policy.Name() {
-		p, err := policy.Lookup(req.Policy)
-		if err != nil {
+		if p, err = policy.Lookup(req.Policy); err != nil {
 			replyError(m, "policy", err.Error())
 			return
 		}
+	}
+	if req.Queue != "" && req.Queue != s.queueSort.Name() {
+		if qs, err = policy.LookupQueue(req.Queue); err != nil {
+			replyError(m, "queue", err.Error())
+			return
+		}
+	}
+	if p == nil && qs == nil {
+		events.Reply(m, rep)
+		return
+	}
+	changed := events.PolicyChanged{Policy: s.policy.Name(), Queue: s.queueSort.Name()}
+	if p != nil {
 		rep.Previous, rep.Policy = s.policy.Name(), p.Name()
+		changed.Policy, changed.Previous = p.Name(), rep.Previous
 		s.policy = p
 		s.log.Info("policy switched", zap.String("policy", p.Name()), zap.String("previous", rep.Previous))
-		s.emit.Emit(s.cfg.Subjects.SchedEvent(events.SchedPolicy), events.Type("sched", events.SchedPolicy), "",
-			s.cfg.Clock.Now(), events.PolicyChanged{Policy: p.Name(), Previous: rep.Previous})
-		s.dirty = true
 	}
+	if qs != nil {
+		rep.PreviousQueue, rep.Queue = s.queueSort.Name(), qs.Name()
+		changed.Queue, changed.PreviousQueue = qs.Name(), rep.PreviousQueue
+		s.queueSort = qs
+		s.resort()
+		s.log.Info("queue order switched", zap.String("queue", qs.Name()), zap.String("previous", rep.PreviousQueue))
+	}
+	s.emit.Emit(s.cfg.Subjects.SchedEvent(events.SchedPolicy), events.Type("sched", events.SchedPolicy), "",
+		s.cfg.Clock.Now(), changed)
+	s.dirty = true
 	events.Reply(m, rep)
 }
 

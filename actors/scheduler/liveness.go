@@ -234,7 +234,7 @@ func (s *Scheduler) onCtl(m *nats.Msg) bool {
 	}
 	s.killed = reason
 	events.Reply(m, events.SchedLifecycle{Incarnation: s.cfg.Incarnation, Reason: reason,
-		Queued: len(s.queue), Running: len(s.running), Policy: s.policy.Name(), Durable: s.cfg.Journal != nil})
+		Queued: len(s.queue), Running: len(s.running), Policy: s.policy.Name(), Queue: s.queueSort.Name(), Durable: s.cfg.Journal != nil})
 	return true
 }
 
@@ -242,7 +242,7 @@ func (s *Scheduler) onCtl(m *nats.Msg) bool {
 // the down event (the queue is lost unless the journal keeps it).
 func (s *Scheduler) Remains() events.SchedLifecycle {
 	r := events.SchedLifecycle{Incarnation: s.cfg.Incarnation, Reason: s.killed, Queued: len(s.queue),
-		Running: len(s.running), Policy: s.policy.Name(), Durable: s.cfg.Journal != nil}
+		Running: len(s.running), Policy: s.policy.Name(), Queue: s.queueSort.Name(), Durable: s.cfg.Journal != nil}
 	for _, j := range s.running {
 		r.RunningJobs = append(r.RunningJobs, events.RunningJob{JobID: j.id, Placement: j.placement})
 	}

@@ -450,6 +450,16 @@ func (s *Scheduler) schedule() {
 	}
 	s.view.sorted() // (a sort that renumbers the GPUs clears the holds too)
 	now := s.cfg.Clock.Now()
+	// held is each tenant's GPUs in running jobs, for admission.
+	var held map[string]policy.Usage
+	if s.cfg.Admit != nil {
+		held = map[string]policy.Usage{}
+		for _, r := range s.running {
+			u := held[r.spec.Tenant]
+			u.GPUs += r.spec.GPUs
+			held[r.spec.Tenant] = u
+		}
+	}
 	for _, j := range slices.Clone(s.queue) {
 		if j.state != events.JobQueued || s.rejectUnfit(j) {
 			continue
@@ -471,8 +481,19 @@ func (s *Scheduler) schedule() {
 			s.setPending(j, "waiting for "+strings.Join(gpus, ",")+" to confirm it stopped the job (a stop went unanswered)")
 			continue
 		}
+		if held != nil {
+			if why := s.cfg.Admit.Place(admitJob(&j.spec), held[j.spec.Tenant]); why != "" {
+				s.setPending(j, why)
+				continue
+			}
+		}
 		if s.tryPlace(j) {
 			s.dequeue(j)
+			if held != nil {
+				u := held[j.spec.Tenant]
+				u.GPUs += j.spec.GPUs
+				held[j.spec.Tenant] = u
+			}
 			continue
 		}
 		req := s.request(j)

@@ -27,11 +27,16 @@ import (
 
 // Config configures the scheduler actor.
 type Config struct {
-	Subjects  events.Subjects
-	Conn      *nats.Conn
-	Clock     simclock.Clock
-	Logger    *zap.Logger
-	Policy    string
+	Subjects events.Subjects
+	Conn     *nats.Conn
+	Clock    simclock.Clock
+	Logger   *zap.Logger
+	Policy   string
+	// Admit is admission (policy.Admit: per-tenant limits); nil admits
+	// every job.
+	Admit policy.Admit
+	// Queue is the queue order (policy.QueueSort; policy.DefaultQueue when empty).
+	Queue     string
 	VRAMModel vram.Model
 	// StarvationAge is the simulated wait after which a head-of-line job
 	// holds GPUs (policy.DefaultStarvationAge when zero; negative disables).
@@ -112,10 +117,12 @@ type Scheduler struct {
 	done chan struct{}
 
 	policy policy.Policy
-	view   *view
-	jobs   map[string]*job
-	order  []*job // every accepted job, in acceptance order
-	queue  []*job // waiting jobs, in queue order
+	// queueSort orders the queue (QueueSort, the queue-order extension point).
+	queueSort policy.QueueSort
+	view      *view
+	jobs      map[string]*job
+	order     []*job // every accepted job, in acceptance order
+	queue     []*job // waiting jobs, in queue order
 	// running is the jobs placed and not yet ended, in placement order.
 	running []*job
 	seq     uint64
@@ -239,6 +246,13 @@ func New(cfg Config) (*Scheduler, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg.Queue == "" {
+		cfg.Queue = policy.DefaultQueue
+	}
+	qs, err := policy.LookupQueue(cfg.Queue)
+	if err != nil {
+		return nil, err
+	}
 	log := cfg.Logger
 	if log == nil {
 		log = zap.NewNop()
@@ -250,6 +264,7 @@ func New(cfg Config) (*Scheduler, error) {
 		mailbox:    make(chan *nats.Msg, mailboxSize),
 		done:       make(chan struct{}),
 		policy:     p,
+		queueSort:  qs,
 		view:       newView(cfg.VRAMModel, cfg.Seed, cfg.NodeRank),
 		jobs:       map[string]*job{},
 		classes:    map[policy.ClassKey]int{},

@@ -16,7 +16,7 @@ import (
 // energy plus its last reported power for the simulated time since.
 func (s *Scheduler) metrics() events.Metrics {
 	now := s.cfg.Clock.Now()
-	m := events.Metrics{Policy: s.policy.Name(), GPUs: len(s.view.cluster.GPUs), JobsQueued: len(s.queue),
+	m := events.Metrics{Policy: s.policy.Name(), Queue: s.queueSort.Name(), GPUs: len(s.view.cluster.GPUs), JobsQueued: len(s.queue),
 		JobsCompleted: s.stats.completed, JobsRejected: s.stats.rejected, JobsCancelled: s.stats.cancelled,
 		Preemptions: s.stats.preemptions, GPUDeaths: s.stats.deaths, JobsLost: s.stats.lostJobs,
 		JobsAdopted: s.stats.adopted, StaleIgnored: s.stats.stale, Incarnation: s.cfg.Incarnation}

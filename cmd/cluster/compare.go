@@ -85,6 +85,7 @@ flags:
 	fs.Bool("timed", replayMode, "time-driven replay (cluster replay --timed)")
 	pol := fs.String("policy", "fgd", "placement policy of a single run (cluster replay --timed)")
 	pols := fs.String("policies", defPolicies, `policies to compare, comma-separated, or "all"`)
+	queue := fs.String("queue", policy.DefaultQueue, "queue order of every run: "+strings.Join(policy.QueueNames(), ", "))
 	hours := fs.Float64("hours", defHours, "simulated hours of arrivals (a trace: all of it unless given)")
 	seed := fs.Uint64("seed", 1, "seed of the generated workload and of the policies' draws")
 	seeds := fs.String("seeds", "", "several seeds, e.g. 1-5 or 1,3: each cell of the table is the mean over them")
@@ -132,6 +133,9 @@ flags:
 		if _, err := policy.Lookup(p); err != nil {
 			return fmt.Errorf("--policies: %v", err)
 		}
+	}
+	if _, err := policy.LookupQueue(*queue); err != nil {
+		return fmt.Errorf("--queue: %v", err)
 	}
 	if *hours < 0 {
 		return errors.New("--hours must not be negative")
@@ -245,7 +249,7 @@ flags:
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			cfg := sim.Config{Shape: shape, Policy: r.policy, Seed: r.seed, Rate: *rate, Arrivals: arrivals, Hours: *hours,
+			cfg := sim.Config{Shape: shape, Policy: r.policy, Queue: *queue, Seed: r.seed, Rate: *rate, Arrivals: arrivals, Hours: *hours,
 				Drain: *drain, Sample: *sample, Interference: *interference, StarvationAge: *starve, Workload: workload}
 			if bar != nil {
 				cfg.Progress = func(d time.Duration) {
@@ -288,6 +292,10 @@ flags:
 	what := fmt.Sprintf("generated mix at %g jobs/h for %gh, %s", *rate, *hours, seedText)
 	if *podsFile != "" || *jobsFile != "" {
 		what = fmt.Sprintf("%d arrivals from %s, %s", len(arrivals), *podsFile+*jobsFile, seedText)
+	}
+	if *queue != policy.DefaultQueue {
+		// Said only when not the default, so that default runs print as before.
+		what += ", queue order " + *queue
 	}
 	fmt.Printf("%s on %d GPUs (%d nodes); interference %g\n\n", what, shape.GPUCount(), len(shape.Nodes), *interference)
 	if err := sim.WriteColumns(os.Stdout, cols); err != nil {

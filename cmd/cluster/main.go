@@ -137,6 +137,8 @@ func run(args []string) error {
 	gpus := fs.String("gpus", model.DefaultGPUs, "cluster shape: COUNTxMODEL,... (nodes of at most 8 GPUs of one model)")
 	clusterFile := fs.String("cluster", "", "cluster file: YAML (see docs/CLUSTERS.md) or an openb node list CSV; overrides --gpus")
 	pol := fs.String("policy", policy.DefaultPolicy, "placement policy: "+strings.Join(policy.Names(), ", "))
+	queue := fs.String("queue", policy.DefaultQueue, "queue order: "+strings.Join(policy.QueueNames(), ", "))
+	limitsText := fs.String("tenant-limits", "", "per-tenant limits, e.g. 'team-a=gpus:8,priority:medium;*=gpus:4' (gpus its running jobs may hold, highest priority it may submit; * for every other tenant)")
 	vramModel := fs.String("vram-model", string(vram.Contiguous), "VRAM model: contiguous or pooled")
 	seed := fs.Uint64("seed", 1, "seed of the job generator")
 	rate := fs.Float64("rate", jobgen.DefaultRate, "generated jobs per simulated hour (0 turns the generator off)")
@@ -228,6 +230,13 @@ func run(args []string) error {
 	}
 	if err != nil {
 		return err
+	}
+	if _, err := policy.LookupQueue(*queue); err != nil {
+		return fmt.Errorf("--queue: %v", err)
+	}
+	limits, err := policy.ParseTenantLimits(*limitsText)
+	if err != nil {
+		return fmt.Errorf("--tenant-limits: %v", err)
 	}
 	if _, err := policy.Lookup(*pol); err != nil {
 		return fmt.Errorf("--policy: %v", err)
@@ -321,7 +330,7 @@ func run(args []string) error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	cfg := cluster.Config{Listen: *listen, Prefix: *prefix, Shape: shape, Policy: *pol, VRAMModel: vm, Seed: *seed,
+	cfg := cluster.Config{Listen: *listen, Prefix: *prefix, Shape: shape, Policy: *pol, Queue: *queue, TenantLimits: limits, VRAMModel: vm, Seed: *seed,
 		Rate: *rate, Demo: *demo, Speed: *speed, StarvationAge: *starve, Logger: log, Interference: *interference,
 		Source: source, Lease: *lease, Heartbeat: *heartbeat, Chaos: monkeySpec,
 		Bus: busOpt, Store: store, DataDir: *dataDir, NoGPUs: *noGPUs, Fresh: *fresh, Auth: roles, TLS: serverTLS, Insecure: *insecure,
@@ -535,10 +544,11 @@ func list(args []string) error {
 func strategy(args []string) error {
 	fs := flag.NewFlagSet("cluster strategy", flag.ContinueOnError)
 	url, prefix := clientFlags(fs)
+	queue := fs.String("queue", "", "switch the queue order too: "+strings.Join(policy.QueueNames(), ", "))
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	req := events.StrategyRequest{}
+	req := events.StrategyRequest{Queue: *queue}
 	if fs.NArg() > 0 {
 		req.Policy = fs.Arg(0)
 	}

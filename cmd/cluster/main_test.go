@@ -19,6 +19,8 @@ func TestBadFlagsSayWhatIsWrong(t *testing.T) {
 	cases := map[string][]string{
 		"--gpus":             {"--gpus", "3xTPU"},
 		"--policy":           {"--policy", "lottery"},
+		"--queue":            {"--queue", "lottery"},
+		"--tenant-limits":    {"--tenant-limits", "team-a=gpus:lots"},
 		"--vram-model":       {"--vram-model", "paged"},
 		"--speed":            {"--speed", "0"},
 		"--rate":             {"--rate", "-1"},

@@ -1,0 +1,49 @@
+package cluster_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpusched/gpusched/cluster"
+	"github.com/gpusched/gpusched/policy"
+)
+
+// TestTenantLimitsAdmit: a tenant bounded to 2 GPUs and medium priority
+// has a high-priority job refused on priority (never a job), a 3-GPU job
+// refused on gpus, and its third 1-GPU job waits, saying why, although
+// GPUs are free, until one of its jobs ends; another tenant is not bound.
+func TestTenantLimitsAdmit(t *testing.T) {
+	limits, err := policy.ParseTenantLimits("team-a=gpus:2,priority:medium")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, nc := startCluster(t, cluster.Config{Speed: 60, StarvationAge: 1000 * time.Hour, TenantLimits: limits})
+	for body, field := range map[string]string{
+		`{"name":"boss","tenant":"team-a","priority":"high","vram":"8GB","duration":"1h"}`:             "priority",
+		`{"name":"wide","tenant":"team-a","gpus":3,"vram":"8GB","duration":"1h"}`:                      "gpus",
+		`{"name":"max","tenant":"team-a","priority":9223372036854775807,"vram":"8GB","duration":"1h"}`: "priority",
+	} {
+		rep := req(t, nc, "gpusched.job.submit", body)
+		if e, _ := rep["error"].(obj); e == nil || e["field"] != field || rep["job_id"] != nil {
+			t.Errorf("%s: %v, want an error on %s and no job", body, rep, field)
+		}
+	}
+	a1 := submit(t, nc, `{"name":"a1","tenant":"team-a","vram":"8GB","duration":"100h"}`)
+	a2 := submit(t, nc, `{"name":"a2","tenant":"team-a","vram":"8GB","duration":"100h"}`)
+	a3 := submit(t, nc, `{"name":"a3","tenant":"team-a","vram":"8GB","duration":"100h"}`)
+	b := submit(t, nc, `{"name":"b","tenant":"team-b","priority":"high","gpus":3,"vram":"8GB","duration":"100h"}`)
+	waitState(t, nc, a1, "running", 10*time.Second)
+	waitState(t, nc, a2, "running", 10*time.Second)
+	waitState(t, nc, b, "running", 10*time.Second)
+	var j obj
+	waitFor(t, "a3 to wait for its tenant's bound", 5*time.Second, func() bool {
+		j = getJob(t, nc, a3)
+		return j["state"] == "queued" && strings.Contains(j["reason"].(string), "tenant team-a holds 2 of the 2 GPUs")
+	})
+	req(t, nc, "gpusched.job.cancel", obj{"job_id": a1})
+	waitState(t, nc, a3, "running", 10*time.Second)
+	if s := getJob(t, nc, a2)["state"]; s != "running" {
+		t.Errorf("a2 is %v", s)
+	}
+}

@@ -1,0 +1,81 @@
+package cluster_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpusched/gpusched/cluster"
+)
+
+// queueNames is the names of the jobs in a snapshot's queue, in order.
+func queueNames(t *testing.T, snap obj) string {
+	t.Helper()
+	var names []string
+	for _, j := range snap["queue"].([]any) {
+		names = append(names, j.(obj)["name"].(string))
+	}
+	return strings.Join(names, ",")
+}
+
+// TestQueueOrderSwitchesLive: three jobs wait for one GPU; the queue is
+// in the order in force (priority by default), sched.strategy
+// {"queue":…} re-sorts it at once and says what it replaced, an unknown
+// order (or an unknown policy beside a good order) changes nothing, and
+// the next job placed is the head of the order in force.
+func TestQueueOrderSwitchesLive(t *testing.T) {
+	_, nc := startCluster(t, cluster.Config{Speed: 60, StarvationAge: 1000 * time.Hour})
+	blocker := submit(t, nc, `{"name":"blocker","vram":"70GiB","util":90,"duration":"100h","gpu":"gpu-7","preemptible":false}`)
+	waitState(t, nc, blocker, "running", 10*time.Second)
+	// Not preemptible: preemption is by priority whatever the queue order,
+	// and this test is about the order alone.
+	long := submit(t, nc, `{"name":"long","priority":"high","vram":"70GiB","util":90,"duration":"10h","gpu":"gpu-7","preemptible":false}`)
+	short := submit(t, nc, `{"name":"short","priority":"low","vram":"70GiB","util":90,"duration":"10m","gpu":"gpu-7","preemptible":false}`)
+	mid := submit(t, nc, `{"name":"mid","priority":"medium","vram":"70GiB","util":90,"duration":"1h","gpu":"gpu-7","preemptible":false}`)
+	events := recordEvents(t, nc, "gpusched.evt.sched.policy")
+
+	if got := queueNames(t, req(t, nc, "gpusched.cluster.snapshot", obj{})); got != "long,mid,short" {
+		t.Fatalf("queue under the default order: %s, want long,mid,short (priority)", got)
+	}
+	rep := req(t, nc, "gpusched.sched.strategy", obj{"queue": "sjf"})
+	if rep["queue"] != "sjf" || rep["previous_queue"] != "priority" || rep["policy"] != "binpack" {
+		t.Fatalf("switch to sjf: %v", rep)
+	}
+	if got := queueNames(t, req(t, nc, "gpusched.cluster.snapshot", obj{})); got != "short,mid,long" {
+		t.Fatalf("queue under sjf: %s, want short,mid,long", got)
+	}
+	for body, field := range map[string]string{`{"queue":"lottery"}`: "queue", `{"policy":"nope","queue":"fifo"}`: "policy"} {
+		rep := req(t, nc, "gpusched.sched.strategy", body)
+		if e, _ := rep["error"].(obj); e == nil || e["field"] != field {
+			t.Errorf("%s: %v, want an error naming %s", body, rep, field)
+		}
+	}
+	rep = req(t, nc, "gpusched.sched.strategy", obj{})
+	if rep["queue"] != "sjf" || !strings.Contains(strings.Join(anyStrings(rep["queues"]), ","), "las") {
+		t.Fatalf("after refused switches: %v, want sjf in force and las among the queues", rep)
+	}
+	waitFor(t, "the sched.policy event of the switch", 5*time.Second, func() bool {
+		for _, ev := range events.snapshot() {
+			if d, _ := ev["data"].(obj); d != nil && d["queue"] == "sjf" && d["previous_queue"] == "priority" {
+				return true
+			}
+		}
+		return false
+	})
+	// The GPU frees: the head of sjf runs, not the high-priority job.
+	req(t, nc, "gpusched.job.cancel", obj{"job_id": blocker})
+	waitState(t, nc, short, "running", 10*time.Second)
+	for _, id := range []string{long, mid} {
+		if s := getJob(t, nc, id)["state"]; s != "queued" {
+			t.Errorf("job %s is %v, want queued behind short", id, s)
+		}
+	}
+}
+
+func anyStrings(v any) []string {
+	var out []string
+	for _, x := range v.([]any) {
+		out = append(out, x.(string))
+	}
+	return out
+}

@@ -1,0 +1,151 @@
+package policy
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/gpusched/gpusched/model"
+)
+
+// Admit is the admission extension point: whether a tenant's job may enter
+// the queue at all, and whether a waiting one may be placed now. A refusal
+// at submission is for a reason that cannot change (the job asks for more
+// than its tenant may ever have); a wait at placement says why, and the
+// job stays queued until the reason goes (its tenant's other jobs end).
+type Admit interface {
+	// Submit refuses a job as it is submitted, naming the field at fault;
+	// nil lets it in.
+	Submit(j *AdmitJob) *model.FieldError
+	// Place says why a waiting job may not be placed now ("" places it);
+	// held is what its tenant holds now.
+	Place(j *AdmitJob, held Usage) string
+}
+
+// AdmitJob is what admission looks at: the job's tenant, priority and size.
+type AdmitJob struct {
+	Tenant   string
+	Priority model.Priority
+	GPUs     int
+}
+
+// Usage is what a tenant's running jobs hold.
+type Usage struct {
+	GPUs int
+}
+
+// TenantLimit bounds one tenant: the GPUs its running jobs may hold at
+// once (0: no bound) and the highest priority it may submit (nil: any).
+type TenantLimit struct {
+	MaxGPUs     int
+	MaxPriority *model.Priority
+}
+
+// AnyTenant is the key of TenantLimits that bounds every tenant the map
+// does not name.
+const AnyTenant = "*"
+
+// TenantLimits is the default Admit: a limit per tenant (AnyTenant for the
+// others); a tenant with no limit is admitted whatever it asks.
+type TenantLimits map[string]TenantLimit
+
+func (l TenantLimits) limit(tenant string) (TenantLimit, bool) {
+	if lim, ok := l[tenant]; ok {
+		return lim, true
+	}
+	lim, ok := l[AnyTenant]
+	return lim, ok
+}
+
+// Submit refuses a priority above the tenant's highest, and a job wider
+// than all the GPUs its tenant may hold.
+func (l TenantLimits) Submit(j *AdmitJob) *model.FieldError {
+	lim, ok := l.limit(j.Tenant)
+	switch {
+	case !ok:
+		return nil
+	case lim.MaxPriority != nil && j.Priority > *lim.MaxPriority:
+		return model.Errorf("priority", "tenant %s may submit priority %s at most, not %s", j.Tenant, *lim.MaxPriority, j.Priority)
+	case lim.MaxGPUs > 0 && j.GPUs > lim.MaxGPUs:
+		return model.Errorf("gpus", "tenant %s may hold %d GPUs at most, so a job of %d can never run", j.Tenant, lim.MaxGPUs, j.GPUs)
+	}
+	return nil
+}
+
+// Place holds a job back while its tenant's running jobs hold so many
+// GPUs that it would pass the tenant's bound.
+func (l TenantLimits) Place(j *AdmitJob, held Usage) string {
+	lim, ok := l.limit(j.Tenant)
+	if !ok || lim.MaxGPUs <= 0 || held.GPUs+j.GPUs <= lim.MaxGPUs {
+		return ""
+	}
+	return fmt.Sprintf("tenant %s holds %d of the %d GPUs it may hold; this job needs %d more", j.Tenant, held.GPUs, lim.MaxGPUs, j.GPUs)
+}
+
+// ParseTenantLimits reads limits written as on the command line:
+// "team-a=gpus:8,priority:medium;*=gpus:4" — per tenant (or * for every
+// other), gpus (the most its running jobs may hold at once) and priority
+// (the highest it may submit: a level or an integer). An empty text is no
+// limits.
+func ParseTenantLimits(text string) (TenantLimits, error) {
+	out := TenantLimits{}
+	if strings.TrimSpace(text) == "" {
+		return out, nil
+	}
+	for _, part := range strings.Split(text, ";") {
+		tenant, spec, ok := strings.Cut(strings.TrimSpace(part), "=")
+		if !ok || tenant == "" || spec == "" {
+			return nil, fmt.Errorf("%q: want TENANT=gpus:N,priority:P (or *= for every other tenant)", part)
+		}
+		if _, dup := out[tenant]; dup {
+			return nil, fmt.Errorf("tenant %s is given twice", tenant)
+		}
+		var lim TenantLimit
+		for _, kv := range strings.Split(spec, ",") {
+			k, v, ok := strings.Cut(strings.TrimSpace(kv), ":")
+			switch {
+			case !ok:
+				return nil, fmt.Errorf("tenant %s: %q: want gpus:N or priority:P", tenant, kv)
+			case k == "gpus":
+				n, err := strconv.Atoi(v)
+				if err != nil || n < 1 {
+					return nil, fmt.Errorf("tenant %s: gpus:%s: want a whole number of GPUs, at least 1", tenant, v)
+				}
+				lim.MaxGPUs = n
+			case k == "priority":
+				p, err := model.ParsePriority(v)
+				if err != nil {
+					return nil, fmt.Errorf("tenant %s: priority:%s: %v", tenant, v, err)
+				}
+				lim.MaxPriority = &p
+			default:
+				return nil, fmt.Errorf("tenant %s: unknown limit %q (known: gpus, priority)", tenant, k)
+			}
+		}
+		out[tenant] = lim
+	}
+	return out, nil
+}
+
+// String writes the limits back in ParseTenantLimits's form, tenants in
+// name order.
+func (l TenantLimits) String() string {
+	tenants := make([]string, 0, len(l))
+	for t := range l {
+		tenants = append(tenants, t)
+	}
+	slices.Sort(tenants)
+	var parts []string
+	for _, t := range tenants {
+		var kv []string
+		if l[t].MaxGPUs > 0 {
+			kv = append(kv, "gpus:"+strconv.Itoa(l[t].MaxGPUs))
+		}
+		if p := l[t].MaxPriority; p != nil {
+			kv = append(kv, "priority:"+p.String())
+		}
+		parts = append(parts, t+"="+strings.Join(kv, ","))
+	}
+	return strings.Join(parts, ";")
+}
