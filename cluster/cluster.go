@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -43,6 +44,10 @@ type Config struct {
 	// Shape is the cluster; DefaultShape() when it has no nodes.
 	Shape  model.Shape
 	Policy string
+	// Round names the scheduler's round (policy.Round) and RoundEvery its
+	// period of simulated time; no round when RoundEvery is zero.
+	Round      string
+	RoundEvery time.Duration
 	// TenantLimits bound each tenant (policy.Admit); empty: none.
 	TenantLimits policy.TenantLimits
 	// Queue is the scheduler's queue order (policy.QueueSort).
@@ -279,12 +284,19 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	if cfg.Heartbeat >= lease {
 		return fail(fmt.Errorf("the heartbeat (%s) must be shorter than the lease (%s): a third of it or less", cfg.Heartbeat, lease))
 	}
+	var round policy.Round
+	if cfg.RoundEvery > 0 {
+		name := cmp.Or(cfg.Round, policy.DefaultRound)
+		if round, err = policy.LookupRound(name); err != nil {
+			return fail(err)
+		}
+	}
 	gpuLease := lease
 	if c.virtual != nil {
 		gpuLease = 0 // a virtual run has no leases (scheduler.Config.Lease)
 	}
 	schedCfg := scheduler.Config{Subjects: subjects, Conn: schedConn, Clock: c.Clock, Logger: log,
-		Policy: cfg.Policy, Queue: cfg.Queue, Admit: admitOf(cfg.TenantLimits), VRAMModel: cfg.VRAMModel, StarvationAge: cfg.StarvationAge, Seed: int64(cfg.Seed),
+		Policy: cfg.Policy, Queue: cfg.Queue, Admit: admitOf(cfg.TenantLimits), Round: round, RoundEvery: cfg.RoundEvery, VRAMModel: cfg.VRAMModel, StarvationAge: cfg.StarvationAge, Seed: int64(cfg.Seed),
 		NodeRank: cfg.NodeRank, Workload: cfg.Workload, DropUnschedulable: cfg.DropUnschedulable, MetricsPeriod: cfg.MetricsPeriod,
 		Lease: lease, Journal: c.journal, Restored: restored}
 	if cfg.Auth != nil {

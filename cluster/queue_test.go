@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/gpusched/gpusched/cluster"
+	"github.com/gpusched/gpusched/model"
 )
 
 // queueNames is the names of the jobs in a snapshot's queue, in order.
@@ -78,4 +79,35 @@ func anyStrings(v any) []string {
 		out = append(out, x.(string))
 	}
 	return out
+}
+
+// TestRoundTimeSlices: on one GPU, under srtf with a round every
+// simulated minute, a long job that runs is stopped by the round when a
+// short one arrives (its event says so), the short one runs and
+// completes, and the long one resumes (from its last checkpoint).
+func TestRoundTimeSlices(t *testing.T) {
+	shape, err := model.ParseGPUs("1xA100-80GB")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, nc := startCluster(t, cluster.Config{Shape: shape, Speed: 600, StarvationAge: 1000 * time.Hour, Queue: "srtf", RoundEvery: time.Minute})
+	long := submit(t, nc, `{"name":"long","vram":"70GiB","util":90,"duration":"10h","checkpoint":"1m"}`)
+	waitState(t, nc, long, "running", 10*time.Second)
+	short := submit(t, nc, `{"name":"short","vram":"70GiB","util":90,"duration":"10m"}`)
+	waitState(t, nc, short, "running", 10*time.Second)
+	j := getJob(t, nc, long)
+	var reason string
+	for _, h := range j["history"].([]any) {
+		if h := h.(obj); h["state"] == "preempted" {
+			reason, _ = h["reason"].(string)
+		}
+	}
+	if !strings.Contains(reason, "round skip-fit") || !strings.Contains(reason, "srtf") {
+		t.Fatalf("the long job's history %s, preempted because %q: want the round's word", history(j), reason)
+	}
+	waitState(t, nc, short, "completed", 20*time.Second)
+	j = waitState(t, nc, long, "running", 10*time.Second)
+	if j["preemptions"] != 1.0 {
+		t.Fatalf("the long job resumed after %v preemptions, want 1 (the round stops a job only for one ahead of it)", j["preemptions"])
+	}
 }

@@ -34,6 +34,23 @@ func rogueHeartbeat(t *testing.T, node string, beat int, gpus []string) []byte {
 	return b
 }
 
+// rogueCluster starts the reference cluster with a short lease, runs a job
+// on gpu-0 and connects the rogue node's client: the cluster's client, the
+// running job's id and the rogue's connection.
+func rogueCluster(t *testing.T) (*nats.Conn, string, *nats.Conn) {
+	t.Helper()
+	c, nc := startCluster(t, cluster.Config{Speed: 60, Lease: rogueLease, Heartbeat: rogueLease / 5,
+		RestartBackoff: 20 * time.Millisecond, StarvationAge: 1000 * time.Hour})
+	id := submit(t, nc, `{"name":"steady","vram":"8GB","util":20,"duration":"100h","gpu":"gpu-0"}`)
+	waitState(t, nc, id, "running", 10*time.Second)
+	rogue, err := nats.Connect(c.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(rogue.Close)
+	return nc, id, rogue
+}
+
 // TestANodeThatNeverAnswersCostsOnlyItself: a node whose heartbeats name
 // 1,000 GPUs it never describes (they never answer) must not hold the
 // scheduler. Its requests are answered at once, no healthy GPU's lease
@@ -41,17 +58,8 @@ func rogueHeartbeat(t *testing.T, node string, beat int, gpus []string) []byte {
 // GPUs at a time. (The scheduler used to ask each GPU and wait for its
 // reply in its loop: 1,000 × a quarter lease.)
 func TestANodeThatNeverAnswersCostsOnlyItself(t *testing.T) {
-	c, nc := startCluster(t, cluster.Config{Speed: 60, Lease: rogueLease, Heartbeat: rogueLease / 5,
-		RestartBackoff: 20 * time.Millisecond, StarvationAge: 1000 * time.Hour})
+	nc, id, rogue := rogueCluster(t)
 	log := recordEvents(t, nc, "gpusched.evt.gpu.>")
-	id := submit(t, nc, `{"name":"steady","vram":"8GB","util":20,"duration":"100h","gpu":"gpu-0"}`)
-	waitState(t, nc, id, "running", 10*time.Second)
-
-	rogue, err := nats.Connect(c.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rogue.Close()
 	var asked atomic.Int64
 	if _, err := rogue.Subscribe("gpusched.gpu.rogue.>", func(*nats.Msg) { asked.Add(1) }); err != nil {
 		t.Fatal(err)
@@ -104,16 +112,7 @@ func TestANodeThatNeverAnswersCostsOnlyItself(t *testing.T) {
 // reply only about the GPU and node it asked: gpu-0 stays node-0's first
 // incarnation, its job keeps running, and no planted job appears.
 func TestADescribeReplyAboutAnotherGPUIsNotBelieved(t *testing.T) {
-	c, nc := startCluster(t, cluster.Config{Speed: 60, Lease: rogueLease, Heartbeat: rogueLease / 5,
-		RestartBackoff: 20 * time.Millisecond, StarvationAge: 1000 * time.Hour})
-	id := submit(t, nc, `{"name":"steady","vram":"8GB","util":20,"duration":"100h","gpu":"gpu-0"}`)
-	waitState(t, nc, id, "running", 10*time.Second)
-
-	rogue, err := nats.Connect(c.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rogue.Close()
+	nc, id, rogue := rogueCluster(t)
 	forged, _ := json.Marshal(obj{"ok": true, "version": 1000, "status": obj{
 		"gpu": "gpu-0", "node": "node-0", "model": "A100-40GB", "incarnation": 99, "version": 1000, "vram_model": "contiguous",
 		"vram_total": 40 << 30, "jobs": []obj{{"job_id": "planted", "name": "planted", "priority": "high", "state": "running",

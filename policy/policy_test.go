@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -272,5 +273,59 @@ func TestHoldPicksTheMostFreeGPU(t *testing.T) {
 	held = Hold(c, r, map[int]bool{7: true})
 	if len(held) != 1 || c.GPUs[held[0]].ID != "gpu-6" {
 		t.Fatalf("held %v, want gpu-6 once gpu-7 is held", held)
+	}
+}
+
+// TestSkipFitRound: on a scratch copy with the preemptible running jobs
+// lifted, jobs in queue order are placed (waiting) or put back where they
+// run; a running job whose room a job ahead of it took is stopped, a job
+// that fits nowhere does not block the ones behind it, a job that cannot
+// be stopped keeps its place, and the cluster itself is left unchanged.
+func TestSkipFitRound(t *testing.T) {
+	r, err := LookupRound(DefaultRound)
+	if err != nil {
+		t.Fatal(err)
+	}
+	binpack, _ := Lookup("binpack")
+	// One node of two 80 GB GPUs; 70 GiB jobs take a GPU each.
+	c := &Cluster{VRAMModel: vram.Contiguous}
+	n := &Node{ID: "n", CPUMilli: 64000, MemTotal: 1 << 40, Alive: true, GPUs: []int{0, 1}}
+	c.Nodes = []*Node{n}
+	for i := range 2 {
+		c.GPUs = append(c.GPUs, &GPU{ID: fmt.Sprintf("gpu-%d", i), Node: "n", Index: i, VRAMTotal: int64(80 * model.GiB), Alive: true})
+	}
+	req := func(id string, gpus int) *Request {
+		return &Request{JobID: id, GPUs: gpus, VRAM: int64(70 * model.GiB), Util: 50, CPUMilli: 1000, Memory: 1 << 30}
+	}
+	running := func(id string, gpu int, preemptible bool) RoundJob {
+		j := RoundJob{Request: req(id, 1), Running: true, Preemptible: preemptible, Node: "n", GPUs: []int{gpu}}
+		c.Land(j.Request, j.GPUs, "n")
+		return j
+	}
+	old, tail := running("old", 0, true), running("tail", 1, true)
+	jobs := []RoundJob{
+		{Request: req("head", 1)}, // waiting, first in order: placed on gpu-0 (binpack, lowest id)
+		{Request: req("gang", 2)}, // waiting, both GPUs: only gpu-1 is left, waits
+		old,                       // its gpu-0 is head's now: stopped
+		tail,                      // gpu-1 still its own: kept
+	}
+	before := fmt.Sprint(c.GPUs[0].Allocs, c.GPUs[1].Allocs, n.CPUUsedMilli)
+	if got := strings.Join(r.Stop(c, jobs, binpack), ","); got != "old" {
+		t.Fatalf("stopped %q, want old", got)
+	}
+	if after := fmt.Sprint(c.GPUs[0].Allocs, c.GPUs[1].Allocs, n.CPUUsedMilli); after != before {
+		t.Fatalf("the round changed the cluster: %s, was %s", after, before)
+	}
+	// Old not preemptible: it keeps gpu-0, head takes gpu-1 and tail stops.
+	jobs[2].Preemptible = false
+	if got := strings.Join(r.Stop(c, jobs, binpack), ","); got != "tail" {
+		t.Fatalf("stopped %q with old not preemptible, want tail", got)
+	}
+	// Nothing waiting ahead: nothing stops.
+	if got := r.Stop(c, []RoundJob{old, tail, {Request: req("late", 1)}}, binpack); len(got) != 0 {
+		t.Fatalf("stopped %v for a job behind them", got)
+	}
+	if _, err := LookupRound("optimus"); err == nil || !strings.Contains(err.Error(), DefaultRound) {
+		t.Errorf("an unknown round: %v", err)
 	}
 }

@@ -230,15 +230,7 @@ func traceDir(t testing.TB) string {
 // node-0549 by rank, and the run drifted from the published curves from
 // there. It needs the trace.
 func TestFGDTieOfGpushare100Seed43(t *testing.T) {
-	dir := traceDir(t)
-	nodes, err := openb.ReadNodes(filepath.Join(dir, "openb_node_list_gpu_node.csv"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pods, err := openb.ReadPods(filepath.Join(dir, "openb_pod_list_gpushare100.csv"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	nodes, pods := tracedir.Workload(t, "openb_pod_list_gpushare100.csv")
 	plan := Prepare(nodes, pods, 43, DefaultInflate)
 	fgd, _ := policy.Lookup("fgd")
 	m := NewMirror(&plan)

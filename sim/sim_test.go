@@ -124,3 +124,30 @@ func TestTimedOpenbStart(t *testing.T) {
 	}
 	t.Logf("%d pods: %d completed, %d still running after an hour's drain; %s wall", arrived, s.Completed, s.Unended, res.Wall)
 }
+
+// TestRoundsRepeat: a time-sliced run (srtf order, a skip-fit round every
+// simulated 10 minutes) gives the same per-job results twice, at
+// GOMAXPROCS=1 too, and its rounds do stop running jobs (more preemptions
+// than the same run without rounds).
+func TestRoundsRepeat(t *testing.T) {
+	cfg := Config{Shape: referenceShape(t), Policy: "binpack", Queue: "srtf", Seed: 7, Rate: 6, Hours: 12,
+		Interference: model.DefaultInterference, RoundEvery: 10 * time.Minute}
+	a, csvA := runConfig(t, cfg)
+	func() {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+		_, csvB := runConfig(t, cfg)
+		if !bytes.Equal(csvA, csvB) {
+			t.Fatalf("the same seed with rounds gave different per-job results:\n%s", firstDiff(csvA, csvB))
+		}
+	}()
+	cfg.RoundEvery = 0
+	plain, _ := runConfig(t, cfg)
+	sa, sp := Summarize(a), Summarize(plain)
+	if sa.Unended != 0 || sa.Completed != sa.Submitted-sa.Rejected {
+		t.Fatalf("not every job ended with rounds: %+v", sa)
+	}
+	if sa.Preemptions <= sp.Preemptions {
+		t.Fatalf("%d preemptions with rounds, %d without: the rounds stopped nothing", sa.Preemptions, sp.Preemptions)
+	}
+	t.Logf("with rounds: %d jobs, %d preemptions; without: %d preemptions", sa.Submitted, sa.Preemptions, sp.Preemptions)
+}

@@ -83,10 +83,8 @@ func (j *job) endStint(now time.Time, done float64) {
 		return
 	}
 	stint := now.Sub(j.stintAt).Seconds()
-	if gpus := float64(j.spec.GPUs); gpus > 0 && j.demotedAt.IsZero() && (j.runS+stint)*gpus >= policy.LASThreshold {
-		// The instant within the stint at which the service passed the threshold.
-		left := max(0, policy.LASThreshold/gpus-j.runS)
-		j.demotedAt = j.stintAt.Add(time.Duration(left * float64(time.Second)))
+	if j.demotedAt.IsZero() {
+		j.demotedAt = j.demotion(stint)
 	}
 	j.runS += stint
 	if j.stintSpeed > 0 {

@@ -294,7 +294,10 @@ func (s *Scheduler) tryPlace(j *job) bool {
 		}
 		refusals = append(refusals, why)
 	}
-	if len(cands) == 0 && !s.cfg.DropUnschedulable && s.hasLowerPriorityRunning(j) {
+	// With a round, the round alone stops running jobs (in queue order):
+	// priority preemption beside it would undo what it decided, and the
+	// two would take turns stopping the same jobs.
+	if len(cands) == 0 && !s.cfg.DropUnschedulable && s.cfg.Round == nil && s.hasLowerPriorityRunning(j) {
 		s.refreshLostWork()
 		if pre, ok := policy.ChooseVictims(s.view.sorted(), req); ok {
 			s.preemptFor(j, pre.Victims)

@@ -35,6 +35,10 @@ type Config struct {
 	// Admit is admission (policy.Admit: per-tenant limits); nil admits
 	// every job.
 	Admit policy.Admit
+	// Round, when set, runs every RoundEvery of simulated time (policy.Round:
+	// time-slicing re-allocation).
+	Round      policy.Round
+	RoundEvery time.Duration
 	// Queue is the queue order (policy.QueueSort; policy.DefaultQueue when empty).
 	Queue     string
 	VRAMModel vram.Model
@@ -343,7 +347,12 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		defer lt.Stop()
 		leaseWall = lt.C
 	}
-	var metrics, pass, wake simclock.Timer
+	var metrics, pass, wake, round simclock.Timer
+	if s.cfg.Round != nil && s.cfg.RoundEvery > 0 {
+		// An event-phase timer: on a virtual clock the round's stops are
+		// made before the instant's pass places the queue.
+		round = simclock.NewPhasedTimer(s.cfg.Clock, s.cfg.RoundEvery, simclock.PhaseEvent)
+	}
 	var wakeAt time.Time
 	if s.virtual {
 		metrics = simclock.NewPhasedTimer(s.cfg.Clock, s.cfg.MetricsPeriod, simclock.PhaseObserve)
@@ -357,14 +366,17 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		metricsWall, agingWall = mt.C, aging.C
 	}
 	defer func() {
-		for _, t := range []simclock.Timer{metrics, pass, wake} {
+		for _, t := range []simclock.Timer{metrics, pass, wake, round} {
 			if t != nil {
 				t.Stop()
 			}
 		}
 	}()
 	for {
-		var metricsC, passC, wakeC <-chan time.Time
+		var metricsC, passC, wakeC, roundC <-chan time.Time
+		if round != nil {
+			roundC = round.C()
+		}
 		if metrics != nil {
 			metricsC = metrics.C()
 		}
@@ -413,6 +425,9 @@ func (s *Scheduler) Run(ctx context.Context) error {
 				s.dirty = true
 			}
 			held = false
+		case <-roundC:
+			s.runRound()
+			round = simclock.NewPhasedTimer(s.cfg.Clock, s.cfg.RoundEvery, simclock.PhaseEvent)
 		case <-metricsC:
 			s.publishMetrics()
 			metrics = simclock.NewPhasedTimer(s.cfg.Clock, s.cfg.MetricsPeriod, simclock.PhaseObserve)

@@ -86,6 +86,7 @@ flags:
 	pol := fs.String("policy", "fgd", "placement policy of a single run (cluster replay --timed)")
 	pols := fs.String("policies", defPolicies, `policies to compare, comma-separated, or "all"`)
 	queue := fs.String("queue", policy.DefaultQueue, "queue order of every run: "+strings.Join(policy.QueueNames(), ", "))
+	roundEvery := fs.Duration("round", 0, "re-allocate every this much simulated time in every run (0: never)")
 	hours := fs.Float64("hours", defHours, "simulated hours of arrivals (a trace: all of it unless given)")
 	seed := fs.Uint64("seed", 1, "seed of the generated workload and of the policies' draws")
 	seeds := fs.String("seeds", "", "several seeds, e.g. 1-5 or 1,3: each cell of the table is the mean over them")
@@ -136,6 +137,9 @@ flags:
 	}
 	if _, err := policy.LookupQueue(*queue); err != nil {
 		return fmt.Errorf("--queue: %v", err)
+	}
+	if *roundEvery < 0 {
+		return fmt.Errorf("--round: must not be negative, not %s", *roundEvery)
 	}
 	if *hours < 0 {
 		return errors.New("--hours must not be negative")
@@ -249,7 +253,7 @@ flags:
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			cfg := sim.Config{Shape: shape, Policy: r.policy, Queue: *queue, Seed: r.seed, Rate: *rate, Arrivals: arrivals, Hours: *hours,
+			cfg := sim.Config{Shape: shape, Policy: r.policy, Queue: *queue, RoundEvery: *roundEvery, Seed: r.seed, Rate: *rate, Arrivals: arrivals, Hours: *hours,
 				Drain: *drain, Sample: *sample, Interference: *interference, StarvationAge: *starve, Workload: workload}
 			if bar != nil {
 				cfg.Progress = func(d time.Duration) {
@@ -296,6 +300,9 @@ flags:
 	if *queue != policy.DefaultQueue {
 		// Said only when not the default, so that default runs print as before.
 		what += ", queue order " + *queue
+	}
+	if *roundEvery > 0 {
+		what += ", a " + policy.DefaultRound + " round every " + roundEvery.String()
 	}
 	fmt.Printf("%s on %d GPUs (%d nodes); interference %g\n\n", what, shape.GPUCount(), len(shape.Nodes), *interference)
 	if err := sim.WriteColumns(os.Stdout, cols); err != nil {

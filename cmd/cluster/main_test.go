@@ -20,6 +20,8 @@ func TestBadFlagsSayWhatIsWrong(t *testing.T) {
 		"--gpus":             {"--gpus", "3xTPU"},
 		"--policy":           {"--policy", "lottery"},
 		"--queue":            {"--queue", "lottery"},
+		"--round":            {"--round", "-1m"},
+		"--round-policy":     {"--round", "1m", "--round-policy", "optimus"},
 		"--tenant-limits":    {"--tenant-limits", "team-a=gpus:lots"},
 		"--vram-model":       {"--vram-model", "paged"},
 		"--speed":            {"--speed", "0"},

@@ -33,14 +33,21 @@ func Openb(t testing.TB) string {
 // skips t when the trace is absent; a file that does not read fails t.
 func Default(t testing.TB) ([]openb.Node, []openb.Pod) {
 	t.Helper()
+	return Workload(t, "openb_pod_list_default.csv")
+}
+
+// Workload is Default with another of the trace's pod lists (its file
+// name, e.g. "openb_pod_list_gpushare100.csv").
+func Workload(t testing.TB, pods string) ([]openb.Node, []openb.Pod) {
+	t.Helper()
 	dir := Openb(t)
 	nodes, err := openb.ReadNodes(filepath.Join(dir, "openb_node_list_gpu_node.csv"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	pods, err := openb.ReadPods(filepath.Join(dir, "openb_pod_list_default.csv"))
+	list, err := openb.ReadPods(filepath.Join(dir, pods))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return nodes, pods
+	return nodes, list
 }

@@ -1,0 +1,97 @@
+package scheduler
+
+import (
+	"slices"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/gpusched/gpusched/events"
+	"github.com/gpusched/gpusched/policy"
+)
+
+// runRound is one round of the Round in force (policy.Round): every
+// running and waiting job in queue order, their service so far counted to
+// now; the running jobs it names are preempted (each keeps its progress up
+// to its last checkpoint and goes back to the queue) and the pass that
+// follows places the queue in order.
+func (s *Scheduler) runRound() {
+	now := s.cfg.Clock.Now()
+	type entry struct {
+		j *job
+		q policy.Queued
+	}
+	all := make([]entry, 0, len(s.running)+len(s.queue))
+	for _, j := range s.running {
+		all = append(all, entry{j, j.queuedAt(now)})
+	}
+	for _, j := range s.queue {
+		if j.state == events.JobQueued {
+			all = append(all, entry{j, j.queued()})
+		}
+	}
+	slices.SortStableFunc(all, func(a, b entry) int {
+		switch {
+		case policy.Ordered(s.queueSort, &a.q, &b.q):
+			return -1
+		case policy.Ordered(s.queueSort, &b.q, &a.q):
+			return 1
+		}
+		return 0
+	})
+	c := s.view.sorted()
+	jobs := make([]policy.RoundJob, len(all))
+	for i, e := range all {
+		r := s.request(e.j)
+		r.Held = nil // holds are the pass's business
+		jobs[i] = policy.RoundJob{Request: r, Running: e.j.state == stateRunning, Preemptible: e.j.spec.Preemptible, Node: e.j.node}
+		for _, id := range e.j.gpus {
+			if gs, ok := s.view.gpus[id]; ok {
+				jobs[i].GPUs = append(jobs[i].GPUs, gs.g.Index)
+			}
+		}
+	}
+	s.refreshWorkload()
+	for _, id := range s.cfg.Round.Stop(c, jobs, s.policy) {
+		v, ok := s.jobs[id]
+		if !ok || v.state != stateRunning || !v.spec.Preemptible {
+			continue // a round names only running, preemptible jobs
+		}
+		s.stop(v, events.OpPreempt)
+		v.preemptions++
+		s.stats.preemptions++
+		s.log.Info("stopped by the round", zap.String("job", v.id), zap.String("name", v.spec.Name),
+			zap.String("round", s.cfg.Round.Name()), zap.Float64("kept_progress_s", v.progress))
+		s.transition(v, events.JobPreempted, "round "+s.cfg.Round.Name()+": jobs ahead of it in queue order ("+s.queueSort.Name()+") take its GPUs")
+		s.transition(v, events.JobQueued, "")
+		s.enqueue(v)
+	}
+	s.dirty = true
+}
+
+// queuedAt is the job as a queue order sees it now: for a running job,
+// the stint under way counts in its service and progress.
+func (j *job) queuedAt(now time.Time) policy.Queued {
+	q := j.queued()
+	if j.state != stateRunning || j.stintAt.IsZero() {
+		return q
+	}
+	stint := now.Sub(j.stintAt).Seconds()
+	q.AttainedGPUS = (j.runS + stint) * float64(j.spec.GPUs)
+	q.ProgressS = j.estimate(now)
+	if q.DemotedAt.IsZero() {
+		q.DemotedAt = j.demotion(stint)
+	}
+	return q
+}
+
+// demotion is when, within the stint under way (stint seconds long so
+// far), the job's service passed policy.LASThreshold; zero if it has not.
+func (j *job) demotion(stint float64) time.Time {
+	gpus := float64(j.spec.GPUs)
+	if gpus <= 0 || (j.runS+stint)*gpus < policy.LASThreshold {
+		return time.Time{}
+	}
+	left := max(0, policy.LASThreshold/gpus-j.runS)
+	return j.stintAt.Add(time.Duration(left * float64(time.Second)))
+}
