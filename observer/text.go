@@ -150,7 +150,14 @@ func summarize(ev *events.Decoded) (line, kind string) {
 	case ev.Type == events.Type("sched", events.SchedPolicy):
 		var p events.PolicyChanged
 		json.Unmarshal(ev.Data, &p)
-		return fmt.Sprintf("%s  policy    %s → %s", t, p.Previous, p.Policy), "policy"
+		if p.PreviousQueue != "" && p.Previous == "" {
+			return fmt.Sprintf("%s  queue     %s → %s", t, p.PreviousQueue, p.Queue), "policy"
+		}
+		line := fmt.Sprintf("%s  policy    %s → %s", t, p.Previous, p.Policy)
+		if p.PreviousQueue != "" {
+			line += fmt.Sprintf(", queue %s → %s", p.PreviousQueue, p.Queue)
+		}
+		return line, "policy"
 	case ev.Type == events.Type("gpu", events.GPUOOM):
 		var o events.GPUOOMEvent
 		json.Unmarshal(ev.Data, &o)

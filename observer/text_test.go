@@ -83,4 +83,14 @@ func TestSummarize(t *testing.T) {
 	if observer.Summarize([]byte(`{"type":"gpusched.gpu.status"}`)) != "" {
 		t.Fatal("status events are too frequent to list")
 	}
+	for data, want := range map[string]string{
+		`{"policy":"spread","previous":"binpack","queue":"priority"}`:                         "policy    binpack → spread",
+		`{"policy":"binpack","previous":"","queue":"las","previous_queue":"priority"}`:        "queue     priority → las",
+		`{"policy":"spread","previous":"binpack","queue":"srtf","previous_queue":"priority"}`: "policy    binpack → spread, queue priority → srtf",
+	} {
+		line := observer.Summarize([]byte(`{"type":"gpusched.sched.policy","simtime":"2026-01-01T10:00:00Z","data":` + data + `}`))
+		if !strings.HasSuffix(line, want) {
+			t.Errorf("%s: %q, want it to end %q", data, line, want)
+		}
+	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/gpusched/gpusched/events"
 	"github.com/gpusched/gpusched/model"
 	"github.com/gpusched/gpusched/observer"
+	"github.com/gpusched/gpusched/policy"
 	"github.com/gpusched/gpusched/vram"
 )
 
@@ -132,7 +133,11 @@ func header(st observer.State) string {
 	if !st.Connected {
 		live = "○ reconnecting"
 	}
-	return fmt.Sprintf(" gpusched │ policy %s │ %s │ %d GPUs, %d busy │ %s ", s.Policy,
+	pol := s.Policy
+	if q := s.Summary.Queue; q != "" && q != policy.DefaultQueue {
+		pol += ", queue " + q // said only when not the default: the line is short
+	}
+	return fmt.Sprintf(" gpusched │ policy %s │ %s │ %d GPUs, %d busy │ %s ", pol,
 		s.SimTime.Format("Jan 2 15:04:05"), s.Summary.GPUs, s.Summary.GPUsBusy, live)
 }
 

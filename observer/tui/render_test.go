@@ -76,6 +76,14 @@ func TestRenderFitsTheTerminal(t *testing.T) {
 			t.Errorf("80×24 frame of 8 GPUs lacks %q:\n%s", want, small)
 		}
 	}
+	if strings.Contains(small, "queue priority") {
+		t.Errorf("the default queue order should not take room in the header:\n%s", small)
+	}
+	las := fakeState(8)
+	las.Snapshot.Summary.Queue = "las"
+	if frame := Render(las, View{Width: 120, Height: 24}); !strings.Contains(frame, "policy binpack, queue las") {
+		t.Errorf("a queue order other than the default should show in the header:\n%s", frame)
+	}
 	big := Render(fakeState(100), View{Width: 80, Height: 24})
 	if !strings.Contains(big, "of 100") || !strings.Contains(big, "util map") {
 		t.Errorf("100 GPUs at 80×24 should page with a heat map:\n%s", big)
