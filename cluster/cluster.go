@@ -48,6 +48,8 @@ type Config struct {
 	// period of simulated time; no round when RoundEvery is zero.
 	Round      string
 	RoundEvery time.Duration
+	// Preempt names the scheduler's preemption rule (policy.Preempt).
+	Preempt string
 	// TenantLimits bound each tenant (policy.Admit); empty: none.
 	TenantLimits policy.TenantLimits
 	// Queue is the scheduler's queue order (policy.QueueSort).
@@ -296,7 +298,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		gpuLease = 0 // a virtual run has no leases (scheduler.Config.Lease)
 	}
 	schedCfg := scheduler.Config{Subjects: subjects, Conn: schedConn, Clock: c.Clock, Logger: log,
-		Policy: cfg.Policy, Queue: cfg.Queue, Admit: admitOf(cfg.TenantLimits), Round: round, RoundEvery: cfg.RoundEvery, VRAMModel: cfg.VRAMModel, StarvationAge: cfg.StarvationAge, Seed: int64(cfg.Seed),
+		Policy: cfg.Policy, Queue: cfg.Queue, Admit: admitOf(cfg.TenantLimits), Preempt: cfg.Preempt, Round: round, RoundEvery: cfg.RoundEvery, VRAMModel: cfg.VRAMModel, StarvationAge: cfg.StarvationAge, Seed: int64(cfg.Seed),
 		NodeRank: cfg.NodeRank, Workload: cfg.Workload, DropUnschedulable: cfg.DropUnschedulable, MetricsPeriod: cfg.MetricsPeriod,
 		Lease: lease, Journal: c.journal, Restored: restored}
 	if cfg.Auth != nil {

@@ -111,3 +111,20 @@ func TestRoundTimeSlices(t *testing.T) {
 		t.Fatalf("the long job resumed after %v preemptions, want 1 (the round stops a job only for one ahead of it)", j["preemptions"])
 	}
 }
+
+// TestPreemptNone: with the preemption rule "none" a high-priority job
+// that fits nowhere waits behind a low-priority one instead of stopping
+// it.
+func TestPreemptNone(t *testing.T) {
+	_, nc := startCluster(t, cluster.Config{Speed: 60, StarvationAge: 1000 * time.Hour, Preempt: "none"})
+	low := submit(t, nc, `{"name":"low","priority":"low","vram":"70GiB","util":90,"duration":"100h","gpu":"gpu-7"}`)
+	waitState(t, nc, low, "running", 10*time.Second)
+	high := submit(t, nc, `{"name":"high","priority":"high","vram":"70GiB","util":90,"duration":"1h","gpu":"gpu-7"}`)
+	waitFor(t, "the high-priority job's pending reason", 5*time.Second, func() bool {
+		j := getJob(t, nc, high)
+		return j["state"] == "queued" && j["reason"] != nil && j["reason"] != ""
+	})
+	if j := getJob(t, nc, low); j["state"] != "running" || j["preemptions"] != 0.0 {
+		t.Fatalf("the low-priority job is %v after %v preemptions, want running, none", j["state"], j["preemptions"])
+	}
+}

@@ -193,9 +193,14 @@ func TestChooseVictims(t *testing.T) {
 			// free: 10GiB at the end; freeing c gives a 20GiB hole, freeing a gives two 10GiB holes.
 			Request{GPUs: 1, VRAM: int64(20 * model.GiB), Priority: high, PinGPU: "gpu-0"}, "c", "gpu-0"},
 	}
+	fewest, _ := LookupPreempt(DefaultPreempt)
+	none, _ := LookupPreempt("none")
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got, ok := ChooseVictims(tc.cluster, &tc.req)
+			if _, ok := none.Victims(tc.cluster, &tc.req); ok {
+				t.Fatal("the rule none chose victims")
+			}
+			got, ok := fewest.Victims(tc.cluster, &tc.req)
 			if tc.want == "" {
 				if ok {
 					t.Fatalf("victims %v, want none", got.Victims)

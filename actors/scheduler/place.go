@@ -299,7 +299,7 @@ func (s *Scheduler) tryPlace(j *job) bool {
 	// two would take turns stopping the same jobs.
 	if len(cands) == 0 && !s.cfg.DropUnschedulable && s.cfg.Round == nil && s.hasLowerPriorityRunning(j) {
 		s.refreshLostWork()
-		if pre, ok := policy.ChooseVictims(s.view.sorted(), req); ok {
+		if pre, ok := s.preempt.Victims(s.view.sorted(), req); ok {
 			s.preemptFor(j, pre.Victims)
 			if ok, why := s.negotiate(j, pre.Placement); ok {
 				s.placed(j, pre.Placement, []policy.Placement{pre.Placement}, refusals, pre.Victims)

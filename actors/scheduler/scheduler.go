@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -32,6 +33,9 @@ type Config struct {
 	Clock    simclock.Clock
 	Logger   *zap.Logger
 	Policy   string
+	// Preempt chooses victims (policy.Preempt; policy.DefaultPreempt when
+	// empty).
+	Preempt string
 	// Admit is admission (policy.Admit: per-tenant limits); nil admits
 	// every job.
 	Admit policy.Admit
@@ -123,10 +127,12 @@ type Scheduler struct {
 	policy policy.Policy
 	// queueSort orders the queue (QueueSort, the queue-order extension point).
 	queueSort policy.QueueSort
-	view      *view
-	jobs      map[string]*job
-	order     []*job // every accepted job, in acceptance order
-	queue     []*job // waiting jobs, in queue order
+	// preempt chooses victims (the preemption extension point).
+	preempt policy.Preempt
+	view    *view
+	jobs    map[string]*job
+	order   []*job // every accepted job, in acceptance order
+	queue   []*job // waiting jobs, in queue order
 	// running is the jobs placed and not yet ended, in placement order.
 	running []*job
 	seq     uint64
@@ -257,6 +263,10 @@ func New(cfg Config) (*Scheduler, error) {
 	if err != nil {
 		return nil, err
 	}
+	pre, err := policy.LookupPreempt(cmp.Or(cfg.Preempt, policy.DefaultPreempt))
+	if err != nil {
+		return nil, err
+	}
 	log := cfg.Logger
 	if log == nil {
 		log = zap.NewNop()
@@ -269,6 +279,7 @@ func New(cfg Config) (*Scheduler, error) {
 		done:       make(chan struct{}),
 		policy:     p,
 		queueSort:  qs,
+		preempt:    pre,
 		view:       newView(cfg.VRAMModel, cfg.Seed, cfg.NodeRank),
 		jobs:       map[string]*job{},
 		classes:    map[policy.ClassKey]int{},

@@ -87,6 +87,7 @@ flags:
 	pols := fs.String("policies", defPolicies, `policies to compare, comma-separated, or "all"`)
 	queue := fs.String("queue", policy.DefaultQueue, "queue order of every run: "+strings.Join(policy.QueueNames(), ", "))
 	roundEvery := fs.Duration("round", 0, "re-allocate every this much simulated time in every run (0: never)")
+	preempt := fs.String("preempt", policy.DefaultPreempt, "preemption rule of every run: fewest-victims or none")
 	hours := fs.Float64("hours", defHours, "simulated hours of arrivals (a trace: all of it unless given)")
 	seed := fs.Uint64("seed", 1, "seed of the generated workload and of the policies' draws")
 	seeds := fs.String("seeds", "", "several seeds, e.g. 1-5 or 1,3: each cell of the table is the mean over them")
@@ -140,6 +141,9 @@ flags:
 	}
 	if *roundEvery < 0 {
 		return fmt.Errorf("--round: must not be negative, not %s", *roundEvery)
+	}
+	if _, err := policy.LookupPreempt(*preempt); err != nil {
+		return fmt.Errorf("--preempt: %v", err)
 	}
 	if *hours < 0 {
 		return errors.New("--hours must not be negative")
@@ -253,7 +257,7 @@ flags:
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			cfg := sim.Config{Shape: shape, Policy: r.policy, Queue: *queue, RoundEvery: *roundEvery, Seed: r.seed, Rate: *rate, Arrivals: arrivals, Hours: *hours,
+			cfg := sim.Config{Shape: shape, Policy: r.policy, Queue: *queue, Preempt: *preempt, RoundEvery: *roundEvery, Seed: r.seed, Rate: *rate, Arrivals: arrivals, Hours: *hours,
 				Drain: *drain, Sample: *sample, Interference: *interference, StarvationAge: *starve, Workload: workload}
 			if bar != nil {
 				cfg.Progress = func(d time.Duration) {
@@ -303,6 +307,9 @@ flags:
 	}
 	if *roundEvery > 0 {
 		what += ", a " + policy.DefaultRound + " round every " + roundEvery.String()
+	}
+	if *preempt != policy.DefaultPreempt {
+		what += ", preemption " + *preempt
 	}
 	fmt.Printf("%s on %d GPUs (%d nodes); interference %g\n\n", what, shape.GPUCount(), len(shape.Nodes), *interference)
 	if err := sim.WriteColumns(os.Stdout, cols); err != nil {

@@ -138,6 +138,7 @@ func run(args []string) error {
 	clusterFile := fs.String("cluster", "", "cluster file: YAML (see docs/CLUSTERS.md) or an openb node list CSV; overrides --gpus")
 	pol := fs.String("policy", policy.DefaultPolicy, "placement policy: "+strings.Join(policy.Names(), ", "))
 	queue := fs.String("queue", policy.DefaultQueue, "queue order: "+strings.Join(policy.QueueNames(), ", "))
+	preempt := fs.String("preempt", policy.DefaultPreempt, "preemption rule: fewest-victims (of strictly lower priority) or none")
 	roundEvery := fs.Duration("round", 0, "re-allocate every this much simulated time (0: never): running jobs the queue order puts behind waiting ones are preempted (docs/POLICIES.md)")
 	roundName := fs.String("round-policy", policy.DefaultRound, "the round's rule (with --round)")
 	limitsText := fs.String("tenant-limits", "", "per-tenant limits, e.g. 'team-a=gpus:8,priority:medium;*=gpus:4' (gpus its running jobs may hold, highest priority it may submit; * for every other tenant)")
@@ -239,6 +240,9 @@ func run(args []string) error {
 	if *roundEvery < 0 {
 		return fmt.Errorf("--round: must not be negative, not %s", *roundEvery)
 	}
+	if _, err := policy.LookupPreempt(*preempt); err != nil {
+		return fmt.Errorf("--preempt: %v", err)
+	}
 	if _, err := policy.LookupRound(*roundName); err != nil {
 		return fmt.Errorf("--round-policy: %v", err)
 	}
@@ -338,7 +342,7 @@ func run(args []string) error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	cfg := cluster.Config{Listen: *listen, Prefix: *prefix, Shape: shape, Policy: *pol, Queue: *queue, TenantLimits: limits, Round: *roundName, RoundEvery: *roundEvery, VRAMModel: vm, Seed: *seed,
+	cfg := cluster.Config{Listen: *listen, Prefix: *prefix, Shape: shape, Policy: *pol, Queue: *queue, TenantLimits: limits, Preempt: *preempt, Round: *roundName, RoundEvery: *roundEvery, VRAMModel: vm, Seed: *seed,
 		Rate: *rate, Demo: *demo, Speed: *speed, StarvationAge: *starve, Logger: log, Interference: *interference,
 		Source: source, Lease: *lease, Heartbeat: *heartbeat, Chaos: monkeySpec,
 		Bus: busOpt, Store: store, DataDir: *dataDir, NoGPUs: *noGPUs, Fresh: *fresh, Auth: roles, TLS: serverTLS, Insecure: *insecure,

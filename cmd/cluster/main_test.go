@@ -21,6 +21,7 @@ func TestBadFlagsSayWhatIsWrong(t *testing.T) {
 		"--policy":           {"--policy", "lottery"},
 		"--queue":            {"--queue", "lottery"},
 		"--round":            {"--round", "-1m"},
+		"--preempt":          {"--preempt", "lottery"},
 		"--round-policy":     {"--round", "1m", "--round-policy", "optimus"},
 		"--tenant-limits":    {"--tenant-limits", "team-a=gpus:lots"},
 		"--vram-model":       {"--vram-model", "paged"},
