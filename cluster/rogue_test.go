@@ -153,3 +153,65 @@ func TestADescribeReplyAboutAnotherGPUIsNotBelieved(t *testing.T) {
 		t.Errorf("the job on gpu-0 was disturbed: %s on %s", j["state"], gpuIDs(j))
 	}
 }
+
+// TestARefusalAboutAnotherGPUIsNotBelieved: a node's GPU, asked to
+// reserve a job pinned to it, refuses and attaches the status of another
+// node's GPU at a higher incarnation. The refusal is a refusal; the status
+// is dropped: gpu-0 stays node-0's first incarnation and its job runs on.
+func TestARefusalAboutAnotherGPUIsNotBelieved(t *testing.T) {
+	nc, id, rogue := rogueCluster(t)
+	own, _ := json.Marshal(obj{"ok": true, "version": 1, "status": obj{"gpu": "rogue-gpu-0", "node": "rogue", "model": "A100-80GB",
+		"incarnation": 1, "version": 1, "vram_model": "contiguous", "vram_total": 80 << 30, "jobs": []obj{}}})
+	forged, _ := json.Marshal(obj{"ok": false, "reason": "insufficient VRAM", "version": 1000, "status": obj{
+		"gpu": "gpu-0", "node": "node-0", "model": "A100-40GB", "incarnation": 99, "version": 1000, "vram_model": "contiguous",
+		"vram_total": 40 << 30, "jobs": []obj{}}})
+	var reserves atomic.Int64
+	if _, err := rogue.Subscribe("gpusched.gpu.rogue.rogue-gpu-0.ctl", func(m *nats.Msg) {
+		var c obj
+		json.Unmarshal(m.Data, &c)
+		switch c["op"] {
+		case "describe":
+			m.Respond(own)
+		case "reserve":
+			reserves.Add(1)
+			m.Respond(forged)
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rogue.Subscribe("gpusched.node.rogue.*", func(m *nats.Msg) {
+		if m.Reply != "" {
+			m.Respond([]byte(`{"ok":true}`))
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	beat := 0
+	waitFor(t, "the rogue GPU to be known", 10*time.Second, func() bool {
+		beat++
+		rogue.Publish("gpusched.evt.node.rogue.heartbeat", rogueHeartbeat(t, "rogue", beat, []string{"rogue-gpu-0"}))
+		rogue.Flush()
+		snap := req(t, nc, "gpusched.cluster.snapshot", obj{})
+		for _, g := range snap["gpus"].([]any) {
+			if g.(obj)["gpu"] == "rogue-gpu-0" {
+				return true
+			}
+		}
+		return false
+	})
+	submit(t, nc, `{"name":"bait","vram":"8GB","util":20,"duration":"1h","gpu":"rogue-gpu-0"}`)
+	waitFor(t, "a reservation on the rogue GPU", 10*time.Second, func() bool {
+		beat++
+		rogue.Publish("gpusched.evt.node.rogue.heartbeat", rogueHeartbeat(t, "rogue", beat, []string{"rogue-gpu-0"}))
+		return reserves.Load() > 0
+	})
+	snap := req(t, nc, "gpusched.cluster.snapshot", obj{})
+	for _, g := range snap["gpus"].([]any) {
+		if g := g.(obj); g["gpu"] == "gpu-0" && (g["node"] != "node-0" || g["incarnation"] != 1.0) {
+			t.Errorf("gpu-0 taken over by a refusal's status: %v", g)
+		}
+	}
+	if j := getJob(t, nc, id); j["state"] != "running" || gpuIDs(j) != "gpu-0" {
+		t.Errorf("the job on gpu-0 was disturbed: %s on %s", j["state"], gpuIDs(j))
+	}
+}

@@ -169,7 +169,8 @@ func (c *Cluster) Land(r *Request, gpus []int, node string) {
 	for _, gi := range gpus {
 		g := c.GPUs[gi]
 		size := r.VRAMOn(g)
-		g.Allocs = append(g.Allocs, vram.Alloc{Owner: r.JobID, Offset: lowestHole(g.Allocs, size), Size: size})
+		at, _ := vram.FirstFit(g.VRAMTotal, c.VRAMModel, g.Allocs, size)
+		g.Allocs = append(g.Allocs, vram.Alloc{Owner: r.JobID, Offset: at, Size: size})
 		slices.SortFunc(g.Allocs, func(a, b vram.Alloc) int { return int(a.Offset - b.Offset) })
 		milli := r.MilliOn(g)
 		g.Util += r.Util
@@ -181,17 +182,4 @@ func (c *Cluster) Land(r *Request, gpus []int, node string) {
 		n.CPUUsedMilli += r.CPUMilli
 		n.MemUsed += r.Memory
 	}
-}
-
-// lowestHole is the lowest offset where size fits between allocations
-// sorted by offset (after the last one when no hole is large enough).
-func lowestHole(allocs []vram.Alloc, size int64) int64 {
-	var at int64
-	for _, a := range allocs {
-		if a.Offset-at >= size {
-			return at
-		}
-		at = max(at, a.Offset+a.Size)
-	}
-	return at
 }

@@ -3,6 +3,7 @@ package vram
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 )
 
@@ -88,25 +89,45 @@ func (l *Layout) Allocate(owner string, size int64) (int64, error) {
 	if size > l.Free() {
 		return 0, ErrInsufficient
 	}
-	if l.Model == Pooled {
-		l.allocs = append(l.allocs, Alloc{Owner: owner, Offset: -1, Size: size})
-		return -1, nil
+	at, ok := FirstFit(l.Capacity, l.Model, l.allocs, size)
+	if !ok {
+		return 0, ErrFragmented
+	}
+	i := len(l.allocs)
+	if l.Model != Pooled {
+		i = slices.IndexFunc(l.allocs, func(a Alloc) bool { return a.Offset > at })
+		if i < 0 {
+			i = len(l.allocs)
+		}
+	}
+	l.allocs = slices.Insert(l.allocs, i, Alloc{Owner: owner, Offset: at, Size: size})
+	return at, nil
+}
+
+// FirstFit is where an allocation of size goes in a layout of capacity
+// whose allocations (sorted by offset) are allocs: the lowest offset of a
+// hole large enough (-1 in the pooled model, where offsets do not
+// matter), and whether there is one. A GPU actor allocates with it and the
+// scheduler predicts the same offset for a reservation in flight.
+func FirstFit(capacity int64, model Model, allocs []Alloc, size int64) (int64, bool) {
+	var used int64
+	for _, a := range allocs {
+		used += a.Size
+	}
+	if capacity-used < size {
+		return 0, false
+	}
+	if model == Pooled {
+		return -1, true
 	}
 	var at int64
-	for i, a := range l.allocs {
+	for _, a := range allocs {
 		if a.Offset-at >= size {
-			l.allocs = append(l.allocs, Alloc{})
-			copy(l.allocs[i+1:], l.allocs[i:])
-			l.allocs[i] = Alloc{Owner: owner, Offset: at, Size: size}
-			return at, nil
+			return at, true
 		}
 		at = a.Offset + a.Size
 	}
-	if l.Capacity-at >= size {
-		l.allocs = append(l.allocs, Alloc{Owner: owner, Offset: at, Size: size})
-		return at, nil
-	}
-	return 0, ErrFragmented
+	return at, capacity-at >= size
 }
 
 // Release frees owner's allocation and reports whether it had one.

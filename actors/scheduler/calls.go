@@ -91,6 +91,24 @@ func (s *Scheduler) expireCalls(now time.Time) {
 	}
 }
 
+// refusalStatus folds in the status a refusing GPU attached to its reply
+// to a reservation, if it is about that GPU: a reply is believed only
+// about what was asked (a node's GPU could otherwise describe another
+// node's GPU in a refusal).
+func (s *Scheduler) refusalStatus(node, gpu string, r events.ControlReply) {
+	if r.OK || r.Status == nil || gpu == "" {
+		return
+	}
+	if fe := validStatus(node, gpu, *r.Status); fe != nil {
+		s.log.Warn("refusal's status dropped", zap.String("gpu", gpu), zap.String("node", node), zap.String("field", fe.Field),
+			zap.String("reason", fe.Message))
+		return
+	}
+	st := *r.Status
+	st.Change, st.JobID = "", "" // a state, not a change
+	s.applyStatus(st, s.cfg.Clock.Now())
+}
+
 // onReply handles a reply to one of the scheduler's calls. A reply nobody
 // asked for (late, after its call timed out; a second answer; a forgery)
 // is dropped, and so is one about another GPU or node than the request

@@ -145,9 +145,7 @@ func (s *Scheduler) negotiate(j *job, p policy.Placement) (bool, string) {
 			who = calls[i].gpu
 		}
 		refused = append(refused, who+": "+r.Reason)
-		if r.Status != nil {
-			s.applyStatus(*r.Status, s.cfg.Clock.Now())
-		}
+		s.refusalStatus(p.Node, calls[i].gpu, r)
 	}
 	if len(refused) > 0 {
 		s.abort(j, undo)
