@@ -1,11 +1,5 @@
 package policy
 
-import (
-	"fmt"
-	"slices"
-	"strings"
-)
-
 // Preempt is the preemption extension point: for a job that fits nowhere,
 // which running jobs to stop (victims) and where it then goes. It is asked
 // only for a job that outranks some preemptible running job, and not when
@@ -20,23 +14,13 @@ type Preempt interface {
 // DefaultPreempt is the preemption rule of a scheduler that names none.
 const DefaultPreempt = "fewest-victims"
 
-var preempts = map[string]Preempt{}
+var preempts = newExtensions[Preempt]("preemption rule", DefaultPreempt)
 
 // RegisterPreempt makes a preemption rule selectable by its name.
-func RegisterPreempt(p Preempt) { preempts[p.Name()] = p }
+func RegisterPreempt(p Preempt) { preempts.add(p) }
 
 // LookupPreempt finds a preemption rule by name.
-func LookupPreempt(name string) (Preempt, error) {
-	if p, ok := preempts[name]; ok {
-		return p, nil
-	}
-	names := make([]string, 0, len(preempts))
-	for n := range preempts {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	return nil, fmt.Errorf("unknown preemption rule %q (known: %s)", name, strings.Join(names, ", "))
-}
+func LookupPreempt(name string) (Preempt, error) { return preempts.lookup(name) }
 
 func init() {
 	RegisterPreempt(fewestVictims{})

@@ -1,9 +1,6 @@
 package policy
 
 import (
-	"fmt"
-	"slices"
-	"strings"
 	"time"
 )
 
@@ -25,30 +22,16 @@ type QueueSort interface {
 // DefaultQueue is the queue order of a scheduler that names none.
 const DefaultQueue = "priority"
 
-var queueSorts = map[string]QueueSort{}
+var queueSorts = newExtensions[QueueSort]("queue order", DefaultQueue)
 
 // RegisterQueue makes a queue order selectable by its name.
-func RegisterQueue(q QueueSort) { queueSorts[q.Name()] = q }
+func RegisterQueue(q QueueSort) { queueSorts.add(q) }
 
 // LookupQueue finds a queue order by name.
-func LookupQueue(name string) (QueueSort, error) {
-	if q, ok := queueSorts[name]; ok {
-		return q, nil
-	}
-	return nil, fmt.Errorf("unknown queue order %q (known: %s)", name, strings.Join(QueueNames(), ", "))
-}
+func LookupQueue(name string) (QueueSort, error) { return queueSorts.lookup(name) }
 
 // QueueNames lists the registered queue orders, the default first.
-func QueueNames() []string {
-	names := make([]string, 0, len(queueSorts))
-	for n := range queueSorts {
-		if n != DefaultQueue {
-			names = append(names, n)
-		}
-	}
-	slices.Sort(names)
-	return append([]string{DefaultQueue}, names...)
-}
+func QueueNames() []string { return queueSorts.names() }
 
 // Ordered reports whether a waits ahead of b under q: q's order, then
 // acceptance order, so that the queue is a total order whatever q says.

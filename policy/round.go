@@ -1,10 +1,8 @@
 package policy
 
 import (
-	"fmt"
 	"math/rand"
 	"slices"
-	"strings"
 
 	"github.com/gpusched/gpusched/vram"
 )
@@ -38,23 +36,13 @@ type RoundJob struct {
 // DefaultRound is the round of `--round` when none is named.
 const DefaultRound = "skip-fit"
 
-var rounds = map[string]Round{}
+var rounds = newExtensions[Round]("round", DefaultRound)
 
 // RegisterRound makes a round selectable by its name.
-func RegisterRound(r Round) { rounds[r.Name()] = r }
+func RegisterRound(r Round) { rounds.add(r) }
 
 // LookupRound finds a round by name.
-func LookupRound(name string) (Round, error) {
-	if r, ok := rounds[name]; ok {
-		return r, nil
-	}
-	names := make([]string, 0, len(rounds))
-	for n := range rounds {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	return nil, fmt.Errorf("unknown round %q (known: %s)", name, strings.Join(names, ", "))
-}
+func LookupRound(name string) (Round, error) { return rounds.lookup(name) }
 
 func init() { RegisterRound(skipFit{}) }
 

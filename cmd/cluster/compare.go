@@ -136,14 +136,8 @@ flags:
 			return fmt.Errorf("--policies: %v", err)
 		}
 	}
-	if _, err := policy.LookupQueue(*queue); err != nil {
-		return fmt.Errorf("--queue: %v", err)
-	}
-	if *roundEvery < 0 {
-		return fmt.Errorf("--round: must not be negative, not %s", *roundEvery)
-	}
-	if _, err := policy.LookupPreempt(*preempt); err != nil {
-		return fmt.Errorf("--preempt: %v", err)
+	if err := checkSchedulerFlags(*queue, *preempt, *roundEvery); err != nil {
+		return err
 	}
 	if *hours < 0 {
 		return errors.New("--hours must not be negative")
@@ -366,4 +360,19 @@ func writeFile(path string, write func(*os.File) error) error {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	return f.Close()
+}
+
+// checkSchedulerFlags checks the scheduler's extension-point flags that
+// `cluster` and `cluster compare` share, naming the flag at fault.
+func checkSchedulerFlags(queue, preempt string, round time.Duration) error {
+	if _, err := policy.LookupQueue(queue); err != nil {
+		return fmt.Errorf("--queue: %v", err)
+	}
+	if round < 0 {
+		return fmt.Errorf("--round: must not be negative, not %s", round)
+	}
+	if _, err := policy.LookupPreempt(preempt); err != nil {
+		return fmt.Errorf("--preempt: %v", err)
+	}
+	return nil
 }

@@ -234,14 +234,8 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := policy.LookupQueue(*queue); err != nil {
-		return fmt.Errorf("--queue: %v", err)
-	}
-	if *roundEvery < 0 {
-		return fmt.Errorf("--round: must not be negative, not %s", *roundEvery)
-	}
-	if _, err := policy.LookupPreempt(*preempt); err != nil {
-		return fmt.Errorf("--preempt: %v", err)
+	if err := checkSchedulerFlags(*queue, *preempt, *roundEvery); err != nil {
+		return err
 	}
 	if _, err := policy.LookupRound(*roundName); err != nil {
 		return fmt.Errorf("--round-policy: %v", err)
