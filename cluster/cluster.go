@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -286,19 +285,12 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	if cfg.Heartbeat >= lease {
 		return fail(fmt.Errorf("the heartbeat (%s) must be shorter than the lease (%s): a third of it or less", cfg.Heartbeat, lease))
 	}
-	var round policy.Round
-	if cfg.RoundEvery > 0 {
-		name := cmp.Or(cfg.Round, policy.DefaultRound)
-		if round, err = policy.LookupRound(name); err != nil {
-			return fail(err)
-		}
-	}
 	gpuLease := lease
 	if c.virtual != nil {
 		gpuLease = 0 // a virtual run has no leases (scheduler.Config.Lease)
 	}
 	schedCfg := scheduler.Config{Subjects: subjects, Conn: schedConn, Clock: c.Clock, Logger: log,
-		Policy: cfg.Policy, Queue: cfg.Queue, Admit: admitOf(cfg.TenantLimits), Preempt: cfg.Preempt, Round: round, RoundEvery: cfg.RoundEvery, VRAMModel: cfg.VRAMModel, StarvationAge: cfg.StarvationAge, Seed: int64(cfg.Seed),
+		Policy: cfg.Policy, Queue: cfg.Queue, Admit: admitOf(cfg.TenantLimits), Preempt: cfg.Preempt, Round: cfg.Round, RoundEvery: cfg.RoundEvery, VRAMModel: cfg.VRAMModel, StarvationAge: cfg.StarvationAge, Seed: int64(cfg.Seed),
 		NodeRank: cfg.NodeRank, Workload: cfg.Workload, DropUnschedulable: cfg.DropUnschedulable, MetricsPeriod: cfg.MetricsPeriod,
 		Lease: lease, Journal: c.journal, Restored: restored}
 	if cfg.Auth != nil {

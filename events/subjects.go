@@ -177,25 +177,25 @@ const (
 // end (a prefix may hold dots), without allocating: routers call them on
 // every control message.
 
-// lastTokens splits the last n tokens off subject: rest is what precedes
-// them, and ok is false when subject has fewer than n+1 tokens or an
+// lastTokens splits the last n (at most 5) tokens off subject; ok is false
+// when subject has fewer than n+1 tokens (a prefix before them) or an
 // empty one among them.
-func lastTokens(subject string, n int) (rest string, tokens [5]string, ok bool) {
-	rest = subject
+func lastTokens(subject string, n int) (tokens [5]string, ok bool) {
+	rest := subject
 	for i := n - 1; i >= 0; i-- {
 		dot := strings.LastIndexByte(rest, '.')
 		if dot < 0 || dot == len(rest)-1 {
-			return "", tokens, false
+			return tokens, false
 		}
 		tokens[i], rest = rest[dot+1:], rest[:dot]
 	}
-	return rest, tokens, rest != ""
+	return tokens, rest != ""
 }
 
 // ParseGPUCtl reads a GPU actor's control subject (GPUCtl): the node and
 // the GPU it addresses.
 func ParseGPUCtl(subject string) (node, gpu string, ok bool) {
-	_, t, ok := lastTokens(subject, 4)
+	t, ok := lastTokens(subject, 4)
 	if !ok || t[0] != "gpu" || t[3] != "ctl" {
 		return "", "", false
 	}
@@ -205,7 +205,7 @@ func ParseGPUCtl(subject string) (node, gpu string, ok bool) {
 // ParseNodeSubject reads a subject addressed to a node actor (NodeCtl,
 // NodeLease): the node and what it is ("ctl", "lease").
 func ParseNodeSubject(subject string) (node, what string, ok bool) {
-	_, t, ok := lastTokens(subject, 3)
+	t, ok := lastTokens(subject, 3)
 	if !ok || t[0] != "node" {
 		return "", "", false
 	}
@@ -216,7 +216,7 @@ func ParseNodeSubject(subject string) (node, what string, ok bool) {
 // type. On an authenticated bus the node is what the server vouched for:
 // a node's credentials publish only under their own.
 func ParseGPUEvent(subject string) (node, gpu, typ string, ok bool) {
-	_, t, ok := lastTokens(subject, 5)
+	t, ok := lastTokens(subject, 5)
 	if !ok || t[0] != "evt" || t[1] != "gpu" {
 		return "", "", "", false
 	}

@@ -1,6 +1,7 @@
 package events
 
 import (
+	"bytes"
 	"strings"
 	"time"
 
@@ -59,33 +60,23 @@ func (s Size) MarshalJSON() ([]byte, error) { return []byte(`"` + model.Bytes(s)
 // UnmarshalJSON reads a size as model.Bytes does.
 func (s *Size) UnmarshalJSON(data []byte) error { return (*model.Bytes)(s).UnmarshalJSON(data) }
 
-// SubmitFrom is the submission that asks for job j exactly:
-// SubmitFrom(j).Job() gives j back (the round trip the journal and the
-// GPU actors' copies rely on).
-func SubmitFrom(j *model.Job) SubmitRequest {
-	r := SubmitRequest{Name: j.Name, Tenant: j.Tenant, Priority: new(j.Priority), GPUs: new(j.GPUs),
-		Util: new(j.Util), Duration: j.Duration.String(), Models: j.Models, Preemptible: new(j.Preemptible),
-		CPU: new(j.CPU), Memory: SizeOf(j.Memory), GPU: j.GPU, Node: j.Node}
-	if j.GPUs > 0 && j.VRAM > 0 {
-		r.VRAM = SizeOf(j.VRAM)
+// DecodeSubmitRequest decodes a job.submit body strictly (DecodeStrict),
+// without validating it (Job does): the scheduler looks at what was given
+// (the tenant) before it makes the job.
+func DecodeSubmitRequest(body []byte) (SubmitRequest, *model.FieldError) {
+	var r SubmitRequest
+	if len(bytes.TrimSpace(body)) == 0 {
+		return r, model.Errorf("body", "empty: a job submission is a JSON object with at least name, vram and duration")
 	}
-	if j.Milli > 0 {
-		r.GPUMilli = new(float64(j.Milli))
-	}
-	if j.Checkpoint > 0 {
-		r.Checkpoint = j.Checkpoint.String()
-	}
-	return r
+	fe := DecodeStrict(body, &r)
+	return r, fe
 }
 
-// DecodeSubmit decodes and validates a job.submit body strictly
-// (DecodeStrict): every problem is a FieldError naming the field.
+// DecodeSubmit decodes and validates a job.submit body: every problem is
+// a FieldError naming the field.
 func DecodeSubmit(body []byte) (model.Job, *model.FieldError) {
-	var r SubmitRequest
-	if len(strings.TrimSpace(string(body))) == 0 {
-		return model.Job{}, model.Errorf("body", "empty: a job submission is a JSON object with at least name, vram and duration")
-	}
-	if fe := DecodeStrict(body, &r); fe != nil {
+	r, fe := DecodeSubmitRequest(body)
+	if fe != nil {
 		return model.Job{}, fe
 	}
 	return r.Job()

@@ -251,13 +251,7 @@ func TestQueueOrders(t *testing.T) {
 		}
 		slices.SortFunc(names, func(a, b string) int {
 			ja, jb := jobs[a], jobs[b]
-			switch {
-			case Ordered(q, &ja, &jb):
-				return -1
-			case Ordered(q, &jb, &ja):
-				return 1
-			}
-			return 0
+			return Compare(q, &ja, &jb)
 		})
 		if got := strings.Join(names, ","); got != tc.want {
 			t.Errorf("%s: %s, want %s", tc.queue, got, tc.want)
@@ -304,7 +298,7 @@ func TestSkipFitRound(t *testing.T) {
 	}
 	running := func(id string, gpu int, preemptible bool) RoundJob {
 		j := RoundJob{Request: req(id, 1), Running: true, Preemptible: preemptible, Node: "n", GPUs: []int{gpu}}
-		c.Land(j.Request, j.GPUs, "n")
+		c.land(j.Request, j.GPUs, "n")
 		return j
 	}
 	old, tail := running("old", 0, true), running("tail", 1, true)

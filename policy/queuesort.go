@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"cmp"
 	"time"
 )
 
@@ -33,16 +34,17 @@ func LookupQueue(name string) (QueueSort, error) { return queueSorts.lookup(name
 // QueueNames lists the registered queue orders, the default first.
 func QueueNames() []string { return queueSorts.names() }
 
-// Ordered reports whether a waits ahead of b under q: q's order, then
-// acceptance order, so that the queue is a total order whatever q says.
-func Ordered(q QueueSort, a, b *Queued) bool {
-	if q.Less(a, b) {
-		return true
+// Compare orders a and b under q for slices.SortFunc and friends: q's
+// order, then acceptance order, so that the queue is a total order
+// whatever q says (negative: a waits ahead of b).
+func Compare(q QueueSort, a, b *Queued) int {
+	switch {
+	case q.Less(a, b):
+		return -1
+	case q.Less(b, a):
+		return 1
 	}
-	if q.Less(b, a) {
-		return false
-	}
-	return a.Seq < b.Seq
+	return cmp.Compare(a.Seq, b.Seq)
 }
 
 func init() {

@@ -18,7 +18,7 @@ type Round interface {
 	// Name is the round's name on the command line.
 	Name() string
 	// Stop names the running jobs to stop. c is the cluster now (Stop must
-	// not change it: work on Scratch(c)), jobs every running and waiting
+	// not change it: work on a copy, scratch(c)), jobs every running and waiting
 	// job in queue order, place the placement policy in force.
 	Stop(c *Cluster, jobs []RoundJob, place Policy) []string
 }
@@ -62,10 +62,10 @@ type skipFit struct{}
 func (skipFit) Name() string { return DefaultRound }
 
 func (skipFit) Stop(c *Cluster, jobs []RoundJob, place Policy) []string {
-	s := Scratch(c)
+	s := scratch(c)
 	for i := range jobs {
 		if j := &jobs[i]; j.Running && j.Preemptible {
-			s.Lift(j.Request, j.GPUs, j.Node)
+			s.lift(j.Request, j.GPUs, j.Node)
 		}
 	}
 	var stop []string
@@ -74,24 +74,24 @@ func (skipFit) Stop(c *Cluster, jobs []RoundJob, place Policy) []string {
 		switch {
 		case j.Running && !j.Preemptible:
 		case j.Running:
-			if !s.FitsWhere(j.Request, j.GPUs, j.Node) {
+			if !s.fitsWhere(j.Request, j.GPUs, j.Node) {
 				stop = append(stop, j.Request.JobID)
 				continue
 			}
-			s.Land(j.Request, j.GPUs, j.Node)
+			s.land(j.Request, j.GPUs, j.Node)
 		default:
 			if ps := Place(s, j.Request, place); len(ps) > 0 {
-				s.Land(j.Request, ps[0].GPUIdx, ps[0].Node)
+				s.land(j.Request, ps[0].GPUIdx, ps[0].Node)
 			}
 		}
 	}
 	return stop
 }
 
-// Scratch is a copy of c a round may change: GPUs, nodes and their
+// scratch is a copy of c a round may change: GPUs, nodes and their
 // allocations copied, no index and no memo (decisions scan it), and a
 // source of draws of its own (seeded, so a round repeats).
-func Scratch(c *Cluster) *Cluster {
+func scratch(c *Cluster) *Cluster {
 	s := &Cluster{VRAMModel: c.VRAMModel, Workload: c.Workload, Rand: rand.New(rand.NewSource(int64(len(c.GPUs))))}
 	s.GPUs = make([]*GPU, len(c.GPUs))
 	for i, g := range c.GPUs {
@@ -117,8 +117,8 @@ func (c *Cluster) node(id string) *Node {
 	return nil
 }
 
-// Lift takes r's job off the GPUs (by index) and the node it holds.
-func (c *Cluster) Lift(r *Request, gpus []int, node string) {
+// lift takes r's job off the GPUs (by index) and the node it holds.
+func (c *Cluster) lift(r *Request, gpus []int, node string) {
 	for _, gi := range gpus {
 		g := c.GPUs[gi]
 		g.Allocs = slices.DeleteFunc(g.Allocs, func(a vram.Alloc) bool { return a.Owner == r.JobID })
@@ -137,8 +137,8 @@ func (c *Cluster) Lift(r *Request, gpus []int, node string) {
 	}
 }
 
-// FitsWhere reports whether r fits on those GPUs of node now.
-func (c *Cluster) FitsWhere(r *Request, gpus []int, node string) bool {
+// fitsWhere reports whether r fits on those GPUs of node now.
+func (c *Cluster) fitsWhere(r *Request, gpus []int, node string) bool {
 	n := c.node(node)
 	if n == nil || n.CPUFree() < r.CPUMilli || n.MemTotal-n.MemUsed < r.Memory {
 		return false
@@ -151,9 +151,9 @@ func (c *Cluster) FitsWhere(r *Request, gpus []int, node string) bool {
 	return true
 }
 
-// Land puts r on those GPUs of node: its VRAM first-fit in each GPU's
+// land puts r on those GPUs of node: its VRAM first-fit in each GPU's
 // layout, its share, util, CPU and memory.
-func (c *Cluster) Land(r *Request, gpus []int, node string) {
+func (c *Cluster) land(r *Request, gpus []int, node string) {
 	for _, gi := range gpus {
 		g := c.GPUs[gi]
 		size := r.VRAMOn(g)

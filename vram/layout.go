@@ -107,8 +107,8 @@ func (l *Layout) Allocate(owner string, size int64) (int64, error) {
 // FirstFit is where an allocation of size goes in a layout of capacity
 // whose allocations (sorted by offset) are allocs: the lowest offset of a
 // hole large enough (-1 in the pooled model, where offsets do not
-// matter), and whether there is one. A GPU actor allocates with it and the
-// scheduler predicts the same offset for a reservation in flight.
+// matter), and whether there is one. A GPU's layout allocates with it and
+// a round's scratch copy of the cluster (policy) places with it.
 func FirstFit(capacity int64, model Model, allocs []Alloc, size int64) (int64, bool) {
 	var used int64
 	for _, a := range allocs {

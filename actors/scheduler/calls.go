@@ -55,7 +55,7 @@ func (s *Scheduler) describe(node, gpuID string) {
 		}
 	}
 	s.nextCall++
-	reply := s.inbox + "." + strconv.FormatUint(s.nextCall, 10)
+	reply := s.inbox + strconv.FormatUint(s.nextCall, 10)
 	b, _ := gojson.Marshal(events.Control{Op: events.OpDescribe, WithSpecs: true})
 	if err := s.cfg.Conn.PublishRequest(s.cfg.Subjects.GPUCtl(node, gpuID), reply, b); err != nil {
 		s.log.Warn("describe not sent", zap.String("gpu", gpuID), zap.String("node", node), zap.Error(err))

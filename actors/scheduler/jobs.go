@@ -117,19 +117,29 @@ func (j *job) estimate(now time.Time) float64 {
 	return min(max(p, j.lastProgress), j.work())
 }
 
-// admitsNow reports whether admission lets j be placed now (the pass asks
-// the same, with the tenants' usage counted once for all its jobs).
+// admitsNow reports whether admission lets j be placed now (the pass
+// asks the same over the usage it counts once for all its jobs).
 func (s *Scheduler) admitsNow(j *job) bool {
-	if s.cfg.Admit == nil {
-		return true
-	}
-	var u policy.Usage
+	return s.cfg.Admit == nil || s.cfg.Admit.Place(admitJob(&j.spec), s.tenantUsage()[j.spec.Tenant]) == ""
+}
+
+// usage is what each tenant's running jobs hold, for admission.
+type usage map[string]policy.Usage
+
+// tenantUsage counts what each tenant's running jobs hold now.
+func (s *Scheduler) tenantUsage() usage {
+	u := usage{}
 	for _, r := range s.running {
-		if r.spec.Tenant == j.spec.Tenant {
-			u.GPUs += r.spec.GPUs
-		}
+		u.add(r)
 	}
-	return s.cfg.Admit.Place(admitJob(&j.spec), u) == ""
+	return u
+}
+
+// add counts j as running for its tenant.
+func (u usage) add(j *job) {
+	t := u[j.spec.Tenant]
+	t.GPUs += j.spec.GPUs
+	u[j.spec.Tenant] = t
 }
 
 // admitJob is what admission (policy.Admit) looks at.
@@ -202,8 +212,7 @@ func (s *Scheduler) onSubmit(m *nats.Msg, tenant string) {
 		events.Reply(m, events.ErrorReply{Error: fe})
 		return
 	}
-	var req events.SubmitRequest
-	fe := events.DecodeStrict(m.Data, &req)
+	req, fe := events.DecodeSubmitRequest(m.Data)
 	if fe == nil && tenant != "" {
 		fe = ownTenant(&req, tenant)
 	}
@@ -275,22 +284,16 @@ func (s *Scheduler) enqueue(j *job) {
 	q := j.queued()
 	i := sort.Search(len(s.queue), func(i int) bool {
 		other := s.queue[i].queued()
-		return policy.Ordered(s.queueSort, &q, &other)
+		return policy.Compare(s.queueSort, &q, &other) < 0
 	})
 	s.queue = slices.Insert(s.queue, i, j)
 }
 
 // resort puts the queue in the order in force (after a switch of order).
 func (s *Scheduler) resort() {
-	slices.SortStableFunc(s.queue, func(a, b *job) int {
+	slices.SortFunc(s.queue, func(a, b *job) int {
 		qa, qb := a.queued(), b.queued()
-		switch {
-		case policy.Ordered(s.queueSort, &qa, &qb):
-			return -1
-		case policy.Ordered(s.queueSort, &qb, &qa):
-			return 1
-		}
-		return 0
+		return policy.Compare(s.queueSort, &qa, &qb)
 	})
 }
 

@@ -295,7 +295,7 @@ func (s *Scheduler) tryPlace(j *job) bool {
 	// With a round, the round alone stops running jobs (in queue order):
 	// priority preemption beside it would undo what it decided, and the
 	// two would take turns stopping the same jobs.
-	if len(cands) == 0 && !s.cfg.DropUnschedulable && s.cfg.Round == nil && s.hasLowerPriorityRunning(j) {
+	if len(cands) == 0 && !s.cfg.DropUnschedulable && s.round == nil && s.hasLowerPriorityRunning(j) {
 		s.refreshLostWork()
 		if pre, ok := s.preempt.Victims(s.view.sorted(), req); ok {
 			s.preemptFor(j, pre.Victims)
@@ -452,14 +452,9 @@ func (s *Scheduler) schedule() {
 	s.view.sorted() // (a sort that renumbers the GPUs clears the holds too)
 	now := s.cfg.Clock.Now()
 	// held is each tenant's GPUs in running jobs, for admission.
-	var held map[string]policy.Usage
+	var held usage
 	if s.cfg.Admit != nil {
-		held = map[string]policy.Usage{}
-		for _, r := range s.running {
-			u := held[r.spec.Tenant]
-			u.GPUs += r.spec.GPUs
-			held[r.spec.Tenant] = u
-		}
+		held = s.tenantUsage()
 	}
 	for _, j := range slices.Clone(s.queue) {
 		if j.state != events.JobQueued || s.rejectUnfit(j) {
@@ -491,9 +486,7 @@ func (s *Scheduler) schedule() {
 		if s.tryPlace(j) {
 			s.dequeue(j)
 			if held != nil {
-				u := held[j.spec.Tenant]
-				u.GPUs += j.spec.GPUs
-				held[j.spec.Tenant] = u
+				held.add(j)
 			}
 			continue
 		}

@@ -27,18 +27,10 @@ func (s *Scheduler) runRound() {
 	}
 	for _, j := range s.queue {
 		if j.state == events.JobQueued {
-			all = append(all, entry{j, j.queued()})
+			all = append(all, entry{j, j.queuedAt(now)})
 		}
 	}
-	slices.SortStableFunc(all, func(a, b entry) int {
-		switch {
-		case policy.Ordered(s.queueSort, &a.q, &b.q):
-			return -1
-		case policy.Ordered(s.queueSort, &b.q, &a.q):
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(all, func(a, b entry) int { return policy.Compare(s.queueSort, &a.q, &b.q) })
 	c := s.view.sorted()
 	jobs := make([]policy.RoundJob, len(all))
 	for i, e := range all {
@@ -52,7 +44,7 @@ func (s *Scheduler) runRound() {
 		}
 	}
 	s.refreshWorkload()
-	for _, id := range s.cfg.Round.Stop(c, jobs, s.policy) {
+	for _, id := range s.round.Stop(c, jobs, s.policy) {
 		v, ok := s.jobs[id]
 		if !ok || v.state != stateRunning || !v.spec.Preemptible {
 			continue // a round names only running, preemptible jobs
@@ -61,8 +53,8 @@ func (s *Scheduler) runRound() {
 		v.preemptions++
 		s.stats.preemptions++
 		s.log.Info("stopped by the round", zap.String("job", v.id), zap.String("name", v.spec.Name),
-			zap.String("round", s.cfg.Round.Name()), zap.Float64("kept_progress_s", v.progress))
-		s.transition(v, events.JobPreempted, "round "+s.cfg.Round.Name()+": jobs ahead of it in queue order ("+s.queueSort.Name()+") take its GPUs")
+			zap.String("round", s.round.Name()), zap.Float64("kept_progress_s", v.progress))
+		s.transition(v, events.JobPreempted, "round "+s.round.Name()+": jobs ahead of it in queue order ("+s.queueSort.Name()+") take its GPUs")
 		s.transition(v, events.JobQueued, "")
 		s.enqueue(v)
 	}

@@ -39,9 +39,10 @@ type Config struct {
 	// Admit is admission (policy.Admit: per-tenant limits); nil admits
 	// every job.
 	Admit policy.Admit
-	// Round, when set, runs every RoundEvery of simulated time (policy.Round:
-	// time-slicing re-allocation).
-	Round      policy.Round
+	// Round names the round (policy.Round: time-slicing re-allocation;
+	// policy.DefaultRound when empty) run every RoundEvery of simulated
+	// time; no round when RoundEvery is zero.
+	Round      string
 	RoundEvery time.Duration
 	// Queue is the queue order (policy.QueueSort; policy.DefaultQueue when empty).
 	Queue     string
@@ -127,8 +128,10 @@ type Scheduler struct {
 	policy policy.Policy
 	// queueSort orders the queue (QueueSort, the queue-order extension point).
 	queueSort policy.QueueSort
-	// preempt chooses victims (the preemption extension point).
+	// preempt chooses victims (the preemption extension point); round
+	// time-slices the cluster (nil: no round).
 	preempt policy.Preempt
+	round   policy.Round
 	view    *view
 	jobs    map[string]*job
 	order   []*job // every accepted job, in acceptance order
@@ -171,8 +174,9 @@ type Scheduler struct {
 	heardGPUs map[string]bool
 	// internal carries work posted to the loop from other goroutines.
 	internal chan func()
-	// inbox is the prefix of the reply subjects of the scheduler's own
-	// requests (calls.go): their replies come through the mailbox. calls
+	// inbox is the prefix (with its dot) of the reply subjects of the
+	// scheduler's own requests (calls.go): their replies come through the
+	// mailbox. calls
 	// are those in flight by reply subject, describing the describe in
 	// flight per GPU, callsTo their count per node.
 	inbox      string
@@ -267,6 +271,12 @@ func New(cfg Config) (*Scheduler, error) {
 	if err != nil {
 		return nil, err
 	}
+	var round policy.Round
+	if cfg.RoundEvery > 0 {
+		if round, err = policy.LookupRound(cmp.Or(cfg.Round, policy.DefaultRound)); err != nil {
+			return nil, err
+		}
+	}
 	log := cfg.Logger
 	if log == nil {
 		log = zap.NewNop()
@@ -280,6 +290,7 @@ func New(cfg Config) (*Scheduler, error) {
 		policy:     p,
 		queueSort:  qs,
 		preempt:    pre,
+		round:      round,
 		view:       newView(cfg.VRAMModel, cfg.Seed, cfg.NodeRank),
 		jobs:       map[string]*job{},
 		classes:    map[policy.ClassKey]int{},
@@ -291,7 +302,7 @@ func New(cfg Config) (*Scheduler, error) {
 		nodeBeats:  map[string]time.Time{},
 		heardGPUs:  map[string]bool{},
 		internal:   make(chan func(), 64),
-		inbox:      cfg.Conn.NewInbox(),
+		inbox:      cfg.Conn.NewInbox() + ".",
 		calls:      map[string]*call{},
 		describing: map[string]string{},
 		callsTo:    map[string]int{},
@@ -314,7 +325,7 @@ func New(cfg Config) (*Scheduler, error) {
 		cfg.Journal.OnError(s.failedWrite)
 	}
 	sj := cfg.Subjects
-	for _, subj := range []string{sj.AllJobRequests(), sj.Prefix + ".sched.*", sj.ClusterSnapshot(), sj.AllGPUEvents(), sj.AllNodeEvents(), s.inbox + ".*"} {
+	for _, subj := range []string{sj.AllJobRequests(), sj.Prefix + ".sched.*", sj.ClusterSnapshot(), sj.AllGPUEvents(), sj.AllNodeEvents(), s.inbox + "*"} {
 		sub, err := cfg.Conn.Subscribe(subj, func(m *nats.Msg) {
 			cfg.Clock.Hold() // released by Run once handled
 			select {
@@ -359,7 +370,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		leaseWall = lt.C
 	}
 	var metrics, pass, wake, round simclock.Timer
-	if s.cfg.Round != nil && s.cfg.RoundEvery > 0 {
+	if s.round != nil {
 		// An event-phase timer: on a virtual clock the round's stops are
 		// made before the instant's pass places the queue.
 		round = simclock.NewPhasedTimer(s.cfg.Clock, s.cfg.RoundEvery, simclock.PhaseEvent)

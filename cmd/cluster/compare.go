@@ -136,7 +136,7 @@ flags:
 			return fmt.Errorf("--policies: %v", err)
 		}
 	}
-	if err := checkSchedulerFlags(*queue, *preempt, *roundEvery); err != nil {
+	if err := checkSchedulerFlags(*queue, *preempt, policy.DefaultRound, *roundEvery); err != nil {
 		return err
 	}
 	if *hours < 0 {
@@ -364,12 +364,15 @@ func writeFile(path string, write func(*os.File) error) error {
 
 // checkSchedulerFlags checks the scheduler's extension-point flags that
 // `cluster` and `cluster compare` share, naming the flag at fault.
-func checkSchedulerFlags(queue, preempt string, round time.Duration) error {
+func checkSchedulerFlags(queue, preempt, roundName string, round time.Duration) error {
 	if _, err := policy.LookupQueue(queue); err != nil {
 		return fmt.Errorf("--queue: %v", err)
 	}
 	if round < 0 {
 		return fmt.Errorf("--round: must not be negative, not %s", round)
+	}
+	if _, err := policy.LookupRound(roundName); err != nil {
+		return fmt.Errorf("--round-policy: %v", err)
 	}
 	if _, err := policy.LookupPreempt(preempt); err != nil {
 		return fmt.Errorf("--preempt: %v", err)

@@ -234,11 +234,8 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := checkSchedulerFlags(*queue, *preempt, *roundEvery); err != nil {
+	if err := checkSchedulerFlags(*queue, *preempt, *roundName, *roundEvery); err != nil {
 		return err
-	}
-	if _, err := policy.LookupRound(*roundName); err != nil {
-		return fmt.Errorf("--round-policy: %v", err)
 	}
 	limits, err := policy.ParseTenantLimits(*limitsText)
 	if err != nil {
