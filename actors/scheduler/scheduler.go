@@ -1,22 +1,17 @@
 package scheduler
 
 import (
-	"cmp"
 	"context"
-	"encoding/binary"
-	"encoding/json"
-	"fmt"
-	"math/rand/v2"
-	"slices"
+	"errors"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
-	gojson "github.com/goccy/go-json"
-	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
 	"go.uber.org/zap"
 
+	"github.com/gpusched/gpusched/actors/scheduler/core"
 	"github.com/gpusched/gpusched/auth"
 	"github.com/gpusched/gpusched/durable"
 	"github.com/gpusched/gpusched/events"
@@ -102,226 +97,96 @@ type Config struct {
 	Restored *durable.State
 }
 
-// Defaults for Config's zero values.
+// Defaults for Config's zero values (the core applies them).
 const (
-	DefaultCallTimeout    = time.Second
-	DefaultReservationTTL = 2 * time.Second
-	DefaultMetricsPeriod  = time.Second
-	// VirtualCallTimeout bounds a reserve/commit round trip on a virtual clock.
-	VirtualCallTimeout = 30 * time.Second
-	// DefaultVirtualMetricsPeriod samples a virtual run once a simulated minute.
-	DefaultVirtualMetricsPeriod = time.Minute
-	mailboxSize                 = 4096
+	DefaultCallTimeout    = core.DefaultCallTimeout
+	DefaultReservationTTL = core.DefaultReservationTTL
+	DefaultMetricsPeriod  = core.DefaultMetricsPeriod
+	// DefaultLease is a GPU's lease when Config.Lease is zero.
+	DefaultLease = core.DefaultLease
+	// MaxHeartbeatGPUs bounds the GPUs a node's heartbeat may name.
+	MaxHeartbeatGPUs = core.MaxHeartbeatGPUs
+	mailboxSize      = 4096
 )
 
-// Scheduler is the scheduler actor.
+// ErrKilled is what Run returns when a kill control (chaos) crashed the
+// scheduler; its supervisor starts the next incarnation.
+var ErrKilled = errors.New("scheduler killed")
+
+// leaseChecks is how many times per lease the scheduler looks for expired
+// leases: a death is declared at most a tenth of a lease late.
+const leaseChecks = 10
+
+// journalFlushTimeout bounds the wait for a journal write the shell must
+// see stored (the incarnation at the start, a dead scheduler's last writes).
+const journalFlushTimeout = 5 * time.Second
+
+// journalRetry is the wait before a failed journal write is tried again.
+const journalRetry = 250 * time.Millisecond
+
+// Scheduler is the scheduler actor: a shell around the deterministic core
+// (package core). It turns what the bus delivers into the core's inputs,
+// one at a time, fires its timers, and carries out what the core sends.
 type Scheduler struct {
 	cfg     Config
 	log     *zap.Logger
+	core    *core.Core
 	emit    *events.Emitter
 	mailbox chan *nats.Msg
 	subs    []*nats.Subscription
 	// done closes when Run returns, releasing subscription callbacks
-	// waiting on a full mailbox.
+	// waiting on a full mailbox and the journal's waits.
 	done chan struct{}
-
-	policy policy.Policy
-	// queueSort orders the queue (QueueSort, the queue-order extension point).
-	queueSort policy.QueueSort
-	// preempt chooses victims (the preemption extension point); round
-	// time-slices the cluster (nil: no round).
-	preempt policy.Preempt
-	round   policy.Round
-	view    *view
-	jobs    map[string]*job
-	order   []*job // every accepted job, in acceptance order
-	queue   []*job // waiting jobs, in queue order
-	// running is the jobs placed and not yet ended, in placement order.
-	running []*job
-	seq     uint64
-	dirty   bool
-	stats   counters
-	// classes counts submitted jobs by class, for the workload when the
-	// config fixes none; workloadStale says it changed since it was built.
-	classes       map[policy.ClassKey]int
-	workloadStale bool
-	// common is the most common GPU VRAM, counted over commonFor GPUs.
-	common    int64
-	commonFor int
-	// virtual is true on a virtual clock: decisions wait for the instant to
-	// settle, and job ids come from ids (seeded) so that runs repeat.
-	virtual bool
-	ids     *rand.ChaCha8
-	// killed is set by a kill control: Run returns ErrKilled.
-	killed string
-	// started is when the scheduler was made (wall time).
-	started time.Time
-	// inherited holds the predecessor's running jobs not accounted for
-	// yet, with the placement each ran in.
-	inherited map[string]string
-	// placements counts this scheduler's placements, naming each.
-	placements uint64
-	// awaiting holds the jobs waiting for a GPU to confirm it stopped them.
-	awaiting map[*job]bool
-	// toStore are the jobs whose journal record changed in this handling;
-	// journaled the records of jobs the journal says ran, until a GPU
-	// accounts for them or shows it no longer runs them (settleJournaled).
-	toStore   []*job
-	journaled map[string]*durable.Record
-	// nodeBeats is when each node's last heartbeat came (wall time);
-	// heardGPUs the GPUs some heartbeat named, alive or not.
-	nodeBeats map[string]time.Time
-	heardGPUs map[string]bool
-	// internal carries work posted to the loop from other goroutines.
-	internal chan func()
-	// inbox is the prefix (with its dot) of the reply subjects of the
-	// scheduler's own requests (calls.go): their replies come through the
-	// mailbox. calls
-	// are those in flight by reply subject, describing the describe in
-	// flight per GPU, callsTo their count per node.
-	inbox      string
-	calls      map[string]*call
-	describing map[string]string
-	callsTo    map[string]int
-	nextCall   uint64
-}
-
-type counters struct {
-	completed, rejected, cancelled, preemptions int
-	// deaths counts GPUs declared dead or reported down; lostJobs the
-	// running jobs they took down; adopted the jobs re-learned from GPUs
-	// after a restart; stale the messages ignored from dead incarnations.
-	deaths, lostJobs, adopted, stale int
+	// internal carries inputs posted to the loop from other goroutines
+	// (the journal's outcomes).
+	internal chan core.Input
+	virtual  bool
+	// inbox is the prefix of the reply subjects of the core's requests.
+	inbox string
 }
 
 // New validates the config and subscribes; Run starts the loop.
 func New(cfg Config) (*Scheduler, error) {
 	virtual := simclock.IsVirtual(cfg.Clock)
-	// A virtual run waits out a machine too loaded to answer in a second
-	// rather than decide differently because of it.
-	if cfg.CallTimeout <= 0 {
-		cfg.CallTimeout = DefaultCallTimeout
-		if virtual {
-			cfg.CallTimeout = VirtualCallTimeout
-		}
-	}
-	if cfg.ReservationTTL <= 0 {
-		cfg.ReservationTTL = DefaultReservationTTL
-		if virtual {
-			cfg.ReservationTTL = 2 * VirtualCallTimeout
-		}
-	}
-	if cfg.MetricsPeriod <= 0 {
-		cfg.MetricsPeriod = DefaultMetricsPeriod
-		if virtual {
-			cfg.MetricsPeriod = DefaultVirtualMetricsPeriod
-		}
-	}
-	if cfg.StarvationAge == 0 {
-		cfg.StarvationAge = policy.DefaultStarvationAge
-	}
-	if cfg.Policy == "" {
-		cfg.Policy = policy.DefaultPolicy
-	}
-	if cfg.VRAMModel == "" {
-		cfg.VRAMModel = vram.Contiguous
-	}
-	if cfg.Lease == 0 {
-		cfg.Lease = DefaultLease
-	}
-	if cfg.Lease < 0 || virtual {
-		cfg.Lease = 0
-	}
-	if cfg.Lease > 0 && cfg.CallTimeout > cfg.Lease/4 {
-		// A call to a GPU that cannot answer must not hold the scheduler
-		// (and its lease checks) for long next to the lease.
-		cfg.CallTimeout = cfg.Lease / 4
-	}
-	if cfg.Incarnation < 1 {
-		cfg.Incarnation = 1
-	}
-	if cfg.Restored != nil {
-		// Incarnations never repeat on one journal: they name placements,
-		// which GPU actors that outlive the scheduler still hold.
-		cfg.Incarnation = max(cfg.Incarnation, cfg.Restored.Incarnation+1)
-		if cfg.Since.IsZero() && len(cfg.Restored.Jobs) > 0 {
-			cfg.Since = time.Now()
-		}
-	}
-	if cfg.Journal != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), journalFlushTimeout)
-		err := cfg.Journal.SetIncarnation(ctx, cfg.Incarnation)
-		cancel()
-		if err != nil {
-			return nil, fmt.Errorf("job journal: storing the scheduler's incarnation: %w", err)
-		}
-	}
-	p, err := policy.Lookup(cfg.Policy)
-	if err != nil {
-		return nil, err
-	}
-	if cfg.Queue == "" {
-		cfg.Queue = policy.DefaultQueue
-	}
-	qs, err := policy.LookupQueue(cfg.Queue)
-	if err != nil {
-		return nil, err
-	}
-	pre, err := policy.LookupPreempt(cmp.Or(cfg.Preempt, policy.DefaultPreempt))
-	if err != nil {
-		return nil, err
-	}
-	var round policy.Round
-	if cfg.RoundEvery > 0 {
-		if round, err = policy.LookupRound(cmp.Or(cfg.Round, policy.DefaultRound)); err != nil {
-			return nil, err
-		}
-	}
 	log := cfg.Logger
 	if log == nil {
 		log = zap.NewNop()
 	}
 	s := &Scheduler{
-		cfg:        cfg,
-		log:        log.With(zap.String("actor", "scheduler")),
-		emit:       events.NewEmitter(cfg.Conn, "/scheduler/"+strconv.Itoa(cfg.Incarnation)),
-		mailbox:    make(chan *nats.Msg, mailboxSize),
-		done:       make(chan struct{}),
-		policy:     p,
-		queueSort:  qs,
-		preempt:    pre,
-		round:      round,
-		view:       newView(cfg.VRAMModel, cfg.Seed, cfg.NodeRank),
-		jobs:       map[string]*job{},
-		classes:    map[policy.ClassKey]int{},
-		virtual:    virtual,
-		started:    time.Now(),
-		inherited:  map[string]string{},
-		awaiting:   map[*job]bool{},
-		journaled:  map[string]*durable.Record{},
-		nodeBeats:  map[string]time.Time{},
-		heardGPUs:  map[string]bool{},
-		internal:   make(chan func(), 64),
-		inbox:      cfg.Conn.NewInbox() + ".",
-		calls:      map[string]*call{},
-		describing: map[string]string{},
-		callsTo:    map[string]int{},
+		cfg:      cfg,
+		log:      log.With(zap.String("actor", "scheduler")),
+		mailbox:  make(chan *nats.Msg, mailboxSize),
+		done:     make(chan struct{}),
+		internal: make(chan core.Input, 64),
+		virtual:  virtual,
+		inbox:    cfg.Conn.NewInbox() + ".",
 	}
-	for _, r := range cfg.Inherited {
-		s.inherited[r.JobID] = r.Placement
+	speed := 0.0
+	if sc, ok := cfg.Clock.(*simclock.Scaled); ok {
+		speed = sc.Speed
 	}
-	if virtual {
-		var seed [32]byte
-		binary.LittleEndian.PutUint64(seed[:], uint64(cfg.Seed))
-		// A restarted scheduler draws other ids than its predecessor.
-		binary.LittleEndian.PutUint64(seed[8:], uint64(cfg.Incarnation-1))
-		s.ids = rand.NewChaCha8(seed)
-	}
-	s.view.cluster.Workload = cfg.Workload
-	if cfg.Restored != nil {
-		s.restore(cfg.Restored)
-	}
+	cc := core.Config{Subjects: cfg.Subjects, Logger: cfg.Logger, Virtual: virtual, Speed: speed, Now: cfg.Clock.Now(), Wall: time.Now(),
+		Inbox: s.inbox, Policy: cfg.Policy, Preempt: cfg.Preempt, Admit: cfg.Admit, Round: cfg.Round,
+		RoundEvery: cfg.RoundEvery, Queue: cfg.Queue, VRAMModel: cfg.VRAMModel, StarvationAge: cfg.StarvationAge,
+		CallTimeout: cfg.CallTimeout, ReservationTTL: cfg.ReservationTTL, MetricsPeriod: cfg.MetricsPeriod, Seed: cfg.Seed,
+		NodeRank: cfg.NodeRank, Workload: cfg.Workload, DropUnschedulable: cfg.DropUnschedulable, Lease: cfg.Lease,
+		Incarnation: cfg.Incarnation, Since: cfg.Since, Inherited: cfg.Inherited, Restored: cfg.Restored}
 	if cfg.Journal != nil {
+		cc.Store = journal{s}
+	}
+	c, err := core.New(cc, bus{s})
+	if err != nil {
+		return nil, err
+	}
+	s.core = c
+	s.emit = events.NewEmitter(cfg.Conn, "/scheduler/"+strconv.Itoa(c.Incarnation()))
+	if cfg.Journal != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), journalFlushTimeout)
+		err := cfg.Journal.SetIncarnation(ctx, c.Incarnation())
+		cancel()
+		if err != nil {
+			return nil, errors.New("job journal: storing the scheduler's incarnation: " + err.Error())
+		}
 		cfg.Journal.OnError(s.failedWrite)
 	}
 	sj := cfg.Subjects
@@ -354,6 +219,36 @@ func (s *Scheduler) unsubscribe() {
 // Subscriptions are the scheduler's subscriptions, for a virtual clock to watch.
 func (s *Scheduler) Subscriptions() []*nats.Subscription { return s.subs }
 
+// Remains says what a dead scheduler held: its supervisor reports it in
+// the down event (the queue is lost unless the journal keeps it).
+func (s *Scheduler) Remains() events.SchedLifecycle { return s.core.Remains() }
+
+// step hands the core one input at the current simulated and wall time.
+func (s *Scheduler) step(in core.Input) {
+	in.Now, in.Wall = s.cfg.Clock.Now(), time.Now()
+	s.core.Step(in)
+}
+
+// message is a bus message as the core takes it: the tenant whose
+// credentials sent a request is read here, from what the server vouches
+// for (auth.CallerTenant); ok is false when the request was refused.
+func (s *Scheduler) message(m *nats.Msg) (*core.Msg, bool) {
+	cm := &core.Msg{Subject: m.Subject, Reply: m.Reply, Data: m.Data,
+		NoResponders: len(m.Data) == 0 && m.Header.Get("Status") == "503"}
+	if strings.HasPrefix(m.Subject, s.cfg.Subjects.Prefix+".evt.") || strings.HasPrefix(m.Subject, s.inbox) {
+		return cm, true
+	}
+	t, err := auth.CallerTenant(m.Header, s.cfg.Tenants)
+	if err != nil {
+		if m.Reply != "" {
+			events.Reply(m, events.ErrorReply{Error: &model.FieldError{Message: err.Error()}})
+		}
+		return nil, false
+	}
+	cm.Tenant = t
+	return cm, true
+}
+
 // Run is the scheduler's loop: one message at a time, then a scheduling
 // pass once the mailbox is drained and something changed. On a virtual
 // clock the pass is a PhaseDecide timer instead, so it runs once
@@ -364,22 +259,23 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	defer close(s.done)
 	defer s.unsubscribe()
 	var metricsWall, agingWall, leaseWall <-chan time.Time
-	if s.cfg.Lease > 0 {
-		lt := time.NewTicker(s.cfg.Lease / leaseChecks)
+	if lease := s.core.Lease(); lease > 0 {
+		lt := time.NewTicker(lease / leaseChecks)
 		defer lt.Stop()
 		leaseWall = lt.C
 	}
+	period := s.core.MetricsPeriod()
 	var metrics, pass, wake, round simclock.Timer
-	if s.round != nil {
+	if s.core.RoundEvery() > 0 {
 		// An event-phase timer: on a virtual clock the round's stops are
 		// made before the instant's pass places the queue.
-		round = simclock.NewPhasedTimer(s.cfg.Clock, s.cfg.RoundEvery, simclock.PhaseEvent)
+		round = simclock.NewPhasedTimer(s.cfg.Clock, s.core.RoundEvery(), simclock.PhaseEvent)
 	}
 	var wakeAt time.Time
 	if s.virtual {
-		metrics = simclock.NewPhasedTimer(s.cfg.Clock, s.cfg.MetricsPeriod, simclock.PhaseObserve)
+		metrics = simclock.NewPhasedTimer(s.cfg.Clock, period, simclock.PhaseObserve)
 	} else {
-		mt := time.NewTicker(s.cfg.MetricsPeriod)
+		mt := time.NewTicker(period)
 		defer mt.Stop()
 		// aging re-runs the pass so that a waiting job that ages past the
 		// starvation limit gets its hold even when nothing else happens.
@@ -412,7 +308,6 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			if s.cfg.Journal != nil {
-				s.store()
 				s.cfg.Journal.PutClock(s.cfg.Clock.Now())
 				if err := s.FlushJournal(); err != nil {
 					s.log.Warn("job journal: last writes unconfirmed at stop", zap.Error(err))
@@ -420,54 +315,46 @@ func (s *Scheduler) Run(ctx context.Context) error {
 			}
 			return nil
 		case m := <-s.mailbox:
-			s.dispatch(m)
-			if s.killed != "" {
+			if cm, ok := s.message(m); ok {
+				s.step(core.Input{Msg: cm})
+			}
+			if s.core.Killed() != "" {
 				s.cfg.Clock.Release()
 				return ErrKilled
 			}
-		case f := <-s.internal:
-			f()
+		case in := <-s.internal:
+			s.step(in)
 			held = false
 		case <-leaseWall:
-			s.expireCalls(time.Now())
-			s.checkLeases()
+			s.step(core.Input{Timer: core.TimerLease})
 			held = false
 		case <-metricsWall:
-			s.publishMetrics()
+			s.step(core.Input{Timer: core.TimerMetrics})
 			if s.cfg.Journal != nil {
 				s.cfg.Journal.PutClock(s.cfg.Clock.Now())
 			}
 			held = false
 		case <-agingWall:
-			s.settleJournaled()
-			s.checkpointsReached()
-			s.checkOverdue()
-			s.finishCPUJobs()
-			if len(s.queue) > 0 {
-				s.dirty = true
-			}
+			s.step(core.Input{Timer: core.TimerAging})
 			held = false
 		case <-roundC:
-			s.runRound()
-			round = simclock.NewPhasedTimer(s.cfg.Clock, s.cfg.RoundEvery, simclock.PhaseEvent)
+			s.step(core.Input{Timer: core.TimerRound})
+			round = simclock.NewPhasedTimer(s.cfg.Clock, s.core.RoundEvery(), simclock.PhaseEvent)
 		case <-metricsC:
-			s.publishMetrics()
-			metrics = simclock.NewPhasedTimer(s.cfg.Clock, s.cfg.MetricsPeriod, simclock.PhaseObserve)
+			s.step(core.Input{Timer: core.TimerMetrics})
+			metrics = simclock.NewPhasedTimer(s.cfg.Clock, period, simclock.PhaseObserve)
 		case <-wakeC:
 			wake, wakeAt = nil, time.Time{}
-			s.finishCPUJobs()
-			if len(s.queue) > 0 {
-				s.dirty = true
-			}
+			s.step(core.Input{Timer: core.TimerWake})
 		case <-passC:
 			pass = nil
-			s.schedule()
+			s.step(core.Input{Timer: core.TimerPass})
 		}
 		if s.virtual {
-			if s.dirty && pass == nil {
+			if s.core.Dirty() && pass == nil {
 				pass = simclock.NewPhasedTimer(s.cfg.Clock, 0, simclock.PhaseDecide)
 			}
-			if next := s.nextWake(); !next.Equal(wakeAt) {
+			if next := s.core.NextWake(); !next.Equal(wakeAt) {
 				if wake != nil {
 					wake.Stop()
 					wake = nil
@@ -476,11 +363,8 @@ func (s *Scheduler) Run(ctx context.Context) error {
 					wake = s.cfg.Clock.NewTimer(next.Sub(s.cfg.Clock.Now()))
 				}
 			}
-		} else if s.dirty && len(s.mailbox) == 0 {
-			s.schedule()
-		}
-		if len(s.toStore) > 0 {
-			s.store()
+		} else if s.core.Dirty() && len(s.mailbox) == 0 {
+			s.step(core.Input{Timer: core.TimerPass})
 		}
 		if held {
 			s.cfg.Clock.Release()
@@ -488,224 +372,127 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	}
 }
 
-// nextWake is the next instant something is due without a message: a
-// CPU-only job's end, or a queued job reaching the starvation age (zero
-// when nothing is due).
-func (s *Scheduler) nextWake() time.Time {
-	now := s.cfg.Clock.Now()
-	var next time.Time
-	earlier := func(t time.Time) {
-		if t.After(now) && (next.IsZero() || t.Before(next)) {
-			next = t
+// Drain empties the mailbox of a dead scheduler, releasing the clock for
+// each message (their requests go unanswered, as a crash leaves them).
+func (s *Scheduler) Drain() int {
+	n := 0
+	for {
+		select {
+		case <-s.mailbox:
+			s.cfg.Clock.Release()
+			n++
+		default:
+			return n
 		}
 	}
-	for _, j := range s.running {
-		if j.cpuEnds != nil {
-			if !j.cpuEnds.After(now) {
-				return now
-			}
-			earlier(*j.cpuEnds)
-		}
-	}
-	if s.cfg.StarvationAge > 0 {
-		for _, j := range s.queue {
-			earlier(j.submitted.Add(s.cfg.StarvationAge))
-		}
-	}
-	return next
 }
 
-// newJobID is a random UUID, drawn from the seeded source on a virtual
-// clock so that a repeated run names its jobs the same.
-func (s *Scheduler) newJobID() string {
-	if s.ids != nil {
-		if id, err := uuid.NewRandomFromReader(s.ids); err == nil {
-			return id.String()
-		}
+// FlushJournal waits until every journal write so far is stored (a dead
+// scheduler's last writes, before its successor reads the journal).
+func (s *Scheduler) FlushJournal() error {
+	if s.cfg.Journal == nil {
+		return nil
 	}
-	return uuid.NewString()
+	ctx, cancel := context.WithTimeout(context.Background(), journalFlushTimeout)
+	defer cancel()
+	return s.cfg.Journal.Flush(ctx)
 }
 
-func (s *Scheduler) dispatch(m *nats.Msg) {
-	// A message that trips a bug costs its own answer, not the scheduler
-	// (and with it the queue).
-	defer func() {
-		if r := recover(); r != nil {
-			s.log.Error("message handling panicked", zap.String("subject", m.Subject), zap.Any("panic", r), zap.Stack("stack"))
-			if m.Reply != "" {
-				replyError(m, "", fmt.Sprintf("internal error: %v", r))
-			}
+// post hands the loop an input from another goroutine.
+func (s *Scheduler) post(in core.Input) {
+	select {
+	case s.internal <- in:
+	case <-s.done:
+	}
+}
+
+// bus carries what the core sends over the scheduler's connection.
+type bus struct{ s *Scheduler }
+
+// Publish implements core.Bus.
+func (b bus) Publish(subject, reply string, data []byte) error {
+	if reply != "" {
+		return b.s.cfg.Conn.PublishRequest(subject, reply, data)
+	}
+	return b.s.cfg.Conn.Publish(subject, data)
+}
+
+// Respond implements core.Bus.
+func (b bus) Respond(reply string, data []byte) error { return b.s.cfg.Conn.Publish(reply, data) }
+
+// Emit implements core.Bus.
+func (b bus) Emit(subject, typ, id string, at time.Time, data any) error {
+	return b.s.emit.Emit(subject, typ, id, at, data)
+}
+
+// Call implements core.Bus: the requests go out in parallel, the first
+// from this goroutine and the others from one each (a goroutine less to
+// start and wake per placement), and the loop waits for every answer.
+func (b bus) Call(calls []core.Call) []core.Answer {
+	out := make([]core.Answer, len(calls))
+	timeout := b.s.core.CallTimeout()
+	one := func(i int) {
+		msg, err := b.s.cfg.Conn.Request(calls[i].Subject, calls[i].Data, timeout)
+		if err != nil {
+			out[i] = core.Answer{Err: err, Unanswered: errors.Is(err, nats.ErrTimeout) || errors.Is(err, nats.ErrNoResponders)}
+			return
+		}
+		out[i] = core.Answer{Data: msg.Data}
+	}
+	var wg sync.WaitGroup
+	for i := 1; i < len(calls); i++ {
+		wg.Go(func() { one(i) })
+	}
+	if len(calls) > 0 {
+		one(0)
+	}
+	wg.Wait()
+	return out
+}
+
+// journal writes the core's records through durable.Journal.
+type journal struct{ s *Scheduler }
+
+// Put implements core.Store: a submission's reply goes out once its
+// record is stored; a refused write is written again later, and a
+// refused submission is the core's to cancel (core.Input.Unstored).
+func (w journal) Put(rec *durable.Record, reply string, answer []byte) error {
+	s := w.s
+	fut, err := s.cfg.Journal.Put(rec)
+	if err != nil {
+		s.log.Error("job journal write failed; writing it again", zap.String("job", rec.JobID), zap.Error(err))
+		go s.rewriteLater(rec.JobID)
+		return err
+	}
+	if reply == "" {
+		return nil
+	}
+	go func() {
+		select {
+		case <-fut.Ok():
+			s.cfg.Conn.Publish(reply, answer)
+		case err := <-fut.Err():
+			s.post(core.Input{Unstored: &core.Unstored{JobID: rec.JobID, Reply: reply, Why: err.Error()}})
+		case <-s.done:
 		}
 	}()
-	if strings.HasPrefix(m.Subject, s.inbox) {
-		s.onReply(m)
-		return
-	}
-	p := s.cfg.Subjects.Prefix + "."
-	subj := strings.TrimPrefix(m.Subject, p)
-	// tenant is whose credentials sent a request, as the server vouches
-	// (never a field of the body): "" sees every tenant.
-	tenant := ""
-	if !strings.HasPrefix(subj, "evt.") {
-		t, err := auth.CallerTenant(m.Header, s.cfg.Tenants)
-		if err != nil {
-			if m.Reply != "" {
-				replyError(m, "", err.Error())
-			}
-			return
-		}
-		tenant = t
-		if tenant != "" && !tenantSubjects[subj] {
-			// A tenant's account imports none of the others: only a
-			// roles file edited by hand could bring one here.
-			replyError(m, "", "tenant "+tenant+"'s credentials may not use "+m.Subject)
-			return
-		}
-	}
-	switch {
-	case strings.HasPrefix(subj, "evt.gpu."):
-		s.onGPUEvent(m)
-	case strings.HasPrefix(subj, "evt.node."):
-		s.onNodeEvent(m)
-	case subj == "job.submit":
-		s.onSubmit(m, tenant)
-	case subj == "job.get":
-		s.onGet(m, tenant)
-	case subj == "job.list":
-		s.onList(m, tenant)
-	case subj == "job.cancel":
-		s.onCancel(m, tenant)
-	case subj == "sched.strategy":
-		s.onStrategy(m)
-	case subj == "sched.explain":
-		s.onExplain(m, tenant)
-	case subj == "sched.ctl":
-		s.onCtl(m)
-	case subj == "cluster.snapshot":
-		s.onSnapshot(m, tenant)
-	default:
-		if m.Reply != "" {
-			replyError(m, "", "unknown subject "+m.Subject)
-		}
-	}
+	return nil
 }
 
-func (s *Scheduler) onGPUEvent(m *nats.Msg) {
-	node, gpu, typ, ok := events.ParseGPUEvent(m.Subject)
-	if !ok || (typ != events.GPUStatusType && typ != events.GPUUp && typ != events.GPUDown) {
-		return
-	}
-	var ev struct {
-		Source  string           `json:"source"`
-		SimTime time.Time        `json:"simtime"`
-		Data    events.GPUStatus `json:"data"`
-	}
-	if err := gojson.Unmarshal(m.Data, &ev); err != nil {
-		s.log.Warn("bad GPU event dropped", zap.String("subject", m.Subject), zap.Error(err))
-		return
-	}
-	if fe := validStatus(node, gpu, ev.Data); fe != nil {
-		s.log.Warn("bad GPU event dropped", zap.String("subject", m.Subject), zap.String("field", fe.Field), zap.String("reason", fe.Message))
-		return
-	}
-	if strings.HasPrefix(ev.Source, "/scheduler/") {
-		return // this scheduler's own verdict (or a predecessor's)
-	}
-	gs, known := s.view.gpus[ev.Data.GPU]
-	if known && gs.status.Node != ev.Data.Node {
-		// The subject's node is what the server vouched for (a node's
-		// credentials publish only under its own): a node does not speak
-		// for another node's GPU.
-		s.log.Warn("GPU event dropped: the GPU is another node's", zap.String("subject", m.Subject), zap.String("node", gs.status.Node))
-		return
-	}
-	if known && (ev.Data.Incarnation < gs.status.Incarnation || ev.Data.Incarnation <= gs.dead) {
-		// A message from a dead incarnation (a hung actor waking, a
-		// partition's backlog, a delay line): the GPU has moved on.
-		s.stats.stale++
-		s.log.Debug("stale GPU event ignored", zap.String("subject", m.Subject), zap.Int("incarnation", ev.Data.Incarnation),
-			zap.Int("current", gs.status.Incarnation), zap.Int("dead", gs.dead))
-		return
-	}
-	if typ == events.GPUDown {
-		s.gpuDown(ev.Data)
-		return
-	}
-	s.applyStatus(ev.Data, ev.SimTime)
+// failedWrite is the journal's error handler (called from the client's
+// goroutines, which must not wait for the loop): the job's record is
+// written again from the loop, after a pause.
+func (s *Scheduler) failedWrite(jobID string, err error) {
+	s.log.Warn("job journal write unconfirmed; writing it again", zap.String("job", jobID), zap.Error(err))
+	go s.rewriteLater(jobID)
 }
 
-func (s *Scheduler) onNodeEvent(m *nats.Msg) {
-	if !strings.HasSuffix(m.Subject, ".heartbeat") {
-		return
+// rewriteLater asks the loop, after journalRetry, to write jobID's record
+// again (its state then).
+func (s *Scheduler) rewriteLater(jobID string) {
+	select {
+	case <-time.After(journalRetry):
+		s.post(core.Input{Rewrite: jobID})
+	case <-s.done:
 	}
-	var ev struct {
-		Data events.NodeHeartbeat `json:"data"`
-	}
-	if err := json.Unmarshal(m.Data, &ev); err != nil {
-		s.log.Warn("bad node event", zap.String("subject", m.Subject), zap.Error(err))
-		return
-	}
-	hb := ev.Data
-	if len(hb.GPUs) > MaxHeartbeatGPUs {
-		s.log.Warn("node heartbeat dropped: it names too many GPUs", zap.String("subject", m.Subject), zap.Int("gpus", len(hb.GPUs)),
-			zap.Int("max", MaxHeartbeatGPUs))
-		return
-	}
-	// <p>.evt.node.<node>.heartbeat: the subject is what the server's
-	// permissions vouch for (a node's credentials publish only its own),
-	// so a heartbeat speaks for the node its subject names and no other.
-	if hb.Node == "" || events.HeartbeatNode(m.Subject) != hb.Node {
-		s.log.Warn("bad node event dropped: its node is not its subject's", zap.String("subject", m.Subject), zap.String("node", hb.Node))
-		return
-	}
-	hb.GPUs = slices.DeleteFunc(hb.GPUs, func(g events.HeartbeatGPU) bool {
-		st, ok := s.view.gpus[g.GPU]
-		return ok && st.status.Node != hb.Node
-	})
-	_, heard := s.nodeBeats[hb.Node]
-	n := s.view.node(hb.Node)
-	if !heard || !n.Alive {
-		s.nodeSeen(hb, heard)
-	}
-	s.nodeBeats[hb.Node] = time.Now()
-	cpu := model.CoresToMilli(hb.CPUTotal)
-	if !n.Alive || n.CPUMilli != cpu || n.MemTotal != hb.MemoryTotal {
-		n.Alive, n.CPUMilli, n.MemTotal = true, cpu, hb.MemoryTotal
-		s.view.cluster.TouchNode(n)
-		s.dirty = true
-	}
-	for _, g := range hb.GPUs {
-		s.heardGPUs[g.GPU] = true
-		st, ok := s.view.gpus[g.GPU]
-		if !ok || g.Incarnation > st.status.Incarnation {
-			// Unknown, or restarted without this scheduler hearing its up:
-			// asked once it answers its node, without waiting (calls.go).
-			if g.Alive {
-				s.describe(hb.Node, g.GPU)
-			}
-			continue
-		}
-		if g.Alive && (g.Incarnation != st.status.Incarnation || g.Incarnation <= st.dead) {
-			continue // a dead incarnation is not revived by its node's word
-		}
-		// On a virtual clock a missed ping measures the machine's load, not
-		// the simulated cluster, so it must not change a decision: a run
-		// would then depend on how loaded the machine was. Not alive here is
-		// "suspect": nothing new goes there; only the lease declares death.
-		if st.g.Alive != g.Alive && (g.Alive || !s.virtual) {
-			st.g.Alive = g.Alive
-			s.view.cluster.Touch(st.g)
-			s.dirty = true
-		}
-	}
-	s.grantLeases(m, hb)
-}
-
-// tenantSubjects are the request subjects (without the prefix) a tenant's
-// account imports: auth.TenantServices.
-var tenantSubjects = map[string]bool{"job.submit": true, "job.cancel": true, "job.get": true, "job.list": true,
-	"sched.explain": true, "cluster.snapshot": true}
-
-func replyError(m *nats.Msg, field, msg string) {
-	events.Reply(m, events.ErrorReply{Error: &model.FieldError{Field: field, Message: msg}})
 }

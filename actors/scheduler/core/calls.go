@@ -1,11 +1,10 @@
-package scheduler
+package core
 
 import (
 	"strconv"
 	"time"
 
 	gojson "github.com/goccy/go-json"
-	"github.com/nats-io/nats.go"
 	"go.uber.org/zap"
 
 	"github.com/gpusched/gpusched/events"
@@ -40,8 +39,8 @@ type call struct {
 // jobs), without waiting: the reply is handled by onReply. A GPU already
 // asked is not asked again until its reply comes or the call times out;
 // a node with maxDescribesPerNode calls in flight is not asked more.
-func (s *Scheduler) describe(node, gpuID string) {
-	now := time.Now()
+func (s *Core) describe(node, gpuID string) {
+	now := s.wall
 	if reply, busy := s.describing[gpuID]; busy {
 		if now.Sub(s.calls[reply].sent) < s.cfg.CallTimeout {
 			return
@@ -57,7 +56,7 @@ func (s *Scheduler) describe(node, gpuID string) {
 	s.nextCall++
 	reply := s.inbox + strconv.FormatUint(s.nextCall, 10)
 	b, _ := gojson.Marshal(events.Control{Op: events.OpDescribe, WithSpecs: true})
-	if err := s.cfg.Conn.PublishRequest(s.cfg.Subjects.GPUCtl(node, gpuID), reply, b); err != nil {
+	if err := s.bus.Publish(s.cfg.Subjects.GPUCtl(node, gpuID), reply, b); err != nil {
 		s.log.Warn("describe not sent", zap.String("gpu", gpuID), zap.String("node", node), zap.Error(err))
 		return
 	}
@@ -67,7 +66,7 @@ func (s *Scheduler) describe(node, gpuID string) {
 }
 
 // endCall forgets a call: answered, or timed out.
-func (s *Scheduler) endCall(reply string) {
+func (s *Core) endCall(reply string) {
 	c, ok := s.calls[reply]
 	if !ok {
 		return
@@ -83,7 +82,7 @@ func (s *Scheduler) endCall(reply string) {
 
 // expireCalls forgets the calls unanswered for longer than the call
 // timeout: the GPU may be asked again.
-func (s *Scheduler) expireCalls(now time.Time) {
+func (s *Core) expireCalls(now time.Time) {
 	for reply, c := range s.calls {
 		if now.Sub(c.sent) >= s.cfg.CallTimeout {
 			s.endCall(reply)
@@ -95,7 +94,7 @@ func (s *Scheduler) expireCalls(now time.Time) {
 // to a reservation, if it is about that GPU: a reply is believed only
 // about what was asked (a node's GPU could otherwise describe another
 // node's GPU in a refusal).
-func (s *Scheduler) refusalStatus(node, gpu string, r events.ControlReply) {
+func (s *Core) refusalStatus(node, gpu string, r events.ControlReply) {
 	if r.OK || r.Status == nil || gpu == "" {
 		return
 	}
@@ -106,14 +105,14 @@ func (s *Scheduler) refusalStatus(node, gpu string, r events.ControlReply) {
 	}
 	st := *r.Status
 	st.Change, st.JobID = "", "" // a state, not a change
-	s.applyStatus(st, s.cfg.Clock.Now())
+	s.applyStatus(st, s.now)
 }
 
 // onReply handles a reply to one of the scheduler's calls. A reply nobody
 // asked for (late, after its call timed out; a second answer; a forgery)
 // is dropped, and so is one about another GPU or node than the request
 // named: a node speaks for the GPUs it was asked about only.
-func (s *Scheduler) onReply(m *nats.Msg) {
+func (s *Core) onReply(m *Msg) {
 	c, ok := s.calls[m.Subject]
 	if !ok {
 		s.stats.stale++
@@ -121,7 +120,7 @@ func (s *Scheduler) onReply(m *nats.Msg) {
 		return
 	}
 	s.endCall(m.Subject)
-	if len(m.Data) == 0 && m.Header.Get("Status") == "503" {
+	if m.NoResponders {
 		return // no responders: no such GPU actor (yet)
 	}
 	var rep events.ControlReply
@@ -138,5 +137,5 @@ func (s *Scheduler) onReply(m *nats.Msg) {
 	// A describe reports a state, not a change: a change it claimed
 	// (a completion) would otherwise be counted twice.
 	st.Change, st.JobID = "", ""
-	s.applyStatus(st, s.cfg.Clock.Now())
+	s.applyStatus(st, s.now)
 }

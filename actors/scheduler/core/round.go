@@ -1,4 +1,4 @@
-package scheduler
+package core
 
 import (
 	"slices"
@@ -15,8 +15,8 @@ import (
 // now; the running jobs it names are preempted (each keeps its progress up
 // to its last checkpoint and goes back to the queue) and the pass that
 // follows places the queue in order.
-func (s *Scheduler) runRound() {
-	now := s.cfg.Clock.Now()
+func (s *Core) runRound() {
+	now := s.now
 	type entry struct {
 		j *job
 		q policy.Queued

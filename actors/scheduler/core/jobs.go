@@ -1,4 +1,4 @@
-package scheduler
+package core
 
 import (
 	"cmp"
@@ -7,7 +7,6 @@ import (
 	"sort"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"go.uber.org/zap"
 
 	"github.com/gpusched/gpusched/events"
@@ -119,7 +118,7 @@ func (j *job) estimate(now time.Time) float64 {
 
 // admitsNow reports whether admission lets j be placed now (the pass
 // asks the same over the usage it counts once for all its jobs).
-func (s *Scheduler) admitsNow(j *job) bool {
+func (s *Core) admitsNow(j *job) bool {
 	return s.cfg.Admit == nil || s.cfg.Admit.Place(admitJob(&j.spec), s.tenantUsage()[j.spec.Tenant]) == ""
 }
 
@@ -127,7 +126,7 @@ func (s *Scheduler) admitsNow(j *job) bool {
 type usage map[string]policy.Usage
 
 // tenantUsage counts what each tenant's running jobs hold now.
-func (s *Scheduler) tenantUsage() usage {
+func (s *Core) tenantUsage() usage {
 	u := usage{}
 	for _, r := range s.running {
 		u.add(r)
@@ -163,8 +162,8 @@ func (j *job) terminal() bool {
 // stateRunning is the job state while it runs (the event that enters it is "started").
 const stateRunning = events.JobRunning
 
-func (s *Scheduler) info(j *job, history bool) events.JobInfo {
-	now := s.cfg.Clock.Now()
+func (s *Core) info(j *job, history bool) events.JobInfo {
+	now := s.now
 	in := events.JobInfo{
 		JobID: j.id, Name: j.spec.Name, Tenant: j.spec.Tenant, Priority: j.spec.Priority, State: j.state,
 		GPUs: j.spec.GPUs, VRAM: int64(j.spec.VRAM), Milli: j.spec.Milli, Models: j.spec.Models, Util: j.spec.Util, CPU: j.spec.CPU, Memory: int64(j.spec.Memory),
@@ -186,8 +185,8 @@ func (s *Scheduler) info(j *job, history bool) events.JobInfo {
 }
 
 // transition moves a job to state and publishes the event for it.
-func (s *Scheduler) transition(j *job, state, reason string) {
-	now := s.cfg.Clock.Now()
+func (s *Core) transition(j *job, state, reason string) {
+	now := s.now
 	evType := state
 	if state == stateRunning {
 		evType = events.JobStarted
@@ -196,20 +195,20 @@ func (s *Scheduler) transition(j *job, state, reason string) {
 	j.reason = reason
 	j.history = append(j.history, events.Transition{State: state, SimTime: now, Reason: reason})
 	s.touch(j)
-	if err := s.emit.Emit(s.cfg.Subjects.JobEvent(evType), events.Type("job", evType), j.id, now, s.info(j, false)); err != nil {
+	if err := s.bus.Emit(s.cfg.Subjects.JobEvent(evType), events.Type("job", evType), j.id, now, s.info(j, false)); err != nil {
 		s.log.Warn("publish failed", zap.String("job", j.id), zap.Error(err))
 	}
 }
 
-func (s *Scheduler) request(j *job) *policy.Request {
+func (s *Core) request(j *job) *policy.Request {
 	return &policy.Request{JobID: j.id, Priority: j.spec.Priority, GPUs: j.spec.GPUs, VRAM: int64(j.spec.VRAM),
 		Milli: j.spec.Milli, Util: j.spec.Util, CPUMilli: j.spec.CPUMilli(), Memory: int64(j.spec.Memory), Models: j.spec.Models,
 		PinGPU: j.spec.GPU, PinNode: j.spec.Node, Held: s.view.held}
 }
 
-func (s *Scheduler) onSubmit(m *nats.Msg, tenant string) {
+func (s *Core) onSubmit(m *Msg, tenant string) {
 	if fe := events.CheckSize(m.Data); fe != nil {
-		events.Reply(m, events.ErrorReply{Error: fe})
+		s.respond(m, events.ErrorReply{Error: fe})
 		return
 	}
 	req, fe := events.DecodeSubmitRequest(m.Data)
@@ -225,11 +224,11 @@ func (s *Scheduler) onSubmit(m *nats.Msg, tenant string) {
 		fe = s.cfg.Admit.Submit(admitJob(&spec))
 	}
 	if fe != nil {
-		events.Reply(m, events.ErrorReply{Error: fe})
+		s.respond(m, events.ErrorReply{Error: fe})
 		return
 	}
 	s.seq++
-	now := s.cfg.Clock.Now()
+	now := s.now
 	j := &job{id: s.newJobID(), spec: spec, seq: s.seq, submitted: now}
 	if fe := s.view.feasible(s.request(j)); fe != nil && s.warming() {
 		// A restarted scheduler still hearing from the GPUs cannot tell
@@ -243,7 +242,7 @@ func (s *Scheduler) onSubmit(m *nats.Msg, tenant string) {
 		s.transition(j, events.JobRejected, fe.Message)
 		j.ended = &now
 		s.stats.rejected++
-		events.Reply(m, struct {
+		s.respond(m, struct {
 			events.ErrorReply
 			JobID string `json:"job_id"`
 			State string `json:"state"`
@@ -271,7 +270,7 @@ func (s *Scheduler) onSubmit(m *nats.Msg, tenant string) {
 		s.transition(j, events.JobRejected, reason)
 		j.ended = &now
 		s.stats.rejected++
-		events.Reply(m, events.SubmitReply{JobID: j.id, State: events.JobRejected, Reason: reason})
+		s.respond(m, events.SubmitReply{JobID: j.id, State: events.JobRejected, Reason: reason})
 		return
 	}
 	s.enqueue(j)
@@ -280,7 +279,7 @@ func (s *Scheduler) onSubmit(m *nats.Msg, tenant string) {
 }
 
 // enqueue inserts j in queue order.
-func (s *Scheduler) enqueue(j *job) {
+func (s *Core) enqueue(j *job) {
 	q := j.queued()
 	i := sort.Search(len(s.queue), func(i int) bool {
 		other := s.queue[i].queued()
@@ -290,14 +289,14 @@ func (s *Scheduler) enqueue(j *job) {
 }
 
 // resort puts the queue in the order in force (after a switch of order).
-func (s *Scheduler) resort() {
+func (s *Core) resort() {
 	slices.SortFunc(s.queue, func(a, b *job) int {
 		qa, qb := a.queued(), b.queued()
 		return policy.Compare(s.queueSort, &qa, &qb)
 	})
 }
 
-func (s *Scheduler) dequeue(j *job) {
+func (s *Core) dequeue(j *job) {
 	for i, q := range s.queue {
 		if q == j {
 			s.queue = slices.Delete(s.queue, i, i+1)
@@ -308,18 +307,18 @@ func (s *Scheduler) dequeue(j *job) {
 
 // decodeRequest decodes m's body into req, answering a bad body itself; it
 // reports whether the request can go on.
-func decodeRequest(m *nats.Msg, req any) bool {
+func (s *Core) decodeRequest(m *Msg, req any) bool {
 	if fe := events.DecodeStrict(m.Data, req); fe != nil {
-		events.Reply(m, events.ErrorReply{Error: fe})
+		s.respond(m, events.ErrorReply{Error: fe})
 		return false
 	}
 	return true
 }
 
 // validPage answers a negative page with an error and reports whether page is valid.
-func validPage(m *nats.Msg, page int) bool {
+func (s *Core) validPage(m *Msg, page int) bool {
 	if page < 0 {
-		replyError(m, "page", "must not be negative")
+		s.replyError(m, "page", "must not be negative")
 		return false
 	}
 	return true
@@ -336,13 +335,13 @@ func ownTenant(req *events.SubmitRequest, tenant string) *model.FieldError {
 }
 
 // lookup finds the job a request names; a tenant finds only its own.
-func (s *Scheduler) lookup(m *nats.Msg, tenant string) *job {
+func (s *Core) lookup(m *Msg, tenant string) *job {
 	var ref events.JobRef
-	if !decodeRequest(m, &ref) {
+	if !s.decodeRequest(m, &ref) {
 		return nil
 	}
 	if ref.JobID == "" {
-		replyError(m, "job_id", "required")
+		s.replyError(m, "job_id", "required")
 		return nil
 	}
 	j, ok := s.jobs[ref.JobID]
@@ -352,41 +351,41 @@ func (s *Scheduler) lookup(m *nats.Msg, tenant string) *job {
 			// journal's word until a GPU or the warm-up settles it.
 			j = s.recordJob(r)
 		} else {
-			replyError(m, "job_id", "no job "+ref.JobID)
+			s.replyError(m, "job_id", "no job "+ref.JobID)
 			return nil
 		}
 	}
 	if tenant != "" && j.spec.Tenant != tenant {
 		// The same answer as for no job at all: a tenant does not learn
 		// which ids other tenants' jobs have.
-		replyError(m, "job_id", "no job "+ref.JobID+" among tenant "+tenant+"'s jobs")
+		s.replyError(m, "job_id", "no job "+ref.JobID+" among tenant "+tenant+"'s jobs")
 		return nil
 	}
 	return j
 }
 
-func (s *Scheduler) onGet(m *nats.Msg, tenant string) {
+func (s *Core) onGet(m *Msg, tenant string) {
 	if j := s.lookup(m, tenant); j != nil {
-		events.Reply(m, s.info(j, true))
+		s.respond(m, s.info(j, true))
 	}
 }
 
 // jobListPage is the number of jobs in one page of job.list.
 const jobListPage = 100
 
-func (s *Scheduler) onList(m *nats.Msg, tenant string) {
+func (s *Core) onList(m *Msg, tenant string) {
 	var req events.JobListRequest
-	if !decodeRequest(m, &req) {
+	if !s.decodeRequest(m, &req) {
 		return
 	}
 	if tenant != "" {
 		if req.Tenant != "" && req.Tenant != tenant {
-			replyError(m, "tenant", fmt.Sprintf("%q is not yours: these credentials list tenant %q's jobs only", req.Tenant, tenant))
+			s.replyError(m, "tenant", fmt.Sprintf("%q is not yours: these credentials list tenant %q's jobs only", req.Tenant, tenant))
 			return
 		}
 		req.Tenant = tenant
 	}
-	if !validPage(m, req.Page) {
+	if !s.validPage(m, req.Page) {
 		return
 	}
 	var match []*job
@@ -408,30 +407,30 @@ func (s *Scheduler) onList(m *nats.Msg, tenant string) {
 	for i := req.Page * jobListPage; i < min(len(match), (req.Page+1)*jobListPage); i++ {
 		rep.Jobs = append(rep.Jobs, s.info(match[i], false))
 	}
-	events.Reply(m, rep)
+	s.respond(m, rep)
 }
 
-func (s *Scheduler) onCancel(m *nats.Msg, tenant string) {
+func (s *Core) onCancel(m *Msg, tenant string) {
 	j := s.lookup(m, tenant)
 	if j == nil {
 		return
 	}
 	if _, journaled := s.journaled[j.id]; journaled {
-		replyError(m, "job_id", "job "+j.id+" is being re-learned from the GPUs after a scheduler restart: try again in a few seconds")
+		s.replyError(m, "job_id", "job "+j.id+" is being re-learned from the GPUs after a scheduler restart: try again in a few seconds")
 		return
 	}
 	if j.terminal() {
-		replyError(m, "job_id", "job "+j.id+" is already "+j.state)
+		s.replyError(m, "job_id", "job "+j.id+" is already "+j.state)
 		return
 	}
 	s.cancel(j, "cancelled by request")
-	events.Reply(m, s.info(j, true))
+	s.respond(m, s.info(j, true))
 }
 
 // cancel ends a job that is not over yet: out of the queue, or stopped
 // where it runs.
-func (s *Scheduler) cancel(j *job, reason string) {
-	now := s.cfg.Clock.Now()
+func (s *Core) cancel(j *job, reason string) {
+	now := s.now
 	if j.state == events.JobQueued {
 		s.dequeue(j)
 	} else {
@@ -443,9 +442,9 @@ func (s *Scheduler) cancel(j *job, reason string) {
 	s.dirty = true
 }
 
-func (s *Scheduler) onStrategy(m *nats.Msg) {
+func (s *Core) onStrategy(m *Msg) {
 	var req events.StrategyRequest
-	if !decodeRequest(m, &req) {
+	if !s.decodeRequest(m, &req) {
 		return
 	}
 	rep := events.StrategyReply{Policy: s.policy.Name(), Available: policy.Names(), Queue: s.queueSort.Name(), Queues: policy.QueueNames()}
@@ -455,18 +454,18 @@ func (s *Scheduler) onStrategy(m *nats.Msg) {
 	var err error
 	if req.Policy != "" && req.Policy != s.policy.Name() {
 		if p, err = policy.Lookup(req.Policy); err != nil {
-			replyError(m, "policy", err.Error())
+			s.replyError(m, "policy", err.Error())
 			return
 		}
 	}
 	if req.Queue != "" && req.Queue != s.queueSort.Name() {
 		if qs, err = policy.LookupQueue(req.Queue); err != nil {
-			replyError(m, "queue", err.Error())
+			s.replyError(m, "queue", err.Error())
 			return
 		}
 	}
 	if p == nil && qs == nil {
-		events.Reply(m, rep)
+		s.respond(m, rep)
 		return
 	}
 	changed := events.PolicyChanged{Policy: s.policy.Name(), Queue: s.queueSort.Name()}
@@ -483,13 +482,13 @@ func (s *Scheduler) onStrategy(m *nats.Msg) {
 		s.resort()
 		s.log.Info("queue order switched", zap.String("queue", qs.Name()), zap.String("previous", rep.PreviousQueue))
 	}
-	s.emit.Emit(s.cfg.Subjects.SchedEvent(events.SchedPolicy), events.Type("sched", events.SchedPolicy), "",
-		s.cfg.Clock.Now(), changed)
+	s.bus.Emit(s.cfg.Subjects.SchedEvent(events.SchedPolicy), events.Type("sched", events.SchedPolicy), "",
+		s.now, changed)
 	s.dirty = true
-	events.Reply(m, rep)
+	s.respond(m, rep)
 }
 
-func (s *Scheduler) onExplain(m *nats.Msg, tenant string) {
+func (s *Core) onExplain(m *Msg, tenant string) {
 	j := s.lookup(m, tenant)
 	if j == nil {
 		return
@@ -502,5 +501,5 @@ func (s *Scheduler) onExplain(m *nats.Msg, tenant string) {
 			d.Reason = j.reason
 		}
 	}
-	events.Reply(m, d)
+	s.respond(m, d)
 }

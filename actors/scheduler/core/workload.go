@@ -1,4 +1,4 @@
-package scheduler
+package core
 
 import (
 	"strings"
@@ -13,7 +13,7 @@ import (
 // fragmentation measure uses when the config fixes no workload. A job
 // sized by VRAM counts with the share its VRAM takes of the cluster's most
 // common GPU.
-func (s *Scheduler) learnClass(spec *model.Job) {
+func (s *Core) learnClass(spec *model.Job) {
 	if s.cfg.Workload != nil {
 		return
 	}
@@ -28,7 +28,7 @@ func (s *Scheduler) learnClass(spec *model.Job) {
 
 // commonVRAM is the VRAM of the cluster's most common GPU size, counted
 // again only when GPUs joined since (not on every submission).
-func (s *Scheduler) commonVRAM() int64 {
+func (s *Core) commonVRAM() int64 {
 	if n := len(s.view.cluster.GPUs); n != s.commonFor {
 		count := map[int64]int{}
 		var best int64
@@ -45,7 +45,7 @@ func (s *Scheduler) commonVRAM() int64 {
 
 // refreshWorkload rebuilds the typical classes from the counts when they
 // changed, before a decision or a measure needs them.
-func (s *Scheduler) refreshWorkload() {
+func (s *Core) refreshWorkload() {
 	if s.workloadStale {
 		s.view.cluster.Workload = policy.TypicalWorkload(s.classes)
 		s.workloadStale = false
@@ -54,8 +54,8 @@ func (s *Scheduler) refreshWorkload() {
 
 // finishCPUJobs completes the CPU-only jobs whose run time is over: no GPU
 // actor times them, so the scheduler does, on the simulated clock.
-func (s *Scheduler) finishCPUJobs() {
-	now := s.cfg.Clock.Now()
+func (s *Core) finishCPUJobs() {
+	now := s.now
 	for _, j := range append([]*job(nil), s.running...) {
 		if j.cpuEnds != nil && !now.Before(*j.cpuEnds) {
 			s.complete(j, now)
@@ -65,7 +65,7 @@ func (s *Scheduler) finishCPUJobs() {
 
 // complete ends a running job that did all its work: the node gets its
 // CPU and memory back.
-func (s *Scheduler) complete(j *job, now time.Time) {
+func (s *Core) complete(j *job, now time.Time) {
 	j.endStint(now, j.work())
 	j.progress = j.work()
 	j.ended = &now

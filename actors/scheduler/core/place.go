@@ -1,4 +1,4 @@
-package scheduler
+package core
 
 import (
 	"encoding/json"
@@ -6,10 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"go.uber.org/zap"
 
 	"github.com/gpusched/gpusched/events"
@@ -18,59 +16,40 @@ import (
 	"github.com/gpusched/gpusched/vram"
 )
 
-// call sends one control request and waits for its reply.
-func (s *Scheduler) call(subject string, c events.Control) (events.ControlReply, error) {
-	var rep events.ControlReply
-	b, err := json.Marshal(c)
-	if err != nil {
-		return rep, err
-	}
-	msg, err := s.cfg.Conn.Request(subject, b, s.cfg.CallTimeout)
-	if err != nil {
-		return rep, err
-	}
-	if err := json.Unmarshal(msg.Data, &rep); err != nil {
-		return rep, err
-	}
-	if rep.Error != nil {
-		return rep, errors.New(rep.Error.Error())
-	}
-	return rep, nil
-}
-
 type ctlCall struct {
 	subject string
 	ctl     events.Control
 	gpu     string // empty for the node actor
 }
 
-// callAll sends the requests in parallel and waits for every reply; a
-// failed call (timeout, error) comes back as a refusal naming the cause.
-func (s *Scheduler) callAll(calls []ctlCall) []events.ControlReply {
+// callAll sends the requests at once and waits for every answer (the
+// bus's Call); a failed call (timeout, error) comes back as a refusal
+// naming the cause, and a GPU that left one unanswered is suspect.
+func (s *Core) callAll(calls []ctlCall) []events.ControlReply {
 	out := make([]events.ControlReply, len(calls))
-	unanswered := make([]bool, len(calls))
-	one := func(i int) {
-		rep, err := s.call(calls[i].subject, calls[i].ctl)
-		if err != nil {
-			rep = events.ControlReply{Reason: err.Error()}
-			unanswered[i] = errors.Is(err, nats.ErrTimeout) || errors.Is(err, nats.ErrNoResponders)
-		}
-		out[i] = rep
+	if len(calls) == 0 {
+		return out
 	}
-	// The first call is made from this goroutine, the others from one
-	// each, at the same time (a goroutine less to start and wake per
-	// placement).
-	var wg sync.WaitGroup
-	for i := 1; i < len(calls); i++ {
-		wg.Go(func() { one(i) })
-	}
-	if len(calls) > 0 {
-		one(0)
-	}
-	wg.Wait()
+	reqs := make([]Call, len(calls))
 	for i, c := range calls {
-		if unanswered[i] && c.gpu != "" {
-			s.suspect(c.gpu)
+		b, err := json.Marshal(c.ctl)
+		if err != nil {
+			s.log.Error("control not encoded", zap.String("subject", c.subject), zap.Error(err))
+		}
+		reqs[i] = Call{Subject: c.subject, Data: b}
+	}
+	for i, a := range s.bus.Call(reqs) {
+		err := a.Err
+		if err == nil {
+			if err = json.Unmarshal(a.Data, &out[i]); err == nil && out[i].Error != nil {
+				err = errors.New(out[i].Error.Error())
+			}
+		}
+		if err != nil {
+			out[i] = events.ControlReply{Reason: err.Error()}
+		}
+		if a.Unanswered && calls[i].gpu != "" {
+			s.suspect(calls[i].gpu)
 		}
 	}
 	return out
@@ -80,7 +59,7 @@ func (s *Scheduler) callAll(calls []ctlCall) []events.ControlReply {
 // node reports it alive again (a heartbeat) or it speaks: a hung or cut-off
 // GPU would otherwise cost a call timeout per attempt. Only the lease
 // declares it dead.
-func (s *Scheduler) suspect(gpu string) {
+func (s *Core) suspect(gpu string) {
 	if gs, ok := s.view.gpus[gpu]; ok && gs.g.Alive {
 		gs.g.Alive = false
 		s.view.cluster.Touch(gs.g)
@@ -90,16 +69,16 @@ func (s *Scheduler) suspect(gpu string) {
 
 // publishAll sends control messages without waiting (aborts and releases:
 // an unanswered abort is harmless, the reservation expires by itself).
-func (s *Scheduler) publishAll(calls []ctlCall) {
+func (s *Core) publishAll(calls []ctlCall) {
 	for _, c := range calls {
 		b, _ := json.Marshal(c.ctl)
-		if err := s.cfg.Conn.Publish(c.subject, b); err != nil {
+		if err := s.bus.Publish(c.subject, "", b); err != nil {
 			s.log.Warn("control publish failed", zap.String("subject", c.subject), zap.Error(err))
 		}
 	}
 }
 
-func (s *Scheduler) controls(j *job, p policy.Placement, op string) []ctlCall {
+func (s *Core) controls(j *job, p policy.Placement, op string) []ctlCall {
 	sj := s.cfg.Subjects
 	calls := make([]ctlCall, 0, len(p.GPUs)+1)
 	nodeCtl := events.Control{Op: op, JobID: j.id}
@@ -128,7 +107,7 @@ func (s *Scheduler) controls(j *job, p policy.Placement, op string) []ctlCall {
 // negotiate reserves the placement at every actor it touches, then commits.
 // Any refusal or timeout aborts the reservations made; the refusing GPU's
 // attached status corrects the view. It returns the refusal reason.
-func (s *Scheduler) negotiate(j *job, p policy.Placement) (bool, string) {
+func (s *Core) negotiate(j *job, p policy.Placement) (bool, string) {
 	s.placements++
 	j.placement = strconv.Itoa(s.cfg.Incarnation) + "." + strconv.FormatUint(s.placements, 10)
 	calls := s.controls(j, p, events.OpReserve)
@@ -161,7 +140,7 @@ func (s *Scheduler) negotiate(j *job, p policy.Placement) (bool, string) {
 	return true, ""
 }
 
-func (s *Scheduler) abort(j *job, calls []ctlCall) {
+func (s *Core) abort(j *job, calls []ctlCall) {
 	aborts := make([]ctlCall, len(calls))
 	for i, c := range calls {
 		aborts[i] = ctlCall{subject: c.subject, ctl: events.Control{Op: events.OpAbort, JobID: j.id}, gpu: c.gpu}
@@ -171,7 +150,7 @@ func (s *Scheduler) abort(j *job, calls []ctlCall) {
 
 // reserveInView applies an accepted reservation to the view at once, so the
 // next decision sees it without waiting for the GPU's status event.
-func (s *Scheduler) reserveInView(j *job, p policy.Placement, calls []ctlCall, replies []events.ControlReply) {
+func (s *Core) reserveInView(j *job, p policy.Placement, calls []ctlCall, replies []events.ControlReply) {
 	for i, c := range calls {
 		if c.gpu == "" {
 			continue
@@ -195,7 +174,7 @@ func (s *Scheduler) reserveInView(j *job, p policy.Placement, calls []ctlCall, r
 }
 
 // releaseInView removes a job from the view's GPUs and node.
-func (s *Scheduler) releaseInView(j *job, node string, gpus []string) {
+func (s *Core) releaseInView(j *job, node string, gpus []string) {
 	for _, id := range gpus {
 		if gs, ok := s.view.gpus[id]; ok {
 			s.dropAlloc(gs.g, j.id)
@@ -205,7 +184,7 @@ func (s *Scheduler) releaseInView(j *job, node string, gpus []string) {
 }
 
 // releaseNode returns a job's CPU and memory to its node in the view.
-func (s *Scheduler) releaseNode(j *job, node string) {
+func (s *Core) releaseNode(j *job, node string) {
 	if n, ok := s.view.nodes[node]; ok {
 		n.CPUUsedMilli = max(0, n.CPUUsedMilli-j.spec.CPUMilli())
 		n.MemUsed = max(0, n.MemUsed-int64(j.spec.Memory))
@@ -213,7 +192,7 @@ func (s *Scheduler) releaseNode(j *job, node string) {
 	}
 }
 
-func (s *Scheduler) dropAlloc(g *policy.GPU, jobID string) {
+func (s *Core) dropAlloc(g *policy.GPU, jobID string) {
 	for i, a := range g.Allocs {
 		if a.Owner == jobID {
 			g.Allocs = slices.Delete(g.Allocs, i, i+1)
@@ -228,7 +207,7 @@ func (s *Scheduler) dropAlloc(g *policy.GPU, jobID string) {
 
 // rebuildShares derives a GPU's shares, and the share of it they hold,
 // from its allocations and job records, and tells the view's index.
-func (s *Scheduler) rebuildShares(g *policy.GPU) {
+func (s *Core) rebuildShares(g *policy.GPU) {
 	defer s.view.cluster.Touch(g)
 	g.Shares = g.Shares[:0]
 	g.MilliUsed = 0
@@ -246,8 +225,8 @@ func (s *Scheduler) rebuildShares(g *policy.GPU) {
 
 // refreshLostWork sets each share's lost work (progress since its last
 // checkpoint) to its value now, before victims are chosen.
-func (s *Scheduler) refreshLostWork() {
-	now := s.cfg.Clock.Now()
+func (s *Core) refreshLostWork() {
+	now := s.now
 	for _, g := range s.view.cluster.GPUs {
 		for i := range g.Shares {
 			if j, ok := s.jobs[g.Shares[i].JobID]; ok {
@@ -263,7 +242,7 @@ const maxCandidatesInExplain = policy.MaxCandidates
 
 // tryPlace places j if it fits (preempting lower-priority jobs when it fits
 // nowhere otherwise) and reports whether it did.
-func (s *Scheduler) tryPlace(j *job) bool {
+func (s *Core) tryPlace(j *job) bool {
 	s.refreshWorkload()
 	req := s.request(j)
 	var refusals []string
@@ -313,7 +292,7 @@ func (s *Scheduler) tryPlace(j *job) bool {
 	return false
 }
 
-func (s *Scheduler) hasLowerPriorityRunning(j *job) bool {
+func (s *Core) hasLowerPriorityRunning(j *job) bool {
 	for _, g := range s.view.cluster.GPUs {
 		for _, sh := range g.Shares {
 			if sh.Priority < j.spec.Priority && sh.Preemptible {
@@ -333,8 +312,8 @@ func candidates(ps []policy.Placement) []events.Candidate {
 }
 
 // placed records a committed placement: placed, then running.
-func (s *Scheduler) placed(j *job, p policy.Placement, cands []policy.Placement, refusals, victims []string) {
-	now := s.cfg.Clock.Now()
+func (s *Core) placed(j *job, p policy.Placement, cands []policy.Placement, refusals, victims []string) {
+	now := s.now
 	j.node, j.gpus = p.Node, p.GPUs
 	j.shardsLeft = len(p.GPUs)
 	j.lastProgress, j.lastRate, j.lastAt = j.progress, 0, now
@@ -355,7 +334,7 @@ func (s *Scheduler) placed(j *job, p policy.Placement, cands []policy.Placement,
 	d := &events.Decision{JobID: j.id, Policy: s.policy.Name(), Node: p.Node, GPUs: p.GPUs,
 		Candidates: candidates(cands), Victims: victims, Refusals: refusals}
 	j.decision = d
-	s.emit.Emit(s.cfg.Subjects.SchedEvent(events.SchedDecision), events.Type("sched", events.SchedDecision), j.id, now, d)
+	s.bus.Emit(s.cfg.Subjects.SchedEvent(events.SchedDecision), events.Type("sched", events.SchedDecision), j.id, now, d)
 	s.transition(j, events.JobPlaced, "")
 	j.started = &now
 	s.transition(j, stateRunning, "")
@@ -364,7 +343,7 @@ func (s *Scheduler) placed(j *job, p policy.Placement, cands []policy.Placement,
 }
 
 // ended takes j off the running list.
-func (s *Scheduler) ended(j *job) {
+func (s *Core) ended(j *job) {
 	if i := slices.Index(s.running, j); i >= 0 {
 		s.running = slices.Delete(s.running, i, i+1)
 	}
@@ -372,7 +351,7 @@ func (s *Scheduler) ended(j *job) {
 
 // preemptFor stops the victims for preemptor: each keeps its progress up to
 // its last checkpoint and goes back to the queue in its original place.
-func (s *Scheduler) preemptFor(preemptor *job, victims []string) {
+func (s *Core) preemptFor(preemptor *job, victims []string) {
 	for _, id := range victims {
 		v, ok := s.jobs[id]
 		if !ok || v.state != stateRunning {
@@ -393,11 +372,11 @@ func (s *Scheduler) preemptFor(preemptor *job, victims []string) {
 
 // stop ends a running job's shares with op (preempt or release), keeping
 // its progress up to the last checkpoint on preemption.
-func (s *Scheduler) stop(j *job, op string) {
+func (s *Core) stop(j *job, op string) {
 	if len(j.gpus) == 0 && j.node == "" {
 		return
 	}
-	now := s.cfg.Clock.Now()
+	now := s.now
 	var calls []ctlCall
 	for _, g := range j.gpus {
 		if gs, ok := s.view.gpus[g]; ok && max(j.incarnationOn(g), gs.status.Incarnation) <= gs.dead {
@@ -443,14 +422,14 @@ func (s *Scheduler) stop(j *job, op string) {
 // does not block the jobs behind it (they backfill) until it has waited
 // StarvationAge; from then on it holds GPUs (policy.Hold) that nothing
 // behind it may take, so it cannot starve.
-func (s *Scheduler) schedule() {
+func (s *Core) schedule() {
 	s.dirty = false
 	clear(s.view.held)
 	if len(s.queue) == 0 {
 		return // nothing to place (and no view to sort while GPUs join)
 	}
 	s.view.sorted() // (a sort that renumbers the GPUs clears the holds too)
-	now := s.cfg.Clock.Now()
+	now := s.now
 	// held is each tenant's GPUs in running jobs, for admission.
 	var held usage
 	if s.cfg.Admit != nil {
@@ -509,20 +488,20 @@ func (s *Scheduler) schedule() {
 	}
 }
 
-func (s *Scheduler) setPending(j *job, reason string) {
+func (s *Core) setPending(j *job, reason string) {
 	if j.reason == reason {
 		return
 	}
 	j.reason = reason
-	s.emit.Emit(s.cfg.Subjects.SchedEvent(events.SchedPending), events.Type("sched", events.SchedPending), j.id,
-		s.cfg.Clock.Now(), events.Pending{JobID: j.id, Name: j.spec.Name, Reason: reason})
+	s.bus.Emit(s.cfg.Subjects.SchedEvent(events.SchedPending), events.Type("sched", events.SchedPending), j.id,
+		s.now, events.Pending{JobID: j.id, Name: j.spec.Name, Reason: reason})
 }
 
 // applyStatus folds a GPU status into the view. A status older than what
 // the view already holds (an accepted reservation is newer) does not
 // replace the layout, but its change (a job completed or stopped) is
 // always applied.
-func (s *Scheduler) applyStatus(st events.GPUStatus, at time.Time) {
+func (s *Core) applyStatus(st events.GPUStatus, at time.Time) {
 	gs, isNew := s.view.addGPU(st)
 	if isNew {
 		s.dirty = true
@@ -586,7 +565,7 @@ func (s *Scheduler) applyStatus(st events.GPUStatus, at time.Time) {
 // lostCommit handles a reservation that expired on a GPU although the
 // scheduler committed it (the commit never arrived): the job did not run
 // there, so it goes back to the queue with the progress it had kept.
-func (s *Scheduler) lostCommit(jobID, gpuID string) {
+func (s *Core) lostCommit(jobID, gpuID string) {
 	j, ok := s.jobs[jobID]
 	if !ok || j.state != stateRunning || !slices.Contains(j.gpus, gpuID) {
 		return
@@ -599,7 +578,7 @@ func (s *Scheduler) lostCommit(jobID, gpuID string) {
 // up to its last checkpoint and puts it back in the queue (at its place by
 // priority and submission time). lostAt, when not negative, is the progress
 // the lost GPU last had: the job keeps no more than that.
-func (s *Scheduler) requeueLost(j *job, lostAt float64, reason string) {
+func (s *Core) requeueLost(j *job, lostAt float64, reason string) {
 	s.stop(j, events.OpRelease)
 	progress := j.progress
 	if lostAt >= 0 {
@@ -616,7 +595,7 @@ func (s *Scheduler) requeueLost(j *job, lostAt float64, reason string) {
 // gpuDown handles a GPU actor that crashed: every job it ran is lost and
 // re-queued from its last checkpoint. The new incarnation's gpu.up (which
 // follows) empties the GPU in the view.
-func (s *Scheduler) gpuDown(st events.GPUStatus) {
+func (s *Core) gpuDown(st events.GPUStatus) {
 	s.log.Warn("GPU down", zap.String("gpu", st.GPU), zap.String("node", st.Node), zap.String("reason", st.Reason),
 		zap.Int("jobs_lost", len(st.Jobs)))
 	gs, ok := s.view.gpus[st.GPU]
@@ -635,7 +614,7 @@ func (s *Scheduler) gpuDown(st events.GPUStatus) {
 
 // shardDone counts one GPU's share of a job as finished; the job completes
 // when every share has.
-func (s *Scheduler) shardDone(jobID, gpuID string) {
+func (s *Core) shardDone(jobID, gpuID string) {
 	j, ok := s.jobs[jobID]
 	if !ok || j.state != stateRunning || !slices.Contains(j.gpus, gpuID) {
 		return
@@ -644,5 +623,5 @@ func (s *Scheduler) shardDone(jobID, gpuID string) {
 	if j.shardsLeft > 0 {
 		return
 	}
-	s.complete(j, s.cfg.Clock.Now())
+	s.complete(j, s.now)
 }

@@ -1,13 +1,11 @@
-package scheduler
+package core
 
 import (
-	"errors"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"go.uber.org/zap"
 
 	"github.com/gpusched/gpusched/events"
@@ -19,25 +17,17 @@ import (
 // periods, so one late heartbeat is not a death.
 const DefaultLease = 6 * time.Second
 
-// ErrKilled is what Run returns when a kill control (chaos) crashed the
-// scheduler; its supervisor starts the next incarnation.
-var ErrKilled = errors.New("scheduler killed")
-
-// leaseChecks is how many times per lease the scheduler looks for expired
-// leases: a death is declared at most a tenth of a lease late.
-const leaseChecks = 10
-
 // renewLease counts a GPU's lease from now (wall time).
-func (s *Scheduler) renewLease(gs *gpuState) {
+func (s *Core) renewLease(gs *gpuState) {
 	if s.cfg.Lease > 0 {
-		gs.leaseUntil = time.Now().Add(s.cfg.Lease)
+		gs.leaseUntil = s.wall.Add(s.cfg.Lease)
 	}
 }
 
 // grantLeases answers a node heartbeat: every GPU reported alive at the
 // incarnation the scheduler knows and has not declared dead gets its lease
 // renewed, on both sides.
-func (s *Scheduler) grantLeases(m *nats.Msg, hb events.NodeHeartbeat) {
+func (s *Core) grantLeases(m *Msg, hb events.NodeHeartbeat) {
 	grant := events.LeaseGrant{Node: hb.Node, Beat: hb.Beat, LeaseMS: s.cfg.Lease.Milliseconds()}
 	for _, g := range hb.GPUs {
 		gs, ok := s.view.gpus[g.GPU]
@@ -48,15 +38,15 @@ func (s *Scheduler) grantLeases(m *nats.Msg, hb events.NodeHeartbeat) {
 		grant.GPUs = append(grant.GPUs, events.HeartbeatGPU{GPU: g.GPU, Incarnation: g.Incarnation, Alive: true})
 	}
 	if m.Reply != "" && s.cfg.Lease > 0 && !s.virtual {
-		events.Reply(m, grant)
+		s.respond(m, grant)
 	}
 }
 
 // checkLeases declares dead every GPU whose lease has run out, and down
 // every node whose heartbeats stopped.
-func (s *Scheduler) checkLeases() {
+func (s *Core) checkLeases() {
 	s.checkNodes()
-	now := time.Now()
+	now := s.wall
 	for _, g := range s.view.cluster.GPUs {
 		gs := s.view.gpus[g.ID]
 		if gs.leaseUntil.IsZero() || now.Before(gs.leaseUntil) || gs.status.Incarnation <= gs.dead {
@@ -75,8 +65,8 @@ const overdueRecheck = time.Second
 // ended by now: a completion whose event was lost (a drop, a partition's
 // last words) is then learned by reconciling, which nothing else would
 // bring about, as a GPU with nothing left to do publishes nothing more.
-func (s *Scheduler) checkOverdue() {
-	now, wall := s.cfg.Clock.Now(), time.Now()
+func (s *Core) checkOverdue() {
+	now, wall := s.now, s.wall
 	for _, j := range slices.Clone(s.running) {
 		if j.cpuEnds != nil || len(j.gpus) == 0 || j.estimate(now) < j.work() || wall.Before(j.overdueAt) {
 			continue
@@ -92,8 +82,8 @@ func (s *Scheduler) checkOverdue() {
 
 // checkNodes declares down every node whose heartbeats stopped for a
 // lease (its GPUs' leases, renewed only by those heartbeats, run out too).
-func (s *Scheduler) checkNodes() {
-	now := time.Now()
+func (s *Core) checkNodes() {
+	now := s.wall
 	for id, at := range s.nodeBeats {
 		n := s.view.nodes[id]
 		if n == nil || !n.Alive || now.Sub(at) < s.cfg.Lease {
@@ -110,7 +100,7 @@ func (s *Scheduler) checkNodes() {
 
 // nodeSeen announces a node the scheduler sees appear: new to it, or
 // heard again after it was declared down.
-func (s *Scheduler) nodeSeen(hb events.NodeHeartbeat, known bool) {
+func (s *Core) nodeSeen(hb events.NodeHeartbeat, known bool) {
 	change := events.NodeJoined
 	if known {
 		change = events.ChangeRejoined
@@ -130,7 +120,7 @@ const loudJoins = 64
 
 // logJoin logs the n-th join of a kind (msg): at info level up to
 // loudJoins, then at debug level (a line saying so once, at the switch).
-func (s *Scheduler) logJoin(n int, msg string, fields ...zap.Field) {
+func (s *Core) logJoin(n int, msg string, fields ...zap.Field) {
 	switch {
 	case n <= loudJoins:
 		s.log.Info(msg, fields...)
@@ -142,11 +132,11 @@ func (s *Scheduler) logJoin(n int, msg string, fields ...zap.Field) {
 	}
 }
 
-func (s *Scheduler) emitNode(typ string, data events.NodeLifecycle) {
+func (s *Core) emitNode(typ string, data events.NodeLifecycle) {
 	if s.virtual {
 		return // a simulation's nodes are all there from the start
 	}
-	if err := s.emit.Emit(s.cfg.Subjects.NodeEvent(data.Node, typ), events.Type("node", typ), data.Node, s.cfg.Clock.Now(), data); err != nil {
+	if err := s.bus.Emit(s.cfg.Subjects.NodeEvent(data.Node, typ), events.Type("node", typ), data.Node, s.now, data); err != nil {
 		s.log.Warn("publish failed", zap.Error(err))
 	}
 }
@@ -156,7 +146,7 @@ func (s *Scheduler) emitNode(typ string, data events.NodeLifecycle) {
 // off, has already stopped its own jobs: its fence comes before the lease
 // ends), re-queues the jobs it ran, and ignores anything that incarnation
 // says from now on. The GPU comes back as its next incarnation.
-func (s *Scheduler) declareDead(gs *gpuState, reason string) {
+func (s *Core) declareDead(gs *gpuState, reason string) {
 	inc := gs.status.Incarnation
 	gs.dead = inc
 	gs.leaseUntil = time.Time{}
@@ -169,8 +159,8 @@ func (s *Scheduler) declareDead(gs *gpuState, reason string) {
 	s.stats.deaths++
 	s.log.Warn("GPU declared dead", zap.String("gpu", g.ID), zap.String("node", g.Node), zap.Int("incarnation", inc),
 		zap.String("reason", reason), zap.Int("jobs", len(st.Jobs)))
-	if err := s.emit.Emit(s.cfg.Subjects.GPUEvent(g.Node, g.ID, events.GPUDown), events.Type("gpu", events.GPUDown), g.ID,
-		s.cfg.Clock.Now(), st); err != nil {
+	if err := s.bus.Emit(s.cfg.Subjects.GPUEvent(g.Node, g.ID, events.GPUDown), events.Type("gpu", events.GPUDown), g.ID,
+		s.now, st); err != nil {
 		s.log.Warn("publish failed", zap.Error(err))
 	}
 	s.loseGPU(gs, st.Jobs, "GPU "+g.ID+" on "+g.Node+" declared dead ("+reason+")")
@@ -180,9 +170,9 @@ func (s *Scheduler) declareDead(gs *gpuState, reason string) {
 // upTo or older, with the progress the GPU last reported for each (from
 // reported). A job a newer incarnation accepted (the scheduler placed it
 // there before hearing of the old one's death) is not among them.
-func (s *Scheduler) jobsOn(gpu string, upTo int, reported []events.GPUJob) []events.GPUJob {
+func (s *Core) jobsOn(gpu string, upTo int, reported []events.GPUJob) []events.GPUJob {
 	var out []events.GPUJob
-	now := s.cfg.Clock.Now()
+	now := s.now
 	for _, j := range s.running {
 		if !slices.Contains(j.gpus, gpu) || j.incarnationOn(gpu) > upTo {
 			continue
@@ -202,7 +192,7 @@ func (s *Scheduler) jobsOn(gpu string, upTo int, reported []events.GPUJob) []eve
 // loseGPU re-queues the jobs that ran on a GPU now gone, from their last
 // checkpoint, and empties the GPU in the view; jobs waiting for that GPU
 // to confirm a stop no longer wait.
-func (s *Scheduler) loseGPU(gs *gpuState, lost []events.GPUJob, reason string) {
+func (s *Core) loseGPU(gs *gpuState, lost []events.GPUJob, reason string) {
 	for _, sj := range lost {
 		j, ok := s.jobs[sj.JobID]
 		if !ok || j.state != stateRunning || !slices.Contains(j.gpus, gs.g.ID) {
@@ -219,13 +209,13 @@ func (s *Scheduler) loseGPU(gs *gpuState, lost []events.GPUJob, reason string) {
 }
 
 // onCtl answers <p>.sched.ctl: kill crashes the scheduler (chaos).
-func (s *Scheduler) onCtl(m *nats.Msg) bool {
+func (s *Core) onCtl(m *Msg) bool {
 	var c events.Control
-	if !decodeRequest(m, &c) {
+	if !s.decodeRequest(m, &c) {
 		return false
 	}
 	if c.Op != events.OpKill {
-		replyError(m, "op", "unknown operation "+strconv.Quote(c.Op)+" (the scheduler's control knows kill)")
+		s.replyError(m, "op", "unknown operation "+strconv.Quote(c.Op)+" (the scheduler's control knows kill)")
 		return false
 	}
 	reason := c.Reason
@@ -233,16 +223,16 @@ func (s *Scheduler) onCtl(m *nats.Msg) bool {
 		reason = "killed"
 	}
 	s.killed = reason
-	events.Reply(m, events.SchedLifecycle{Incarnation: s.cfg.Incarnation, Reason: reason,
-		Queued: len(s.queue), Running: len(s.running), Policy: s.policy.Name(), Queue: s.queueSort.Name(), Durable: s.cfg.Journal != nil})
+	s.respond(m, events.SchedLifecycle{Incarnation: s.cfg.Incarnation, Reason: reason,
+		Queued: len(s.queue), Running: len(s.running), Policy: s.policy.Name(), Queue: s.queueSort.Name(), Durable: s.cfg.Store != nil})
 	return true
 }
 
 // Remains says what a dead scheduler held: its supervisor reports it in
 // the down event (the queue is lost unless the journal keeps it).
-func (s *Scheduler) Remains() events.SchedLifecycle {
+func (s *Core) Remains() events.SchedLifecycle {
 	r := events.SchedLifecycle{Incarnation: s.cfg.Incarnation, Reason: s.killed, Queued: len(s.queue),
-		Running: len(s.running), Policy: s.policy.Name(), Queue: s.queueSort.Name(), Durable: s.cfg.Journal != nil}
+		Running: len(s.running), Policy: s.policy.Name(), Queue: s.queueSort.Name(), Durable: s.cfg.Store != nil}
 	for _, j := range s.running {
 		r.RunningJobs = append(r.RunningJobs, events.RunningJob{JobID: j.id, Placement: j.placement})
 	}
@@ -258,12 +248,12 @@ func (s *Scheduler) Remains() events.SchedLifecycle {
 // adopt re-learns a job a GPU runs that this scheduler does not know (it
 // restarted and lost its records): the GPU kept the job as the scheduler
 // accepted it. A gang's shards are adopted one GPU at a time.
-func (s *Scheduler) adopt(st events.GPUStatus, gj events.GPUJob) {
+func (s *Core) adopt(st events.GPUStatus, gj events.GPUJob) {
 	a := gj.Assignment
 	if a == nil || a.Spec == nil {
 		return
 	}
-	now := s.cfg.Clock.Now()
+	now := s.now
 	j, ok := s.jobs[gj.JobID]
 	if r, journaled := s.journaled[gj.JobID]; !ok && journaled {
 		// The journal's record (history, preemptions, lost work) with what
@@ -306,7 +296,7 @@ func (s *Scheduler) adopt(st events.GPUStatus, gj events.GPUJob) {
 }
 
 // adopted counts a job re-learned from a GPU as running there.
-func (s *Scheduler) adopted(j *job, st events.GPUStatus) {
+func (s *Core) adopted(j *job, st events.GPUStatus) {
 	s.running = append(s.running, j)
 	if n, ok := s.view.nodes[st.Node]; ok {
 		n.CPUUsedMilli += j.spec.CPUMilli()
@@ -325,7 +315,7 @@ func (s *Scheduler) adopted(j *job, st events.GPUStatus) {
 // unseen (its event was lost): the GPU's memory of ended jobs says how;
 // a job the GPU runs that the scheduler placed elsewhere or stopped is
 // released there; one the scheduler does not know is re-learned.
-func (s *Scheduler) reconcile(gs *gpuState, st events.GPUStatus) {
+func (s *Core) reconcile(gs *gpuState, st events.GPUStatus) {
 	// A GPU runs a handful of jobs: linear lookups, no allocation on this
 	// path, which every status event takes.
 	var missing []*job
@@ -431,7 +421,7 @@ func hasSpecs(st events.GPUStatus) bool {
 // on a GPU while no scheduler saw: a completion is reported; a job its GPU
 // lost (a crash, or a fence when no lease came) goes back to the queue
 // from its last checkpoint. Jobs this scheduler knows are its own.
-func (s *Scheduler) accountEnded(st events.GPUStatus) {
+func (s *Core) accountEnded(st events.GPUStatus) {
 	for _, e := range st.Ended {
 		// Only the end of the very placement the predecessor had running
 		// accounts for it: an older stint's end says nothing of this one.
@@ -494,26 +484,11 @@ func validStatus(node, gpu string, st events.GPUStatus) *model.FieldError {
 	return nil
 }
 
-// Drain empties the mailbox of a dead scheduler, releasing the clock for
-// each message (their requests go unanswered, as a crash leaves them).
-func (s *Scheduler) Drain() int {
-	n := 0
-	for {
-		select {
-		case <-s.mailbox:
-			s.cfg.Clock.Release()
-			n++
-		default:
-			return n
-		}
-	}
-}
-
 // warming reports whether a restarted scheduler is still in its warm-up:
 // one lease from its start, while the GPUs report in. A scheduler no GPU
 // has joined yet (a control plane whose nodes run elsewhere) is warming
 // until one does.
-func (s *Scheduler) warming() bool {
+func (s *Core) warming() bool {
 	if len(s.view.gpus) == 0 {
 		return true
 	}
@@ -524,12 +499,12 @@ func (s *Scheduler) warming() bool {
 	if warm <= 0 {
 		warm = DefaultLease
 	}
-	return time.Since(s.started) < warm
+	return s.wall.Sub(s.started) < warm
 }
 
 // rejectUnfit rejects a job accepted during the warm-up that fits no GPU
 // of the cluster now known (it reports whether it did).
-func (s *Scheduler) rejectUnfit(j *job) bool {
+func (s *Core) rejectUnfit(j *job) bool {
 	if !j.unchecked || s.warming() {
 		return false
 	}
@@ -538,7 +513,7 @@ func (s *Scheduler) rejectUnfit(j *job) bool {
 	if fe == nil {
 		return false
 	}
-	now := s.cfg.Clock.Now()
+	now := s.now
 	s.dequeue(j)
 	j.ended = &now
 	s.stats.rejected++
@@ -548,7 +523,7 @@ func (s *Scheduler) rejectUnfit(j *job) bool {
 
 // await records that gpu (at incarnation inc) may still run j: a stop
 // sent to it went unanswered.
-func (s *Scheduler) await(j *job, gpu string, inc int) {
+func (s *Core) await(j *job, gpu string, inc int) {
 	if j.awaiting == nil {
 		j.awaiting = map[string]int{}
 	}
@@ -559,7 +534,7 @@ func (s *Scheduler) await(j *job, gpu string, inc int) {
 
 // confirmStopped clears gpu from the jobs waiting on it whose recorded
 // incarnation passes done (the GPU died, or came back as a later one).
-func (s *Scheduler) confirmStopped(gpu string, done func(inc int) bool) {
+func (s *Core) confirmStopped(gpu string, done func(inc int) bool) {
 	for j := range s.awaiting {
 		if inc, ok := j.awaiting[gpu]; ok && done(inc) {
 			s.confirmStoppedJob(j, gpu)
@@ -567,7 +542,7 @@ func (s *Scheduler) confirmStopped(gpu string, done func(inc int) bool) {
 	}
 }
 
-func (s *Scheduler) confirmStoppedJob(j *job, gpu string) {
+func (s *Core) confirmStoppedJob(j *job, gpu string) {
 	delete(j.awaiting, gpu)
 	s.touch(j)
 	if len(j.awaiting) == 0 {

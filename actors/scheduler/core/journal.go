@@ -1,15 +1,12 @@
-package scheduler
+package core
 
 import (
 	"cmp"
-	"context"
 	"slices"
-	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/zap"
 
+	gojson "github.com/goccy/go-json"
 	"github.com/gpusched/gpusched/durable"
 	"github.com/gpusched/gpusched/events"
 	"github.com/gpusched/gpusched/model"
@@ -27,8 +24,8 @@ import (
 // their last checkpoint (settleJournaled).
 
 // touch marks j's record as changed.
-func (s *Scheduler) touch(j *job) {
-	if s.cfg.Journal == nil || j.touched {
+func (s *Core) touch(j *job) {
+	if s.cfg.Store == nil || j.touched {
 		return
 	}
 	j.touched = true
@@ -36,8 +33,8 @@ func (s *Scheduler) touch(j *job) {
 }
 
 // record is j as the journal keeps it.
-func (s *Scheduler) record(j *job) *durable.Record {
-	now := s.cfg.Clock.Now()
+func (s *Core) record(j *job) *durable.Record {
+	now := s.now
 	progress := j.progress
 	if j.state == stateRunning || j.state == events.JobPlaced {
 		// While it runs, the work it would keep if lost now.
@@ -50,59 +47,29 @@ func (s *Scheduler) record(j *job) *durable.Record {
 }
 
 // store writes every changed record (see touch).
-func (s *Scheduler) store() {
+func (s *Core) store() {
 	for _, j := range s.toStore {
 		if j.touched {
-			s.put(j)
+			s.put(j, "", nil)
 		}
 	}
 	s.toStore = s.toStore[:0]
 }
 
-func (s *Scheduler) put(j *job) jetstream.PubAckFuture {
+// put writes j's record; reply and answer, when set, are a submission's
+// reply, sent once the record is stored (Store).
+func (s *Core) put(j *job, reply string, answer []byte) error {
 	j.touched = false
-	fut, err := s.cfg.Journal.Put(s.record(j))
-	if err != nil {
-		s.log.Error("job journal write failed; writing it again", zap.String("job", j.id), zap.Error(err))
-		s.rewrite(j)
-		return nil
-	}
-	return fut
-}
-
-// rewrite writes j's record again after a failed write (a NATS server
-// lost mid-write, a leader election): its current state, soon.
-func (s *Scheduler) rewrite(j *job) {
-	go func() {
-		select {
-		case <-time.After(journalRetry):
-			s.post(func() { s.touch(j) })
-		case <-s.done:
-		}
-	}()
-}
-
-// journalRetry is the wait before a failed journal write is tried again.
-const journalRetry = 250 * time.Millisecond
-
-// failedWrite is the journal's error handler: the job's record is
-// written again from the loop.
-func (s *Scheduler) failedWrite(jobID string, err error) {
-	s.log.Warn("job journal write unconfirmed; writing it again", zap.String("job", jobID), zap.Error(err))
-	s.post(func() {
-		if j, ok := s.jobs[jobID]; ok {
-			s.rewrite(j)
-		}
-	})
+	return s.cfg.Store.Put(s.record(j), reply, answer)
 }
 
 // checkpointsReached marks running jobs that passed a checkpoint since
 // their record was written: a restart re-queues them from it.
-func (s *Scheduler) checkpointsReached() {
-	if s.cfg.Journal == nil {
+func (s *Core) checkpointsReached() {
+	if s.cfg.Store == nil {
 		return
 	}
-	now := s.cfg.Clock.Now()
+	now := s.now
 	for _, j := range s.running {
 		if j.spec.Checkpoint > 0 && model.KeptProgress(j.estimate(now), j.spec.Checkpoint) > j.storedProgress {
 			s.touch(j)
@@ -112,50 +79,40 @@ func (s *Scheduler) checkpointsReached() {
 
 // replyStored answers a submission once the job's record is stored. If
 // the store refuses it, the client gets an error naming "store" and the
-// job is cancelled: it was never accepted.
-func (s *Scheduler) replyStored(m *nats.Msg, j *job, reply any) {
-	if s.cfg.Journal == nil {
-		events.Reply(m, reply)
-		return
-	}
-	fut := s.put(j)
-	if fut == nil {
-		s.unstored(m, j, "the job journal refused the write")
-		return
-	}
-	go func() {
-		select {
-		case <-fut.Ok():
-			events.Reply(m, reply)
-		case err := <-fut.Err():
-			s.post(func() { s.unstored(m, j, err.Error()) })
+// job is cancelled: it was never accepted (Input.Unstored).
+func (s *Core) replyStored(m *Msg, j *job, reply any) {
+	if s.cfg.Store == nil || m.Reply == "" {
+		if s.cfg.Store != nil {
+			s.touch(j)
 		}
-	}()
+		s.respond(m, reply)
+		return
+	}
+	b, err := gojson.Marshal(reply)
+	if err != nil {
+		s.log.Error("reply not encoded", zap.Error(err))
+		return
+	}
+	if err := s.put(j, m.Reply, b); err != nil {
+		s.unstored(m.Reply, j, "the job journal refused the write")
+	}
 }
 
 // unstored cancels a job whose record could not be stored and tells the client.
-func (s *Scheduler) unstored(m *nats.Msg, j *job, why string) {
+func (s *Core) unstored(reply string, j *job, why string) {
 	s.log.Error("job not stored: cancelled", zap.String("job", j.id), zap.String("reason", why))
 	if !j.terminal() {
 		s.cancel(j, "not stored in the job journal: "+why)
 	}
-	events.Reply(m, struct {
+	s.respondTo(reply, struct {
 		events.ErrorReply
 		JobID string `json:"job_id"`
 		State string `json:"state"`
 	}{events.ErrorReply{Error: &model.FieldError{Field: "store", Message: "not stored, so not accepted: " + why}}, j.id, j.state})
 }
 
-// post runs f in the scheduler's loop.
-func (s *Scheduler) post(f func()) {
-	select {
-	case s.internal <- f:
-	case <-s.done:
-	}
-}
-
 // restore puts the journal's records back (see the comment at the top).
-func (s *Scheduler) restore(st *durable.State) {
+func (s *Core) restore(st *durable.State) {
 	for i := range st.Jobs {
 		r := &st.Jobs[i]
 		if _, dup := s.jobs[r.JobID]; dup {
@@ -195,7 +152,7 @@ func (s *Scheduler) restore(st *durable.State) {
 }
 
 // recordJob is the job a record describes, known to no index.
-func (s *Scheduler) recordJob(r *durable.Record) *job {
+func (s *Core) recordJob(r *durable.Record) *job {
 	return &job{id: r.JobID, spec: r.Spec, seq: r.Seq, submitted: r.Submitted, state: r.State, reason: r.Reason,
 		progress: r.ProgressS, preemptions: r.Preemptions, lostS: r.LostWorkS, started: r.Started, ended: r.Ended,
 		history: slices.Clone(r.History), storedProgress: r.ProgressS, node: r.Node, gpus: r.GPUs, placement: r.Placement}
@@ -203,7 +160,7 @@ func (s *Scheduler) recordJob(r *durable.Record) *job {
 
 // fromRecord makes a job from its record and adds it to the scheduler's
 // jobs (in acceptance order: records come sorted by seq).
-func (s *Scheduler) fromRecord(r *durable.Record) *job {
+func (s *Core) fromRecord(r *durable.Record) *job {
 	j := s.recordJob(r)
 	j.node, j.gpus, j.placement = "", nil, ""
 	s.jobs[j.id] = j
@@ -222,7 +179,7 @@ func (s *Scheduler) fromRecord(r *durable.Record) *job {
 // that cannot be read (hung) keeps the job waiting: it fences when it
 // wakes, and says so (accountEnded). They resume from the last checkpoint
 // the journal holds.
-func (s *Scheduler) settleJournaled() {
+func (s *Core) settleJournaled() {
 	if len(s.journaled) == 0 {
 		return
 	}
@@ -230,7 +187,7 @@ func (s *Scheduler) settleJournaled() {
 	if lease <= 0 {
 		lease = DefaultLease
 	}
-	gone := time.Since(s.started) > 2*lease
+	gone := s.wall.Sub(s.started) > 2*lease
 	ids := make([]string, 0, len(s.journaled))
 	for id, r := range s.journaled {
 		settled := true
@@ -262,18 +219,4 @@ func (s *Scheduler) settleJournaled() {
 		s.enqueue(j)
 		s.dirty = true
 	}
-}
-
-// journalFlushTimeout bounds the wait for a dead scheduler's last writes.
-const journalFlushTimeout = 5 * time.Second
-
-// FlushJournal waits until every journal write of this scheduler is
-// stored: a restart reads what the dead one wrote.
-func (s *Scheduler) FlushJournal() error {
-	if s.cfg.Journal == nil {
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), journalFlushTimeout)
-	defer cancel()
-	return s.cfg.Journal.Flush(ctx)
 }

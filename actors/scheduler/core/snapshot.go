@@ -1,21 +1,19 @@
-package scheduler
+package core
 
 import (
 	"slices"
 
-	"github.com/nats-io/nats.go"
 	"go.uber.org/zap"
 
 	"github.com/gpusched/gpusched/events"
 	"github.com/gpusched/gpusched/policy"
-	"github.com/gpusched/gpusched/simclock"
 	"github.com/gpusched/gpusched/vram"
 )
 
 // metrics summarises the view now. Energy is each GPU's last reported
 // energy plus its last reported power for the simulated time since.
-func (s *Scheduler) metrics() events.Metrics {
-	now := s.cfg.Clock.Now()
+func (s *Core) metrics() events.Metrics {
+	now := s.now
 	m := events.Metrics{Policy: s.policy.Name(), Queue: s.queueSort.Name(), GPUs: len(s.view.cluster.GPUs), JobsQueued: len(s.queue),
 		JobsCompleted: s.stats.completed, JobsRejected: s.stats.rejected, JobsCancelled: s.stats.cancelled,
 		Preemptions: s.stats.preemptions, GPUDeaths: s.stats.deaths, JobsLost: s.stats.lostJobs,
@@ -66,8 +64,8 @@ func (s *Scheduler) metrics() events.Metrics {
 	return m
 }
 
-func (s *Scheduler) publishMetrics() {
-	if err := s.emit.Emit(s.cfg.Subjects.Metrics(), events.Type("metrics", "cluster"), "", s.cfg.Clock.Now(), s.metrics()); err != nil {
+func (s *Core) publishMetrics() {
+	if err := s.bus.Emit(s.cfg.Subjects.Metrics(), events.Type("metrics", "cluster"), "", s.now, s.metrics()); err != nil {
 		s.log.Warn("metrics publish failed", zap.Error(err))
 	}
 }
@@ -79,12 +77,12 @@ const (
 	snapshotJobsPerPage = 256
 )
 
-func (s *Scheduler) onSnapshot(m *nats.Msg, tenant string) {
+func (s *Core) onSnapshot(m *Msg, tenant string) {
 	var req events.SnapshotRequest
-	if !decodeRequest(m, &req) {
+	if !s.decodeRequest(m, &req) {
 		return
 	}
-	if !validPage(m, req.Page) {
+	if !s.validPage(m, req.Page) {
 		return
 	}
 	running, queue := s.running, s.queue
@@ -93,14 +91,14 @@ func (s *Scheduler) onSnapshot(m *nats.Msg, tenant string) {
 		running, queue = ofTenant(running, tenant), ofTenant(queue, tenant)
 	}
 	if req.SummaryOnly {
-		events.Reply(m, events.Snapshot{SimTime: s.cfg.Clock.Now(), Speed: clockSpeed(s.cfg.Clock), Policy: s.policy.Name(),
+		s.respond(m, events.Snapshot{SimTime: s.now, Speed: s.cfg.Speed, Policy: s.policy.Name(),
 			VRAMModel: string(s.view.cluster.VRAMModel), Summary: s.metrics(), Pages: 1,
 			GPUs: []events.SnapshotGPU{}, Running: []events.JobInfo{}, Queue: []events.JobInfo{}})
 		return
 	}
 	gpus := s.view.sorted().GPUs
 	pages := max(1, ceilDiv(len(gpus), snapshotGPUsPerPage), ceilDiv(len(running), snapshotJobsPerPage), ceilDiv(len(queue), snapshotJobsPerPage))
-	snap := events.Snapshot{SimTime: s.cfg.Clock.Now(), Speed: clockSpeed(s.cfg.Clock), Policy: s.policy.Name(), VRAMModel: string(s.view.cluster.VRAMModel),
+	snap := events.Snapshot{SimTime: s.now, Speed: s.cfg.Speed, Policy: s.policy.Name(), VRAMModel: string(s.view.cluster.VRAMModel),
 		Summary: s.metrics(), Page: req.Page, Pages: pages,
 		GPUs: []events.SnapshotGPU{}, Running: []events.JobInfo{}, Queue: []events.JobInfo{}}
 	frags := map[int][]float64{} // node index → its GPUs' parts of F_n(M)
@@ -141,7 +139,7 @@ func (s *Scheduler) onSnapshot(m *nats.Msg, tenant string) {
 	for _, j := range pageOf(queue, req.Page, snapshotJobsPerPage) {
 		snap.Queue = append(snap.Queue, s.info(j, false))
 	}
-	events.Reply(m, snap)
+	s.respond(m, snap)
 }
 
 // ofTenant are the jobs of jobs that are tenant's.
@@ -156,7 +154,7 @@ func ofTenant(jobs []*job, tenant string) []*job {
 }
 
 // owns says whether the job with id is tenant's.
-func (s *Scheduler) owns(id, tenant string) bool {
+func (s *Core) owns(id, tenant string) bool {
 	j, ok := s.jobs[id]
 	return ok && j.spec.Tenant == tenant
 }
@@ -169,12 +167,4 @@ func pageOf[T any](xs []T, page, size int) []T {
 		return nil
 	}
 	return xs[lo:min(len(xs), lo+size)]
-}
-
-// clockSpeed is a scaled clock's speed (0 for any other clock).
-func clockSpeed(c simclock.Clock) float64 {
-	if sc, ok := c.(*simclock.Scaled); ok {
-		return sc.Speed
-	}
-	return 0
 }

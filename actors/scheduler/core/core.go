@@ -1,0 +1,677 @@
+package core
+
+import (
+	"cmp"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"time"
+
+	gojson "github.com/goccy/go-json"
+	"github.com/google/uuid"
+	"go.uber.org/zap"
+
+	"github.com/gpusched/gpusched/durable"
+	"github.com/gpusched/gpusched/events"
+	"github.com/gpusched/gpusched/model"
+	"github.com/gpusched/gpusched/policy"
+	"github.com/gpusched/gpusched/vram"
+)
+
+// Config configures the core. Durations are as the shell's Config says
+// (scheduler.Config); the core applies their defaults.
+type Config struct {
+	Subjects events.Subjects
+	Logger   *zap.Logger
+	// Virtual is true on a virtual clock: decisions wait for the instant
+	// to settle (the shell's PhaseDecide timer), job ids are drawn from the
+	// seeded source, and there are no leases.
+	Virtual bool
+	// Speed is a scaled clock's speed, for snapshots (0 on any other clock).
+	Speed float64
+	// Now and Wall are the simulated and wall times the core starts at.
+	Now, Wall time.Time
+	// Inbox is the prefix (with its trailing dot) of the reply subjects of
+	// the core's own requests: a message under it is a reply.
+	Inbox         string
+	Policy        string
+	Preempt       string
+	Admit         policy.Admit
+	Round         string
+	RoundEvery    time.Duration
+	Queue         string
+	VRAMModel     vram.Model
+	StarvationAge time.Duration
+	CallTimeout   time.Duration
+	// ReservationTTL is how long an uncommitted reservation lives.
+	ReservationTTL    time.Duration
+	MetricsPeriod     time.Duration
+	Seed              int64
+	NodeRank          map[string]int
+	Workload          *policy.Workload
+	DropUnschedulable bool
+	Lease             time.Duration
+	Incarnation       int
+	Since             time.Time
+	Inherited         []events.RunningJob
+	// Store, when set, is the job journal; Restored what it held at the start.
+	Store    Store
+	Restored *durable.State
+}
+
+// Defaults for Config's zero values.
+const (
+	DefaultCallTimeout    = time.Second
+	DefaultReservationTTL = 2 * time.Second
+	DefaultMetricsPeriod  = time.Second
+	// VirtualCallTimeout bounds a reserve/commit round trip on a virtual clock.
+	VirtualCallTimeout = 30 * time.Second
+	// DefaultVirtualMetricsPeriod samples a virtual run once a simulated minute.
+	DefaultVirtualMetricsPeriod = time.Minute
+)
+
+// Bus is everything the core sends: the shell carries it over NATS, a
+// harness records it. Only Call waits (for the replies to reservations
+// and stops); everything else is sent without waiting.
+type Bus interface {
+	// Publish sends a message; reply, when not empty, is the subject its
+	// answer comes back on (under Config.Inbox, as a Msg to Step).
+	Publish(subject, reply string, data []byte) error
+	// Call sends every request at once and returns each one's answer.
+	Call(calls []Call) []Answer
+	// Respond answers a request (a Msg's Reply).
+	Respond(reply string, data []byte) error
+	// Emit publishes an event (the shell's events.Emitter numbers it).
+	Emit(subject, typ, id string, at time.Time, data any) error
+}
+
+// Call is one control request the core waits for.
+type Call struct {
+	Subject string
+	Data    []byte
+}
+
+// Answer is the answer to a Call: the reply's body, or the error that
+// stood for it; Unanswered when nothing answered in time (a timeout, no
+// responders).
+type Answer struct {
+	Data       []byte
+	Err        error
+	Unanswered bool
+}
+
+// Store is the job journal as the core writes it.
+type Store interface {
+	// Put writes rec without waiting. A submission's reply comes with it
+	// (reply and answer): the shell sends it once the record is stored,
+	// and steps the core with Unstored if the store refuses it. A write
+	// that fails otherwise is the shell's to retry (Input.Rewrite).
+	// Put reports a write refused at once; the shell writes it again.
+	Put(rec *durable.Record, reply string, answer []byte) error
+}
+
+// Msg is a message from the bus.
+type Msg struct {
+	Subject string
+	// Reply is the subject to answer on ("" for a plain publish).
+	Reply string
+	Data  []byte
+	// Tenant is the tenant whose credentials sent a request, as the server
+	// vouches (the shell reads it; never a field of the body): "" sees
+	// every tenant.
+	Tenant string
+	// NoResponders marks the server's answer to a request nobody received.
+	NoResponders bool
+}
+
+// Timer names a timer of the shell's that fired.
+type Timer int
+
+// The shell's timers.
+const (
+	NoTimer Timer = iota
+	// TimerPass runs a scheduling pass (when Dirty).
+	TimerPass
+	// TimerWake is the instant NextWake asked for.
+	TimerWake
+	// TimerRound runs the Round in force.
+	TimerRound
+	// TimerMetrics publishes a metrics event.
+	TimerMetrics
+	// TimerLease checks leases and expires calls (wall time).
+	TimerLease
+	// TimerAging re-runs what is due by wall time on a scaled clock:
+	// journal settling, checkpoints, overdue jobs, CPU-only completions.
+	TimerAging
+)
+
+// Input is one step's input: a message, a timer, or a journal outcome,
+// with the simulated and wall time at which it is handled.
+type Input struct {
+	Now, Wall time.Time
+	Msg       *Msg
+	Timer     Timer
+	// Rewrite names a job whose journal write failed: its record is
+	// written again.
+	Rewrite string
+	// Unstored is a submission whose record the store refused.
+	Unstored *Unstored
+}
+
+// Unstored is a submission the store refused: the job is cancelled and the
+// client told.
+type Unstored struct {
+	JobID, Reply, Why string
+}
+
+// Core is the scheduler's deterministic core.
+type Core struct {
+	cfg  Config
+	log  *zap.Logger
+	bus  Bus
+	now  time.Time
+	wall time.Time
+
+	policy policy.Policy
+	// queueSort orders the queue (QueueSort, the queue-order extension point).
+	queueSort policy.QueueSort
+	// preempt chooses victims (the preemption extension point); round
+	// time-slices the cluster (nil: no round).
+	preempt policy.Preempt
+	round   policy.Round
+	view    *view
+	jobs    map[string]*job
+	order   []*job // every accepted job, in acceptance order
+	queue   []*job // waiting jobs, in queue order
+	// running is the jobs placed and not yet ended, in placement order.
+	running []*job
+	seq     uint64
+	dirty   bool
+	stats   counters
+	// classes counts submitted jobs by class, for the workload when the
+	// config fixes none; workloadStale says it changed since it was built.
+	classes       map[policy.ClassKey]int
+	workloadStale bool
+	// common is the most common GPU VRAM, counted over commonFor GPUs.
+	common    int64
+	commonFor int
+	// virtual is true on a virtual clock: decisions wait for the instant to
+	// settle, and job ids come from ids (seeded) so that runs repeat.
+	virtual bool
+	ids     *rand.ChaCha8
+	// killed is set by a kill control: the shell stops the core.
+	killed string
+	// started is when the core was made (wall time).
+	started time.Time
+	// inherited holds the predecessor's running jobs not accounted for
+	// yet, with the placement each ran in.
+	inherited map[string]string
+	// placements counts this scheduler's placements, naming each.
+	placements uint64
+	// awaiting holds the jobs waiting for a GPU to confirm it stopped them.
+	awaiting map[*job]bool
+	// toStore are the jobs whose journal record changed in this step;
+	// journaled the records of jobs the journal says ran, until a GPU
+	// accounts for them or shows it no longer runs them (settleJournaled).
+	toStore   []*job
+	journaled map[string]*durable.Record
+	// nodeBeats is when each node's last heartbeat came (wall time);
+	// heardGPUs the GPUs some heartbeat named, alive or not.
+	nodeBeats map[string]time.Time
+	heardGPUs map[string]bool
+	// inbox is the prefix of the reply subjects of the core's own requests
+	// (calls.go). calls are those in flight by reply subject, describing
+	// the describe in flight per GPU, callsTo their count per node.
+	inbox      string
+	calls      map[string]*call
+	describing map[string]string
+	callsTo    map[string]int
+	nextCall   uint64
+}
+
+// New applies the config's defaults and makes the core; bus carries what
+// it sends.
+func New(cfg Config, bus Bus) (*Core, error) {
+	virtual := cfg.Virtual
+	// A virtual run waits out a machine too loaded to answer in a second
+	// rather than decide differently because of it.
+	if cfg.CallTimeout <= 0 {
+		cfg.CallTimeout = DefaultCallTimeout
+		if virtual {
+			cfg.CallTimeout = VirtualCallTimeout
+		}
+	}
+	if cfg.ReservationTTL <= 0 {
+		cfg.ReservationTTL = DefaultReservationTTL
+		if virtual {
+			cfg.ReservationTTL = 2 * VirtualCallTimeout
+		}
+	}
+	if cfg.MetricsPeriod <= 0 {
+		cfg.MetricsPeriod = DefaultMetricsPeriod
+		if virtual {
+			cfg.MetricsPeriod = DefaultVirtualMetricsPeriod
+		}
+	}
+	if cfg.StarvationAge == 0 {
+		cfg.StarvationAge = policy.DefaultStarvationAge
+	}
+	if cfg.Policy == "" {
+		cfg.Policy = policy.DefaultPolicy
+	}
+	if cfg.VRAMModel == "" {
+		cfg.VRAMModel = vram.Contiguous
+	}
+	if cfg.Lease == 0 {
+		cfg.Lease = DefaultLease
+	}
+	if cfg.Lease < 0 || virtual {
+		cfg.Lease = 0
+	}
+	if cfg.Lease > 0 && cfg.CallTimeout > cfg.Lease/4 {
+		// A call to a GPU that cannot answer must not hold the scheduler
+		// (and its lease checks) for long next to the lease.
+		cfg.CallTimeout = cfg.Lease / 4
+	}
+	if cfg.Incarnation < 1 {
+		cfg.Incarnation = 1
+	}
+	if cfg.Restored != nil {
+		// Incarnations never repeat on one journal: they name placements,
+		// which GPU actors that outlive the scheduler still hold.
+		cfg.Incarnation = max(cfg.Incarnation, cfg.Restored.Incarnation+1)
+		if cfg.Since.IsZero() && len(cfg.Restored.Jobs) > 0 {
+			cfg.Since = cfg.Wall
+		}
+	}
+	p, err := policy.Lookup(cfg.Policy)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Queue == "" {
+		cfg.Queue = policy.DefaultQueue
+	}
+	qs, err := policy.LookupQueue(cfg.Queue)
+	if err != nil {
+		return nil, err
+	}
+	pre, err := policy.LookupPreempt(cmp.Or(cfg.Preempt, policy.DefaultPreempt))
+	if err != nil {
+		return nil, err
+	}
+	var round policy.Round
+	if cfg.RoundEvery > 0 {
+		if round, err = policy.LookupRound(cmp.Or(cfg.Round, policy.DefaultRound)); err != nil {
+			return nil, err
+		}
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = zap.NewNop()
+	}
+	s := &Core{
+		cfg:        cfg,
+		log:        log.With(zap.String("actor", "scheduler")),
+		bus:        bus,
+		now:        cfg.Now,
+		wall:       cfg.Wall,
+		policy:     p,
+		queueSort:  qs,
+		preempt:    pre,
+		round:      round,
+		view:       newView(cfg.VRAMModel, cfg.Seed, cfg.NodeRank),
+		jobs:       map[string]*job{},
+		classes:    map[policy.ClassKey]int{},
+		virtual:    virtual,
+		started:    cfg.Wall,
+		inherited:  map[string]string{},
+		awaiting:   map[*job]bool{},
+		journaled:  map[string]*durable.Record{},
+		nodeBeats:  map[string]time.Time{},
+		heardGPUs:  map[string]bool{},
+		inbox:      cfg.Inbox,
+		calls:      map[string]*call{},
+		describing: map[string]string{},
+		callsTo:    map[string]int{},
+	}
+	for _, r := range cfg.Inherited {
+		s.inherited[r.JobID] = r.Placement
+	}
+	if virtual {
+		var seed [32]byte
+		binary.LittleEndian.PutUint64(seed[:], uint64(cfg.Seed))
+		// A restarted scheduler draws other ids than its predecessor.
+		binary.LittleEndian.PutUint64(seed[8:], uint64(cfg.Incarnation-1))
+		s.ids = rand.NewChaCha8(seed)
+	}
+	s.view.cluster.Workload = cfg.Workload
+	if cfg.Restored != nil {
+		s.restore(cfg.Restored)
+	}
+	return s, nil
+}
+
+// Step handles one input, then writes the journal records it changed.
+func (s *Core) Step(in Input) {
+	if !in.Now.IsZero() {
+		s.now = in.Now
+	}
+	if !in.Wall.IsZero() {
+		s.wall = in.Wall
+	}
+	switch {
+	case in.Msg != nil:
+		s.dispatch(in.Msg)
+	case in.Rewrite != "":
+		if j, ok := s.jobs[in.Rewrite]; ok {
+			s.touch(j)
+		}
+	case in.Unstored != nil:
+		if j, ok := s.jobs[in.Unstored.JobID]; ok {
+			s.unstored(in.Unstored.Reply, j, in.Unstored.Why)
+		}
+	}
+	switch in.Timer {
+	case TimerPass:
+		s.schedule()
+	case TimerWake:
+		s.finishCPUJobs()
+		if len(s.queue) > 0 {
+			s.dirty = true
+		}
+	case TimerRound:
+		s.runRound()
+	case TimerMetrics:
+		s.publishMetrics()
+	case TimerLease:
+		s.expireCalls(s.wall)
+		s.checkLeases()
+	case TimerAging:
+		s.settleJournaled()
+		s.checkpointsReached()
+		s.checkOverdue()
+		s.finishCPUJobs()
+		if len(s.queue) > 0 {
+			s.dirty = true
+		}
+	}
+	if len(s.toStore) > 0 {
+		s.store()
+	}
+}
+
+// Dirty reports whether something changed since the last pass: the shell
+// runs one (TimerPass).
+func (s *Core) Dirty() bool { return s.dirty }
+
+// Killed is the reason a kill control gave ("" while alive): the shell
+// stops the core.
+func (s *Core) Killed() string { return s.killed }
+
+// Incarnation is the core's incarnation (after the config's defaults and
+// the journal's).
+func (s *Core) Incarnation() int { return s.cfg.Incarnation }
+
+// CallTimeout is how long the shell waits for an answer to a Call.
+func (s *Core) CallTimeout() time.Duration { return s.cfg.CallTimeout }
+
+// MetricsPeriod is the period of metrics events (TimerMetrics).
+func (s *Core) MetricsPeriod() time.Duration { return s.cfg.MetricsPeriod }
+
+// RoundEvery is the period of the Round in force (zero: no round).
+func (s *Core) RoundEvery() time.Duration {
+	if s.round == nil {
+		return 0
+	}
+	return s.cfg.RoundEvery
+}
+
+// Lease is the GPUs' lease (zero: none).
+func (s *Core) Lease() time.Duration { return s.cfg.Lease }
+
+type counters struct {
+	completed, rejected, cancelled, preemptions int
+	// deaths counts GPUs declared dead or reported down; lostJobs the
+	// running jobs they took down; adopted the jobs re-learned from GPUs
+	// after a restart; stale the messages ignored from dead incarnations.
+	deaths, lostJobs, adopted, stale int
+}
+
+// NextWake is the next instant something is due without a message: a
+// CPU-only job's end, or a queued job reaching the starvation age (zero
+// when nothing is due).
+func (s *Core) NextWake() time.Time {
+	now := s.now
+	var next time.Time
+	earlier := func(t time.Time) {
+		if t.After(now) && (next.IsZero() || t.Before(next)) {
+			next = t
+		}
+	}
+	for _, j := range s.running {
+		if j.cpuEnds != nil {
+			if !j.cpuEnds.After(now) {
+				return now
+			}
+			earlier(*j.cpuEnds)
+		}
+	}
+	if s.cfg.StarvationAge > 0 {
+		for _, j := range s.queue {
+			earlier(j.submitted.Add(s.cfg.StarvationAge))
+		}
+	}
+	return next
+}
+
+// newJobID is a random UUID, drawn from the seeded source on a virtual
+// clock so that a repeated run names its jobs the same.
+func (s *Core) newJobID() string {
+	if s.ids != nil {
+		if id, err := uuid.NewRandomFromReader(s.ids); err == nil {
+			return id.String()
+		}
+	}
+	return uuid.NewString()
+}
+
+func (s *Core) dispatch(m *Msg) {
+	// A message that trips a bug costs its own answer, not the scheduler
+	// (and with it the queue).
+	defer func() {
+		if r := recover(); r != nil {
+			s.log.Error("message handling panicked", zap.String("subject", m.Subject), zap.Any("panic", r), zap.Stack("stack"))
+			if m.Reply != "" {
+				s.replyError(m, "", fmt.Sprintf("internal error: %v", r))
+			}
+		}
+	}()
+	if strings.HasPrefix(m.Subject, s.inbox) {
+		s.onReply(m)
+		return
+	}
+	p := s.cfg.Subjects.Prefix + "."
+	subj := strings.TrimPrefix(m.Subject, p)
+	// m.Tenant is whose credentials sent a request, as the server vouches
+	// (the shell reads it; never a field of the body): "" sees every tenant.
+	tenant := ""
+	if !strings.HasPrefix(subj, "evt.") {
+		tenant = m.Tenant
+		if tenant != "" && !tenantSubjects[subj] {
+			// A tenant's account imports none of the others: only a
+			// roles file edited by hand could bring one here.
+			s.replyError(m, "", "tenant "+tenant+"'s credentials may not use "+m.Subject)
+			return
+		}
+	}
+	switch {
+	case strings.HasPrefix(subj, "evt.gpu."):
+		s.onGPUEvent(m)
+	case strings.HasPrefix(subj, "evt.node."):
+		s.onNodeEvent(m)
+	case subj == "job.submit":
+		s.onSubmit(m, tenant)
+	case subj == "job.get":
+		s.onGet(m, tenant)
+	case subj == "job.list":
+		s.onList(m, tenant)
+	case subj == "job.cancel":
+		s.onCancel(m, tenant)
+	case subj == "sched.strategy":
+		s.onStrategy(m)
+	case subj == "sched.explain":
+		s.onExplain(m, tenant)
+	case subj == "sched.ctl":
+		s.onCtl(m)
+	case subj == "cluster.snapshot":
+		s.onSnapshot(m, tenant)
+	default:
+		if m.Reply != "" {
+			s.replyError(m, "", "unknown subject "+m.Subject)
+		}
+	}
+}
+
+func (s *Core) onGPUEvent(m *Msg) {
+	node, gpu, typ, ok := events.ParseGPUEvent(m.Subject)
+	if !ok || (typ != events.GPUStatusType && typ != events.GPUUp && typ != events.GPUDown) {
+		return
+	}
+	var ev struct {
+		Source  string           `json:"source"`
+		SimTime time.Time        `json:"simtime"`
+		Data    events.GPUStatus `json:"data"`
+	}
+	if err := gojson.Unmarshal(m.Data, &ev); err != nil {
+		s.log.Warn("bad GPU event dropped", zap.String("subject", m.Subject), zap.Error(err))
+		return
+	}
+	if fe := validStatus(node, gpu, ev.Data); fe != nil {
+		s.log.Warn("bad GPU event dropped", zap.String("subject", m.Subject), zap.String("field", fe.Field), zap.String("reason", fe.Message))
+		return
+	}
+	if strings.HasPrefix(ev.Source, "/scheduler/") {
+		return // this scheduler's own verdict (or a predecessor's)
+	}
+	gs, known := s.view.gpus[ev.Data.GPU]
+	if known && gs.status.Node != ev.Data.Node {
+		// The subject's node is what the server vouched for (a node's
+		// credentials publish only under its own): a node does not speak
+		// for another node's GPU.
+		s.log.Warn("GPU event dropped: the GPU is another node's", zap.String("subject", m.Subject), zap.String("node", gs.status.Node))
+		return
+	}
+	if known && (ev.Data.Incarnation < gs.status.Incarnation || ev.Data.Incarnation <= gs.dead) {
+		// A message from a dead incarnation (a hung actor waking, a
+		// partition's backlog, a delay line): the GPU has moved on.
+		s.stats.stale++
+		s.log.Debug("stale GPU event ignored", zap.String("subject", m.Subject), zap.Int("incarnation", ev.Data.Incarnation),
+			zap.Int("current", gs.status.Incarnation), zap.Int("dead", gs.dead))
+		return
+	}
+	if typ == events.GPUDown {
+		s.gpuDown(ev.Data)
+		return
+	}
+	s.applyStatus(ev.Data, ev.SimTime)
+}
+
+func (s *Core) onNodeEvent(m *Msg) {
+	if !strings.HasSuffix(m.Subject, ".heartbeat") {
+		return
+	}
+	var ev struct {
+		Data events.NodeHeartbeat `json:"data"`
+	}
+	if err := json.Unmarshal(m.Data, &ev); err != nil {
+		s.log.Warn("bad node event", zap.String("subject", m.Subject), zap.Error(err))
+		return
+	}
+	hb := ev.Data
+	if len(hb.GPUs) > MaxHeartbeatGPUs {
+		s.log.Warn("node heartbeat dropped: it names too many GPUs", zap.String("subject", m.Subject), zap.Int("gpus", len(hb.GPUs)),
+			zap.Int("max", MaxHeartbeatGPUs))
+		return
+	}
+	// <p>.evt.node.<node>.heartbeat: the subject is what the server's
+	// permissions vouch for (a node's credentials publish only its own),
+	// so a heartbeat speaks for the node its subject names and no other.
+	if hb.Node == "" || events.HeartbeatNode(m.Subject) != hb.Node {
+		s.log.Warn("bad node event dropped: its node is not its subject's", zap.String("subject", m.Subject), zap.String("node", hb.Node))
+		return
+	}
+	hb.GPUs = slices.DeleteFunc(hb.GPUs, func(g events.HeartbeatGPU) bool {
+		st, ok := s.view.gpus[g.GPU]
+		return ok && st.status.Node != hb.Node
+	})
+	_, heard := s.nodeBeats[hb.Node]
+	n := s.view.node(hb.Node)
+	if !heard || !n.Alive {
+		s.nodeSeen(hb, heard)
+	}
+	s.nodeBeats[hb.Node] = s.wall
+	cpu := model.CoresToMilli(hb.CPUTotal)
+	if !n.Alive || n.CPUMilli != cpu || n.MemTotal != hb.MemoryTotal {
+		n.Alive, n.CPUMilli, n.MemTotal = true, cpu, hb.MemoryTotal
+		s.view.cluster.TouchNode(n)
+		s.dirty = true
+	}
+	for _, g := range hb.GPUs {
+		s.heardGPUs[g.GPU] = true
+		st, ok := s.view.gpus[g.GPU]
+		if !ok || g.Incarnation > st.status.Incarnation {
+			// Unknown, or restarted without this scheduler hearing its up:
+			// asked once it answers its node, without waiting (calls.go).
+			if g.Alive {
+				s.describe(hb.Node, g.GPU)
+			}
+			continue
+		}
+		if g.Alive && (g.Incarnation != st.status.Incarnation || g.Incarnation <= st.dead) {
+			continue // a dead incarnation is not revived by its node's word
+		}
+		// On a virtual clock a missed ping measures the machine's load, not
+		// the simulated cluster, so it must not change a decision: a run
+		// would then depend on how loaded the machine was. Not alive here is
+		// "suspect": nothing new goes there; only the lease declares death.
+		if st.g.Alive != g.Alive && (g.Alive || !s.virtual) {
+			st.g.Alive = g.Alive
+			s.view.cluster.Touch(st.g)
+			s.dirty = true
+		}
+	}
+	s.grantLeases(m, hb)
+}
+
+// tenantSubjects are the request subjects (without the prefix) a tenant's
+// account imports: auth.TenantServices.
+var tenantSubjects = map[string]bool{"job.submit": true, "job.cancel": true, "job.get": true, "job.list": true,
+	"sched.explain": true, "cluster.snapshot": true}
+
+func (s *Core) replyError(m *Msg, field, msg string) {
+	s.respond(m, events.ErrorReply{Error: &model.FieldError{Field: field, Message: msg}})
+}
+
+// respond answers m with v encoded as JSON; a message without a reply
+// subject (a plain publish) is not answered.
+func (s *Core) respond(m *Msg, v any) {
+	s.respondTo(m.Reply, v)
+}
+
+// respondTo answers on reply with v encoded as JSON.
+func (s *Core) respondTo(reply string, v any) {
+	if reply == "" {
+		return
+	}
+	b, err := gojson.Marshal(v)
+	if err != nil {
+		s.log.Error("reply not encoded", zap.Error(err))
+		return
+	}
+	if err := s.bus.Respond(reply, b); err != nil {
+		s.log.Warn("reply not sent", zap.String("reply", reply), zap.Error(err))
+	}
+}

@@ -1,0 +1,329 @@
+package core
+
+import (
+	"encoding/json"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/gpusched/gpusched/durable"
+	"github.com/gpusched/gpusched/events"
+	"github.com/gpusched/gpusched/model"
+	"github.com/gpusched/gpusched/vram"
+)
+
+// Harness runs a core without a bus (model: Nomad's scheduler Harness):
+// it is the core's Bus and Store, records everything the core sends, and
+// answers the core's calls as a fleet of GPU and node actors would, from
+// a layout it keeps per GPU. Tests step the core through it with messages
+// and timers and read what it recorded; the clock is Now, moved by hand.
+type Harness struct {
+	Core *Core
+	// Now and Wall are the times of the next step.
+	Now, Wall time.Time
+	Subjects  events.Subjects
+
+	// Sent are the messages the core published (commits, aborts, releases,
+	// describes), Calls the requests it waited for, Replies its answers by
+	// reply subject, Events what it emitted, Records what it journaled.
+	Sent    []Sent
+	Calls   []Call
+	Replies map[string][]byte
+	Events  []Emitted
+	Records []*durable.Record
+
+	// GPUs are the harness's GPU actors by id.
+	GPUs map[string]*FakeGPU
+	// Refuse makes a GPU (or node) refuse every reservation with this
+	// reason; Unanswered makes it answer nothing (a timeout).
+	Refuse     map[string]string
+	Unanswered map[string]bool
+
+	replies int
+}
+
+// Sent is a message the core published without waiting.
+type Sent struct {
+	Subject, Reply string
+	Control        events.Control
+}
+
+// Emitted is an event the core emitted.
+type Emitted struct {
+	Subject, Type, ID string
+	At                time.Time
+	Data              any
+}
+
+// FakeGPU is a GPU actor as the harness plays it: its layout and jobs.
+type FakeGPU struct {
+	Status events.GPUStatus
+	// Progress is what a stop reports as each job's progress.
+	Progress map[string]float64
+}
+
+// HarnessEpoch is the simulated and wall time a harness starts at.
+var HarnessEpoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// NewHarness makes a core from cfg (its Subjects and Inbox default) with a
+// harness as its bus and, when cfg.Store is nil and journal is true, its
+// store.
+func NewHarness(cfg Config, journal bool) (*Harness, error) {
+	h := &Harness{Now: HarnessEpoch, Wall: HarnessEpoch, Replies: map[string][]byte{}, GPUs: map[string]*FakeGPU{},
+		Refuse: map[string]string{}, Unanswered: map[string]bool{}}
+	if cfg.Subjects.Prefix == "" {
+		cfg.Subjects = events.NewSubjects("")
+	}
+	if cfg.Inbox == "" {
+		cfg.Inbox = "_INBOX.harness."
+	}
+	if cfg.Now.IsZero() {
+		cfg.Now, cfg.Wall = h.Now, h.Wall
+	}
+	if journal && cfg.Store == nil {
+		cfg.Store = h
+	}
+	h.Subjects = cfg.Subjects
+	c, err := New(cfg, h)
+	if err != nil {
+		return nil, err
+	}
+	h.Core = c
+	return h, nil
+}
+
+// Step steps the core at the harness's time.
+func (h *Harness) Step(in Input) {
+	in.Now, in.Wall = h.Now, h.Wall
+	h.Core.Step(in)
+}
+
+// Advance moves both clocks on by d.
+func (h *Harness) Advance(d time.Duration) {
+	h.Now, h.Wall = h.Now.Add(d), h.Wall.Add(d)
+}
+
+// Pass runs a scheduling pass.
+func (h *Harness) Pass() { h.Step(Input{Timer: TimerPass}) }
+
+// Request steps the core with a request on subject (under the prefix,
+// e.g. "job.submit") from tenant ("" any) and returns its answer.
+func (h *Harness) Request(subject, tenant string, body any) []byte {
+	h.replies++
+	reply := "_INBOX.client." + strconv.Itoa(h.replies)
+	h.Step(Input{Msg: &Msg{Subject: h.Subjects.Prefix + "." + subject, Reply: reply, Data: encode(body), Tenant: tenant}})
+	return h.Replies[reply]
+}
+
+// Submit submits a job (a submit request's JSON fields) and returns the
+// decoded reply.
+func (h *Harness) Submit(body map[string]any) events.SubmitReply {
+	var r events.SubmitReply
+	json.Unmarshal(h.Request("job.submit", "", body), &r)
+	return r
+}
+
+// AddGPU brings up a GPU of the given model on node (incarnation 1) and
+// its node's heartbeat naming every GPU of that node so far.
+func (h *Harness) AddGPU(node, id, gpuModel string) *FakeGPU {
+	m, err := model.LookupModel(gpuModel)
+	if err != nil {
+		panic(err)
+	}
+	g := &FakeGPU{Status: events.GPUStatus{GPU: id, Node: node, Model: m.Name, Incarnation: 1, VRAMModel: string(vram.Contiguous),
+		VRAMTotal: int64(m.VRAM), Change: "up"}, Progress: map[string]float64{}}
+	h.GPUs[id] = g
+	h.GPUEvent(g.Status, events.GPUUp)
+	h.Heartbeat(node)
+	return g
+}
+
+// GPUEvent steps the core with a GPU event of type typ carrying st.
+func (h *Harness) GPUEvent(st events.GPUStatus, typ string) {
+	body := map[string]any{"source": "/gpu/" + st.Node + "/" + st.GPU, "simtime": h.Now, "data": st}
+	h.Step(Input{Msg: &Msg{Subject: h.Subjects.GPUEvent(st.Node, st.GPU, typ), Data: encode(body)}})
+}
+
+// Heartbeat steps the core with node's heartbeat naming its GPUs alive.
+func (h *Harness) Heartbeat(node string, extra ...events.HeartbeatGPU) {
+	hb := events.NodeHeartbeat{Node: node, Incarnation: 1, CPUTotal: 64, MemoryTotal: 512 << 30}
+	ids := make([]string, 0, len(h.GPUs))
+	for id, g := range h.GPUs {
+		if g.Status.Node == node {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		g := h.GPUs[id]
+		hb.GPUs = append(hb.GPUs, events.HeartbeatGPU{GPU: id, Incarnation: g.Status.Incarnation, Alive: true, Jobs: len(g.Status.Jobs)})
+	}
+	hb.GPUs = append(hb.GPUs, extra...)
+	h.Step(Input{Msg: &Msg{Subject: h.Subjects.NodeHeartbeat(node), Data: encode(map[string]any{"data": hb})}})
+}
+
+// Publish implements Bus: recorded.
+func (h *Harness) Publish(subject, reply string, data []byte) error {
+	var c events.Control
+	json.Unmarshal(data, &c)
+	h.Sent = append(h.Sent, Sent{Subject: subject, Reply: reply, Control: c})
+	if node, gpu, ok := events.ParseGPUCtl(subject); ok && reply == "" {
+		if g, ok := h.GPUs[gpu]; ok && g.Status.Node == node && c.Op == events.OpAbort {
+			g.drop(c.JobID)
+		}
+	}
+	return nil
+}
+
+// Respond implements Bus: recorded by reply subject.
+func (h *Harness) Respond(reply string, data []byte) error {
+	h.Replies[reply] = data
+	return nil
+}
+
+// Emit implements Bus: recorded.
+func (h *Harness) Emit(subject, typ, id string, at time.Time, data any) error {
+	h.Events = append(h.Events, Emitted{Subject: subject, Type: typ, ID: id, At: at, Data: data})
+	return nil
+}
+
+// Put implements Store: recorded, and a submission's reply is sent at once.
+func (h *Harness) Put(rec *durable.Record, reply string, answer []byte) error {
+	r := *rec
+	h.Records = append(h.Records, &r)
+	if reply != "" {
+		h.Replies[reply] = answer
+	}
+	return nil
+}
+
+// Call implements Bus: each request is answered as the GPU or node actor
+// it names would (see FakeGPU), or as Refuse and Unanswered say.
+func (h *Harness) Call(calls []Call) []Answer {
+	out := make([]Answer, len(calls))
+	for i, c := range calls {
+		h.Calls = append(h.Calls, c)
+		var ctl events.Control
+		json.Unmarshal(c.Data, &ctl)
+		who := ""
+		var g *FakeGPU
+		if node, gpu, ok := events.ParseGPUCtl(c.Subject); ok {
+			who, g = gpu, h.GPUs[gpu]
+			if g != nil && g.Status.Node != node {
+				g = nil
+			}
+		} else if node, _, ok := events.ParseNodeSubject(c.Subject); ok {
+			who = node
+		}
+		if h.Unanswered[who] {
+			out[i] = Answer{Err: errTimeout, Unanswered: true}
+			continue
+		}
+		var rep events.ControlReply
+		switch {
+		case ctl.Op == events.OpReserve && h.Refuse[who] != "":
+			rep = events.ControlReply{Reason: h.Refuse[who]}
+		case g == nil:
+			rep = events.ControlReply{OK: true} // the node actor
+		default:
+			rep = g.control(ctl)
+		}
+		out[i] = Answer{Data: encode(rep)}
+	}
+	return out
+}
+
+// control answers a reserve, commit, preempt or release as a GPU actor would.
+func (g *FakeGPU) control(c events.Control) events.ControlReply {
+	st := &g.Status
+	switch c.Op {
+	case events.OpReserve:
+		a := c.Job
+		allocs := make([]vram.Alloc, 0, len(st.Jobs))
+		for _, j := range st.Jobs {
+			allocs = append(allocs, vram.Alloc{Owner: j.JobID, Offset: j.Offset, Size: j.VRAM})
+		}
+		off, ok := vram.FirstFit(st.VRAMTotal, vram.Contiguous, allocs, a.VRAM)
+		if !ok {
+			return events.ControlReply{Reason: "insufficient VRAM"}
+		}
+		st.Version++
+		st.Jobs = append(st.Jobs, events.GPUJob{JobID: c.JobID, Name: a.Name, Priority: a.Priority, State: "reserved", VRAM: a.VRAM,
+			Offset: off, Util: a.Util, Milli: a.Milli, ProgressS: a.ProgressS, WorkS: a.WorkS, Rate: 1})
+		slices.SortFunc(st.Jobs, func(a, b events.GPUJob) int { return int(a.Offset - b.Offset) })
+		st.VRAMUsed += a.VRAM
+		return events.ControlReply{OK: true, Offset: off, Version: st.Version, Incarnation: st.Incarnation}
+	case events.OpCommit:
+		for i := range st.Jobs {
+			if st.Jobs[i].JobID == c.JobID {
+				st.Jobs[i].State = events.GPUJobRunning
+			}
+		}
+		return events.ControlReply{OK: true}
+	case events.OpPreempt, events.OpRelease:
+		rep := events.ControlReply{OK: true}
+		if g.drop(c.JobID) {
+			rep.Stopped = []events.Stopped{{JobID: c.JobID, ProgressS: g.Progress[c.JobID]}}
+		}
+		return rep
+	}
+	return events.ControlReply{OK: true}
+}
+
+// drop takes a job off the GPU and reports whether it was there.
+func (g *FakeGPU) drop(jobID string) bool {
+	st := &g.Status
+	for i, j := range st.Jobs {
+		if j.JobID == jobID {
+			st.VRAMUsed -= j.VRAM
+			st.Jobs = slices.Delete(st.Jobs, i, i+1)
+			st.Version++
+			return true
+		}
+	}
+	return false
+}
+
+// Last returns the last event of type typ ("gpusched.job.placed") the
+// core emitted about id, or nil.
+func (h *Harness) Last(typ, id string) *Emitted {
+	for i := len(h.Events) - 1; i >= 0; i-- {
+		if e := &h.Events[i]; e.Type == typ && e.ID == id {
+			return e
+		}
+	}
+	return nil
+}
+
+// JobState is a job's state as job.get answers it ("" for no such job).
+func (h *Harness) JobState(id string) events.JobInfo {
+	var info events.JobInfo
+	json.Unmarshal(h.Request("job.get", "", map[string]string{"job_id": id}), &info)
+	return info
+}
+
+// Sends are the control messages the core sent without waiting, with op.
+func (h *Harness) Sends(op string) []Sent {
+	var out []Sent
+	for _, s := range h.Sent {
+		if s.Control.Op == op {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+type harnessError string
+
+func (e harnessError) Error() string { return string(e) }
+
+// errTimeout stands for a request nobody answered in time.
+const errTimeout = harnessError("timeout: no answer")
+
+func encode(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
