@@ -1,0 +1,313 @@
+package core
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpusched/gpusched/events"
+)
+
+// The scheduler's rules, stepped through the harness: no bus, no
+// goroutines, no clock but the harness's.
+
+func newHarness(t *testing.T, cfg Config) *Harness {
+	t.Helper()
+	if cfg.Policy == "" {
+		cfg.Policy = "binpack"
+	}
+	h, err := NewHarness(cfg, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+func spec(name, vram string, more ...any) map[string]any {
+	b := map[string]any{"name": name, "vram": vram, "duration": "1h"}
+	for i := 0; i+1 < len(more); i += 2 {
+		b[more[i].(string)] = more[i+1]
+	}
+	return b
+}
+
+func TestASubmittedJobIsReservedThenCommittedWhereThePolicyRanksFirst(t *testing.T) {
+	h := newHarness(t, Config{})
+	h.AddGPU("n1", "n1-gpu-0", "A100-40GB")
+	h.AddGPU("n1", "n1-gpu-1", "A100-40GB")
+	first := h.Submit(spec("a", "20GB"))
+	if first.State != events.JobPlaced || len(first.GPUs) != 1 {
+		t.Fatalf("first job: %+v, want placed on one GPU", first)
+	}
+	// binpack: the busiest GPU that still fits takes the second job.
+	second := h.Submit(spec("b", "10GB"))
+	if second.State != events.JobPlaced || second.GPUs[0] != first.GPUs[0] {
+		t.Fatalf("second job went to %v, want binpack's %v", second.GPUs, first.GPUs)
+	}
+	commits := h.Sends(events.OpCommit)
+	if len(commits) != 4 { // the node and the GPU, per job
+		t.Fatalf("%d commits sent, want 4: %+v", len(commits), commits)
+	}
+	if g := h.GPUs[first.GPUs[0]]; len(g.Status.Jobs) != 2 {
+		t.Fatalf("the GPU holds %d jobs, want 2", len(g.Status.Jobs))
+	}
+	if h.Last("gpusched.sched.decision", second.JobID) == nil {
+		t.Fatal("no decision event for the second job")
+	}
+}
+
+func TestAGangRefusedByOneGPUAbortsTheReservationsItMade(t *testing.T) {
+	h := newHarness(t, Config{})
+	h.AddGPU("n1", "n1-gpu-0", "A100-40GB")
+	h.AddGPU("n1", "n1-gpu-1", "A100-40GB")
+	h.Refuse["n1-gpu-1"] = "insufficient VRAM"
+	rep := h.Submit(spec("gang", "10GB", "gpus", 2))
+	if rep.State != events.JobQueued {
+		t.Fatalf("gang: %+v, want queued after the refusal", rep)
+	}
+	aborted := map[string]bool{}
+	for _, s := range h.Sends(events.OpAbort) {
+		aborted[s.Subject] = true
+	}
+	for _, subj := range []string{h.Subjects.NodeCtl("n1"), h.Subjects.GPUCtl("n1", "n1-gpu-0")} {
+		if !aborted[subj] {
+			t.Errorf("no abort sent to %s; aborts: %v", subj, aborted)
+		}
+	}
+	if aborted[h.Subjects.GPUCtl("n1", "n1-gpu-1")] {
+		t.Error("an abort went to the GPU that refused")
+	}
+	if n := len(h.GPUs["n1-gpu-0"].Status.Jobs); n != 0 {
+		t.Fatalf("gpu-0 still holds %d jobs after the abort", n)
+	}
+	if len(h.Sends(events.OpCommit)) != 0 {
+		t.Fatal("a refused gang was committed")
+	}
+	info := h.JobState(rep.JobID)
+	if info.State != events.JobQueued {
+		t.Fatalf("job.get: %s", info.State)
+	}
+	// Once the GPU takes it, the next pass places the gang on both.
+	delete(h.Refuse, "n1-gpu-1")
+	h.Pass()
+	if info := h.JobState(rep.JobID); info.State != events.JobRunning || len(info.GPUIDs) != 2 {
+		t.Fatalf("after the refusal cleared: %s on %v", info.State, info.GPUIDs)
+	}
+}
+
+func TestAnUnansweredReservationMakesTheGPUSuspectAndTheJobGoesElsewhere(t *testing.T) {
+	h := newHarness(t, Config{})
+	h.AddGPU("n1", "n1-gpu-0", "A100-40GB")
+	h.AddGPU("n2", "n2-gpu-0", "A100-40GB")
+	h.Submit(spec("filler", "30GB", "gpu", "n1-gpu-0"))
+	h.Unanswered["n1-gpu-0"] = true
+	// binpack prefers the busier n1-gpu-0, which does not answer.
+	rep := h.Submit(spec("a", "5GB"))
+	if rep.State != events.JobPlaced || rep.GPUs[0] != "n2-gpu-0" {
+		t.Fatalf("job: %+v, want placed on n2-gpu-0 after n1-gpu-0 timed out", rep)
+	}
+	calls := len(h.Calls)
+	rep = h.Submit(spec("b", "5GB"))
+	for _, c := range h.Calls[calls:] {
+		if strings.Contains(c.Subject, "n1-gpu-0") {
+			t.Fatalf("a suspect GPU was asked again: %s", c.Subject)
+		}
+	}
+	if rep.GPUs[0] != "n2-gpu-0" {
+		t.Fatalf("second job on %v", rep.GPUs)
+	}
+}
+
+func TestPreemptionStopsTheFewestVictimsLosingTheLeastWork(t *testing.T) {
+	h := newHarness(t, Config{})
+	h.AddGPU("n1", "n1-gpu-0", "A100-40GB")
+	// The two fill the GPU, so stopping either makes room (in the
+	// contiguous VRAM model only a hole next to free VRAM would otherwise).
+	low := h.Submit(spec("low", "20GB", "priority", "low", "checkpoint", "10m"))
+	h.Advance(8 * time.Minute)
+	medium := h.Submit(spec("medium", "20GB", "priority", "medium", "checkpoint", "10m"))
+	h.Advance(3 * time.Minute)
+	// low has run 11 minutes (1 since its checkpoint), medium 3 (3 lost
+	// if stopped now): one victim is enough, and low loses less.
+	h.GPUs["n1-gpu-0"].Progress[low.JobID] = 660
+	high := h.Submit(spec("high", "20GB", "priority", "high"))
+	if high.State != events.JobPlaced {
+		t.Fatalf("high: %+v, want placed by preemption", high)
+	}
+	if s := h.JobState(medium.JobID); s.State != events.JobRunning {
+		t.Fatalf("medium: %s, want still running", s.State)
+	}
+	s := h.JobState(low.JobID)
+	if s.State != events.JobQueued || s.Preemptions != 1 {
+		t.Fatalf("low: %s with %d preemptions, want queued after one", s.State, s.Preemptions)
+	}
+	// The victim keeps the work up to its last checkpoint of the progress
+	// its GPU reported.
+	if s.ProgressS != 600 {
+		t.Fatalf("low kept %.0f s, want 600 (its checkpoint before the 660 its GPU reported)", s.ProgressS)
+	}
+	if d := h.Last("gpusched.sched.decision", high.JobID); d == nil || !slices.Equal(d.Data.(*events.Decision).Victims, []string{low.JobID}) {
+		t.Fatalf("decision: %+v, want the victim named", d)
+	}
+}
+
+func TestAHeadOfLineJobHoldsGPUsOnceItHasWaitedTheStarvationAge(t *testing.T) {
+	h := newHarness(t, Config{StarvationAge: 10 * time.Minute})
+	h.AddGPU("n1", "n1-gpu-0", "A100-40GB")
+	h.AddGPU("n1", "n1-gpu-1", "A100-40GB")
+	h.Submit(spec("a", "30GB", "gpu", "n1-gpu-0", "preemptible", false))
+	h.Submit(spec("b", "30GB", "gpu", "n1-gpu-1", "preemptible", false))
+	big := h.Submit(spec("big", "40GB"))
+	if big.State != events.JobQueued {
+		t.Fatalf("big: %+v, want queued", big)
+	}
+	// Before the age, a small job behind it backfills.
+	small := h.Submit(spec("small", "5GB"))
+	h.Pass()
+	if s := h.JobState(small.JobID); s.State != events.JobRunning {
+		t.Fatalf("small before the starvation age: %s, want running (backfill)", s.State)
+	}
+	h.Advance(11 * time.Minute)
+	h.Pass()
+	s := h.JobState(big.JobID)
+	if !strings.Contains(s.Reason, "holding") {
+		t.Fatalf("big's reason after the age: %q, want a hold", s.Reason)
+	}
+	held := strings.TrimSpace(s.Reason[strings.LastIndex(s.Reason, "holding ")+len("holding "):])
+	for i := range 3 {
+		late := h.Submit(spec("late", "5GB"))
+		h.Pass()
+		if s := h.JobState(late.JobID); slices.Contains(s.GPUIDs, held) {
+			t.Fatalf("job %d behind the held head took the held %s", i, held)
+		}
+	}
+}
+
+func TestAReservationThatExpiredBeforeItsCommitRequeuesTheJob(t *testing.T) {
+	h := newHarness(t, Config{})
+	g := h.AddGPU("n1", "n1-gpu-0", "A100-40GB")
+	rep := h.Submit(spec("a", "10GB"))
+	g.drop(rep.JobID)
+	st := g.Status
+	st.Change, st.JobID = events.ChangeExpired, rep.JobID
+	h.GPUEvent(st, events.GPUStatusType)
+	s := h.JobState(rep.JobID)
+	if s.State != events.JobRunning && s.State != events.JobQueued {
+		t.Fatalf("after a lost commit: %s", s.State)
+	}
+	if !slices.ContainsFunc(s.History, func(tr events.Transition) bool { return tr.State == events.JobLost }) {
+		t.Fatalf("no lost transition in the history: %+v", s.History)
+	}
+}
+
+func TestAStatusFromADeadIncarnationIsIgnoredAndTheRestartLosesItsJobs(t *testing.T) {
+	h := newHarness(t, Config{})
+	g := h.AddGPU("n1", "n1-gpu-0", "A100-40GB")
+	rep := h.Submit(spec("a", "10GB", "checkpoint", "10m"))
+	g.Progress[rep.JobID] = 0
+	// The GPU restarts: incarnation 2, empty.
+	old := g.Status
+	g.Status.Incarnation, g.Status.Jobs, g.Status.Version, g.Status.VRAMUsed = 2, nil, 0, 0
+	h.GPUEvent(g.Status, events.GPUUp)
+	if s := h.JobState(rep.JobID); !slices.ContainsFunc(s.History, func(tr events.Transition) bool { return tr.State == events.JobLost }) {
+		t.Fatalf("the job on the dead incarnation was not lost: %s %+v", s.State, s.History)
+	}
+	// A late status of incarnation 1 still listing the job changes nothing.
+	before := h.Core.stats.stale
+	old.Version += 10
+	h.GPUEvent(old, events.GPUStatusType)
+	if h.Core.stats.stale != before+1 {
+		t.Fatalf("stale count %d, want %d", h.Core.stats.stale, before+1)
+	}
+	if gs := h.Core.view.gpus["n1-gpu-0"]; gs.status.Incarnation != 2 {
+		t.Fatalf("the view went back to incarnation %d", gs.status.Incarnation)
+	}
+}
+
+func TestAHeartbeatNamingUnknownGPUsCostsBoundedDescribesAndNoWait(t *testing.T) {
+	h := newHarness(t, Config{})
+	h.AddGPU("n1", "n1-gpu-0", "A100-40GB")
+	var ghosts []events.HeartbeatGPU
+	for i := range 50 {
+		ghosts = append(ghosts, events.HeartbeatGPU{GPU: "ghost-" + string(rune('a'+i%26)) + string(rune('a'+i/26)), Incarnation: 1, Alive: true})
+	}
+	calls := len(h.Calls)
+	h.Heartbeat("n1", ghosts...)
+	describes := h.Sends(events.OpDescribe)
+	if len(describes) != maxDescribesPerNode {
+		t.Fatalf("%d describes sent, want %d (the per-node bound)", len(describes), maxDescribesPerNode)
+	}
+	for _, d := range describes {
+		if !strings.HasPrefix(d.Reply, h.Core.inbox) {
+			t.Fatalf("describe's reply subject %q is not under the core's inbox", d.Reply)
+		}
+	}
+	if len(h.Calls) != calls {
+		t.Fatal("a describe was waited for")
+	}
+	// Meanwhile the core answers requests at once.
+	if rep := h.Submit(spec("a", "5GB")); rep.State != events.JobPlaced {
+		t.Fatalf("a submission while describes are unanswered: %+v", rep)
+	}
+	// Once they time out, the GPUs may be asked again.
+	h.Advance(2 * h.Core.CallTimeout())
+	h.Step(Input{Timer: TimerLease})
+	if len(h.Core.calls) != 0 {
+		t.Fatalf("%d calls still in flight after the timeout", len(h.Core.calls))
+	}
+}
+
+func TestADescribeReplyIsBelievedOnlyAboutTheGPUItAsked(t *testing.T) {
+	h := newHarness(t, Config{})
+	h.AddGPU("n1", "n1-gpu-0", "A100-40GB")
+	h.AddGPU("n2", "n2-gpu-0", "A100-40GB")
+	h.Heartbeat("n2", events.HeartbeatGPU{GPU: "n2-gpu-9", Incarnation: 1, Alive: true})
+	d := h.Sends(events.OpDescribe)
+	if len(d) != 1 {
+		t.Fatalf("%d describes, want 1", len(d))
+	}
+	// n2 answers about n1's GPU, at a later incarnation, with a job.
+	forged := h.GPUs["n1-gpu-0"].Status
+	forged.Incarnation = 99
+	forged.Jobs = []events.GPUJob{{JobID: "planted", State: events.GPUJobRunning, VRAM: 1 << 30}}
+	h.Step(Input{Msg: &Msg{Subject: d[0].Reply, Data: encode(events.ControlReply{OK: true, Status: &forged})}})
+	if gs := h.Core.view.gpus["n1-gpu-0"]; gs.status.Incarnation != 1 {
+		t.Fatalf("n1-gpu-0 taken over at incarnation %d", gs.status.Incarnation)
+	}
+	if _, ok := h.Core.jobs["planted"]; ok {
+		t.Fatal("a job planted by another node's reply was adopted")
+	}
+	// The same reply again answers no call in flight.
+	before := h.Core.stats.stale
+	h.Step(Input{Msg: &Msg{Subject: d[0].Reply, Data: encode(events.ControlReply{OK: true, Status: &forged})}})
+	if h.Core.stats.stale != before+1 {
+		t.Fatal("a second reply to one call was not dropped as stale")
+	}
+}
+
+func TestAJobASchedulerInheritedIsRelearnedFromTheGPUThatRunsIt(t *testing.T) {
+	h := newHarness(t, Config{Inherited: []events.RunningJob{{JobID: "j-1", Placement: "1.1"}}, Incarnation: 2})
+	body := spec("inherited", "10GB")
+	a := &events.Assignment{Name: "inherited", VRAM: 10e9, Util: 100, WorkS: 3600, Placement: "1.1", Submitted: HarnessEpoch}
+	var req events.SubmitRequest
+	json.Unmarshal(encode(body), &req)
+	js, fe := req.Job()
+	if fe != nil {
+		t.Fatal(fe)
+	}
+	a.Spec = &js
+	g := h.AddGPU("n1", "n1-gpu-0", "A100-40GB")
+	g.Status.Jobs = []events.GPUJob{{JobID: "j-1", State: events.GPUJobRunning, VRAM: 10e9, Util: 100, ProgressS: 120, WorkS: 3600,
+		Rate: 1, Assignment: a}}
+	g.Status.Version++
+	h.GPUEvent(g.Status, events.GPUStatusType)
+	s := h.JobState("j-1")
+	if s.State != events.JobRunning || len(s.GPUIDs) != 1 || s.GPUIDs[0] != "n1-gpu-0" {
+		t.Fatalf("inherited job: %s on %v, want running on n1-gpu-0", s.State, s.GPUIDs)
+	}
+	if h.Core.stats.adopted != 1 {
+		t.Fatalf("adopted %d, want 1", h.Core.stats.adopted)
+	}
+}
