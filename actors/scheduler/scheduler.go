@@ -264,6 +264,9 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		defer lt.Stop()
 		leaseWall = lt.C
 	}
+	// Calls unanswered for the call timeout count as refused.
+	ct := time.NewTicker(max(s.core.CallTimeout()/4, 10*time.Millisecond))
+	defer ct.Stop()
 	period := s.core.MetricsPeriod()
 	var metrics, pass, wake, round simclock.Timer
 	if s.core.RoundEvery() > 0 {
@@ -324,6 +327,9 @@ func (s *Scheduler) Run(ctx context.Context) error {
 			}
 		case in := <-s.internal:
 			s.step(in)
+			held = false
+		case <-ct.C:
+			s.step(core.Input{Timer: core.TimerCalls})
 			held = false
 		case <-leaseWall:
 			s.step(core.Input{Timer: core.TimerLease})

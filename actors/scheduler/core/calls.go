@@ -1,7 +1,10 @@
 package core
 
 import (
+	"cmp"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	gojson "github.com/goccy/go-json"
@@ -33,6 +36,10 @@ const MaxHeartbeatGPUs = 1024
 type call struct {
 	node, gpu string
 	sent      time.Time
+	// neg is the placement a reservation belongs to (nil for a describe),
+	// index which of its calls this is.
+	neg   *negotiation
+	index int
 }
 
 // describe asks a GPU actor for its full status (with the specs of its
@@ -72,6 +79,9 @@ func (s *Core) endCall(reply string) {
 		return
 	}
 	delete(s.calls, reply)
+	if c.neg != nil {
+		return
+	}
 	if s.describing[c.gpu] == reply {
 		delete(s.describing, c.gpu)
 	}
@@ -83,11 +93,31 @@ func (s *Core) endCall(reply string) {
 // expireCalls forgets the calls unanswered for longer than the call
 // timeout: the GPU may be asked again.
 func (s *Core) expireCalls(now time.Time) {
+	var late []string
 	for reply, c := range s.calls {
 		if now.Sub(c.sent) >= s.cfg.CallTimeout {
-			s.endCall(reply)
+			late = append(late, reply)
 		}
 	}
+	// In the order they were sent (map order is random; what a timeout
+	// leads to must not be).
+	slices.SortFunc(late, func(a, b string) int { return cmp.Compare(callNumber(a), callNumber(b)) })
+	for _, reply := range late {
+		c, ok := s.calls[reply]
+		if !ok {
+			continue
+		}
+		s.endCall(reply)
+		if c.neg != nil {
+			s.answered(c, events.ControlReply{Reason: "no answer within " + s.cfg.CallTimeout.String()}, true)
+		}
+	}
+}
+
+// callNumber is the number a call's reply subject ends with.
+func callNumber(reply string) uint64 {
+	n, _ := strconv.ParseUint(reply[strings.LastIndexByte(reply, '.')+1:], 10, 64)
+	return n
 }
 
 // refusalStatus folds in the status a refusing GPU attached to its reply
@@ -120,6 +150,10 @@ func (s *Core) onReply(m *Msg) {
 		return
 	}
 	s.endCall(m.Subject)
+	if c.neg != nil {
+		s.onReservationReply(c, m)
+		return
+	}
 	if m.NoResponders {
 		return // no responders: no such GPU actor (yet)
 	}
@@ -138,4 +172,23 @@ func (s *Core) onReply(m *Msg) {
 	// (a completion) would otherwise be counted twice.
 	st.Change, st.JobID = "", ""
 	s.applyStatus(st, s.now)
+}
+
+// onReservationReply takes the answer to a reservation: a refusal, an
+// error or no responder count as refused (the last two, and a timeout,
+// make the GPU suspect).
+func (s *Core) onReservationReply(c *call, m *Msg) {
+	if m.NoResponders {
+		s.answered(c, events.ControlReply{Reason: "no responders"}, true)
+		return
+	}
+	var rep events.ControlReply
+	if err := gojson.Unmarshal(m.Data, &rep); err != nil {
+		s.answered(c, events.ControlReply{Reason: "bad answer: " + err.Error()}, false)
+		return
+	}
+	if rep.Error != nil {
+		rep = events.ControlReply{Reason: rep.Error.Error()}
+	}
+	s.answered(c, rep, false)
 }

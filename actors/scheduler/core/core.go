@@ -143,6 +143,8 @@ const (
 	TimerMetrics
 	// TimerLease checks leases and expires calls (wall time).
 	TimerLease
+	// TimerCalls times out the calls unanswered for CallTimeout (wall time).
+	TimerCalls
 	// TimerAging re-runs what is due by wall time on a scaled clock:
 	// journal settling, checkpoints, overdue jobs, CPU-only completions.
 	TimerAging
@@ -230,6 +232,12 @@ type Core struct {
 	describing map[string]string
 	callsTo    map[string]int
 	nextCall   uint64
+	// inflight are the placements whose reservations are in flight, in the
+	// order they were decided; waiting the attempts that wait for them to
+	// resolve (to choose victims); pass the pass under way (negotiate.go).
+	inflight []*negotiation
+	waiting  []*attempt
+	pass     *pass
 }
 
 // New applies the config's defaults and makes the core; bus carries what
@@ -389,6 +397,8 @@ func (s *Core) Step(in Input) {
 	case TimerLease:
 		s.expireCalls(s.wall)
 		s.checkLeases()
+	case TimerCalls:
+		s.expireCalls(s.wall)
 	case TimerAging:
 		s.settleJournaled()
 		s.checkpointsReached()
@@ -403,9 +413,11 @@ func (s *Core) Step(in Input) {
 	}
 }
 
-// Dirty reports whether something changed since the last pass: the shell
-// runs one (TimerPass).
-func (s *Core) Dirty() bool { return s.dirty }
+// Dirty reports whether something changed since the last pass and no
+// pass or placement is under way: the shell runs one (TimerPass).
+func (s *Core) Dirty() bool {
+	return s.dirty && s.pass == nil && len(s.inflight) == 0 && len(s.waiting) == 0
+}
 
 // Killed is the reason a kill control gave ("" while alive): the shell
 // stops the core.

@@ -103,14 +103,28 @@ func TestAnUnansweredReservationMakesTheGPUSuspectAndTheJobGoesElsewhere(t *test
 	h.AddGPU("n2", "n2-gpu-0", "A100-40GB")
 	h.Submit(spec("filler", "30GB", "gpu", "n1-gpu-0"))
 	h.Unanswered["n1-gpu-0"] = true
-	// binpack prefers the busier n1-gpu-0, which does not answer.
-	rep := h.Submit(spec("a", "5GB"))
+	// binpack prefers the busier n1-gpu-0, which does not answer: the
+	// submission waits for its placement, the core does not.
+	if rep := h.Submit(spec("a", "5GB")); rep.JobID != "" {
+		t.Fatalf("answered before the reservation resolved: %+v", rep)
+	}
+	submission := h.LastReply
+	if snap := h.Request("cluster.snapshot", "", map[string]any{}); len(snap) == 0 {
+		t.Fatal("a snapshot went unanswered while a reservation was in flight")
+	}
+	h.Advance(h.Core.CallTimeout())
+	h.Step(Input{Timer: TimerCalls})
+	var rep events.SubmitReply
+	json.Unmarshal(h.Replies[submission], &rep)
 	if rep.State != events.JobPlaced || rep.GPUs[0] != "n2-gpu-0" {
 		t.Fatalf("job: %+v, want placed on n2-gpu-0 after n1-gpu-0 timed out", rep)
 	}
-	calls := len(h.Calls)
+	if d := h.Last("gpusched.sched.decision", rep.JobID).Data.(*events.Decision); len(d.Refusals) != 1 || !strings.Contains(d.Refusals[0], "n1-gpu-0: no answer") {
+		t.Fatalf("decision refusals %q, want n1-gpu-0's timeout", d.Refusals)
+	}
+	sent := len(h.Sent)
 	rep = h.Submit(spec("b", "5GB"))
-	for _, c := range h.Calls[calls:] {
+	for _, c := range h.Sent[sent:] {
 		if strings.Contains(c.Subject, "n1-gpu-0") {
 			t.Fatalf("a suspect GPU was asked again: %s", c.Subject)
 		}
@@ -309,5 +323,127 @@ func TestAJobASchedulerInheritedIsRelearnedFromTheGPUThatRunsIt(t *testing.T) {
 	}
 	if h.Core.stats.adopted != 1 {
 		t.Fatalf("adopted %d, want 1", h.Core.stats.adopted)
+	}
+}
+
+func TestPlacementsArePipelinedAgainstTheReservationsInFlight(t *testing.T) {
+	h := newHarness(t, Config{Policy: "spread"})
+	h.AddGPU("n1", "n1-gpu-0", "A100-40GB")
+	h.AddGPU("n1", "n1-gpu-1", "A100-40GB")
+	h.Hold = true
+	h.Submit(spec("a", "30GB"))
+	a := h.LastReply
+	h.Submit(spec("b", "30GB"))
+	b := h.LastReply
+	reserves := h.Sends(events.OpReserve)
+	if len(reserves) != 4 { // node and GPU, per job
+		t.Fatalf("%d reservations sent before any answer, want 4 (both jobs decided)", len(reserves))
+	}
+	if reserves[1].Subject == reserves[3].Subject {
+		t.Fatalf("both jobs sent to %s: the second was decided without the first's reservation", reserves[1].Subject)
+	}
+	if len(h.Replies[a]) != 0 || len(h.Replies[b]) != 0 {
+		t.Fatal("a submission answered before its reservations")
+	}
+	h.Deliver()
+	for _, r := range []string{a, b} {
+		var rep events.SubmitReply
+		json.Unmarshal(h.Replies[r], &rep)
+		if rep.State != events.JobPlaced {
+			t.Fatalf("after the answers: %+v", rep)
+		}
+	}
+	// A second answer to a resolved reservation answers nothing in flight.
+	stale := h.Core.stats.stale
+	h.Step(Input{Msg: &Msg{Subject: reserves[1].Reply, Data: encode(events.ControlReply{Reason: "late refusal"})}})
+	if h.Core.stats.stale != stale+1 {
+		t.Fatal("a late answer was not dropped")
+	}
+	if s := h.JobState(h.Sends(events.OpCommit)[0].Control.JobID); s.State != events.JobRunning {
+		t.Fatalf("a late refusal changed a running job: %s", s.State)
+	}
+}
+
+func TestAStatusReadWhileAReservationIsInFlightKeepsTheReservation(t *testing.T) {
+	h := newHarness(t, Config{})
+	g := h.AddGPU("n1", "n1-gpu-0", "A100-40GB")
+	h.Hold = true
+	h.Submit(spec("a", "20GB"))
+	first := h.LastReply
+	// The GPU's status, published before it took the reservation, says
+	// it is empty (and is newer than anything the view holds).
+	st := g.Status
+	st.Jobs, st.VRAMUsed, st.Version = nil, 0, 1
+	h.GPUEvent(st, events.GPUStatusType)
+	h.Submit(spec("b", "30GB"))
+	second := h.LastReply
+	if n := len(h.Sends(events.OpReserve)); n != 2 {
+		t.Fatalf("%d reservations sent, want only the first job's 2: the second fits only if the first's is forgotten", n)
+	}
+	h.Deliver()
+	var rep events.SubmitReply
+	json.Unmarshal(h.Replies[first], &rep)
+	if rep.State != events.JobPlaced {
+		t.Fatalf("first: %+v", rep)
+	}
+	json.Unmarshal(h.Replies[second], &rep)
+	if rep.State != events.JobQueued {
+		t.Fatalf("second: %+v, want queued", rep)
+	}
+}
+
+func TestAJobCancelledWhileItsReservationsAreInFlightIsAborted(t *testing.T) {
+	h := newHarness(t, Config{})
+	g := h.AddGPU("n1", "n1-gpu-0", "A100-40GB")
+	h.Hold = true
+	h.Submit(spec("a", "20GB"))
+	id := h.Sends(events.OpReserve)[0].Control.JobID
+	h.Hold = false
+	h.Request("job.cancel", "", map[string]string{"job_id": id})
+	if s := h.JobState(id); s.State != events.JobCancelled {
+		t.Fatalf("cancelled job: %s", s.State)
+	}
+	if len(h.Sends(events.OpCommit)) != 0 {
+		t.Fatal("a cancelled job was committed")
+	}
+	if len(h.Sends(events.OpAbort)) != 2 || len(g.Status.Jobs) != 0 {
+		t.Fatalf("aborts %d, GPU jobs %d: want the node's and the GPU's reservation aborted", len(h.Sends(events.OpAbort)), len(g.Status.Jobs))
+	}
+	if gs := h.Core.view.gpus["n1-gpu-0"]; len(gs.g.Allocs) != 0 {
+		t.Fatalf("the view still holds %v", gs.g.Allocs)
+	}
+}
+
+func TestAJobNeedingVictimsWaitsForThePlacementsInFlight(t *testing.T) {
+	h := newHarness(t, Config{Queue: "fifo"})
+	h.AddGPU("n1", "n1-gpu-0", "A100-40GB")
+	h.AddGPU("n1", "n1-gpu-1", "A100-40GB")
+	low := h.Submit(spec("low", "40GB", "priority", "low", "gpu", "n1-gpu-0"))
+	// A job that waits keeps the next ones in the queue (no placing at once).
+	h.Submit(spec("pinned", "40GB", "priority", "low", "gpu", "n1-gpu-0"))
+	small := h.Submit(spec("small", "10GB"))
+	high := h.Submit(spec("high", "40GB", "priority", "high"))
+	h.Hold = true
+	reserves := len(h.Sends(events.OpReserve))
+	h.Pass()
+	// small is in flight on gpu-1; high fits only by preempting low, which
+	// is decided once small has resolved.
+	if n := len(h.Sends(events.OpReserve)) - reserves; n != 2 {
+		t.Fatalf("%d reservations in flight, want small's 2", n)
+	}
+	for _, c := range h.Calls {
+		if strings.Contains(string(c.Data), `"preempt"`) {
+			t.Fatal("victims stopped while a placement was in flight")
+		}
+	}
+	h.Deliver()
+	if s := h.JobState(small.JobID); s.State != events.JobRunning {
+		t.Fatalf("small: %s", s.State)
+	}
+	if s := h.JobState(high.JobID); s.State != events.JobRunning || s.GPUIDs[0] != "n1-gpu-0" {
+		t.Fatalf("high: %s on %v, want running on n1-gpu-0 after the pass went on", s.State, s.GPUIDs)
+	}
+	if s := h.JobState(low.JobID); s.Preemptions != 1 || s.State != events.JobQueued {
+		t.Fatalf("low: %s after %d preemptions", s.State, s.Preemptions)
 	}
 }

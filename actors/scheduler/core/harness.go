@@ -39,6 +39,15 @@ type Harness struct {
 	Refuse     map[string]string
 	Unanswered map[string]bool
 
+	// Hold keeps the answers to reservations back (Deliver sends them):
+	// a test sees the placements in flight.
+	Hold bool
+	// answers are the answers to reservations not delivered yet.
+	answers []Msg
+	// LastReply is the reply subject of the last Request: its answer may
+	// come in a later step (Replies[LastReply]).
+	LastReply string
+
 	replies int
 }
 
@@ -92,10 +101,24 @@ func NewHarness(cfg Config, journal bool) (*Harness, error) {
 	return h, nil
 }
 
-// Step steps the core at the harness's time.
+// Step steps the core at the harness's time, then (unless Hold) with
+// the answers to the reservations it sent.
 func (h *Harness) Step(in Input) {
 	in.Now, in.Wall = h.Now, h.Wall
 	h.Core.Step(in)
+	if !h.Hold {
+		h.Deliver()
+	}
+}
+
+// Deliver steps the core with the answers to its reservations, in the
+// order they were sent, until none is left.
+func (h *Harness) Deliver() {
+	for len(h.answers) > 0 {
+		m := h.answers[0]
+		h.answers = h.answers[1:]
+		h.Core.Step(Input{Now: h.Now, Wall: h.Wall, Msg: &m})
+	}
 }
 
 // Advance moves both clocks on by d.
@@ -111,6 +134,7 @@ func (h *Harness) Pass() { h.Step(Input{Timer: TimerPass}) }
 func (h *Harness) Request(subject, tenant string, body any) []byte {
 	h.replies++
 	reply := "_INBOX.client." + strconv.Itoa(h.replies)
+	h.LastReply = reply
 	h.Step(Input{Msg: &Msg{Subject: h.Subjects.Prefix + "." + subject, Reply: reply, Data: encode(body), Tenant: tenant}})
 	return h.Replies[reply]
 }
@@ -167,6 +191,12 @@ func (h *Harness) Publish(subject, reply string, data []byte) error {
 	var c events.Control
 	json.Unmarshal(data, &c)
 	h.Sent = append(h.Sent, Sent{Subject: subject, Reply: reply, Control: c})
+	if c.Op == events.OpReserve && reply != "" {
+		if a, ok := h.answer(subject, c); ok {
+			h.answers = append(h.answers, Msg{Subject: reply, Data: a.Data})
+		}
+		return nil
+	}
 	if node, gpu, ok := events.ParseGPUCtl(subject); ok && reply == "" {
 		if g, ok := h.GPUs[gpu]; ok && g.Status.Node == node && c.Op == events.OpAbort {
 			g.drop(c.JobID)
@@ -205,32 +235,41 @@ func (h *Harness) Call(calls []Call) []Answer {
 		h.Calls = append(h.Calls, c)
 		var ctl events.Control
 		json.Unmarshal(c.Data, &ctl)
-		who := ""
-		var g *FakeGPU
-		if node, gpu, ok := events.ParseGPUCtl(c.Subject); ok {
-			who, g = gpu, h.GPUs[gpu]
-			if g != nil && g.Status.Node != node {
-				g = nil
-			}
-		} else if node, _, ok := events.ParseNodeSubject(c.Subject); ok {
-			who = node
+		a, ok := h.answer(c.Subject, ctl)
+		if !ok {
+			a = Answer{Err: errTimeout, Unanswered: true}
 		}
-		if h.Unanswered[who] {
-			out[i] = Answer{Err: errTimeout, Unanswered: true}
-			continue
-		}
-		var rep events.ControlReply
-		switch {
-		case ctl.Op == events.OpReserve && h.Refuse[who] != "":
-			rep = events.ControlReply{Reason: h.Refuse[who]}
-		case g == nil:
-			rep = events.ControlReply{OK: true} // the node actor
-		default:
-			rep = g.control(ctl)
-		}
-		out[i] = Answer{Data: encode(rep)}
+		out[i] = a
 	}
 	return out
+}
+
+// answer is how the GPU or node actor subject names answers ctl (false:
+// it does not answer).
+func (h *Harness) answer(subject string, ctl events.Control) (Answer, bool) {
+	who := ""
+	var g *FakeGPU
+	if node, gpu, ok := events.ParseGPUCtl(subject); ok {
+		who, g = gpu, h.GPUs[gpu]
+		if g != nil && g.Status.Node != node {
+			g = nil
+		}
+	} else if node, _, ok := events.ParseNodeSubject(subject); ok {
+		who = node
+	}
+	if h.Unanswered[who] {
+		return Answer{}, false
+	}
+	var rep events.ControlReply
+	switch {
+	case ctl.Op == events.OpReserve && h.Refuse[who] != "":
+		rep = events.ControlReply{Reason: h.Refuse[who]}
+	case g == nil:
+		rep = events.ControlReply{OK: true} // the node actor
+	default:
+		rep = g.control(ctl)
+	}
+	return Answer{Data: encode(rep)}, true
 }
 
 // control answers a reserve, commit, preempt or release as a GPU actor would.

@@ -36,8 +36,10 @@ type job struct {
 	started      *time.Time
 	ended        *time.Time
 	decision     *events.Decision
-	preemptor    string
-	victims      []string
+	// negotiating is the placement of this job in flight (negotiate.go).
+	negotiating *negotiation
+	preemptor   string
+	victims     []string
 	// cpuEnds is when a running CPU-only job finishes (simulated time).
 	cpuEnds *time.Time
 	// firstStarted is when the job first ran; runS and idealS add up, over
@@ -138,6 +140,13 @@ func (s *Core) tenantUsage() usage {
 func (u usage) add(j *job) {
 	t := u[j.spec.Tenant]
 	t.GPUs += j.spec.GPUs
+	u[j.spec.Tenant] = t
+}
+
+// remove takes back what add counted (a placement refused).
+func (u usage) remove(j *job) {
+	t := u[j.spec.Tenant]
+	t.GPUs -= j.spec.GPUs
 	u[j.spec.Tenant] = t
 }
 
@@ -259,13 +268,24 @@ func (s *Core) onSubmit(m *Msg, tenant string) {
 	// order. On a virtual clock the pass decides, once everything else
 	// that happens at this instant has happened.
 	if ((len(s.queue) == 0 && !s.virtual) || s.cfg.DropUnschedulable) && s.admitsNow(j) {
-		clear(s.view.held) // holds belong to waiting jobs, and none wait
-		if s.tryPlace(j) {
-			s.replyStored(m, j, events.SubmitReply{JobID: j.id, State: events.JobPlaced, Node: j.node, GPUs: j.gpus})
-			return
+		if len(s.queue) == 0 {
+			clear(s.view.held) // holds belong to waiting jobs, and none wait
 		}
+		a := &attempt{job: j, submit: m}
+		if s.try(a) == tryWait {
+			// Victims are chosen on a settled view: the next pass does.
+			s.failed(a)
+		}
+		return
 	}
+	s.notPlacedAtOnce(j, m)
+}
+
+// notPlacedAtOnce answers a submission not placed at once: rejected on a
+// cluster that drops such jobs (replay), queued otherwise.
+func (s *Core) notPlacedAtOnce(j *job, m *Msg) {
 	if s.cfg.DropUnschedulable {
+		now := s.now
 		reason := "fits nowhere now and this cluster drops such jobs (replay): " + policy.Why(s.view.sorted(), s.request(j))
 		s.transition(j, events.JobRejected, reason)
 		j.ended = &now

@@ -104,73 +104,12 @@ func (s *Core) controls(j *job, p policy.Placement, op string) []ctlCall {
 	return calls
 }
 
-// negotiate reserves the placement at every actor it touches, then commits.
-// Any refusal or timeout aborts the reservations made; the refusing GPU's
-// attached status corrects the view. It returns the refusal reason.
-func (s *Core) negotiate(j *job, p policy.Placement) (bool, string) {
-	s.placements++
-	j.placement = strconv.Itoa(s.cfg.Incarnation) + "." + strconv.FormatUint(s.placements, 10)
-	calls := s.controls(j, p, events.OpReserve)
-	replies := s.callAll(calls)
-	var refused []string
-	var undo []ctlCall
-	for i, r := range replies {
-		if r.OK {
-			undo = append(undo, calls[i])
-			continue
-		}
-		who := p.Node
-		if calls[i].gpu != "" {
-			who = calls[i].gpu
-		}
-		refused = append(refused, who+": "+r.Reason)
-		s.refusalStatus(p.Node, calls[i].gpu, r)
-	}
-	if len(refused) > 0 {
-		s.abort(j, undo)
-		return false, strings.Join(refused, "; ")
-	}
-	s.reserveInView(j, p, calls, replies)
-	// Commits are sent without waiting: each actor holds the reservation,
-	// and NATS keeps one connection's messages in order, so the commit
-	// reaches it before anything the scheduler sends later. Should a commit
-	// be lost, the reservation expires, the GPU reports "expired", and the
-	// job is re-queued as lost (applyStatus): nothing leaks, nothing is lost.
-	s.publishAll(s.controls(j, p, events.OpCommit))
-	return true, ""
-}
-
 func (s *Core) abort(j *job, calls []ctlCall) {
 	aborts := make([]ctlCall, len(calls))
 	for i, c := range calls {
 		aborts[i] = ctlCall{subject: c.subject, ctl: events.Control{Op: events.OpAbort, JobID: j.id}, gpu: c.gpu}
 	}
 	s.publishAll(aborts)
-}
-
-// reserveInView applies an accepted reservation to the view at once, so the
-// next decision sees it without waiting for the GPU's status event.
-func (s *Core) reserveInView(j *job, p policy.Placement, calls []ctlCall, replies []events.ControlReply) {
-	for i, c := range calls {
-		if c.gpu == "" {
-			continue
-		}
-		gs := s.view.gpus[c.gpu]
-		g := gs.g
-		g.Allocs = append(g.Allocs, vram.Alloc{Owner: j.id, Offset: replies[i].Offset, Size: c.ctl.Job.VRAM})
-		slices.SortFunc(g.Allocs, func(a, b vram.Alloc) int { return int(a.Offset - b.Offset) })
-		g.Util += j.spec.Util
-		gs.version = max(gs.version, replies[i].Version)
-		s.rebuildShares(g)
-		if j.incarnations == nil {
-			j.incarnations = map[string]int{}
-		}
-		j.incarnations[c.gpu] = replies[i].Incarnation
-	}
-	n := s.view.nodes[p.Node]
-	n.CPUUsedMilli += j.spec.CPUMilli()
-	n.MemUsed += int64(j.spec.Memory)
-	s.view.cluster.TouchNode(n)
 }
 
 // releaseInView removes a job from the view's GPUs and node.
@@ -239,58 +178,6 @@ func (s *Core) refreshLostWork() {
 
 // maxCandidatesInExplain bounds the candidates a decision event lists.
 const maxCandidatesInExplain = policy.MaxCandidates
-
-// tryPlace places j if it fits (preempting lower-priority jobs when it fits
-// nowhere otherwise) and reports whether it did.
-func (s *Core) tryPlace(j *job) bool {
-	s.refreshWorkload()
-	req := s.request(j)
-	var refusals []string
-	var cands []policy.Placement
-	// Each attempt ranks again over the view the last refusal corrected, so
-	// a gang refused by one GPU can still use the others on that node; a
-	// placement once refused is not tried again in this pass.
-	tried := map[string]bool{}
-	for attempt := 0; attempt < policy.MaxCandidates; attempt++ {
-		cands = policy.Place(s.view.sorted(), req, s.policy)
-		var next *policy.Placement
-		for i := range cands {
-			if key := cands[i].Node + "/" + strings.Join(cands[i].GPUs, ","); !tried[key] {
-				tried[key] = true
-				next = &cands[i]
-				break
-			}
-		}
-		if next == nil {
-			break
-		}
-		ok, why := s.negotiate(j, *next)
-		if ok {
-			s.placed(j, *next, cands, refusals, nil)
-			return true
-		}
-		refusals = append(refusals, why)
-	}
-	// With a round, the round alone stops running jobs (in queue order):
-	// priority preemption beside it would undo what it decided, and the
-	// two would take turns stopping the same jobs.
-	if len(cands) == 0 && !s.cfg.DropUnschedulable && s.round == nil && s.hasLowerPriorityRunning(j) {
-		s.refreshLostWork()
-		if pre, ok := s.preempt.Victims(s.view.sorted(), req); ok {
-			s.preemptFor(j, pre.Victims)
-			if ok, why := s.negotiate(j, pre.Placement); ok {
-				s.placed(j, pre.Placement, []policy.Placement{pre.Placement}, refusals, pre.Victims)
-				return true
-			} else {
-				refusals = append(refusals, why)
-			}
-		}
-	}
-	if len(refusals) > 0 {
-		j.decision = &events.Decision{JobID: j.id, Policy: s.policy.Name(), Refusals: refusals, Candidates: candidates(cands)}
-	}
-	return false
-}
 
 func (s *Core) hasLowerPriorityRunning(j *job) bool {
 	for _, g := range s.view.cluster.GPUs {
@@ -418,25 +305,46 @@ func (s *Core) stop(j *job, op string) {
 	s.ended(j)
 }
 
+// pass is a scheduling pass under way: the queue as it was when the pass
+// began, and how far the pass has come.
+type pass struct {
+	jobs []*job
+	next int
+	// held is each tenant's GPUs in running (and in-flight) jobs, for
+	// admission (nil without admission).
+	held usage
+}
+
 // schedule is one pass over the queue in order. A job that fits nowhere
 // does not block the jobs behind it (they backfill) until it has waited
 // StarvationAge; from then on it holds GPUs (policy.Hold) that nothing
-// behind it may take, so it cannot starve.
+// behind it may take, so it cannot starve. The pass does not wait for the
+// placements it starts (negotiate.go); it stops at a job that needs
+// victims while placements are in flight, and goes on once they resolve.
 func (s *Core) schedule() {
+	if s.pass != nil || len(s.inflight) > 0 || len(s.waiting) > 0 {
+		return // the pass under way, or the next once this one settles
+	}
 	s.dirty = false
 	clear(s.view.held)
 	if len(s.queue) == 0 {
 		return // nothing to place (and no view to sort while GPUs join)
 	}
 	s.view.sorted() // (a sort that renumbers the GPUs clears the holds too)
-	now := s.now
-	// held is each tenant's GPUs in running jobs, for admission.
-	var held usage
+	p := &pass{jobs: slices.Clone(s.queue)}
 	if s.cfg.Admit != nil {
-		held = s.tenantUsage()
+		p.held = s.tenantUsage()
 	}
-	for _, j := range slices.Clone(s.queue) {
-		if j.state != events.JobQueued || s.rejectUnfit(j) {
+	s.pass = p
+	s.continuePass()
+}
+
+// continuePass takes the pass on from where it stopped.
+func (s *Core) continuePass() {
+	p := s.pass
+	for ; p.next < len(p.jobs); p.next++ {
+		j := p.jobs[p.next]
+		if j.state != events.JobQueued || j.negotiating != nil || s.rejectUnfit(j) {
 			continue
 		}
 		if j.unchecked && len(s.view.cluster.GPUs) == 0 {
@@ -456,36 +364,52 @@ func (s *Core) schedule() {
 			s.setPending(j, "waiting for "+strings.Join(gpus, ",")+" to confirm it stopped the job (a stop went unanswered)")
 			continue
 		}
-		if held != nil {
-			if why := s.cfg.Admit.Place(admitJob(&j.spec), held[j.spec.Tenant]); why != "" {
+		if p.held != nil {
+			if why := s.cfg.Admit.Place(admitJob(&j.spec), p.held[j.spec.Tenant]); why != "" {
 				s.setPending(j, why)
 				continue
 			}
 		}
-		if s.tryPlace(j) {
-			s.dequeue(j)
-			if held != nil {
-				held.add(j)
-			}
-			continue
+		if s.try(&attempt{job: j, inPass: true, held: p.held}) == tryWait {
+			return // goes on once the placements in flight resolve (settled)
 		}
-		req := s.request(j)
-		reason := policy.Why(s.view.sorted(), req)
-		if j.decision != nil && len(j.decision.Refusals) > 0 && j.decision.Node == "" {
-			reason = "refused: " + j.decision.Refusals[len(j.decision.Refusals)-1]
-		}
-		if policy.Aged(j.submitted, now, s.cfg.StarvationAge) {
-			var names []string
-			for _, gi := range policy.Hold(s.view.sorted(), req, s.view.held) {
-				s.view.held[gi] = true
-				names = append(names, s.view.cluster.GPUs[gi].ID)
-			}
-			if len(names) > 0 {
-				reason += "; waited " + now.Sub(j.submitted).Round(time.Minute).String() + ", holding " + strings.Join(names, ",")
-			}
-		}
-		s.setPending(j, reason)
 	}
+	s.pass = nil
+}
+
+// failed ends an attempt that placed nothing: a submission tried at once
+// is answered (queued, or rejected on a cluster that drops such jobs); a
+// job of a pass gets its pending reason and, once it has waited the
+// starvation age, holds GPUs.
+func (s *Core) failed(a *attempt) {
+	j := a.job
+	if len(a.refusals) > 0 {
+		j.decision = &events.Decision{JobID: j.id, Policy: s.policy.Name(), Refusals: a.refusals, Candidates: candidates(a.cands)}
+	}
+	if a.submit != nil {
+		s.notPlacedAtOnce(j, a.submit)
+		return
+	}
+	if !a.inPass {
+		return
+	}
+	now := s.now
+	req := s.request(j)
+	reason := policy.Why(s.view.sorted(), req)
+	if j.decision != nil && len(j.decision.Refusals) > 0 && j.decision.Node == "" {
+		reason = "refused: " + j.decision.Refusals[len(j.decision.Refusals)-1]
+	}
+	if policy.Aged(j.submitted, now, s.cfg.StarvationAge) {
+		var names []string
+		for _, gi := range policy.Hold(s.view.sorted(), req, s.view.held) {
+			s.view.held[gi] = true
+			names = append(names, s.view.cluster.GPUs[gi].ID)
+		}
+		if len(names) > 0 {
+			reason += "; waited " + now.Sub(j.submitted).Round(time.Minute).String() + ", holding " + strings.Join(names, ",")
+		}
+	}
+	s.setPending(j, reason)
 }
 
 func (s *Core) setPending(j *job, reason string) {
@@ -538,7 +462,8 @@ func (s *Core) applyStatus(st events.GPUStatus, at time.Time) {
 			g.Util += sj.Util
 		}
 		s.rebuildShares(g)
-	} else if st.JobID != "" && st.Change != events.ChangeCommitted {
+		s.holdAgain(gs)
+	} else if st.JobID != "" && st.Change != events.ChangeCommitted && !s.heldAnew(st) {
 		s.dropAlloc(g, st.JobID)
 	}
 	gs.status, gs.statusAt = st, at
@@ -560,6 +485,23 @@ func (s *Core) applyStatus(st events.GPUStatus, at time.Time) {
 	case events.ChangeAborted, events.ChangePreempted, events.ChangeReleased:
 		s.dirty = true
 	}
+}
+
+// heldAnew reports whether an older status's aborted reservation is of a
+// job the view holds on that GPU again since (placed there, or in flight):
+// the abort is of an earlier reservation.
+func (s *Core) heldAnew(st events.GPUStatus) bool {
+	if st.Change != events.ChangeAborted {
+		return false
+	}
+	j, ok := s.jobs[st.JobID]
+	if !ok {
+		return false
+	}
+	if n := j.negotiating; n != nil {
+		return slices.Contains(n.place.GPUs, st.GPU)
+	}
+	return j.state == stateRunning && slices.Contains(j.gpus, st.GPU)
 }
 
 // lostCommit handles a reservation that expired on a GPU although the

@@ -1,0 +1,344 @@
+package core
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+
+	gojson "github.com/goccy/go-json"
+	"go.uber.org/zap"
+
+	"github.com/gpusched/gpusched/events"
+	"github.com/gpusched/gpusched/policy"
+	"github.com/gpusched/gpusched/vram"
+)
+
+// Pipelined negotiation. A placement's reservations go out with reply
+// subjects under the core's inbox and the core moves on: the pass decides
+// the next job against a view that holds the reservation tentatively.
+// Each answer is an input like any other, matched with the request it
+// answers (a late, duplicate or forged one answers nothing in flight and
+// is dropped). When every actor a placement touches has answered, the
+// placement resolves: all accepted, it is committed and the job runs; any
+// refusal or timeout (a call unanswered for CallTimeout) aborts the
+// reservations made, undoes the tentative ones, and the job tries its
+// next candidate. Placements resolve in the order they were decided, so
+// that what the core records (placements, events, the running list) does
+// not depend on the order in which the GPUs' answers arrive.
+//
+// Preemption is decided on a settled view: a job that needs victims while
+// placements are in flight waits until they have resolved (the pass stops
+// there and resumes then), since a job in flight is neither running (a
+// victim) nor gone.
+
+// attempt is one job's attempt to be placed: its candidates tried in turn,
+// each ranked again over the view the last refusal corrected, a placement
+// once refused not tried again (policy.MaxCandidates at most), then
+// preemption.
+type attempt struct {
+	job      *job
+	tried    map[string]bool
+	n        int
+	cands    []policy.Placement
+	refusals []string
+	// submit is the submission of a job tried at once: answered when the
+	// attempt ends (placed, queued or rejected). inPass says the attempt
+	// is a pass's, held its tenant usage for admission.
+	submit *Msg
+	inPass bool
+	held   usage
+	// preempting marks the placement made by preemption: not retried.
+	preempting bool
+}
+
+// negotiation is one placement's reservations in flight.
+type negotiation struct {
+	a       *attempt
+	place   policy.Placement
+	victims []string
+	calls   []ctlCall
+	replies []events.ControlReply
+	// waiting counts the calls not answered yet.
+	waiting int
+	// unanswered marks the calls that timed out or found no responder.
+	unanswered []bool
+}
+
+// tryResult is what trying a job led to.
+type tryResult int
+
+const (
+	// tryStarted: a placement is in flight; it resolves later.
+	tryStarted tryResult = iota
+	// tryFailed: nothing fits (or every candidate refused); the attempt
+	// has ended (failed).
+	tryFailed
+	// tryWait: the job needs victims while placements are in flight; it
+	// is tried again once they have resolved.
+	tryWait
+)
+
+// try takes the attempt one step: the next untried candidate is
+// negotiated, or, with none left, victims are chosen, or the attempt fails.
+func (s *Core) try(a *attempt) tryResult {
+	j := a.job
+	if a.tried == nil {
+		a.tried = map[string]bool{}
+	}
+	s.refreshWorkload()
+	req := s.request(j)
+	for a.n < policy.MaxCandidates {
+		a.n++
+		a.cands = policy.Place(s.view.sorted(), req, s.policy)
+		var next *policy.Placement
+		for i := range a.cands {
+			if key := a.cands[i].Node + "/" + strings.Join(a.cands[i].GPUs, ","); !a.tried[key] {
+				a.tried[key] = true
+				next = &a.cands[i]
+				break
+			}
+		}
+		if next == nil {
+			break
+		}
+		s.negotiate(a, *next, nil)
+		return tryStarted
+	}
+	// With a round, the round alone stops running jobs (in queue order):
+	// priority preemption beside it would undo what it decided, and the
+	// two would take turns stopping the same jobs.
+	if !a.preempting && len(a.cands) == 0 && !s.cfg.DropUnschedulable && s.round == nil && s.hasLowerPriorityRunning(j) {
+		if len(s.inflight) > 0 {
+			a.n--
+			return tryWait
+		}
+		s.refreshLostWork()
+		if pre, ok := s.preempt.Victims(s.view.sorted(), req); ok {
+			s.preemptFor(j, pre.Victims)
+			a.preempting = true
+			a.cands = []policy.Placement{pre.Placement}
+			s.negotiate(a, pre.Placement, pre.Victims)
+			return tryStarted
+		}
+	}
+	s.failed(a)
+	return tryFailed
+}
+
+// negotiate sends a placement's reservations to the node actor and every
+// GPU actor it touches, holds them in the view, and returns: the answers
+// come back as inputs (answered).
+func (s *Core) negotiate(a *attempt, p policy.Placement, victims []string) {
+	j := a.job
+	s.placements++
+	j.placement = strconv.Itoa(s.cfg.Incarnation) + "." + strconv.FormatUint(s.placements, 10)
+	calls := s.controls(j, p, events.OpReserve)
+	n := &negotiation{a: a, place: p, victims: victims, calls: calls, replies: make([]events.ControlReply, len(calls)),
+		waiting: len(calls), unanswered: make([]bool, len(calls))}
+	j.negotiating = n
+	s.inflight = append(s.inflight, n)
+	s.holdInView(n)
+	if a.held != nil {
+		a.held.add(j)
+	}
+	for i, c := range calls {
+		b, err := gojson.Marshal(c.ctl)
+		if err != nil {
+			s.log.Error("control not encoded", zap.String("subject", c.subject), zap.Error(err))
+		}
+		s.nextCall++
+		reply := s.inbox + strconv.FormatUint(s.nextCall, 10)
+		s.calls[reply] = &call{node: p.Node, gpu: c.gpu, sent: s.wall, neg: n, index: i}
+		if err := s.bus.Publish(c.subject, reply, b); err != nil {
+			s.log.Warn("reservation not sent", zap.String("subject", c.subject), zap.Error(err))
+		}
+	}
+}
+
+// answered records a reservation's answer (unanswered: it timed out or
+// nobody received it) and resolves the placements whose answers are all in.
+func (s *Core) answered(c *call, rep events.ControlReply, unanswered bool) {
+	n := c.neg
+	if n.waiting == 0 {
+		return
+	}
+	n.replies[c.index], n.unanswered[c.index] = rep, unanswered
+	n.waiting--
+	if unanswered && c.gpu != "" {
+		s.suspect(c.gpu)
+	}
+	// In the order they were decided: what the core records must not
+	// depend on which GPU answered first.
+	for len(s.inflight) > 0 && s.inflight[0].waiting == 0 {
+		first := s.inflight[0]
+		s.inflight = slices.Delete(s.inflight, 0, 1)
+		s.resolve(first)
+	}
+	if len(s.inflight) == 0 {
+		s.settled()
+	}
+}
+
+// resolve ends a placement whose answers are all in: committed and
+// running, or aborted and the job's next candidate tried.
+func (s *Core) resolve(n *negotiation) {
+	a, j, p := n.a, n.a.job, n.place
+	j.negotiating = nil
+	var refused []string
+	var undo []ctlCall
+	for i, r := range n.replies {
+		if r.OK {
+			undo = append(undo, n.calls[i])
+			continue
+		}
+		who := p.Node
+		if n.calls[i].gpu != "" {
+			who = n.calls[i].gpu
+		}
+		refused = append(refused, who+": "+r.Reason)
+	}
+	if j.terminal() {
+		// Cancelled while its reservations were in flight.
+		s.unholdInView(n)
+		s.abort(j, undo)
+		if a.submit != nil {
+			s.replyStored(a.submit, j, events.SubmitReply{JobID: j.id, State: j.state})
+		}
+		return
+	}
+	if len(refused) > 0 {
+		s.unholdInView(n)
+		s.abort(j, undo)
+		if a.held != nil {
+			a.held.remove(j)
+		}
+		for i, r := range n.replies {
+			// The refusing GPU's attached status corrects the view.
+			s.refusalStatus(p.Node, n.calls[i].gpu, r)
+		}
+		a.refusals = append(a.refusals, strings.Join(refused, "; "))
+		if a.preempting {
+			s.failed(a)
+			return
+		}
+		if s.try(a) == tryWait {
+			s.waiting = append(s.waiting, a)
+		}
+		return
+	}
+	s.confirmInView(n)
+	// Commits are sent without waiting: each actor holds the reservation,
+	// and NATS keeps one connection's messages in order, so the commit
+	// reaches it before anything the scheduler sends later. Should a commit
+	// be lost, the reservation expires, the GPU reports "expired", and the
+	// job is re-queued as lost (applyStatus): nothing leaks, nothing is lost.
+	s.publishAll(s.controls(j, p, events.OpCommit))
+	s.dequeue(j)
+	s.placed(j, p, a.cands, a.refusals, n.victims)
+	if a.submit != nil {
+		s.replyStored(a.submit, j, events.SubmitReply{JobID: j.id, State: events.JobPlaced, Node: j.node, GPUs: j.gpus})
+	}
+}
+
+// settled runs, once no placement is in flight, the attempts that waited
+// for it (to choose victims) and the rest of a pass that stopped for one.
+func (s *Core) settled() {
+	for len(s.waiting) > 0 && len(s.inflight) == 0 {
+		a := s.waiting[0]
+		s.waiting = slices.Delete(s.waiting, 0, 1)
+		if s.try(a) == tryWait {
+			s.waiting = slices.Insert(s.waiting, 0, a)
+			return
+		}
+	}
+	if s.pass != nil && len(s.inflight) == 0 {
+		s.continuePass()
+	}
+}
+
+// holdInView applies a placement's reservations to the view at once,
+// tentatively: the next decision sees them without waiting for answers.
+// Each GPU's offset is the one its actor will choose (the first fit of
+// the same layout); the answer corrects it if not.
+func (s *Core) holdInView(n *negotiation) {
+	for _, c := range n.calls {
+		if c.gpu != "" {
+			s.holdOn(s.view.gpus[c.gpu], n.a.job, c.ctl.Job.VRAM)
+		}
+	}
+	nd := s.view.nodes[n.place.Node]
+	j := n.a.job
+	nd.CPUUsedMilli += j.spec.CPUMilli()
+	nd.MemUsed += int64(j.spec.Memory)
+	s.view.cluster.TouchNode(nd)
+}
+
+// holdOn adds j's allocation of size to a GPU in the view, where its
+// actor's first fit puts it.
+func (s *Core) holdOn(gs *gpuState, j *job, size int64) {
+	g := gs.g
+	sortAllocs(g.Allocs)
+	off, _ := vram.FirstFit(g.VRAMTotal, s.view.cluster.VRAMModel, g.Allocs, size)
+	g.Allocs = append(g.Allocs, vram.Alloc{Owner: j.id, Offset: off, Size: size})
+	sortAllocs(g.Allocs)
+	g.Util += j.spec.Util
+	s.rebuildShares(g)
+}
+
+// holdAgain puts back, after a GPU's layout was read from its status, the
+// reservations in flight there that the status does not show yet.
+func (s *Core) holdAgain(gs *gpuState) {
+	for _, n := range s.inflight {
+		for _, c := range n.calls {
+			if c.gpu == gs.g.ID && !slices.ContainsFunc(gs.g.Allocs, func(a vram.Alloc) bool { return a.Owner == c.ctl.JobID }) {
+				s.holdOn(gs, n.a.job, c.ctl.Job.VRAM)
+			}
+		}
+	}
+}
+
+// unholdInView takes back a placement's tentative reservations.
+func (s *Core) unholdInView(n *negotiation) {
+	j := n.a.job
+	for _, c := range n.calls {
+		if c.gpu != "" {
+			if gs, ok := s.view.gpus[c.gpu]; ok {
+				s.dropAlloc(gs.g, j.id)
+			}
+		}
+	}
+	s.releaseNode(j, n.place.Node)
+}
+
+// confirmInView makes a placement's reservations final in the view: the
+// offsets, layout versions and incarnations its GPUs answered.
+func (s *Core) confirmInView(n *negotiation) {
+	j := n.a.job
+	for i, c := range n.calls {
+		if c.gpu == "" {
+			continue
+		}
+		gs := s.view.gpus[c.gpu]
+		g := gs.g
+		rep := n.replies[i]
+		k := slices.IndexFunc(g.Allocs, func(a vram.Alloc) bool { return a.Owner == j.id })
+		if k < 0 {
+			// Dropped from the view meanwhile (the GPU was declared dead).
+			g.Allocs = append(g.Allocs, vram.Alloc{Owner: j.id, Offset: rep.Offset, Size: c.ctl.Job.VRAM})
+			g.Util += j.spec.Util
+		} else if g.Allocs[k].Offset != rep.Offset {
+			g.Allocs[k].Offset = rep.Offset
+		}
+		sortAllocs(g.Allocs)
+		gs.version = max(gs.version, rep.Version)
+		s.rebuildShares(g)
+		if j.incarnations == nil {
+			j.incarnations = map[string]int{}
+		}
+		j.incarnations[c.gpu] = rep.Incarnation
+	}
+}
+
+func sortAllocs(allocs []vram.Alloc) {
+	slices.SortFunc(allocs, func(a, b vram.Alloc) int { return int(a.Offset - b.Offset) })
+}
