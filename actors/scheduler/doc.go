@@ -1,11 +1,8 @@
-// Package scheduler owns the scheduler actor: the job queue, every job's
-// state and history, and a view of the cluster built from GPU and node
-// events plus its own accepted reservations. It answers the public request
-// subjects (job.submit, job.get, job.list, job.cancel, sched.strategy,
-// sched.explain, cluster.snapshot) and places jobs by negotiating over the
-// bus: reserve at the node actor and every GPU actor a placement touches,
-// then commit; any refusal or timeout aborts the rest and the next
-// candidate is tried. It never touches GPU state directly. The decisions
-// themselves (ranking, queue order, victims, holds, pending reasons) are
-// the pure functions of package policy.
+// Package scheduler owns the scheduler actor's shell: its subscriptions
+// (the public request subjects, GPU and node events, its own inbox), one
+// mailbox, the caller's tenant read from what the NATS server vouches for,
+// the timers, and carrying out what the core sends — controls, events and
+// answers over its connection, job records through the journal. The
+// scheduler's state and rules are package core's, a deterministic state
+// machine this shell steps one input at a time.
 package scheduler

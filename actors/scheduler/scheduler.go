@@ -5,7 +5,6 @@ import (
 	"errors"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -429,31 +428,6 @@ func (b bus) Respond(reply string, data []byte) error { return b.s.cfg.Conn.Publ
 // Emit implements core.Bus.
 func (b bus) Emit(subject, typ, id string, at time.Time, data any) error {
 	return b.s.emit.Emit(subject, typ, id, at, data)
-}
-
-// Call implements core.Bus: the requests go out in parallel, the first
-// from this goroutine and the others from one each (a goroutine less to
-// start and wake per placement), and the loop waits for every answer.
-func (b bus) Call(calls []core.Call) []core.Answer {
-	out := make([]core.Answer, len(calls))
-	timeout := b.s.core.CallTimeout()
-	one := func(i int) {
-		msg, err := b.s.cfg.Conn.Request(calls[i].Subject, calls[i].Data, timeout)
-		if err != nil {
-			out[i] = core.Answer{Err: err, Unanswered: errors.Is(err, nats.ErrTimeout) || errors.Is(err, nats.ErrNoResponders)}
-			return
-		}
-		out[i] = core.Answer{Data: msg.Data}
-	}
-	var wg sync.WaitGroup
-	for i := 1; i < len(calls); i++ {
-		wg.Go(func() { one(i) })
-	}
-	if len(calls) > 0 {
-		one(0)
-	}
-	wg.Wait()
-	return out
 }
 
 // journal writes the core's records through durable.Journal.

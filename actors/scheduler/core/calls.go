@@ -36,9 +36,11 @@ const MaxHeartbeatGPUs = 1024
 type call struct {
 	node, gpu string
 	sent      time.Time
-	// neg is the placement a reservation belongs to (nil for a describe),
-	// index which of its calls this is.
+	// neg is the placement a reservation belongs to, stop the stop a
+	// preempt or release belongs to (both nil for a describe); index
+	// which of their calls this is.
 	neg   *negotiation
+	stop  *stopping
 	index int
 }
 
@@ -79,7 +81,7 @@ func (s *Core) endCall(reply string) {
 		return
 	}
 	delete(s.calls, reply)
-	if c.neg != nil {
+	if c.neg != nil || c.stop != nil {
 		return
 	}
 	if s.describing[c.gpu] == reply {
@@ -108,8 +110,12 @@ func (s *Core) expireCalls(now time.Time) {
 			continue
 		}
 		s.endCall(reply)
-		if c.neg != nil {
-			s.answered(c, events.ControlReply{Reason: "no answer within " + s.cfg.CallTimeout.String()}, true)
+		late := events.ControlReply{Reason: "no answer within " + s.cfg.CallTimeout.String()}
+		switch {
+		case c.neg != nil:
+			s.answered(c, late, true)
+		case c.stop != nil:
+			s.stopAnswered(c, late)
 		}
 	}
 }
@@ -152,6 +158,18 @@ func (s *Core) onReply(m *Msg) {
 	s.endCall(m.Subject)
 	if c.neg != nil {
 		s.onReservationReply(c, m)
+		return
+	}
+	if c.stop != nil {
+		var rep events.ControlReply
+		if m.NoResponders {
+			rep.Reason = "no responders"
+		} else if err := gojson.Unmarshal(m.Data, &rep); err != nil {
+			rep = events.ControlReply{Reason: "bad answer: " + err.Error()}
+		} else if rep.Error != nil {
+			rep = events.ControlReply{Reason: rep.Error.Error()}
+		}
+		s.stopAnswered(c, rep)
 		return
 	}
 	if m.NoResponders {

@@ -74,33 +74,16 @@ const (
 )
 
 // Bus is everything the core sends: the shell carries it over NATS, a
-// harness records it. Only Call waits (for the replies to reservations
-// and stops); everything else is sent without waiting.
+// harness records it. Nothing waits: a request's answer comes back as a
+// Msg on its reply subject.
 type Bus interface {
 	// Publish sends a message; reply, when not empty, is the subject its
 	// answer comes back on (under Config.Inbox, as a Msg to Step).
 	Publish(subject, reply string, data []byte) error
-	// Call sends every request at once and returns each one's answer.
-	Call(calls []Call) []Answer
 	// Respond answers a request (a Msg's Reply).
 	Respond(reply string, data []byte) error
 	// Emit publishes an event (the shell's events.Emitter numbers it).
 	Emit(subject, typ, id string, at time.Time, data any) error
-}
-
-// Call is one control request the core waits for.
-type Call struct {
-	Subject string
-	Data    []byte
-}
-
-// Answer is the answer to a Call: the reply's body, or the error that
-// stood for it; Unanswered when nothing answered in time (a timeout, no
-// responders).
-type Answer struct {
-	Data       []byte
-	Err        error
-	Unanswered bool
 }
 
 // Store is the job journal as the core writes it.
@@ -238,6 +221,8 @@ type Core struct {
 	inflight []*negotiation
 	waiting  []*attempt
 	pass     *pass
+	// stops are the stops in flight, in the order they were sent.
+	stops []*stopping
 }
 
 // New applies the config's defaults and makes the core; bus carries what
@@ -416,7 +401,7 @@ func (s *Core) Step(in Input) {
 // Dirty reports whether something changed since the last pass and no
 // pass or placement is under way: the shell runs one (TimerPass).
 func (s *Core) Dirty() bool {
-	return s.dirty && s.pass == nil && len(s.inflight) == 0 && len(s.waiting) == 0
+	return s.dirty && s.pass == nil && len(s.inflight) == 0 && len(s.waiting) == 0 && len(s.stops) == 0
 }
 
 // Killed is the reason a kill control gave ("" while alive): the shell
@@ -427,7 +412,7 @@ func (s *Core) Killed() string { return s.killed }
 // the journal's).
 func (s *Core) Incarnation() int { return s.cfg.Incarnation }
 
-// CallTimeout is how long the shell waits for an answer to a Call.
+// CallTimeout is how long the core waits for an answer (TimerCalls).
 func (s *Core) CallTimeout() time.Duration { return s.cfg.CallTimeout }
 
 // MetricsPeriod is the period of metrics events (TimerMetrics).

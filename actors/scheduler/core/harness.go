@@ -23,11 +23,10 @@ type Harness struct {
 	Now, Wall time.Time
 	Subjects  events.Subjects
 
-	// Sent are the messages the core published (commits, aborts, releases,
-	// describes), Calls the requests it waited for, Replies its answers by
-	// reply subject, Events what it emitted, Records what it journaled.
+	// Sent are the messages the core published (reservations, commits,
+	// aborts, stops, describes), Replies its answers by reply subject,
+	// Events what it emitted, Records what it journaled.
 	Sent    []Sent
-	Calls   []Call
 	Replies map[string][]byte
 	Events  []Emitted
 	Records []*durable.Record
@@ -63,6 +62,9 @@ type Emitted struct {
 	At                time.Time
 	Data              any
 }
+
+// answer is an actor's answer to a control.
+type answer struct{ Data []byte }
 
 // FakeGPU is a GPU actor as the harness plays it: its layout and jobs.
 type FakeGPU struct {
@@ -191,7 +193,7 @@ func (h *Harness) Publish(subject, reply string, data []byte) error {
 	var c events.Control
 	json.Unmarshal(data, &c)
 	h.Sent = append(h.Sent, Sent{Subject: subject, Reply: reply, Control: c})
-	if c.Op == events.OpReserve && reply != "" {
+	if reply != "" && (c.Op == events.OpReserve || c.Op == events.OpPreempt || c.Op == events.OpRelease) {
 		if a, ok := h.answer(subject, c); ok {
 			h.answers = append(h.answers, Msg{Subject: reply, Data: a.Data})
 		}
@@ -227,26 +229,9 @@ func (h *Harness) Put(rec *durable.Record, reply string, answer []byte) error {
 	return nil
 }
 
-// Call implements Bus: each request is answered as the GPU or node actor
-// it names would (see FakeGPU), or as Refuse and Unanswered say.
-func (h *Harness) Call(calls []Call) []Answer {
-	out := make([]Answer, len(calls))
-	for i, c := range calls {
-		h.Calls = append(h.Calls, c)
-		var ctl events.Control
-		json.Unmarshal(c.Data, &ctl)
-		a, ok := h.answer(c.Subject, ctl)
-		if !ok {
-			a = Answer{Err: errTimeout, Unanswered: true}
-		}
-		out[i] = a
-	}
-	return out
-}
-
 // answer is how the GPU or node actor subject names answers ctl (false:
 // it does not answer).
-func (h *Harness) answer(subject string, ctl events.Control) (Answer, bool) {
+func (h *Harness) answer(subject string, ctl events.Control) (answer, bool) {
 	who := ""
 	var g *FakeGPU
 	if node, gpu, ok := events.ParseGPUCtl(subject); ok {
@@ -258,7 +243,7 @@ func (h *Harness) answer(subject string, ctl events.Control) (Answer, bool) {
 		who = node
 	}
 	if h.Unanswered[who] {
-		return Answer{}, false
+		return answer{}, false
 	}
 	var rep events.ControlReply
 	switch {
@@ -269,7 +254,7 @@ func (h *Harness) answer(subject string, ctl events.Control) (Answer, bool) {
 	default:
 		rep = g.control(ctl)
 	}
-	return Answer{Data: encode(rep)}, true
+	return answer{Data: encode(rep)}, true
 }
 
 // control answers a reserve, commit, preempt or release as a GPU actor would.
@@ -351,13 +336,6 @@ func (h *Harness) Sends(op string) []Sent {
 	}
 	return out
 }
-
-type harnessError string
-
-func (e harnessError) Error() string { return string(e) }
-
-// errTimeout stands for a request nobody answered in time.
-const errTimeout = harnessError("timeout: no answer")
 
 func encode(v any) []byte {
 	b, err := json.Marshal(v)

@@ -36,8 +36,10 @@ type job struct {
 	started      *time.Time
 	ended        *time.Time
 	decision     *events.Decision
-	// negotiating is the placement of this job in flight (negotiate.go).
+	// negotiating is the placement of this job in flight (negotiate.go),
+	// stopping its stop in flight (place.go).
 	negotiating *negotiation
+	stopping    *stopping
 	preemptor   string
 	victims     []string
 	// cpuEnds is when a running CPU-only job finishes (simulated time).
@@ -443,23 +445,30 @@ func (s *Core) onCancel(m *Msg, tenant string) {
 		s.replyError(m, "job_id", "job "+j.id+" is already "+j.state)
 		return
 	}
-	s.cancel(j, "cancelled by request")
-	s.respond(m, s.info(j, true))
+	if j.stopping != nil {
+		s.replyError(m, "job_id", "job "+j.id+" is being stopped (preempted or lost): try again in a moment")
+		return
+	}
+	s.cancel(j, "cancelled by request", func() { s.respond(m, s.info(j, true)) })
 }
 
 // cancel ends a job that is not over yet: out of the queue, or stopped
-// where it runs.
-func (s *Core) cancel(j *job, reason string) {
-	now := s.now
+// where it runs; then runs (once it has stopped).
+func (s *Core) cancel(j *job, reason string, then func()) {
+	cancelled := func() {
+		now := s.now
+		j.ended = &now
+		s.stats.cancelled++
+		s.transition(j, events.JobCancelled, reason)
+		s.dirty = true
+		then()
+	}
 	if j.state == events.JobQueued {
 		s.dequeue(j)
-	} else {
-		s.stop(j, events.OpRelease)
+		cancelled()
+		return
 	}
-	j.ended = &now
-	s.stats.cancelled++
-	s.transition(j, events.JobCancelled, reason)
-	s.dirty = true
+	s.stop(j, events.OpRelease, cancelled)
 }
 
 func (s *Core) onStrategy(m *Msg) {

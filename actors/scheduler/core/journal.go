@@ -101,14 +101,18 @@ func (s *Core) replyStored(m *Msg, j *job, reply any) {
 // unstored cancels a job whose record could not be stored and tells the client.
 func (s *Core) unstored(reply string, j *job, why string) {
 	s.log.Error("job not stored: cancelled", zap.String("job", j.id), zap.String("reason", why))
-	if !j.terminal() {
-		s.cancel(j, "not stored in the job journal: "+why)
+	answer := func() {
+		s.respondTo(reply, struct {
+			events.ErrorReply
+			JobID string `json:"job_id"`
+			State string `json:"state"`
+		}{events.ErrorReply{Error: &model.FieldError{Field: "store", Message: "not stored, so not accepted: " + why}}, j.id, j.state})
 	}
-	s.respondTo(reply, struct {
-		events.ErrorReply
-		JobID string `json:"job_id"`
-		State string `json:"state"`
-	}{events.ErrorReply{Error: &model.FieldError{Field: "store", Message: "not stored, so not accepted: " + why}}, j.id, j.state})
+	if j.terminal() || j.stopping != nil {
+		answer()
+		return
+	}
+	s.cancel(j, "not stored in the job journal: "+why, answer)
 }
 
 // restore puts the journal's records back (see the comment at the top).

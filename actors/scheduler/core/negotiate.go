@@ -108,7 +108,7 @@ func (s *Core) try(a *attempt) tryResult {
 	// priority preemption beside it would undo what it decided, and the
 	// two would take turns stopping the same jobs.
 	if !a.preempting && len(a.cands) == 0 && !s.cfg.DropUnschedulable && s.round == nil && s.hasLowerPriorityRunning(j) {
-		if len(s.inflight) > 0 {
+		if len(s.inflight) > 0 || len(s.stops) > 0 {
 			a.n--
 			return tryWait
 		}
@@ -137,6 +137,9 @@ func (s *Core) negotiate(a *attempt, p policy.Placement, victims []string) {
 		waiting: len(calls), unanswered: make([]bool, len(calls))}
 	j.negotiating = n
 	s.inflight = append(s.inflight, n)
+	// Out of the queue while it is being placed: back in its place if the
+	// placement fails (failed).
+	s.dequeue(j)
 	s.holdInView(n)
 	if a.held != nil {
 		a.held.add(j)
@@ -174,7 +177,7 @@ func (s *Core) answered(c *call, rep events.ControlReply, unanswered bool) {
 		s.inflight = slices.Delete(s.inflight, 0, 1)
 		s.resolve(first)
 	}
-	if len(s.inflight) == 0 {
+	if len(s.inflight) == 0 && len(s.stops) == 0 {
 		s.settled()
 	}
 }
@@ -233,17 +236,16 @@ func (s *Core) resolve(n *negotiation) {
 	// be lost, the reservation expires, the GPU reports "expired", and the
 	// job is re-queued as lost (applyStatus): nothing leaks, nothing is lost.
 	s.publishAll(s.controls(j, p, events.OpCommit))
-	s.dequeue(j)
 	s.placed(j, p, a.cands, a.refusals, n.victims)
 	if a.submit != nil {
 		s.replyStored(a.submit, j, events.SubmitReply{JobID: j.id, State: events.JobPlaced, Node: j.node, GPUs: j.gpus})
 	}
 }
 
-// settled runs, once no placement is in flight, the attempts that waited
+// settled runs, once no placement or stop is in flight, the attempts that waited
 // for it (to choose victims) and the rest of a pass that stopped for one.
 func (s *Core) settled() {
-	for len(s.waiting) > 0 && len(s.inflight) == 0 {
+	for len(s.waiting) > 0 && len(s.inflight) == 0 && len(s.stops) == 0 {
 		a := s.waiting[0]
 		s.waiting = slices.Delete(s.waiting, 0, 1)
 		if s.try(a) == tryWait {
@@ -251,7 +253,7 @@ func (s *Core) settled() {
 			return
 		}
 	}
-	if s.pass != nil && len(s.inflight) == 0 {
+	if s.pass != nil && len(s.inflight) == 0 && len(s.stops) == 0 {
 		s.continuePass()
 	}
 }

@@ -2,7 +2,6 @@ package core
 
 import (
 	"encoding/json"
-	"errors"
 	"slices"
 	"strconv"
 	"strings"
@@ -10,6 +9,7 @@ import (
 
 	"go.uber.org/zap"
 
+	gojson "github.com/goccy/go-json"
 	"github.com/gpusched/gpusched/events"
 	"github.com/gpusched/gpusched/model"
 	"github.com/gpusched/gpusched/policy"
@@ -20,39 +20,6 @@ type ctlCall struct {
 	subject string
 	ctl     events.Control
 	gpu     string // empty for the node actor
-}
-
-// callAll sends the requests at once and waits for every answer (the
-// bus's Call); a failed call (timeout, error) comes back as a refusal
-// naming the cause, and a GPU that left one unanswered is suspect.
-func (s *Core) callAll(calls []ctlCall) []events.ControlReply {
-	out := make([]events.ControlReply, len(calls))
-	if len(calls) == 0 {
-		return out
-	}
-	reqs := make([]Call, len(calls))
-	for i, c := range calls {
-		b, err := json.Marshal(c.ctl)
-		if err != nil {
-			s.log.Error("control not encoded", zap.String("subject", c.subject), zap.Error(err))
-		}
-		reqs[i] = Call{Subject: c.subject, Data: b}
-	}
-	for i, a := range s.bus.Call(reqs) {
-		err := a.Err
-		if err == nil {
-			if err = json.Unmarshal(a.Data, &out[i]); err == nil && out[i].Error != nil {
-				err = errors.New(out[i].Error.Error())
-			}
-		}
-		if err != nil {
-			out[i] = events.ControlReply{Reason: err.Error()}
-		}
-		if a.Unanswered && calls[i].gpu != "" {
-			s.suspect(calls[i].gpu)
-		}
-	}
-	return out
 }
 
 // suspect stops placing on a GPU that left a request unanswered, until its
@@ -237,72 +204,139 @@ func (s *Core) ended(j *job) {
 }
 
 // preemptFor stops the victims for preemptor: each keeps its progress up to
-// its last checkpoint and goes back to the queue in its original place.
+// its last checkpoint and goes back to the queue in its original place
+// (once its GPUs have answered the stop).
 func (s *Core) preemptFor(preemptor *job, victims []string) {
 	for _, id := range victims {
 		v, ok := s.jobs[id]
-		if !ok || v.state != stateRunning {
+		if !ok || v.state != stateRunning || v.stopping != nil {
 			continue
 		}
-		s.stop(v, events.OpPreempt)
-		v.preemptions++
-		s.stats.preemptions++
-		v.preemptor, v.victims = preemptor.id, victims
-		s.log.Info("preempted", zap.String("victim", v.spec.Name), zap.String("job", v.id),
-			zap.String("preemptor", preemptor.spec.Name), zap.Float64("kept_progress_s", v.progress))
-		s.transition(v, events.JobPreempted, "preempted by "+preemptor.spec.Name+" ("+preemptor.id+")")
-		v.preemptor, v.victims = "", nil
-		s.transition(v, events.JobQueued, "")
-		s.enqueue(v)
+		s.stop(v, events.OpPreempt, func() {
+			v.preemptions++
+			s.stats.preemptions++
+			v.preemptor, v.victims = preemptor.id, victims
+			s.log.Info("preempted", zap.String("victim", v.spec.Name), zap.String("job", v.id),
+				zap.String("preemptor", preemptor.spec.Name), zap.Float64("kept_progress_s", v.progress))
+			s.transition(v, events.JobPreempted, "preempted by "+preemptor.spec.Name+" ("+preemptor.id+")")
+			v.preemptor, v.victims = "", nil
+			s.transition(v, events.JobQueued, "")
+			s.enqueue(v)
+		})
 	}
 }
 
-// stop ends a running job's shares with op (preempt or release), keeping
-// its progress up to the last checkpoint on preemption.
-func (s *Core) stop(j *job, op string) {
+// stopping is a stop in flight: the GPUs' answers (each with the progress
+// the job had there) and what follows once they are in.
+type stopping struct {
+	job     *job
+	op      string
+	at      time.Time
+	calls   []ctlCall
+	replies []events.ControlReply
+	waiting int
+	then    func()
+}
+
+// stop ends a running job's shares with op (preempt or release) without
+// waiting: the view and the node give its room back at once (each actor
+// takes the stop before anything the scheduler sends it later), and once
+// every GPU has answered (or timed out) the job's progress is the least
+// any reported — kept up to its last checkpoint on preemption — and then
+// runs. Stops resolve in the order they were sent.
+func (s *Core) stop(j *job, op string, then func()) {
 	if len(j.gpus) == 0 && j.node == "" {
+		then()
 		return
 	}
-	now := s.now
-	var calls []ctlCall
+	st := &stopping{job: j, op: op, at: s.now, then: then}
 	for _, g := range j.gpus {
 		if gs, ok := s.view.gpus[g]; ok && max(j.incarnationOn(g), gs.status.Incarnation) <= gs.dead {
 			continue // the incarnation that ran it is dead: the job went with it
 		}
-		calls = append(calls, ctlCall{subject: s.cfg.Subjects.GPUCtl(j.node, g), ctl: events.Control{Op: op, JobID: j.id}, gpu: g})
+		st.calls = append(st.calls, ctlCall{subject: s.cfg.Subjects.GPUCtl(j.node, g), ctl: events.Control{Op: op, JobID: j.id}, gpu: g})
 	}
+	st.replies, st.waiting = make([]events.ControlReply, len(st.calls)), len(st.calls)
+	s.publishAll([]ctlCall{{subject: s.cfg.Subjects.NodeCtl(j.node), ctl: events.Control{Op: events.OpRelease, JobID: j.id}}})
+	node := j.node
+	for i, c := range st.calls {
+		b, err := gojson.Marshal(c.ctl)
+		if err != nil {
+			s.log.Error("control not encoded", zap.String("subject", c.subject), zap.Error(err))
+		}
+		s.nextCall++
+		reply := s.inbox + strconv.FormatUint(s.nextCall, 10)
+		s.calls[reply] = &call{node: node, gpu: c.gpu, sent: s.wall, stop: st, index: i}
+		if err := s.bus.Publish(c.subject, reply, b); err != nil {
+			s.log.Warn("stop not sent", zap.String("subject", c.subject), zap.Error(err))
+		}
+	}
+	s.releaseInView(j, j.node, j.gpus)
+	j.node, j.gpus, j.shardsLeft, j.cpuEnds = "", nil, 0, nil
+	s.ended(j)
+	if len(st.calls) == 0 {
+		s.finishStop(st)
+		return
+	}
+	j.stopping = st
+	s.stops = append(s.stops, st)
+}
+
+// stopAnswered records a GPU's answer to a stop and finishes the stops
+// whose answers are all in, in the order they were sent.
+func (s *Core) stopAnswered(c *call, rep events.ControlReply) {
+	st := c.stop
+	if st.waiting == 0 {
+		return
+	}
+	st.replies[c.index] = rep
+	st.waiting--
+	for len(s.stops) > 0 && s.stops[0].waiting == 0 {
+		first := s.stops[0]
+		s.stops = slices.Delete(s.stops, 0, 1)
+		first.job.stopping = nil
+		s.finishStop(first)
+	}
+	if len(s.stops) == 0 && len(s.inflight) == 0 {
+		s.settled()
+	}
+}
+
+// finishStop settles a stopped job's progress from its GPUs' answers and
+// runs what follows the stop.
+func (s *Core) finishStop(st *stopping) {
+	j := st.job
 	done := -1.0
-	for i, r := range s.callAll(calls) {
+	for i, r := range st.replies {
+		gpu := st.calls[i].gpu
 		if !r.OK {
 			// Unanswered (cut off, hung, restarting): the GPU may still run
 			// the job, so it is not placed again until the GPU shows it
 			// stopped or is declared dead (its fence stops it first).
-			if gs, ok := s.view.gpus[calls[i].gpu]; ok {
-				s.await(j, calls[i].gpu, gs.status.Incarnation)
-				s.log.Warn("stop unconfirmed: the job waits for the GPU", zap.String("job", j.id), zap.String("gpu", calls[i].gpu),
+			if gs, ok := s.view.gpus[gpu]; ok {
+				s.await(j, gpu, gs.status.Incarnation)
+				s.log.Warn("stop unconfirmed: the job waits for the GPU", zap.String("job", j.id), zap.String("gpu", gpu),
 					zap.String("reason", r.Reason))
 			}
 		}
-		for _, st := range r.Stopped {
-			if st.JobID == j.id && (done < 0 || st.ProgressS < done) {
-				done = st.ProgressS
+		for _, stopped := range r.Stopped {
+			if stopped.JobID == j.id && (done < 0 || stopped.ProgressS < done) {
+				done = stopped.ProgressS
 			}
 		}
 	}
 	if done < 0 {
-		done = j.estimate(now)
+		done = j.estimate(st.at)
 	}
-	j.endStint(now, done)
-	if op == events.OpPreempt {
+	j.endStint(st.at, done)
+	if st.op == events.OpPreempt {
 		j.progress = model.KeptProgress(done, j.spec.Checkpoint)
 		j.lostS += done - j.progress
 	} else {
 		j.progress = done
 	}
-	s.publishAll([]ctlCall{{subject: s.cfg.Subjects.NodeCtl(j.node), ctl: events.Control{Op: events.OpRelease, JobID: j.id}}})
-	s.releaseInView(j, j.node, j.gpus)
-	j.node, j.gpus, j.shardsLeft, j.cpuEnds, j.incarnations = "", nil, 0, nil, nil
-	s.ended(j)
+	j.incarnations = nil
+	st.then()
 }
 
 // pass is a scheduling pass under way: the queue as it was when the pass
@@ -322,7 +356,7 @@ type pass struct {
 // placements it starts (negotiate.go); it stops at a job that needs
 // victims while placements are in flight, and goes on once they resolve.
 func (s *Core) schedule() {
-	if s.pass != nil || len(s.inflight) > 0 || len(s.waiting) > 0 {
+	if s.pass != nil || len(s.inflight) > 0 || len(s.waiting) > 0 || len(s.stops) > 0 {
 		return // the pass under way, or the next once this one settles
 	}
 	s.dirty = false
@@ -392,6 +426,9 @@ func (s *Core) failed(a *attempt) {
 	}
 	if !a.inPass {
 		return
+	}
+	if !slices.Contains(s.queue, j) {
+		s.enqueue(j) // taken out while it was being placed
 	}
 	now := s.now
 	req := s.request(j)
@@ -521,17 +558,21 @@ func (s *Core) lostCommit(jobID, gpuID string) {
 // priority and submission time). lostAt, when not negative, is the progress
 // the lost GPU last had: the job keeps no more than that.
 func (s *Core) requeueLost(j *job, lostAt float64, reason string) {
-	s.stop(j, events.OpRelease)
-	progress := j.progress
-	if lostAt >= 0 {
-		progress = min(progress, lostAt)
+	if j.stopping != nil {
+		return // being stopped already: it is accounted for when the stop ends
 	}
-	kept := model.KeptProgress(progress, j.spec.Checkpoint)
-	j.lostS += progress - kept
-	j.progress = kept
-	s.transition(j, events.JobLost, reason)
-	s.transition(j, events.JobQueued, "")
-	s.enqueue(j)
+	s.stop(j, events.OpRelease, func() {
+		progress := j.progress
+		if lostAt >= 0 {
+			progress = min(progress, lostAt)
+		}
+		kept := model.KeptProgress(progress, j.spec.Checkpoint)
+		j.lostS += progress - kept
+		j.progress = kept
+		s.transition(j, events.JobLost, reason)
+		s.transition(j, events.JobQueued, "")
+		s.enqueue(j)
+	})
 }
 
 // gpuDown handles a GPU actor that crashed: every job it ran is lost and

@@ -46,17 +46,18 @@ func (s *Core) runRound() {
 	s.refreshWorkload()
 	for _, id := range s.round.Stop(c, jobs, s.policy) {
 		v, ok := s.jobs[id]
-		if !ok || v.state != stateRunning || !v.spec.Preemptible {
+		if !ok || v.state != stateRunning || !v.spec.Preemptible || v.stopping != nil {
 			continue // a round names only running, preemptible jobs
 		}
-		s.stop(v, events.OpPreempt)
-		v.preemptions++
-		s.stats.preemptions++
-		s.log.Info("stopped by the round", zap.String("job", v.id), zap.String("name", v.spec.Name),
-			zap.String("round", s.round.Name()), zap.Float64("kept_progress_s", v.progress))
-		s.transition(v, events.JobPreempted, "round "+s.round.Name()+": jobs ahead of it in queue order ("+s.queueSort.Name()+") take its GPUs")
-		s.transition(v, events.JobQueued, "")
-		s.enqueue(v)
+		s.stop(v, events.OpPreempt, func() {
+			v.preemptions++
+			s.stats.preemptions++
+			s.log.Info("stopped by the round", zap.String("job", v.id), zap.String("name", v.spec.Name),
+				zap.String("round", s.round.Name()), zap.Float64("kept_progress_s", v.progress))
+			s.transition(v, events.JobPreempted, "round "+s.round.Name()+": jobs ahead of it in queue order ("+s.queueSort.Name()+") take its GPUs")
+			s.transition(v, events.JobQueued, "")
+			s.enqueue(v)
+		})
 	}
 	s.dirty = true
 }
