@@ -79,5 +79,6 @@ func SilentNode(c *cluster.Cluster, nc *nats.Conn, gpus int, period, d time.Dura
 		time.Sleep(10 * time.Millisecond)
 	}
 	res.HealthyDowns, res.Asked = downs.Load(), asked.Load()
+	res.Latencies = res.Latencies.sorted() // P reads a sorted list
 	return res, nil
 }
