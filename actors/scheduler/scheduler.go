@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	crand "crypto/rand"
 	"errors"
 	"strconv"
 	"strings"
@@ -170,6 +171,9 @@ func New(cfg Config) (*Scheduler, error) {
 		CallTimeout: cfg.CallTimeout, ReservationTTL: cfg.ReservationTTL, MetricsPeriod: cfg.MetricsPeriod, Seed: cfg.Seed,
 		NodeRank: cfg.NodeRank, Workload: cfg.Workload, DropUnschedulable: cfg.DropUnschedulable, Lease: cfg.Lease,
 		Incarnation: cfg.Incarnation, Since: cfg.Since, Inherited: cfg.Inherited, Restored: cfg.Restored}
+	if !virtual {
+		crand.Read(cc.IDSeed[:]) // never fails (crypto/rand)
+	}
 	if cfg.Journal != nil {
 		cc.Store = journal{s}
 	}

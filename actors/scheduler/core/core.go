@@ -57,6 +57,12 @@ type Config struct {
 	Incarnation       int
 	Since             time.Time
 	Inherited         []events.RunningJob
+	// IDSeed seeds the job ids on a scaled clock: the shell draws it from
+	// the system's randomness, so that no two runs name a job the same.
+	// A virtual run (and a zero IDSeed) seeds them from Seed and the
+	// incarnation instead, so that a repeated run names its jobs the same.
+	// The core draws nothing else at random.
+	IDSeed [32]byte
 	// Store, when set, is the job journal; Restored what it held at the start.
 	Store    Store
 	Restored *durable.State
@@ -184,7 +190,7 @@ type Core struct {
 	common    int64
 	commonFor int
 	// virtual is true on a virtual clock: decisions wait for the instant to
-	// settle, and job ids come from ids (seeded) so that runs repeat.
+	// settle. ids is the seeded source of job ids (Config.IDSeed).
 	virtual bool
 	ids     *rand.ChaCha8
 	// killed is set by a kill control: the shell stops the core.
@@ -333,13 +339,15 @@ func New(cfg Config, bus Bus) (*Core, error) {
 	for _, r := range cfg.Inherited {
 		s.inherited[r.JobID] = r.Placement
 	}
-	if virtual {
-		var seed [32]byte
+	seed := cfg.IDSeed
+	if virtual || seed == [32]byte{} {
+		// A seeded run names its jobs the same every time; a restarted
+		// scheduler draws other ids than its predecessor.
+		seed = [32]byte{}
 		binary.LittleEndian.PutUint64(seed[:], uint64(cfg.Seed))
-		// A restarted scheduler draws other ids than its predecessor.
 		binary.LittleEndian.PutUint64(seed[8:], uint64(cfg.Incarnation-1))
-		s.ids = rand.NewChaCha8(seed)
 	}
+	s.ids = rand.NewChaCha8(seed)
 	s.view.cluster.Workload = cfg.Workload
 	if cfg.Restored != nil {
 		s.restore(cfg.Restored)
@@ -464,15 +472,14 @@ func (s *Core) NextWake() time.Time {
 	return next
 }
 
-// newJobID is a random UUID, drawn from the seeded source on a virtual
-// clock so that a repeated run names its jobs the same.
+// newJobID is a random UUID drawn from the core's seeded source (see
+// Config.IDSeed).
 func (s *Core) newJobID() string {
-	if s.ids != nil {
-		if id, err := uuid.NewRandomFromReader(s.ids); err == nil {
-			return id.String()
-		}
+	id, err := uuid.NewRandomFromReader(s.ids)
+	if err != nil {
+		panic(err) // ChaCha8 never fails to read
 	}
-	return uuid.NewString()
+	return id.String()
 }
 
 func (s *Core) dispatch(m *Msg) {

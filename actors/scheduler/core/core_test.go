@@ -467,3 +467,53 @@ func TestACancelIsAnsweredOnceTheGPUHasStoppedTheJob(t *testing.T) {
 		t.Fatalf("cancel answered %s with %.0f s, want cancelled with the 900 s its GPU reported", info.State, info.ProgressS)
 	}
 }
+
+// TestTheSameInputsGiveTheSameOutputs: the core is a deterministic state
+// machine — stepped twice through the same inputs (preemption, a gang, a
+// refusal, a timeout, a cancel), it sends and emits the same, in the same
+// order, with the same job ids.
+func TestTheSameInputsGiveTheSameOutputs(t *testing.T) {
+	run := func() (sent []string, emitted []string) {
+		h := newHarness(t, Config{Seed: 7, Policy: "fgd"})
+		for _, id := range []string{"n1-gpu-0", "n1-gpu-1", "n2-gpu-0", "n2-gpu-1"} {
+			h.AddGPU(id[:2], id, "A100-40GB")
+		}
+		h.Submit(spec("low", "40GB", "priority", "low", "gpu", "n1-gpu-0"))
+		h.Submit(spec("gang", "10GB", "gpus", 2))
+		h.Refuse["n2-gpu-1"] = "insufficient VRAM"
+		h.Submit(spec("a", "30GB"))
+		delete(h.Refuse, "n2-gpu-1")
+		h.Unanswered["n1-gpu-1"] = true
+		h.Submit(spec("b", "20GB"))
+		h.Advance(2 * time.Second)
+		h.Step(Input{Timer: TimerCalls})
+		delete(h.Unanswered, "n1-gpu-1")
+		high := h.Submit(spec("high", "40GB", "priority", "high", "gpu", "n1-gpu-0"))
+		h.Pass()
+		h.Request("job.cancel", "", map[string]string{"job_id": high.JobID})
+		h.Pass()
+		for _, s := range h.Sent {
+			sent = append(sent, s.Subject+" "+s.Control.Op+" "+s.Control.JobID)
+		}
+		for _, e := range h.Events {
+			emitted = append(emitted, e.Type+" "+e.ID+" "+string(encode(e.Data)))
+		}
+		return sent, emitted
+	}
+	sent1, emitted1 := run()
+	sent2, emitted2 := run()
+	if len(sent1) < 20 || len(emitted1) < 20 {
+		t.Fatalf("a thin scenario: %d sent, %d emitted", len(sent1), len(emitted1))
+	}
+	if !slices.Equal(sent1, sent2) {
+		t.Fatalf("sent differs:\n%v\n%v", sent1, sent2)
+	}
+	if !slices.Equal(emitted1, emitted2) {
+		for i := range min(len(emitted1), len(emitted2)) {
+			if emitted1[i] != emitted2[i] {
+				t.Fatalf("event %d differs:\n%s\n%s", i, emitted1[i], emitted2[i])
+			}
+		}
+		t.Fatalf("%d events, then %d", len(emitted1), len(emitted2))
+	}
+}
