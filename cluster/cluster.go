@@ -21,6 +21,7 @@ import (
 	"github.com/gpusched/gpusched/actors/jobgen"
 	"github.com/gpusched/gpusched/actors/node"
 	"github.com/gpusched/gpusched/actors/scheduler"
+	"github.com/gpusched/gpusched/actors/scheduler/core"
 	"github.com/gpusched/gpusched/auth"
 	"github.com/gpusched/gpusched/bus"
 	"github.com/gpusched/gpusched/chaos"
@@ -289,10 +290,10 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	if c.virtual != nil {
 		gpuLease = 0 // a virtual run has no leases (scheduler.Config.Lease)
 	}
-	schedCfg := scheduler.Config{Subjects: subjects, Conn: schedConn, Clock: c.Clock, Logger: log,
+	schedCfg := scheduler.Config{Conn: schedConn, Clock: c.Clock, Journal: c.journal, Config: core.Config{Subjects: subjects, Logger: log,
 		Policy: cfg.Policy, Queue: cfg.Queue, Admit: admitOf(cfg.TenantLimits), Preempt: cfg.Preempt, Round: cfg.Round, RoundEvery: cfg.RoundEvery, VRAMModel: cfg.VRAMModel, StarvationAge: cfg.StarvationAge, Seed: int64(cfg.Seed),
 		NodeRank: cfg.NodeRank, Workload: cfg.Workload, DropUnschedulable: cfg.DropUnschedulable, MetricsPeriod: cfg.MetricsPeriod,
-		Lease: lease, Journal: c.journal, Restored: restored}
+		Lease: lease, Restored: restored}}
 	if cfg.Auth != nil {
 		schedCfg.Tenants = cfg.Auth.Tenants()
 	}

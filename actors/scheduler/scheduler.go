@@ -16,85 +16,24 @@ import (
 	"github.com/gpusched/gpusched/durable"
 	"github.com/gpusched/gpusched/events"
 	"github.com/gpusched/gpusched/model"
-	"github.com/gpusched/gpusched/policy"
 	"github.com/gpusched/gpusched/simclock"
-	"github.com/gpusched/gpusched/vram"
 )
 
-// Config configures the scheduler actor.
+// Config configures the scheduler actor: the core's configuration
+// (policies, timeouts, seed, what a restart inherits) and what the shell
+// needs to carry it over NATS.
 type Config struct {
-	Subjects events.Subjects
-	Conn     *nats.Conn
-	Clock    simclock.Clock
-	Logger   *zap.Logger
-	Policy   string
-	// Preempt chooses victims (policy.Preempt; policy.DefaultPreempt when
-	// empty).
-	Preempt string
-	// Admit is admission (policy.Admit: per-tenant limits); nil admits
-	// every job.
-	Admit policy.Admit
-	// Round names the round (policy.Round: time-slicing re-allocation;
-	// policy.DefaultRound when empty) run every RoundEvery of simulated
-	// time; no round when RoundEvery is zero.
-	Round      string
-	RoundEvery time.Duration
-	// Queue is the queue order (policy.QueueSort; policy.DefaultQueue when empty).
-	Queue     string
-	VRAMModel vram.Model
-	// StarvationAge is the simulated wait after which a head-of-line job
-	// holds GPUs (policy.DefaultStarvationAge when zero; negative disables).
-	StarvationAge time.Duration
-	// CallTimeout bounds each reserve/commit round trip (wall time).
-	CallTimeout time.Duration
-	// ReservationTTL is how long an uncommitted reservation lives (wall time).
-	ReservationTTL time.Duration
-	// MetricsPeriod is the period of metrics events: wall time on a scaled
-	// clock, simulated time on a virtual one (where the events are the
-	// run's time series).
-	MetricsPeriod time.Duration
-	// Seed seeds the draws of the policies that draw (random) and each
-	// node's tie-break rank when NodeRank does not give it.
-	Seed int64
-	// NodeRank gives nodes their tie-break rank under the node-scoring
-	// policies (lowest wins); a node it does not name gets a rank drawn
-	// from Seed and its id (a replay passes the paper's permutation).
-	NodeRank map[string]int
-	// Workload fixes the class distribution fragmentation is measured
-	// against; nil means the classes of the jobs submitted so far.
-	Workload *policy.Workload
-	// DropUnschedulable rejects a job that fits nowhere at submission
-	// instead of queueing it, and never preempts for it: the FGD paper's
-	// replay protocol.
-	DropUnschedulable bool
-	// Lease is how long a GPU may go without a heartbeat renewing it
-	// before the scheduler declares it dead and re-places its jobs (wall
-	// time; DefaultLease when zero, negative: never). A virtual clock has
-	// no leases: a run must not depend on how loaded the machine is.
-	Lease time.Duration
-	// Incarnation numbers this scheduler among its restarts (1 when zero):
-	// it names its event source and, on a virtual clock, seeds its job ids.
-	Incarnation int
-	// Since, for a restarted scheduler, is when its predecessor died (wall
-	// time); it starts a warm-up of one lease in which a job that fits no
-	// GPU known yet is queued, not rejected: the GPUs are still reporting in.
-	Since time.Time
-	// Inherited are the jobs the predecessor was running when it died (its
-	// supervisor's post-mortem; with a durable store, its journal). This
-	// scheduler accounts for each: re-learned where a GPU still runs it,
-	// completed where a GPU finished it, re-queued where a GPU lost it.
-	Inherited []events.RunningJob
+	core.Config
+	Conn  *nats.Conn
+	Clock simclock.Clock
 	// Tenants maps each tenant account of an authenticated bus to its
 	// tenant (auth.File.Tenants): a request from such an account sees and
 	// acts on that tenant's jobs only. Nil: no roles file; a request that
 	// crossed another account's import is then refused (auth.CallerTenant).
 	Tenants map[string]string
-	// Journal, when set, keeps every accepted job's record in JetStream
-	// (see journal.go); a submission is answered once its record is stored.
+	// Journal, when set, keeps every accepted job's record in JetStream;
+	// a submission is answered once its record is stored.
 	Journal *durable.Journal
-	// Restored is what the journal held when this scheduler started: its
-	// jobs are put back, and it takes the incarnation after the stored one.
-	Restored *durable.State
 }
 
 // Defaults for Config's zero values (the core applies them).
@@ -165,12 +104,8 @@ func New(cfg Config) (*Scheduler, error) {
 	if sc, ok := cfg.Clock.(*simclock.Scaled); ok {
 		speed = sc.Speed
 	}
-	cc := core.Config{Subjects: cfg.Subjects, Logger: cfg.Logger, Virtual: virtual, Speed: speed, Now: cfg.Clock.Now(), Wall: time.Now(),
-		Inbox: s.inbox, Policy: cfg.Policy, Preempt: cfg.Preempt, Admit: cfg.Admit, Round: cfg.Round,
-		RoundEvery: cfg.RoundEvery, Queue: cfg.Queue, VRAMModel: cfg.VRAMModel, StarvationAge: cfg.StarvationAge,
-		CallTimeout: cfg.CallTimeout, ReservationTTL: cfg.ReservationTTL, MetricsPeriod: cfg.MetricsPeriod, Seed: cfg.Seed,
-		NodeRank: cfg.NodeRank, Workload: cfg.Workload, DropUnschedulable: cfg.DropUnschedulable, Lease: cfg.Lease,
-		Incarnation: cfg.Incarnation, Since: cfg.Since, Inherited: cfg.Inherited, Restored: cfg.Restored}
+	cc := cfg.Config
+	cc.Virtual, cc.Speed, cc.Now, cc.Wall, cc.Inbox, cc.Store = virtual, speed, cfg.Clock.Now(), time.Now(), s.inbox, nil
 	if !virtual {
 		crand.Read(cc.IDSeed[:]) // never fails (crypto/rand)
 	}

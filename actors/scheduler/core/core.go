@@ -21,51 +21,94 @@ import (
 	"github.com/gpusched/gpusched/vram"
 )
 
-// Config configures the core. Durations are as the shell's Config says
-// (scheduler.Config); the core applies their defaults.
+// Config configures the core (and, embedded in scheduler.Config, the
+// scheduler actor). The shell sets Virtual, Speed, Now, Wall, Inbox,
+// IDSeed and Store; a Harness sets what a test does not.
 type Config struct {
 	Subjects events.Subjects
 	Logger   *zap.Logger
+	Policy   string
+	// Preempt chooses victims (policy.Preempt; policy.DefaultPreempt when
+	// empty).
+	Preempt string
+	// Admit is admission (policy.Admit: per-tenant limits); nil admits
+	// every job.
+	Admit policy.Admit
+	// Round names the round (policy.Round: time-slicing re-allocation;
+	// policy.DefaultRound when empty) run every RoundEvery of simulated
+	// time; no round when RoundEvery is zero.
+	Round      string
+	RoundEvery time.Duration
+	// Queue is the queue order (policy.QueueSort; policy.DefaultQueue when empty).
+	Queue     string
+	VRAMModel vram.Model
+	// StarvationAge is the simulated wait after which a head-of-line job
+	// holds GPUs (policy.DefaultStarvationAge when zero; negative disables).
+	StarvationAge time.Duration
+	// CallTimeout bounds each reserve/commit round trip (wall time).
+	CallTimeout time.Duration
+	// ReservationTTL is how long an uncommitted reservation lives (wall time).
+	ReservationTTL time.Duration
+	// MetricsPeriod is the period of metrics events: wall time on a scaled
+	// clock, simulated time on a virtual one (where the events are the
+	// run's time series).
+	MetricsPeriod time.Duration
+	// Seed seeds the draws of the policies that draw (random) and each
+	// node's tie-break rank when NodeRank does not give it.
+	Seed int64
+	// NodeRank gives nodes their tie-break rank under the node-scoring
+	// policies (lowest wins); a node it does not name gets a rank drawn
+	// from Seed and its id (a replay passes the paper's permutation).
+	NodeRank map[string]int
+	// Workload fixes the class distribution fragmentation is measured
+	// against; nil means the classes of the jobs submitted so far.
+	Workload *policy.Workload
+	// DropUnschedulable rejects a job that fits nowhere at submission
+	// instead of queueing it, and never preempts for it: the FGD paper's
+	// replay protocol.
+	DropUnschedulable bool
+	// Lease is how long a GPU may go without a heartbeat renewing it
+	// before the scheduler declares it dead and re-places its jobs (wall
+	// time; DefaultLease when zero, negative: never). A virtual clock has
+	// no leases: a run must not depend on how loaded the machine is.
+	Lease time.Duration
+	// Incarnation numbers this scheduler among its restarts (1 when zero):
+	// it names its event source and, on a virtual clock, seeds its job ids.
+	Incarnation int
+	// Since, for a restarted scheduler, is when its predecessor died (wall
+	// time); it starts a warm-up of one lease in which a job that fits no
+	// GPU known yet is queued, not rejected: the GPUs are still reporting in.
+	Since time.Time
+	// Inherited are the jobs the predecessor was running when it died (its
+	// supervisor's post-mortem; with a durable store, its journal). This
+	// scheduler accounts for each: re-learned where a GPU still runs it,
+	// completed where a GPU finished it, re-queued where a GPU lost it.
+	Inherited []events.RunningJob
+	// Restored is what the journal held when this scheduler started: its
+	// jobs are put back, and it takes the incarnation after the stored one.
+	Restored *durable.State
+
 	// Virtual is true on a virtual clock: decisions wait for the instant
 	// to settle (the shell's PhaseDecide timer), job ids are drawn from the
-	// seeded source, and there are no leases.
+	// run's seed, and there are no leases.
 	Virtual bool
 	// Speed is a scaled clock's speed, for snapshots (0 on any other clock).
 	Speed float64
 	// Now and Wall are the simulated and wall times the core starts at.
 	Now, Wall time.Time
 	// Inbox is the prefix (with its trailing dot) of the reply subjects of
-	// the core's own requests: a message under it is a reply.
-	Inbox         string
-	Policy        string
-	Preempt       string
-	Admit         policy.Admit
-	Round         string
-	RoundEvery    time.Duration
-	Queue         string
-	VRAMModel     vram.Model
-	StarvationAge time.Duration
-	CallTimeout   time.Duration
-	// ReservationTTL is how long an uncommitted reservation lives.
-	ReservationTTL    time.Duration
-	MetricsPeriod     time.Duration
-	Seed              int64
-	NodeRank          map[string]int
-	Workload          *policy.Workload
-	DropUnschedulable bool
-	Lease             time.Duration
-	Incarnation       int
-	Since             time.Time
-	Inherited         []events.RunningJob
+	// the core's own requests: a message under it is an answer.
+	Inbox string
 	// IDSeed seeds the job ids on a scaled clock: the shell draws it from
 	// the system's randomness, so that no two runs name a job the same.
 	// A virtual run (and a zero IDSeed) seeds them from Seed and the
 	// incarnation instead, so that a repeated run names its jobs the same.
 	// The core draws nothing else at random.
 	IDSeed [32]byte
-	// Store, when set, is the job journal; Restored what it held at the start.
-	Store    Store
-	Restored *durable.State
+	// Store, when set, is the job journal (Restored: what it held when
+	// this scheduler started: its jobs are put back, and it takes the
+	// incarnation after the stored one).
+	Store Store
 }
 
 // Defaults for Config's zero values.
