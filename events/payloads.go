@@ -104,6 +104,9 @@ type StrategyRequest struct {
 	// Queue switches the queue order (policy.QueueSort): "priority",
 	// "fifo", "las", "srtf", "sjf".
 	Queue string `json:"queue,omitempty"`
+	// Filters sets the filters in force (policy.Filter), comma-separated:
+	// "capacity"; "none" clears them.
+	Filters string `json:"filters,omitempty"`
 }
 
 // StrategyReply gives the policy in force and the ones available.
@@ -116,6 +119,11 @@ type StrategyReply struct {
 	Queue         string   `json:"queue"`
 	PreviousQueue string   `json:"previous_queue,omitempty"`
 	Queues        []string `json:"queues"`
+	// Filters are the filters in force ("none"), PreviousFilters the ones
+	// a switch replaced, FilterNames every filter there is.
+	Filters         string   `json:"filters"`
+	PreviousFilters string   `json:"previous_filters,omitempty"`
+	FilterNames     []string `json:"filter_names"`
 }
 
 // Candidate is one scored option of a placement decision.
@@ -146,6 +154,10 @@ type PolicyChanged struct {
 	// when this change switched it.
 	Queue         string `json:"queue,omitempty"`
 	PreviousQueue string `json:"previous_queue,omitempty"`
+	// Filters are the filters in force ("none" or omitted: none);
+	// PreviousFilters the ones before, when this change switched them.
+	Filters         string `json:"filters,omitempty"`
+	PreviousFilters string `json:"previous_filters,omitempty"`
 }
 
 // Pending is the payload of sched.pending events: why a job waits.

@@ -101,6 +101,9 @@ type Cluster struct {
 	// decision does not scan the cluster; whoever changes the cluster
 	// then Touches what changed (see Index).
 	Index *Index
+	// Filters are the filters in force (Filter): each must allow a GPU for
+	// it to fit.
+	Filters []Filter
 }
 
 // LargestFree is the largest allocation the GPU can take now.
@@ -192,6 +195,15 @@ func (c *Cluster) Fits(g *GPU, r *Request) bool {
 
 // GPUFits is Fits without the node's CPU and memory.
 func (c *Cluster) GPUFits(g *GPU, r *Request) bool {
+	if !c.roomFor(g, r) {
+		return false
+	}
+	ok, _ := c.allowed(g, r)
+	return ok
+}
+
+// roomFor is GPUFits without the filters in force.
+func (c *Cluster) roomFor(g *GPU, r *Request) bool {
 	if !r.Eligible(g) || r.Held[g.Index] || g.MilliFree() < r.MilliOn(g) {
 		return false
 	}

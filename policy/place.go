@@ -32,7 +32,7 @@ func Place(c *Cluster, r *Request, p Policy) []Placement {
 
 func placeSingle(c *Cluster, r *Request, p GPURanker) []Placement {
 	var best []*GPU
-	if kr, ok := p.(KeyedRanker); ok && c.Index != nil {
+	if kr, ok := p.(KeyedRanker); ok && c.Index != nil && len(c.Filters) == 0 {
 		best = c.Index.topGPUs(c, r, kr, MaxCandidates)
 		if VerifyIndex {
 			verifyGPUs(best, scanSingle(c, r, p), p, r)
@@ -162,6 +162,9 @@ func placeCPUOnly(c *Cluster, r *Request) []Placement {
 // Reasons that start with "fragmented" mean enough VRAM is free on some GPU
 // but in holes too small for the job.
 func Why(c *Cluster, r *Request) string {
+	if why := c.filteredOut(r); why != "" {
+		return why
+	}
 	need := model.Bytes(r.VRAM)
 	if r.VRAM == 0 && r.Milli > 0 {
 		need = model.Bytes(0)
@@ -388,4 +391,30 @@ func Hold(c *Cluster, r *Request, held map[int]bool) []int {
 		}
 	}
 	return bestGPUs
+}
+
+// filteredOut says, when some GPU has room for r but a filter in force
+// refuses it, which filter and how many GPUs ("" when no filter is what
+// stands in the way).
+func (c *Cluster) filteredOut(r *Request) string {
+	if len(c.Filters) == 0 || r.GPUs == 0 {
+		return ""
+	}
+	refused := map[string]int{}
+	first := ""
+	for _, g := range c.GPUs {
+		if !c.roomFor(g, r) || !r.NodeFits(c.Nodes[g.NodeIndex]) {
+			continue
+		}
+		if ok, name := c.allowed(g, r); !ok {
+			if first == "" {
+				first = name
+			}
+			refused[name]++
+		}
+	}
+	if first == "" {
+		return ""
+	}
+	return fmt.Sprintf("the %s filter refuses the %d GPUs with room for it", first, refused[first])
 }

@@ -27,8 +27,10 @@ type Config struct {
 	Policy string
 	// Queue is the scheduler's queue order (policy.DefaultQueue when empty).
 	Queue string
-	// Preempt is the scheduler's preemption rule (cluster.Config).
+	// Preempt is the scheduler's preemption rule and Filters its filters
+	// (cluster.Config).
 	Preempt string
+	Filters string
 	// Round and RoundEvery: the scheduler's round (cluster.Config).
 	Round      string
 	RoundEvery time.Duration
@@ -133,7 +135,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return n >= 0 && col.done(int(n))
 	})
 	wallStart := time.Now()
-	c, err := cluster.Start(ctx, cluster.Config{Listen: "127.0.0.1:0", Shape: cfg.Shape, Policy: cfg.Policy, Queue: cfg.Queue, Preempt: cfg.Preempt, Round: cfg.Round, RoundEvery: cfg.RoundEvery,
+	c, err := cluster.Start(ctx, cluster.Config{Listen: "127.0.0.1:0", Shape: cfg.Shape, Policy: cfg.Policy, Queue: cfg.Queue, Preempt: cfg.Preempt, Filters: cfg.Filters, Round: cfg.Round, RoundEvery: cfg.RoundEvery,
 		Seed: cfg.Seed, Rate: cfg.Rate, Demo: cfg.Arrivals == nil, Clock: clock, Epoch: Epoch,
 		Interference: cfg.Interference, StarvationAge: cfg.StarvationAge, Workload: cfg.Workload, Logger: log, MetricsPeriod: cfg.Sample,
 		Source: source, Until: horizon, HoldGenerator: true,

@@ -88,6 +88,7 @@ flags:
 	queue := fs.String("queue", policy.DefaultQueue, "queue order of every run: "+strings.Join(policy.QueueNames(), ", "))
 	roundEvery := fs.Duration("round", 0, "re-allocate every this much simulated time in every run (0: never)")
 	preempt := fs.String("preempt", policy.DefaultPreempt, "preemption rule of every run: fewest-victims or none")
+	filters := fs.String("filter", "", "filters of every run, comma-separated: "+strings.Join(policy.FilterNames(), ", "))
 	hours := fs.Float64("hours", defHours, "simulated hours of arrivals (a trace: all of it unless given)")
 	seed := fs.Uint64("seed", 1, "seed of the generated workload and of the policies' draws")
 	seeds := fs.String("seeds", "", "several seeds, e.g. 1-5 or 1,3: each cell of the table is the mean over them")
@@ -136,7 +137,7 @@ flags:
 			return fmt.Errorf("--policies: %v", err)
 		}
 	}
-	if err := checkSchedulerFlags(*queue, *preempt, policy.DefaultRound, *roundEvery); err != nil {
+	if err := checkSchedulerFlags(*queue, *preempt, *filters, policy.DefaultRound, *roundEvery); err != nil {
 		return err
 	}
 	if *hours < 0 {
@@ -251,7 +252,7 @@ flags:
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			cfg := sim.Config{Shape: shape, Policy: r.policy, Queue: *queue, Preempt: *preempt, RoundEvery: *roundEvery, Seed: r.seed, Rate: *rate, Arrivals: arrivals, Hours: *hours,
+			cfg := sim.Config{Shape: shape, Policy: r.policy, Queue: *queue, Preempt: *preempt, Filters: *filters, RoundEvery: *roundEvery, Seed: r.seed, Rate: *rate, Arrivals: arrivals, Hours: *hours,
 				Drain: *drain, Sample: *sample, Interference: *interference, StarvationAge: *starve, Workload: workload}
 			if bar != nil {
 				cfg.Progress = func(d time.Duration) {
@@ -301,6 +302,9 @@ flags:
 	}
 	if *roundEvery > 0 {
 		what += ", a " + policy.DefaultRound + " round every " + roundEvery.String()
+	}
+	if *filters != "" && *filters != "none" {
+		what += ", filters " + *filters
 	}
 	if *preempt != policy.DefaultPreempt {
 		what += ", preemption " + *preempt
@@ -364,7 +368,7 @@ func writeFile(path string, write func(*os.File) error) error {
 
 // checkSchedulerFlags checks the scheduler's extension-point flags that
 // `cluster` and `cluster compare` share, naming the flag at fault.
-func checkSchedulerFlags(queue, preempt, roundName string, round time.Duration) error {
+func checkSchedulerFlags(queue, preempt, filters, roundName string, round time.Duration) error {
 	if _, err := policy.LookupQueue(queue); err != nil {
 		return fmt.Errorf("--queue: %v", err)
 	}
@@ -376,6 +380,9 @@ func checkSchedulerFlags(queue, preempt, roundName string, round time.Duration) 
 	}
 	if _, err := policy.LookupPreempt(preempt); err != nil {
 		return fmt.Errorf("--preempt: %v", err)
+	}
+	if _, err := policy.ParseFilters(filters); err != nil {
+		return fmt.Errorf("--filter: %v", err)
 	}
 	return nil
 }

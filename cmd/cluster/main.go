@@ -139,6 +139,7 @@ func run(args []string) error {
 	pol := fs.String("policy", policy.DefaultPolicy, "placement policy: "+strings.Join(policy.Names(), ", "))
 	queue := fs.String("queue", policy.DefaultQueue, "queue order: "+strings.Join(policy.QueueNames(), ", "))
 	preempt := fs.String("preempt", policy.DefaultPreempt, "preemption rule: fewest-victims (of strictly lower priority) or none")
+	filters := fs.String("filter", "", "filters every placement must pass, comma-separated: "+strings.Join(policy.FilterNames(), ", ")+" (capacity: no GPU past 100% utilisation)")
 	roundEvery := fs.Duration("round", 0, "re-allocate every this much simulated time (0: never): running jobs the queue order puts behind waiting ones are preempted (docs/POLICIES.md)")
 	roundName := fs.String("round-policy", policy.DefaultRound, "the round's rule (with --round)")
 	limitsText := fs.String("tenant-limits", "", "per-tenant limits, e.g. 'team-a=gpus:8,priority:medium;*=gpus:4' (gpus its running jobs may hold, highest priority it may submit; * for every other tenant)")
@@ -234,7 +235,7 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := checkSchedulerFlags(*queue, *preempt, *roundName, *roundEvery); err != nil {
+	if err := checkSchedulerFlags(*queue, *preempt, *filters, *roundName, *roundEvery); err != nil {
 		return err
 	}
 	limits, err := policy.ParseTenantLimits(*limitsText)
@@ -333,7 +334,7 @@ func run(args []string) error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	cfg := cluster.Config{Listen: *listen, Prefix: *prefix, Shape: shape, Policy: *pol, Queue: *queue, TenantLimits: limits, Preempt: *preempt, Round: *roundName, RoundEvery: *roundEvery, VRAMModel: vm, Seed: *seed,
+	cfg := cluster.Config{Listen: *listen, Prefix: *prefix, Shape: shape, Policy: *pol, Queue: *queue, TenantLimits: limits, Preempt: *preempt, Filters: *filters, Round: *roundName, RoundEvery: *roundEvery, VRAMModel: vm, Seed: *seed,
 		Rate: *rate, Demo: *demo, Speed: *speed, StarvationAge: *starve, Logger: log, Interference: *interference,
 		Source: source, Lease: *lease, Heartbeat: *heartbeat, Chaos: monkeySpec,
 		Bus: busOpt, Store: store, DataDir: *dataDir, NoGPUs: *noGPUs, Fresh: *fresh, Auth: roles, TLS: serverTLS, Insecure: *insecure,
@@ -548,10 +549,11 @@ func strategy(args []string) error {
 	fs := flag.NewFlagSet("cluster strategy", flag.ContinueOnError)
 	url, prefix := clientFlags(fs)
 	queue := fs.String("queue", "", "switch the queue order too: "+strings.Join(policy.QueueNames(), ", "))
+	filters := fs.String("filter", "", "switch the filters too, comma-separated ("+strings.Join(policy.FilterNames(), ", ")+"; none clears them)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	req := events.StrategyRequest{Queue: *queue}
+	req := events.StrategyRequest{Queue: *queue, Filters: *filters}
 	if fs.NArg() > 0 {
 		req.Policy = fs.Arg(0)
 	}

@@ -40,7 +40,10 @@ type Config struct {
 	Round      string
 	RoundEvery time.Duration
 	// Queue is the queue order (policy.QueueSort; policy.DefaultQueue when empty).
-	Queue     string
+	Queue string
+	// Filters are the filters in force (policy.Filter), comma-separated
+	// ("" or "none": none).
+	Filters   string
 	VRAMModel vram.Model
 	// StarvationAge is the simulated wait after which a head-of-line job
 	// holds GPUs (policy.DefaultStarvationAge when zero; negative disables).
@@ -344,6 +347,10 @@ func New(cfg Config, bus Bus) (*Core, error) {
 	if err != nil {
 		return nil, err
 	}
+	filters, err := policy.ParseFilters(cfg.Filters)
+	if err != nil {
+		return nil, err
+	}
 	var round policy.Round
 	if cfg.RoundEvery > 0 {
 		if round, err = policy.LookupRound(cmp.Or(cfg.Round, policy.DefaultRound)); err != nil {
@@ -392,6 +399,7 @@ func New(cfg Config, bus Bus) (*Core, error) {
 	}
 	s.ids = rand.NewChaCha8(seed)
 	s.view.cluster.Workload = cfg.Workload
+	s.view.cluster.Filters = filters
 	if cfg.Restored != nil {
 		s.restore(cfg.Restored)
 	}

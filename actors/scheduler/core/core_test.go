@@ -517,3 +517,27 @@ func TestTheSameInputsGiveTheSameOutputs(t *testing.T) {
 		t.Fatalf("%d events, then %d", len(emitted1), len(emitted2))
 	}
 }
+
+func TestTheCapacityFilterAndItsLiveSwitch(t *testing.T) {
+	h := newHarness(t, Config{Filters: "capacity"})
+	h.AddGPU("n1", "n1-gpu-0", "A100-40GB")
+	h.AddGPU("n1", "n1-gpu-1", "A100-40GB")
+	a := h.Submit(spec("a", "10GB", "util", 60))
+	b := h.Submit(spec("b", "10GB", "util", 60))
+	if a.GPUs[0] == b.GPUs[0] {
+		t.Fatalf("both 60%% jobs on %s with the capacity filter", a.GPUs[0])
+	}
+	var rep events.StrategyReply
+	json.Unmarshal(h.Request("sched.strategy", "", map[string]string{"filters": "none"}), &rep)
+	if rep.Filters != "none" || rep.PreviousFilters != "capacity" || !slices.Contains(rep.FilterNames, "capacity") {
+		t.Fatalf("strategy reply %+v", rep)
+	}
+	if c := h.Submit(spec("c", "10GB", "util", 60)); c.State != events.JobPlaced {
+		t.Fatalf("without the filter binpack stacks the third job: %+v", c)
+	}
+	var bad events.ErrorReply
+	json.Unmarshal(h.Request("sched.strategy", "", map[string]string{"filters": "gravity"}), &bad)
+	if bad.Error == nil || bad.Error.Field != "filters" {
+		t.Fatalf("an unknown filter: %+v", bad)
+	}
+}

@@ -476,10 +476,14 @@ func (s *Core) onStrategy(m *Msg) {
 	if !s.decodeRequest(m, &req) {
 		return
 	}
-	rep := events.StrategyReply{Policy: s.policy.Name(), Available: policy.Names(), Queue: s.queueSort.Name(), Queues: policy.QueueNames()}
-	// Both are checked before either changes: a request is applied whole or not at all.
+	c := &s.view.cluster
+	rep := events.StrategyReply{Policy: s.policy.Name(), Available: policy.Names(), Queue: s.queueSort.Name(), Queues: policy.QueueNames(),
+		Filters: policy.FiltersString(c.Filters), FilterNames: policy.FilterNames()}
+	// Every part is checked before any changes: a request is applied whole or not at all.
 	var p policy.Policy
 	var qs policy.QueueSort
+	var fs []policy.Filter
+	switchFilters := false
 	var err error
 	if req.Policy != "" && req.Policy != s.policy.Name() {
 		if p, err = policy.Lookup(req.Policy); err != nil {
@@ -493,11 +497,21 @@ func (s *Core) onStrategy(m *Msg) {
 			return
 		}
 	}
-	if p == nil && qs == nil {
+	if req.Filters != "" {
+		if fs, err = policy.ParseFilters(req.Filters); err != nil {
+			s.replyError(m, "filters", err.Error())
+			return
+		}
+		switchFilters = policy.FiltersString(fs) != rep.Filters
+	}
+	if p == nil && qs == nil && !switchFilters {
 		s.respond(m, rep)
 		return
 	}
 	changed := events.PolicyChanged{Policy: s.policy.Name(), Queue: s.queueSort.Name()}
+	if rep.Filters != "none" {
+		changed.Filters = rep.Filters
+	}
 	if p != nil {
 		rep.Previous, rep.Policy = s.policy.Name(), p.Name()
 		changed.Policy, changed.Previous = p.Name(), rep.Previous
@@ -510,6 +524,12 @@ func (s *Core) onStrategy(m *Msg) {
 		s.queueSort = qs
 		s.resort()
 		s.log.Info("queue order switched", zap.String("queue", qs.Name()), zap.String("previous", rep.PreviousQueue))
+	}
+	if switchFilters {
+		rep.PreviousFilters, rep.Filters = rep.Filters, policy.FiltersString(fs)
+		changed.Filters, changed.PreviousFilters = rep.Filters, rep.PreviousFilters
+		c.Filters = fs
+		s.log.Info("filters switched", zap.String("filters", rep.Filters), zap.String("previous", rep.PreviousFilters))
 	}
 	s.bus.Emit(s.cfg.Subjects.SchedEvent(events.SchedPolicy), events.Type("sched", events.SchedPolicy), "",
 		s.now, changed)

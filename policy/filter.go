@@ -1,0 +1,97 @@
+package policy
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Filter is the filter extension point: a constraint of its own beside the
+// built-in fit (VRAM, share, CPU and memory, models, pins, holds). A GPU a
+// filter in force refuses is not a candidate: not for placement, nor for
+// a hold, nor in a round's scratch placement; Why names the filter when it
+// is what stands in the way. Filters do not bind the choice of victims
+// (their room is judged without the victims, which a filter cannot see).
+// With a filter in force a placement scans the cluster instead of asking
+// the index, which cannot know a filter's rule. `--filter` chooses them,
+// and sched.strategy {"filters":"capacity"} live.
+type Filter interface {
+	// Name is the filter's name on the command line.
+	Name() string
+	// Allows reports whether r may go on g, the cluster being c now.
+	Allows(c *Cluster, g *GPU, r *Request) bool
+}
+
+var filters = newExtensions[Filter]("filter", "")
+
+// RegisterFilter makes a filter selectable by its name.
+func RegisterFilter(f Filter) { filters.add(f) }
+
+// LookupFilter finds a filter by name.
+func LookupFilter(name string) (Filter, error) { return filters.lookup(name) }
+
+// FilterNames lists the filters there are.
+func FilterNames() []string { return filters.names() }
+
+// ParseFilters reads a comma-separated list of filter names; "" and
+// "none" are no filter.
+func ParseFilters(list string) ([]Filter, error) {
+	if list == "" || list == "none" {
+		return nil, nil
+	}
+	var out []Filter
+	seen := map[string]bool{}
+	for _, name := range strings.Split(list, ",") {
+		name = strings.TrimSpace(name)
+		if seen[name] {
+			return nil, fmt.Errorf("filter %q named twice", name)
+		}
+		seen[name] = true
+		f, err := LookupFilter(name)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+// FiltersString is the list ParseFilters reads back ("none" for none).
+func FiltersString(fs []Filter) string {
+	if len(fs) == 0 {
+		return "none"
+	}
+	names := make([]string, len(fs))
+	for i, f := range fs {
+		names[i] = f.Name()
+	}
+	return strings.Join(names, ",")
+}
+
+func init() {
+	RegisterFilter(capacity{})
+}
+
+// capacity keeps a GPU's compute within capacity: a job goes on a GPU only
+// if the utilisation of the jobs there plus its own stays at or under 100 %
+// (a time-shared GPU past 100 % slows every job on it). Without it binpack
+// stacks jobs by VRAM alone.
+type capacity struct{}
+
+func (capacity) Name() string { return "capacity" }
+
+// Allows: the GPU's util (percent, summed over its jobs) plus the job's.
+// The 1e-9 absorbs the sum's rounding (three jobs of 33.3…% fill a GPU).
+func (capacity) Allows(_ *Cluster, g *GPU, r *Request) bool {
+	return g.Util+r.Util <= 100+1e-9
+}
+
+// allowed reports whether every filter in force lets r go on g, and
+// otherwise names the first that does not.
+func (c *Cluster) allowed(g *GPU, r *Request) (bool, string) {
+	for _, f := range c.Filters {
+		if !f.Allows(c, g, r) {
+			return false, f.Name()
+		}
+	}
+	return true, ""
+}
