@@ -71,6 +71,10 @@ const DurableKillNote = "the scheduler restarts, takes its queue and job records
 // MaxDuration bounds a hang or a partition.
 const MaxDuration = 24 * time.Hour
 
+// MaxDelay bounds the delay put on a GPU's messages: a delay line is slow
+// messages, not a hang (use hang for that).
+const MaxDelay = 10 * time.Second
+
 // Responder answers the chaos subjects of one cluster.
 type Responder struct {
 	nc       *nats.Conn
@@ -224,8 +228,13 @@ func Validate(action string, req Request) *model.FieldError {
 		if req.Delay == "" {
 			return model.Errorf("delay", "delay needs a delay, e.g. {\"gpu\":\"gpu-2\",\"delay\":\"200ms\"} (\"0s\" clears it)")
 		}
-		if _, fe := duration("delay", req.Delay); fe != nil {
+		d, fe := duration("delay", req.Delay)
+		if fe != nil {
 			return fe
+		}
+		if d < 0 || d > MaxDelay {
+			// A delay past the GPU's lease wedges it until it is killed.
+			return model.Errorf("delay", "from 0s (which clears it) to %s, not %s", MaxDelay, req.Delay)
 		}
 		if req.Drop != nil {
 			return model.Errorf("drop", "delay takes a delay and a duration only")

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/gpusched/gpusched/model"
 )
@@ -44,6 +46,54 @@ type SubmitRequest struct {
 	// GPU pins the job to one GPU id; Node to one node.
 	GPU  string `json:"gpu,omitempty"`
 	Node string `json:"node,omitempty"`
+}
+
+// Bounds of a submission's fields: what no real job needs, so that no
+// field can overflow what is computed from it (cores become thousandths
+// in an int64; a control message carrying the name must stay well under
+// a GPU actor's 64 KiB limit) or make a job that can never run.
+const (
+	// MaxNameBytes bounds a job's name.
+	MaxNameBytes = 256
+	// MaxTenantBytes bounds a tenant's name (also a NATS account name).
+	MaxTenantBytes = 64
+	// MaxPriority bounds an integer priority either way (the named levels
+	// are 1 to 3).
+	MaxPriority = 1000
+	// MaxGPUs bounds a gang (it runs on one node).
+	MaxGPUs = 1024
+	// MaxModels bounds the list of GPU models a job may use.
+	MaxModels = 64
+	// MaxCPU bounds the cores a job holds on its node.
+	MaxCPU = 65536
+	// MaxMemory bounds the memory a job holds on its node (1 PiB).
+	MaxMemory = model.Bytes(1 << 50)
+	// MaxVRAM bounds the VRAM per GPU (16 TiB).
+	MaxVRAM = model.Bytes(1 << 44)
+	// MaxDuration bounds a job's run time and checkpoint interval.
+	MaxDuration = 10 * 8766 * time.Hour
+)
+
+// boundedText refuses text longer than max bytes or holding control
+// characters, naming field.
+func boundedText(field, s string, max int) *model.FieldError {
+	if len(s) > max {
+		return model.Errorf(field, "at most %d bytes, not %d", max, len(s))
+	}
+	for _, r := range s {
+		if unicode.IsControl(r) || r == utf8.RuneError {
+			return model.Errorf(field, "%q holds a control character or invalid UTF-8", clip(s))
+		}
+	}
+	return nil
+}
+
+// clip shortens text for an error message.
+func clip(s string) string {
+	if len(s) > 40 {
+		return s[:40] + "…"
+	}
+	return s
 }
 
 // Size is a size in a submission: read as model.Bytes reads it (a size
@@ -111,6 +161,21 @@ func (r *SubmitRequest) Job() (model.Job, *model.FieldError) {
 	if strings.TrimSpace(job.Name) == "" {
 		return model.Job{}, model.Errorf("name", "required: give the job a name")
 	}
+	if fe := boundedText("name", job.Name, MaxNameBytes); fe != nil {
+		return model.Job{}, fe
+	}
+	if len(job.Tenant) > MaxTenantBytes || !model.ValidToken(job.Tenant) {
+		return model.Job{}, model.Errorf("tenant", "%q is not a tenant: letters, digits, - and _ only, at most %d of them", clip(job.Tenant), MaxTenantBytes)
+	}
+	if job.Priority < -MaxPriority || job.Priority > MaxPriority {
+		return model.Job{}, model.Errorf("priority", "must be high, medium, low or an integer from %d to %d, not %d", -MaxPriority, MaxPriority, job.Priority)
+	}
+	if job.GPUs > MaxGPUs {
+		return model.Job{}, model.Errorf("gpus", "at most %d (a gang runs on one node), not %d", MaxGPUs, job.GPUs)
+	}
+	if len(job.Models) > MaxModels {
+		return model.Job{}, model.Errorf("models", "at most %d models, not %d", MaxModels, len(job.Models))
+	}
 	if job.GPUs < 0 {
 		return model.Job{}, model.Errorf("gpus", "must be 0 (CPU-only) or more, not %d", job.GPUs)
 	}
@@ -140,6 +205,9 @@ func (r *SubmitRequest) Job() (model.Job, *model.FieldError) {
 		if r.VRAM != nil && *r.VRAM <= 0 {
 			return model.Job{}, model.Errorf("vram", "must be positive")
 		}
+		if r.VRAM != nil && model.Bytes(*r.VRAM) > MaxVRAM {
+			return model.Job{}, model.Errorf("vram", "at most %s per GPU, not %s", MaxVRAM, model.Bytes(*r.VRAM))
+		}
 		if r.VRAM != nil {
 			job.VRAM = model.Bytes(*r.VRAM)
 		}
@@ -156,19 +224,25 @@ func (r *SubmitRequest) Job() (model.Job, *model.FieldError) {
 	if d <= 0 {
 		return model.Job{}, model.Errorf("duration", "must be positive, not %s", r.Duration)
 	}
+	if d > MaxDuration {
+		return model.Job{}, model.Errorf("duration", "at most %s (ten years), not %s", MaxDuration, r.Duration)
+	}
 	job.Duration = d
 	if r.Checkpoint != "" {
 		c, err := time.ParseDuration(r.Checkpoint)
 		if err != nil || c < 0 {
 			return model.Job{}, model.Errorf("checkpoint", "%q is not a non-negative duration", r.Checkpoint)
 		}
+		if c > MaxDuration {
+			return model.Job{}, model.Errorf("checkpoint", "at most %s, not %s", MaxDuration, r.Checkpoint)
+		}
 		job.Checkpoint = c
 	}
-	if job.CPU < 0 {
-		return model.Job{}, model.Errorf("cpu", "must not be negative")
+	if job.CPU < 0 || job.CPU > MaxCPU || job.CPU != job.CPU {
+		return model.Job{}, model.Errorf("cpu", "must be a number of cores from 0 to %d, not %v", MaxCPU, job.CPU)
 	}
-	if job.Memory < 0 {
-		return model.Job{}, model.Errorf("memory", "must not be negative")
+	if job.Memory < 0 || job.Memory > MaxMemory {
+		return model.Job{}, model.Errorf("memory", "must be from 0 to %s, not %s", MaxMemory, job.Memory)
 	}
 	for i, name := range job.Models {
 		m, err := model.LookupModel(name)

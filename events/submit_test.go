@@ -152,3 +152,34 @@ func FuzzDecodeSubmit(f *testing.F) {
 		}
 	})
 }
+
+// TestSubmitFieldsAreBounded: every field of a submission has a bound no
+// real job comes near, so that none overflows what is computed from it or
+// makes a job that can never run; the error names the field.
+func TestSubmitFieldsAreBounded(t *testing.T) {
+	long := strings.Repeat("x", MaxNameBytes+1)
+	for body, field := range map[string]string{
+		`{"name":"` + long + `","vram":"1GB","duration":"1h"}`:                     "name",
+		`{"name":"a\u0000b","vram":"1GB","duration":"1h"}`:                         "name",
+		`{"name":"a","tenant":"team.a","vram":"1GB","duration":"1h"}`:              "tenant",
+		`{"name":"a","tenant":">","vram":"1GB","duration":"1h"}`:                   "tenant",
+		`{"name":"a","tenant":"*","vram":"1GB","duration":"1h"}`:                   "tenant",
+		`{"name":"a","priority":9223372036854775807,"vram":"1GB","duration":"1h"}`: "priority",
+		`{"name":"a","priority":-1001,"vram":"1GB","duration":"1h"}`:               "priority",
+		`{"name":"a","cpu":9.3e15,"vram":"1GB","duration":"1h"}`:                   "cpu",
+		`{"name":"a","memory":"2PiB","vram":"1GB","duration":"1h"}`:                "memory",
+		`{"name":"a","vram":"20TiB","duration":"1h"}`:                              "vram",
+		`{"name":"a","gpus":2000,"vram":"1GB","duration":"1h"}`:                    "gpus",
+		`{"name":"a","vram":"1GB","duration":"900000h"}`:                           "duration",
+		`{"name":"a","vram":"1GB","duration":"1h","checkpoint":"900000h"}`:         "checkpoint",
+	} {
+		_, fe := DecodeSubmit([]byte(body))
+		if fe == nil || fe.Field != field {
+			t.Errorf("%.80s: %v, want an error on %q", body, fe, field)
+		}
+	}
+	ok := `{"name":"` + strings.Repeat("x", MaxNameBytes) + `","tenant":"team_a-1","priority":1000,"cpu":65536,"vram":"1GB","duration":"87600h"}`
+	if _, fe := DecodeSubmit([]byte(ok)); fe != nil {
+		t.Fatalf("a submission at every bound refused: %v", fe)
+	}
+}

@@ -541,3 +541,18 @@ func TestTheCapacityFilterAndItsLiveSwitch(t *testing.T) {
 		t.Fatalf("an unknown filter: %+v", bad)
 	}
 }
+
+func TestAPageOutOfBoundsIsAnErrorNotAPanic(t *testing.T) {
+	h := newHarness(t, Config{})
+	h.AddGPU("n1", "n1-gpu-0", "A100-40GB")
+	h.Submit(spec("a", "1GB"))
+	for _, subject := range []string{"job.list", "cluster.snapshot"} {
+		for _, page := range []int64{-1, 1 << 62, 184467440737095517} {
+			var rep events.ErrorReply
+			json.Unmarshal(h.Request(subject, "", map[string]any{"page": page}), &rep)
+			if rep.Error == nil || rep.Error.Field != "page" {
+				t.Errorf("%s page %d: %s", subject, page, h.Replies[h.LastReply])
+			}
+		}
+	}
+}

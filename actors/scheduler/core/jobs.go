@@ -337,10 +337,15 @@ func (s *Core) decodeRequest(m *Msg, req any) bool {
 	return true
 }
 
-// validPage answers a negative page with an error and reports whether page is valid.
+// maxPage bounds a requested page: far above any page there can be (a
+// page holds hundreds), far below where page × size overflows.
+const maxPage = 1 << 30
+
+// validPage answers a page out of bounds with an error and reports whether
+// page is valid (a page past the last is valid, and empty).
 func (s *Core) validPage(m *Msg, page int) bool {
-	if page < 0 {
-		s.replyError(m, "page", "must not be negative")
+	if page < 0 || page > maxPage {
+		s.replyError(m, "page", fmt.Sprintf("must be from 0 to %d, not %d", maxPage, page))
 		return false
 	}
 	return true
