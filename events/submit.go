@@ -17,7 +17,13 @@ import (
 // default are pointers: absent means the default (docs/OBSERVER.md lists
 // them), and a zero given (gpus 0: a CPU-only job) is kept.
 type SubmitRequest struct {
-	Name string `json:"name"`
+	// JobID, when given, is the job's id, chosen by the client: an
+	// idempotency key. A submission naming a job id that exists is not a
+	// second job: it is answered as that job's submission was. A client
+	// that retries after a timeout sends the same id (docs/ARCHITECTURE.md,
+	// "Idempotent submission").
+	JobID string `json:"job_id,omitempty"`
+	Name  string `json:"name"`
 	// Tenant defaults to model.DefaultTenant; on an authenticated bus it
 	// must be the caller's own (or absent).
 	Tenant string `json:"tenant,omitempty"`
@@ -57,6 +63,8 @@ const (
 	MaxNameBytes = 256
 	// MaxTenantBytes bounds a tenant's name (also a NATS account name).
 	MaxTenantBytes = 64
+	// MaxJobIDBytes bounds a job id a client chooses.
+	MaxJobIDBytes = 64
 	// MaxPriority bounds an integer priority either way (the named levels
 	// are 1 to 3).
 	MaxPriority = 1000
@@ -157,6 +165,9 @@ func (r *SubmitRequest) Job() (model.Job, *model.FieldError) {
 	}
 	if len(r.Models) > 0 {
 		job.Models = append([]string(nil), r.Models...)
+	}
+	if r.JobID != "" && (len(r.JobID) > MaxJobIDBytes || !model.ValidToken(r.JobID)) {
+		return model.Job{}, model.Errorf("job_id", "%q is not a job id: letters, digits, - and _ only, at most %d of them (a UUID will do)", clip(r.JobID), MaxJobIDBytes)
 	}
 	if strings.TrimSpace(job.Name) == "" {
 		return model.Job{}, model.Errorf("name", "required: give the job a name")

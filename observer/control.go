@@ -2,11 +2,13 @@ package observer
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
 
 	"github.com/gpusched/gpusched/bus"
@@ -49,12 +51,34 @@ func (c *Control) Strategy(policy string) (events.StrategyReply, error) {
 	return rep, err
 }
 
-// Submit submits a job spec (the JSON of job.submit).
+// Submit submits a job spec (the JSON of job.submit). A spec without a
+// job_id gets one (a new UUID), so that a submission not answered in time
+// is sent again as the same job (the scheduler answers a repeated job_id
+// as it answered the first), up to submitAttempts times.
 func (c *Control) Submit(spec []byte) (events.SubmitReply, error) {
 	var rep events.SubmitReply
-	err := c.request(c.subjects.JobSubmit(), spec, &rep)
+	var req events.SubmitRequest
+	if fe := events.DecodeStrict(spec, &req); fe != nil {
+		return rep, fmt.Errorf("%s: %s", fe.Field, fe.Message)
+	}
+	if req.JobID == "" {
+		req.JobID = uuid.NewString()
+	}
+	body, err := json.Marshal(req)
+	if err != nil {
+		return rep, err
+	}
+	for attempt := 0; attempt < submitAttempts; attempt++ {
+		if err = c.request(c.subjects.JobSubmit(), body, &rep); !errors.Is(err, nats.ErrTimeout) {
+			return rep, err
+		}
+	}
 	return rep, err
 }
+
+// submitAttempts is how many times a dashboard sends a submission that is
+// not answered in time.
+const submitAttempts = 3
 
 // Kill crashes a GPU actor (chaos.kill).
 func (c *Control) Kill(gpu string) (chaos.KillReply, error) {

@@ -172,7 +172,7 @@ func (s *Scheduler) step(in core.Input) {
 // for (auth.CallerTenant); ok is false when the request was refused.
 func (s *Scheduler) message(m *nats.Msg) (*core.Msg, bool) {
 	cm := &core.Msg{Subject: m.Subject, Reply: m.Reply, Data: m.Data,
-		NoResponders: len(m.Data) == 0 && m.Header.Get("Status") == "503"}
+		NoResponders: len(m.Data) == 0 && m.Header.Get("Status") == "503", MsgID: m.Header.Get(nats.MsgIdHdr)}
 	if strings.HasPrefix(m.Subject, s.cfg.Subjects.Prefix+".evt.") || strings.HasPrefix(m.Subject, s.inbox) {
 		return cm, true
 	}

@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -414,7 +415,7 @@ func request(o *bus.Options, subject string, body any, out io.Writer) error {
 		return err
 	}
 	if err != nil {
-		return fmt.Errorf("%s: %v (is a cluster with this prefix running?)", subject, err)
+		return fmt.Errorf("%s: %w (is a cluster with this prefix running?)", subject, err)
 	}
 	var probe struct {
 		Error *model.FieldError `json:"error"`
@@ -443,10 +444,14 @@ func submit(args []string) error {
 	models := fs.String("models", "", "allowed GPU models, comma-separated")
 	gpu := fs.String("gpu", "", "pin to this GPU id")
 	preemptible := fs.Bool("preemptible", true, "may be preempted by higher-priority jobs")
+	jobID := fs.String("job-id", "", "the job's id, an idempotency key (default: a new UUID); a retry with the same id is the same job")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	body := events.SubmitRequest{Name: *name, Tenant: *tenant, GPUs: gpus, Util: util, Preemptible: preemptible,
+	if *jobID == "" {
+		*jobID = uuid.NewString()
+	}
+	body := events.SubmitRequest{JobID: *jobID, Name: *name, Tenant: *tenant, GPUs: gpus, Util: util, Preemptible: preemptible,
 		Duration: *duration, Checkpoint: *checkpoint, GPU: *gpu}
 	p, err := model.ParsePriority(*priority)
 	if err != nil {
@@ -463,8 +468,21 @@ func submit(args []string) error {
 	if *models != "" {
 		body.Models = strings.Split(*models, ",")
 	}
-	return request(url, events.NewSubjects(*prefix).JobSubmit(), body, os.Stdout)
+	// A submission that timed out may have been accepted: it is sent again
+	// with the same job id, which the scheduler answers as the first
+	// (never a second job).
+	for attempt := 1; attempt <= submitAttempts; attempt++ {
+		if err = request(url, events.NewSubjects(*prefix).JobSubmit(), body, os.Stdout); !errors.Is(err, nats.ErrTimeout) {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "no answer (attempt %d of %d); sending it again with the same job id %s\n", attempt, submitAttempts, body.JobID)
+	}
+	return err
 }
+
+// submitAttempts is how many times `cluster submit` sends a submission
+// that is not answered in time.
+const submitAttempts = 3
 
 func jobCommand(cmd string, args []string) error {
 	fs := flag.NewFlagSet("cluster "+cmd, flag.ContinueOnError)

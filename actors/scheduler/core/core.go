@@ -160,6 +160,10 @@ type Msg struct {
 	Tenant string
 	// NoResponders marks the server's answer to a request nobody received.
 	NoResponders bool
+	// MsgID is the request's Nats-Msg-Id header: a submission's
+	// idempotency key when its body names no job_id (as JetStream reads
+	// it: the same id within DedupeWindow is the same submission).
+	MsgID string
 }
 
 // Timer names a timer of the shell's that fired.
@@ -275,6 +279,16 @@ type Core struct {
 	pass     *pass
 	// stops are the stops in flight, in the order they were sent.
 	stops []*stopping
+	// msgIDs maps each Nats-Msg-Id a submission carried to its job, for
+	// DedupeWindow of wall time; msgIDOrder is them oldest first.
+	msgIDs     map[string]msgIDJob
+	msgIDOrder []string
+}
+
+// msgIDJob is the job a Nats-Msg-Id named, and when (wall time).
+type msgIDJob struct {
+	jobID string
+	at    time.Time
 }
 
 // New applies the config's defaults and makes the core; bus carries what
@@ -385,6 +399,7 @@ func New(cfg Config, bus Bus) (*Core, error) {
 		calls:      map[string]*call{},
 		describing: map[string]string{},
 		callsTo:    map[string]int{},
+		msgIDs:     map[string]msgIDJob{},
 	}
 	for _, r := range cfg.Inherited {
 		s.inherited[r.JobID] = r.Placement
@@ -714,6 +729,16 @@ func (s *Core) replyError(m *Msg, field, msg string) {
 // subject (a plain publish) is not answered.
 func (s *Core) respond(m *Msg, v any) {
 	s.respondTo(m.Reply, v)
+}
+
+// respondRaw answers on reply with b as it is.
+func (s *Core) respondRaw(reply string, b []byte) {
+	if reply == "" {
+		return
+	}
+	if err := s.bus.Respond(reply, b); err != nil {
+		s.log.Warn("reply not sent", zap.String("reply", reply), zap.Error(err))
+	}
 }
 
 // respondTo answers on reply with v encoded as JSON.

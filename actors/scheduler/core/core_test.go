@@ -556,3 +556,60 @@ func TestAPageOutOfBoundsIsAnErrorNotAPanic(t *testing.T) {
 		}
 	}
 }
+
+func TestASubmissionRepeatingItsKeyIsAnsweredAsTheFirstNeverTwice(t *testing.T) {
+	h := newHarness(t, Config{})
+	h.AddGPU("n1", "n1-gpu-0", "A100-40GB")
+	// A client-chosen job id: the retry, even with another body, is the
+	// first submission.
+	first := h.Submit(spec("a", "10GB", "job_id", "retry-me-1"))
+	if first.JobID != "retry-me-1" || first.State != events.JobPlaced {
+		t.Fatalf("first: %+v", first)
+	}
+	again := h.Submit(spec("a-again", "30GB", "job_id", "retry-me-1"))
+	if again.JobID != first.JobID || again.State != first.State || !slices.Equal(again.GPUs, first.GPUs) {
+		t.Fatalf("retry answered %+v, want the first answer %+v", again, first)
+	}
+	// A Nats-Msg-Id header, while the first placement is in flight: the
+	// repeat waits for the first answer and gets the same.
+	h.Hold = true
+	n := 0
+	msg := func() string {
+		n++
+		reply := "_INBOX.msgid." + string(rune('0'+n))
+		h.Step(Input{Msg: &Msg{Subject: "gpusched.job.submit", Reply: reply, MsgID: "m-1", Data: encode(spec("b", "10GB"))}})
+		return reply
+	}
+	r1, r2 := msg(), msg()
+	if len(h.Replies[r2]) != 0 && string(h.Replies[r2]) != string(h.Replies[r1]) {
+		t.Fatal("the repeat was answered before the first")
+	}
+	h.Deliver()
+	if string(h.Replies[r1]) == "" || string(h.Replies[r1]) != string(h.Replies[r2]) {
+		t.Fatalf("answers %s and %s, want the same", h.Replies[r1], h.Replies[r2])
+	}
+	jobs := 0
+	for _, j := range h.Core.jobs {
+		if j.spec.Name == "b" {
+			jobs++
+		}
+	}
+	if jobs != 1 || len(h.Core.jobs) != 2 {
+		t.Fatalf("%d jobs named b, %d in all, want 1 and 2", jobs, len(h.Core.jobs))
+	}
+	// After the window the id is forgotten: a new job.
+	h.Hold = false
+	h.Advance(DedupeWindow + time.Second)
+	r3 := msg()
+	var rep events.SubmitReply
+	json.Unmarshal(h.Replies[r3], &rep)
+	if rep.JobID == "" || len(h.Core.jobs) != 3 {
+		t.Fatalf("after the window: %s, %d jobs", h.Replies[r3], len(h.Core.jobs))
+	}
+	// Another tenant's key is not theirs to read.
+	var bad events.ErrorReply
+	json.Unmarshal(h.Request("job.submit", "team-b", spec("x", "1GB", "job_id", "retry-me-1")), &bad)
+	if bad.Error == nil || bad.Error.Field != "job_id" {
+		t.Fatalf("another tenant's job id: %+v", bad)
+	}
+}

@@ -40,6 +40,11 @@ type job struct {
 	// stopping its stop in flight (place.go).
 	negotiating *negotiation
 	stopping    *stopping
+	// answer is the answer to the job's submission once given;
+	// answerWaiters the reply subjects of submissions repeating its
+	// idempotency key before it was (resubmitted).
+	answer        []byte
+	answerWaiters []string
 	preemptor   string
 	victims     []string
 	// cpuEnds is when a running CPU-only job finishes (simulated time).
@@ -238,9 +243,18 @@ func (s *Core) onSubmit(m *Msg, tenant string) {
 		s.respond(m, events.ErrorReply{Error: fe})
 		return
 	}
+	if j := s.submitted(req.JobID, m.MsgID); j != nil {
+		s.resubmitted(m, j, tenant)
+		return
+	}
 	s.seq++
 	now := s.now
-	j := &job{id: s.newJobID(), spec: spec, seq: s.seq, submitted: now}
+	id := req.JobID
+	if id == "" {
+		id = s.newJobID()
+	}
+	j := &job{id: id, spec: spec, seq: s.seq, submitted: now}
+	s.remember(m.MsgID, j)
 	if fe := s.view.feasible(s.request(j)); fe != nil && s.warming() {
 		// A restarted scheduler still hearing from the GPUs cannot tell
 		// "fits nowhere" from "not heard of yet": the job waits, and the
@@ -253,11 +267,11 @@ func (s *Core) onSubmit(m *Msg, tenant string) {
 		s.transition(j, events.JobRejected, fe.Message)
 		j.ended = &now
 		s.stats.rejected++
-		s.respond(m, struct {
+		s.answer(m.Reply, j, struct {
 			events.ErrorReply
 			JobID string `json:"job_id"`
 			State string `json:"state"`
-		}{events.ErrorReply{Error: fe}, j.id, events.JobRejected})
+		}{events.ErrorReply{Error: fe}, j.id, events.JobRejected}, false)
 		return
 	}
 	s.jobs[j.id] = j
@@ -292,12 +306,12 @@ func (s *Core) notPlacedAtOnce(j *job, m *Msg) {
 		s.transition(j, events.JobRejected, reason)
 		j.ended = &now
 		s.stats.rejected++
-		s.respond(m, events.SubmitReply{JobID: j.id, State: events.JobRejected, Reason: reason})
+		s.answer(m.Reply, j, events.SubmitReply{JobID: j.id, State: events.JobRejected, Reason: reason}, false)
 		return
 	}
 	s.enqueue(j)
 	s.dirty = true
-	s.replyStored(m, j, events.SubmitReply{JobID: j.id, State: events.JobQueued})
+	s.answer(m.Reply, j, events.SubmitReply{JobID: j.id, State: events.JobQueued}, true)
 }
 
 // enqueue inserts j in queue order.
@@ -556,4 +570,77 @@ func (s *Core) onExplain(m *Msg, tenant string) {
 		}
 	}
 	s.respond(m, d)
+}
+
+// DedupeWindow is how long a submission's Nats-Msg-Id is remembered (wall
+// time; JetStream's default duplicate window). A job_id in the body is
+// remembered as long as the job is.
+const DedupeWindow = 2 * time.Minute
+
+// maxMsgIDs bounds the Nats-Msg-Ids remembered at once: a flood of ids
+// forgets the oldest sooner.
+const maxMsgIDs = 100_000
+
+// submitted is the job a submission's idempotency key names, if any: its
+// body's job_id, else its Nats-Msg-Id within DedupeWindow.
+func (s *Core) submitted(jobID, msgID string) *job {
+	if jobID != "" {
+		return s.jobs[jobID]
+	}
+	if msgID == "" {
+		return nil
+	}
+	s.forgetMsgIDs()
+	if k, ok := s.msgIDs[msgID]; ok {
+		return s.jobs[k.jobID]
+	}
+	return nil
+}
+
+// remember records the Nats-Msg-Id a new job's submission carried.
+func (s *Core) remember(msgID string, j *job) {
+	if msgID == "" {
+		return
+	}
+	s.msgIDs[msgID] = msgIDJob{jobID: j.id, at: s.wall}
+	s.msgIDOrder = append(s.msgIDOrder, msgID)
+	s.forgetMsgIDs()
+}
+
+// forgetMsgIDs forgets the Nats-Msg-Ids older than DedupeWindow, and the
+// oldest beyond maxMsgIDs.
+func (s *Core) forgetMsgIDs() {
+	n := 0
+	for n < len(s.msgIDOrder) {
+		k := s.msgIDs[s.msgIDOrder[n]]
+		if s.wall.Sub(k.at) < DedupeWindow && len(s.msgIDOrder)-n <= maxMsgIDs {
+			break
+		}
+		delete(s.msgIDs, s.msgIDOrder[n])
+		n++
+	}
+	s.msgIDOrder = s.msgIDOrder[n:]
+}
+
+// resubmitted answers a submission that repeats j's idempotency key: as
+// j's submission was answered (once it is), never with a second job. A
+// tenant's credentials reach only their own tenant's jobs.
+func (s *Core) resubmitted(m *Msg, j *job, tenant string) {
+	if tenant != "" && j.spec.Tenant != tenant {
+		s.replyError(m, "job_id", "is taken: choose another")
+		return
+	}
+	if j.answer != nil {
+		s.respondRaw(m.Reply, j.answer)
+		return
+	}
+	if n := j.negotiating; n != nil && n.a.submit != nil {
+		// Its first answer waits for its placement: this one too.
+		if m.Reply != "" {
+			j.answerWaiters = append(j.answerWaiters, m.Reply)
+		}
+		return
+	}
+	// Known from the journal after a restart: the answer is what it is now.
+	s.respond(m, events.SubmitReply{JobID: j.id, State: j.state, Node: j.node, GPUs: j.gpus, Reason: j.reason})
 }

@@ -77,24 +77,31 @@ func (s *Core) checkpointsReached() {
 	}
 }
 
-// replyStored answers a submission once the job's record is stored. If
-// the store refuses it, the client gets an error naming "store" and the
-// job is cancelled: it was never accepted (Input.Unstored).
-func (s *Core) replyStored(m *Msg, j *job, reply any) {
-	if s.cfg.Store == nil || m.Reply == "" {
-		if s.cfg.Store != nil {
-			s.touch(j)
-		}
-		s.respond(m, reply)
-		return
-	}
-	b, err := gojson.Marshal(reply)
+// answer answers j's submission on reply with v, once the job's record
+// is stored when stored is set (an accepted job is a stored job): if the
+// store refuses it, the client gets an error naming "store" and the job is
+// cancelled (Input.Unstored). The answer is kept: a submission repeating
+// j's idempotency key gets it too (resubmitted).
+func (s *Core) answer(reply string, j *job, v any, stored bool) {
+	b, err := gojson.Marshal(v)
 	if err != nil {
 		s.log.Error("reply not encoded", zap.Error(err))
 		return
 	}
-	if err := s.put(j, m.Reply, b); err != nil {
-		s.unstored(m.Reply, j, "the job journal refused the write")
+	j.answer = b
+	for _, w := range j.answerWaiters {
+		s.respondRaw(w, b)
+	}
+	j.answerWaiters = nil
+	if !stored || s.cfg.Store == nil || reply == "" {
+		if stored && s.cfg.Store != nil {
+			s.touch(j)
+		}
+		s.respondRaw(reply, b)
+		return
+	}
+	if err := s.put(j, reply, b); err != nil {
+		s.unstored(reply, j, "the job journal refused the write")
 	}
 }
 
@@ -102,11 +109,11 @@ func (s *Core) replyStored(m *Msg, j *job, reply any) {
 func (s *Core) unstored(reply string, j *job, why string) {
 	s.log.Error("job not stored: cancelled", zap.String("job", j.id), zap.String("reason", why))
 	answer := func() {
-		s.respondTo(reply, struct {
+		s.answer(reply, j, struct {
 			events.ErrorReply
 			JobID string `json:"job_id"`
 			State string `json:"state"`
-		}{events.ErrorReply{Error: &model.FieldError{Field: "store", Message: "not stored, so not accepted: " + why}}, j.id, j.state})
+		}{events.ErrorReply{Error: &model.FieldError{Field: "store", Message: "not stored, so not accepted: " + why}}, j.id, j.state}, false)
 	}
 	if j.terminal() || j.stopping != nil {
 		answer()
