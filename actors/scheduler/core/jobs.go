@@ -45,8 +45,8 @@ type job struct {
 	// idempotency key before it was (resubmitted).
 	answer        []byte
 	answerWaiters []string
-	preemptor   string
-	victims     []string
+	preemptor     string
+	victims       []string
 	// cpuEnds is when a running CPU-only job finishes (simulated time).
 	cpuEnds *time.Time
 	// firstStarted is when the job first ran; runS and idealS add up, over
