@@ -372,10 +372,10 @@ func (b bus) Emit(subject, typ, id string, at time.Time, data any) error {
 // journal writes the core's records through durable.Journal.
 type journal struct{ s *Scheduler }
 
-// Put implements core.Store: a submission's reply goes out once its
-// record is stored; a refused write is written again later, and a
-// refused submission is the core's to cancel (core.Input.Unstored).
-func (w journal) Put(rec *durable.Record, reply string, answer []byte) error {
+// Put implements core.Store: a write to confirm steps the core with
+// Stored or Unstored once the store has answered; a refused write is
+// written again later.
+func (w journal) Put(rec *durable.Record, confirm bool) error {
 	s := w.s
 	fut, err := s.cfg.Journal.Put(rec)
 	if err != nil {
@@ -383,15 +383,15 @@ func (w journal) Put(rec *durable.Record, reply string, answer []byte) error {
 		go s.rewriteLater(rec.JobID)
 		return err
 	}
-	if reply == "" {
+	if !confirm {
 		return nil
 	}
 	go func() {
 		select {
 		case <-fut.Ok():
-			s.cfg.Conn.Publish(reply, answer)
+			s.post(core.Input{Stored: rec.JobID})
 		case err := <-fut.Err():
-			s.post(core.Input{Unstored: &core.Unstored{JobID: rec.JobID, Reply: reply, Why: err.Error()}})
+			s.post(core.Input{Unstored: &core.Unstored{JobID: rec.JobID, Why: err.Error()}})
 		case <-s.done:
 		}
 	}()

@@ -140,12 +140,12 @@ type Bus interface {
 
 // Store is the job journal as the core writes it.
 type Store interface {
-	// Put writes rec without waiting. A submission's reply comes with it
-	// (reply and answer): the shell sends it once the record is stored,
-	// and steps the core with Unstored if the store refuses it. A write
-	// that fails otherwise is the shell's to retry (Input.Rewrite).
-	// Put reports a write refused at once; the shell writes it again.
-	Put(rec *durable.Record, reply string, answer []byte) error
+	// Put writes rec without waiting. With confirm (a submission's first
+	// record: the job is accepted once it is stored), the shell steps the
+	// core with Input.Stored once the store has it, or Input.Unstored if
+	// it refuses it. A write that fails otherwise is the shell's to write
+	// again (Input.Rewrite). Put reports a write refused at once.
+	Put(rec *durable.Record, confirm bool) error
 }
 
 // Msg is a message from the bus.
@@ -198,14 +198,16 @@ type Input struct {
 	// Rewrite names a job whose journal write failed: its record is
 	// written again.
 	Rewrite string
-	// Unstored is a submission whose record the store refused.
+	// Stored names a job whose first record the store has (Store.Put with
+	// confirm), Unstored one whose first record it refused.
+	Stored   string
 	Unstored *Unstored
 }
 
-// Unstored is a submission the store refused: the job is cancelled and the
-// client told.
+// Unstored is a submission the store refused: the job is cancelled (it
+// never ran) and the client told.
 type Unstored struct {
-	JobID, Reply, Why string
+	JobID, Why string
 }
 
 // Core is the scheduler's deterministic core.
@@ -283,6 +285,10 @@ type Core struct {
 	// DedupeWindow of wall time; msgIDOrder is them oldest first.
 	msgIDs     map[string]msgIDJob
 	msgIDOrder []string
+	// accepting are the submissions whose first record is being stored,
+	// in the order they came: each goes on (accepted) once it and every
+	// one before it has an answer from the store.
+	accepting []*job
 }
 
 // msgIDJob is the job a Nats-Msg-Id named, and when (wall time).
@@ -436,9 +442,13 @@ func (s *Core) Step(in Input) {
 		if j, ok := s.jobs[in.Rewrite]; ok {
 			s.touch(j)
 		}
+	case in.Stored != "":
+		if j, ok := s.jobs[in.Stored]; ok {
+			s.stored(j)
+		}
 	case in.Unstored != nil:
 		if j, ok := s.jobs[in.Unstored.JobID]; ok {
-			s.unstored(in.Unstored.Reply, j, in.Unstored.Why)
+			s.unstored(j, in.Unstored.Why)
 		}
 	}
 	switch in.Timer {

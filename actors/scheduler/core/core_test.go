@@ -613,3 +613,53 @@ func TestASubmissionRepeatingItsKeyIsAnsweredAsTheFirstNeverTwice(t *testing.T) 
 		t.Fatalf("another tenant's job id: %+v", bad)
 	}
 }
+
+// TestAJobRunsOnlyOnceItIsStored: with a journal, a submission is
+// accepted once its record is stored, and only then placed; a record the
+// store refuses makes a cancelled job that never ran, and the store
+// refusing for a while costs only the submissions made meanwhile.
+func TestAJobRunsOnlyOnceItIsStored(t *testing.T) {
+	h, err := NewHarness(Config{Policy: "binpack"}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.AddGPU("n1", "n1-gpu-0", "A100-40GB")
+	h.Hold = true
+	h.Submit(spec("a", "10GB"))
+	a := h.LastReply
+	if n := len(h.Sends(events.OpReserve)); n != 0 {
+		t.Fatalf("%d reservations sent before the job's record was stored", n)
+	}
+	h.Deliver() // the store's answer, then the actors'
+	var rep events.SubmitReply
+	json.Unmarshal(h.Replies[a], &rep)
+	if rep.State != events.JobPlaced {
+		t.Fatalf("once stored: %s", h.Replies[a])
+	}
+	// The store fills up.
+	h.StoreRefuses = "insufficient resources"
+	h.Submit(spec("b", "10GB"))
+	b := h.LastReply
+	h.Deliver()
+	var refused struct {
+		events.ErrorReply
+		JobID string `json:"job_id"`
+		State string `json:"state"`
+	}
+	json.Unmarshal(h.Replies[b], &refused)
+	if refused.Error == nil || refused.Error.Field != "store" || refused.State != events.JobCancelled {
+		t.Fatalf("a refused record: %s, want an error on store with state cancelled", h.Replies[b])
+	}
+	if n := len(h.Sends(events.OpReserve)); n != 2 {
+		t.Fatalf("%d reservations in all, want only the first job's 2: a refused job never runs", n)
+	}
+	// Space returns: the next submission is accepted and placed.
+	h.StoreRefuses = ""
+	h.Submit(spec("c", "10GB"))
+	c := h.LastReply
+	h.Deliver()
+	json.Unmarshal(h.Replies[c], &rep)
+	if rep.State != events.JobPlaced {
+		t.Fatalf("after the store recovered: %s", h.Replies[c])
+	}
+}

@@ -41,8 +41,10 @@ type Harness struct {
 	// Hold keeps the answers to reservations back (Deliver sends them):
 	// a test sees the placements in flight.
 	Hold bool
-	// answers are the answers to reservations not delivered yet.
-	answers []Msg
+	// answers are the actors' and the store's answers not delivered yet.
+	answers []Input
+	// StoreRefuses makes the store refuse a new job's record, saying so.
+	StoreRefuses string
 	// LastReply is the reply subject of the last Request: its answer may
 	// come in a later step (Replies[LastReply]).
 	LastReply string
@@ -117,9 +119,10 @@ func (h *Harness) Step(in Input) {
 // order they were sent, until none is left.
 func (h *Harness) Deliver() {
 	for len(h.answers) > 0 {
-		m := h.answers[0]
+		in := h.answers[0]
 		h.answers = h.answers[1:]
-		h.Core.Step(Input{Now: h.Now, Wall: h.Wall, Msg: &m})
+		in.Now, in.Wall = h.Now, h.Wall
+		h.Core.Step(in)
 	}
 }
 
@@ -195,7 +198,7 @@ func (h *Harness) Publish(subject, reply string, data []byte) error {
 	h.Sent = append(h.Sent, Sent{Subject: subject, Reply: reply, Control: c})
 	if reply != "" && (c.Op == events.OpReserve || c.Op == events.OpPreempt || c.Op == events.OpRelease) {
 		if a, ok := h.answer(subject, c); ok {
-			h.answers = append(h.answers, Msg{Subject: reply, Data: a.Data})
+			h.answers = append(h.answers, Input{Msg: &Msg{Subject: reply, Data: a.Data}})
 		}
 		return nil
 	}
@@ -219,12 +222,17 @@ func (h *Harness) Emit(subject, typ, id string, at time.Time, data any) error {
 	return nil
 }
 
-// Put implements Store: recorded, and a submission's reply is sent at once.
-func (h *Harness) Put(rec *durable.Record, reply string, answer []byte) error {
+// Put implements Store: recorded; a write to confirm is answered as the
+// store would (StoreRefuses: refused), after the step (Deliver).
+func (h *Harness) Put(rec *durable.Record, confirm bool) error {
 	r := *rec
 	h.Records = append(h.Records, &r)
-	if reply != "" {
-		h.Replies[reply] = answer
+	if confirm {
+		in := Input{Stored: rec.JobID}
+		if h.StoreRefuses != "" {
+			in = Input{Unstored: &Unstored{JobID: rec.JobID, Why: h.StoreRefuses}}
+		}
+		h.answers = append(h.answers, in)
 	}
 	return nil
 }

@@ -40,6 +40,11 @@ type job struct {
 	// stopping its stop in flight (place.go).
 	negotiating *negotiation
 	stopping    *stopping
+	// accepting is the job's submission while its first record is being
+	// stored (it is not a candidate for placement until stored);
+	// storeAnswered says the store has answered for it.
+	accepting     *Msg
+	storeAnswered bool
 	// answer is the answer to the job's submission once given;
 	// answerWaiters the reply subjects of submissions repeating its
 	// idempotency key before it was (resubmitted).
@@ -271,7 +276,7 @@ func (s *Core) onSubmit(m *Msg, tenant string) {
 			events.ErrorReply
 			JobID string `json:"job_id"`
 			State string `json:"state"`
-		}{events.ErrorReply{Error: fe}, j.id, events.JobRejected}, false)
+		}{events.ErrorReply{Error: fe}, j.id, events.JobRejected})
 		return
 	}
 	s.jobs[j.id] = j
@@ -279,10 +284,48 @@ func (s *Core) onSubmit(m *Msg, tenant string) {
 	s.learnClass(&spec)
 	s.transition(j, events.JobSubmitted, "")
 	s.transition(j, events.JobQueued, "")
-	// With nothing waiting ahead of it, try the new job at once so the
-	// reply can say "placed"; otherwise the next pass takes the queue in
-	// order. On a virtual clock the pass decides, once everything else
-	// that happens at this instant has happened.
+	if s.cfg.Store != nil {
+		// Accepted once stored: placed only then, so that a job whose
+		// record the store refuses never runs.
+		s.accept(j, m)
+		return
+	}
+	s.accepted(j, m)
+}
+
+// accept writes a new job's first record and waits for the store's answer
+// (Input.Stored, Input.Unstored) before the job goes on (accepted).
+func (s *Core) accept(j *job, m *Msg) {
+	j.accepting = m
+	s.accepting = append(s.accepting, j)
+	j.touched = false
+	if err := s.cfg.Store.Put(s.record(j), true); err != nil {
+		s.unstored(j, "the job journal refused the write: "+err.Error())
+	}
+}
+
+// stored takes the store's word that j's first record is stored; the
+// submissions go on in the order they came.
+func (s *Core) stored(j *job) {
+	j.storeAnswered = true
+	for len(s.accepting) > 0 && s.accepting[0].storeAnswered {
+		next := s.accepting[0]
+		s.accepting = slices.Delete(s.accepting, 0, 1)
+		if m := next.accepting; m != nil {
+			next.accepting = nil
+			s.accepted(next, m)
+		}
+	}
+}
+
+// accepted takes an accepted job on: with nothing waiting ahead of it, it
+// is tried at once, so that the reply can say "placed"; otherwise the next
+// pass takes the queue in order. On a virtual clock the pass decides, once
+// everything else that happens at this instant has happened.
+func (s *Core) accepted(j *job, m *Msg) {
+	if j.terminal() {
+		return
+	}
 	if ((len(s.queue) == 0 && !s.virtual) || s.cfg.DropUnschedulable) && s.admitsNow(j) {
 		if len(s.queue) == 0 {
 			clear(s.view.held) // holds belong to waiting jobs, and none wait
@@ -306,12 +349,12 @@ func (s *Core) notPlacedAtOnce(j *job, m *Msg) {
 		s.transition(j, events.JobRejected, reason)
 		j.ended = &now
 		s.stats.rejected++
-		s.answer(m.Reply, j, events.SubmitReply{JobID: j.id, State: events.JobRejected, Reason: reason}, false)
+		s.answer(m.Reply, j, events.SubmitReply{JobID: j.id, State: events.JobRejected, Reason: reason})
 		return
 	}
 	s.enqueue(j)
 	s.dirty = true
-	s.answer(m.Reply, j, events.SubmitReply{JobID: j.id, State: events.JobQueued}, true)
+	s.answer(m.Reply, j, events.SubmitReply{JobID: j.id, State: events.JobQueued})
 }
 
 // enqueue inserts j in queue order.
@@ -634,8 +677,8 @@ func (s *Core) resubmitted(m *Msg, j *job, tenant string) {
 		s.respondRaw(m.Reply, j.answer)
 		return
 	}
-	if n := j.negotiating; n != nil && n.a.submit != nil {
-		// Its first answer waits for its placement: this one too.
+	if n := j.negotiating; j.accepting != nil || n != nil && n.a.submit != nil {
+		// Its first answer waits for the store or its placement: this one too.
 		if m.Reply != "" {
 			j.answerWaiters = append(j.answerWaiters, m.Reply)
 		}

@@ -50,17 +50,19 @@ func (s *Core) record(j *job) *durable.Record {
 func (s *Core) store() {
 	for _, j := range s.toStore {
 		if j.touched {
-			s.put(j, "", nil)
+			s.put(j)
 		}
 	}
 	s.toStore = s.toStore[:0]
 }
 
-// put writes j's record; reply and answer, when set, are a submission's
-// reply, sent once the record is stored (Store).
-func (s *Core) put(j *job, reply string, answer []byte) error {
+// put writes j's record without waiting; a write refused at once is
+// written again later (the shell's Rewrite).
+func (s *Core) put(j *job) {
 	j.touched = false
-	return s.cfg.Store.Put(s.record(j), reply, answer)
+	if err := s.cfg.Store.Put(s.record(j), false); err != nil {
+		s.log.Warn("job journal write refused; writing it again", zap.String("job", j.id), zap.Error(err))
+	}
 }
 
 // checkpointsReached marks running jobs that passed a checkpoint since
@@ -77,12 +79,11 @@ func (s *Core) checkpointsReached() {
 	}
 }
 
-// answer answers j's submission on reply with v, once the job's record
-// is stored when stored is set (an accepted job is a stored job): if the
-// store refuses it, the client gets an error naming "store" and the job is
-// cancelled (Input.Unstored). The answer is kept: a submission repeating
-// j's idempotency key gets it too (resubmitted).
-func (s *Core) answer(reply string, j *job, v any, stored bool) {
+// answer answers j's submission on reply with v. The job was stored
+// before it was accepted (accept); what changed since is written with the
+// step's other records. The answer is kept: a submission repeating j's
+// idempotency key gets it too (resubmitted).
+func (s *Core) answer(reply string, j *job, v any) {
 	b, err := gojson.Marshal(v)
 	if err != nil {
 		s.log.Error("reply not encoded", zap.Error(err))
@@ -93,33 +94,28 @@ func (s *Core) answer(reply string, j *job, v any, stored bool) {
 		s.respondRaw(w, b)
 	}
 	j.answerWaiters = nil
-	if !stored || s.cfg.Store == nil || reply == "" {
-		if stored && s.cfg.Store != nil {
-			s.touch(j)
-		}
-		s.respondRaw(reply, b)
-		return
-	}
-	if err := s.put(j, reply, b); err != nil {
-		s.unstored(reply, j, "the job journal refused the write")
-	}
+	s.respondRaw(reply, b)
 }
 
-// unstored cancels a job whose record could not be stored and tells the client.
-func (s *Core) unstored(reply string, j *job, why string) {
-	s.log.Error("job not stored: cancelled", zap.String("job", j.id), zap.String("reason", why))
-	answer := func() {
-		s.answer(reply, j, struct {
-			events.ErrorReply
-			JobID string `json:"job_id"`
-			State string `json:"state"`
-		}{events.ErrorReply{Error: &model.FieldError{Field: "store", Message: "not stored, so not accepted: " + why}}, j.id, j.state}, false)
-	}
-	if j.terminal() || j.stopping != nil {
-		answer()
+// unstored handles a store's refusal of a job's record. A job still
+// being accepted is cancelled — it never ran — and its submission is
+// answered with an error naming "store"; a later write that failed is
+// written again (the shell's Rewrite).
+func (s *Core) unstored(j *job, why string) {
+	m := j.accepting
+	if m == nil {
+		s.log.Warn("job journal write refused; writing it again", zap.String("job", j.id), zap.String("reason", why))
 		return
 	}
-	s.cancel(j, "not stored in the job journal: "+why, answer)
+	s.log.Error("job not stored: cancelled", zap.String("job", j.id), zap.String("reason", why))
+	j.accepting = nil
+	s.cancel(j, "not stored in the job journal: "+why, func() {})
+	s.answer(m.Reply, j, struct {
+		events.ErrorReply
+		JobID string `json:"job_id"`
+		State string `json:"state"`
+	}{events.ErrorReply{Error: &model.FieldError{Field: "store", Message: "not stored, so not accepted: " + why}}, j.id, j.state})
+	s.stored(j) // the submissions after it go on
 }
 
 // restore puts the journal's records back (see the comment at the top).

@@ -205,7 +205,7 @@ func (s *Core) resolve(n *negotiation) {
 		s.unholdInView(n)
 		s.abort(j, undo)
 		if a.submit != nil {
-			s.answer(a.submit.Reply, j, events.SubmitReply{JobID: j.id, State: j.state}, true)
+			s.answer(a.submit.Reply, j, events.SubmitReply{JobID: j.id, State: j.state})
 		}
 		return
 	}
@@ -238,7 +238,7 @@ func (s *Core) resolve(n *negotiation) {
 	s.publishAll(s.controls(j, p, events.OpCommit))
 	s.placed(j, p, a.cands, a.refusals, n.victims)
 	if a.submit != nil {
-		s.answer(a.submit.Reply, j, events.SubmitReply{JobID: j.id, State: events.JobPlaced, Node: j.node, GPUs: j.gpus}, true)
+		s.answer(a.submit.Reply, j, events.SubmitReply{JobID: j.id, State: events.JobPlaced, Node: j.node, GPUs: j.gpus})
 	}
 }
 
