@@ -125,7 +125,7 @@ func Serve(nc *nats.Conn, subjects events.Subjects, shape model.Shape, clock int
 
 // learn adds the GPUs a node heartbeat names (a node of another process).
 func (r *Responder) learn(m *nats.Msg) {
-	if !strings.HasSuffix(m.Subject, ".heartbeat") {
+	if !strings.HasSuffix(m.Subject, ".heartbeat") || events.Redelivered(m) {
 		return
 	}
 	var ev struct {
@@ -157,6 +157,10 @@ func fail(m *nats.Msg, field, format string, args ...any) {
 }
 
 func (r *Responder) on(m *nats.Msg) {
+	if events.Redelivered(m) {
+		r.log.Warn("chaos request replayed from a stream ignored", zap.String("subject", m.Subject))
+		return
+	}
 	action := events.ChaosAction(m.Subject)
 	var req Request
 	if fe := events.DecodeStrict(m.Data, &req); fe != nil {

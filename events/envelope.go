@@ -2,6 +2,7 @@ package events
 
 import (
 	"encoding/json"
+	"strings"
 	"time"
 
 	gojson "github.com/goccy/go-json"
@@ -127,4 +128,14 @@ func Reply(m *nats.Msg, v any) error {
 		return err
 	}
 	return m.Respond(b)
+}
+
+// Redelivered reports whether m was delivered by JetStream (from a stream,
+// to a consumer's deliver subject or a pull's reply subject): its reply
+// subject is then JetStream's acknowledgement subject. Whoever can read a
+// stream and create a consumer can have a stored message delivered to any
+// subject of its account, so a control handler acts only on a message that
+// a sender published there, never on one replayed from a stream.
+func Redelivered(m *nats.Msg) bool {
+	return strings.HasPrefix(m.Reply, "$JS.ACK.") || m.Header.Get("Nats-Stream") != ""
 }

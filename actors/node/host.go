@@ -120,8 +120,8 @@ func Start(ctx context.Context, cfg HostConfig) (*Host, error) {
 // (<p>.gpu.<node>.<gpu>.ctl: the GPU id is the second-last token).
 func (h *Host) onGPU(ctx context.Context, m *nats.Msg) {
 	_, gpu, ok := events.ParseGPUCtl(m.Subject)
-	if !ok {
-		return
+	if !ok || events.Redelivered(m) {
+		return // (a control replayed from a stream was sent by no one who may)
 	}
 	s, ok := h.gpus[gpu]
 	if !ok {
@@ -142,7 +142,7 @@ func (h *Host) onGPU(ctx context.Context, m *nats.Msg) {
 // onNode hands a message to the node actor (its mailbox never blocks, so
 // a slow node never holds up the others behind a Router).
 func (h *Host) onNode(ctx context.Context, m *nats.Msg) {
-	if ctx.Err() != nil {
+	if ctx.Err() != nil || events.Redelivered(m) {
 		return
 	}
 	h.cfg.Clock.Hold() // released by the node actor once handled

@@ -173,6 +173,13 @@ func (s *Scheduler) step(in core.Input) {
 func (s *Scheduler) message(m *nats.Msg) (*core.Msg, bool) {
 	cm := &core.Msg{Subject: m.Subject, Reply: m.Reply, Data: m.Data,
 		NoResponders: len(m.Data) == 0 && m.Header.Get("Status") == "503", MsgID: m.Header.Get(nats.MsgIdHdr)}
+	if events.Redelivered(m) {
+		// A request, heartbeat or status replayed from a stream was sent
+		// by no one who may: a node's liveness, for one, must not be
+		// forgeable by replaying its old heartbeats.
+		s.log.Warn("message replayed from a stream ignored", zap.String("subject", m.Subject))
+		return nil, false
+	}
 	if strings.HasPrefix(m.Subject, s.cfg.Subjects.Prefix+".evt.") || strings.HasPrefix(m.Subject, s.inbox) {
 		return cm, true
 	}

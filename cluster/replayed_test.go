@@ -1,0 +1,85 @@
+package cluster_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/gpusched/gpusched/cluster"
+	"github.com/gpusched/gpusched/durable"
+	"github.com/gpusched/gpusched/internal/livetest"
+)
+
+// TestAStoredMessageReplayedToAControlSubjectIsNotActedOn (issue 22, item
+// 1): a node publishes a chaos body under its own event subject; the event
+// stream stores it; an observer, who may read the stream, pulls it with
+// the control subject gpusched.chaos.kill as the pull's reply subject, so
+// that the server delivers it there inside the control plane's account.
+// The chaos responder must not kill anything: a message replayed from a
+// stream was sent by no one who may send it. The same for a GPU's control
+// subject.
+func TestAStoredMessageReplayedToAControlSubjectIsNotActedOn(t *testing.T) {
+	s := livetest.SecureCluster(t, cluster.Config{Store: durable.Memory})
+	admin, observer, node0 := s.As(t, "admin"), s.As(t, "observer"), s.As(t, "node-0")
+	chaosEvents := make(chan *nats.Msg, 16)
+	sub, err := admin.ChanSubscribe("gpusched.evt.chaos.>", chaosEvents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	incarnation := func(gpu string) float64 {
+		for _, g := range mustAsk(t, admin, "gpusched.cluster.snapshot", `{}`)["gpus"].([]any) {
+			if g.(obj)["gpu"] == gpu {
+				return g.(obj)["incarnation"].(float64)
+			}
+		}
+		t.Fatalf("no %s in the snapshot", gpu)
+		return 0
+	}
+	before := incarnation("gpu-3")
+	if err := node0.Publish("gpusched.evt.gpu.node-0.x.kill", []byte(`{"gpu":"gpu-3"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := node0.Publish("gpusched.evt.gpu.node-0.y.kill", []byte(`{"op":"kill","reason":"replayed"}`)); err != nil {
+		t.Fatal(err)
+	}
+	node0.Flush()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	js, err := jetstream.New(observer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pull := func(filter, replyTo string) {
+		t.Helper()
+		cons, err := js.CreateConsumer(ctx, durable.EventStream("gpusched"), jetstream.ConsumerConfig{FilterSubject: filter, AckPolicy: jetstream.AckNonePolicy})
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := cons.CachedInfo().Name
+		if err := observer.PublishRequest("$JS.API.CONSUMER.MSG.NEXT."+durable.EventStream("gpusched")+"."+name, replyTo, []byte(`{"batch":1}`)); err != nil {
+			t.Fatal(err)
+		}
+		observer.Flush()
+	}
+	pull("gpusched.evt.gpu.node-0.x.kill", "gpusched.chaos.kill")
+	pull("gpusched.evt.gpu.node-0.y.kill", "gpusched.gpu.node-0.gpu-3.ctl")
+	// A request of the admin's own, after the replayed ones: the responder
+	// and the GPU take messages in order, so once it is answered the
+	// replayed ones have been handled (or ignored).
+	mustAsk(t, admin, "gpusched.chaos.delay", `{"gpu":"gpu-3","delay":"0s"}`)
+	select {
+	case m := <-chaosEvents:
+		if strings.HasSuffix(m.Subject, ".kill") {
+			t.Fatalf("a replayed message killed a GPU: %s %s", m.Subject, m.Data)
+		}
+	default:
+	}
+	if after := incarnation("gpu-3"); after != before {
+		t.Fatalf("gpu-3 went from incarnation %v to %v: a replayed control was acted on", before, after)
+	}
+}
