@@ -164,6 +164,12 @@ flags:
 			return fmt.Errorf("--out: %w", err)
 		}
 	}
+	if !matrix && *out != "" {
+		// Checked before the run, not found out after it.
+		if err := checkOutFile(*out); err != nil {
+			return err
+		}
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
@@ -379,4 +385,20 @@ func printComparison(w io.Writer, pub replay.Published, runs []*replayRun) {
 	}
 	tw.Flush()
 
+}
+
+// checkOutFile checks that a single run's --out names a file that can be
+// written: not a folder, in a folder that exists.
+func checkOutFile(path string) error {
+	if strings.HasSuffix(path, "/") || strings.HasSuffix(path, string(filepath.Separator)) {
+		return fmt.Errorf("--out %s: a folder, but a single run writes one CSV file (name the file, e.g. %sfgd42.csv; a folder is for several policies or seeds)", path, path)
+	}
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return fmt.Errorf("--out %s: is a folder, but a single run writes one CSV file (name the file, e.g. %s; a folder is for several policies or seeds)", path, filepath.Join(path, "run.csv"))
+	}
+	dir := filepath.Dir(path)
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return fmt.Errorf("--out %s: the folder %s does not exist", path, dir)
+	}
+	return nil
 }

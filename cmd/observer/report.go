@@ -26,7 +26,9 @@ summary.json, the per-job CSV and PNG plots.
 func publishedDir() string {
 	var dirs []string
 	if d := os.Getenv("GPUSCHED_TRACES"); d != "" {
-		dirs = append(dirs, filepath.Join(d, "alibaba-openb", "fgd-expected-results"), filepath.Join(d, "fgd-expected-results"))
+		// $GPUSCHED_TRACES is the traces folder (alibaba-openb and pollux
+		// in it), as for every command and test.
+		dirs = append(dirs, filepath.Join(d, "alibaba-openb", "fgd-expected-results"))
 	}
 	dirs = append(dirs, filepath.Join("..", "shared", "traces", "alibaba-openb", "fgd-expected-results"))
 	for _, d := range dirs {
@@ -61,6 +63,10 @@ func reportCommand(args []string) int {
 		fmt.Fprint(os.Stderr, "observer report: give one RUN and --out DIR\n\n"+reportUsage)
 		return 2
 	}
+	if err := checkReportDir(*out); err != nil {
+		fmt.Fprintln(os.Stderr, "observer report:", err)
+		return 2
+	}
 	pub := *published
 	if pub == "" {
 		pub = publishedDir()
@@ -75,4 +81,15 @@ func reportCommand(args []string) int {
 	}
 	fmt.Fprintf(os.Stderr, "observer report: %s, %d files in %s\n", w.Kind, len(w.Files), *out)
 	return 0
+}
+
+// checkReportDir refuses an --out folder that holds Go source files (such
+// as the project's own report package, for `--out report/` run from the
+// source tree): a report's files would mix with them.
+func checkReportDir(dir string) error {
+	gos, _ := filepath.Glob(filepath.Join(dir, "*.go"))
+	if len(gos) > 0 {
+		return fmt.Errorf("--out %s holds Go source files (%s): choose another folder, e.g. run-report/", dir, filepath.Base(gos[0]))
+	}
+	return nil
 }
