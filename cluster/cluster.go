@@ -233,6 +233,9 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		return nc, nil
 	}
 	var restored *durable.State
+	// firstIncarnation numbers the actors of this start (1, or after the
+	// incarnations of the store's earlier starts).
+	firstIncarnation := 1
 	if cfg.Store != durable.None {
 		jc, err := connect("journal")
 		if err != nil {
@@ -255,6 +258,11 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 			return fail(err)
 		}
 		restored = &st
+		boot, err := c.journal.NextBoot(setupCtx)
+		if err != nil {
+			return fail(fmt.Errorf("job journal: counting this start: %w", err))
+		}
+		firstIncarnation = durable.IncarnationBase(boot) + 1
 		if len(st.Jobs) > 0 {
 			// The demo's jobs were submitted when this store's run began.
 			c.cfg.Demo, cfg.Demo = false, false
@@ -332,7 +340,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	for i, spec := range cfg.Shape.Nodes {
 		h, err := node.Start(runCtx, node.HostConfig{Spec: spec, VRAMModel: cfg.VRAMModel, Clock: c.Clock,
 			Subjects: subjects, Conn: nodeConn, Logger: log, Heartbeat: cfg.Heartbeat, Interference: cfg.Interference,
-			Lease: gpuLease, RestartBackoff: cfg.RestartBackoff, Router: router})
+			Lease: gpuLease, RestartBackoff: cfg.RestartBackoff, Router: router, FirstIncarnation: firstIncarnation})
 		if err != nil {
 			return fail(err)
 		}

@@ -90,10 +90,19 @@ func TestRestartOnTheSameDataDir(t *testing.T) {
 	waitFor(t, "the runner to pass two checkpoints", 10*time.Second, func() bool {
 		return getJob(t, nc, running)["progress_s"].(float64) >= 150
 	})
-	simBefore := simTime(t, req(t, nc, "gpusched.cluster.snapshot", `{}`)["simtime"])
+	snapBefore := req(t, nc, "gpusched.cluster.snapshot", `{}`)
+	simBefore := simTime(t, snapBefore["simtime"])
 	c1.Stop()
 
 	_, nc2 := livetest.Cluster(t, cfg)
+	// The second start numbers its actors after the first's: no event
+	// source (/gpu/<node>/<gpu>/<incarnation>) repeats across the restart.
+	for i, g := range req(t, nc2, "gpusched.cluster.snapshot", `{}`)["gpus"].([]any) {
+		was := snapBefore["gpus"].([]any)[i].(obj)["incarnation"].(float64)
+		if inc := g.(obj)["incarnation"].(float64); inc <= was || inc != durable.IncarnationsPerBoot+1 {
+			t.Fatalf("%v: incarnation %v after the restart (%v before), want %d", g.(obj)["gpu"], inc, was, durable.IncarnationsPerBoot+1)
+		}
+	}
 	// The fresh GPUs take the first waiter at once: the rest of the queue
 	// is the rest of the order it had.
 	if after := queueOrder(t, nc2); len(after) == 0 || !slices.Equal(after, before[len(before)-len(after):]) {

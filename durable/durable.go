@@ -208,6 +208,7 @@ func (j *Journal) failed(subject string, err error) {
 const (
 	jobKey         = "job."
 	incarnationKey = "meta.scheduler"
+	bootKey        = "meta.boot"
 	clockKey       = "meta.clock"
 )
 
@@ -239,6 +240,37 @@ func (j *Journal) SetIncarnation(ctx context.Context, n int) error {
 	_, err := j.kv.Put(ctx, incarnationKey, []byte(strconv.Itoa(n)))
 	return err
 }
+
+// NextBoot counts one more start of a cluster process on this store and
+// returns its number (1 for the first): the process numbers its actors'
+// incarnations from it, so that none repeats across a restart (IncarnationBase).
+func (j *Journal) NextBoot(ctx context.Context) (int, error) {
+	boot := 0
+	e, err := j.kv.Get(ctx, bootKey)
+	switch {
+	case err == nil:
+		if boot, err = strconv.Atoi(string(e.Value())); err != nil {
+			return 0, fmt.Errorf("job journal: the boot count %q: %w", e.Value(), err)
+		}
+	case !errors.Is(err, jetstream.ErrKeyNotFound):
+		return 0, err
+	}
+	boot++
+	if _, err := j.kv.Put(ctx, bootKey, []byte(strconv.Itoa(boot))); err != nil {
+		return 0, err
+	}
+	return boot, nil
+}
+
+// IncarnationsPerBoot is the block of incarnations each start of a cluster
+// process on one store numbers its GPU and node actors from: the n-th
+// start's first incarnation is (n-1)×IncarnationsPerBoot+1. A GPU restarted
+// or rejoined more often than that in one process run would reach the next
+// block (not seen: a flapping GPU rejoins about once a lease).
+const IncarnationsPerBoot = 10_000
+
+// IncarnationBase is the incarnation before the first one of boot.
+func IncarnationBase(boot int) int { return max(0, boot-1) * IncarnationsPerBoot }
 
 // Flush waits until every Put so far is stored (or ctx ends).
 func (j *Journal) Flush(ctx context.Context) error {

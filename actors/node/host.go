@@ -30,6 +30,11 @@ type HostConfig struct {
 	Interference float64
 	// Lease is the GPUs' lease (gpu.Config.Lease; zero: none).
 	Lease time.Duration
+	// FirstIncarnation is the incarnation the node actor and each GPU
+	// actor start at (1 when zero): a process restarted on the same store
+	// continues the numbering (durable.IncarnationBase), so that no event
+	// source repeats.
+	FirstIncarnation int
 	// RestartBackoff is the first wait before a crashed GPU actor restarts
 	// (DefaultRestartBackoff when zero).
 	RestartBackoff time.Duration
@@ -70,12 +75,12 @@ func Start(ctx context.Context, cfg HostConfig) (*Host, error) {
 		slots = append(slots, s)
 		gc := gpu.Config{ID: g.ID, Node: cfg.Spec.ID, Model: g.Model, VRAMModel: cfg.VRAMModel,
 			Clock: cfg.Clock, Subjects: cfg.Subjects, Bus: cfg.Conn, Logger: log, Interference: cfg.Interference,
-			Lease: cfg.Lease}
+			Lease: cfg.Lease, Incarnation: max(1, cfg.FirstIncarnation)}
 		// The first incarnation exists before the subscription does: a
 		// message may wait in its mailbox until it runs, never find it missing.
 		s.cur.Store(gpu.New(gc))
 	}
-	h.node = newActor(cfg.Spec, 1, cfg.Clock, cfg.Subjects, cfg.Conn, log, cfg.Heartbeat, slots)
+	h.node = newActor(cfg.Spec, max(1, cfg.FirstIncarnation), cfg.Clock, cfg.Subjects, cfg.Conn, log, cfg.Heartbeat, slots)
 
 	if cfg.Router != nil {
 		cfg.Router.add(ctx, h)
