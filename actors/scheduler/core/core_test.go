@@ -663,3 +663,30 @@ func TestAJobRunsOnlyOnceItIsStored(t *testing.T) {
 		t.Fatalf("after the store recovered: %s", h.Replies[c])
 	}
 }
+
+// TestAJobKnownOnlyFromANodeIsNoTenantsJob (issue 22 item 2): a job a GPU
+// runs that neither the journal nor the predecessor knows is re-learned
+// (it runs on), but its tenant is not taken from the node's data: no
+// tenant sees it, the control plane does.
+func TestAJobKnownOnlyFromANodeIsNoTenantsJob(t *testing.T) {
+	h := newHarness(t, Config{Incarnation: 2})
+	g := h.AddGPU("n1", "n1-gpu-0", "A100-40GB")
+	var req events.SubmitRequest
+	json.Unmarshal(encode(spec("planted", "1GB", "tenant", "team-b")), &req)
+	js, fe := req.Job()
+	if fe != nil {
+		t.Fatal(fe)
+	}
+	g.Status.Jobs = []events.GPUJob{{JobID: "planted", State: events.GPUJobRunning, VRAM: 1e9, Util: 10, WorkS: 3600, Rate: 1,
+		Assignment: &events.Assignment{Name: "planted", VRAM: 1e9, Util: 10, WorkS: 3600, Placement: "1.7", Spec: &js}}}
+	g.Status.Version++
+	h.GPUEvent(g.Status, events.GPUStatusType)
+	if s := h.JobState("planted"); s.State != events.JobRunning || s.Tenant != "" {
+		t.Fatalf("the node's job: %s, tenant %q; want running, no tenant", s.State, s.Tenant)
+	}
+	var rep events.ErrorReply
+	json.Unmarshal(h.Request("job.get", "team-b", map[string]string{"job_id": "planted"}), &rep)
+	if rep.Error == nil {
+		t.Fatal("team-b sees a job only a node said was theirs")
+	}
+}

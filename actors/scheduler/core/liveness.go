@@ -268,7 +268,17 @@ func (s *Core) adopt(st events.GPUStatus, gj events.GPUJob) {
 			Reason: "re-learned from GPU " + st.GPU + " after a scheduler restart"})
 		s.adopted(j, st)
 	} else if !ok {
-		j = &job{id: gj.JobID, spec: *a.Spec, seq: a.Seq, submitted: a.Submitted, state: stateRunning, node: st.Node, placement: a.Placement,
+		spec := *a.Spec
+		if _, vouched := s.inherited[gj.JobID]; !vouched {
+			// Neither the journal nor the predecessor's post-mortem knows
+			// it: all there is of it is the node's word, and a node does
+			// not say whose a job is. It runs on, seen by the control
+			// plane's credentials only.
+			s.log.Warn("job re-learned on a node's word only: its tenant is not believed", zap.String("job", gj.JobID),
+				zap.String("node", st.Node), zap.String("tenant_claimed", spec.Tenant))
+			spec.Tenant = ""
+		}
+		j = &job{id: gj.JobID, spec: spec, seq: a.Seq, submitted: a.Submitted, state: stateRunning, node: st.Node, placement: a.Placement,
 			progress: gj.ProgressS, lastProgress: gj.ProgressS, lastRate: gj.Rate, lastAt: now, stintAt: now,
 			stintFrom: gj.ProgressS, stintSpeed: 1}
 		if j.submitted.IsZero() {
