@@ -289,6 +289,9 @@ type Core struct {
 	// in the order they came: each goes on (accepted) once it and every
 	// one before it has an answer from the store.
 	accepting []*job
+	// toQueue counts the jobs not placed at once that go to the queue once
+	// stored: a submission behind them is not tried at once either.
+	toQueue int
 }
 
 // msgIDJob is the job a Nats-Msg-Id named, and when (wall time).

@@ -614,33 +614,37 @@ func TestASubmissionRepeatingItsKeyIsAnsweredAsTheFirstNeverTwice(t *testing.T) 
 	}
 }
 
-// TestAJobRunsOnlyOnceItIsStored: with a journal, a submission is
-// accepted once its record is stored, and only then placed; a record the
-// store refuses makes a cancelled job that never ran, and the store
-// refusing for a while costs only the submissions made meanwhile.
+// TestAJobRunsOnlyOnceItIsStored: with a journal, a submission's record
+// is written and its reservations sent at once (in parallel), but the job
+// is committed — runs — only once the record is stored; a record the store
+// refuses makes a cancelled job whose reservations are aborted, and the
+// store refusing for a while costs only the submissions made meanwhile.
 func TestAJobRunsOnlyOnceItIsStored(t *testing.T) {
 	h, err := NewHarness(Config{Policy: "binpack"}, true)
 	if err != nil {
 		t.Fatal(err)
 	}
 	h.AddGPU("n1", "n1-gpu-0", "A100-40GB")
-	h.Hold = true
+	h.HoldStore = true
 	h.Submit(spec("a", "10GB"))
 	a := h.LastReply
-	if n := len(h.Sends(events.OpReserve)); n != 0 {
-		t.Fatalf("%d reservations sent before the job's record was stored", n)
+	if n := len(h.Sends(events.OpReserve)); n != 2 {
+		t.Fatalf("%d reservations sent while the record is being stored, want 2 (in parallel)", n)
 	}
-	h.Deliver() // the store's answer, then the actors'
+	if len(h.Sends(events.OpCommit)) != 0 || len(h.Replies[a]) != 0 {
+		t.Fatal("committed or answered before the record was stored")
+	}
+	h.ReleaseStore()
 	var rep events.SubmitReply
 	json.Unmarshal(h.Replies[a], &rep)
-	if rep.State != events.JobPlaced {
-		t.Fatalf("once stored: %s", h.Replies[a])
+	if rep.State != events.JobPlaced || len(h.Sends(events.OpCommit)) != 2 {
+		t.Fatalf("once stored: %s, %d commits", h.Replies[a], len(h.Sends(events.OpCommit)))
 	}
 	// The store fills up.
 	h.StoreRefuses = "insufficient resources"
 	h.Submit(spec("b", "10GB"))
 	b := h.LastReply
-	h.Deliver()
+	h.ReleaseStore()
 	var refused struct {
 		events.ErrorReply
 		JobID string `json:"job_id"`
@@ -650,17 +654,35 @@ func TestAJobRunsOnlyOnceItIsStored(t *testing.T) {
 	if refused.Error == nil || refused.Error.Field != "store" || refused.State != events.JobCancelled {
 		t.Fatalf("a refused record: %s, want an error on store with state cancelled", h.Replies[b])
 	}
-	if n := len(h.Sends(events.OpReserve)); n != 2 {
-		t.Fatalf("%d reservations in all, want only the first job's 2: a refused job never runs", n)
+	if n := len(h.Sends(events.OpCommit)); n != 2 {
+		t.Fatalf("%d commits in all, want only the first job's 2: a refused job never runs", n)
+	}
+	if n := len(h.Sends(events.OpAbort)); n != 2 {
+		t.Fatalf("%d aborts, want the refused job's 2 reservations aborted", n)
+	}
+	if gs := h.Core.view.gpus["n1-gpu-0"]; len(gs.g.Allocs) != 1 {
+		t.Fatalf("the view holds %v, want the first job only", gs.g.Allocs)
 	}
 	// Space returns: the next submission is accepted and placed.
 	h.StoreRefuses = ""
 	h.Submit(spec("c", "10GB"))
 	c := h.LastReply
-	h.Deliver()
+	h.ReleaseStore()
 	json.Unmarshal(h.Replies[c], &rep)
 	if rep.State != events.JobPlaced {
 		t.Fatalf("after the store recovered: %s", h.Replies[c])
+	}
+	// Not placed at once (a job waits): queued, and answered, once stored.
+	h.Submit(spec("big", "40GB"))
+	h.Submit(spec("behind", "1GB"))
+	behind := h.LastReply
+	if len(h.Replies[behind]) != 0 {
+		t.Fatal("a queued job answered before it was stored")
+	}
+	h.ReleaseStore()
+	json.Unmarshal(h.Replies[behind], &rep)
+	if rep.State != events.JobQueued {
+		t.Fatalf("behind a waiting job: %s, want queued", h.Replies[behind])
 	}
 }
 

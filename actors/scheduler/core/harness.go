@@ -43,8 +43,11 @@ type Harness struct {
 	Hold bool
 	// answers are the actors' and the store's answers not delivered yet.
 	answers []Input
-	// StoreRefuses makes the store refuse a new job's record, saying so.
+	// StoreRefuses makes the store refuse a new job's record, saying so;
+	// HoldStore keeps the store's answers back until ReleaseStore.
 	StoreRefuses string
+	HoldStore    bool
+	storeAnswers []Input
 	// LastReply is the reply subject of the last Request: its answer may
 	// come in a later step (Replies[LastReply]).
 	LastReply string
@@ -232,9 +235,21 @@ func (h *Harness) Put(rec *durable.Record, confirm bool) error {
 		if h.StoreRefuses != "" {
 			in = Input{Unstored: &Unstored{JobID: rec.JobID, Why: h.StoreRefuses}}
 		}
-		h.answers = append(h.answers, in)
+		if h.HoldStore {
+			h.storeAnswers = append(h.storeAnswers, in)
+		} else {
+			h.answers = append(h.answers, in)
+		}
 	}
 	return nil
+}
+
+// ReleaseStore delivers the store's answers held back (HoldStore), then
+// everything else pending.
+func (h *Harness) ReleaseStore() {
+	h.answers = append(h.answers, h.storeAnswers...)
+	h.storeAnswers = nil
+	h.Deliver()
 }
 
 // answer is how the GPU or node actor subject names answers ctl (false:

@@ -45,6 +45,9 @@ type job struct {
 	// storeAnswered says the store has answered for it.
 	accepting     *Msg
 	storeAnswered bool
+	// queueWhenStored: not placed at once, the job is queued (and its
+	// submission answered) once it is stored.
+	queueWhenStored bool
 	// answer is the answer to the job's submission once given;
 	// answerWaiters the reply subjects of submissions repeating its
 	// idempotency key before it was (resubmitted).
@@ -285,10 +288,10 @@ func (s *Core) onSubmit(m *Msg, tenant string) {
 	s.transition(j, events.JobSubmitted, "")
 	s.transition(j, events.JobQueued, "")
 	if s.cfg.Store != nil {
-		// Accepted once stored: placed only then, so that a job whose
-		// record the store refuses never runs.
+		// Accepted once stored, and committed only then, so that a job
+		// whose record the store refuses never runs; its reservations go
+		// out meanwhile (the write and the negotiation in parallel).
 		s.accept(j, m)
-		return
 	}
 	s.accepted(j, m)
 }
@@ -305,7 +308,8 @@ func (s *Core) accept(j *job, m *Msg) {
 }
 
 // stored takes the store's word that j's first record is stored; the
-// submissions go on in the order they came.
+// submissions go on in the order they came: a job whose placement was
+// waiting for it is committed, one that was not placed at once is queued.
 func (s *Core) stored(j *job) {
 	j.storeAnswered = true
 	for len(s.accepting) > 0 && s.accepting[0].storeAnswered {
@@ -313,20 +317,26 @@ func (s *Core) stored(j *job) {
 		s.accepting = slices.Delete(s.accepting, 0, 1)
 		if m := next.accepting; m != nil {
 			next.accepting = nil
-			s.accepted(next, m)
+			if next.queueWhenStored {
+				next.queueWhenStored = false
+				s.toQueue--
+				s.notPlacedAtOnce(next, m)
+			}
 		}
 	}
+	s.resolveReady()
 }
 
-// accepted takes an accepted job on: with nothing waiting ahead of it, it
-// is tried at once, so that the reply can say "placed"; otherwise the next
-// pass takes the queue in order. On a virtual clock the pass decides, once
-// everything else that happens at this instant has happened.
+// accepted takes a new job on: with nothing waiting ahead of it, it is
+// tried at once, so that the reply can say "placed"; otherwise the next
+// pass takes the queue in order (once the job is stored, with a journal).
+// On a virtual clock the pass decides, once everything else that happens
+// at this instant has happened.
 func (s *Core) accepted(j *job, m *Msg) {
 	if j.terminal() {
 		return
 	}
-	if ((len(s.queue) == 0 && !s.virtual) || s.cfg.DropUnschedulable) && s.admitsNow(j) {
+	if ((len(s.queue) == 0 && s.toQueue == 0 && !s.virtual) || s.cfg.DropUnschedulable) && s.admitsNow(j) {
 		if len(s.queue) == 0 {
 			clear(s.view.held) // holds belong to waiting jobs, and none wait
 		}
@@ -341,8 +351,14 @@ func (s *Core) accepted(j *job, m *Msg) {
 }
 
 // notPlacedAtOnce answers a submission not placed at once: rejected on a
-// cluster that drops such jobs (replay), queued otherwise.
+// cluster that drops such jobs (replay), queued otherwise — once the job is
+// stored.
 func (s *Core) notPlacedAtOnce(j *job, m *Msg) {
+	if j.accepting != nil {
+		j.queueWhenStored = true
+		s.toQueue++
+		return
+	}
 	if s.cfg.DropUnschedulable {
 		now := s.now
 		reason := "fits nowhere now and this cluster drops such jobs (replay): " + policy.Why(s.view.sorted(), s.request(j))

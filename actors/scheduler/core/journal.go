@@ -108,6 +108,10 @@ func (s *Core) unstored(j *job, why string) {
 		return
 	}
 	s.log.Error("job not stored: cancelled", zap.String("job", j.id), zap.String("reason", why))
+	if j.queueWhenStored {
+		j.queueWhenStored = false
+		s.toQueue--
+	}
 	j.accepting = nil
 	s.cancel(j, "not stored in the job journal: "+why, func() {})
 	s.answer(m.Reply, j, struct {

@@ -170,9 +170,15 @@ func (s *Core) answered(c *call, rep events.ControlReply, unanswered bool) {
 	if unanswered && c.gpu != "" {
 		s.suspect(c.gpu)
 	}
-	// In the order they were decided: what the core records must not
-	// depend on which GPU answered first.
-	for len(s.inflight) > 0 && s.inflight[0].waiting == 0 {
+	s.resolveReady()
+}
+
+// resolveReady resolves the placements whose answers are all in, in the
+// order they were decided (what the core records must not depend on which
+// GPU answered first), a new job's only once its record is stored (a job
+// runs only once accepted); then, with none in flight, what waited.
+func (s *Core) resolveReady() {
+	for len(s.inflight) > 0 && s.inflight[0].waiting == 0 && s.inflight[0].a.job.accepting == nil {
 		first := s.inflight[0]
 		s.inflight = slices.Delete(s.inflight, 0, 1)
 		s.resolve(first)
@@ -204,7 +210,7 @@ func (s *Core) resolve(n *negotiation) {
 		// Cancelled while its reservations were in flight.
 		s.unholdInView(n)
 		s.abort(j, undo)
-		if a.submit != nil {
+		if a.submit != nil && j.answer == nil {
 			s.answer(a.submit.Reply, j, events.SubmitReply{JobID: j.id, State: j.state})
 		}
 		return
