@@ -324,8 +324,13 @@ func checkSoak(t *testing.T, p soakPlan, r soakResult) {
 	// race detector; the long soak saw 2.2 leases once) up to 2.5.
 	for _, d := range s.Detections {
 		limit := 5 * p.lease / 2
-		if d.Action == events.ChaosKillAction {
-			limit = p.lease / 2 // a crash is reported by its supervisor at once
+		if d.Action == events.ChaosKillAction && !d.DuringRestart {
+			// A crash is reported at once by the dying actor (median 1 ms),
+			// not by its lease: within one lease is what tells the two apart
+			// on a loaded machine (CI once saw 520 ms). Across a scheduler
+			// restart the new scheduler declares it once it has learnt the
+			// GPU again (within the lease, like a hang).
+			limit = p.lease
 		}
 		if d.After > limit && !d.SelfFenced {
 			t.Errorf("%s of %s detected after %s, want within %s", d.Action, d.GPU, d.After, limit)

@@ -5,6 +5,10 @@ package events
 // JobCompleted …) that move a job into them.
 const JobRunning = "running"
 
+// JobStates are the states a job can be in, in lifecycle order: what
+// job.list's "state" may name.
+var JobStates = []string{JobSubmitted, JobQueued, JobPlaced, JobRunning, JobPreempted, JobCompleted, JobLost, JobRejected, JobCancelled}
+
 // States of a job on a GPU (GPUJob.State).
 const (
 	// GPUJobReserved is a reservation not committed yet.

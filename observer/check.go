@@ -40,6 +40,10 @@ type Detection struct {
 	// SelfFenced is set when no scheduler declared the failure (it was
 	// restarting) and the GPU's own fence ended the incarnation instead.
 	SelfFenced bool `json:"self_fenced,omitempty"`
+	// DuringRestart is set when the scheduler was down at the fault or
+	// restarted before the verdict: the new scheduler declared it once it
+	// had learnt the GPU again, not its supervisor's report at once.
+	DuringRestart bool `json:"during_restart,omitempty"`
 }
 
 // Checker asserts the cluster's invariants over its event stream (DESIGN
@@ -55,11 +59,15 @@ type Checker struct {
 	// OnViolation, when set, hears each violation as it is found.
 	OnViolation func(Violation)
 
-	sources    map[string]uint64
-	dropping   map[string]bool
-	gpus       map[string]*gpuSeen
-	jobs       map[string]*jobSeen
-	faults     map[string]faultSeen
+	sources  map[string]uint64
+	dropping map[string]bool
+	gpus     map[string]*gpuSeen
+	jobs     map[string]*jobSeen
+	faults   map[string]faultSeen
+	// schedDown is set from a sched.down to the next sched.up; schedUpAt
+	// is the last sched.up.
+	schedDown  bool
+	schedUpAt  time.Time
 	undetected []string
 	violations []Violation
 	detections []Detection
@@ -132,6 +140,15 @@ type faultSeen struct {
 	action      string
 	at          time.Time
 	incarnation int
+	// schedDown: no scheduler was up when the fault happened.
+	schedDown bool
+}
+
+// detected records how long f took to be declared at t.
+func (c *Checker) detected(k string, f faultSeen, t time.Time, selfFenced bool) {
+	restart := f.schedDown || c.schedDown || c.schedUpAt.After(f.at)
+	c.detections = append(c.detections, Detection{Action: f.action, GPU: k, After: t.Sub(f.at), SelfFenced: selfFenced, DuringRestart: restart})
+	delete(c.faults, k)
 }
 
 // NewChecker returns an empty checker.
@@ -194,11 +211,15 @@ func (c *Checker) Feed(subject string, ev *events.Decoded) {
 			c.chaos(ev, typ, ce)
 		}
 	case "sched":
-		if typ == events.SchedDown {
+		switch typ {
+		case events.SchedDown:
+			c.schedDown = true
 			var down events.SchedLifecycle
 			if json.Unmarshal(ev.Data, &down) == nil && !down.Durable {
 				c.schedulerDown()
 			}
+		case events.SchedUp:
+			c.schedDown, c.schedUpAt = false, ev.Time
 		}
 	}
 }
@@ -251,8 +272,7 @@ func (c *Checker) down(ev *events.Decoded, st events.GPUStatus) {
 	g.jobs = nil
 	k := gpuKey(st.Node, st.GPU)
 	if f, ok := c.faults[k]; ok && !ev.Time.Before(f.at) {
-		c.detections = append(c.detections, Detection{Action: f.action, GPU: k, After: ev.Time.Sub(f.at)})
-		delete(c.faults, k)
+		c.detected(k, f, ev.Time, false)
 	}
 }
 
@@ -287,8 +307,7 @@ func (c *Checker) status(ev *events.Decoded, st events.GPUStatus) {
 			// Rejoined as a new incarnation with no verdict heard: its lease
 			// ran out while no scheduler could declare it (a scheduler
 			// restart), so it fenced itself.
-			c.detections = append(c.detections, Detection{Action: f.action, GPU: k, After: ev.Time.Sub(f.at), SelfFenced: true})
-			delete(c.faults, k)
+			c.detected(k, f, ev.Time, true)
 		}
 	}
 	g.inc, g.total, g.jobs, g.change, g.at = st.Incarnation, st.VRAMTotal, st.Jobs, st.Change+" "+st.JobID, ev.Time
@@ -432,8 +451,14 @@ func (c *Checker) chaos(ev *events.Decoded, typ string, ce events.ChaosEvent) {
 		inc := 0
 		if g, ok := c.gpus[k]; ok {
 			inc = g.inc
+			if typ == events.ChaosKillAction && g.inc > 0 && g.dead >= g.inc {
+				// A kill of an incarnation already declared dead (hung or
+				// cut off, fenced meanwhile) has nothing left to detect: its
+				// own gpu.down comes when the actor can hear the kill.
+				return
+			}
 		}
-		c.faults[k] = faultSeen{action: typ, at: ev.Time, incarnation: inc}
+		c.faults[k] = faultSeen{action: typ, at: ev.Time, incarnation: inc, schedDown: c.schedDown}
 	case events.ChaosDrop:
 		if ce.Drop > 0 {
 			c.dropping[k] = true
@@ -558,8 +583,11 @@ func (s CheckSummary) Write(w io.Writer) {
 	byAction := map[string][]time.Duration{}
 	for _, d := range s.Detections {
 		a := d.Action
-		if d.SelfFenced {
+		switch {
+		case d.SelfFenced:
 			a += " (self-fenced, no scheduler)"
+		case d.DuringRestart:
+			a += " (across a scheduler restart)"
 		}
 		byAction[a] = append(byAction[a], d.After)
 	}

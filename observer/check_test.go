@@ -156,3 +156,38 @@ func TestCheckerDetection(t *testing.T) {
 		t.Fatalf("undetected %d, detections %d; want 2 and 1", s.CheckCounts.Undetected, len(s.Detections))
 	}
 }
+
+// TestCheckerDetectionAcrossARestart tells a kill declared by the running
+// scheduler from one a restarted scheduler declared after learning the GPU
+// again: the soak holds only the first to the supervisor's at-once report.
+func TestCheckerDetectionAcrossARestart(t *testing.T) {
+	f := newFeeder(t)
+	f.emit("/gpu/n0/g0/1", "gpu.up", gpuStatus("n0", "g0", 1))
+	f.emit("/gpu/n0/g1/1", "gpu.up", gpuStatus("n0", "g1", 1))
+	f.emit("/chaos/1", "chaos.kill", events.ChaosEvent{Action: "kill", GPU: "g0", Node: "n0"})
+	f.emit("/scheduler/1", "gpu.down", gpuStatus("n0", "g0", 1))
+	f.emit("/chaos/1", "chaos.kill", events.ChaosEvent{Action: "kill", GPU: "g1", Node: "n0"})
+	f.emit("/supervisor/scheduler", "sched.down", events.SchedLifecycle{Incarnation: 1, Durable: true})
+	f.emit("/supervisor/scheduler", "sched.up", events.SchedLifecycle{Incarnation: 2})
+	f.now = f.now.Add(500 * time.Millisecond)
+	f.emit("/scheduler/2", "gpu.down", gpuStatus("n0", "g1", 1))
+	s := f.c.Summary()
+	if len(s.Detections) != 2 || s.Detections[0].DuringRestart || !s.Detections[1].DuringRestart {
+		t.Fatalf("detections %+v, want g0's at once and g1's across the restart", s.Detections)
+	}
+}
+
+// TestCheckerAKillOfADeadIncarnationIsNoFault: a hung GPU already declared
+// dead and then killed has nothing left to detect.
+func TestCheckerAKillOfADeadIncarnationIsNoFault(t *testing.T) {
+	f := newFeeder(t)
+	f.emit("/gpu/n0/g0/1", "gpu.up", gpuStatus("n0", "g0", 1))
+	f.emit("/chaos/1", "chaos.hang", events.ChaosEvent{Action: "hang", GPU: "g0", Node: "n0", Duration: "5s"})
+	f.emit("/scheduler/1", "gpu.down", gpuStatus("n0", "g0", 1))
+	f.emit("/chaos/1", "chaos.kill", events.ChaosEvent{Action: "kill", GPU: "g0", Node: "n0"})
+	f.now = f.now.Add(2 * time.Second)
+	f.emit("/gpu/n0/g0/1", "gpu.down", gpuStatus("n0", "g0", 1))
+	if s := f.c.Summary(); len(s.Detections) != 1 || s.Detections[0].Action != "hang" {
+		t.Fatalf("detections %+v, want the hang's only", s.Detections)
+	}
+}

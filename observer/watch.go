@@ -12,6 +12,7 @@ import (
 
 	"github.com/gpusched/gpusched/bus"
 	"github.com/gpusched/gpusched/events"
+	"github.com/gpusched/gpusched/model"
 )
 
 // WatchOptions tune a Watcher.
@@ -249,6 +250,10 @@ func (w *Watcher) fetch() (*events.Snapshot, error) {
 	}
 	for p := 1; p < snap.Pages && p < maxSnapshotPages; p++ {
 		next, err := requestSnapshot(w.nc, w.subjects, p)
+		var fe *model.FieldError
+		if errors.As(err, &fe) && fe.Field == "page" {
+			break // the pages shrank since the first: what is left is shown next time
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -267,11 +272,17 @@ func requestSnapshot(nc *nats.Conn, subjects events.Subjects, page int) (*events
 		}
 		return nil, err
 	}
-	var snap events.Snapshot
+	var snap struct {
+		events.Snapshot
+		Error *model.FieldError `json:"error"`
+	}
 	if err := json.Unmarshal(msg.Data, &snap); err != nil {
 		return nil, fmt.Errorf("snapshot: %w", err)
 	}
-	return &snap, nil
+	if snap.Error != nil {
+		return nil, snap.Error
+	}
+	return &snap.Snapshot, nil
 }
 
 // State returns a copy of the current state.

@@ -70,10 +70,10 @@ func parseAuthFlags(fs *flag.FlagSet, args []string, prefix *string) error {
 }
 
 func authInit(args []string) error {
-	fs := flag.NewFlagSet("cluster auth init", flag.ContinueOnError)
+	fs := newFlags("cluster auth init")
 	dir := fs.String("dir", "gpusched-auth", "directory to write")
 	tenants := fs.String("tenants", "default", "tenants, comma-separated: a submitter each (its key is TENANT.nk)")
-	nodes := fs.String("nodes", "", "GPU nodes that join with `cluster node --name N`, comma-separated: a node user each")
+	nodes := fs.String("nodes", "", "GPU nodes that join with 'cluster node --name N', comma-separated: a node user each")
 	hosts := fs.String("hosts", strings.Join(auth.DefaultHosts(), ","), "names and addresses the server certificate is valid for")
 	prefix := fs.String("prefix", events.DefaultPrefix, "subject prefix of the cluster")
 	force := fs.Bool("force", false, "write a new set over an existing one (the old keys stop working)")
@@ -136,8 +136,8 @@ func authInit(args []string) error {
 }
 
 func authConf(args []string) error {
-	fs := flag.NewFlagSet("cluster auth conf", flag.ContinueOnError)
-	path := fs.String("auth", "gpusched-auth", "roles file, or the directory `cluster auth init` wrote")
+	fs := newFlags("cluster auth conf")
+	path := fs.String("auth", "gpusched-auth", "roles file, or the directory 'cluster auth init' wrote")
 	prefix := fs.String("prefix", events.DefaultPrefix, "subject prefix of the cluster")
 	if err := parseAuthFlags(fs, args, prefix); err != nil {
 		return err

@@ -62,13 +62,22 @@ const usage = `usage:
   cluster auth init [--tenants a,b] [--nodes n1]   write a roles file, keys and a self-signed TLS set (docs/SECURITY.md)
   cluster bench [--quick]       measure decisions, the whole path, the bus, actors, fan-out and replay: one table
 
-Run "cluster COMMAND -h" for a command's flags.
+Run "cluster COMMAND -h" for a command's usage, an example and its flags
+("cluster run -h" for the flags of a cluster run).
 `
 
 func main() {
-	args := os.Args[1:]
+	os.Exit(runMain(os.Args[1:], os.Stdout))
+}
+
+// runMain runs the command args name and returns the exit status; help
+// goes to stdout.
+func runMain(args []string, stdout io.Writer) int {
 	cmd := "run"
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+	if len(args) == 1 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
+		// cluster --help: every command; cluster run --help: run's flags.
+		cmd = "help"
+	} else if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		cmd, args = args[0], args[1:]
 	}
 	var err error
@@ -104,17 +113,20 @@ func main() {
 	case "bench-footprint":
 		err = footprintCommand(args)
 	case "help":
-		fmt.Print(usage)
+		fmt.Fprint(stdout, usage)
+		return 0
 	default:
 		fmt.Fprintf(os.Stderr, "cluster: unknown command %q\n\n%s", cmd, usage)
-		os.Exit(2)
+		return 2
+	}
+	if errors.Is(err, flag.ErrHelp) {
+		return 0 // the help asked for was printed
 	}
 	if err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(os.Stderr, "cluster:", err)
-		}
-		os.Exit(1)
+		fmt.Fprintln(os.Stderr, "cluster:", err)
+		return 1
 	}
+	return 0
 }
 
 func newLogger(level string, out zapcore.WriteSyncer) (*zap.Logger, error) {
@@ -132,7 +144,7 @@ func newLogger(level string, out zapcore.WriteSyncer) (*zap.Logger, error) {
 }
 
 func run(args []string) error {
-	fs := flag.NewFlagSet("cluster run", flag.ContinueOnError)
+	fs := newFlags("cluster run")
 	listen := fs.String("listen", cluster.DefaultListen, "HOST:PORT of the embedded NATS server")
 	prefix := fs.String("prefix", events.DefaultPrefix, "subject prefix of this cluster")
 	gpus := fs.String("gpus", model.DefaultGPUs, "cluster shape: COUNTxMODEL,... (nodes of at most 8 GPUs of one model)")
@@ -168,8 +180,8 @@ func run(args []string) error {
 	eventsAge := fs.Duration("events-max-age", durable.DefaultEventsMaxAge, "keep events this long (observer log --since; 0: no age limit)")
 	eventsBytes := fs.String("events-max-bytes", "1GiB", "keep at most this much of the event stream, oldest dropped first (0: no size limit)")
 	replicas := fs.Int("replicas", 1, "with --nats on a NATS cluster: replicas of the job journal and the event stream (3 survives a server's loss)")
-	noGPUs := fs.Bool("no-gpus", false, "control plane only: no local GPUs; GPU nodes join with `cluster node`")
-	authPath := fs.String("auth", "", "roles file (or the directory `cluster auth init` wrote): every client authenticates and gets its role's permissions")
+	noGPUs := fs.Bool("no-gpus", false, "control plane only: no local GPUs; GPU nodes join with 'cluster node'")
+	authPath := fs.String("auth", "", "roles file (or the directory 'cluster auth init' wrote): every client authenticates and gets its role's permissions")
 	insecure := fs.Bool("insecure", false, "let --listen reach beyond loopback without --auth (anyone who reaches the port may do anything)")
 	var busOpt bus.Options
 	busOpt.AddFlags(fs, "", "use this NATS server or cluster (URLs, comma-separated) instead of the embedded server")
@@ -431,7 +443,7 @@ func request(o *bus.Options, subject string, body any, out io.Writer) error {
 }
 
 func submit(args []string) error {
-	fs := flag.NewFlagSet("cluster submit", flag.ContinueOnError)
+	fs := newFlags("cluster submit")
 	url, prefix := clientFlags(fs)
 	name := fs.String("name", "", "job name (required)")
 	tenant := fs.String("tenant", "", "tenant")
@@ -485,7 +497,7 @@ func submit(args []string) error {
 const submitAttempts = 3
 
 func jobCommand(cmd string, args []string) error {
-	fs := flag.NewFlagSet("cluster "+cmd, flag.ContinueOnError)
+	fs := newFlags("cluster " + cmd)
 	url, prefix := clientFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -514,7 +526,7 @@ func chaosCommand(args []string) error {
 	if !known {
 		return fmt.Errorf("cluster chaos: unknown action %q\n%s", action, chaosUsage)
 	}
-	fs := flag.NewFlagSet("cluster chaos "+action, flag.ContinueOnError)
+	fs := newFlags("cluster chaos " + action)
 	url, prefix := clientFlags(fs)
 	node := fs.String("node", "", "the GPU's node, where GPU ids repeat across nodes")
 	duration := fs.String("duration", "", "hang, partition: how long (wall time); delay, drop: how long (default: until cleared)")
@@ -552,7 +564,7 @@ func chaosCommand(args []string) error {
 }
 
 func list(args []string) error {
-	fs := flag.NewFlagSet("cluster list", flag.ContinueOnError)
+	fs := newFlags("cluster list")
 	url, prefix := clientFlags(fs)
 	state := fs.String("state", "", "only jobs in this state (queued, running, completed...)")
 	tenant := fs.String("tenant", "", "only this tenant's jobs")
@@ -564,7 +576,7 @@ func list(args []string) error {
 }
 
 func strategy(args []string) error {
-	fs := flag.NewFlagSet("cluster strategy", flag.ContinueOnError)
+	fs := newFlags("cluster strategy")
 	url, prefix := clientFlags(fs)
 	queue := fs.String("queue", "", "switch the queue order too: "+strings.Join(policy.QueueNames(), ", "))
 	filters := fs.String("filter", "", "switch the filters too, comma-separated ("+strings.Join(policy.FilterNames(), ", ")+"; none clears them)")
@@ -579,7 +591,7 @@ func strategy(args []string) error {
 }
 
 func snapshot(args []string) error {
-	fs := flag.NewFlagSet("cluster snapshot", flag.ContinueOnError)
+	fs := newFlags("cluster snapshot")
 	url, prefix := clientFlags(fs)
 	page := fs.Int("page", 0, "page")
 	if err := fs.Parse(args); err != nil {

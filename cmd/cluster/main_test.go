@@ -4,6 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -187,5 +191,57 @@ func TestBenchFlagsSayWhatIsWrong(t *testing.T) {
 	}
 	if err := benchCommand([]string{"--fast"}); err == nil || !strings.Contains(err.Error(), "fast") {
 		t.Errorf("bench --fast: error %v, want one naming the flag", err)
+	}
+}
+
+// TestHelpListsEveryCommandAndEachHasAnExample: cluster --help lists the
+// commands and exits 0; each command's -h has a usage line, an example
+// and its flags, and exits 0.
+func TestHelpListsEveryCommandAndEachHasAnExample(t *testing.T) {
+	var out bytes.Buffer
+	if code := runMain([]string{"--help"}, &out); code != 0 {
+		t.Fatalf("cluster --help exited %d", code)
+	}
+	for _, c := range []string{"cluster [run]", "cluster node", "cluster submit", "cluster get", "cluster list", "cluster cancel",
+		"cluster explain", "cluster strategy", "cluster snapshot", "cluster chaos", "cluster replay", "cluster compare",
+		"cluster auth init", "cluster bench"} {
+		if !strings.Contains(out.String(), "\n  "+c) {
+			t.Errorf("cluster --help does not list %q:\n%s", c, out.String())
+		}
+	}
+	for name := range helps {
+		fs := newFlags(name)
+		var help bytes.Buffer
+		fs.SetOutput(&help)
+		fs.Usage()
+		if !strings.HasPrefix(help.String(), "usage: cluster ") || !strings.Contains(help.String(), "\nexample:\n  cluster ") {
+			t.Errorf("%s -h:\n%s\nwant a usage line and an example", name, help.String())
+		}
+	}
+	for _, args := range [][]string{{"submit", "-h"}, {"run", "-h"}, {"chaos", "hang", "-h"}, {"auth", "init", "-h"}} {
+		if code := runMain(args, io.Discard); code != 0 {
+			t.Errorf("cluster %v exited %d, want 0", args, code)
+		}
+	}
+	// The flag package takes a back-quoted word of a usage string as the
+	// flag's argument name ("-no-gpus cluster node"): no flag's usage
+	// string here holds one.
+	files, _ := filepath.Glob("*.go")
+	for _, f := range files {
+		file, err := parser.ParseFile(token.NewFileSet(), f, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast.Inspect(file, func(n ast.Node) bool {
+			call, ok := n.(*ast.CallExpr)
+			if !ok || len(call.Args) < 3 {
+				return true
+			}
+			if lit, ok := call.Args[len(call.Args)-1].(*ast.BasicLit); ok && lit.Kind == token.STRING &&
+				strings.HasPrefix(lit.Value, `"`) && strings.Contains(lit.Value, "`") {
+				t.Errorf("%s: a flag's usage string holds a back quote: %s", f, lit.Value)
+			}
+			return true
+		})
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"os/signal"
@@ -30,7 +29,7 @@ import (
 // nodeCommand runs `cluster node`: the node and GPU actors of one node,
 // joining a running cluster over the bus.
 func nodeCommand(args []string) error {
-	fs := flag.NewFlagSet("cluster node", flag.ContinueOnError)
+	fs := newFlags("cluster node")
 	name := fs.String("name", "", "the node's name, unique in the cluster (required): letters, digits, - and _")
 	gpus := fs.String("gpus", "8xA100-80GB", "the node's GPUs: COUNTxMODEL[,COUNTxMODEL...]; they are named NAME-gpu-0, NAME-gpu-1, ...")
 	prefix := fs.String("prefix", events.DefaultPrefix, "subject prefix of the cluster")

@@ -43,6 +43,17 @@ flags of the live commands:
   --creds, --nkey, --user/--password, --token, --tlscert/--tlskey, --tlsca   as the nats CLI's
 `
 
+// examples is an example of each live command, shown by its -h.
+var examples = map[string]string{
+	"tui":     "observer tui --nats nats://127.0.0.1:4222",
+	"text":    "observer text --once",
+	"web":     "observer web --listen 127.0.0.1:8080   # then open http://127.0.0.1:8080",
+	"metrics": "observer metrics --listen 127.0.0.1:9090 & curl -s 127.0.0.1:9090/metrics | grep gpusched_",
+	"log":     "observer log --since 10m | jq -c 'select(.type | startswith(\"gpusched.job.\"))'",
+	"record":  "observer record --out run.jsonl   # then: observer report run.jsonl --out run-report/",
+	"check":   "observer check --from-start --for 1m",
+}
+
 func main() {
 	args := os.Args[1:]
 	cmd := ""
@@ -68,7 +79,10 @@ func main() {
 		os.Exit(2)
 	}
 	fs := flag.NewFlagSet("observer "+cmd, flag.ContinueOnError)
-	fs.Usage = func() { fmt.Fprint(os.Stderr, usage) }
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "%s\nexample:\n  %s\n\nflags of observer %s:\n", usage, examples[cmd], cmd)
+		fs.PrintDefaults()
+	}
 	var busOpt bus.Options
 	busOpt.AddFlags(fs, "nats://127.0.0.1:4222", "NATS URL of the cluster (several: comma-separated)")
 	url := &busOpt.URLs

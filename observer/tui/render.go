@@ -104,7 +104,7 @@ func Render(st observer.State, v View) string {
 		return strings.Join(append(lines, footerLine(st, v, w)), "\n")
 	}
 	add(styleTitle.Render(fit(header(st), w)))
-	add(fit(headline(snap), w))
+	add(headlineLines(snap, w)...)
 
 	footer := footerLine(st, v, w)
 	lowerMin := minLower
@@ -141,18 +141,35 @@ func header(st observer.State) string {
 		s.SimTime.Format("Jan 2 15:04:05"), s.Summary.GPUs, s.Summary.GPUsBusy, live)
 }
 
-func headline(s *events.Snapshot) string {
+// headlineLines are the cluster's figures, as many lines of at most w
+// cells as they need (a figure is never cut).
+func headlineLines(s *events.Snapshot, w int) []string {
 	m := s.Summary
-	return fmt.Sprintf(" util %.0f%% · alloc %.0f%% · frag %.2f GPUs, VRAM %.0f%% · queue %d · running %d · done %d · preempt %d · %.0f W · %.2f kWh",
-		m.UtilMean, 100*m.Allocation, m.FragAmount, 100*m.VRAMFragmentation, m.JobsQueued, m.JobsRunning,
-		m.JobsCompleted, m.Preemptions, m.PowerW, m.EnergyKWh)
+	figures := []string{fmt.Sprintf("util %.0f%%", m.UtilMean), fmt.Sprintf("alloc %.0f%%", 100*m.Allocation),
+		fmt.Sprintf("frag %.2f GPUs, VRAM %.0f%%", m.FragAmount, 100*m.VRAMFragmentation), fmt.Sprintf("queue %d", m.JobsQueued),
+		fmt.Sprintf("running %d", m.JobsRunning), fmt.Sprintf("done %d", m.JobsCompleted), fmt.Sprintf("preempt %d", m.Preemptions),
+		fmt.Sprintf("%.0f W", m.PowerW), fmt.Sprintf("%.2f kWh", m.EnergyKWh)}
+	var lines []string
+	line := ""
+	for _, f := range figures {
+		switch {
+		case line == "":
+			line = " " + f
+		case lipgloss.Width(line+" · "+f) <= w:
+			line += " · " + f
+		default:
+			lines = append(lines, fit(line, w))
+			line = " " + f
+		}
+	}
+	return append(lines, fit(line, w))
 }
 
 func footerLine(st observer.State, v View, w int) string {
 	if v.Prompt != "" {
 		return styleBold.Render(fit(v.Prompt+"█", w))
 	}
-	keys := "p policy  f frag  a add job  k kill GPU  space pause  tab pane  [ ] page  q quit"
+	keys := "b binpack  s spread  p next policy  f frag  a add job  k kill GPU  space pause  tab pane  [ ] page  q quit"
 	var extra []string
 	if v.Paused {
 		extra = append(extra, styleDown.Render("PAUSED"))
@@ -385,7 +402,8 @@ func pane(st observer.State, p Pane, w, h int) []string {
 	var out []string
 	more := func(n int) {
 		if len(out) > h {
-			out = append(out[:h-1], styleDim.Render(fmt.Sprintf("… %d more", n-(h-2))))
+			// h-1 lines shown of n, the last line says how many are not.
+			out = append(out[:h-1], styleDim.Render(fmt.Sprintf("… %d more", n-(h-1))))
 		}
 	}
 	switch p {
@@ -402,6 +420,9 @@ func pane(st observer.State, p Pane, w, h int) []string {
 			wait := s.SimTime.Sub(j.SubmittedAt).Round(time.Second)
 			out = append(out, fit(fmt.Sprintf("%-20s %-6s %7s %7s  %s", trunc(j.Name, 20), j.Priority,
 				model.Bytes(j.VRAM).GBString(), shortDur(wait), j.Reason), w))
+		}
+		if len(s.Queue) == 0 {
+			out = append(out, styleDim.Render(fit("0 waiting — add a job with a, or: cluster submit --name N --vram 20GB --duration 30m", w)))
 		}
 		more(len(s.Queue) + 1)
 	case PaneWhy:

@@ -117,3 +117,31 @@ func TestParseJobLine(t *testing.T) {
 		}
 	}
 }
+
+// TestPanesCountWhatTheyHideAndSayWhenEmpty: "… N more" is the rows not
+// shown, an empty queue says so and how to add a job, and the figures
+// line wraps rather than being cut at 80 columns.
+func TestPanesCountWhatTheyHideAndSayWhenEmpty(t *testing.T) {
+	st := fakeState(8)
+	for i := range 9 {
+		st.Snapshot.Running = append(st.Snapshot.Running, events.JobInfo{JobID: fmt.Sprintf("r%d", i), Name: fmt.Sprintf("run-%d", i)})
+	}
+	lines := pane(st, PaneRunning, 100, 8) // 11 jobs + a header in 8 lines
+	shown := 0
+	for _, l := range lines {
+		if strings.Contains(l, "run-") || strings.Contains(l, "GPT-fine-tune") || strings.Contains(l, "bert-small") {
+			shown++
+		}
+	}
+	if last := lines[len(lines)-1]; !strings.Contains(last, fmt.Sprintf("… %d more", 11-shown)) {
+		t.Errorf("%d of 11 jobs shown, the last line says %q", shown, last)
+	}
+	st.Snapshot.Queue = nil
+	if q := strings.Join(pane(st, PaneQueue, 100, 8), "\n"); !strings.Contains(q, "0 waiting") {
+		t.Errorf("an empty queue pane says nothing:\n%s", q)
+	}
+	frame := Render(fakeState(8), View{Width: 80, Height: 24})
+	if !strings.Contains(frame, "kWh") || !strings.Contains(frame, "preempt") {
+		t.Errorf("the figures line was cut at 80 columns:\n%s", frame)
+	}
+}

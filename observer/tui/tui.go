@@ -118,12 +118,16 @@ func (m *Model) key(k tea.KeyMsg) tea.Cmd {
 		m.view.Page = max(0, m.view.Page-1)
 	case "p":
 		return m.nextPolicy()
+	case "b":
+		return m.setPolicy("binpack")
+	case "s":
+		return m.setPolicy("spread")
 	case "a":
 		m.input, m.text = inputJob, ""
 		m.view.Status = "e.g. name=bert vram=20GB util=60 duration=30m priority=high gpus=1 — enter submits, esc cancels"
 	case "k":
-		m.input, m.text = inputKill, "gpu-"
-		m.view.Status = "enter kills the GPU actor (its jobs are lost and re-queued), esc cancels"
+		m.input, m.text = inputKill, ""
+		m.view.Status = "a GPU id (gpu-3, or just 3): enter kills the GPU actor (its jobs are lost and re-queued), esc cancels"
 	}
 	m.syncPrompt()
 	return nil
@@ -182,6 +186,9 @@ func (m *Model) submit(line string) tea.Cmd {
 
 func (m *Model) kill(gpu string) tea.Cmd {
 	ctl := m.ctl
+	if gpu != "" && strings.Trim(gpu, "0123456789") == "" {
+		gpu = "gpu-" + gpu // the demo's GPUs are gpu-0 … gpu-7
+	}
 	return func() tea.Msg {
 		rep, err := ctl.Kill(gpu)
 		if err != nil {
@@ -205,6 +212,18 @@ func (m *Model) nextPolicy() tea.Cmd {
 		}
 		next := cur.Available[(slices.Index(cur.Available, cur.Policy)+1)%len(cur.Available)]
 		rep, err := ctl.Strategy(next)
+		if err != nil {
+			return doneMsg("policy: " + err.Error())
+		}
+		return doneMsg(fmt.Sprintf("policy %s → %s", rep.Previous, rep.Policy))
+	}
+}
+
+// setPolicy switches to the named policy (b and s: the demo's two).
+func (m *Model) setPolicy(name string) tea.Cmd {
+	ctl := m.ctl
+	return func() tea.Msg {
+		rep, err := ctl.Strategy(name)
 		if err != nil {
 			return doneMsg("policy: " + err.Error())
 		}

@@ -60,6 +60,14 @@ func TestKeysDriveTheCluster(t *testing.T) {
 		t.Fatalf("after p: policy %s, status %q; want %s", got.Policy, m.view.Status, want)
 	}
 
+	for _, k := range []string{"s", "b"} {
+		keys(t, m, runes(k))
+		want := map[string]string{"s": "spread", "b": "binpack"}[k]
+		if got, _ := ctl.Strategy(""); got.Policy != want || !strings.HasSuffix(m.view.Status, "→ "+want) {
+			t.Fatalf("after %s: policy %s, status %q; want %s", k, got.Policy, m.view.Status, want)
+		}
+	}
+
 	keys(t, m, runes("a"))
 	for _, r := range "name=typed-job vram=12GB util=40 duration=2h" {
 		if r == ' ' {
@@ -93,6 +101,9 @@ func TestKeysDriveTheCluster(t *testing.T) {
 	keys(t, m, runes(" "))
 	frozen := m.state.Updated
 	keys(t, m, runes("k"))
+	if !strings.Contains(m.View(), "kill GPU> █") {
+		t.Fatalf("the kill prompt should start empty:\n%s", m.View())
+	}
 	keys(t, m, runes(strings.TrimPrefix(gpu, "gpu-")), tea.KeyMsg{Type: tea.KeyEnter})
 	if !strings.Contains(m.view.Status, gpu+" killed: 1 job(s) lost") {
 		t.Fatalf("after k %s: status %q", gpu, m.view.Status)

@@ -712,3 +712,33 @@ func TestAJobKnownOnlyFromANodeIsNoTenantsJob(t *testing.T) {
 		t.Fatal("team-b sees a job only a node said was theirs")
 	}
 }
+
+func TestListAndSnapshotRefuseWhatDoesNotExist(t *testing.T) {
+	h := newHarness(t, Config{})
+	h.AddGPU("n1", "n1-gpu-0", "V100-16GB")
+	h.AddGPU("n2", "n2-gpu-0", "A100-80GB")
+	h.Submit(spec("a", "1GB"))
+	cases := []struct {
+		subject string
+		body    map[string]any
+		field   string
+		says    string
+	}{
+		{"job.list", map[string]any{"state": "bogus"}, "state", "one of submitted, queued"},
+		{"job.list", map[string]any{"page": 1}, "page", "past the last page: there are 1"},
+		{"cluster.snapshot", map[string]any{"page": 99}, "page", "past the last page"},
+		{"job.submit", spec("big", "20GB", "models", []string{"V100-16GB"}), "vram", "every GPU of the models asked for, V100-16GB"},
+	}
+	for _, c := range cases {
+		var rep events.ErrorReply
+		json.Unmarshal(h.Request(c.subject, "", c.body), &rep)
+		if rep.Error == nil || rep.Error.Field != c.field || !strings.Contains(rep.Error.Message, c.says) {
+			t.Errorf("%s %v: %s, want an error on %s saying %q", c.subject, c.body, h.Replies[h.LastReply], c.field, c.says)
+		}
+	}
+	var list events.JobListReply
+	json.Unmarshal(h.Request("job.list", "", map[string]any{"state": "running"}), &list)
+	if list.Total != 1 {
+		t.Errorf("job.list running: %s, want the one job", h.Replies[h.LastReply])
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -415,10 +416,20 @@ func (s *Core) decodeRequest(m *Msg, req any) bool {
 const maxPage = 1 << 30
 
 // validPage answers a page out of bounds with an error and reports whether
-// page is valid (a page past the last is valid, and empty).
+// page is valid.
 func (s *Core) validPage(m *Msg, page int) bool {
 	if page < 0 || page > maxPage {
 		s.replyError(m, "page", fmt.Sprintf("must be from 0 to %d, not %d", maxPage, page))
+		return false
+	}
+	return true
+}
+
+// pageExists answers a page past the last with an error naming the pages
+// there are, and reports whether page is one of them.
+func (s *Core) pageExists(m *Msg, page, pages int) bool {
+	if page >= pages {
+		s.replyError(m, "page", fmt.Sprintf("%d is past the last page: there are %d (0 to %d)", page, pages, pages-1))
 		return false
 	}
 	return true
@@ -488,6 +499,10 @@ func (s *Core) onList(m *Msg, tenant string) {
 	if !s.validPage(m, req.Page) {
 		return
 	}
+	if req.State != "" && !slices.Contains(events.JobStates, req.State) {
+		s.replyError(m, "state", fmt.Sprintf("unknown state %q: one of %s", req.State, strings.Join(events.JobStates, ", ")))
+		return
+	}
 	var match []*job
 	for _, j := range s.order {
 		if (req.State == "" || j.state == req.State) && (req.Tenant == "" || j.spec.Tenant == req.Tenant) {
@@ -503,6 +518,9 @@ func (s *Core) onList(m *Msg, tenant string) {
 		slices.SortFunc(match, func(a, b *job) int { return cmp.Compare(a.seq, b.seq) })
 	}
 	pages := max(1, (len(match)+jobListPage-1)/jobListPage)
+	if !s.pageExists(m, req.Page, pages) {
+		return
+	}
 	rep := events.JobListReply{Page: req.Page, Pages: pages, Total: len(match), Jobs: []events.JobInfo{}}
 	for i := req.Page * jobListPage; i < min(len(match), (req.Page+1)*jobListPage); i++ {
 		rep.Jobs = append(rep.Jobs, s.info(match[i], false))

@@ -98,6 +98,9 @@ func (s *Core) onSnapshot(m *Msg, tenant string) {
 	}
 	gpus := s.view.sorted().GPUs
 	pages := max(1, ceilDiv(len(gpus), snapshotGPUsPerPage), ceilDiv(len(running), snapshotJobsPerPage), ceilDiv(len(queue), snapshotJobsPerPage))
+	if !s.pageExists(m, req.Page, pages) {
+		return
+	}
 	snap := events.Snapshot{SimTime: s.now, Speed: s.cfg.Speed, Policy: s.policy.Name(), VRAMModel: string(s.view.cluster.VRAMModel),
 		Summary: s.metrics(), Page: req.Page, Pages: pages,
 		GPUs: []events.SnapshotGPU{}, Running: []events.JobInfo{}, Queue: []events.JobInfo{}}

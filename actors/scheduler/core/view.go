@@ -225,6 +225,9 @@ func (v *view) feasible(r *policy.Request) *model.FieldError {
 		return model.Errorf("node", "no node %q in this cluster", r.PinNode)
 	case !modelOK:
 		return model.Errorf("models", "no GPU of models %s in this cluster", strings.Join(r.Models, ", "))
+	case largest < r.VRAM && len(r.Models) > 0:
+		return model.Errorf("vram", "%s per GPU is larger than every GPU of the models asked for, %s (largest: %s)",
+			model.Bytes(r.VRAM), strings.Join(r.Models, ", "), model.Bytes(largest))
 	case largest < r.VRAM:
 		return model.Errorf("vram", "%s per GPU is larger than every GPU in the cluster (largest: %s)", model.Bytes(r.VRAM), model.Bytes(largest))
 	case r.GPUs > 1:
