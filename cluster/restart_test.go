@@ -17,6 +17,13 @@ func TestKillSchedulerRelearnsRunningJobs(t *testing.T) {
 	waitState(t, nc, running, "running", 5*time.Second)
 	queued := submit(t, nc, `{"name":"waiter","priority":"low","vram":"30GB","duration":"5m","gpu":"gpu-1"}`)
 	waitState(t, nc, queued, "queued", 5*time.Second)
+	quick := submit(t, nc, `{"name":"quick","vram":"4GB","duration":"30s","gpu":"gpu-2"}`)
+	waitState(t, nc, quick, "completed", 5*time.Second)
+	totals := func() (float64, float64) {
+		m := req(t, nc, "gpusched.cluster.snapshot", `{"summary_only":true}`)["summary"].(map[string]any)
+		return m["jobs_completed"].(float64), m["energy_kwh"].(float64)
+	}
+	completedBefore, energyBefore := totals()
 
 	rep := req(t, nc, "gpusched.chaos.kill-scheduler", `{}`)
 	if rep["ok"] != true || rep["queued_lost"].(float64) != 1 || rep["running"].(float64) != 1 || rep["incarnation"].(float64) != 2 {
@@ -27,6 +34,10 @@ func TestKillSchedulerRelearnsRunningJobs(t *testing.T) {
 		j = tryReq(nc, "gpusched.job.get", `{"job_id":"`+running+`"}`)
 		return j != nil && j["state"] == "running"
 	})
+	// The totals go on from the predecessor's: no drop at the restart.
+	if completed, energy := totals(); completed < completedBefore || energy < energyBefore {
+		t.Fatalf("after the restart: %v completed, %v kWh; before: %v, %v — totals went backwards", completed, energy, completedBefore, energyBefore)
+	}
 	if ids := j["gpu_ids"].([]any); len(ids) != 1 || ids[0] != "gpu-1" {
 		t.Fatalf("re-learned job on %v, want gpu-1", ids)
 	}

@@ -49,6 +49,8 @@ func (c *Cluster) superviseScheduler(ctx context.Context, cfg scheduler.Config, 
 			}
 			cfg.Incarnation = max(cfg.Incarnation, 1) + 1
 			cfg.Policy, cfg.Queue = rem.Policy, rem.Queue
+			// The totals go on from the predecessor's (never backwards).
+			cfg.Carried = rem.Totals
 			// What ended on the GPUs since the predecessor died, no
 			// scheduler saw: the new one accounts for it.
 			cfg.Since = died

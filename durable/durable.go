@@ -184,6 +184,8 @@ type State struct {
 	// SimTime is the latest simulated time written: where a restarted
 	// cluster's clock resumes.
 	SimTime time.Time
+	// Totals are the running totals last written (PutTotals).
+	Totals events.Totals
 }
 
 // Journal is the job journal.
@@ -210,7 +212,19 @@ const (
 	incarnationKey = "meta.scheduler"
 	bootKey        = "meta.boot"
 	clockKey       = "meta.clock"
+	totalsKey      = "meta.totals"
 )
+
+// PutTotals records the cluster's running totals (preemptions, energy …),
+// without waiting for the store: a restarted cluster goes on from them.
+func (j *Journal) PutTotals(t events.Totals) error {
+	b, err := json.Marshal(t)
+	if err != nil {
+		return err
+	}
+	_, err = j.js.PublishAsync(j.subject+totalsKey, b)
+	return err
+}
 
 // PutClock records the simulated time now, without waiting for the
 // store: a restarted cluster's clock resumes from the latest.
@@ -305,6 +319,8 @@ func (j *Journal) Load(ctx context.Context) (State, error) {
 			switch {
 			case e.Key() == incarnationKey:
 				st.Incarnation, _ = strconv.Atoi(string(e.Value()))
+			case e.Key() == totalsKey:
+				json.Unmarshal(e.Value(), &st.Totals) // a malformed copy: totals from zero, nothing else lost
 			case e.Key() == clockKey:
 				var at time.Time
 				if at.UnmarshalText(e.Value()) == nil && at.After(st.SimTime) {

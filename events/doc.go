@@ -53,7 +53,9 @@
 //	tenant       string (default "default")
 //	priority     "high" (3), "medium" (2, default), "low" (1), or any integer; higher wins
 //	gpus         integer: 1 (default), more for a gang on one node, 0 for a CPU-only job
-//	vram         per GPU: "20GB" (SI, 10^9), "38GiB" (IEC, 2^30), "512MiB", or a number of bytes;
+//	vram         per GPU: "20GB", "512MB", "1.5GB" — memory as GPU makers count it, a GB is 2^30
+//	             bytes (GiB is accepted, the same unit), so an A100 40GB holds 40GB — or a number
+//	             of bytes, at least 1MB (a bare 12 is refused: 12 bytes is surely 12GB);
 //	             required for a GPU job unless gpu_milli is given (then that share of each GPU's VRAM)
 //	gpu_milli    share of each GPU reserved, in thousandths 1–1000 (the Alibaba trace's unit; 1000
 //	             for a gang); shares on a GPU never sum above 1000. Without it a job holds the
@@ -64,7 +66,7 @@
 //	models       allowed GPU models, e.g. ["A100-80GB"] or the trace's ["V100M16","T4"]; empty means any
 //	preemptible  bool (default true)
 //	checkpoint   interval of work between checkpoints, e.g. "10m"; none by default (a preempted job then restarts from zero)
-//	cpu          cores (default 4); memory: size (default 16GiB), held by the node actor
+//	cpu          cores (default 4); memory: size (default 16GB), held by the node actor
 //	gpu, node    pin the job to one GPU or one node
 //
 // Unknown fields are errors, so a typo never silently changes a job; so are

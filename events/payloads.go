@@ -427,6 +427,22 @@ type ChaosEvent struct {
 	Failed string `json:"failed,omitempty"`
 }
 
+// Totals are the cluster's running totals as the scheduler reports them
+// (Metrics): they only grow, across scheduler restarts too — a restarted
+// scheduler starts from its predecessor's (its post-mortem, or the job
+// journal's last copy), so a plot of them never drops at a restart.
+type Totals struct {
+	Completed    int     `json:"completed,omitempty"`
+	Rejected     int     `json:"rejected,omitempty"`
+	Cancelled    int     `json:"cancelled,omitempty"`
+	Preemptions  int     `json:"preemptions,omitempty"`
+	GPUDeaths    int     `json:"gpu_deaths,omitempty"`
+	JobsLost     int     `json:"jobs_lost,omitempty"`
+	JobsAdopted  int     `json:"jobs_adopted,omitempty"`
+	StaleIgnored int     `json:"stale_ignored,omitempty"`
+	EnergyJ      float64 `json:"energy_j,omitempty"`
+}
+
 // SchedLifecycle is the payload of evt.sched.up and evt.sched.down.
 type SchedLifecycle struct {
 	Incarnation int    `json:"incarnation"`
@@ -440,6 +456,9 @@ type SchedLifecycle struct {
 	Running int    `json:"running,omitempty"`
 	Policy  string `json:"policy,omitempty"`
 	Queue   string `json:"queue,omitempty"`
+	// Totals are the totals it had reported (its successor goes on from
+	// them).
+	Totals *Totals `json:"totals,omitempty"`
 	// RunningJobs are the ids of the jobs it was running (and those it
 	// inherited and had not accounted for yet): its successor accounts for
 	// each, whether a GPU still runs it, finished it, or lost it meanwhile.

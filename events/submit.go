@@ -31,7 +31,8 @@ type SubmitRequest struct {
 	Priority *model.Priority `json:"priority,omitempty"`
 	// GPUs defaults to 1; 0 is CPU-only, more a gang on one node.
 	GPUs *int `json:"gpus,omitempty"`
-	// VRAM per GPU: a size ("20GB", "12GiB") or a number of bytes.
+	// VRAM per GPU: a size with its unit ("20GB", "512MB"; a GB is 2^30
+	// bytes, model.GB) or a number of bytes, at least 1MB.
 	VRAM *Size `json:"vram,omitempty"`
 	// Util is the compute per GPU in percent (default 100, or gpu_milli/10).
 	Util *float64 `json:"util,omitempty"`
@@ -211,10 +212,16 @@ func (r *SubmitRequest) Job() (model.Job, *model.FieldError) {
 	}
 	if job.GPUs > 0 {
 		if r.VRAM == nil && job.Milli == 0 {
-			return model.Job{}, model.Errorf("vram", "required for a GPU job: the VRAM per GPU, e.g. \"12GiB\" (or give gpu_milli, the share of each GPU)")
+			return model.Job{}, model.Errorf("vram", "required for a GPU job: the VRAM per GPU, e.g. \"12GB\" (or give gpu_milli, the share of each GPU)")
 		}
 		if r.VRAM != nil && *r.VRAM <= 0 {
 			return model.Job{}, model.Errorf("vram", "must be positive")
+		}
+		if r.VRAM != nil && model.Bytes(*r.VRAM) < model.MB {
+			// A bare number is bytes: "vram":12 is 12 bytes, surely meant
+			// as 12GB; no GPU job holds less than a megabyte.
+			return model.Job{}, model.Errorf("vram", "%d bytes is less than 1MB: give the size with its unit, e.g. \"%dGB\"",
+				int64(*r.VRAM), int64(*r.VRAM))
 		}
 		if r.VRAM != nil && model.Bytes(*r.VRAM) > MaxVRAM {
 			return model.Job{}, model.Errorf("vram", "at most %s per GPU, not %s", MaxVRAM, model.Bytes(*r.VRAM))

@@ -19,9 +19,16 @@ func TestDecodeSubmitDefaultsAndErrors(t *testing.T) {
 	if j.VRAM != 12*model.GiB || j.Priority != model.PriorityMedium || j.Duration != 20*time.Minute || !j.Preemptible || j.Tenant != model.DefaultTenant {
 		t.Fatalf("parsed %+v", j)
 	}
-	j, fe = DecodeSubmit([]byte(`{"name":"x","vram":1000,"gpu_milli":250,"duration":"1h","priority":7}`))
-	if fe != nil || j.Util != 25 || j.VRAM != 1000 || j.Priority != 7 {
+	j, fe = DecodeSubmit([]byte(`{"name":"x","vram":1048576,"gpu_milli":250,"duration":"1h","priority":7}`))
+	if fe != nil || j.Util != 25 || j.VRAM != model.MB || j.Priority != 7 {
 		t.Fatalf("gpu_milli and integer priority: %+v %v", j, fe)
+	}
+	// A bare number is bytes: 12 is surely not what was meant.
+	if _, fe = DecodeSubmit([]byte(`{"name":"x","vram":12,"duration":"1h"}`)); fe == nil || fe.Field != "vram" || !strings.Contains(fe.Message, `e.g. "12GB"`) {
+		t.Fatalf("vram 12 (bytes): %v, want a refusal saying to give a unit", fe)
+	}
+	if j, fe = DecodeSubmit([]byte(`{"name":"x","vram":"20GB","duration":"1h"}`)); fe != nil || model.Bytes(j.VRAM).String() != "20GB" {
+		t.Fatalf("20GB reads back as %s (%v): one unit in and out", model.Bytes(j.VRAM), fe)
 	}
 	j, fe = DecodeSubmit([]byte(`{"name":"pod","gpu_milli":460,"cpu":6,"memory":"12GiB","duration":"1h","models":["V100M16","T4"]}`))
 	if fe != nil || j.Milli != 460 || j.VRAM != 0 || j.Util != 46 || j.CPUMilli() != 6000 || len(j.Models) != 2 || j.Models[0] != "V100-16GB" {

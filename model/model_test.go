@@ -12,7 +12,7 @@ func TestParseBytes(t *testing.T) {
 		want Bytes
 		err  string
 	}{
-		{"20GB", 20_000_000_000, ""},
+		{"20GB", 20 << 30, ""}, // memory: a GB is 2^30 bytes, as on the GPU ("A100 40GB")
 		{"38GiB", 38 << 30, ""},
 		{"512MiB", 512 << 20, ""},
 		{"1.5GiB", 3 << 29, ""},
@@ -37,7 +37,7 @@ func TestParseBytes(t *testing.T) {
 	}
 }
 
-// A "38GB" job fits an "A100 40GB", which has 40 GiB (DESIGN §3).
+// A "38GB" job fits an "A100 40GB", which has 40 GB of 2^30 bytes.
 func TestCatalogHoldsRealCapacity(t *testing.T) {
 	m, err := LookupModel("A100-40GB")
 	if err != nil {
@@ -78,7 +78,7 @@ func TestParseGPUs(t *testing.T) {
 
 // TestExactReadsBack: a size written with Exact parses to the same bytes.
 func TestExactReadsBack(t *testing.T) {
-	for b, want := range map[Bytes]string{38 * GB: "38GB", 12 * GiB: "12GiB", 1536 * MiB: "1536MiB", 1000: "1KB", 1001: "1001B", 0: "0B", 3 * TiB: "3TiB"} {
+	for b, want := range map[Bytes]string{38 * GB: "38GB", 12 * GiB: "12GB", 1536 * MiB: "1536MB", 1024: "1KB", 1000: "1000B", 0: "0B", 3 * TiB: "3TB"} {
 		got := b.Exact()
 		back, err := ParseBytes(got)
 		if got != want || err != nil || back != b {

@@ -11,20 +11,25 @@ import (
 // Bytes is an amount of memory in bytes.
 type Bytes int64
 
-// Common IEC and SI units, in bytes.
+// Units of memory, in bytes. Memory is counted as its makers, nvidia-smi,
+// the ML frameworks and the reference demo count it (JEDEC's convention
+// for memory): a gigabyte is 2^30 bytes, so an "A100 40GB" has 40 GB and a
+// job of 38 GB shows as 38/40 on it. GB and GiB are the same unit, and so
+// on: one unit system on every screen, in every message and in every input.
 const (
-	KiB Bytes = 1 << 10
-	MiB Bytes = 1 << 20
-	GiB Bytes = 1 << 30
-	TiB Bytes = 1 << 40
-	KB  Bytes = 1e3
-	MB  Bytes = 1e6
-	GB  Bytes = 1e9
-	TB  Bytes = 1e12
+	KB Bytes = 1 << 10
+	MB Bytes = 1 << 20
+	GB Bytes = 1 << 30
+	TB Bytes = 1 << 40
+	// KiB, MiB, GiB and TiB are the IEC names of the same units.
+	KiB = KB
+	MiB = MB
+	GiB = GB
+	TiB = TB
 )
 
-// sizeUnits maps every accepted suffix to its multiplier. Sizes follow SI
-// and IEC strictly: "GB" is 10^9 bytes and "GiB" is 2^30 bytes.
+// sizeUnits maps every accepted suffix to its multiplier: GB and GiB alike
+// are 2^30 bytes (see GB).
 var sizeUnits = map[string]Bytes{
 	"B": 1, "KB": KB, "MB": MB, "GB": GB, "TB": TB,
 	"KiB": KiB, "MiB": MiB, "GiB": GiB, "TiB": TiB,
@@ -64,29 +69,28 @@ func ParseBytes(s string) (Bytes, error) {
 	return Bytes(math.Round(b)), nil
 }
 
-// String formats the size in the largest IEC unit that keeps it readable.
+// units are the units sizes are written in, largest first.
+var units = []struct {
+	size Bytes
+	name string
+}{{TB, "TB"}, {GB, "GB"}, {MB, "MB"}, {KB, "KB"}}
+
+// String formats the size in the largest unit that keeps it readable, to
+// two decimals at most ("38GB", "18.63GB", "512MB").
 func (b Bytes) String() string {
-	switch {
-	case b >= TiB:
-		return trimFloat(float64(b)/float64(TiB)) + "TiB"
-	case b >= GiB:
-		return trimFloat(float64(b)/float64(GiB)) + "GiB"
-	case b >= MiB:
-		return trimFloat(float64(b)/float64(MiB)) + "MiB"
-	case b >= KiB:
-		return trimFloat(float64(b)/float64(KiB)) + "KiB"
+	for _, u := range units {
+		if b >= u.size {
+			return trimFloat(float64(b)/float64(u.size)) + u.name
+		}
 	}
 	return strconv.FormatInt(int64(b), 10) + "B"
 }
 
-// Exact formats the size in the largest unit that divides it, SI or IEC
-// ("38GB", "12GiB", "1536MiB", "1000B"), so that ParseBytes reads back the
-// same number of bytes: the form a submission writes.
+// Exact formats the size in the largest unit that divides it ("38GB",
+// "1536MB", "1000B"), so that ParseBytes reads back the same number of
+// bytes: the form a submission writes.
 func (b Bytes) Exact() string {
-	for _, u := range []struct {
-		size Bytes
-		name string
-	}{{TiB, "TiB"}, {TB, "TB"}, {GiB, "GiB"}, {GB, "GB"}, {MiB, "MiB"}, {MB, "MB"}, {KiB, "KiB"}, {KB, "KB"}} {
+	for _, u := range units {
 		if b != 0 && b%u.size == 0 {
 			return strconv.FormatInt(int64(b/u.size), 10) + u.name
 		}
@@ -94,9 +98,17 @@ func (b Bytes) Exact() string {
 	return strconv.FormatInt(int64(b), 10) + "B"
 }
 
-// GBString formats the size in SI gigabytes with one decimal, as dashboards show it.
-func (b Bytes) GBString() string {
-	return strconv.FormatFloat(float64(b)/float64(GB), 'f', 1, 64) + "GB"
+// GBString formats the size in gigabytes as tables show it: whole from
+// 10 GB, else to one decimal ("38GB", "7.5GB").
+func (b Bytes) GBString() string { return b.GBNumber() + "GB" }
+
+// GBNumber is GBString without its unit, for a column headed GB ("38/40").
+func (b Bytes) GBNumber() string {
+	g := float64(b) / float64(GB)
+	if g >= 10 {
+		return strconv.FormatFloat(g, 'f', 0, 64)
+	}
+	return trimFloat(math.Round(g*10) / 10)
 }
 
 func trimFloat(f float64) string {
@@ -105,7 +117,7 @@ func trimFloat(f float64) string {
 	return strings.TrimSuffix(s, ".")
 }
 
-// UnmarshalJSON accepts a size string ("12GiB") or a JSON number of bytes.
+// UnmarshalJSON accepts a size string ("12GB") or a JSON number of bytes.
 func (b *Bytes) UnmarshalJSON(data []byte) error {
 	s, err := jsonScalar(data)
 	if err != nil {

@@ -184,17 +184,18 @@ func bar(frac float64, width int) string {
 	return strings.Repeat("█", n) + strings.Repeat("░", width-n)
 }
 
-func gib(b int64) string { return fmt.Sprintf("%.1f", float64(b)/float64(model.GiB)) }
+// gb writes a size in GB, the one unit of memory on screen (model.GB).
+func gb(b int64) string { return model.Bytes(b).GBNumber() }
 
 // Render writes one frame of the text view.
 func Render(w io.Writer, snap *events.Snapshot, log []string, maxGPUs int) {
 	s := snap.Summary
-	fmt.Fprintf(w, "gpusched · policy %s · sim %s · %d GPUs, %d busy · util %.0f%% · VRAM %s/%s GiB\n",
-		snap.Policy, snap.SimTime.Format("2006-01-02 15:04"), s.GPUs, s.GPUsBusy, s.UtilMean, gib(s.VRAMUsed), gib(s.VRAMTotal))
-	fmt.Fprintf(w, "queue %d · running %d · done %d · preemptions %d · fragmented %s GiB · %.0f W · %.2f kWh\n\n",
-		s.JobsQueued, s.JobsRunning, s.JobsCompleted, s.Preemptions, gib(s.FragmentedVRAM), s.PowerW, s.EnergyKWh)
+	fmt.Fprintf(w, "gpusched · policy %s · sim %s · %d GPUs, %d busy · util %.0f%% · VRAM %s/%s GB\n",
+		snap.Policy, snap.SimTime.Format("2006-01-02 15:04"), s.GPUs, s.GPUsBusy, s.UtilMean, gb(s.VRAMUsed), gb(s.VRAMTotal))
+	fmt.Fprintf(w, "queue %d · running %d · done %d · preemptions %d · fragmented %s GB · %.0f W · %.2f kWh\n\n",
+		s.JobsQueued, s.JobsRunning, s.JobsCompleted, s.Preemptions, gb(s.FragmentedVRAM), s.PowerW, s.EnergyKWh)
 	names := JobNames(snap)
-	fmt.Fprintf(w, "%-8s %-10s %-7s %-17s %-26s %s\n", "GPU", "MODEL", "NODE", "UTIL", "VRAM GiB", "JOBS")
+	fmt.Fprintf(w, "%-8s %-10s %-7s %-17s %-26s %s\n", "GPU", "MODEL", "NODE", "UTIL", "VRAM GB", "JOBS")
 	for i, g := range snap.GPUs {
 		if i == maxGPUs {
 			fmt.Fprintf(w, "… %d more GPUs\n", s.GPUs-maxGPUs)
@@ -207,7 +208,7 @@ func Render(w io.Writer, snap *events.Snapshot, log []string, maxGPUs int) {
 		}
 		fmt.Fprintf(w, "%-8s %-10s %-7s %s %4.0f%% %s %5s/%-5s %s%s\n", g.GPU, g.Model, g.Node,
 			bar(g.Util/100, 10), g.Util, bar(float64(g.VRAMUsed)/float64(max(g.VRAMTotal, 1)), 10),
-			gib(g.VRAMUsed), gib(g.VRAMTotal), strings.Join(jobs, ", "), state)
+			gb(g.VRAMUsed), gb(g.VRAMTotal), strings.Join(jobs, ", "), state)
 	}
 	fmt.Fprintf(w, "\nRUNNING JOBS\n%-22s %-6s %8s %5s %9s %9s  %s\n", "JOB", "PRIO", "VRAM", "UTIL", "DURATION", "PROGRESS", "GPU")
 	for _, j := range snap.Running {

@@ -257,6 +257,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			if s.cfg.Journal != nil {
 				s.cfg.Journal.PutClock(s.cfg.Clock.Now())
+				s.cfg.Journal.PutTotals(s.core.Totals())
 				if err := s.FlushJournal(); err != nil {
 					s.log.Warn("job journal: last writes unconfirmed at stop", zap.Error(err))
 				}
@@ -283,6 +284,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 			s.step(core.Input{Timer: core.TimerMetrics})
 			if s.cfg.Journal != nil {
 				s.cfg.Journal.PutClock(s.cfg.Clock.Now())
+				s.cfg.Journal.PutTotals(s.core.Totals())
 			}
 			held = false
 		case <-agingWall:

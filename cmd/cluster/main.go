@@ -449,7 +449,7 @@ func submit(args []string) error {
 	tenant := fs.String("tenant", "", "tenant")
 	priority := fs.String("priority", "medium", "high, medium, low or an integer")
 	gpus := fs.Int("gpus", 1, "GPUs (more than 1: a gang on one node)")
-	vramSize := fs.String("vram", "", "VRAM per GPU, e.g. 12GiB or 20GB (required)")
+	vramSize := fs.String("vram", "", "VRAM per GPU with its unit, e.g. 12GB or 512MB (a GB is 2^30 bytes, as on the GPU) (required)")
 	util := fs.Float64("util", model.DefaultUtil, "compute share per GPU, percent")
 	duration := fs.String("duration", "", "run time at reference speed, e.g. 30m (required)")
 	checkpoint := fs.String("checkpoint", "", "checkpoint interval, e.g. 10m")

@@ -143,6 +143,7 @@ var (
 	descGPUJobs     = prometheus.NewDesc("gpusched_gpu_jobs", "Jobs (running or reserved) on the GPU.", gpuLabels, nil)
 	descGPUUp       = prometheus.NewDesc("gpusched_gpu_up", "1 when the GPU's actor is alive.", gpuLabels, nil)
 	descJobs        = prometheus.NewDesc("gpusched_jobs", "Jobs by state (queued, running now; completed, rejected, cancelled so far).", []string{"state"}, nil)
+	descJobsTotal   = prometheus.NewDesc("gpusched_jobs_total", "Jobs that ended, by how (completed, rejected, cancelled), since the cluster started: never decreases, across scheduler restarts too.", []string{"state"}, nil)
 	descQueue       = prometheus.NewDesc("gpusched_queue_length", "Jobs waiting in the queue.", nil, nil)
 	descPreempt     = prometheus.NewDesc("gpusched_preemptions_total", "Preemptions since the cluster started.", nil, nil)
 	descEnergy      = prometheus.NewDesc("gpusched_energy_joules_total", "Energy the cluster's GPUs have used (simulated).", nil, nil)
@@ -154,10 +155,10 @@ var (
 	descVRAMFrag    = prometheus.NewDesc("gpusched_vram_fragmentation_ratio", "Free VRAM outside each GPU's largest free block, as a fraction of the free VRAM.", nil, nil)
 	descVRAMFragB   = prometheus.NewDesc("gpusched_vram_fragmented_bytes", "Free VRAM outside each GPU's largest free block, summed.", nil, nil)
 	descGPUs        = prometheus.NewDesc("gpusched_gpus", "GPUs in the cluster, by whether they are alive and busy.", []string{"state"}, nil)
-	descDeaths      = prometheus.NewDesc("gpusched_gpu_deaths_total", "GPUs the scheduler declared dead (lease) or heard crash, since it (re)started.", nil, nil)
-	descJobsLost    = prometheus.NewDesc("gpusched_jobs_lost_total", "Running jobs lost with their GPU and re-queued, since the scheduler (re)started.", nil, nil)
+	descDeaths      = prometheus.NewDesc("gpusched_gpu_deaths_total", "GPUs the scheduler declared dead (lease) or heard crash.", nil, nil)
+	descJobsLost    = prometheus.NewDesc("gpusched_jobs_lost_total", "Running jobs lost with their GPU and re-queued.", nil, nil)
 	descRelearned   = prometheus.NewDesc("gpusched_jobs_relearned_total", "Running jobs a restarted scheduler re-learned from the GPU actors.", nil, nil)
-	descStale       = prometheus.NewDesc("gpusched_stale_messages_total", "Messages from dead GPU incarnations the scheduler ignored, since it (re)started.", nil, nil)
+	descStale       = prometheus.NewDesc("gpusched_stale_messages_total", "Messages from dead GPU incarnations the scheduler ignored.", nil, nil)
 	descSchedInc    = prometheus.NewDesc("gpusched_scheduler_incarnation", "The scheduler's incarnation (1, then one more per restart).", nil, nil)
 	descEvents      = prometheus.NewDesc("gpusched_observer_events_total", "Events this observer has read.", nil, nil)
 	descMissed      = prometheus.NewDesc("gpusched_observer_events_missed_total", "Events this observer missed (gaps in a source's seq).", nil, nil)
@@ -166,7 +167,7 @@ var (
 // Describe sends every metric's description.
 func (e *Exporter) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descGPUUtil, descGPUVRAMUsed, descGPUVRAM, descGPUHole, descGPUPower, descGPUEnergy,
-		descGPUJobs, descGPUUp, descJobs, descQueue, descPreempt, descEnergy, descPower, descUtil, descAlloc, descFragGPUs,
+		descGPUJobs, descGPUUp, descJobs, descJobsTotal, descQueue, descPreempt, descEnergy, descPower, descUtil, descAlloc, descFragGPUs,
 		descFragRatio, descVRAMFrag, descVRAMFragB, descGPUs, descEvents, descMissed, descDeaths, descJobsLost, descRelearned,
 		descStale, descSchedInc} {
 		ch <- d
@@ -207,6 +208,9 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 		gauge(descJobs, float64(m.JobsCompleted), "completed")
 		gauge(descJobs, float64(m.JobsRejected), "rejected")
 		gauge(descJobs, float64(m.JobsCancelled), "cancelled")
+		counter(descJobsTotal, float64(m.JobsCompleted), "completed")
+		counter(descJobsTotal, float64(m.JobsRejected), "rejected")
+		counter(descJobsTotal, float64(m.JobsCancelled), "cancelled")
 		gauge(descQueue, float64(m.JobsQueued))
 		counter(descPreempt, float64(m.Preemptions))
 		counter(descDeaths, float64(m.GPUDeaths))

@@ -49,12 +49,14 @@ func TestScrape(t *testing.T) {
 			strings.Contains(body, `gpusched_jobs{state="running"} 1`)
 	})
 	for _, want := range []string{
-		`gpusched_gpu_vram_used_bytes{gpu="gpu-2",model="A100-40GB",node="node-0"} 2e+10`,
+		`gpusched_gpu_vram_used_bytes{gpu="gpu-2",model="A100-40GB",node="node-0"} 2.147483648e+10`,
 		`gpusched_gpu_vram_total_bytes{gpu="gpu-7",model="A100-80GB",node="node-1"}`,
 		`gpusched_gpu_up{gpu="gpu-7",model="A100-80GB",node="node-1"} 1`,
 		`gpusched_queue_length 0`,
 		`gpusched_placement_latency_seconds_count 1`,
 		`gpusched_preemptions_total 0`,
+		`gpusched_jobs_total{state="completed"} `,
+		"# TYPE gpusched_jobs_total counter",
 		`gpusched_fragmentation_gpus `,
 		`gpusched_vram_fragmentation_ratio `,
 		`gpusched_energy_joules_total `,

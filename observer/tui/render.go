@@ -268,11 +268,11 @@ func card(g events.SnapshotGPU, names map[string]string, frag bool) string {
 		styleBold.Render(fit(title, cardInner)),
 		"util " + utilStyle(g.Util).Render(bar(g.Util/100, 11)) + " " + pctText(g.Util),
 	}
-	used := fmt.Sprintf(" %s/%sGi", gib(g.VRAMUsed), gib(g.VRAMTotal))
+	used := fmt.Sprintf(" %s/%sGB", gb(g.VRAMUsed), gb(g.VRAMTotal))
 	if frag {
 		lines = append(lines, "vram "+layoutBar(g, cardInner-5))
 	} else {
-		lines = append(lines, "vram "+bar(frac(g.VRAMUsed, g.VRAMTotal), 11)+fit(used, cardInner-16))
+		lines = append(lines, "vram "+bar(frac(g.VRAMUsed, g.VRAMTotal), 10)+fit(used, cardInner-15))
 	}
 	lines = append(lines, fit(jobsOn(g, names), cardInner))
 	return styleCard.Width(cardInner).Render(strings.Join(lines, "\n"))
@@ -289,7 +289,7 @@ func gpuLine(g events.SnapshotGPU, names map[string]string, frag bool, width int
 	if frag {
 		vr = layoutBar(g, 20) + " "
 	} else {
-		vr = bar(frac(g.VRAMUsed, g.VRAMTotal), 8) + fmt.Sprintf(" %3s/%-3sGiB ", gib(g.VRAMUsed), gib(g.VRAMTotal))
+		vr = bar(frac(g.VRAMUsed, g.VRAMTotal), 8) + fmt.Sprintf(" %3s/%-3sGB ", gb(g.VRAMUsed), gb(g.VRAMTotal))
 	}
 	rest := width - lipgloss.Width(head+util+vr) - lipgloss.Width(state)
 	return fit(head+util+vr+fit(jobsOn(g, names), max(rest, 0))+state, width)
@@ -504,9 +504,9 @@ func bar(f float64, width int) string {
 	return strings.Repeat("█", n) + strings.Repeat("░", width-n)
 }
 
-// gib writes a GPU's VRAM in GiB, the unit its capacity is (an A100 40GB
-// has 40 GiB); jobs show their VRAM in GB, as they are asked for.
-func gib(b int64) string { return fmt.Sprintf("%.0f", float64(b)/float64(model.GiB)) }
+// gb writes a size in GB, the one unit of memory on screen (model.GB: an
+// A100 40GB has 40, a job asking 38GB shows 38).
+func gb(b int64) string { return model.Bytes(b).GBNumber() }
 
 func trunc(s string, n int) string {
 	if lipgloss.Width(s) <= n {

@@ -90,6 +90,11 @@ type Config struct {
 	// Restored is what the journal held when this scheduler started: its
 	// jobs are put back, and it takes the incarnation after the stored one.
 	Restored *durable.State
+	// Carried are the totals a crashed predecessor in this process had
+	// reported (its post-mortem): the totals go on from them. Without it,
+	// a restored journal's copy of the totals is where a restarted
+	// cluster's go on (its GPUs' energy meters start again from zero).
+	Carried *events.Totals
 
 	// Virtual is true on a virtual clock: decisions wait for the instant
 	// to settle (the shell's PhaseDecide timer), job ids are drawn from the
@@ -233,7 +238,16 @@ type Core struct {
 	running []*job
 	seq     uint64
 	dirty   bool
-	stats   counters
+	// settleDue: on a virtual clock, settled() waits for the next
+	// TimerPass (settling is set while that runs it).
+	settleDue, settling bool
+	// carried are the totals of the schedulers before this one (Config.
+	// Carried, or the journal's); energyBase the energy of a previous
+	// process's GPUs, energyFloor the most energy reported so far (the
+	// view's sum dips while a restarted scheduler re-learns the GPUs).
+	carried                 events.Totals
+	energyBase, energyFloor float64
+	stats                   counters
 	// classes counts submitted jobs by class, for the workload when the
 	// config fixes none; workloadStale says it changed since it was built.
 	classes       map[policy.ClassKey]int
@@ -427,7 +441,42 @@ func New(cfg Config, bus Bus) (*Core, error) {
 	if cfg.Restored != nil {
 		s.restore(cfg.Restored)
 	}
+	s.carryTotals(cfg.Restored, cfg.Carried)
 	return s, nil
+}
+
+// carryTotals sets the totals this scheduler goes on from: its crashed
+// predecessor's in this process, else a restored journal's (a restarted
+// cluster). The journal's records count the completed, rejected and
+// cancelled jobs themselves (restore), so those are not carried with one.
+func (s *Core) carryTotals(restored *durable.State, carried *events.Totals) {
+	switch {
+	case carried != nil:
+		s.carried = *carried
+		s.energyFloor = carried.EnergyJ
+	case restored != nil:
+		s.carried = restored.Totals
+		s.energyBase = restored.Totals.EnergyJ
+	}
+	if restored != nil {
+		s.carried.Completed, s.carried.Rejected, s.carried.Cancelled = 0, 0, 0
+	}
+}
+
+// Totals are the running totals as reported (metrics): the carried ones
+// plus this scheduler's own.
+func (s *Core) Totals() events.Totals {
+	t := s.carried
+	t.Completed += s.stats.completed
+	t.Rejected += s.stats.rejected
+	t.Cancelled += s.stats.cancelled
+	t.Preemptions += s.stats.preemptions
+	t.GPUDeaths += s.stats.deaths
+	t.JobsLost += s.stats.lostJobs
+	t.JobsAdopted += s.stats.adopted
+	t.StaleIgnored += s.stats.stale
+	t.EnergyJ = s.energyFloor
+	return t
 }
 
 // Step handles one input, then writes the journal records it changed.
@@ -456,6 +505,11 @@ func (s *Core) Step(in Input) {
 	}
 	switch in.Timer {
 	case TimerPass:
+		if s.settleDue {
+			s.settling = true
+			s.settled()
+			s.settling = false
+		}
 		s.schedule()
 	case TimerWake:
 		s.finishCPUJobs()
@@ -488,6 +542,9 @@ func (s *Core) Step(in Input) {
 // Dirty reports whether something changed since the last pass and no
 // pass or placement is under way: the shell runs one (TimerPass).
 func (s *Core) Dirty() bool {
+	if s.settleDue && len(s.inflight) == 0 && len(s.stops) == 0 {
+		return true // a pass or an attempt waits to go on (virtual clock)
+	}
 	return s.dirty && s.pass == nil && len(s.inflight) == 0 && len(s.waiting) == 0 && len(s.stops) == 0
 }
 

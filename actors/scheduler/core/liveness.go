@@ -231,8 +231,10 @@ func (s *Core) onCtl(m *Msg) bool {
 // Remains says what a dead scheduler held: its supervisor reports it in
 // the down event (the queue is lost unless the journal keeps it).
 func (s *Core) Remains() events.SchedLifecycle {
+	s.metrics() // brings the energy up to now
+	t := s.Totals()
 	r := events.SchedLifecycle{Incarnation: s.cfg.Incarnation, Reason: s.killed, Queued: len(s.queue),
-		Running: len(s.running), Policy: s.policy.Name(), Queue: s.queueSort.Name(), Durable: s.cfg.Store != nil}
+		Running: len(s.running), Policy: s.policy.Name(), Queue: s.queueSort.Name(), Durable: s.cfg.Store != nil, Totals: &t}
 	for _, j := range s.running {
 		r.RunningJobs = append(r.RunningJobs, events.RunningJob{JobID: j.id, Placement: j.placement})
 	}

@@ -250,7 +250,16 @@ func (s *Core) resolve(n *negotiation) {
 
 // settled runs, once no placement or stop is in flight, the attempts that waited
 // for it (to choose victims) and the rest of a pass that stopped for one.
+// On a virtual clock they wait for the instant to settle (the shell's
+// PhaseDecide timer, TimerPass): the last answer may come before or after
+// GPU events of the same instant on another subscription, and what the
+// pass decides must not depend on which came first.
 func (s *Core) settled() {
+	if s.cfg.Virtual && !s.settling {
+		s.settleDue = true
+		return
+	}
+	s.settleDue = false
 	for len(s.waiting) > 0 && len(s.inflight) == 0 && len(s.stops) == 0 {
 		a := s.waiting[0]
 		s.waiting = slices.Delete(s.waiting, 0, 1)

@@ -15,9 +15,7 @@ import (
 func (s *Core) metrics() events.Metrics {
 	now := s.now
 	m := events.Metrics{Policy: s.policy.Name(), Queue: s.queueSort.Name(), GPUs: len(s.view.cluster.GPUs), JobsQueued: len(s.queue),
-		JobsCompleted: s.stats.completed, JobsRejected: s.stats.rejected, JobsCancelled: s.stats.cancelled,
-		Preemptions: s.stats.preemptions, GPUDeaths: s.stats.deaths, JobsLost: s.stats.lostJobs,
-		JobsAdopted: s.stats.adopted, StaleIgnored: s.stats.stale, Incarnation: s.cfg.Incarnation}
+		Incarnation: s.cfg.Incarnation}
 	for _, n := range s.view.cluster.Nodes {
 		m.Nodes++
 		if n.Alive {
@@ -58,8 +56,15 @@ func (s *Core) metrics() events.Metrics {
 	if w := s.view.cluster.Workload; w != nil {
 		m.WorkloadClasses = len(w.Classes)
 	}
+	// The totals never decrease: energy is the most reported so far (the
+	// view's sum dips while a restarted scheduler re-learns its GPUs), on
+	// top of a previous process's.
+	s.energyFloor = max(s.energyFloor, s.energyBase+energyJ)
+	t := s.Totals()
+	m.JobsCompleted, m.JobsRejected, m.JobsCancelled, m.Preemptions = t.Completed, t.Rejected, t.Cancelled, t.Preemptions
+	m.GPUDeaths, m.JobsLost, m.JobsAdopted, m.StaleIgnored = t.GPUDeaths, t.JobsLost, t.JobsAdopted, t.StaleIgnored
 	// 3.6e6 joules make one kilowatt-hour.
-	m.EnergyKWh = energyJ / 3.6e6
+	m.EnergyKWh = t.EnergyJ / 3.6e6
 	m.JobsRunning = len(s.running)
 	return m
 }

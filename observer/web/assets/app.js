@@ -2,7 +2,9 @@
 // /api/stream; the controls post to /api/* (which turn into NATS requests).
 "use strict";
 const $ = (s) => document.querySelector(s);
-const GB = 1e9;
+// GB is the one unit of memory on screen: 2^30 bytes, as GPU makers count
+// it (an A100 40GB shows 40, a job asking 38GB shows 38).
+const GB = 2 ** 30;
 let showFrag = false;
 let lastState = null;
 const colours = ["#58a6ff", "#f0883e", "#bc8cff", "#3fb950", "#d29922", "#ff7b72", "#39c5cf", "#a371f7"];
@@ -13,8 +15,8 @@ function colourOf(id) {
   return colours[h % colours.length];
 }
 function esc(s) { return String(s ?? "").replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" }[c])); }
-function gib(b) { return (b / 2 ** 30).toFixed(b >= 10 * 2 ** 30 ? 0 : 1) + " GiB"; }
-function gb(b) { return (b / GB).toFixed(b >= 10 * GB ? 0 : 1) + " GB"; }
+function gbNumber(b) { return b >= 10 * GB ? (b / GB).toFixed(0) : String(Math.round(10 * b / GB) / 10); }
+function gb(b) { return gbNumber(b) + " GB"; }
 function utilClass(u) { return u >= 85 ? "hot" : u >= 50 ? "warn" : ""; }
 function ago(from, to) {
   const s = Math.max(0, (new Date(to) - new Date(from)) / 1000);
@@ -47,7 +49,7 @@ function renderGPUs(snap) {
     if (showFrag) {
       vram = `<div class="layout" title="VRAM layout: coloured blocks are jobs, hatched is free">` +
         (g.allocs || []).map((a) => `<span style="left:${100 * a.offset / total}%;width:${Math.max(0.8, 100 * a.size / total)}%;background:${colourOf(a.job_id)}" title="${esc(names[a.job_id] || a.job_id)}: ${gb(a.size)}"></span>`).join("") +
-        `</div><div class="dim">largest free block ${gib(g.vram_largest_free)} · fragmented ${(100 * g.vram_fragmentation).toFixed(0)} %</div>`;
+        `</div><div class="dim">largest free block ${gb(g.vram_largest_free)} · fragmented ${(100 * g.vram_fragmentation).toFixed(0)} %</div>`;
     } else {
       vram = `<div class="bar vram"><i style="width:${100 * used / total}%"></i></div>`;
     }
@@ -56,7 +58,7 @@ function renderGPUs(snap) {
         <button class="kill" data-gpu="${esc(g.gpu)}" title="kill this GPU's actor: its jobs are lost and re-queued">kill</button></div>
       <div title="the running jobs' summed demand: past 100 % the GPU is saturated and each job slows">util ${g.util > 100 ? "100 % (saturated: " + g.util.toFixed(0) + " % asked)" : g.util.toFixed(0) + " %"}${g.alive ? "" : " · <b>DOWN</b>"}</div>
       <div class="bar util"><i class="${utilClass(g.util)}" style="width:${Math.min(100, g.util)}%"></i></div>
-      <div>VRAM ${gib(used)} / ${gib(total)}</div>${vram}
+      <div>VRAM ${gbNumber(used)}/${gb(total)}</div>${vram}
       <div class="jobs" title="${esc(jobs.join(", "))}">${jobs.length ? esc(jobs.join(", ")) : "idle"}</div>
     </div>`;
   }).join("");
