@@ -61,8 +61,11 @@ type Config struct {
 	Seed      uint64
 	// Rate is generated jobs per simulated hour (0: no generator).
 	Rate float64
-	// Demo submits the demo's five jobs when the generator starts.
-	Demo bool
+	// Demo submits the demo's five jobs when the generator starts;
+	// PinDemo starts them on the GPUs the demo shows them on, where the
+	// shape has those GPUs and they fit (a live run's first screen is then
+	// the demo's; a comparison leaves them to each policy).
+	Demo, PinDemo bool
 	// JobLimit stops the generator after this many jobs (0: no limit).
 	JobLimit int
 	// HoldGenerator leaves the generator to StartGenerator, so that a
@@ -437,12 +440,23 @@ func (c *Cluster) StartGenerator() {
 	c.Clock.Hold()
 	c.wg.Go(func() {
 		jobgen.Run(c.runCtx, jobgen.Config{Subjects: events.NewSubjects(cfg.Prefix), Conn: c.genConn, Clock: c.Clock,
-			Logger: cfg.Logger, Seed: cfg.Seed, Rate: cfg.Rate, Demo: cfg.Demo, Limit: cfg.JobLimit,
+			Logger: cfg.Logger, Seed: cfg.Seed, Rate: cfg.Rate, Demo: cfg.Demo, PinDemo: cfg.PinDemo && jobgen.DemoFits(vramByGPU(cfg.Shape)), Limit: cfg.JobLimit,
 			Source: cfg.Source, Until: cfg.Until, Finished: cfg.Finished, Holding: true})
 	})
 	if c.virtual != nil {
 		c.virtual.Start()
 	}
+}
+
+// vramByGPU is the VRAM of each GPU of shape, by id.
+func vramByGPU(shape model.Shape) map[string]model.Bytes {
+	out := map[string]model.Bytes{}
+	for _, n := range shape.Nodes {
+		for _, g := range n.GPUs {
+			out[g.ID] = g.Model.VRAM
+		}
+	}
+	return out
 }
 
 // joinWave is how many GPUs start before the cluster waits for the

@@ -103,7 +103,7 @@ func release(c *Cluster, r *Request, node int, id string) {
 // policy, against the same decision without the Index.
 func TestIndexDecidesAsTheScan(t *testing.T) {
 	for _, vm := range []vram.Model{vram.Contiguous, vram.Pooled} {
-		for _, name := range []string{"binpack", "spread", "first-fit", "best-fit", "fgd"} {
+		for _, name := range []string{"binpack", "spread", "first-fit", "best-fit", "fgd", "smallest-fit"} {
 			t.Run(fmt.Sprintf("%s/%s", name, vm), func(t *testing.T) {
 				seed := uint64(len(name))
 				rng := rand.New(rand.NewPCG(seed, 7))

@@ -71,6 +71,23 @@ func demoState() *Cluster {
 	)
 }
 
+// withV100s adds a node of two V100 16GB (gpu-8, gpu-9; gpu-8 runs a
+// 12GB job, so gpu-9 is the one an 8GB job still fits next to nothing).
+func withV100s(c *Cluster) *Cluster {
+	n := &Node{ID: "node-2", Index: 2, CPUMilli: 64000, MemTotal: int64(256 * model.GB), Alive: true}
+	c.Nodes = append(c.Nodes, n)
+	for i := 8; i < 10; i++ {
+		g := &GPU{ID: fmt.Sprintf("gpu-%d", i), Node: n.ID, Model: "V100-16GB", Index: i, NodeIndex: 2, VRAMTotal: int64(16 * model.GB), Alive: true}
+		c.GPUs = append(c.GPUs, g)
+		n.GPUs = append(n.GPUs, i)
+	}
+	g := c.GPUs[8]
+	g.Allocs = append(g.Allocs, vram.Alloc{Owner: "v", Size: int64(12 * model.GB)})
+	g.Shares = append(g.Shares, Share{JobID: "v", Priority: model.PriorityLow, Preemptible: true, VRAM: int64(12 * model.GB), Util: 30})
+	g.Util = 30
+	return c
+}
+
 func mustPolicy(t *testing.T, name string) Policy {
 	t.Helper()
 	p, err := Lookup(name)
@@ -106,6 +123,9 @@ func TestPlacementTable(t *testing.T) {
 		{"held GPU is skipped", demoCluster(), "first-fit", Request{GPUs: 1, VRAM: int64(10 * model.GB), Held: map[int]bool{0: true}}, "gpu-1"},
 		{"pinned GPU", demoState(), "binpack", Request{GPUs: 1, VRAM: int64(10 * model.GB), PinGPU: "gpu-7"}, "gpu-7"},
 		{"node short of CPU", demoCluster(), "first-fit", Request{GPUs: 1, VRAM: int64(10 * model.GB), CPUMilli: 64000}, "gpu-0"},
+		{"smallest-fit: an 8GB eval goes to the V100 16GB", withV100s(demoState()), "smallest-fit", Request{GPUs: 1, VRAM: int64(8 * model.GB)}, "gpu-9"},
+		{"smallest-fit: a 20GB job goes to the busiest A100 40GB with room", withV100s(demoState()), "smallest-fit", Request{GPUs: 1, VRAM: int64(20 * model.GB)}, "gpu-2"},
+		{"smallest-fit: a 38GB job to an idle A100 40GB", withV100s(demoState()), "smallest-fit", Request{GPUs: 1, VRAM: int64(38 * model.GB)}, "gpu-4"},
 		{"node short of CPU goes to the other node", demoCluster(), "first-fit", Request{GPUs: 1, VRAM: int64(10 * model.GB), CPUMilli: 40000, PinNode: "node-1"}, ""},
 	}
 	for _, tc := range cases {

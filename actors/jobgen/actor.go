@@ -35,8 +35,9 @@ type Config struct {
 	// Rate is jobs per simulated hour of the generated mix; 0 turns the
 	// generator off unless Source is set.
 	Rate float64
-	// Demo submits the demo's five jobs first.
-	Demo bool
+	// Demo submits the demo's five jobs first; PinDemo on the GPUs the
+	// demo shows them on (DemoGPUs; the caller checks they fit: DemoFits).
+	Demo, PinDemo bool
 	// Limit stops after this many jobs (0: no limit).
 	Limit int
 	// Source, when set, replaces the generated mix (a trace).
@@ -68,12 +69,13 @@ type mixSource struct {
 }
 
 // NewMixSource is the generated mix for seed at rate jobs per simulated
-// hour, starting with the demo's five jobs when demo is set.
-func NewMixSource(seed uint64, rate float64, demo bool) Source {
+// hour, starting with the demo's five jobs when demo is set (pinned where
+// the demo shows them when pin is set).
+func NewMixSource(seed uint64, rate float64, demo, pin bool) Source {
 	m := NewMix(seed)
 	src := &mixSource{mix: m, rate: rate}
 	if demo {
-		src.demo = m.Demo()
+		src.demo = m.Demo(pin)
 	}
 	return src
 }
@@ -129,7 +131,7 @@ func Run(ctx context.Context, cfg Config) {
 		if cfg.Rate <= 0 {
 			return
 		}
-		src = NewMixSource(cfg.Seed, cfg.Rate, cfg.Demo)
+		src = NewMixSource(cfg.Seed, cfg.Rate, cfg.Demo, cfg.PinDemo)
 	}
 	sent := 0
 	defer func() {

@@ -47,13 +47,36 @@ func NewMix(seed uint64) *Mix {
 	return &Mix{rng: rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15))}
 }
 
-// Demo returns the demo's five jobs, for a cluster that starts looking like the demo.
-func (m *Mix) Demo() []events.SubmitRequest {
+// DemoGPUs are the GPUs the reference demo shows its five jobs on, by
+// template: a live cluster of the reference shape starts them there.
+var DemoGPUs = map[string]string{"GPT-fine-tune": "gpu-0", "BERT-train": "gpu-1", "ResNet-eval": "gpu-2", "XGB-sweep": "gpu-3",
+	"Stable-Diff": "gpu-6"}
+
+// Demo returns the demo's five jobs, for a cluster that starts looking
+// like the demo; pinned, each asks for the GPU the demo shows it on
+// (DemoGPUs) through the job spec's "gpu", so the first screen is the
+// demo's whatever the policy (the policy places everything after).
+func (m *Mix) Demo(pinned bool) []events.SubmitRequest {
 	out := make([]events.SubmitRequest, len(demoJobs))
 	for i, t := range demoJobs {
 		out[i] = m.fromTemplate(t)
+		if pinned {
+			out[i].GPU = DemoGPUs[t.name]
+		}
 	}
 	return out
+}
+
+// DemoFits reports whether every demo job fits the GPU the demo shows it
+// on in a cluster whose GPUs have these VRAM sizes (by GPU id): the
+// reference shape, or one that starts like it.
+func DemoFits(vramOf map[string]model.Bytes) bool {
+	for _, t := range demoJobs {
+		if vramOf[DemoGPUs[t.name]] < model.Bytes(t.vramGB)*model.GB {
+			return false
+		}
+	}
+	return true
 }
 
 func (m *Mix) fromTemplate(t template) events.SubmitRequest {

@@ -165,7 +165,7 @@ func run(args []string) error {
 	interference := fs.Float64("interference", model.DefaultInterference, "noisy-neighbour coefficient of co-located jobs (0 turns it off)")
 	podsFile := fs.String("pods", "", "replay this openb pod list in time instead of the generated mix (docs/SIMULATION.md)")
 	jobsFile := fs.String("jobs", "", "replay this JSON-lines trace (job specs with submit_at) instead of the generated mix")
-	demo := fs.Bool("demo", true, "start with the reference demo's five jobs (when --rate > 0)")
+	demo := fs.Bool("demo", true, "start with the reference demo's five jobs (when --rate > 0), on the GPUs the demo shows them on where the cluster has those")
 	starve := fs.Duration("starvation-age", policy.DefaultStarvationAge, "simulated wait after which a head-of-line job holds GPUs")
 	observe := fs.Bool("observe", false, "show the live text view in this terminal (logs go to a file)")
 	monkey := fs.String("chaos", "", "chaos monkey, seeded by --seed: e.g. 'kill=2/h,hang=1/h,partition=1/h' (rates per simulated\n"+
@@ -348,7 +348,7 @@ func run(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	cfg := cluster.Config{Listen: *listen, Prefix: *prefix, Shape: shape, Policy: *pol, Queue: *queue, TenantLimits: limits, Preempt: *preempt, Filters: *filters, Round: *roundName, RoundEvery: *roundEvery, VRAMModel: vm, Seed: *seed,
-		Rate: *rate, Demo: *demo, Speed: *speed, StarvationAge: *starve, Logger: log, Interference: *interference,
+		Rate: *rate, Demo: *demo, PinDemo: *demo, Speed: *speed, StarvationAge: *starve, Logger: log, Interference: *interference,
 		Source: source, Lease: *lease, Heartbeat: *heartbeat, Chaos: monkeySpec,
 		Bus: busOpt, Store: store, DataDir: *dataDir, NoGPUs: *noGPUs, Fresh: *fresh, Auth: roles, TLS: serverTLS, Insecure: *insecure,
 		Durable: durable.Options{Replicas: *replicas, EventsMaxAge: noLimit(*eventsAge), EventsMaxBytes: noLimit(maxBytes)}}
