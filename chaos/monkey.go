@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -32,6 +33,29 @@ type MonkeySpec struct {
 // the spec does not say: long enough to outlast the default lease, so the
 // scheduler must detect it.
 const DefaultFaultDuration = 10 * time.Second
+
+// VirtualFaults are the faults a monkey may draw on a virtual clock: a
+// kill needs nothing but the clock (the dying actor reports itself, its
+// supervisor restarts it after a backoff of simulated time). Hangs,
+// partitions, delays and drops are found by leases and heartbeats, which
+// run in wall time: not on a virtual clock yet.
+var VirtualFaults = []string{events.ChaosKillAction}
+
+// CheckVirtual refuses a spec a virtual run cannot replay exactly.
+func (spec MonkeySpec) CheckVirtual() error {
+	var refused []string
+	for a, r := range spec.Rates {
+		if r > 0 && !slices.Contains(VirtualFaults, a) {
+			refused = append(refused, a)
+		}
+	}
+	if len(refused) == 0 {
+		return nil
+	}
+	sort.Strings(refused)
+	return fmt.Errorf("--chaos %s: on a virtual clock only %s faults for now (leases and heartbeats, which find hangs, partitions, delays, drops and a dead scheduler, run in wall time); use --clock scaled for those",
+		strings.Join(refused, ","), strings.Join(VirtualFaults, ", "))
+}
 
 // ParseMonkey reads a spec such as "kill=2/h,hang=1/h,partition=1/h": each
 // action with a rate per hour (/h), minute (/m) or day (/d) of simulated
@@ -172,23 +196,36 @@ func Send(nc *nats.Conn, subjects events.Subjects, action string, req Request, t
 // monkeyHorizon is how far ahead a monkey plans at a time (simulated).
 const monkeyHorizon = 24 * time.Hour
 
-// RunMonkey sends a seeded monkey's faults as the clock reaches them, until
-// ctx ends, through the public chaos subjects.
+// RunMonkey sends a seeded monkey's faults as the clock reaches them
+// (start plus each fault's offset), until ctx ends, through the public
+// chaos subjects. holding says the caller called clock.Hold for the
+// monkey's start. On a virtual clock the monkey holds the clock from the
+// instant a fault is due until its answer has come (the fault has taken
+// effect: a killed GPU's supervisor holds it on until the next
+// incarnation is armed), and arms the next fault's timer before it lets
+// go: so the same seed gives the same faults at the same instants.
 func RunMonkey(ctx context.Context, nc *nats.Conn, subjects events.Subjects, clock simclock.Clock, spec MonkeySpec,
-	seed uint64, targets []Target, log *zap.Logger) {
-	start := clock.Now()
+	seed uint64, targets []Target, log *zap.Logger, start time.Time, holding bool) {
+	release := func() {
+		if holding {
+			holding = false
+			clock.Release()
+		}
+	}
+	defer release()
 	for day := uint64(0); ; day++ {
 		plan := Plan(spec, seed+day, targets, monkeyHorizon)
 		base := time.Duration(day) * monkeyHorizon
 		for _, f := range plan {
 			wait := start.Add(base + f.At).Sub(clock.Now())
 			t := clock.NewTimer(wait)
+			release()
 			select {
 			case <-ctx.Done():
 				t.Stop()
 				return
 			case <-t.C():
-				clock.Release()
+				holding = true // a fired timer holds the clock until released
 			}
 			rep, err := Send(nc, subjects, f.Action, f.Request, 10*time.Second)
 			if err != nil {

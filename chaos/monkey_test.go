@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -55,5 +56,18 @@ func TestPlanIsSeededAndAtItsRates(t *testing.T) {
 	}
 	if counts[events.ChaosKillAction] == 0 {
 		t.Fatal("no kills")
+	}
+}
+
+// TestCheckVirtual: a virtual run takes kills, and refuses the faults that
+// leases find (they run in wall time), naming them.
+func TestCheckVirtual(t *testing.T) {
+	kills, _ := ParseMonkey("kill=3/h")
+	if err := kills.CheckVirtual(); err != nil {
+		t.Fatalf("kills on a virtual clock: %v", err)
+	}
+	mixed, _ := ParseMonkey("kill=3/h,hang=1/h,partition=1/h")
+	if err := mixed.CheckVirtual(); err == nil || !strings.Contains(err.Error(), "hang,partition") {
+		t.Fatalf("hangs and partitions on a virtual clock: %v, want a refusal naming them", err)
 	}
 }

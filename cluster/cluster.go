@@ -384,7 +384,13 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 			}
 		}
 		spec := *cfg.Chaos
-		c.wg.Go(func() { chaos.RunMonkey(runCtx, chaosConn, subjects, c.Clock, spec, cfg.Seed, targets, log) })
+		// Held until the monkey has armed its first fault: on a virtual
+		// clock time must not move before.
+		c.Clock.Hold()
+		start := c.Clock.Now()
+		c.wg.Go(func() {
+			chaos.RunMonkey(runCtx, chaosConn, subjects, c.Clock, spec, cfg.Seed, targets, log, start, true)
+		})
 	}
 	if cfg.Rate > 0 || cfg.Source != nil {
 		if c.genConn, err = connect("jobgen"); err != nil {

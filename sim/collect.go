@@ -33,6 +33,23 @@ type JobResult struct {
 	RunS        float64
 	LostWorkS   float64
 	WorkS       float64
+	// Lost counts the times the job was lost with its GPU (a fault) and
+	// re-queued; FaultLostWorkS is the work those losses threw away
+	// (reference seconds, of LostWorkS, the rest being preemptions').
+	Lost           int
+	FaultLostWorkS float64
+}
+
+// FaultCost is what one fault cost: the jobs it took down (lost at one
+// instant), the work they lost (GPU-seconds at reference speed) and how
+// long until the last of them ran again (RecoveredS; Recovered counts
+// those that did).
+type FaultCost struct {
+	AtS        float64
+	Jobs       int
+	WorkGPUS   float64
+	Recovered  int
+	RecoveredS float64
 }
 
 // JCT is the job completion time (end − submit), in seconds.
@@ -61,11 +78,15 @@ type collector struct {
 	// terminal counts jobs in a terminal state.
 	terminal int
 	samples  []Sample
-	subs     []*nats.Subscription
+	// faults are the faults seen, by the instant their jobs were lost;
+	// lostAt is when each job still waiting to run again was lost.
+	faults map[float64]*FaultCost
+	lostAt map[string]float64
+	subs   []*nats.Subscription
 }
 
 func newCollector(start time.Time) *collector {
-	return &collector{start: start, jobs: map[string]*JobResult{}}
+	return &collector{start: start, jobs: map[string]*JobResult{}, faults: map[float64]*FaultCost{}, lostAt: map[string]float64{}}
 }
 
 func (c *collector) subscribe(nc *nats.Conn, subjects events.Subjects) error {
@@ -83,11 +104,19 @@ func (c *collector) subscribe(nc *nats.Conn, subjects events.Subjects) error {
 func (c *collector) seconds(t time.Time) float64 { return t.Sub(c.start).Seconds() }
 
 func (c *collector) handle(m *nats.Msg) {
-	c.fold(strings.HasSuffix(m.Subject, ".evt.metrics"), m.Data)
+	typ := ""
+	if i := strings.LastIndexByte(m.Subject, '.'); i >= 0 {
+		typ = m.Subject[i+1:]
+	}
+	c.foldTyped(strings.HasSuffix(m.Subject, ".evt.metrics"), typ, m.Data)
 }
 
 // fold takes one event: a metrics sample, or a job event.
-func (c *collector) fold(isMetrics bool, data []byte) {
+func (c *collector) fold(isMetrics bool, data []byte) { c.foldTyped(isMetrics, "", data) }
+
+// foldTyped takes one event of type typ (the last token of its subject:
+// lost, started …).
+func (c *collector) foldTyped(isMetrics bool, typ string, data []byte) {
 	if isMetrics {
 		var ev struct {
 			SimTime time.Time      `json:"simtime"`
@@ -101,12 +130,14 @@ func (c *collector) fold(isMetrics bool, data []byte) {
 		return
 	}
 	var ev struct {
-		Data events.JobInfo `json:"data"`
+		SimTime time.Time      `json:"simtime"`
+		Data    events.JobInfo `json:"data"`
 	}
 	if json.Unmarshal(data, &ev) != nil {
 		return
 	}
 	in := ev.Data
+	at := c.seconds(ev.SimTime)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	j, ok := c.jobs[in.JobID]
@@ -115,6 +146,28 @@ func (c *collector) fold(isMetrics bool, data []byte) {
 		c.jobs[in.JobID] = j
 	}
 	wasTerminal := terminal(j.State)
+	switch typ {
+	case events.JobLost:
+		// Lost with its GPU: the faults of one instant are one fault.
+		work := max(0, in.LostWorkS-j.LostWorkS)
+		j.Lost++
+		j.FaultLostWorkS += work
+		f := c.faults[at]
+		if f == nil {
+			f = &FaultCost{AtS: at}
+			c.faults[at] = f
+		}
+		f.Jobs++
+		f.WorkGPUS += work * float64(max(in.GPUs, 1))
+		c.lostAt[in.JobID] = at
+	case events.JobStarted:
+		if t0, ok := c.lostAt[in.JobID]; ok {
+			delete(c.lostAt, in.JobID)
+			f := c.faults[t0]
+			f.Recovered++
+			f.RecoveredS = max(f.RecoveredS, at-t0)
+		}
+	}
 	j.Name, j.Tenant, j.Priority, j.State, j.GPUCount = in.Name, in.Tenant, in.Priority.String(), in.State, in.GPUs
 	j.Submit = c.seconds(in.SubmittedAt)
 	if in.FirstStartedAt != nil {
@@ -165,4 +218,16 @@ func (c *collector) results() ([]JobResult, []Sample) {
 		return jobs[a].Job < jobs[b].Job
 	})
 	return jobs, append([]Sample(nil), c.samples...)
+}
+
+// faultCosts returns the faults seen, in time order.
+func (c *collector) faultCosts() []FaultCost {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]FaultCost, 0, len(c.faults))
+	for _, f := range c.faults {
+		out = append(out, *f)
+	}
+	sort.Slice(out, func(a, b int) bool { return out[a].AtS < out[b].AtS })
+	return out
 }

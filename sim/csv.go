@@ -15,7 +15,11 @@ import (
 // separated by spaces; empty cells mean "never" (a job that never started
 // or ended).
 var JobColumns = []string{"job", "priority", "submit", "start", "end", "gpus", "preemptions", "slowdown",
-	"name", "tenant", "state", "node", "gpu_count", "jct_s", "queue_s", "run_s", "work_s", "lost_work_s"}
+	"name", "tenant", "state", "node", "gpu_count", "jct_s", "queue_s", "run_s", "work_s", "lost_work_s", "lost", "fault_lost_work_s"}
+
+// olderJobColumns is how many columns per-job CSVs had before lost and
+// fault_lost_work_s: such files still read (those two as zero).
+const olderJobColumns = 18
 
 // WriteJobs writes the per-job CSV.
 func WriteJobs(w io.Writer, jobs []JobResult) error {
@@ -36,13 +40,30 @@ func WriteJobs(w io.Writer, jobs []JobResult) error {
 		cw.Write([]string{j.Job, j.Priority, secs(j.Submit), start, end, strings.Join(j.GPUs, " "),
 			strconv.Itoa(j.Preemptions), strconv.FormatFloat(j.Slowdown, 'f', 4, 64),
 			j.Name, j.Tenant, j.State, j.Node, strconv.Itoa(j.GPUCount), jct, queue,
-			secs(j.RunS), secs(j.WorkS), secs(j.LostWorkS)})
+			secs(j.RunS), secs(j.WorkS), secs(j.LostWorkS), strconv.Itoa(j.Lost), secs(j.FaultLostWorkS)})
 	}
 	cw.Flush()
 	return cw.Error()
 }
 
 func secs(x float64) string { return strconv.FormatFloat(x, 'f', 3, 64) }
+
+// FaultColumns is the header of the per-run faults CSV: one row per fault
+// (the jobs lost at one instant): when (simulated seconds), how many jobs
+// it took down, the work they lost (GPU-seconds at reference speed), how
+// many ran again and how long until the last of them did.
+var FaultColumns = []string{"at_s", "jobs_lost", "work_lost_gpu_s", "jobs_running_again", "all_running_again_s"}
+
+// WriteFaults writes a run's faults CSV.
+func WriteFaults(w io.Writer, faults []FaultCost) error {
+	cw := csv.NewWriter(w)
+	cw.Write(FaultColumns)
+	for _, f := range faults {
+		cw.Write([]string{secs(f.AtS), strconv.Itoa(f.Jobs), secs(f.WorkGPUS), strconv.Itoa(f.Recovered), secs(f.RecoveredS)})
+	}
+	cw.Flush()
+	return cw.Error()
+}
 
 // SeriesColumns is the header of the per-run time series CSV: t_s is
 // simulated seconds from the run's start; the rest are the cluster's
@@ -74,7 +95,8 @@ func ReadJobs(r io.Reader) ([]JobResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(rows) == 0 || strings.Join(rows[0], ",") != strings.Join(JobColumns, ",") {
+	if len(rows) == 0 || (strings.Join(rows[0], ",") != strings.Join(JobColumns, ",") &&
+		strings.Join(rows[0], ",") != strings.Join(JobColumns[:olderJobColumns], ",")) {
 		return nil, fmt.Errorf("line 1: the header is not %s", strings.Join(JobColumns, ","))
 	}
 	var out []JobResult
@@ -114,6 +136,16 @@ func ReadJobs(r io.Reader) ([]JobResult, error) {
 			return nil, err
 		}
 		j.Preemptions, j.GPUCount, j.LostWorkS = int(pre), int(count), lost
+		if len(row) > olderJobColumns {
+			times, _, err := num(18)
+			if err != nil {
+				return nil, err
+			}
+			if j.FaultLostWorkS, _, err = num(19); err != nil {
+				return nil, err
+			}
+			j.Lost = int(times)
+		}
 		out = append(out, j)
 	}
 	return out, nil

@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gpusched/gpusched/actors/jobgen"
+	"github.com/gpusched/gpusched/chaos"
 	"github.com/gpusched/gpusched/cluster"
 	"github.com/gpusched/gpusched/events"
 	"github.com/gpusched/gpusched/model"
@@ -65,6 +66,9 @@ type Config struct {
 	// Progress, when set, is called now and then with the simulated time
 	// reached (from another goroutine).
 	Progress func(simulated time.Duration)
+	// Chaos, when set, draws faults from Seed in simulated time (kills
+	// only: chaos.VirtualFaults), the same in every run of the seed.
+	Chaos *chaos.MonkeySpec
 }
 
 // DefaultDrain lets the jobs left at the end of arrivals run to their end
@@ -96,6 +100,8 @@ type Result struct {
 	Wall     time.Duration
 	StartUp  time.Duration
 	Instants uint64
+	// Faults are what each fault cost (chaos; none without).
+	Faults []FaultCost
 }
 
 // Run starts a cluster of cfg.Shape on a virtual clock, drives the
@@ -138,7 +144,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	c, err := cluster.Start(ctx, cluster.Config{Listen: "127.0.0.1:0", Shape: cfg.Shape, Policy: cfg.Policy, Queue: cfg.Queue, Preempt: cfg.Preempt, Filters: cfg.Filters, Round: cfg.Round, RoundEvery: cfg.RoundEvery,
 		Seed: cfg.Seed, Rate: cfg.Rate, Demo: cfg.Arrivals == nil, Clock: clock, Epoch: Epoch,
 		Interference: cfg.Interference, StarvationAge: cfg.StarvationAge, Workload: cfg.Workload, Logger: log, MetricsPeriod: cfg.Sample,
-		Source: source, Until: horizon, HoldGenerator: true,
+		Source: source, Until: horizon, HoldGenerator: true, Chaos: cfg.Chaos,
 		Finished: func(n int) { submitted.Store(int64(n)) }})
 	if err != nil {
 		return nil, err
@@ -193,6 +199,7 @@ wait:
 	}
 	res.Final = snap.Summary
 	res.Jobs, res.Series = col.results()
+	res.Faults = col.faultCosts()
 	// The series ends with the run's last instant, so that it accounts for
 	// the whole run (its energy is the run's).
 	if n := len(res.Series); n == 0 || res.Series[n-1].T < res.Length.Seconds() {

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/gpusched/gpusched/chaos"
 	"github.com/gpusched/gpusched/internal/tracedir"
 	"github.com/gpusched/gpusched/model"
 	"github.com/gpusched/gpusched/openb"
@@ -98,6 +100,42 @@ func TestABusyRunRepeatsAcrossSettlingOrders(t *testing.T) {
 			}
 		}()
 	}
+}
+
+// TestKillsOnAVirtualClockRepeat: GPU kills drawn from the seed in
+// simulated time (issue 23's first fault) give the same per-job results in
+// every run of the seed, at GOMAXPROCS=1 too; the kills bite (GPUs die,
+// running jobs are lost and placed again) and every job still completes.
+func TestKillsOnAVirtualClockRepeat(t *testing.T) {
+	spec, err := chaos.ParseMonkey("kill=4/h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{Shape: referenceShape(t), Policy: "binpack", Seed: 3, Rate: 6, Hours: 12,
+		Interference: model.DefaultInterference, Chaos: &spec}
+	first, csvA := runConfig(t, cfg)
+	func() {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+		if _, csvB := runConfig(t, cfg); !bytes.Equal(csvA, csvB) {
+			t.Fatalf("the same seed with kills gave different per-job results:\n%s", firstDiff(csvA, csvB))
+		}
+	}()
+	s := Summarize(first)
+	if first.Final.GPUDeaths < 20 || first.Final.JobsLost == 0 || s.Completed != s.Submitted-s.Rejected || s.Unended != 0 {
+		t.Fatalf("%d GPU deaths (about 48 drawn), %d jobs lost, %d of %d completed: want the kills to bite and every job to end",
+			first.Final.GPUDeaths, first.Final.JobsLost, s.Completed, s.Submitted)
+	}
+	// What the faults cost, per fault and per job (issue 23 item 3).
+	if s.Faults == 0 || s.Requeued < s.Faults || s.FaultGPUHours <= 0 || s.RecoveryMax < s.RecoveryMean || s.Requeued != first.Final.JobsLost {
+		t.Fatalf("fault costs: %d faults, %d re-queued (the scheduler counted %d lost), %.2f GPU-hours lost, recovery mean %s max %s",
+			s.Faults, s.Requeued, first.Final.JobsLost, s.FaultGPUHours, s.RecoveryMean, s.RecoveryMax)
+	}
+	var out bytes.Buffer
+	if err := WriteColumns(&out, []Column{{Policy: "binpack", Runs: []Summary{s}}}); err != nil || !strings.Contains(out.String(), "work lost to faults GPU-hours") {
+		t.Fatalf("the table lacks the fault rows (%v):\n%s", err, out.String())
+	}
+	t.Logf("%d GPU deaths, %d jobs lost, %d jobs completed; %d faults, %.2f GPU-hours lost to them, recovery mean %s max %s",
+		first.Final.GPUDeaths, first.Final.JobsLost, s.Completed, s.Faults, s.FaultGPUHours, s.RecoveryMean, s.RecoveryMax)
 }
 
 func firstDiff(a, b []byte) string {

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"math"
+	"slices"
 	"sort"
 	"time"
 
@@ -52,8 +53,16 @@ type Summary struct {
 	UtilMean, GPUsIdle, BusyGPUHours float64
 	EnergyKWh                        float64
 	Preemptions                      int
-	// LostGPUHours is work lost to preemption: Σ lost_work_s × GPUs / 3600.
+	// LostGPUHours is work lost to preemption: Σ (lost_work_s −
+	// fault_lost_work_s) × GPUs / 3600.
 	LostGPUHours float64
+	// Faults counts the faults that took jobs down; Requeued the jobs they
+	// took down (a job each time); FaultGPUHours the work those lost;
+	// RecoveryMean and RecoveryMax the time from a fault to the last of
+	// its jobs running again.
+	Faults, Requeued          int
+	FaultGPUHours             float64
+	RecoveryMean, RecoveryMax time.Duration
 	// FragMean and FragMax are the FGD fragmentation F(M) in GPUs over
 	// time; VRAMFragMean and VRAMFragMax the share of free VRAM outside
 	// each GPU's largest hole, over time.
@@ -92,7 +101,21 @@ func Summarize(r *Result) Summary {
 		if j.Started {
 			d.Queue = append(d.Queue, j.QueueDelay())
 		}
-		s.LostGPUHours += j.LostWorkS * float64(max(j.GPUCount, 1)) / 3600
+		gpus := float64(max(j.GPUCount, 1))
+		s.LostGPUHours += (j.LostWorkS - j.FaultLostWorkS) * gpus / 3600
+		s.FaultGPUHours += j.FaultLostWorkS * gpus / 3600
+		s.Requeued += j.Lost
+	}
+	var recovery []float64
+	for _, f := range r.Faults {
+		if f.Recovered > 0 {
+			recovery = append(recovery, f.RecoveredS)
+		}
+	}
+	s.Faults = len(r.Faults)
+	if len(recovery) > 0 {
+		s.RecoveryMean = time.Duration(Mean(recovery) * float64(time.Second))
+		s.RecoveryMax = time.Duration(slices.Max(recovery) * float64(time.Second))
 	}
 	s.SlowdownMean, s.SlowdownP95 = Mean(slow), Percentile(slow, 95)
 	// Each sample stands for the interval since the one before it (the

@@ -109,6 +109,25 @@ func WriteColumns(w io.Writer, cols []Column) error {
 	row("energy kWh", "", digits(1), func(s *Summary) float64 { return s.EnergyKWh })
 	row("preemptions", "", count, func(s *Summary) float64 { return float64(s.Preemptions) })
 	row("lost work GPU-hours", "", digits(2), func(s *Summary) float64 { return s.LostGPUHours })
+	faults := false
+	for _, s := range all {
+		faults = faults || s.Faults > 0
+	}
+	if faults {
+		// Only with faults (chaos): a table without keeps its rows.
+		row("faults / jobs re-queued", " / ", count, func(s *Summary) float64 { return float64(s.Faults) },
+			func(s *Summary) float64 { return float64(s.Requeued) })
+		row("work lost to faults GPU-hours", "", digits(2), func(s *Summary) float64 { return s.FaultGPUHours })
+		dur := func(x float64) string {
+			d := time.Duration(x * float64(time.Second))
+			if d < time.Minute {
+				return d.Round(time.Millisecond).String() // a restart's backoff is 100 ms
+			}
+			return d.Round(time.Second).String()
+		}
+		row("fault → jobs running again mean/max", " ", dur, func(s *Summary) float64 { return s.RecoveryMean.Seconds() },
+			func(s *Summary) float64 { return s.RecoveryMax.Seconds() })
+	}
 	row("fragmentation GPUs mean/max", " ", digits(2), func(s *Summary) float64 { return s.FragMean },
 		func(s *Summary) float64 { return s.FragMax })
 	row("VRAM fragmentation mean/max", " ", digits(3), func(s *Summary) float64 { return s.VRAMFragMean },

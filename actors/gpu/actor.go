@@ -48,6 +48,9 @@ type Config struct {
 	// missed the gpu.down (it was restarting too) can still account for
 	// them.
 	Ended []events.EndedJob
+	// StartHeld says the supervisor holds the clock for this incarnation's
+	// start (its restart timer fired): Run lets go once gpu.up is out.
+	StartHeld bool
 }
 
 // Liveness is a GPU's answer to its node actor's ping.
@@ -187,7 +190,9 @@ func (a *Actor) Ping(reply chan<- Liveness) { a.mailbox.askLiveness(reply) }
 
 // Run is the actor's loop. It returns nil when ctx ends, and a *Crash
 // when the actor is killed; its supervisor then publishes gpu.down (Down)
-// and starts the next incarnation.
+// and starts the next incarnation. A crash leaves the clock held once —
+// the kill (or the work a panic interrupted) was held — for the
+// supervisor to let go.
 func (a *Actor) Run(ctx context.Context) (err error) {
 	defer func() {
 		a.stopTimers()
@@ -199,6 +204,11 @@ func (a *Actor) Run(ctx context.Context) (err error) {
 	a.last = a.cfg.Clock.Now()
 	a.renewFrom(time.Now())
 	a.publish(events.GPUUp, events.ChangeUp, "")
+	if a.cfg.StartHeld {
+		// The restart timer's hold, let go once gpu.up is out.
+		a.cfg.StartHeld = false
+		a.cfg.Clock.Release()
+	}
 	// Each case's work is a method of its own: while the actor waits, its
 	// goroutine's stack holds only this loop's small frame, so an idle
 	// GPU actor fits the runtime's smallest stack (at 100,000 GPUs that
@@ -256,7 +266,9 @@ func (a *Actor) onMail(ctx context.Context) (stop bool, err error) {
 	a.fenceIfLapsed()
 	a.handle(m)
 	if a.crashed != nil {
-		a.cfg.Clock.Release()
+		// The kill's hold of the clock goes to the supervisor, which lets
+		// go once the next incarnation is armed: on a virtual clock time
+		// must not move between a death and its restart's timer.
 		return true, a.crashed
 	}
 	a.rearm()

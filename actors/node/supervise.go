@@ -10,6 +10,7 @@ import (
 
 	"github.com/gpusched/gpusched/actors/gpu"
 	"github.com/gpusched/gpusched/events"
+	"github.com/gpusched/gpusched/simclock"
 )
 
 // DefaultRestartBackoff is the first wait before a crashed actor
@@ -52,7 +53,7 @@ func (h *Host) supervise(ctx context.Context, s *slot) {
 	// before subscribing, so no message finds the GPU missing).
 	a := s.cur.Load()
 	for a != nil {
-		started := time.Now()
+		started := h.now()
 		err := a.Run(ctx) // a panic comes back as a *gpu.Crash
 		if ctx.Err() != nil {
 			return
@@ -76,9 +77,9 @@ func (h *Host) restart(ctx context.Context, s *slot, a *gpu.Actor, err error, st
 	if c, ok := err.(*gpu.Crash); ok {
 		reason = c.Reason
 	}
-	now := time.Now()
+	now := h.now()
 	*backoff = NextBackoff(*backoff, h.cfg.RestartBackoff, now.Sub(started))
-	s.restartAt.Store(now.Add(*backoff).UnixNano())
+	s.restartAt.Store(time.Now().Add(*backoff).UnixNano())
 	downOK := func() (ok bool) {
 		defer func() {
 			if r := recover(); r != nil {
@@ -93,14 +94,40 @@ func (h *Host) restart(ctx context.Context, s *slot, a *gpu.Actor, err error, st
 	cfg.Ended = a.Remains(events.ChangeCrashed)
 	log.Warn("GPU actor crashed; supervisor restarts it", zap.String("reason", reason), zap.Duration("backoff", *backoff),
 		zap.Int("incarnation", a.Incarnation()+1), zap.Int("messages_dropped", dropped), zap.Bool("down_published", downOK))
-	if !WaitBackoff(ctx, *backoff) {
-		return nil
+	if simclock.IsVirtual(h.cfg.Clock) {
+		// On a virtual clock the backoff is simulated time, armed before
+		// the crash's hold is let go, and the timer's hold lasts until the
+		// next incarnation's gpu.up is out: a death and its restart happen
+		// at the same instants in every run of a seed.
+		t := h.cfg.Clock.NewTimer(*backoff)
+		h.cfg.Clock.Release()
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil
+		case <-t.C():
+			cfg.StartHeld = true
+		}
+	} else {
+		h.cfg.Clock.Release() // (a scaled clock's hold is nothing)
+		if !WaitBackoff(ctx, *backoff) {
+			return nil
+		}
 	}
 	cfg.Incarnation = a.Incarnation() + 1
 	cfg.EnergyJ = a.EnergyJ()
 	next := gpu.New(cfg)
 	s.cur.Store(next)
 	return next
+}
+
+// now is the time restarts are measured in: simulated on a virtual clock
+// (a backoff there is simulated time), the wall's otherwise.
+func (h *Host) now() time.Time {
+	if simclock.IsVirtual(h.cfg.Clock) {
+		return h.cfg.Clock.Now()
+	}
+	return time.Now()
 }
 
 // WaitBackoff waits d (wall time) before a restart; false if ctx ended first.

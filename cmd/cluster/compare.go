@@ -19,6 +19,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 
 	"github.com/gpusched/gpusched/actors/jobgen"
+	"github.com/gpusched/gpusched/chaos"
 	"github.com/gpusched/gpusched/cluster"
 	"github.com/gpusched/gpusched/model"
 	"github.com/gpusched/gpusched/openb"
@@ -105,6 +106,7 @@ flags:
 	starve := fs.Duration("starvation-age", policy.DefaultStarvationAge, "simulated wait after which a head-of-line job holds GPUs")
 	workers := fs.Int("workers", runtime.GOMAXPROCS(0), "runs at once")
 	quiet := fs.Bool("quiet", false, "no progress bar")
+	monkey := fs.String("chaos", "", "faults in every run, drawn from its seed in simulated time: e.g. 'kill=2/h' (per simulated hour; on a virtual clock kill only, for now)")
 	if replayMode {
 		*podsFile = filepath.Join(dir, "openb_pod_list_default.csv")
 	}
@@ -142,6 +144,17 @@ flags:
 	}
 	if *hours < 0 {
 		return errors.New("--hours must not be negative")
+	}
+	var monkeySpec *chaos.MonkeySpec
+	if *monkey != "" {
+		spec, err := chaos.ParseMonkey(*monkey)
+		if err != nil {
+			return err
+		}
+		if err := spec.CheckVirtual(); err != nil {
+			return err
+		}
+		monkeySpec = &spec
 	}
 	if *rate <= 0 && *podsFile == "" && *jobsFile == "" {
 		return errors.New("--rate must be positive (or replay a trace with --pods or --jobs)")
@@ -253,7 +266,7 @@ flags:
 			sem <- struct{}{}
 			defer func() { <-sem }()
 			cfg := sim.Config{Shape: shape, Policy: r.policy, Queue: *queue, Preempt: *preempt, Filters: *filters, RoundEvery: *roundEvery, Seed: r.seed, Rate: *rate, Arrivals: arrivals, Hours: *hours,
-				Drain: *drain, Sample: *sample, Interference: *interference, StarvationAge: *starve, Workload: workload}
+				Drain: *drain, Sample: *sample, Interference: *interference, StarvationAge: *starve, Workload: workload, Chaos: monkeySpec}
 			if bar != nil {
 				cfg.Progress = func(d time.Duration) {
 					mu.Lock()
@@ -309,6 +322,9 @@ flags:
 	if *preempt != policy.DefaultPreempt {
 		what += ", preemption " + *preempt
 	}
+	if *monkey != "" {
+		what += ", chaos " + *monkey
+	}
 	fmt.Printf("%s on %d GPUs (%d nodes); interference %g\n\n", what, shape.GPUCount(), len(shape.Nodes), *interference)
 	if err := sim.WriteColumns(os.Stdout, cols); err != nil {
 		return err
@@ -326,6 +342,11 @@ flags:
 		}
 		if err := writeFile(filepath.Join(*out, "series-"+name+".csv"), func(f *os.File) error { return sim.WriteSeries(f, r.Series) }); err != nil {
 			return err
+		}
+		if len(r.Faults) > 0 {
+			if err := writeFile(filepath.Join(*out, "faults-"+name+".csv"), func(f *os.File) error { return sim.WriteFaults(f, r.Faults) }); err != nil {
+				return err
+			}
 		}
 	}
 	if err := writeFile(filepath.Join(*out, "summary.txt"), func(f *os.File) error {

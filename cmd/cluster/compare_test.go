@@ -147,6 +147,8 @@ func TestTimedFlagsSayWhatIsWrong(t *testing.T) {
 		"--pods and --jobs": {"--pods", "x.csv", "--jobs", "y.jsonl"},
 		"--interference":    {"--interference", "-0.1"},
 		"--cluster":         {"--cluster", filepath.Join(dir, "missing.yaml")},
+		"--chaos hang":      {"--chaos", "kill=1/h,hang=1/h"},
+		"--chaos":           {"--chaos", "kill=lots"},
 	}
 	for want, args := range cases {
 		err := timedCommand("compare", append(args, "--quiet"))

@@ -285,12 +285,14 @@ func run(args []string) error {
 	}
 	var monkeySpec *chaos.MonkeySpec
 	if *monkey != "" {
-		if *clockKind == "virtual" {
-			return fmt.Errorf("--chaos needs the scaled clock: faults and leases are in wall time, a virtual run is not")
-		}
 		spec, err := chaos.ParseMonkey(*monkey)
 		if err != nil {
 			return err
+		}
+		if *clockKind == "virtual" {
+			if err := spec.CheckVirtual(); err != nil {
+				return err
+			}
 		}
 		monkeySpec = &spec
 	}
