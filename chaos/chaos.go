@@ -139,6 +139,9 @@ func (r *Responder) learn(m *nats.Msg) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, g := range ev.Data.GPUs {
+		if !events.SpeaksFor(ev.Data.Node, g.GPU) {
+			continue // another node's GPU by its id
+		}
 		if !slices.Contains(r.nodesOf[g.GPU], ev.Data.Node) {
 			r.nodesOf[g.GPU] = append(r.nodesOf[g.GPU], ev.Data.Node)
 		}

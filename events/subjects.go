@@ -73,6 +73,26 @@ func HeartbeatNode(subject string) string {
 	return rest[strings.LastIndexByte(rest, '.')+1:]
 }
 
+// GPUOwner is the node a GPU id names as its owner: "box2" for
+// "box2-gpu-0", the form `cluster node --name box2` gives its GPUs; "" for
+// an id that names no node (the embedded cluster's "gpu-3"). A GPU's
+// identity belongs to the node that owns it: no other node may announce
+// it (or squat it before its owner joins).
+func GPUOwner(gpu string) string {
+	i := strings.LastIndex(gpu, "-gpu-")
+	if i <= 0 || strings.Trim(gpu[i+len("-gpu-"):], "0123456789") != "" || len(gpu) == i+len("-gpu-") {
+		return ""
+	}
+	return gpu[:i]
+}
+
+// SpeaksFor reports whether node may speak for gpu: it owns it, or the id
+// names no owner.
+func SpeaksFor(node, gpu string) bool {
+	owner := GPUOwner(gpu)
+	return owner == "" || owner == node
+}
+
 // NodeEvent is the subject of the scheduler's word on a node: typ
 // NodeUp (it joined, or rejoined) or NodeDown (its heartbeats stopped for a
 // lease).

@@ -696,6 +696,11 @@ func (s *Core) onGPUEvent(m *Msg) {
 	if strings.HasPrefix(ev.Source, "/scheduler/") {
 		return // this scheduler's own verdict (or a predecessor's)
 	}
+	if !events.SpeaksFor(node, gpu) {
+		s.log.Warn("GPU event dropped: the GPU's id names another node as its owner", zap.String("subject", m.Subject),
+			zap.String("owner", events.GPUOwner(gpu)))
+		return
+	}
 	gs, known := s.view.gpus[ev.Data.GPU]
 	if known && gs.status.Node != ev.Data.Node {
 		// The subject's node is what the server vouched for (a node's
@@ -744,6 +749,9 @@ func (s *Core) onNodeEvent(m *Msg) {
 		return
 	}
 	hb.GPUs = slices.DeleteFunc(hb.GPUs, func(g events.HeartbeatGPU) bool {
+		if !events.SpeaksFor(hb.Node, g.GPU) {
+			return true // another node's by its id: not this node's to announce
+		}
 		st, ok := s.view.gpus[g.GPU]
 		return ok && st.status.Node != hb.Node
 	})

@@ -830,3 +830,32 @@ func TestTotalsNeverGoBackAcrossARestart(t *testing.T) {
 			m.Preemptions, m.EnergyKWh, m.JobsCompleted)
 	}
 }
+
+// TestAGPUIdBelongsToTheNodeItNames (issue 22 item 5): a node announcing
+// "box2-gpu-0" before box2 joins — in its heartbeat, or as a GPU event
+// under its own node — takes nothing; box2 then registers it.
+func TestAGPUIdBelongsToTheNodeItNames(t *testing.T) {
+	h := newHarness(t, Config{})
+	h.AddGPU("n1", "n1-gpu-0", "A100-40GB")
+	h.Heartbeat("n1", events.HeartbeatGPU{GPU: "box2-gpu-0", Incarnation: 99, Alive: true})
+	for _, d := range h.Sends(events.OpDescribe) {
+		if strings.Contains(d.Subject, "box2-gpu-0") {
+			t.Fatalf("a describe of box2's GPU went to n1: %s", d.Subject)
+		}
+	}
+	squat := h.GPUs["n1-gpu-0"].Status
+	squat.GPU, squat.Incarnation = "box2-gpu-0", 99
+	h.GPUEvent(squat, events.GPUUp)
+	if _, ok := h.Core.view.gpus["box2-gpu-0"]; ok {
+		t.Fatal("n1 registered box2-gpu-0")
+	}
+	h.AddGPU("box2", "box2-gpu-0", "A100-80GB")
+	if gs, ok := h.Core.view.gpus["box2-gpu-0"]; !ok || gs.status.Node != "box2" || gs.status.Incarnation != 1 {
+		t.Fatalf("box2 could not register its own GPU: %+v", gs)
+	}
+	for gpu, owner := range map[string]string{"box2-gpu-0": "box2", "rack2-node7-gpu-12": "rack2-node7", "gpu-3": "", "box-gpu-": "", "a-gpu-x": ""} {
+		if got := events.GPUOwner(gpu); got != owner {
+			t.Errorf("GPUOwner(%q) = %q, want %q", gpu, got, owner)
+		}
+	}
+}
