@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"go.uber.org/zap"
 
 	"github.com/gpusched/gpusched/actors/jobgen"
@@ -69,6 +70,10 @@ type Config struct {
 	// Chaos, when set, draws faults from Seed in simulated time (kills
 	// only: chaos.VirtualFaults), the same in every run of the seed.
 	Chaos *chaos.MonkeySpec
+	// Events, when set, hears every event of the run (its subject and
+	// body) before the clock moves on: an in-process checker (simtest).
+	// It is called from one goroutine, in arrival order.
+	Events func(subject string, data []byte)
 }
 
 // DefaultDrain lets the jobs left at the end of arrivals run to their end
@@ -158,6 +163,14 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	subjects := events.NewSubjects(events.DefaultPrefix)
 	if err := col.subscribe(nc, subjects); err != nil {
 		return nil, err
+	}
+	if cfg.Events != nil {
+		sub, err := nc.Subscribe(subjects.AllEvents(), func(m *nats.Msg) { cfg.Events(m.Subject, m.Data) })
+		if err != nil {
+			return nil, err
+		}
+		sub.SetPendingLimits(-1, -1) // a checker must not miss an event
+		col.subs = append(col.subs, sub)
 	}
 	c.Watch(nc, col.subs...)
 	if cfg.Attach != nil {

@@ -60,6 +60,8 @@ const usage = `usage:
   cluster replay --timed [...]  replay a trace in time (arrivals, run times, priorities) on a virtual clock
   cluster compare [flags]       the same seeded workload under several policies, side by side
   cluster auth init [--tenants a,b] [--nodes n1]   write a roles file, keys and a self-signed TLS set (docs/SECURITY.md)
+  cluster simtest [--seeds 1-1000] [--hours 24]   many seeds, each a drawn cluster, workload and faults on the
+                                virtual clock, every event checked; a failing seed prints how to replay it
   cluster bench [--quick]       measure decisions, the whole path, the bus, actors, fan-out and replay: one table
 
 Run "cluster COMMAND -h" for a command's usage, an example and its flags
@@ -110,6 +112,8 @@ func runMain(args []string, stdout io.Writer) int {
 		err = timedCommand("compare", args)
 	case "bench":
 		err = benchCommand(args)
+	case "simtest":
+		err = simtestCommand(args)
 	case "bench-footprint":
 		err = footprintCommand(args)
 	case "help":

@@ -1,0 +1,132 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"runtime"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+
+	"github.com/gpusched/gpusched/simtest"
+)
+
+// simtestCommand is `cluster simtest`: many seeds, each a drawn cluster,
+// workload, policy and fault schedule on the virtual clock, every event
+// checked in-process; a failing seed prints the command that replays it.
+func simtestCommand(args []string) error {
+	fs := newFlags("cluster simtest")
+	seedsFlag := fs.String("seeds", "1-20", "seeds to run: 7, 1-1000 or 3,9")
+	hours := fs.Float64("hours", 24, "simulated hours of arrivals per seed (then a drain until every job ends)")
+	workers := fs.Int("workers", runtime.GOMAXPROCS(0), "seeds at once")
+	verbose := fs.Bool("verbose", false, "print each seed's case and outcome")
+	quiet := fs.Bool("quiet", false, "no progress bar")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	seeds, err := parseSeeds(*seedsFlag)
+	if err != nil {
+		return err
+	}
+	if *hours <= 0 {
+		return errors.New("--hours must be positive, e.g. 24")
+	}
+	if *workers < 1 {
+		return errors.New("--workers must be at least 1")
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	var bar *progressbar.ProgressBar
+	if !*quiet && !*verbose {
+		bar = progressbar.NewOptions(len(seeds), progressbar.OptionSetDescription("seeds"), progressbar.OptionSetWriter(os.Stderr),
+			progressbar.OptionShowCount(), progressbar.OptionSetElapsedTime(true))
+	}
+	start := time.Now()
+	outcomes := make([]simtest.Outcome, len(seeds))
+	sem := make(chan struct{}, *workers)
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for i, seed := range seeds {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			if ctx.Err() != nil {
+				return
+			}
+			o := simtest.Run(ctx, simtest.Draw(uint64(seed), *hours))
+			outcomes[i] = o
+			mu.Lock()
+			defer mu.Unlock()
+			if bar != nil {
+				bar.Add(1)
+			}
+			if *verbose {
+				status := "ok"
+				if o.Err != nil {
+					status = "error: " + o.Err.Error()
+				} else if len(o.Problems) > 0 {
+					status = fmt.Sprintf("%d problems", len(o.Problems))
+				}
+				fmt.Printf("%s — %d events, %d/%d completed, %d faults — %s (%s)\n", o.Case, o.Events, o.Summary.Completed,
+					o.Summary.Submitted, o.Summary.Faults, status, o.Wall.Round(time.Millisecond))
+			}
+		})
+	}
+	wg.Wait()
+	if bar != nil {
+		bar.Finish()
+		fmt.Fprintln(os.Stderr)
+	}
+	if ctx.Err() != nil {
+		return errors.New("interrupted")
+	}
+	var failed []simtest.Outcome
+	var simulated time.Duration
+	var evs, jobs, faults int
+	for _, o := range outcomes {
+		simulated += o.Summary.Length
+		evs += o.Events
+		jobs += o.Summary.Submitted
+		faults += o.Summary.Faults
+		if o.Err != nil || len(o.Problems) > 0 {
+			failed = append(failed, o)
+		}
+	}
+	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "seeds\t%d (%s)\n", len(seeds), *seedsFlag)
+	fmt.Fprintf(tw, "simulated\t%.1f days (%g h of arrivals each, then the drain)\n", simulated.Hours()/24, *hours)
+	fmt.Fprintf(tw, "jobs, events checked\t%d, %d\n", jobs, evs)
+	fmt.Fprintf(tw, "faults that took jobs down\t%d\n", faults)
+	fmt.Fprintf(tw, "wall\t%s (%d at once)\n", time.Since(start).Round(time.Millisecond), *workers)
+	fmt.Fprintf(tw, "seeds with violations\t%d\n", len(failed))
+	tw.Flush()
+	for _, o := range failed {
+		fmt.Printf("\n%s\n", o.Case)
+		if o.Err != nil {
+			fmt.Printf("  run failed: %v\n", o.Err)
+		}
+		for i, p := range o.Problems {
+			if i == 5 {
+				fmt.Printf("  … and %d more\n", len(o.Problems)-5)
+				break
+			}
+			fmt.Printf("  %s\n", p)
+		}
+		if len(o.History) > 0 {
+			fmt.Println("  the events that show the first:")
+			for _, l := range o.History {
+				fmt.Printf("    %s\n", l)
+			}
+		}
+		fmt.Printf("  replay: %s\n", simtest.ReplayCommand(o.Seed, *hours))
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("%d of %d seeds broke an invariant", len(failed), len(seeds))
+	}
+	return nil
+}

@@ -1,0 +1,220 @@
+package simtest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gpusched/gpusched/actors/jobgen"
+	"github.com/gpusched/gpusched/chaos"
+	"github.com/gpusched/gpusched/events"
+	"github.com/gpusched/gpusched/model"
+	"github.com/gpusched/gpusched/observer"
+	"github.com/gpusched/gpusched/policy"
+	"github.com/gpusched/gpusched/sim"
+)
+
+// Case is what one seed draws: everything a run needs, printed so that a
+// person can read what failed.
+type Case struct {
+	Seed   uint64
+	Hours  float64
+	GPUs   string // the shape, as --gpus takes it
+	Shape  model.Shape
+	Policy string
+	Queue  string
+	Rate   float64
+	// Kills is the rate of GPU kills per simulated hour (0: no faults).
+	Kills    float64
+	Arrivals []jobgen.Arrival
+}
+
+// String is the case in one line.
+func (c Case) String() string {
+	return fmt.Sprintf("seed %d: %s, %s/%s, %d jobs at %.1f/h over %gh, kill=%.1f/h", c.Seed, c.GPUs, c.Policy, c.Queue,
+		len(c.Arrivals), c.Rate, c.Hours, c.Kills)
+}
+
+// simModels are the GPU models a drawn cluster mixes.
+var simModels = []string{"A100-40GB", "A100-80GB", "V100-16GB", "V100-32GB", "T4-16GB", "H100-80GB"}
+
+// maxGPUs bounds a drawn cluster.
+const maxGPUs = 64
+
+// Draw is the case of seed for hours of arrivals. Pure: the same seed and
+// hours give the same case.
+func Draw(seed uint64, hours float64) Case {
+	rng := rand.New(rand.NewPCG(seed, 0x5eed5eed))
+	c := Case{Seed: seed, Hours: hours}
+	// The shape: one to three terms of one model each, 1–64 GPUs in all.
+	total := 1 + rng.IntN(maxGPUs)
+	var terms []string
+	for left, n := total, 1+rng.IntN(3); left > 0 && n > 0; n-- {
+		count := left
+		if n > 1 {
+			count = 1 + rng.IntN(left)
+		}
+		terms = append(terms, strconv.Itoa(count)+"x"+simModels[rng.IntN(len(simModels))])
+		left -= count
+	}
+	c.GPUs = strings.Join(terms, ",")
+	c.Shape, _ = model.ParseGPUs(c.GPUs) // drawn from the catalog: valid
+	names := policy.Names()
+	c.Policy = names[rng.IntN(len(names))]
+	queues := policy.QueueNames()
+	c.Queue = queues[rng.IntN(len(queues))]
+	// Load in proportion to the cluster (the reference's 6 an hour on 8
+	// GPUs is busy), from light to overloaded.
+	c.Rate = float64(total) * (0.25 + rng.Float64())
+	if rng.IntN(4) > 0 {
+		c.Kills = float64(rng.IntN(5)) // per simulated hour, across the cluster
+	}
+	c.Arrivals = arrivals(rng, seed, c.Rate, time.Duration(hours*float64(time.Hour)))
+	return c
+}
+
+// arrivals are the generated mix at rate over horizon, some jobs turned
+// into gangs (2–4 GPUs on one node), CPU-only jobs and GPU shares.
+func arrivals(rng *rand.Rand, seed uint64, rate float64, horizon time.Duration) []jobgen.Arrival {
+	mix := jobgen.NewMix(seed)
+	var out []jobgen.Arrival
+	at := time.Duration(0)
+	for {
+		at += mix.Interarrival(rate)
+		if at > horizon {
+			return out
+		}
+		spec := mix.Next()
+		switch k := rng.IntN(10); {
+		case k == 0:
+			spec.GPUs = new(2 + rng.IntN(3))
+		case k == 1:
+			spec.GPUs, spec.VRAM, spec.Util = new(0), nil, nil
+			spec.CPU = new(float64(1 + rng.IntN(8)))
+		case k == 2:
+			spec.VRAM = nil
+			spec.GPUMilli = new(float64([]int{250, 500, 750}[rng.IntN(3)]))
+		}
+		body, _ := json.Marshal(spec)
+		out = append(out, jobgen.Arrival{At: at, Name: spec.Name, Body: body})
+	}
+}
+
+// Outcome is what a case's run found.
+type Outcome struct {
+	Case
+	// Problems are the invariants broken: the checker's violations, then
+	// the run's own (a job accepted and never ended, a total that went
+	// back). Empty: the seed passed.
+	Problems []string
+	// History is the shortest event history that shows the first
+	// problem: the events of the job or GPU it names.
+	History []string
+	Summary sim.Summary
+	Events  int
+	Wall    time.Duration
+	Err     error
+}
+
+// historyLimit bounds the history printed for a problem.
+const historyLimit = 40
+
+// Run runs a case and checks it.
+func Run(ctx context.Context, c Case) Outcome {
+	out := Outcome{Case: c}
+	checker := observer.NewChecker()
+	var mu sync.Mutex
+	var log []string // every event, briefly, for the history of a problem
+	cfg := sim.Config{Shape: c.Shape, Policy: c.Policy, Queue: c.Queue, Seed: c.Seed, Arrivals: c.Arrivals, Hours: c.Hours,
+		Interference: model.DefaultInterference, Drain: 7 * 24 * time.Hour,
+		Events: func(subject string, data []byte) {
+			ev, fe := events.DecodeEvent(data)
+			if fe != nil {
+				checker.Malformed(subject, fe)
+				return
+			}
+			checker.Feed(subject, ev)
+			mu.Lock()
+			log = append(log, ev.SimTime.Format("Jan 2 15:04:05.000")+" "+strings.TrimPrefix(subject, events.DefaultPrefix+".evt.")+" "+string(ev.Data))
+			mu.Unlock()
+		}}
+	if c.Kills > 0 {
+		cfg.Chaos = &chaos.MonkeySpec{Rates: map[string]float64{events.ChaosKillAction: c.Kills}}
+	}
+	start := time.Now()
+	res, err := sim.Run(ctx, cfg)
+	out.Wall = time.Since(start)
+	if err != nil {
+		out.Err = err
+		return out
+	}
+	out.Summary = sim.Summarize(res)
+	cs := checker.Summary()
+	out.Events = cs.Events
+	for _, v := range cs.Violations {
+		out.Problems = append(out.Problems, v.String())
+	}
+	if out.Summary.Unended > 0 {
+		out.Problems = append(out.Problems, fmt.Sprintf("%d accepted jobs never ended (a week of drain)", out.Summary.Unended))
+	}
+	if len(cs.Stuck) > 0 {
+		out.Problems = append(out.Problems, "lost jobs still queued at the end: "+strings.Join(cs.Stuck, ", "))
+	}
+	out.Problems = append(out.Problems, backwards(res.Series)...)
+	if len(out.Problems) > 0 {
+		mu.Lock()
+		out.History = history(log, out.Problems[0])
+		mu.Unlock()
+	}
+	return out
+}
+
+// backwards reports the totals of a run's series that ever decreased.
+func backwards(series []sim.Sample) []string {
+	var out []string
+	for i := 1; i < len(series); i++ {
+		a, b := series[i-1], series[i]
+		for _, t := range []struct {
+			name     string
+			was, now float64
+		}{{"jobs_completed", float64(a.JobsCompleted), float64(b.JobsCompleted)}, {"preemptions", float64(a.Preemptions), float64(b.Preemptions)},
+			{"energy_kwh", a.EnergyKWh, b.EnergyKWh}} {
+			if t.now < t.was {
+				out = append(out, fmt.Sprintf("%s went back from %g to %g at %.0f s", t.name, t.was, t.now, b.T))
+			}
+		}
+	}
+	return out
+}
+
+// history picks the events that mention what problem names (a job id or
+// a GPU), the last historyLimit of them: the shortest history that shows it.
+func history(log []string, problem string) []string {
+	var keys []string
+	for _, w := range strings.FieldsFunc(problem, func(r rune) bool { return r == ' ' || r == ',' || r == ':' || r == '(' || r == ')' }) {
+		if len(w) >= 36 || strings.Contains(w, "gpu-") { // a job id (UUID) or a GPU
+			keys = append(keys, strings.TrimSuffix(w, "."))
+		}
+	}
+	var out []string
+	for _, l := range log {
+		if slices.ContainsFunc(keys, func(k string) bool { return strings.Contains(l, k) }) {
+			out = append(out, l)
+		}
+	}
+	if len(out) > historyLimit {
+		out = out[len(out)-historyLimit:]
+	}
+	return out
+}
+
+// ReplayCommand is the one command that replays a seed.
+func ReplayCommand(seed uint64, hours float64) string {
+	return fmt.Sprintf("go run ./cmd/cluster simtest --seeds %d --hours %g --verbose", seed, hours)
+}

@@ -1,0 +1,63 @@
+package simtest
+
+import (
+	"context"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestSeedsKeepEveryInvariant runs a few drawn seeds (clusters of 1–64
+// GPUs, gangs, CPU-only and sharing jobs, GPU kills) with every event
+// checked in-process: none may break an invariant. `cluster simtest
+// --seeds 1-1000` is the long form.
+func TestSeedsKeepEveryInvariant(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	faults := 0
+	for seed := uint64(1); seed <= 4; seed++ {
+		o := Run(ctx, Draw(seed, 4))
+		if o.Err != nil {
+			t.Fatalf("%s: %v", o.Case, o.Err)
+		}
+		if len(o.Problems) > 0 {
+			t.Errorf("%s:\n  %s\n  history:\n    %s\n  replay: %s", o.Case, strings.Join(o.Problems, "\n  "), strings.Join(o.History, "\n    "),
+				ReplayCommand(seed, 4))
+		}
+		if o.Events == 0 || o.Summary.Submitted == 0 {
+			t.Errorf("%s: %d events checked, %d jobs: the checker saw nothing", o.Case, o.Events, o.Summary.Submitted)
+		}
+		faults += o.Summary.Faults
+	}
+	if faults == 0 {
+		t.Error("no seed's faults took a job down: the faults did not bite")
+	}
+}
+
+// TestASeedReplaysExactly: the same seed draws the same case and gives
+// the same outcome.
+func TestASeedReplaysExactly(t *testing.T) {
+	a, b := Draw(6, 3), Draw(6, 3)
+	if !reflect.DeepEqual(a, b) {
+		t.Fatalf("the same seed drew two cases:\n%s\n%s", a, b)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	x, y := Run(ctx, a), Run(ctx, b)
+	x.Summary.Wall, y.Summary.Wall = 0, 0
+	if x.Err != nil || y.Err != nil || !reflect.DeepEqual(x.Summary, y.Summary) || x.Events != y.Events {
+		t.Fatalf("two runs of seed 6 differ:\n%+v (%d events, %v)\n%+v (%d events, %v)", x.Summary, x.Events, x.Err, y.Summary, y.Events, y.Err)
+	}
+}
+
+// TestAProblemNamesItsHistory: a problem naming a job gets that job's
+// events, and only those.
+func TestAProblemNamesItsHistory(t *testing.T) {
+	id := "0b6c2f4e-1111-2222-3333-444455556666"
+	log := []string{"a job.submitted " + id, "b job.submitted other", "c gpu.status gpu-3", "d job.started " + id}
+	h := history(log, "lifecycle: job "+id+" completed twice")
+	if len(h) != 2 || !strings.HasPrefix(h[0], "a ") || !strings.HasPrefix(h[1], "d ") {
+		t.Fatalf("history %q, want the job's two events", h)
+	}
+}
