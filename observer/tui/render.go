@@ -44,6 +44,56 @@ type View struct {
 	// submit, a GPU to kill); Status is the last action's outcome.
 	Prompt string
 	Status string
+	// Help shows the plain-English explanations (?) instead of the cluster.
+	Help bool
+}
+
+// helpTopics are the explanations the ? screen shows, in order, with the
+// label each goes under.
+var helpTopics = []struct{ key, label string }{
+	{"strategy", "policy (b, s, p)"}, {"queue", "queue"}, {"priority", "priority"}, {"preemption", "preempt"},
+	{"vram", "VRAM"}, {"fragmentation", "frag (f)"}, {"frag_gpus", "frag … GPUs"}, {"allocation", "alloc"},
+	{"utilisation", "util"}, {"power", "W"}, {"energy", "kWh"}, {"why", "Why pane"}, {"add-job", "add job (a)"},
+	{"kill", "kill GPU (k)"}, {"events", "Events pane"}, {"simulated", "the clock"},
+}
+
+// helpScreen is the ? screen: what each figure and control means, and
+// what the policy in force costs.
+func helpScreen(st observer.State, w, h int) []string {
+	lines := []string{styleTitle.Render(fit(" gpusched · what everything means (? or esc closes)", w)), ""}
+	if st.Snapshot != nil {
+		if t := observer.Tradeoff(st.Snapshot.Policy); t != "" {
+			lines = append(lines, wrap(styleBold.Render("now: "+st.Snapshot.Policy)+" — "+t, w, "")...)
+			lines = append(lines, "")
+		}
+	}
+	for _, topic := range helpTopics {
+		lines = append(lines, wrap(styleBold.Render(topic.label)+"  "+observer.Explanations[topic.key], w, "    ")...)
+	}
+	lines = append(lines, "", styleBold.Render("queue orders")+" (cluster strategy --queue)")
+	for _, q := range policy.QueueNames() {
+		lines = append(lines, wrap("  "+q+" — "+observer.QueueTradeoffs[q], w, "    ")...)
+	}
+	return lines
+}
+
+// wrap breaks s into lines of at most w cells at spaces, indenting the
+// lines after the first.
+func wrap(s string, w int, indent string) []string {
+	var out []string
+	line := ""
+	for _, word := range strings.Fields(s) {
+		switch {
+		case line == "":
+			line = word
+		case lipgloss.Width(line+" "+word) <= w:
+			line += " " + word
+		default:
+			out = append(out, fit(line, w))
+			line = indent + word
+		}
+	}
+	return append(out, fit(line, w))
 }
 
 var (
@@ -102,6 +152,13 @@ func Render(st observer.State, v View) string {
 			lines = append(lines, "")
 		}
 		return strings.Join(append(lines, footerLine(st, v, w)), "\n")
+	}
+	if v.Help {
+		add(helpScreen(st, w, h)...)
+		for len(lines) < h-1 {
+			lines = append(lines, "")
+		}
+		return strings.Join(append(lines[:h-1], footerLine(st, v, w)), "\n")
 	}
 	add(styleTitle.Render(fit(header(st), w)))
 	add(headlineLines(snap, w)...)
@@ -169,7 +226,7 @@ func footerLine(st observer.State, v View, w int) string {
 	if v.Prompt != "" {
 		return styleBold.Render(fit(v.Prompt+"█", w))
 	}
-	keys := "b binpack  s spread  p next policy  f frag  a add job  k kill GPU  space pause  tab pane  [ ] page  q quit"
+	keys := "? what it means  b binpack  s spread  p next policy  f frag  a add job  k kill GPU  space pause  tab pane  [ ] page  q quit"
 	var extra []string
 	if v.Paused {
 		extra = append(extra, styleDown.Render("PAUSED"))

@@ -145,3 +145,24 @@ func TestPanesCountWhatTheyHideAndSayWhenEmpty(t *testing.T) {
 		t.Errorf("the figures line was cut at 80 columns:\n%s", frame)
 	}
 }
+
+// TestHelpScreenExplainsEachFigure: ? shows every topic's text, wrapped
+// to the terminal, and the trade-off of the policy in force.
+func TestHelpScreenExplainsEachFigure(t *testing.T) {
+	frame := Render(fakeState(8), View{Width: 100, Height: 60, Help: true})
+	checkFrame(t, frame, 100, 60)
+	for _, topic := range helpTopics {
+		text := observer.Explanations[topic.key]
+		if text == "" {
+			t.Errorf("topic %s has no text", topic.key)
+			continue
+		}
+		first := strings.Fields(text)[0] + " " + strings.Fields(text)[1]
+		if !strings.Contains(frame, first) {
+			t.Errorf("the help screen lacks %s (%q):\n%s", topic.key, first, frame)
+		}
+	}
+	if !strings.Contains(frame, "busiest") {
+		t.Errorf("the help screen does not say what binpack costs:\n%s", frame)
+	}
+}

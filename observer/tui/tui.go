@@ -99,6 +99,10 @@ func (m *Model) key(k tea.KeyMsg) tea.Cmd {
 	switch k.String() {
 	case "q", "ctrl+c":
 		return tea.Quit
+	case "?":
+		m.view.Help = !m.view.Help
+	case "esc":
+		m.view.Help = false
 	case " ":
 		m.view.Paused = !m.view.Paused
 		if !m.view.Paused {

@@ -48,6 +48,7 @@ func New(w *observer.Watcher, ctl *observer.Control, log *zap.Logger) *Server {
 	s.mux.HandleFunc("POST /api/jobs", s.submit)
 	s.mux.HandleFunc("POST /api/kill", s.kill)
 	s.mux.HandleFunc("GET /api/explain", s.explain)
+	s.mux.HandleFunc("GET /api/help", s.help)
 	return s
 }
 
@@ -192,4 +193,11 @@ func (s *Server) explain(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, rep)
+}
+
+// help serves the plain-English texts every element explains itself with
+// (observer.HelpTexts): the page puts each in its element's hover.
+func (s *Server) help(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(observer.HelpTexts())
 }

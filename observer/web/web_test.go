@@ -71,6 +71,23 @@ func TestDashboardInChromium(t *testing.T) {
 	if cards != 8 {
 		t.Fatalf("%d GPU cards, want the reference cluster's 8", cards)
 	}
+	// Every element that names an explanation shows it on hover, and the
+	// strategy control says what the chosen policy costs.
+	if err := chromedp.Do(ctx, chromedp.WaitVisible(chromedp.Search(`//div[@id="strategy-note" and contains(., "busiest")]`))); err != nil {
+		t.Fatalf("the strategy control does not show binpack's trade-off: %v", err)
+	}
+	untitled, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](
+		`[...document.querySelectorAll("[data-help]")].filter((e) => !e.title).map((e) => e.dataset.help)`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	helped, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("[data-help][title]").length`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(untitled) > 0 || helped < 30 {
+		t.Fatalf("%d elements explain themselves on hover; without a text: %v", helped, untitled)
+	}
 	// addJob fills the form and waits for the job in the running table;
 	// it returns the GPU the table shows.
 	addJob := func(name string) string {
@@ -102,8 +119,9 @@ func TestDashboardInChromium(t *testing.T) {
 		chromedp.SetValue(chromedp.CSS(`#strategy`), "spread"),
 		chromedp.Evaluate[chromedp.Void](`void document.querySelector("#strategy").dispatchEvent(new Event("change"))`),
 		chromedp.WaitVisible(chromedp.Search(`//span[@id="policy" and text()="spread"]`)),
+		chromedp.WaitVisible(chromedp.Search(`//div[@id="strategy-note" and contains(., "least busy")]`)),
 	); err != nil {
-		t.Fatalf("switching the strategy: %v", err)
+		t.Fatalf("switching the strategy (and its trade-off under it): %v", err)
 	}
 	third := addJob("web-job-3")
 	if third == first {

@@ -6,6 +6,18 @@ const $ = (s) => document.querySelector(s);
 // it (an A100 40GB shows 40, a job asking 38GB shows 38).
 const GB = 2 ** 30;
 let showFrag = false;
+// help is every element's plain-English explanation (observer.HelpTexts),
+// put in the hover (title) of each element that names one in data-help.
+let help = {};
+function applyHelp(root) {
+  for (const el of (root || document).querySelectorAll("[data-help]")) {
+    const t = help[el.dataset.help];
+    if (t) el.title = t;
+  }
+}
+function showTradeoff(policy) {
+  $("#strategy-note").textContent = help["policy:" + policy] || "";
+}
 let lastState = null;
 const colours = ["#58a6ff", "#f0883e", "#bc8cff", "#3fb950", "#d29922", "#ff7b72", "#39c5cf", "#a371f7"];
 
@@ -25,15 +37,17 @@ function ago(from, to) {
 
 function renderHeadline(snap) {
   const m = snap.summary;
+  // [label, value, the explanation it hovers with]
   $("#headline").innerHTML = [
-    ["policy", `<span id="policy">${esc(snap.policy)}</span>`],
-    ["simulated", new Date(snap.simtime).toISOString().replace("T", " ").slice(0, 19)],
-    ["utilisation", m.util_mean.toFixed(0) + " %"],
-    ["allocated", (100 * m.allocation).toFixed(0) + " %"],
-    ["fragmentation", m.frag_gpus.toFixed(2) + " GPUs · VRAM " + (100 * m.vram_fragmentation).toFixed(0) + " %"],
-    ["queue", m.jobs_queued], ["running", m.jobs_running], ["completed", m.jobs_completed],
-    ["preemptions", m.preemptions], ["power", m.power_w.toFixed(0) + " W"], ["energy", m.energy_kwh.toFixed(2) + " kWh"],
-  ].map(([k, v]) => `<span>${k} <b>${v}</b></span>`).join("");
+    ["policy", `<span id="policy">${esc(snap.policy)}</span>`, "strategy"],
+    ["simulated", new Date(snap.simtime).toISOString().replace("T", " ").slice(0, 19), "simulated"],
+    ["utilisation", m.util_mean.toFixed(0) + " %", "utilisation"],
+    ["allocated", (100 * m.allocation).toFixed(0) + " %", "allocation"],
+    ["fragmentation", m.frag_gpus.toFixed(2) + " GPUs · VRAM " + (100 * m.vram_fragmentation).toFixed(0) + " %", "frag_gpus"],
+    ["queue", m.jobs_queued, "queue"], ["running", m.jobs_running, "running"], ["completed", m.jobs_completed, "completed"],
+    ["preemptions", m.preemptions, "preemption"], ["power", m.power_w.toFixed(0) + " W", "power"], ["energy", m.energy_kwh.toFixed(2) + " kWh", "energy"],
+  ].map(([k, v, h]) => `<span data-help="${h}">${k} <b>${v}</b></span>`).join("");
+  applyHelp($("#headline"));
 }
 
 function renderGPUs(snap) {
@@ -47,21 +61,22 @@ function renderGPUs(snap) {
     const jobs = (g.allocs || []).map((a) => names[a.job_id] || a.job_id.slice(0, 8));
     let vram;
     if (showFrag) {
-      vram = `<div class="layout" title="VRAM layout: coloured blocks are jobs, hatched is free">` +
+      vram = `<div class="layout" data-help="fragmentation">` +
         (g.allocs || []).map((a) => `<span style="left:${100 * a.offset / total}%;width:${Math.max(0.8, 100 * a.size / total)}%;background:${colourOf(a.job_id)}" title="${esc(names[a.job_id] || a.job_id)}: ${gb(a.size)}"></span>`).join("") +
         `</div><div class="dim">largest free block ${gb(g.vram_largest_free)} · fragmented ${(100 * g.vram_fragmentation).toFixed(0)} %</div>`;
     } else {
       vram = `<div class="bar vram"><i style="width:${100 * used / total}%"></i></div>`;
     }
-    return `<div class="gpu-card${g.alive ? "" : " dead"}" data-gpu="${esc(g.gpu)}" data-node="${esc(g.node)}">
+    return `<div class="gpu-card${g.alive ? "" : " dead"}" data-gpu="${esc(g.gpu)}" data-node="${esc(g.node)}" data-help="gpu-card">
       <div class="title"><span>${esc(g.gpu)} <span class="model">${esc(g.model)}</span></span>
-        <button class="kill" data-gpu="${esc(g.gpu)}" title="kill this GPU's actor: its jobs are lost and re-queued">kill</button></div>
-      <div title="the running jobs' summed demand: past 100 % the GPU is saturated and each job slows">util ${g.util > 100 ? "100 % (saturated: " + g.util.toFixed(0) + " % asked)" : g.util.toFixed(0) + " %"}${g.alive ? "" : " · <b>DOWN</b>"}</div>
+        <button class="kill" data-gpu="${esc(g.gpu)}" data-help="kill">kill</button></div>
+      <div data-help="utilisation">util ${g.util > 100 ? "100 % (saturated: " + g.util.toFixed(0) + " % asked)" : g.util.toFixed(0) + " %"}${g.alive ? "" : " · <b>DOWN</b>"}</div>
       <div class="bar util"><i class="${utilClass(g.util)}" style="width:${Math.min(100, g.util)}%"></i></div>
-      <div>VRAM ${gbNumber(used)}/${gb(total)}</div>${vram}
+      <div data-help="vram">VRAM ${gbNumber(used)}/${gb(total)}</div>${vram}
       <div class="jobs" title="${esc(jobs.join(", "))}">${jobs.length ? esc(jobs.join(", ")) : "idle"}</div>
     </div>`;
   }).join("");
+  applyHelp($("#gpus"));
 }
 
 function renderTables(snap) {
@@ -94,6 +109,7 @@ function render(st) {
   const snap = st.snapshot;
   const sel = $("#strategy");
   if (document.activeElement !== sel && sel.value !== snap.policy && [...sel.options].some((o) => o.value === snap.policy)) sel.value = snap.policy;
+  showTradeoff(snap.policy);
   renderHeadline(snap);
   renderGPUs(snap);
   renderTables(snap);
@@ -111,13 +127,15 @@ async function loadStrategies() {
   try {
     const r = await (await fetch("api/strategy")).json();
     const sel = $("#strategy");
-    sel.innerHTML = (r.available || []).map((p) => `<option value="${esc(p)}">${esc(p)}</option>`).join("");
+    sel.innerHTML = (r.available || []).map((p) => `<option value="${esc(p)}" title="${esc(help["policy:" + p] || "")}">${esc(p)}</option>`).join("");
     sel.value = r.policy;
+    showTradeoff(r.policy);
   } catch (e) { setTimeout(loadStrategies, 1000); }
 }
 
 $("#strategy").addEventListener("change", async (e) => {
   try {
+    showTradeoff(e.target.value);
     const r = await post("api/strategy", { policy: e.target.value });
     $("#form-result").textContent = `strategy ${r.previous} → ${r.policy}`;
     $("#form-result").className = "result";
@@ -164,5 +182,11 @@ function connect() {
   es.addEventListener("state", (e) => render(JSON.parse(e.data)));
   es.onerror = () => { $("#status").textContent = "○ observer unreachable, retrying…"; $("#status").className = "status down"; };
 }
-loadStrategies();
+async function loadHelp() {
+  try {
+    help = await (await fetch("api/help")).json();
+    applyHelp();
+  } catch (e) { setTimeout(loadHelp, 1000); }
+}
+loadHelp().then(loadStrategies);
 connect();
