@@ -411,16 +411,23 @@ func TestAJobCancelledWhileItsReservationsAreInFlightIsAborted(t *testing.T) {
 	}
 }
 
-func TestAJobNeedingVictimsWaitsForThePlacementsInFlight(t *testing.T) {
-	h := newHarness(t, Config{Queue: "fifo"})
+// victimsScenario: low runs on gpu-0 and pinned waits for it (so the next
+// jobs stay queued, not placed at once); small fits gpu-1; high fits only
+// by preempting low. The answers are held.
+func victimsScenario(t *testing.T, virtual bool) (h *Harness, low, small, high events.SubmitReply) {
+	h = newHarness(t, Config{Queue: "fifo", Virtual: virtual})
 	h.AddGPU("n1", "n1-gpu-0", "A100-40GB")
 	h.AddGPU("n1", "n1-gpu-1", "A100-40GB")
-	low := h.Submit(spec("low", "40GB", "priority", "low", "gpu", "n1-gpu-0"))
-	// A job that waits keeps the next ones in the queue (no placing at once).
+	low = h.Submit(spec("low", "40GB", "priority", "low", "gpu", "n1-gpu-0"))
 	h.Submit(spec("pinned", "40GB", "priority", "low", "gpu", "n1-gpu-0"))
-	small := h.Submit(spec("small", "10GB"))
-	high := h.Submit(spec("high", "40GB", "priority", "high"))
+	small = h.Submit(spec("small", "10GB"))
+	high = h.Submit(spec("high", "40GB", "priority", "high"))
 	h.Hold = true
+	return h, low, small, high
+}
+
+func TestAJobNeedingVictimsWaitsForThePlacementsInFlight(t *testing.T) {
+	h, low, small, high := victimsScenario(t, false)
 	reserves := len(h.Sends(events.OpReserve))
 	h.Pass()
 	// small is in flight on gpu-1; high fits only by preempting low, which
@@ -451,14 +458,7 @@ func TestAJobNeedingVictimsWaitsForThePlacementsInFlight(t *testing.T) {
 // then cannot depend on arrival order. (Before, seed 2 of the generated
 // mix gave different per-job results from run to run.)
 func TestOnAVirtualClockAPassGoesOnOnlyOnceTheInstantSettles(t *testing.T) {
-	h := newHarness(t, Config{Queue: "fifo", Virtual: true})
-	h.AddGPU("n1", "n1-gpu-0", "A100-40GB")
-	h.AddGPU("n1", "n1-gpu-1", "A100-40GB")
-	low := h.Submit(spec("low", "40GB", "priority", "low", "gpu", "n1-gpu-0"))
-	h.Submit(spec("pinned", "40GB", "priority", "low", "gpu", "n1-gpu-0"))
-	small := h.Submit(spec("small", "10GB"))
-	high := h.Submit(spec("high", "40GB", "priority", "high"))
-	h.Hold = true
+	h, low, small, high := victimsScenario(t, true)
 	h.Pass()
 	h.Deliver()
 	if s := h.JobState(small.JobID); s.State != events.JobRunning {
