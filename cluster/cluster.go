@@ -126,8 +126,10 @@ type Config struct {
 	// and generator, with GPU nodes joining from `cluster node` processes.
 	NoGPUs bool
 	// Fresh deletes what the store holds of a previous run (the job
-	// journal and the event stream) before starting.
-	Fresh bool
+	// journal and the event stream) before starting. A run that stopped
+	// cleanly (Stop) is not resumed either, unless Resume: only a crashed
+	// run is taken up again by default.
+	Fresh, Resume bool
 	// Auth, when set, is the roles file: the embedded server then
 	// authenticates every client (this process's actors with a key of
 	// their own, made at each start) and gives each the permissions of its
@@ -260,6 +262,24 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		if err != nil {
 			return fail(err)
 		}
+		if st.Stopped && !cfg.Resume && len(st.Jobs) > 0 {
+			// The last run was stopped on purpose: a new run, as a user
+			// starting the demo again expects.
+			cfg.Logger.Info("the last run on this store stopped cleanly: starting a new one (--resume takes it up instead)",
+				zap.Int("jobs_it_had", len(st.Jobs)), zap.String("store", storeName(cfg)))
+			if err := durable.Reset(setupCtx, jc, cfg.Prefix); err != nil {
+				return fail(err)
+			}
+			if c.journal, err = durable.Setup(setupCtx, jc, cfg.Prefix, opt); err != nil {
+				return fail(err)
+			}
+			if st, err = c.journal.Load(setupCtx); err != nil {
+				return fail(err)
+			}
+		}
+		if err := c.journal.MarkRunning(setupCtx); err != nil {
+			return fail(fmt.Errorf("job journal: %w", err))
+		}
 		restored = &st
 		boot, err := c.journal.NextBoot(setupCtx)
 		if err != nil {
@@ -269,8 +289,21 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		if len(st.Jobs) > 0 {
 			// The demo's jobs were submitted when this store's run began.
 			c.cfg.Demo, cfg.Demo = false, false
-			cfg.Logger.Info("resuming the run this store holds (--fresh starts empty)", zap.Int("jobs", len(st.Jobs)),
-				zap.Time("simtime", st.SimTime), zap.String("store", storeName(cfg)))
+			queued, running := 0, 0
+			for _, r := range st.Jobs {
+				switch r.State {
+				case events.JobQueued:
+					queued++
+				case events.JobPlaced, events.JobRunning:
+					running++
+				}
+			}
+			how := "resuming after a crash"
+			if st.Stopped {
+				how = "resuming the stopped run (--resume)"
+			}
+			cfg.Logger.Info(how+" (--fresh starts empty)", zap.Int("queued", queued), zap.Int("running", running),
+				zap.Int("jobs", len(st.Jobs)), zap.Time("from_simtime", st.SimTime), zap.String("store", storeName(cfg)))
 		}
 		if cfg.Clock == nil && !st.SimTime.IsZero() && !epochGiven {
 			// Simulated time resumes where the journal left it, so queued
@@ -507,6 +540,14 @@ func (c *Cluster) Stop() {
 	c.wg.Wait()
 	for _, h := range c.hosts {
 		h.Wait()
+	}
+	if c.journal != nil {
+		// A clean stop: the next start begins a new run unless it resumes.
+		ctx, done := context.WithTimeout(context.Background(), 5*time.Second)
+		if err := c.journal.MarkStopped(ctx); err != nil {
+			c.cfg.Logger.Warn("job journal: the clean stop is not recorded (the next start will resume)", zap.Error(err))
+		}
+		done()
 	}
 	for i, nc := range c.conns {
 		if err := nc.Drain(); err != nil {

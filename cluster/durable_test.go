@@ -94,6 +94,7 @@ func TestRestartOnTheSameDataDir(t *testing.T) {
 	simBefore := simTime(t, snapBefore["simtime"])
 	c1.Stop()
 
+	cfg.Resume = true // a clean stop, taken up on purpose
 	_, nc2 := livetest.Cluster(t, cfg)
 	// The second start numbers its actors after the first's: no event
 	// source (/gpu/<node>/<gpu>/<incarnation>) repeats across the restart.
@@ -254,6 +255,30 @@ func TestLogReplaysHistoryAndResumes(t *testing.T) {
 	if n := min(len(secondKeys), len(rest)); n == 0 || !slices.Equal(secondKeys[:n], rest[:n]) {
 		t.Fatalf("the durable reader's second run does not continue where the first stopped:\nfirst ended %v\nsecond began %v\nstream has %v",
 			firstKeys[len(firstKeys)-1:], secondKeys[:min(3, len(secondKeys))], rest[:min(3, len(rest))])
+	}
+}
+
+// TestACleanStopIsNotResumed (issue 24 item 1): after a clean stop the
+// next start begins a new run (none of the old jobs); Resume takes a
+// stopped run up. (A crashed run, which never recorded its stop, is taken
+// up by default: cmd/cluster's TestMultiProcessClusterSurvivesServerAndControlPlaneLoss
+// kills the control plane with SIGKILL and every accepted job completes.)
+func TestACleanStopIsNotResumed(t *testing.T) {
+	dir := t.TempDir()
+	cfg := cluster.Config{Speed: 60, Store: durable.File, DataDir: dir}
+	c1, nc := livetest.Cluster(t, cfg)
+	old := submit(t, nc, `{"name":"old","vram":"4GB","duration":"10h"}`)
+	c1.Stop()
+	c2, nc2 := livetest.Cluster(t, cfg)
+	if e := req(t, nc2, "gpusched.job.get", obj{"job_id": old})["error"]; e == nil {
+		t.Fatalf("job %s of a cleanly stopped run was resumed", old)
+	}
+	second := submit(t, nc2, `{"name":"second","vram":"4GB","duration":"10h"}`)
+	c2.Stop()
+	cfg.Resume = true
+	_, nc3 := livetest.Cluster(t, cfg)
+	if j := req(t, nc3, "gpusched.job.get", obj{"job_id": second}); j["error"] != nil {
+		t.Fatalf("--resume did not take up the stopped run: %v", j["error"])
 	}
 }
 

@@ -186,6 +186,9 @@ type State struct {
 	SimTime time.Time
 	// Totals are the running totals last written (PutTotals).
 	Totals events.Totals
+	// Stopped says the last process on the store stopped cleanly
+	// (MarkStopped); false after a crash, or on a store older than it.
+	Stopped bool
 }
 
 // Journal is the job journal.
@@ -213,7 +216,22 @@ const (
 	bootKey        = "meta.boot"
 	clockKey       = "meta.clock"
 	totalsKey      = "meta.totals"
+	stoppedKey     = "meta.stopped"
 )
+
+// MarkRunning records that a cluster process runs on the store: should it
+// crash, the next start finds no clean stop after it (State.Stopped).
+func (j *Journal) MarkRunning(ctx context.Context) error {
+	_, err := j.kv.Put(ctx, stoppedKey, []byte("running"))
+	return err
+}
+
+// MarkStopped records a clean stop (Ctrl-C, q): the next start begins a
+// new run unless asked to resume (cluster --resume).
+func (j *Journal) MarkStopped(ctx context.Context) error {
+	_, err := j.kv.Put(ctx, stoppedKey, []byte("stopped"))
+	return err
+}
 
 // PutTotals records the cluster's running totals (preemptions, energy …),
 // without waiting for the store: a restarted cluster goes on from them.
@@ -319,6 +337,8 @@ func (j *Journal) Load(ctx context.Context) (State, error) {
 			switch {
 			case e.Key() == incarnationKey:
 				st.Incarnation, _ = strconv.Atoi(string(e.Value()))
+			case e.Key() == stoppedKey:
+				st.Stopped = string(e.Value()) == "stopped"
 			case e.Key() == totalsKey:
 				json.Unmarshal(e.Value(), &st.Totals) // a malformed copy: totals from zero, nothing else lost
 			case e.Key() == clockKey:

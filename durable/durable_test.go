@@ -8,6 +8,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/gpusched/gpusched/durable"
+	"github.com/gpusched/gpusched/events"
 	"github.com/gpusched/gpusched/internal/testbus"
 	"github.com/gpusched/gpusched/model"
 )
@@ -109,4 +110,33 @@ func fmtSlice(s []string) string {
 		out += v
 	}
 	return out + "]"
+}
+
+// TestTheStopMarkTellsACrashFromACleanStop: a store whose process marked
+// itself running and never stopped reads as a crash; a clean stop as one;
+// the totals written come back.
+func TestTheStopMarkTellsACrashFromACleanStop(t *testing.T) {
+	_, nc := testbus.StartJetStream(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	j, err := durable.Setup(ctx, nc, "", durable.Options{Storage: durable.Memory})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := j.MarkRunning(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.PutTotals(events.Totals{Preemptions: 4, EnergyJ: 10}); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := j.Load(ctx); err != nil || st.Stopped {
+		t.Fatalf("a store left running (a crash) reads stopped=%v (%v)", st.Stopped, err)
+	}
+	if err := j.MarkStopped(ctx); err != nil {
+		t.Fatal(err)
+	}
+	st, err := j.Load(ctx)
+	if err != nil || !st.Stopped || st.Totals.Preemptions != 4 || st.Totals.EnergyJ != 10 {
+		t.Fatalf("after a clean stop: stopped=%v totals %+v (%v)", st.Stopped, st.Totals, err)
+	}
 }

@@ -178,7 +178,8 @@ func run(args []string) error {
 	heartbeat := fs.Duration("heartbeat", 0, "wall-time period of node heartbeats (default: a third of --lease, at most 2s)")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	dataDir := fs.String("data-dir", defaultDataDir(), "JetStream store directory: the job journal and the event stream survive restarts here")
-	fresh := fs.Bool("fresh", false, "start empty: delete the job journal and event stream a previous run left in the store")
+	fresh := fs.Bool("fresh", false, "start empty: delete the job journal and event stream a previous run left in the store (after a clean stop the next run starts empty anyway)")
+	resume := fs.Bool("resume", false, "take up the run the store holds even if it was stopped cleanly (a crashed run is taken up without it)")
 	memory := fs.Bool("memory", false, "keep the job journal and events in memory only (a throwaway run: nothing survives the process)")
 	noJournal := fs.Bool("no-journal", false, "no JetStream at all: no job journal (a scheduler crash loses the queue) and no event history; the fastest, see docs/PERFORMANCE.md")
 	eventsAge := fs.Duration("events-max-age", durable.DefaultEventsMaxAge, "keep events this long (observer log --since; 0: no age limit)")
@@ -356,7 +357,7 @@ func run(args []string) error {
 	cfg := cluster.Config{Listen: *listen, Prefix: *prefix, Shape: shape, Policy: *pol, Queue: *queue, TenantLimits: limits, Preempt: *preempt, Filters: *filters, Round: *roundName, RoundEvery: *roundEvery, VRAMModel: vm, Seed: *seed,
 		Rate: *rate, Demo: *demo, PinDemo: *demo, Speed: *speed, StarvationAge: *starve, Logger: log, Interference: *interference,
 		Source: source, Lease: *lease, Heartbeat: *heartbeat, Chaos: monkeySpec,
-		Bus: busOpt, Store: store, DataDir: *dataDir, NoGPUs: *noGPUs, Fresh: *fresh, Auth: roles, TLS: serverTLS, Insecure: *insecure,
+		Bus: busOpt, Store: store, DataDir: *dataDir, NoGPUs: *noGPUs, Fresh: *fresh, Resume: *resume, Auth: roles, TLS: serverTLS, Insecure: *insecure,
 		Durable: durable.Options{Replicas: *replicas, EventsMaxAge: noLimit(*eventsAge), EventsMaxBytes: noLimit(maxBytes)}}
 	wallStart := time.Now()
 	if clock != nil {
