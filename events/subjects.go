@@ -86,11 +86,12 @@ func GPUOwner(gpu string) string {
 	return gpu[:i]
 }
 
-// SpeaksFor reports whether node may speak for gpu: it owns it, or the id
-// names no owner.
+// SpeaksFor reports whether node may speak for gpu: the id names no owner,
+// or names node itself or a prefix of its name ("far-gpu-0" on node
+// "far-node": the owner named is node's name up to a "-").
 func SpeaksFor(node, gpu string) bool {
 	owner := GPUOwner(gpu)
-	return owner == "" || owner == node
+	return owner == "" || owner == node || strings.HasPrefix(node, owner+"-")
 }
 
 // NodeEvent is the subject of the scheduler's word on a node: typ

@@ -858,4 +858,13 @@ func TestAGPUIdBelongsToTheNodeItNames(t *testing.T) {
 			t.Errorf("GPUOwner(%q) = %q, want %q", gpu, got, owner)
 		}
 	}
+	for _, c := range []struct {
+		node, gpu string
+		may       bool
+	}{{"box2", "box2-gpu-0", true}, {"far-node", "far-gpu-0", true}, {"rogue", "box2-gpu-0", false}, {"box", "box2-gpu-0", false},
+		{"n1", "gpu-3", true}} {
+		if got := events.SpeaksFor(c.node, c.gpu); got != c.may {
+			t.Errorf("SpeaksFor(%q, %q) = %v, want %v", c.node, c.gpu, got, c.may)
+		}
+	}
 }
