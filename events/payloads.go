@@ -131,6 +131,11 @@ type Candidate struct {
 	Node  string   `json:"node"`
 	GPUs  []string `json:"gpus"`
 	Score float64  `json:"score"`
+	// Ranked is what the GPU rankers (binpack, spread, first-fit,
+	// smallest-fit) order by, as the policy saw it: the first GPU's
+	// utilisation, VRAM used and size ("util 45%, 20GB of 40GB used"),
+	// then the GPU id — so equal scores still say why one came first.
+	Ranked string `json:"ranked,omitempty"`
 }
 
 // Decision explains one placement: the payload of sched.decision events and sched.explain.

@@ -510,7 +510,11 @@ func whyPlaced(d events.Decision, j events.JobInfo) string {
 	s := fmt.Sprintf("→ %s by %s", strings.Join(d.GPUs, ","), d.Policy)
 	var others []string
 	for _, c := range d.Candidates {
-		others = append(others, fmt.Sprintf("%s %.1f", strings.Join(c.GPUs, "+"), c.Score))
+		if c.Ranked != "" {
+			others = append(others, fmt.Sprintf("%s %.1f (%s)", strings.Join(c.GPUs, "+"), c.Score, c.Ranked))
+		} else {
+			others = append(others, fmt.Sprintf("%s %.1f", strings.Join(c.GPUs, "+"), c.Score))
+		}
 	}
 	if len(others) > 0 {
 		s += " · candidates " + strings.Join(others, ", ")

@@ -868,3 +868,23 @@ func TestAGPUIdBelongsToTheNodeItNames(t *testing.T) {
 		}
 	}
 }
+
+// TestADecisionSaysWhatItRankedBy (issue 24 item 12): on an empty cluster
+// every binpack score is 0; each candidate still says what binpack ranked
+// it by (utilisation, VRAM used and size), so a reader sees the tie that
+// the lower GPU id broke; with a job on one GPU, that GPU's figures show.
+func TestADecisionSaysWhatItRankedBy(t *testing.T) {
+	h := newHarness(t, Config{})
+	h.AddGPU("n1", "n1-gpu-0", "A100-40GB")
+	h.AddGPU("n1", "n1-gpu-1", "A100-40GB")
+	first := h.Submit(spec("a", "20GB", "util", 45))
+	d := h.Last("gpusched.sched.decision", first.JobID).Data.(*events.Decision)
+	if len(d.Candidates) != 2 || d.Candidates[0].Ranked != "util 0%, 0GB of 40GB used" {
+		t.Fatalf("candidates %+v, want both, saying util 0%% and 0GB of 40GB", d.Candidates)
+	}
+	second := h.Submit(spec("b", "10GB"))
+	d = h.Last("gpusched.sched.decision", second.JobID).Data.(*events.Decision)
+	if d.Candidates[0].Ranked != "util 45%, 20GB of 40GB used" {
+		t.Fatalf("binpack's first candidate: %+v, want the busy GPU's figures", d.Candidates[0])
+	}
+}

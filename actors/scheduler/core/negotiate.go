@@ -36,10 +36,12 @@ import (
 // once refused not tried again (policy.MaxCandidates at most), then
 // preemption.
 type attempt struct {
-	job      *job
-	tried    map[string]bool
-	n        int
-	cands    []policy.Placement
+	job   *job
+	tried map[string]bool
+	n     int
+	cands []policy.Placement
+	// ranked is what the GPU rankers saw of each candidate (rankedBy).
+	ranked   []string
 	refusals []string
 	// submit is the submission of a job tried at once: answered when the
 	// attempt ends (placed, queued or rejected). inPass says the attempt
@@ -90,6 +92,7 @@ func (s *Core) try(a *attempt) tryResult {
 	for a.n < policy.MaxCandidates {
 		a.n++
 		a.cands = policy.Place(s.view.sorted(), req, s.policy)
+		a.ranked = s.rankedBy(a.cands)
 		var next *policy.Placement
 		for i := range a.cands {
 			if key := a.cands[i].Node + "/" + strings.Join(a.cands[i].GPUs, ","); !a.tried[key] {
@@ -117,6 +120,7 @@ func (s *Core) try(a *attempt) tryResult {
 			s.preemptFor(j, pre.Victims)
 			a.preempting = true
 			a.cands = []policy.Placement{pre.Placement}
+			a.ranked = s.rankedBy(a.cands)
 			s.negotiate(a, pre.Placement, pre.Victims)
 			return tryStarted
 		}
@@ -242,7 +246,7 @@ func (s *Core) resolve(n *negotiation) {
 	// be lost, the reservation expires, the GPU reports "expired", and the
 	// job is re-queued as lost (applyStatus): nothing leaks, nothing is lost.
 	s.publishAll(s.controls(j, p, events.OpCommit))
-	s.placed(j, p, a.cands, a.refusals, n.victims)
+	s.placed(j, p, a.cands, a.ranked, a.refusals, n.victims)
 	if a.submit != nil {
 		s.answer(a.submit.Reply, j, events.SubmitReply{JobID: j.id, State: events.JobPlaced, Node: j.node, GPUs: j.gpus})
 	}

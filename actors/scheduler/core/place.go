@@ -2,6 +2,7 @@ package core
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -157,16 +158,41 @@ func (s *Core) hasLowerPriorityRunning(j *job) bool {
 	return false
 }
 
-func candidates(ps []policy.Placement) []events.Candidate {
+func candidates(ps []policy.Placement, ranked []string) []events.Candidate {
 	out := make([]events.Candidate, 0, len(ps))
+	for i, p := range ps[:min(len(ps), maxCandidatesInExplain)] {
+		c := events.Candidate{Node: p.Node, GPUs: p.GPUs, Score: p.Score}
+		if i < len(ranked) {
+			c.Ranked = ranked[i]
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// rankedBy says, for each candidate shown, what the GPU rankers order by
+// as the view stands now (when the policy ranked them): the first GPU's
+// utilisation, VRAM used and size.
+func (s *Core) rankedBy(ps []policy.Placement) []string {
+	out := make([]string, 0, min(len(ps), maxCandidatesInExplain))
 	for _, p := range ps[:min(len(ps), maxCandidatesInExplain)] {
-		out = append(out, events.Candidate{Node: p.Node, GPUs: p.GPUs, Score: p.Score})
+		if len(p.GPUs) == 0 {
+			out = append(out, "") // a CPU-only job's node
+			continue
+		}
+		gs, ok := s.view.gpus[p.GPUs[0]]
+		if !ok {
+			out = append(out, "")
+			continue
+		}
+		g := gs.g
+		out = append(out, fmt.Sprintf("util %.0f%%, %s of %s used", g.Util, model.Bytes(g.VRAMUsed()).GBString(), model.Bytes(g.VRAMTotal).GBString()))
 	}
 	return out
 }
 
 // placed records a committed placement: placed, then running.
-func (s *Core) placed(j *job, p policy.Placement, cands []policy.Placement, refusals, victims []string) {
+func (s *Core) placed(j *job, p policy.Placement, cands []policy.Placement, ranked, refusals, victims []string) {
 	now := s.now
 	j.node, j.gpus = p.Node, p.GPUs
 	j.shardsLeft = len(p.GPUs)
@@ -186,7 +212,7 @@ func (s *Core) placed(j *job, p policy.Placement, cands []policy.Placement, refu
 	j.stintAt, j.stintFrom, j.stintSpeed = now, j.progress, j.lastRate
 	j.victims = victims
 	d := &events.Decision{JobID: j.id, Policy: s.policy.Name(), Node: p.Node, GPUs: p.GPUs,
-		Candidates: candidates(cands), Victims: victims, Refusals: refusals}
+		Candidates: candidates(cands, ranked), Victims: victims, Refusals: refusals}
 	j.decision = d
 	s.bus.Emit(s.cfg.Subjects.SchedEvent(events.SchedDecision), events.Type("sched", events.SchedDecision), j.id, now, d)
 	s.transition(j, events.JobPlaced, "")
@@ -418,7 +444,7 @@ func (s *Core) continuePass() {
 func (s *Core) failed(a *attempt) {
 	j := a.job
 	if len(a.refusals) > 0 {
-		j.decision = &events.Decision{JobID: j.id, Policy: s.policy.Name(), Refusals: a.refusals, Candidates: candidates(a.cands)}
+		j.decision = &events.Decision{JobID: j.id, Policy: s.policy.Name(), Refusals: a.refusals, Candidates: candidates(a.cands, a.ranked)}
 	}
 	if a.submit != nil {
 		s.notPlacedAtOnce(j, a.submit)
