@@ -3,6 +3,8 @@ package report
 import (
 	"fmt"
 	"image/color"
+	"math"
+	"strconv"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -41,8 +43,46 @@ func newPlot(title, x, y string) *plot.Plot {
 	p.X.Label.Text = x
 	p.Y.Label.Text = y
 	p.Legend.Top = true
+	p.X.Tick.Marker, p.Y.Tick.Marker = niceTicks{}, niceTicks{}
 	p.Add(plotter.NewGrid())
 	return p
+}
+
+// cdfPlot is a plot of distributions (CDFs): they rise to the top right,
+// so the legend goes bottom right, where no curve is.
+func cdfPlot(title string) *plot.Plot {
+	p := newPlot(title, "JCT (hours)", "fraction of completed jobs")
+	p.Legend.Top = false
+	return p
+}
+
+// niceTicks marks an axis about every eighth of its range at round
+// values (1, 2 or 5 times a power of ten), labelled; gonum's default
+// gives three or four, too few to read a JCT off.
+type niceTicks struct{}
+
+// niceTicksWanted is the number of labelled ticks aimed at.
+const niceTicksWanted = 8
+
+func (niceTicks) Ticks(lo, hi float64) []plot.Tick {
+	if !(hi > lo) {
+		return plot.DefaultTicks{}.Ticks(lo, hi)
+	}
+	raw := (hi - lo) / niceTicksWanted
+	mag := math.Pow(10, math.Floor(math.Log10(raw)))
+	step := mag
+	for _, m := range []float64{1, 2, 5, 10} {
+		if m*mag >= raw {
+			step = m * mag
+			break
+		}
+	}
+	var out []plot.Tick
+	for v := math.Ceil(lo/step) * step; v <= hi+step/1e9; v += step {
+		x := math.Round(v/step) * step
+		out = append(out, plot.Tick{Value: x, Label: strconv.FormatFloat(x, 'f', -1, 64)})
+	}
+	return out
 }
 
 func (w *Written) save(p *plot.Plot, opt Options, path string) error {
@@ -74,6 +114,44 @@ func addLine(p *plot.Plot, i int, name string, xys plotter.XYs, dashed bool) err
 		p.Legend.Add(name, l)
 	}
 	return nil
+}
+
+// addUnderLine draws a published curve: wide, pale and dashed, under the
+// line drawn after it.
+func addUnderLine(p *plot.Plot, i int, xys plotter.XYs) error {
+	if len(xys) == 0 {
+		return nil
+	}
+	l, err := plotter.NewLine(xys)
+	if err != nil {
+		return err
+	}
+	r, g, b, _ := palette[i%len(palette)].RGBA()
+	// The policy's colour at 35 % opacity (RGBA returns 16-bit channels).
+	l.Color = color.NRGBA{uint8(r >> 8), uint8(g >> 8), uint8(b >> 8), 90}
+	l.Width = vg.Points(5)
+	l.Dashes = []vg.Length{vg.Points(8), vg.Points(4)}
+	p.Add(l)
+	return nil
+}
+
+// sameCurve reports whether two curves coincide at every x they share,
+// to within 0.05 percentage points (what a plot can show).
+func sameCurve(a, b plotter.XYs) bool {
+	at := map[float64]float64{}
+	for _, p := range b {
+		at[p.X] = p.Y
+	}
+	shared := 0
+	for _, p := range a {
+		if y, ok := at[p.X]; ok {
+			shared++
+			if math.Abs(y-p.Y) > 0.05 {
+				return false
+			}
+		}
+	}
+	return shared > 0
 }
 
 // headroom raises the top of the y axis so the legend (top right) sits
@@ -135,7 +213,7 @@ func timePlots(out string, runs []run, sums []sim.Summary, opt Options, w *Writt
 	prios := priorities(sums)
 	if len(shown) == 1 {
 		// One run: the JCT distribution (CDF) of each priority.
-		p := newPlot("Job completion time by priority", "JCT (hours)", "fraction of completed jobs")
+		p := cdfPlot("Job completion time by priority")
 		for i, pr := range prios {
 			if err := addLine(p, i, pr, cdf(sums[0].ByPriority[pr]), false); err != nil {
 				return err
@@ -144,7 +222,7 @@ func timePlots(out string, runs []run, sums []sim.Summary, opt Options, w *Writt
 		return w.save(p, opt, filepath.Join(out, "jct.png"))
 	}
 	for _, pr := range prios {
-		p := newPlot("Job completion time, "+pr+" priority"+note, "JCT (hours)", "fraction of completed jobs")
+		p := cdfPlot("Job completion time, " + pr + " priority" + note)
 		for i, r := range shown {
 			k := slices.IndexFunc(runs, func(x run) bool { return x.name == r.name })
 			if err := addLine(p, i, r.result.Policy, cdf(sums[k].ByPriority[pr]), false); err != nil {
@@ -248,6 +326,7 @@ func curvePlots(out string, curves map[string]map[string]map[int64][]replay.Poin
 				title += " (dashed: published)"
 			}
 			p := newPlot(title, "arrived workload (% of GPU capacity)", m.y)
+			coincide, compared := true, false
 			for i, pol := range policies {
 				// Ours and the published, each the mean over the same seeds.
 				var ours, published [][]replay.Point
@@ -257,14 +336,23 @@ func curvePlots(out string, curves map[string]map[string]map[int64][]replay.Poin
 						published = append(published, pp)
 					}
 				}
-				if err := addLine(p, i, pol, curveXYs(replay.MeanCurve(ours), m.value), false); err != nil {
-					return err
-				}
+				mine := curveXYs(replay.MeanCurve(ours), m.value)
 				if len(published) > 0 {
-					if err := addLine(p, i, "", curveXYs(replay.MeanCurve(published), m.value), true); err != nil {
+					// The published curve goes under ours, wider and paler,
+					// so it shows around ours when they coincide.
+					theirs := curveXYs(replay.MeanCurve(published), m.value)
+					if err := addUnderLine(p, i, theirs); err != nil {
 						return err
 					}
+					compared = true
+					coincide = coincide && sameCurve(mine, theirs)
 				}
+				if err := addLine(p, i, pol, mine, false); err != nil {
+					return err
+				}
+			}
+			if compared && coincide {
+				p.Title.Text += " — ours lies on the published curves"
 			}
 			headroom(p, len(policies))
 			if err := w.save(p, opt, filepath.Join(out, m.file)); err != nil {

@@ -168,6 +168,13 @@ func TestReportOfARecording(t *testing.T) {
 	if r["completed"].(float64) != 3 || r["policy"] != "binpack" {
 		t.Fatalf("summary %v, want 3 completed under binpack", r)
 	}
+	// A recording has no wall time of a run: the summary says so, not "0s".
+	txt, _ := os.ReadFile(filepath.Join(out, "summary.txt"))
+	for _, l := range strings.Split(string(txt), "\n") {
+		if strings.Contains(l, "simulated / wall") && !strings.HasSuffix(strings.TrimSpace(l), "/ -") {
+			t.Fatalf("a recording's summary line %q, want the wall time as -", l)
+		}
+	}
 	f, _ := os.Open(filepath.Join(out, "jobs.csv"))
 	defer f.Close()
 	jobs, err := sim.ReadJobs(f)

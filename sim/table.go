@@ -58,7 +58,10 @@ func WriteColumns(w io.Writer, cols []Column) error {
 			for k, f := range fs {
 				x := mean(&cols[i], f)
 				measured = measured || !math.IsNaN(x)
-				cells[k] = format(x)
+				cells[k] = "-"
+				if !math.IsNaN(x) {
+					cells[k] = format(x)
+				}
 			}
 			cell := "-"
 			if measured {
@@ -139,7 +142,12 @@ func WriteColumns(w io.Writer, cols []Column) error {
 			return time.Duration(x * float64(time.Second)).Round(time.Minute).String()
 		}
 		return time.Duration(x * float64(time.Second)).Round(time.Millisecond).String()
-	}, func(s *Summary) float64 { return s.Length.Seconds() }, func(s *Summary) float64 { return s.Wall.Seconds() })
+	}, func(s *Summary) float64 { return s.Length.Seconds() }, func(s *Summary) float64 {
+		if s.Wall == 0 {
+			return math.NaN() // a recording: no wall time of a run to say
+		}
+		return s.Wall.Seconds()
+	})
 	return tw.Flush()
 }
 
