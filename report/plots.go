@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"image/color"
 	"math"
-	"strconv"
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"time"
 
 	"gonum.org/v1/plot"
