@@ -4,6 +4,7 @@ import (
 	"context"
 	crand "crypto/rand"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -371,7 +372,13 @@ func (b bus) Publish(subject, reply string, data []byte) error {
 }
 
 // Respond implements core.Bus.
-func (b bus) Respond(reply string, data []byte) error { return b.s.cfg.Conn.Publish(reply, data) }
+func (b bus) Respond(reply string, data []byte) error {
+	err := b.s.cfg.Conn.Publish(reply, data)
+	if errors.Is(err, nats.ErrMaxPayload) {
+		return fmt.Errorf("%w: %w", core.ErrTooLarge, err)
+	}
+	return err
+}
 
 // Emit implements core.Bus.
 func (b bus) Emit(subject, typ, id string, at time.Time, data any) error {

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -137,11 +138,17 @@ type Bus interface {
 	// Publish sends a message; reply, when not empty, is the subject its
 	// answer comes back on (under Config.Inbox, as a Msg to Step).
 	Publish(subject, reply string, data []byte) error
-	// Respond answers a request (a Msg's Reply).
+	// Respond answers a request (a Msg's Reply); ErrTooLarge (wrapped or
+	// not) when the bus cannot carry data.
 	Respond(reply string, data []byte) error
 	// Emit publishes an event (the shell's events.Emitter numbers it).
 	Emit(subject, typ, id string, at time.Time, data any) error
 }
+
+// ErrTooLarge is the Bus's word that an answer is larger than the bus
+// carries: the core answers with an error saying so instead (never
+// silence: the asker would only time out).
+var ErrTooLarge = errors.New("larger than the bus's maximum payload")
 
 // Store is the job journal as the core writes it.
 type Store interface {
@@ -814,7 +821,14 @@ func (s *Core) respondRaw(reply string, b []byte) {
 	if reply == "" {
 		return
 	}
-	if err := s.bus.Respond(reply, b); err != nil {
+	err := s.bus.Respond(reply, b)
+	if errors.Is(err, ErrTooLarge) {
+		s.log.Error("reply too large for the bus: answered with an error instead", zap.String("reply", reply), zap.Int("bytes", len(b)))
+		msg := fmt.Sprintf("the answer is %d bytes, more than the bus carries: ask for less (cluster.snapshot {\"summary_only\":true}, a later page, job.list by state)", len(b))
+		small, _ := gojson.Marshal(events.ErrorReply{Error: &model.FieldError{Field: "page", Message: msg}})
+		err = s.bus.Respond(reply, small)
+	}
+	if err != nil {
 		s.log.Warn("reply not sent", zap.String("reply", reply), zap.Error(err))
 	}
 }
@@ -829,7 +843,5 @@ func (s *Core) respondTo(reply string, v any) {
 		s.log.Error("reply not encoded", zap.Error(err))
 		return
 	}
-	if err := s.bus.Respond(reply, b); err != nil {
-		s.log.Warn("reply not sent", zap.String("reply", reply), zap.Error(err))
-	}
+	s.respondRaw(reply, b)
 }

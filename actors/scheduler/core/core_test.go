@@ -888,3 +888,24 @@ func TestADecisionSaysWhatItRankedBy(t *testing.T) {
 		t.Fatalf("binpack's first candidate: %+v, want the busy GPU's figures", d.Candidates[0])
 	}
 }
+
+// TestAnAnswerTooLargeForTheBusIsAnErrorNotSilence (issue 21/22: a
+// snapshot over the bus's payload limit was dropped with no log line):
+// the asker gets an error saying what to ask instead.
+func TestAnAnswerTooLargeForTheBusIsAnErrorNotSilence(t *testing.T) {
+	h := newHarness(t, Config{})
+	h.AddGPU("n1", "n1-gpu-0", "A100-40GB")
+	for i := range 20 {
+		h.Submit(spec(strings.Repeat("x", 200)+string(rune('a'+i)), "1GB"))
+	}
+	h.MaxPayload = 4096
+	var rep events.ErrorReply
+	json.Unmarshal(h.Request("cluster.snapshot", "", map[string]any{}), &rep)
+	if rep.Error == nil || rep.Error.Field != "page" || !strings.Contains(rep.Error.Message, "more than the bus carries") {
+		t.Fatalf("a snapshot too large for the bus: %s", h.Replies[h.LastReply])
+	}
+	var summary events.ErrorReply
+	if json.Unmarshal(h.Request("cluster.snapshot", "", map[string]any{"summary_only": true}), &summary); summary.Error != nil {
+		t.Fatalf("the summary it suggests: %v", summary.Error)
+	}
+}

@@ -22,6 +22,9 @@ type Harness struct {
 	// Now and Wall are the times of the next step.
 	Now, Wall time.Time
 	Subjects  events.Subjects
+	// MaxPayload, when set, is the largest answer the harness's bus
+	// carries (Respond returns ErrTooLarge beyond it).
+	MaxPayload int
 
 	// Sent are the messages the core published (reservations, commits,
 	// aborts, stops, describes), Replies its answers by reply subject,
@@ -215,6 +218,9 @@ func (h *Harness) Publish(subject, reply string, data []byte) error {
 
 // Respond implements Bus: recorded by reply subject.
 func (h *Harness) Respond(reply string, data []byte) error {
+	if h.MaxPayload > 0 && len(data) > h.MaxPayload {
+		return ErrTooLarge
+	}
 	h.Replies[reply] = data
 	return nil
 }
