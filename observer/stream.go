@@ -198,3 +198,51 @@ func readLive(ctx context.Context, nc *nats.Conn, subjects events.Subjects, fn f
 		}
 	}
 }
+
+// lastEvents reads the last n events the cluster's stream keeps, oldest
+// first, up to the stream's last one when asked (events stored later are
+// not waited for); an error when there is no stream or it may not be read.
+func lastEvents(ctx context.Context, nc *nats.Conn, subjects events.Subjects, n int, fn func(data []byte)) error {
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	stream, err := js.Stream(ctx, durable.EventStream(subjects.Prefix))
+	if err != nil {
+		return err
+	}
+	info, err := stream.Info(ctx)
+	if err != nil {
+		return err
+	}
+	last, first := info.State.LastSeq, info.State.FirstSeq
+	if last == 0 || info.State.Msgs == 0 {
+		return nil
+	}
+	start := max(first, last-min(last, uint64(n))+1)
+	cons, err := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: start})
+	if err != nil {
+		return err
+	}
+	for {
+		batch, err := cons.Fetch(int(min(last-start+1, 256)), jetstream.FetchMaxWait(time.Second))
+		if err != nil {
+			return err
+		}
+		got := 0
+		for m := range batch.Messages() {
+			got++
+			fn(m.Data())
+			md, err := m.Metadata()
+			if err == nil && md.Sequence.Stream >= last {
+				return nil
+			}
+		}
+		if batch.Error() != nil && !errors.Is(batch.Error(), nats.ErrTimeout) {
+			return batch.Error()
+		}
+		if got == 0 {
+			return nil // the rest was removed meanwhile (limits)
+		}
+	}
+}

@@ -85,6 +85,9 @@ type Watcher struct {
 	mu    sync.Mutex
 	state State
 	dec   map[string]events.Decision
+	// firstLive is each source's first seq read live, until the backfill
+	// has merged the history before it (nil then).
+	firstLive map[string]uint64
 }
 
 // NewWatcher subscribes to the cluster's events on nc; Run takes snapshots.
@@ -99,7 +102,7 @@ func NewWatcher(nc *nats.Conn, subjects events.Subjects, opt WatchOptions) (*Wat
 		opt.Pending = DefaultPending
 	}
 	w := &Watcher{nc: nc, subjects: subjects, opt: opt, gaps: NewGaps(), resync: make(chan struct{}, 1),
-		dec: map[string]events.Decision{}}
+		dec: map[string]events.Decision{}, firstLive: map[string]uint64{}}
 	sub, err := nc.Subscribe(subjects.AllEvents(), w.onMsg)
 	if err != nil {
 		return nil, err
@@ -136,6 +139,9 @@ func (w *Watcher) onMsg(m *nats.Msg) {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if _, seen := w.firstLive[ev.Source]; !seen && w.firstLive != nil {
+		w.firstLive[ev.Source] = ev.Seq
+	}
 	w.state.Events++
 	if d != nil && d.JobID != "" {
 		w.dec[d.JobID] = *d
@@ -153,6 +159,12 @@ func (w *Watcher) Run(ctx context.Context) {
 	defer w.sub.Unsubscribe()
 	tick := time.NewTicker(w.opt.Interval)
 	defer tick.Stop()
+	// The history is read beside the first snapshot, not before it: a
+	// tenant's credentials, which may not read it, cost the wait of a
+	// refusal, not the dashboard's first picture.
+	var backfill sync.WaitGroup
+	defer backfill.Wait()
+	backfill.Go(func() { w.Backfill(ctx) })
 	w.Refresh()
 	for {
 		select {
@@ -342,3 +354,54 @@ func (g *Gaps) Missed() uint64 {
 
 // Gaps is the watcher's counter of missed events.
 func (w *Watcher) Gaps() *Gaps { return w.gaps }
+
+// backfillTimeout bounds the look at the event history when a watcher
+// starts.
+const backfillTimeout = 3 * time.Second
+
+// Backfill puts into the event log what happened just before the watcher
+// subscribed, from the events the cluster's stream keeps (the demo's first
+// placements, for one): the last of them, as many as the log holds, in
+// front of what arrived live, each once. Best effort: without a stream, or
+// with credentials that may not read it, the log starts with what comes
+// live.
+func (w *Watcher) Backfill(ctx context.Context) {
+	defer func() {
+		w.mu.Lock()
+		w.firstLive = nil
+		w.mu.Unlock()
+	}()
+	var lines []LogLine
+	var sources []string
+	var seqs []uint64
+	ctx, cancel := context.WithTimeout(ctx, backfillTimeout)
+	defer cancel()
+	// Many events make no line (statuses, metrics): read a few times the
+	// log's length to fill it.
+	err := lastEvents(ctx, w.nc, w.subjects, 4*w.opt.LogLines, func(data []byte) {
+		ev, fe := events.DecodeEvent(data)
+		if fe != nil {
+			return
+		}
+		if line, kind := summarize(ev); line != "" {
+			lines = append(lines, LogLine{SimTime: ev.SimTime, Kind: kind, Text: line})
+			sources, seqs = append(sources, ev.Source), append(seqs, ev.Seq)
+		}
+	})
+	if err != nil || len(lines) == 0 {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var kept []LogLine
+	for i, l := range lines {
+		if first, live := w.firstLive[sources[i]]; live && seqs[i] >= first {
+			continue // read live already
+		}
+		kept = append(kept, l)
+	}
+	w.state.Log = append(kept, w.state.Log...)
+	if n := len(w.state.Log); n > w.opt.LogLines {
+		w.state.Log = append(w.state.Log[:0], w.state.Log[n-w.opt.LogLines:]...)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/gpusched/gpusched/cluster"
+	"github.com/gpusched/gpusched/durable"
 	"github.com/gpusched/gpusched/events"
 	"github.com/gpusched/gpusched/internal/livetest"
 	"github.com/gpusched/gpusched/internal/testbus"
@@ -119,5 +120,30 @@ func TestKeysDriveTheCluster(t *testing.T) {
 	testbus.WaitFor(t, "the kill in the event log", 5*time.Second, func() bool {
 		m.Update(tickMsg(time.Now()))
 		return strings.Contains(m.View(), "down      "+gpu)
+	})
+}
+
+// TestTheEventPaneShowsWhatHappenedBeforeAttaching (issue 24 item 6): a
+// dashboard attached after the cluster placed its first jobs shows their
+// events, read back from the stream the cluster keeps, each once.
+func TestTheEventPaneShowsWhatHappenedBeforeAttaching(t *testing.T) {
+	_, nc := livetest.Cluster(t, cluster.Config{Speed: 1, Store: durable.Memory})
+	ctl := observer.NewControl(nc, events.NewSubjects(""))
+	rep, err := ctl.Submit([]byte(`{"name":"before-attach","vram":"8GB","duration":"10h"}`))
+	if err != nil || rep.State != events.JobPlaced {
+		t.Fatalf("submit: %+v %v", rep, err)
+	}
+	w := livetest.Watcher(t, nc, observer.WatchOptions{Interval: 20 * time.Millisecond})
+	testbus.WaitFor(t, "the earlier placement in the event log", 5*time.Second, func() bool {
+		n := 0
+		for _, l := range w.State().Log {
+			if strings.Contains(l.Text, "before-attach") && strings.Contains(l.Text, "started") {
+				n++
+			}
+		}
+		if n > 1 {
+			t.Fatalf("the earlier start shows %d times", n)
+		}
+		return n == 1
 	})
 }
