@@ -84,9 +84,6 @@ func TestSameSeedSameResults(t *testing.T) {
 // two of three runs of this differed (a hold on gpu-7 or on gpu-6,
 // depending on whether a reply or a GPU event came first).
 func TestABusyRunRepeatsAcrossSettlingOrders(t *testing.T) {
-	if testing.Short() {
-		t.Skip("three 72-hour runs")
-	}
 	cfg := Config{Shape: referenceShape(t), Policy: "binpack", Queue: "fifo", Seed: 2, Rate: 6, Hours: 72,
 		Interference: model.DefaultInterference}
 	_, first := runConfig(t, cfg)

@@ -41,7 +41,7 @@ type attempt struct {
 	n     int
 	cands []policy.Placement
 	// ranked is what the GPU rankers saw of each candidate (rankedBy).
-	ranked   []string
+	ranked   []rankFigures
 	refusals []string
 	// submit is the submission of a job tried at once: answered when the
 	// attempt ends (placed, queued or rejected). inPass says the attempt

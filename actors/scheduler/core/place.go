@@ -158,41 +158,45 @@ func (s *Core) hasLowerPriorityRunning(j *job) bool {
 	return false
 }
 
-func candidates(ps []policy.Placement, ranked []string) []events.Candidate {
+func candidates(ps []policy.Placement, ranked []rankFigures) []events.Candidate {
 	out := make([]events.Candidate, 0, len(ps))
 	for i, p := range ps[:min(len(ps), maxCandidatesInExplain)] {
 		c := events.Candidate{Node: p.Node, GPUs: p.GPUs, Score: p.Score}
-		if i < len(ranked) {
-			c.Ranked = ranked[i]
+		if i < len(ranked) && ranked[i].known {
+			r := ranked[i]
+			c.Ranked = fmt.Sprintf("util %.0f%%, %s of %s used", r.util, model.Bytes(r.used).GBString(), model.Bytes(r.total).GBString())
 		}
 		out = append(out, c)
 	}
 	return out
 }
 
-// rankedBy says, for each candidate shown, what the GPU rankers order by
-// as the view stands now (when the policy ranked them): the first GPU's
-// utilisation, VRAM used and size.
-func (s *Core) rankedBy(ps []policy.Placement) []string {
-	out := make([]string, 0, min(len(ps), maxCandidatesInExplain))
-	for _, p := range ps[:min(len(ps), maxCandidatesInExplain)] {
+// rankFigures are what the GPU rankers order a candidate by: its first
+// GPU's utilisation, VRAM used and size, as the policy saw them (known is
+// false for a CPU-only job's node). Kept as numbers on the placement path,
+// written out only for the decision's event.
+type rankFigures struct {
+	known       bool
+	util        float64
+	used, total int64
+}
+
+// rankedBy takes, for each candidate shown, what the GPU rankers order by
+// as the view stands now (when the policy ranked them).
+func (s *Core) rankedBy(ps []policy.Placement) []rankFigures {
+	out := make([]rankFigures, min(len(ps), maxCandidatesInExplain))
+	for i, p := range ps[:len(out)] {
 		if len(p.GPUs) == 0 {
-			out = append(out, "") // a CPU-only job's node
-			continue
+			continue // a CPU-only job's node
 		}
-		gs, ok := s.view.gpus[p.GPUs[0]]
-		if !ok {
-			out = append(out, "")
-			continue
+		if gs, ok := s.view.gpus[p.GPUs[0]]; ok {
+			out[i] = rankFigures{known: true, util: gs.g.Util, used: gs.g.VRAMUsed(), total: gs.g.VRAMTotal}
 		}
-		g := gs.g
-		out = append(out, fmt.Sprintf("util %.0f%%, %s of %s used", g.Util, model.Bytes(g.VRAMUsed()).GBString(), model.Bytes(g.VRAMTotal).GBString()))
 	}
 	return out
 }
 
-// placed records a committed placement: placed, then running.
-func (s *Core) placed(j *job, p policy.Placement, cands []policy.Placement, ranked, refusals, victims []string) {
+func (s *Core) placed(j *job, p policy.Placement, cands []policy.Placement, ranked []rankFigures, refusals, victims []string) {
 	now := s.now
 	j.node, j.gpus = p.Node, p.GPUs
 	j.shardsLeft = len(p.GPUs)
