@@ -53,6 +53,9 @@ type Config struct {
 	// Filters names the scheduler's filters (policy.Filter),
 	// comma-separated; empty: none.
 	Filters string
+	// Oversubscribe is how far past 100 % of its compute the scheduler's
+	// capacity-bound policies may fill a GPU (core.Config; 1 when zero).
+	Oversubscribe float64
 	// TenantLimits bound each tenant (policy.Admit); empty: none.
 	TenantLimits policy.TenantLimits
 	// Queue is the scheduler's queue order (policy.QueueSort).
@@ -338,7 +341,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		gpuLease = 0 // a virtual run has no leases (scheduler.Config.Lease)
 	}
 	schedCfg := scheduler.Config{Conn: schedConn, Clock: c.Clock, Journal: c.journal, Config: core.Config{Subjects: subjects, Logger: log,
-		Policy: cfg.Policy, Queue: cfg.Queue, Admit: admitOf(cfg.TenantLimits), Preempt: cfg.Preempt, Filters: cfg.Filters, Round: cfg.Round, RoundEvery: cfg.RoundEvery, VRAMModel: cfg.VRAMModel, StarvationAge: cfg.StarvationAge, Seed: int64(cfg.Seed),
+		Policy: cfg.Policy, Queue: cfg.Queue, Admit: admitOf(cfg.TenantLimits), Preempt: cfg.Preempt, Filters: cfg.Filters, Oversubscribe: cfg.Oversubscribe, Round: cfg.Round, RoundEvery: cfg.RoundEvery, VRAMModel: cfg.VRAMModel, StarvationAge: cfg.StarvationAge, Seed: int64(cfg.Seed),
 		NodeRank: cfg.NodeRank, Workload: cfg.Workload, DropUnschedulable: cfg.DropUnschedulable, MetricsPeriod: cfg.MetricsPeriod,
 		Lease: lease, Restored: restored}}
 	if cfg.Auth != nil {

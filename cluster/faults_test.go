@@ -155,12 +155,13 @@ func TestShortPartitionHealsWithoutDeath(t *testing.T) {
 // old incarnation's backlog, arriving after the verdict, is ignored.
 func TestLongPartitionFencesBeforeTheVerdict(t *testing.T) {
 	nc, _, log := faultCluster(t)
-	id := submit(t, nc, `{"name":"cutoff","vram":"10GB","duration":"10h","checkpoint":"1m"}`)
+	id := submit(t, nc, `{"name":"cutoff","vram":"10GB","util":50,"duration":"10h","checkpoint":"1m"}`)
 	j := waitState(t, nc, id, "running", 5*time.Second)
 	gpu := j["gpu_ids"].([]any)[0].(string)
 	// A job that ends while the GPU is cut off, before its fence: its
 	// completion waits in the GPU's outbox and arrives after the verdict.
-	short := submit(t, nc, `{"name":"ends-in-the-dark","vram":"4GB","duration":"20s","gpu":"`+gpu+`"}`)
+	// Half a GPU's compute each, so that the two fit one GPU.
+	short := submit(t, nc, `{"name":"ends-in-the-dark","vram":"4GB","util":50,"duration":"20s","gpu":"`+gpu+`"}`)
 	waitState(t, nc, short, "running", 5*time.Second)
 	chaosOK(t, nc, "partition", `{"gpu":"`+gpu+`","duration":"2500ms"}`)
 	waitFor(t, "the job to run elsewhere", 4*faultLease, func() bool {

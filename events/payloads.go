@@ -107,6 +107,10 @@ type StrategyRequest struct {
 	// Filters sets the filters in force (policy.Filter), comma-separated:
 	// "capacity"; "none" clears them.
 	Filters string `json:"filters,omitempty"`
+	// Oversubscribe sets how far past 100 % of its compute binpack,
+	// spread, first-fit, smallest-fit and the capacity filter may fill a
+	// GPU: 1 none, 2 up to 200 %, "inf" no limit.
+	Oversubscribe *Ratio `json:"oversubscribe,omitempty"`
 }
 
 // StrategyReply gives the policy in force and the ones available.
@@ -124,6 +128,12 @@ type StrategyReply struct {
 	Filters         string   `json:"filters"`
 	PreviousFilters string   `json:"previous_filters,omitempty"`
 	FilterNames     []string `json:"filter_names"`
+	// Oversubscribe is the ratio in force (PreviousOversubscribe the one a
+	// switch replaced); ComputeBound tells whether the policy in force is
+	// bound by it (the paper's policies are not: gpu_milli bounds them).
+	Oversubscribe         Ratio  `json:"oversubscribe"`
+	PreviousOversubscribe *Ratio `json:"previous_oversubscribe,omitempty"`
+	ComputeBound          bool   `json:"compute_bound"`
 }
 
 // Candidate is one scored option of a placement decision.
@@ -163,6 +173,10 @@ type PolicyChanged struct {
 	// PreviousFilters the ones before, when this change switched them.
 	Filters         string `json:"filters,omitempty"`
 	PreviousFilters string `json:"previous_filters,omitempty"`
+	// Oversubscribe is the oversubscription ratio in force;
+	// PreviousOversubscribe the one before, when this change switched it.
+	Oversubscribe         Ratio  `json:"oversubscribe,omitempty"`
+	PreviousOversubscribe *Ratio `json:"previous_oversubscribe,omitempty"`
 }
 
 // Pending is the payload of sched.pending events: why a job waits.

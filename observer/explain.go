@@ -22,8 +22,9 @@ var Explanations = map[string]string{
 		"big enough. Bin-packing and FGD try to avoid it.",
 	"frag_gpus": "F(M), the FGD paper's measure: how many whole GPUs' worth of free capacity the typical job could not use, " +
 		"because it sits in pieces that are too small.",
-	"allocation":  "The share of all GPU capacity that jobs have reserved right now.",
-	"utilisation": "How busy the GPUs' compute is, on average. Past 100 % on one GPU its jobs share it and each runs slower.",
+	"allocation": "The share of all GPU capacity that jobs have reserved right now.",
+	"utilisation": "How busy the GPUs' compute is, on average. Past 100 % on one GPU its jobs share it and each runs slower; " +
+		"binpack, spread, first-fit and smallest-fit never go past 100 % unless the cluster runs with --oversubscribe.",
 	"util":        "How much of one GPU's compute a job uses. Jobs whose use adds up past 100 % slow each other down.",
 	"power":       "What the GPUs draw right now, in watts: an idle GPU still draws some, a busy one much more.",
 	"energy":      "The energy the GPUs have used since the cluster started, in kilowatt-hours. It only ever grows.",
@@ -45,7 +46,7 @@ var Explanations = map[string]string{
 // strategy control for the one chosen (the demo's "Pack onto busiest GPU —
 // saves power, causes hot-spots").
 var PolicyTradeoffs = map[string]string{
-	"binpack":        "Pack onto the busiest GPU that fits — frees whole GPUs for big jobs and saves idle power, but busy GPUs slow their jobs (hot-spots).",
+	"binpack":        "Pack onto the busiest GPU that still has compute and memory to spare — frees whole GPUs for big jobs and saves idle power, but runs GPUs hot (hot-spots); with --oversubscribe it stacks past 100 % and the jobs there slow down.",
 	"spread":         "Spread onto the least busy GPU — jobs run fastest alone, but every GPU stays a little busy and big jobs may find no empty GPU.",
 	"first-fit":      "The first GPU that fits, by number — simple and predictable, packs the low-numbered GPUs.",
 	"smallest-fit":   "The smallest GPU the job fits — small jobs take the small GPUs (V100s) and leave the big ones for what only they can hold.",

@@ -1,6 +1,7 @@
 package observer
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -150,12 +151,28 @@ func summarize(ev *events.Decoded) (line, kind string) {
 	case ev.Type == events.Type("sched", events.SchedPolicy):
 		var p events.PolicyChanged
 		json.Unmarshal(ev.Data, &p)
-		if p.PreviousQueue != "" && p.Previous == "" {
-			return fmt.Sprintf("%s  queue     %s → %s", t, p.PreviousQueue, p.Queue), "policy"
+		// What this change switched: the policy, the queue order, the
+		// filters, the oversubscription ratio. The first names the line.
+		type part struct{ word, change string }
+		var parts []part
+		if p.Previous != "" {
+			parts = append(parts, part{"policy", p.Previous + " → " + p.Policy})
 		}
-		line := fmt.Sprintf("%s  policy    %s → %s", t, p.Previous, p.Policy)
 		if p.PreviousQueue != "" {
-			line += fmt.Sprintf(", queue %s → %s", p.PreviousQueue, p.Queue)
+			parts = append(parts, part{"queue", p.PreviousQueue + " → " + p.Queue})
+		}
+		if p.PreviousFilters != "" {
+			parts = append(parts, part{"filters", p.PreviousFilters + " → " + cmp.Or(p.Filters, "none")})
+		}
+		if p.PreviousOversubscribe != nil {
+			parts = append(parts, part{"oversubscribe", "×" + ratioWords(*p.PreviousOversubscribe) + " → ×" + ratioWords(p.Oversubscribe)})
+		}
+		if len(parts) == 0 {
+			parts = append(parts, part{"policy", p.Policy})
+		}
+		line := fmt.Sprintf("%s  %-9s %s", t, parts[0].word, parts[0].change)
+		for _, more := range parts[1:] {
+			line += ", " + more.word + " " + more.change
 		}
 		return line, "policy"
 	case ev.Type == events.Type("gpu", events.GPUOOM):
@@ -265,4 +282,10 @@ func trunc(s string, n int) string {
 		return s
 	}
 	return s[:n-1] + "…"
+}
+
+// ratioWords writes an oversubscription ratio ("1", "1.5", "inf").
+func ratioWords(r events.Ratio) string {
+	b, _ := r.MarshalJSON()
+	return strings.Trim(string(b), `"`)
 }

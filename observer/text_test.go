@@ -87,6 +87,10 @@ func TestSummarize(t *testing.T) {
 		`{"policy":"spread","previous":"binpack","queue":"priority"}`:                         "policy    binpack → spread",
 		`{"policy":"binpack","previous":"","queue":"las","previous_queue":"priority"}`:        "queue     priority → las",
 		`{"policy":"spread","previous":"binpack","queue":"srtf","previous_queue":"priority"}`: "policy    binpack → spread, queue priority → srtf",
+		// A change of filters or oversubscription alone says so, not
+		// "policy  → binpack".
+		`{"policy":"binpack","previous":"","filters":"capacity","previous_filters":"none"}`:   "filters   none → capacity",
+		`{"policy":"binpack","previous":"","oversubscribe":"inf","previous_oversubscribe":1}`: "oversubscribe ×1 → ×inf",
 	} {
 		line := observer.Summarize([]byte(`{"type":"gpusched.sched.policy","simtime":"2026-01-01T10:00:00Z","data":` + data + `}`))
 		if !strings.HasSuffix(line, want) {

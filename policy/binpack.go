@@ -20,3 +20,6 @@ func (binpack) Better(_ *Cluster, a, b *GPU) bool {
 
 // Key orders by util then VRAM used, both descending (Better's order).
 func (binpack) Key(g *GPU) (float64, int64) { return -g.Util, -g.VRAMUsed() }
+
+// BoundByCapacity: binpack never fills a GPU past its compute (CapacityBound).
+func (binpack) BoundByCapacity() {}

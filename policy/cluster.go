@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"fmt"
 	"math/rand"
 	"slices"
 
@@ -104,6 +105,43 @@ type Cluster struct {
 	// Filters are the filters in force (Filter): each must allow a GPU for
 	// it to fit.
 	Filters []Filter
+	// ComputeBound makes a GPU's compute part of the fit: a job goes on a
+	// GPU only while the summed util there plus its own stays within
+	// UtilLimit. The scheduler sets it under the policies that
+	// BindsCapacity.
+	ComputeBound bool
+	// Oversubscribe is how far past its compute a GPU may be filled: the
+	// limit is Oversubscribe × 100 % (1, the default, when zero; +Inf:
+	// no limit). It bounds ComputeBound policies and the capacity filter.
+	Oversubscribe float64
+}
+
+// UtilLimit is the summed utilisation, in percent, past which a GPU has no
+// compute to spare: 100 × Oversubscribe.
+func (c *Cluster) UtilLimit() float64 {
+	if c.Oversubscribe > 0 {
+		return 100 * c.Oversubscribe
+	}
+	return 100
+}
+
+// CheckOversubscribe checks an oversubscription ratio: at least 1 (a GPU
+// always takes one job at 100 %), +Inf for no limit.
+func CheckOversubscribe(ratio float64) error {
+	if !(ratio >= 1) {
+		return fmt.Errorf("must be at least 1 (1: no GPU past 100 %% of its compute; 2: up to 200 %%; inf: no limit), not %g", ratio)
+	}
+	return nil
+}
+
+// utilSlack absorbs a sum's rounding in the compute test (three jobs of
+// 33.3…% fill a GPU, not more).
+const utilSlack = 1e-9
+
+// ComputeFits reports whether g's compute has room for r's util within
+// UtilLimit (whether or not the compute bound is in force).
+func (c *Cluster) ComputeFits(g *GPU, r *Request) bool {
+	return g.Util+r.Util <= c.UtilLimit()+utilSlack
 }
 
 // LargestFree is the largest allocation the GPU can take now.
@@ -204,7 +242,8 @@ func (c *Cluster) GPUFits(g *GPU, r *Request) bool {
 
 // roomFor is GPUFits without the filters in force.
 func (c *Cluster) roomFor(g *GPU, r *Request) bool {
-	if !r.Eligible(g) || r.Held[g.Index] || g.MilliFree() < r.MilliOn(g) {
+	if !r.Eligible(g) || r.Held[g.Index] || g.MilliFree() < r.MilliOn(g) ||
+		(c.ComputeBound && !c.ComputeFits(g, r)) {
 		return false
 	}
 	need := r.VRAMOn(g)

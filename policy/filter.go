@@ -71,19 +71,17 @@ func init() {
 	RegisterFilter(capacity{})
 }
 
-// capacity keeps a GPU's compute within capacity: a job goes on a GPU only
-// if the utilisation of the jobs there plus its own stays at or under 100 %
-// (a time-shared GPU past 100 % slows every job on it). Without it binpack
-// stacks jobs by VRAM alone.
+// capacity keeps a GPU's compute within capacity under any policy: a job
+// goes on a GPU only if the utilisation of the jobs there plus its own
+// stays within the cluster's UtilLimit (100 % unless oversubscribed; a
+// time-shared GPU past 100 % slows every job on it). The CapacityBound
+// policies have this rule built in; the filter puts it on the paper's.
 type capacity struct{}
 
 func (capacity) Name() string { return "capacity" }
 
 // Allows: the GPU's util (percent, summed over its jobs) plus the job's.
-// The 1e-9 absorbs the sum's rounding (three jobs of 33.3…% fill a GPU).
-func (capacity) Allows(_ *Cluster, g *GPU, r *Request) bool {
-	return g.Util+r.Util <= 100+1e-9
-}
+func (capacity) Allows(c *Cluster, g *GPU, r *Request) bool { return c.ComputeFits(g, r) }
 
 // allowed reports whether every filter in force lets r go on g, and
 // otherwise names the first that does not.

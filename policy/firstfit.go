@@ -11,3 +11,6 @@ func (firstFit) Better(_ *Cluster, a, b *GPU) bool { return a.Index < b.Index }
 
 // Key is the same for every GPU: the GPU index alone orders them.
 func (firstFit) Key(*GPU) (float64, int64) { return 0, 0 }
+
+// BoundByCapacity: firstFit never fills a GPU past its compute (CapacityBound).
+func (firstFit) BoundByCapacity() {}

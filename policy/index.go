@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"math"
 	"slices"
 	"strings"
 
@@ -158,13 +159,17 @@ type rankTree struct {
 	milli    []int32
 	maxHole  []int64
 	maxMilli []int32
-	cursor   int
+	// util is each GPU's summed util (+Inf when dead), minUtil the least
+	// of any GPU in the subtree: under the compute bound a search skips a
+	// subtree where every GPU is too busy.
+	util, minUtil []float64
+	cursor        int
 }
 
 func newRankTree(c *Cluster, p KeyedRanker) *rankTree {
 	n := len(c.GPUs)
 	t := &rankTree{keyA: make([]float64, n), keyB: make([]int64, n), hole: make([]int64, n), milli: make([]int32, n),
-		maxHole: make([]int64, n), maxMilli: make([]int32, n)}
+		maxHole: make([]int64, n), maxMilli: make([]int32, n), util: make([]float64, n), minUtil: make([]float64, n)}
 	t.treap = newTreap(n, t.less, t.pullRoom)
 	for _, g := range c.GPUs {
 		t.set(c, p, g)
@@ -183,13 +188,13 @@ func (t *rankTree) less(a, b int32) bool {
 }
 
 func (t *rankTree) pullRoom(i int32) {
-	h, m := t.hole[i], t.milli[i]
+	h, m, u := t.hole[i], t.milli[i], t.util[i]
 	for _, k := range [2]int32{t.left[i], t.right[i]} {
 		if k != none {
-			h, m = max(h, t.maxHole[k]), max(m, t.maxMilli[k])
+			h, m, u = max(h, t.maxHole[k]), max(m, t.maxMilli[k]), min(u, t.minUtil[k])
 		}
 	}
-	t.maxHole[i], t.maxMilli[i] = h, m
+	t.maxHole[i], t.maxMilli[i], t.minUtil[i] = h, m, u
 }
 
 // set (re)places g at its current key and room.
@@ -197,10 +202,10 @@ func (t *rankTree) set(c *Cluster, p KeyedRanker, g *GPU) {
 	i := int32(g.Index)
 	t.remove(i)
 	t.keyA[i], t.keyB[i] = p.Key(g)
-	t.hole[i], t.milli[i] = -1, -1
+	t.hole[i], t.milli[i], t.util[i] = -1, -1, math.Inf(1)
 	if g.Alive {
 		// A dead GPU has no room: every search skips it.
-		t.hole[i], t.milli[i] = c.largestBlock(g), int32(g.MilliFree())
+		t.hole[i], t.milli[i], t.util[i] = c.largestBlock(g), int32(g.MilliFree()), g.Util
 	}
 	t.insert(i)
 }
@@ -229,11 +234,16 @@ func (x *Index) topGPUs(c *Cluster, r *Request, p KeyedRanker, k int) []*GPU {
 	t.cursor = len(x.gpuLog)
 	// The room every fitting GPU has: its VRAM when the request names it
 	// (a share's VRAM depends on the GPU), its share when it names one.
-	needHole, needMilli := r.VRAM, int32(r.Milli)
+	// Under the compute bound a subtree whose least busy GPU has no
+	// compute to spare is skipped (ComputeFits' test, which grows with
+	// util, on that GPU).
+	needHole, needMilli, bound := r.VRAM, int32(r.Milli), c.ComputeBound
+	limit := c.UtilLimit() + utilSlack
 	out := make([]*GPU, 0, k)
 	var walk func(i int32)
 	walk = func(i int32) {
-		if i == none || len(out) == k || t.maxHole[i] < needHole || t.maxMilli[i] < needMilli {
+		if i == none || len(out) == k || t.maxHole[i] < needHole || t.maxMilli[i] < needMilli ||
+			(bound && t.minUtil[i]+r.Util > limit) {
 			return
 		}
 		walk(t.left[i])

@@ -37,7 +37,8 @@ func mixedCluster(n int, rng *rand.Rand, vm vram.Model) *Cluster {
 // randomRequest is a request of one of a few classes, so that classes
 // repeat (as a trace's do), sometimes with a model constraint or a pin.
 func randomRequest(rng *rand.Rand, c *Cluster) *Request {
-	r := &Request{GPUs: 1, CPUMilli: int64(rng.IntN(4)) * 4000, Memory: int64(rng.IntN(3)) * int64(16*model.GiB), Util: 10}
+	r := &Request{GPUs: 1, CPUMilli: int64(rng.IntN(4)) * 4000, Memory: int64(rng.IntN(3)) * int64(16*model.GiB),
+		Util: []float64{10, 30, 55, 100}[rng.IntN(4)]}
 	switch rng.IntN(6) {
 	case 0:
 		r.VRAM = int64(1+rng.IntN(3)) * int64(8*model.GiB)
@@ -110,6 +111,10 @@ func TestIndexDecidesAsTheScan(t *testing.T) {
 				c := mixedCluster(200, rng, vm)
 				c.Index = NewIndex()
 				p, _ := Lookup(name)
+				// The compute bound where the policy has it, at a ratio
+				// that moves: the index skips busy subtrees as the scan
+				// refuses busy GPUs.
+				c.ComputeBound = BindsCapacity(p)
 				type running struct {
 					r    *Request
 					node int
@@ -146,6 +151,8 @@ func TestIndexDecidesAsTheScan(t *testing.T) {
 						w.Classes = slices.Clone(w.Classes)
 						w.Classes[0].P, w.Classes[1].P = w.Classes[1].P, w.Classes[0].P
 						c.Workload = &w
+					case rng.IntN(3) == 0:
+						c.Oversubscribe = []float64{1, 1.5, 2}[rng.IntN(3)]
 					default:
 						g := c.GPUs[rng.IntN(len(c.GPUs))]
 						g.Alive = !g.Alive

@@ -172,7 +172,7 @@ func Why(c *Cluster, r *Request) string {
 	if r.GPUs == 0 {
 		return fmt.Sprintf("no node with %s free CPUs and %s free memory", Cores(r.CPUMilli), model.Bytes(r.Memory))
 	}
-	var eligible, held, fragmented, nodeShort, shareShort int
+	var eligible, held, fragmented, nodeShort, shareShort, computeShort int
 	var mostFree int64
 	var mostFreeGPU, fragGPU string
 	var fragFree, fragHole int64
@@ -187,6 +187,8 @@ func Why(c *Cluster, r *Request) string {
 		switch {
 		case g.MilliFree() < r.MilliOn(g):
 			shareShort++
+		case c.ComputeBound && !c.ComputeFits(g, r) && hole >= want:
+			computeShort++
 		case r.Held[g.Index] && hole >= want:
 			held++
 		case hole >= want:
@@ -212,6 +214,9 @@ func Why(c *Cluster, r *Request) string {
 	case fragmented > 0 && nodeShort == 0 && held == 0:
 		return fmt.Sprintf("fragmented: %s has %s free but its largest free block is %s (need %s)",
 			fragGPU, model.Bytes(fragFree), model.Bytes(fragHole), need)
+	case computeShort > 0 && nodeShort == 0 && held == 0:
+		return fmt.Sprintf("no GPU has compute to spare: the %d with room for %s are too busy for %s%% more (each stops at %s%%%s)",
+			computeShort, shareWords(r), strconv.FormatFloat(r.Util, 'f', -1, 64), strconv.FormatFloat(c.UtilLimit(), 'f', -1, 64), oversubscribeHint(c))
 	case held > 0 && nodeShort == 0:
 		return fmt.Sprintf("waiting: the GPUs with room for %s are held for an older job", shareWords(r))
 	case nodeShort > 0:
@@ -220,6 +225,14 @@ func Why(c *Cluster, r *Request) string {
 		return fmt.Sprintf("no GPU has %d/1000 of its share free", r.Milli)
 	}
 	return fmt.Sprintf("no GPU with %s free VRAM (most free: %s on %s)", need, model.Bytes(mostFree), mostFreeGPU)
+}
+
+// oversubscribeHint tells how to let GPUs past 100 %, while they may not.
+func oversubscribeHint(c *Cluster) string {
+	if c.UtilLimit() > 100 {
+		return ""
+	}
+	return "; --oversubscribe lets GPUs go past 100 % and slow down"
 }
 
 // shareWords names what a request needs of each GPU: its VRAM, or its share.
@@ -277,16 +290,18 @@ func ChooseVictims(c *Cluster, r *Request) (Preemption, bool) {
 			}
 			forSubsets(n, size, func(idx []int) {
 				set := make(map[string]bool, len(idx))
-				var lost float64
+				var lost, util float64
 				var cpu, mem int64
 				for _, i := range idx {
 					set[cands[i].JobID] = true
 					lost += cands[i].LostWork
+					util += cands[i].Util
 					cpu += cands[i].CPUMilli
 					mem += cands[i].Memory
 				}
 				hole := vram.LargestFree(g.VRAMTotal, c.VRAMModel, g.Allocs, func(a vram.Alloc) bool { return set[a.Owner] })
 				if hole < r.VRAMOn(g) || g.MilliFree()+freed(g, set) < r.MilliOn(g) ||
+					(c.ComputeBound && g.Util-util+r.Util > c.UtilLimit()+utilSlack) ||
 					node.CPUFree()+cpu < r.CPUMilli || node.MemTotal-node.MemUsed+mem < r.Memory {
 					return
 				}

@@ -26,6 +26,26 @@ type GPURanker interface {
 	Better(c *Cluster, a, b *GPU) bool
 }
 
+// CapacityBound is implemented by the policies a GPU's compute bounds
+// (binpack, spread, first-fit, smallest-fit): they put a job on a GPU only
+// while the summed utilisation of the jobs there plus its own stays within
+// the cluster's compute limit (Cluster.UtilLimit: 100 %, or more with
+// --oversubscribe). Without it binpack stacks jobs by VRAM alone, to twice
+// a GPU's compute, and every job there runs slower. The FGD paper's
+// policies do not implement it: they keep the paper's rules, where a GPU's
+// share (gpu_milli) is the only bound.
+type CapacityBound interface {
+	Policy
+	// BoundByCapacity marks the policy; it does nothing.
+	BoundByCapacity()
+}
+
+// BindsCapacity reports whether p is a CapacityBound policy.
+func BindsCapacity(p Policy) bool {
+	_, ok := p.(CapacityBound)
+	return ok
+}
+
 var (
 	registryMu sync.RWMutex
 	registry   = map[string]Policy{}

@@ -47,3 +47,6 @@ const smallestFitUtilRange = 1e6
 func (smallestFit) Key(g *GPU) (float64, int64) {
 	return float64(g.VRAMTotal>>20)*smallestFitUtilRange - min(g.Util, smallestFitUtilRange-1), -g.VRAMUsed()
 }
+
+// BoundByCapacity: smallestFit never fills a GPU past its compute (CapacityBound).
+func (smallestFit) BoundByCapacity() {}

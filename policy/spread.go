@@ -20,3 +20,6 @@ func (spread) Better(_ *Cluster, a, b *GPU) bool {
 
 // Key orders by util then VRAM used, both ascending (Better's order).
 func (spread) Key(g *GPU) (float64, int64) { return g.Util, g.VRAMUsed() }
+
+// BoundByCapacity: spread never fills a GPU past its compute (CapacityBound).
+func (spread) BoundByCapacity() {}

@@ -33,6 +33,9 @@ type Config struct {
 	// (cluster.Config).
 	Preempt string
 	Filters string
+	// Oversubscribe is the scheduler's oversubscription ratio
+	// (cluster.Config; 1 when zero).
+	Oversubscribe float64
 	// Round and RoundEvery: the scheduler's round (cluster.Config).
 	Round      string
 	RoundEvery time.Duration
@@ -146,7 +149,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return n >= 0 && col.done(int(n))
 	})
 	wallStart := time.Now()
-	c, err := cluster.Start(ctx, cluster.Config{Listen: "127.0.0.1:0", Shape: cfg.Shape, Policy: cfg.Policy, Queue: cfg.Queue, Preempt: cfg.Preempt, Filters: cfg.Filters, Round: cfg.Round, RoundEvery: cfg.RoundEvery,
+	c, err := cluster.Start(ctx, cluster.Config{Listen: "127.0.0.1:0", Shape: cfg.Shape, Policy: cfg.Policy, Queue: cfg.Queue, Preempt: cfg.Preempt, Filters: cfg.Filters, Oversubscribe: cfg.Oversubscribe, Round: cfg.Round, RoundEvery: cfg.RoundEvery,
 		Seed: cfg.Seed, Rate: cfg.Rate, Demo: cfg.Arrivals == nil, Clock: clock, Epoch: Epoch,
 		Interference: cfg.Interference, StarvationAge: cfg.StarvationAge, Workload: cfg.Workload, Logger: log, MetricsPeriod: cfg.Sample,
 		Source: source, Until: horizon, HoldGenerator: true, Chaos: cfg.Chaos,

@@ -18,12 +18,14 @@ import (
 // outcome expected per job, in simulated seconds. The virtual clock makes
 // those times exact.
 type scenario struct {
-	About        string            `json:"about"`
-	GPUs         string            `json:"gpus"`
-	Policy       string            `json:"policy"`
-	Interference float64           `json:"interference"`
-	Jobs         []json.RawMessage `json:"jobs"`
-	Expect       map[string]struct {
+	About        string  `json:"about"`
+	GPUs         string  `json:"gpus"`
+	Policy       string  `json:"policy"`
+	Interference float64 `json:"interference"`
+	// Oversubscribe is the scheduler's ratio (1 when omitted).
+	Oversubscribe float64           `json:"oversubscribe"`
+	Jobs          []json.RawMessage `json:"jobs"`
+	Expect        map[string]struct {
 		Start, End  *float64
 		Preemptions *int
 		Slowdown    *float64
@@ -59,7 +61,7 @@ func TestScenarios(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			res, err := Run(ctx, Config{Shape: shape, Policy: sc.Policy, Seed: 1, Arrivals: arrivals,
-				Interference: sc.Interference, Drain: 48 * time.Hour})
+				Interference: sc.Interference, Oversubscribe: sc.Oversubscribe, Drain: 48 * time.Hour})
 			if err != nil {
 				t.Fatal(err)
 			}

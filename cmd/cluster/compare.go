@@ -6,10 +6,12 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -90,6 +92,7 @@ flags:
 	roundEvery := fs.Duration("round", 0, "re-allocate every this much simulated time in every run (0: never)")
 	preempt := fs.String("preempt", policy.DefaultPreempt, "preemption rule of every run: fewest-victims or none")
 	filters := fs.String("filter", "", "filters of every run, comma-separated: "+strings.Join(policy.FilterNames(), ", "))
+	oversubscribe := fs.String("oversubscribe", "1", "oversubscription ratios, comma-separated (e.g. 1,inf): how far past 100% of its compute binpack, spread, first-fit and smallest-fit may fill a GPU; with several, each such policy runs once per ratio, as a column named like binpack-x2")
 	hours := fs.Float64("hours", defHours, "simulated hours of arrivals (a trace: all of it unless given)")
 	seed := fs.Uint64("seed", 1, "seed of the generated workload and of the policies' draws")
 	seeds := fs.String("seeds", "", "several seeds, e.g. 1-5 or 1,3: each cell of the table is the mean over them")
@@ -141,6 +144,14 @@ flags:
 	}
 	if err := checkSchedulerFlags(*queue, *preempt, *filters, policy.DefaultRound, *roundEvery); err != nil {
 		return err
+	}
+	var ratios []float64
+	for _, text := range strings.Split(*oversubscribe, ",") {
+		var r ratioFlag
+		if err := r.Set(strings.TrimSpace(text)); err != nil {
+			return fmt.Errorf("--oversubscribe: %v", err)
+		}
+		ratios = append(ratios, float64(r))
 	}
 	if *hours < 0 {
 		return errors.New("--hours must not be negative")
@@ -234,14 +245,32 @@ flags:
 			seedList = append(seedList, uint64(x))
 		}
 	}
+	// A column: a policy at one ratio. A policy the ratio does not bind
+	// (the paper's, unless the capacity filter is in force) runs once.
+	type column struct {
+		name, policy string
+		ratio        float64
+	}
+	var columns []column
+	capacityFilter := slices.Contains(strings.Split(*filters, ","), "capacity")
+	for _, name := range policies {
+		p, _ := policy.Lookup(name)
+		if len(ratios) == 1 || !(policy.BindsCapacity(p) || capacityFilter) {
+			columns = append(columns, column{name, name, ratios[0]})
+			continue
+		}
+		for _, r := range ratios {
+			columns = append(columns, column{name + "-x" + ratioText(r), name, r})
+		}
+	}
 	type run struct {
-		policy string
-		seed   uint64
+		column
+		seed uint64
 	}
 	var runs []run
-	for _, p := range policies {
+	for _, c := range columns {
 		for _, sd := range seedList {
-			runs = append(runs, run{p, sd})
+			runs = append(runs, run{c, sd})
 		}
 	}
 	horizon := time.Duration(*hours * float64(time.Hour))
@@ -265,7 +294,7 @@ flags:
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			cfg := sim.Config{Shape: shape, Policy: r.policy, Queue: *queue, Preempt: *preempt, Filters: *filters, RoundEvery: *roundEvery, Seed: r.seed, Rate: *rate, Arrivals: arrivals, Hours: *hours,
+			cfg := sim.Config{Shape: shape, Policy: r.policy, Queue: *queue, Preempt: *preempt, Filters: *filters, Oversubscribe: r.ratio, RoundEvery: *roundEvery, Seed: r.seed, Rate: *rate, Arrivals: arrivals, Hours: *hours,
 				Drain: *drain, Sample: *sample, Interference: *interference, StarvationAge: *starve, Workload: workload, Chaos: monkeySpec}
 			if bar != nil {
 				cfg.Progress = func(d time.Duration) {
@@ -281,7 +310,9 @@ flags:
 			}
 			results[i], errs[i] = sim.Run(ctx, cfg)
 			if errs[i] != nil {
-				errs[i] = fmt.Errorf("%s seed %d: %w", r.policy, r.seed, errs[i])
+				errs[i] = fmt.Errorf("%s seed %d: %w", r.name, r.seed, errs[i])
+			} else {
+				results[i].Policy = r.name
 			}
 		})
 	}
@@ -294,12 +325,12 @@ flags:
 		return err
 	}
 	sums := make([]sim.Summary, len(results))
-	cols := make([]sim.Column, len(policies))
+	cols := make([]sim.Column, len(columns))
 	for i, r := range results {
 		sums[i] = sim.Summarize(r)
 	}
-	for i, p := range policies {
-		cols[i] = sim.Column{Policy: p, Runs: sums[i*len(seedList) : (i+1)*len(seedList)]}
+	for i, c := range columns {
+		cols[i] = sim.Column{Policy: c.name, Runs: sums[i*len(seedList) : (i+1)*len(seedList)]}
 	}
 	seedText := fmt.Sprintf("seed %d", seedList[0])
 	if len(seedList) > 1 {
@@ -321,6 +352,9 @@ flags:
 	}
 	if *preempt != policy.DefaultPreempt {
 		what += ", preemption " + *preempt
+	}
+	if len(ratios) == 1 && ratios[0] != 1 {
+		what += ", oversubscription ×" + ratioText(ratios[0])
 	}
 	if *monkey != "" {
 		what += ", chaos " + *monkey
@@ -373,6 +407,15 @@ flags:
 	}
 	fmt.Fprintf(os.Stderr, "wrote %s: %s, summary.txt, summary.json\n", *out, files)
 	return nil
+}
+
+// ratioText writes an oversubscription ratio as a column name has it
+// ("2", "1.5", "inf").
+func ratioText(r float64) string {
+	if math.IsInf(r, 1) {
+		return "inf"
+	}
+	return strconv.FormatFloat(r, 'g', -1, 64)
 }
 
 func writeFile(path string, write func(*os.File) error) error {

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -149,6 +150,7 @@ func TestTimedFlagsSayWhatIsWrong(t *testing.T) {
 		"--cluster":         {"--cluster", filepath.Join(dir, "missing.yaml")},
 		"--chaos hang":      {"--chaos", "kill=1/h,hang=1/h"},
 		"--chaos":           {"--chaos", "kill=lots"},
+		"--oversubscribe":   {"--oversubscribe", "1,0.5"},
 	}
 	for want, args := range cases {
 		err := timedCommand("compare", append(args, "--quiet"))
@@ -225,5 +227,33 @@ func TestCompareSeedsAverages(t *testing.T) {
 	if math.Abs(got-want) > 0.051 || summary.Runs[0].BusyGPUHours == summary.Runs[1].BusyGPUHours {
 		t.Fatalf("busy GPU-hours cell %v, want the mean %v of two different seeds %v and %v", got, want,
 			summary.Runs[0].BusyGPUHours, summary.Runs[1].BusyGPUHours)
+	}
+}
+
+// TestCompareShowsWhatCapacityChanges (issue 24 item 3): with several
+// oversubscription ratios each capacity-bound policy runs once per ratio,
+// as its own column, and a paper policy once; at ratio 1 binpack keeps its
+// jobs within each GPU's compute (slowdown only from interference, which
+// --interference 0 turns off), past it they slow down.
+func TestCompareShowsWhatCapacityChanges(t *testing.T) {
+	dir := t.TempDir()
+	table := captureStdout(t, func() error {
+		return timedCommand("compare", []string{"--hours", "12", "--policies", "binpack,best-fit", "--oversubscribe", "1,inf",
+			"--interference", "0", "--seed", "2", "--out", dir, "--quiet"})
+	})
+	if cols := tableCells(t, table, "policy", 1); !slices.Equal(cols, []string{"binpack-x1", "binpack-xinf", "best-fit"}) {
+		t.Fatalf("columns %v, want binpack-x1 binpack-xinf best-fit", cols)
+	}
+	for _, f := range []string{"jobs-binpack-x1.csv", "jobs-binpack-xinf.csv", "jobs-best-fit.csv"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	slow := tableCells(t, table, "co-location slowdown mean/p95", 2)
+	var bounded, unbounded float64
+	fmt.Sscan(slow[0], &bounded)
+	fmt.Sscan(slow[1], &unbounded)
+	if bounded != 1 || unbounded <= 1.05 {
+		t.Fatalf("co-location slowdown %v: want 1 within capacity and more past it", slow)
 	}
 }

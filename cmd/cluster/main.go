@@ -156,7 +156,9 @@ func run(args []string) error {
 	pol := fs.String("policy", policy.DefaultPolicy, "placement policy: "+strings.Join(policy.Names(), ", "))
 	queue := fs.String("queue", policy.DefaultQueue, "queue order: "+strings.Join(policy.QueueNames(), ", "))
 	preempt := fs.String("preempt", policy.DefaultPreempt, "preemption rule: fewest-victims (of strictly lower priority) or none")
-	filters := fs.String("filter", "", "filters every placement must pass, comma-separated: "+strings.Join(policy.FilterNames(), ", ")+" (capacity: no GPU past 100% utilisation)")
+	filters := fs.String("filter", "", "filters every placement must pass, comma-separated: "+strings.Join(policy.FilterNames(), ", ")+" (capacity: the compute limit below under any policy)")
+	oversubscribe := ratioFlag(1)
+	fs.Var(&oversubscribe, "oversubscribe", "binpack, spread, first-fit and smallest-fit fill a GPU's compute to at most `RATIO` × 100%: 1 (a GPU past 100% slows all its jobs), 2, or inf for no limit")
 	roundEvery := fs.Duration("round", 0, "re-allocate every this much simulated time (0: never): running jobs the queue order puts behind waiting ones are preempted (docs/POLICIES.md)")
 	roundName := fs.String("round-policy", policy.DefaultRound, "the round's rule (with --round)")
 	limitsText := fs.String("tenant-limits", "", "per-tenant limits, e.g. 'team-a=gpus:8,priority:medium;*=gpus:4' (gpus its running jobs may hold, highest priority it may submit; * for every other tenant)")
@@ -354,7 +356,7 @@ func run(args []string) error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	cfg := cluster.Config{Listen: *listen, Prefix: *prefix, Shape: shape, Policy: *pol, Queue: *queue, TenantLimits: limits, Preempt: *preempt, Filters: *filters, Round: *roundName, RoundEvery: *roundEvery, VRAMModel: vm, Seed: *seed,
+	cfg := cluster.Config{Listen: *listen, Prefix: *prefix, Shape: shape, Policy: *pol, Queue: *queue, TenantLimits: limits, Preempt: *preempt, Filters: *filters, Oversubscribe: float64(oversubscribe), Round: *roundName, RoundEvery: *roundEvery, VRAMModel: vm, Seed: *seed,
 		Rate: *rate, Demo: *demo, PinDemo: *demo, Speed: *speed, StarvationAge: *starve, Logger: log, Interference: *interference,
 		Source: source, Lease: *lease, Heartbeat: *heartbeat, Chaos: monkeySpec,
 		Bus: busOpt, Store: store, DataDir: *dataDir, NoGPUs: *noGPUs, Fresh: *fresh, Resume: *resume, Auth: roles, TLS: serverTLS, Insecure: *insecure,
@@ -587,14 +589,38 @@ func strategy(args []string) error {
 	url, prefix := clientFlags(fs)
 	queue := fs.String("queue", "", "switch the queue order too: "+strings.Join(policy.QueueNames(), ", "))
 	filters := fs.String("filter", "", "switch the filters too, comma-separated ("+strings.Join(policy.FilterNames(), ", ")+"; none clears them)")
+	var oversubscribe ratioFlag
+	fs.Var(&oversubscribe, "oversubscribe", "switch the oversubscription `RATIO` too: 1 keeps every GPU within its compute, 2 lets it reach 200%, inf no limit")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	req := events.StrategyRequest{Queue: *queue, Filters: *filters}
+	if oversubscribe != 0 {
+		r := events.Ratio(oversubscribe)
+		req.Oversubscribe = &r
+	}
 	if fs.NArg() > 0 {
 		req.Policy = fs.Arg(0)
 	}
 	return request(url, events.NewSubjects(*prefix).SchedStrategy(), req, os.Stdout)
+}
+
+// ratioFlag is an oversubscription ratio on the command line: a number
+// at least 1, or inf.
+type ratioFlag float64
+
+func (r *ratioFlag) String() string { return strconv.FormatFloat(float64(*r), 'g', -1, 64) }
+
+func (r *ratioFlag) Set(s string) error {
+	f, err := events.ParseRatio(s)
+	if err == nil {
+		err = policy.CheckOversubscribe(f)
+	}
+	if err != nil {
+		return err
+	}
+	*r = ratioFlag(f)
+	return nil
 }
 
 func snapshot(args []string) error {

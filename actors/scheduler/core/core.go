@@ -44,8 +44,13 @@ type Config struct {
 	Queue string
 	// Filters are the filters in force (policy.Filter), comma-separated
 	// ("" or "none": none).
-	Filters   string
-	VRAMModel vram.Model
+	Filters string
+	// Oversubscribe is how far past 100 % of its compute the CapacityBound
+	// policies (binpack, spread, first-fit, smallest-fit) and the capacity
+	// filter may fill a GPU: 1 (the default, when zero) keeps every GPU
+	// within its compute; 2 lets two full jobs share one; +Inf: no limit.
+	Oversubscribe float64
+	VRAMModel     vram.Model
 	// StarvationAge is the simulated wait after which a head-of-line job
 	// holds GPUs (policy.DefaultStarvationAge when zero; negative disables).
 	StarvationAge time.Duration
@@ -395,6 +400,9 @@ func New(cfg Config, bus Bus) (*Core, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := policy.CheckOversubscribe(cmp.Or(cfg.Oversubscribe, 1)); err != nil {
+		return nil, err
+	}
 	var round policy.Round
 	if cfg.RoundEvery > 0 {
 		if round, err = policy.LookupRound(cmp.Or(cfg.Round, policy.DefaultRound)); err != nil {
@@ -445,6 +453,8 @@ func New(cfg Config, bus Bus) (*Core, error) {
 	s.ids = rand.NewChaCha8(seed)
 	s.view.cluster.Workload = cfg.Workload
 	s.view.cluster.Filters = filters
+	s.view.cluster.Oversubscribe = cmp.Or(cfg.Oversubscribe, 1)
+	s.view.cluster.ComputeBound = policy.BindsCapacity(p)
 	if cfg.Restored != nil {
 		s.restore(cfg.Restored)
 	}

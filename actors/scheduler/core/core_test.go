@@ -26,8 +26,11 @@ func newHarness(t *testing.T, cfg Config) *Harness {
 	return h
 }
 
+// spec is a job of 20 % utilisation unless more says otherwise: five fit a
+// GPU's compute, so the tests of VRAM and priority rules are not bound by
+// it (binpack is: TestCapacityBoundsBinpackUnlessOversubscribed).
 func spec(name, vram string, more ...any) map[string]any {
-	b := map[string]any{"name": name, "vram": vram, "duration": "1h"}
+	b := map[string]any{"name": name, "vram": vram, "duration": "1h", "util": 20}
 	for i := 0; i+1 < len(more); i += 2 {
 		b[more[i].(string)] = more[i+1]
 	}
@@ -553,8 +556,55 @@ func TestTheSameInputsGiveTheSameOutputs(t *testing.T) {
 	}
 }
 
-func TestTheCapacityFilterAndItsLiveSwitch(t *testing.T) {
-	h := newHarness(t, Config{Filters: "capacity"})
+// TestCapacityBoundsBinpackUnlessOversubscribed (issue 24 item 3): binpack
+// packs onto the busiest GPU that still has compute to spare — two 60 %
+// jobs go on two GPUs and a third waits, saying why — until
+// sched.strategy {"oversubscribe":2} lets GPUs reach 200 %.
+func TestCapacityBoundsBinpackUnlessOversubscribed(t *testing.T) {
+	h := newHarness(t, Config{})
+	h.AddGPU("n1", "n1-gpu-0", "A100-40GB")
+	h.AddGPU("n1", "n1-gpu-1", "A100-40GB")
+	a := h.Submit(spec("a", "10GB", "util", 60))
+	b := h.Submit(spec("b", "10GB", "util", 60))
+	if a.GPUs[0] == b.GPUs[0] {
+		t.Fatalf("both 60%% jobs on %s: binpack went past the GPU's compute", a.GPUs[0])
+	}
+	small := h.Submit(spec("small", "10GB", "util", 40))
+	if small.State != events.JobPlaced || small.GPUs[0] != a.GPUs[0] {
+		t.Fatalf("a 40%% job: %+v, want binpack's busiest GPU with room (%s, to exactly 100%%)", small, a.GPUs[0])
+	}
+	c := h.Submit(spec("c", "10GB", "util", 60))
+	h.Pass()
+	if info := h.JobState(c.JobID); c.State != events.JobQueued || !strings.Contains(info.Reason, "compute to spare") {
+		t.Fatalf("a third 60%% job: %+v (%q), want queued for want of compute", c, info.Reason)
+	}
+	var rep events.StrategyReply
+	json.Unmarshal(h.Request("sched.strategy", "", map[string]any{}), &rep)
+	if rep.Oversubscribe != 1 || !rep.ComputeBound {
+		t.Fatalf("strategy reply %+v, want oversubscribe 1 binding binpack", rep)
+	}
+	json.Unmarshal(h.Request("sched.strategy", "", map[string]any{"oversubscribe": 2}), &rep)
+	if rep.Oversubscribe != 2 || rep.PreviousOversubscribe == nil || *rep.PreviousOversubscribe != 1 {
+		t.Fatalf("strategy reply %+v, want oversubscribe 2 (previous 1)", rep)
+	}
+	h.Pass()
+	if got := h.JobState(c.JobID); got.State != events.JobRunning || len(got.GPUIDs) != 1 || got.GPUIDs[0] != a.GPUs[0] {
+		t.Fatalf("after oversubscribe 2, the waiting job: %+v, want on the busiest GPU, %s, to 160%%", got, a.GPUs[0])
+	}
+	for body, field := range map[string]string{`{"oversubscribe":0.5}`: "oversubscribe", `{"oversubscribe":"lots"}`: "oversubscribe"} {
+		var bad events.ErrorReply
+		json.Unmarshal(h.Request("sched.strategy", "", json.RawMessage(body)), &bad)
+		if bad.Error == nil || bad.Error.Field != field {
+			t.Errorf("%s: %+v, want an error naming %s", body, bad, field)
+		}
+	}
+}
+
+// TestTheCapacityFilterBindsAPaperPolicy: best-fit keeps the paper's rules
+// (gpu_milli alone) unless the capacity filter is in force; the filter
+// switches live.
+func TestTheCapacityFilterBindsAPaperPolicy(t *testing.T) {
+	h := newHarness(t, Config{Policy: "best-fit", Filters: "capacity"})
 	h.AddGPU("n1", "n1-gpu-0", "A100-40GB")
 	h.AddGPU("n1", "n1-gpu-1", "A100-40GB")
 	a := h.Submit(spec("a", "10GB", "util", 60))
@@ -564,11 +614,11 @@ func TestTheCapacityFilterAndItsLiveSwitch(t *testing.T) {
 	}
 	var rep events.StrategyReply
 	json.Unmarshal(h.Request("sched.strategy", "", map[string]string{"filters": "none"}), &rep)
-	if rep.Filters != "none" || rep.PreviousFilters != "capacity" || !slices.Contains(rep.FilterNames, "capacity") {
+	if rep.Filters != "none" || rep.PreviousFilters != "capacity" || !slices.Contains(rep.FilterNames, "capacity") || rep.ComputeBound {
 		t.Fatalf("strategy reply %+v", rep)
 	}
 	if c := h.Submit(spec("c", "10GB", "util", 60)); c.State != events.JobPlaced {
-		t.Fatalf("without the filter binpack stacks the third job: %+v", c)
+		t.Fatalf("without the filter best-fit stacks the third job: %+v", c)
 	}
 	var bad events.ErrorReply
 	json.Unmarshal(h.Request("sched.strategy", "", map[string]string{"filters": "gravity"}), &bad)

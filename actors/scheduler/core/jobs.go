@@ -574,7 +574,8 @@ func (s *Core) onStrategy(m *Msg) {
 	}
 	c := &s.view.cluster
 	rep := events.StrategyReply{Policy: s.policy.Name(), Available: policy.Names(), Queue: s.queueSort.Name(), Queues: policy.QueueNames(),
-		Filters: policy.FiltersString(c.Filters), FilterNames: policy.FilterNames()}
+		Filters: policy.FiltersString(c.Filters), FilterNames: policy.FilterNames(),
+		Oversubscribe: events.Ratio(c.Oversubscribe), ComputeBound: c.ComputeBound}
 	// Every part is checked before any changes: a request is applied whole or not at all.
 	var p policy.Policy
 	var qs policy.QueueSort
@@ -600,11 +601,19 @@ func (s *Core) onStrategy(m *Msg) {
 		}
 		switchFilters = policy.FiltersString(fs) != rep.Filters
 	}
-	if p == nil && qs == nil && !switchFilters {
+	switchRatio := false
+	if req.Oversubscribe != nil {
+		if err := policy.CheckOversubscribe(float64(*req.Oversubscribe)); err != nil {
+			s.replyError(m, "oversubscribe", err.Error())
+			return
+		}
+		switchRatio = float64(*req.Oversubscribe) != c.Oversubscribe
+	}
+	if p == nil && qs == nil && !switchFilters && !switchRatio {
 		s.respond(m, rep)
 		return
 	}
-	changed := events.PolicyChanged{Policy: s.policy.Name(), Queue: s.queueSort.Name()}
+	changed := events.PolicyChanged{Policy: s.policy.Name(), Queue: s.queueSort.Name(), Oversubscribe: rep.Oversubscribe}
 	if rep.Filters != "none" {
 		changed.Filters = rep.Filters
 	}
@@ -612,6 +621,8 @@ func (s *Core) onStrategy(m *Msg) {
 		rep.Previous, rep.Policy = s.policy.Name(), p.Name()
 		changed.Policy, changed.Previous = p.Name(), rep.Previous
 		s.policy = p
+		c.ComputeBound = policy.BindsCapacity(p)
+		rep.ComputeBound = c.ComputeBound
 		s.log.Info("policy switched", zap.String("policy", p.Name()), zap.String("previous", rep.Previous))
 	}
 	if qs != nil {
@@ -626,6 +637,13 @@ func (s *Core) onStrategy(m *Msg) {
 		changed.Filters, changed.PreviousFilters = rep.Filters, rep.PreviousFilters
 		c.Filters = fs
 		s.log.Info("filters switched", zap.String("filters", rep.Filters), zap.String("previous", rep.PreviousFilters))
+	}
+	if switchRatio {
+		prev := rep.Oversubscribe
+		rep.PreviousOversubscribe, rep.Oversubscribe = &prev, *req.Oversubscribe
+		changed.Oversubscribe, changed.PreviousOversubscribe = rep.Oversubscribe, rep.PreviousOversubscribe
+		c.Oversubscribe = float64(rep.Oversubscribe)
+		s.log.Info("oversubscription switched", zap.Float64("oversubscribe", c.Oversubscribe), zap.Float64("previous", float64(prev)))
 	}
 	s.bus.Emit(s.cfg.Subjects.SchedEvent(events.SchedPolicy), events.Type("sched", events.SchedPolicy), "",
 		s.now, changed)
