@@ -158,7 +158,7 @@ func run(args []string) error {
 	preempt := fs.String("preempt", policy.DefaultPreempt, "preemption rule: fewest-victims (of strictly lower priority) or none")
 	filters := fs.String("filter", "", "filters every placement must pass, comma-separated: "+strings.Join(policy.FilterNames(), ", ")+" (capacity: the compute limit below under any policy)")
 	oversubscribe := ratioFlag(1)
-	fs.Var(&oversubscribe, "oversubscribe", "binpack, spread, first-fit and smallest-fit fill a GPU's compute to at most `RATIO` × 100%: 1 (a GPU past 100% slows all its jobs), 2, or inf for no limit")
+	fs.Var(&oversubscribe, "oversubscribe", "binpack, spread, first-fit and smallest-fit fill a GPU's compute to at most this ratio × 100%: 1 (a GPU past 100% slows all its jobs), 2, or inf for no limit")
 	roundEvery := fs.Duration("round", 0, "re-allocate every this much simulated time (0: never): running jobs the queue order puts behind waiting ones are preempted (docs/POLICIES.md)")
 	roundName := fs.String("round-policy", policy.DefaultRound, "the round's rule (with --round)")
 	limitsText := fs.String("tenant-limits", "", "per-tenant limits, e.g. 'team-a=gpus:8,priority:medium;*=gpus:4' (gpus its running jobs may hold, highest priority it may submit; * for every other tenant)")
@@ -590,7 +590,7 @@ func strategy(args []string) error {
 	queue := fs.String("queue", "", "switch the queue order too: "+strings.Join(policy.QueueNames(), ", "))
 	filters := fs.String("filter", "", "switch the filters too, comma-separated ("+strings.Join(policy.FilterNames(), ", ")+"; none clears them)")
 	var oversubscribe ratioFlag
-	fs.Var(&oversubscribe, "oversubscribe", "switch the oversubscription `RATIO` too: 1 keeps every GPU within its compute, 2 lets it reach 200%, inf no limit")
+	fs.Var(&oversubscribe, "oversubscribe", "switch the oversubscription ratio too: 1 keeps every GPU within its compute, 2 lets it reach 200%, inf no limit")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
