@@ -305,11 +305,11 @@ func checkSoak(t *testing.T, p soakPlan, r soakResult) {
 	if s.Running != 0 || s.Queued != 0 {
 		t.Errorf("%d jobs still running and %d queued at the end (lost jobs still queued: %v)", s.Running, s.Queued, s.Stuck)
 	}
-	if (p.schedKills == 0 || p.store != durable.None) && (s.Completed != s.Jobs || s.LostInQueue != 0) {
+	if (p.schedKills == 0 || p.store != durable.None) && (s.Completed != s.Jobs || s.LostInQueue != 0 || s.LostUnseen != 0) {
 		t.Errorf("%d of %d jobs completed (%d lost in a queue): every job must complete", s.Completed, s.Jobs, s.LostInQueue)
 	}
-	if p.schedKills > 0 && p.store == durable.None && s.Completed+s.LostInQueue+s.CompletedUnreported != s.Jobs {
-		t.Errorf("completed %d + lost-in-queue %d + completed-unreported %d != %d jobs", s.Completed, s.LostInQueue, s.CompletedUnreported, s.Jobs)
+	if p.schedKills > 0 && p.store == durable.None && s.Completed+s.LostInQueue+s.CompletedUnreported+s.LostUnseen != s.Jobs {
+		t.Errorf("completed %d + lost-in-queue %d + completed-unreported %d + lost-unseen %d != %d jobs", s.Completed, s.LostInQueue, s.CompletedUnreported, s.LostUnseen, s.Jobs)
 	}
 	if s.Lost == 0 || s.Recovered == 0 {
 		t.Errorf("no job was lost and recovered (%d lost, %d recovered): the faults did not bite", s.Lost, s.Recovered)

@@ -361,6 +361,10 @@ type SnapshotGPU struct {
 	GPUStatus
 	Allocs []vram.Alloc `json:"allocs"`
 	Alive  bool         `json:"alive"`
+	// Unknown marks a GPU the scheduler knows exists (its node names it,
+	// or a job ran there) but has not read yet, as after a scheduler
+	// restart: its figures are not known, which is not "down".
+	Unknown bool `json:"unknown,omitempty"`
 	// VRAMFragmentation is the GPU's VRAM-layout fragmentation: 1 −
 	// largest free hole / free VRAM (0 when the free VRAM is one block or
 	// none is free).

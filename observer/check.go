@@ -66,17 +66,20 @@ type Checker struct {
 	faults   map[string]faultSeen
 	// schedDown is set from a sched.down to the next sched.up; schedUpAt
 	// is the last sched.up.
-	schedDown  bool
-	schedUpAt  time.Time
-	undetected []string
-	violations []Violation
-	detections []Detection
-	replaced   []time.Duration
-	requeued   []time.Duration
-	first      time.Time
-	last       time.Time
-	events     int
-	c          CheckCounts
+	schedDown bool
+	schedUpAt time.Time
+	// journalless is set when a scheduler went down without a job
+	// journal: what it alone knew is gone with it.
+	journalless bool
+	undetected  []string
+	violations  []Violation
+	detections  []Detection
+	replaced    []time.Duration
+	requeued    []time.Duration
+	first       time.Time
+	last        time.Time
+	events      int
+	c           CheckCounts
 }
 
 // CheckCounts are the checker's tallies.
@@ -94,6 +97,10 @@ type CheckCounts struct {
 	// a GPU finished while no scheduler was there to report it.
 	LostInQueue         int `json:"lost_in_queue"`
 	CompletedUnreported int `json:"completed_unreported"`
+	// LostUnseen are jobs running on a GPU that was killed while no
+	// scheduler ran and none kept a journal: nothing that survived knew
+	// them.
+	LostUnseen int `json:"lost_unseen"`
 	// Lost counts job.lost events; Recovered the lost jobs placed again.
 	Lost        int `json:"lost"`
 	Recovered   int `json:"recovered"`
@@ -216,6 +223,7 @@ func (c *Checker) Feed(subject string, ev *events.Decoded) {
 			c.schedDown = true
 			var down events.SchedLifecycle
 			if json.Unmarshal(ev.Data, &down) == nil && !down.Durable {
+				c.journalless = true
 				c.schedulerDown()
 			}
 		case events.SchedUp:
@@ -459,6 +467,16 @@ func (c *Checker) chaos(ev *events.Decoded, typ string, ce events.ChaosEvent) {
 			}
 		}
 		c.faults[k] = faultSeen{action: typ, at: ev.Time, incarnation: inc, schedDown: c.schedDown}
+		if g, ok := c.gpus[k]; ok && typ == events.ChaosKillAction && c.schedDown && c.journalless {
+			// Its jobs die with the actor, and no scheduler hears of it:
+			// the next one (no journal) cannot know them. A gang's other
+			// GPUs may still teach it the job, which then moves on.
+			for _, gj := range g.jobs {
+				if j, ok := c.jobs[gj.JobID]; ok && j.state == events.JobRunning && !j.finishedOnGPU {
+					j.state = "lost-unseen"
+				}
+			}
+		}
 	case events.ChaosDrop:
 		if ce.Drop > 0 {
 			c.dropping[k] = true
@@ -539,6 +557,8 @@ func (c *Checker) Summary() CheckSummary {
 			s.LostInQueue++
 		case "completed-unreported":
 			s.CompletedUnreported++
+		case "lost-unseen":
+			s.LostUnseen++
 		default:
 			s.Queued++
 			if j.wasLost && len(s.Stuck) < 20 {
@@ -574,9 +594,9 @@ func (s CheckSummary) Write(w io.Writer) {
 	fmt.Fprintf(w, "  jobs seen            %d: completed %d, running %d, queued %d, cancelled %d, rejected %d\n",
 		s.Jobs, s.Completed, s.Running, s.Queued, s.Cancelled, s.Rejected)
 	fmt.Fprintf(w, "  lost and recovered   %d job.lost events, %d jobs placed again\n", s.Lost, s.Recovered)
-	if s.SchedulerKills > 0 || s.LostInQueue > 0 || s.CompletedUnreported > 0 {
-		fmt.Fprintf(w, "  scheduler kills      %d: lost-in-queue %d (queued when a scheduler without a job journal died), completed while no scheduler saw %d\n",
-			s.SchedulerKills, s.LostInQueue, s.CompletedUnreported)
+	if s.SchedulerKills > 0 || s.LostInQueue > 0 || s.CompletedUnreported > 0 || s.LostUnseen > 0 {
+		fmt.Fprintf(w, "  scheduler kills      %d: lost-in-queue %d (queued when a scheduler without a job journal died), completed while no scheduler saw %d, lost unseen %d (running on a GPU killed while no scheduler ran, no journal)\n",
+			s.SchedulerKills, s.LostInQueue, s.CompletedUnreported, s.LostUnseen)
 	}
 	fmt.Fprintf(w, "  preemptions          %d\n", s.Preemptions)
 	fmt.Fprintf(w, "  chaos actions        %d; GPU deaths %d; undetected (healed within the lease) %d\n", s.Faults, s.GPUDeaths, s.CheckCounts.Undetected)

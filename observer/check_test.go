@@ -127,6 +127,22 @@ func TestCheckerLifecycleAndLostInQueue(t *testing.T) {
 	}
 }
 
+// TestCheckerLostUnseen: a job running on a GPU killed while no scheduler
+// ran, on a cluster without a job journal, is lost with nothing left that
+// knew it: counted as lost unseen, not as running forever (the soak with
+// scheduler kills once waited a minute for such a job).
+func TestCheckerLostUnseen(t *testing.T) {
+	f := newFeeder(t)
+	f.emit("/gpu/n0/g0/1", "gpu.up", gpuStatus("n0", "g0", 1, running("r", 0, 10)))
+	f.emit("/scheduler/1", "job.submitted", events.JobInfo{JobID: "r"})
+	f.emit("/scheduler/1", "job.started", events.JobInfo{JobID: "r"})
+	f.emit("/supervisor/scheduler", "sched.down", events.SchedLifecycle{Incarnation: 1})
+	f.emit("/chaos/1", "chaos.kill", events.ChaosEvent{Action: "kill", GPU: "g0", Node: "n0"})
+	if s := f.c.Summary(); s.LostUnseen != 1 || s.Running != 0 || len(s.Violations) != 0 {
+		t.Fatalf("lost unseen %d, running %d, violations %v; want the job lost unseen", s.LostUnseen, s.Running, s.Violations)
+	}
+}
+
 func TestCheckerDetection(t *testing.T) {
 	f := newFeeder(t)
 	f.emit("/gpu/n0/g0/1", "gpu.up", gpuStatus("n0", "g0", 1))

@@ -35,6 +35,7 @@ var Explanations = map[string]string{
 	"queue-table": "Jobs waiting for a GPU, and the reason each one waits.",
 	"events":      "Everything that happens, as it happens: jobs placed, finished, preempted; GPUs failing and coming back.",
 	"simulated":   "The cluster's own clock: it runs faster than real time, so hours of work pass in minutes.",
+	"gpu-unknown": "A GPU the scheduler knows is there but has not heard from since it (re)started: its state shows once the GPU answers.",
 	"gpu-card":    "One GPU: its model, how busy it is, how much of its memory jobs hold, and which jobs run on it.",
 	"completed":   "Jobs that finished all their work since the cluster started.",
 	"frag-toggle": "Show each GPU's memory as a strip, one colour per job and hatching for free space: gaps between jobs are fragmentation.",

@@ -220,7 +220,10 @@ func Render(w io.Writer, snap *events.Snapshot, log []string, maxGPUs int) {
 		}
 		jobs := JobsOn(g, names)
 		state := ""
-		if !g.Alive {
+		switch {
+		case g.Unknown:
+			state = " unknown yet (not read since the scheduler started)"
+		case !g.Alive:
 			state = " DOWN"
 		}
 		fmt.Fprintf(w, "%-8s %-10s %-7s %s %4.0f%% %s %5s/%-5s %s%s\n", g.GPU, g.Model, g.Node,

@@ -300,15 +300,20 @@ func heatMap(gpus []events.SnapshotGPU, width int) string {
 	for c := 0; c < cells; c++ {
 		lo, hi := c*n/cells, (c+1)*n/cells
 		var sum float64
-		down := false
+		down, unknown := false, false
 		for _, g := range gpus[lo:hi] {
 			sum += g.Util
-			down = down || !g.Alive
+			unknown = unknown || g.Unknown
+			down = down || (!g.Alive && !g.Unknown)
 		}
 		mean := sum / float64(max(hi-lo, 1))
 		r := levels[min(len(levels)-1, int(mean/100*float64(len(levels)-1)+0.5))]
 		if down {
 			b.WriteString(styleDown.Render("x"))
+			continue
+		}
+		if unknown {
+			b.WriteString(styleDim.Render("?"))
 			continue
 		}
 		b.WriteString(utilStyle(mean).Render(string(r)))
@@ -318,7 +323,10 @@ func heatMap(gpus []events.SnapshotGPU, width int) string {
 
 func card(g events.SnapshotGPU, names map[string]string, frag bool) string {
 	title := g.GPU + " " + g.Model
-	if !g.Alive {
+	switch {
+	case g.Unknown:
+		title = g.GPU + " " + styleDim.Render("unknown yet")
+	case !g.Alive:
 		title = g.GPU + " " + styleDown.Render("DOWN")
 	}
 	lines := []string{
@@ -337,7 +345,10 @@ func card(g events.SnapshotGPU, names map[string]string, frag bool) string {
 
 func gpuLine(g events.SnapshotGPU, names map[string]string, frag bool, width int) string {
 	state := ""
-	if !g.Alive {
+	switch {
+	case g.Unknown:
+		state = styleDim.Render(" unknown yet")
+	case !g.Alive:
 		state = styleDown.Render(" DOWN")
 	}
 	head := fmt.Sprintf("%-7s %-10s ", trunc(g.GPU, 7), trunc(g.Model, 10))

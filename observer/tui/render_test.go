@@ -76,6 +76,12 @@ func TestRenderFitsTheTerminal(t *testing.T) {
 			t.Errorf("80×24 frame of 8 GPUs lacks %q:\n%s", want, small)
 		}
 	}
+	// A GPU not read yet (a restarted scheduler) shows as unknown, not DOWN.
+	unread := fakeState(8)
+	unread.Snapshot.GPUs[5] = events.SnapshotGPU{GPUStatus: events.GPUStatus{GPU: "gpu-5", Node: "node-0"}, Unknown: true}
+	if frame := Render(unread, View{Width: 120, Height: 40}); !strings.Contains(frame, "gpu-5 unknown yet") {
+		t.Errorf("a GPU not read yet should say so:\n%s", frame)
+	}
 	if strings.Contains(small, "queue priority") {
 		t.Errorf("the default queue order should not take room in the header:\n%s", small)
 	}

@@ -288,9 +288,10 @@ type Core struct {
 	toStore   []*job
 	journaled map[string]*durable.Record
 	// nodeBeats is when each node's last heartbeat came (wall time);
-	// heardGPUs the GPUs some heartbeat named, alive or not.
+	// heardGPUs the GPUs some heartbeat named, alive or not, each with
+	// the node that named it.
 	nodeBeats map[string]time.Time
-	heardGPUs map[string]bool
+	heardGPUs map[string]string
 	// inbox is the prefix of the reply subjects of the core's own requests
 	// (calls.go). calls are those in flight by reply subject, describing
 	// the describe in flight per GPU, callsTo their count per node.
@@ -432,7 +433,7 @@ func New(cfg Config, bus Bus) (*Core, error) {
 		awaiting:   map[*job]bool{},
 		journaled:  map[string]*durable.Record{},
 		nodeBeats:  map[string]time.Time{},
-		heardGPUs:  map[string]bool{},
+		heardGPUs:  map[string]string{},
 		inbox:      cfg.Inbox,
 		calls:      map[string]*call{},
 		describing: map[string]string{},
@@ -785,7 +786,7 @@ func (s *Core) onNodeEvent(m *Msg) {
 		s.dirty = true
 	}
 	for _, g := range hb.GPUs {
-		s.heardGPUs[g.GPU] = true
+		s.heardGPUs[g.GPU] = hb.Node
 		st, ok := s.view.gpus[g.GPU]
 		if !ok || g.Incarnation > st.status.Incarnation {
 			// Unknown, or restarted without this scheduler hearing its up:

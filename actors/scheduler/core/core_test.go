@@ -9,6 +9,8 @@ import (
 
 	"github.com/gpusched/gpusched/durable"
 	"github.com/gpusched/gpusched/events"
+	"github.com/gpusched/gpusched/model"
+	"github.com/gpusched/gpusched/vram"
 )
 
 // The scheduler's rules, stepped through the harness: no bus, no
@@ -957,5 +959,34 @@ func TestAnAnswerTooLargeForTheBusIsAnErrorNotSilence(t *testing.T) {
 	var summary events.ErrorReply
 	if json.Unmarshal(h.Request("cluster.snapshot", "", map[string]any{"summary_only": true}), &summary); summary.Error != nil {
 		t.Fatalf("the summary it suggests: %v", summary.Error)
+	}
+}
+
+// TestAGPUNotReadYetShowsAsUnknownNotGone (issue 24 item 6): a GPU its
+// node names but that has not answered yet (as after a scheduler restart)
+// is in the snapshot, marked unknown, after the known ones; once its
+// status comes it is a GPU like the others.
+func TestAGPUNotReadYetShowsAsUnknownNotGone(t *testing.T) {
+	h := newHarness(t, Config{})
+	h.AddGPU("n1", "n1-gpu-0", "A100-40GB")
+	h.Heartbeat("n1", events.HeartbeatGPU{GPU: "n1-gpu-1", Incarnation: 1, Alive: true})
+	snapshot := func() events.Snapshot {
+		var snap events.Snapshot
+		if err := json.Unmarshal(h.Request("cluster.snapshot", "", map[string]any{}), &snap); err != nil {
+			t.Fatal(err)
+		}
+		return snap
+	}
+	snap := snapshot()
+	if len(snap.GPUs) != 2 || snap.GPUs[0].GPU != "n1-gpu-0" || snap.GPUs[0].Unknown ||
+		snap.GPUs[1].GPU != "n1-gpu-1" || !snap.GPUs[1].Unknown || snap.GPUs[1].Node != "n1" || snap.GPUs[1].Alive {
+		t.Fatalf("snapshot GPUs %+v, want n1-gpu-0 known and n1-gpu-1 unknown on n1", snap.GPUs)
+	}
+	m, _ := model.LookupModel("A100-40GB")
+	h.GPUEvent(events.GPUStatus{GPU: "n1-gpu-1", Node: "n1", Model: m.Name, Incarnation: 1, VRAMModel: string(vram.Contiguous),
+		VRAMTotal: int64(m.VRAM), Change: "up"}, events.GPUUp)
+	snap = snapshot()
+	if len(snap.GPUs) != 2 || snap.GPUs[1].Unknown || !snap.GPUs[1].Alive {
+		t.Fatalf("after its status: %+v, want n1-gpu-1 known and alive", snap.GPUs[1])
 	}
 }

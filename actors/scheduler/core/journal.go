@@ -204,7 +204,7 @@ func (s *Core) settleJournaled() {
 		settled := true
 		for _, g := range r.GPUs {
 			gs, known := s.view.gpus[g]
-			if (known && !gs.described) || (!known && (s.heardGPUs[g] || !gone)) {
+			if (known && !gs.described) || (!known && (s.heardGPUs[g] != "" || !gone)) {
 				settled = false
 			}
 		}

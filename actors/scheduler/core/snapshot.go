@@ -102,7 +102,9 @@ func (s *Core) onSnapshot(m *Msg, tenant string) {
 		return
 	}
 	gpus := s.view.sorted().GPUs
-	pages := max(1, ceilDiv(len(gpus), snapshotGPUsPerPage), ceilDiv(len(running), snapshotJobsPerPage), ceilDiv(len(queue), snapshotJobsPerPage))
+	// The GPUs known to exist but not read yet come after the others.
+	unknown := s.unknownGPUs()
+	pages := max(1, ceilDiv(len(gpus)+len(unknown), snapshotGPUsPerPage), ceilDiv(len(running), snapshotJobsPerPage), ceilDiv(len(queue), snapshotJobsPerPage))
 	if !s.pageExists(m, req.Page, pages) {
 		return
 	}
@@ -141,6 +143,9 @@ func (s *Core) onSnapshot(m *Msg, tenant string) {
 		}
 		snap.GPUs = append(snap.GPUs, sg)
 	}
+	// The unknown GPUs' places in the list, after the known ones.
+	lo, hi := req.Page*snapshotGPUsPerPage-len(gpus), (req.Page+1)*snapshotGPUsPerPage-len(gpus)
+	snap.GPUs = append(snap.GPUs, unknown[min(max(lo, 0), len(unknown)):min(max(hi, 0), len(unknown))]...)
 	for _, j := range pageOf(running, req.Page, snapshotJobsPerPage) {
 		snap.Running = append(snap.Running, s.info(j, false))
 	}
@@ -148,6 +153,38 @@ func (s *Core) onSnapshot(m *Msg, tenant string) {
 		snap.Queue = append(snap.Queue, s.info(j, false))
 	}
 	s.respond(m, snap)
+}
+
+// unknownGPUs are the GPUs this scheduler knows exist but has not read: a
+// heartbeat named them, or the journal has a job on them, and no status has
+// come yet (a restarted scheduler re-learning its cluster, a GPU that does
+// not answer). A snapshot shows them as unknown, in natural id order,
+// rather than leaving them out as if they were gone.
+func (s *Core) unknownGPUs() []events.SnapshotGPU {
+	nodeOf := map[string]string{}
+	for id, node := range s.heardGPUs {
+		if _, known := s.view.gpus[id]; !known {
+			nodeOf[id] = node
+		}
+	}
+	for _, r := range s.journaled {
+		for _, id := range r.GPUs {
+			if _, known := s.view.gpus[id]; !known && nodeOf[id] == "" {
+				nodeOf[id] = r.Node
+			}
+		}
+	}
+	ids := make([]string, 0, len(nodeOf))
+	for id := range nodeOf {
+		ids = append(ids, id)
+	}
+	sortByID(ids, func(id string) string { return id })
+	out := make([]events.SnapshotGPU, len(ids))
+	for i, id := range ids {
+		out[i] = events.SnapshotGPU{GPUStatus: events.GPUStatus{GPU: id, Node: nodeOf[id], Jobs: []events.GPUJob{}},
+			Allocs: []vram.Alloc{}, Unknown: true}
+	}
+	return out
 }
 
 // ofTenant are the jobs of jobs that are tenant's.

@@ -67,6 +67,12 @@ function renderGPUs(snap) {
     } else {
       vram = `<div class="bar vram"><i style="width:${100 * used / total}%"></i></div>`;
     }
+    if (g.unknown) {
+      return `<div class="gpu-card unknown" data-gpu="${esc(g.gpu)}" data-node="${esc(g.node)}" data-help="gpu-unknown">
+      <div class="title"><span>${esc(g.gpu)} <span class="model">on ${esc(g.node)}</span></span></div>
+      <div>state unknown yet</div><div class="dim">the scheduler has not read this GPU since it started</div>
+    </div>`;
+    }
     return `<div class="gpu-card${g.alive ? "" : " dead"}" data-gpu="${esc(g.gpu)}" data-node="${esc(g.node)}" data-help="gpu-card">
       <div class="title"><span>${esc(g.gpu)} <span class="model">${esc(g.model)}</span></span>
         <button class="kill" data-gpu="${esc(g.gpu)}" data-help="kill">kill</button></div>
