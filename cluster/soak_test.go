@@ -303,7 +303,7 @@ func checkSoak(t *testing.T, p soakPlan, r soakResult) {
 		}
 	}
 	if s.Running != 0 || s.Queued != 0 {
-		t.Errorf("%d jobs still running and %d queued at the end (lost jobs still queued: %v)", s.Running, s.Queued, s.Stuck)
+		t.Errorf("%d jobs still running and %d queued at the end (not ended: %v)", s.Running, s.Queued, s.Stuck)
 	}
 	if (p.schedKills == 0 || p.store != durable.None) && (s.Completed != s.Jobs || s.LostInQueue != 0 || s.LostUnseen != 0) {
 		t.Errorf("%d of %d jobs completed (%d lost in a queue): every job must complete", s.Completed, s.Jobs, s.LostInQueue)

@@ -521,9 +521,11 @@ type CheckSummary struct {
 	Requeued   []time.Duration `json:"requeued_ns"`
 	Violations []Violation     `json:"violations"`
 	Undetected []string        `json:"undetected,omitempty"`
-	Stuck      []string        `json:"stuck,omitempty"`
-	States     map[string]int  `json:"states"`
-	Span       time.Duration   `json:"span_ns"`
+	// Stuck names (up to 20) the jobs not ended: running, or lost and
+	// still queued.
+	Stuck  []string       `json:"stuck,omitempty"`
+	States map[string]int `json:"states"`
+	Span   time.Duration  `json:"span_ns"`
 }
 
 // Summary tallies what the checker has seen.
@@ -562,7 +564,7 @@ func (c *Checker) Summary() CheckSummary {
 		default:
 			s.Queued++
 			if j.wasLost && len(s.Stuck) < 20 {
-				s.Stuck = append(s.Stuck, id)
+				s.Stuck = append(s.Stuck, id+" (queued after a loss)")
 			}
 		}
 	}
@@ -624,7 +626,7 @@ func (s CheckSummary) Write(w io.Writer) {
 	fmt.Fprintf(w, "  expected seq gaps    %d (drop chaos); stale events ignored %d; malformed messages dropped %d\n",
 		s.ExpectedGaps, s.StaleEvents, s.Malformed)
 	if len(s.Stuck) > 0 {
-		fmt.Fprintf(w, "  lost jobs still queued: %s\n", strings.Join(s.Stuck, ", "))
+		fmt.Fprintf(w, "  not ended yet        %s (at most 20 named: the running jobs, and the lost jobs still queued)\n", strings.Join(s.Stuck, ", "))
 	}
 	if len(s.Violations) == 0 {
 		fmt.Fprintln(w, "  violations           0")

@@ -164,7 +164,7 @@ func Run(ctx context.Context, c Case) Outcome {
 		out.Problems = append(out.Problems, fmt.Sprintf("%d accepted jobs never ended (a week of drain)", out.Summary.Unended))
 	}
 	if len(cs.Stuck) > 0 {
-		out.Problems = append(out.Problems, "lost jobs still queued at the end: "+strings.Join(cs.Stuck, ", "))
+		out.Problems = append(out.Problems, "jobs not ended at the end: "+strings.Join(cs.Stuck, ", "))
 	}
 	out.Problems = append(out.Problems, backwards(res.Series)...)
 	if len(out.Problems) > 0 {
