@@ -71,6 +71,10 @@ func TestDashboardInChromium(t *testing.T) {
 	if cards != 8 {
 		t.Fatalf("%d GPU cards, want the reference cluster's 8", cards)
 	}
+	// An empty queue says so, and what to do (issue 24 item 6).
+	if err := chromedp.Do(ctx, chromedp.WaitVisible(chromedp.Search(`//table[@id="queue"]//tr[contains(., "0 waiting")]`))); err != nil {
+		t.Fatalf("the empty queue says nothing: %v", err)
+	}
 	// Every element that names an explanation shows it on hover, and the
 	// strategy control says what the chosen policy costs.
 	if err := chromedp.Do(ctx, chromedp.WaitVisible(chromedp.Search(`//div[@id="strategy-note" and contains(., "busiest")]`))); err != nil {

@@ -95,7 +95,8 @@ function renderTables(snap) {
   }).join("");
   $("#queue tbody").innerHTML = snap.queue.map((j) =>
     `<tr data-job="${esc(j.job_id)}" data-name="${esc(j.name)}"><td>${esc(j.name)}</td><td class="prio-${j.priority}">${j.priority}</td>
-      <td>${gb(j.vram)}</td><td>${ago(j.submitted_at, snap.simtime)}</td><td class="reason">${esc(j.reason)}</td></tr>`).join("");
+      <td>${gb(j.vram)}</td><td>${ago(j.submitted_at, snap.simtime)}</td><td class="reason">${esc(j.reason)}</td></tr>`).join("") ||
+    `<tr class="empty"><td colspan="5" class="dim">0 waiting — add jobs with the form above</td></tr>`;
 }
 
 function renderEvents(st) {
