@@ -1,0 +1,13 @@
+// Package pollux reproduces the cluster simulator of the Pollux paper
+// (OSDI'21 artifact, petuum/adaptdl osdi21-artifact, simulator/) as its
+// data folder's MODEL.md specifies it: distributed training jobs whose
+// replicas span nodes, whose speed comes from the application's measured
+// step and sync times for their placement and whose progress is counted in
+// statistically efficient steps, run in 60-second rounds under the
+// Tiresias+TunedJobs and Optimus+Oracle+TunedJobs policies. It owns the
+// application model (Load, App: throughput, gradient statistics, the
+// configuration rule, goodput), the job state and its advance by an
+// interval (Job), the policies (Tiresias, Optimus) and the offline main
+// loop (Run). Everything is plain functions over values: no goroutines,
+// no bus, no clock. Section numbers in comments (§4.5) are MODEL.md's.
+package pollux

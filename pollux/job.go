@@ -1,0 +1,136 @@
+package pollux
+
+import (
+	"fmt"
+	"math"
+	"slices"
+)
+
+// RestartDelay is the time a job computes nothing after every non-empty
+// reallocation, its first placement included (§4.3).
+const RestartDelay = 30
+
+// Spec is one row of a workload CSV.
+type Spec struct {
+	Name   string
+	Submit int
+	App    string
+	// Replicas and Batch are the TunedJobs settings (Tiresias reads both,
+	// Optimus only the batch size).
+	Replicas, Batch int
+}
+
+// Job is a job's state as the simulator advances it (§4.1).
+type Job struct {
+	Spec
+	app *App
+	// Clock is the job's own time (the cluster's after each step).
+	Clock int
+	// Rescale is the restart delay still to serve, in seconds.
+	Rescale   int
+	Placement []int
+	Config    Config
+	Progress  float64
+	Epoch     int
+	// Done is set with Completion, the second it completed.
+	Done       bool
+	Completion int
+	// Service is the GPU-seconds it attained, restart delays included.
+	Service int
+	// Restarts is -1 until its first placement, then counts the later
+	// non-empty reallocations.
+	Restarts int
+}
+
+// NewJob is a job of spec on its application's model.
+func (m *Model) NewJob(s Spec) (*Job, error) {
+	app := m.Apps[s.App]
+	if app == nil {
+		return nil, fmt.Errorf("job %s: unknown application %q", s.Name, s.App)
+	}
+	if s.Batch < app.B0 || s.Batch > app.Bmax {
+		return nil, fmt.Errorf("job %s: batch size %d outside %s's %d..%d", s.Name, s.Batch, s.App, app.B0, app.Bmax)
+	}
+	return &Job{Spec: s, app: app, Restarts: -1}, nil
+}
+
+// JCT is its completion time less its submission time.
+func (j *Job) JCT() int { return j.Completion - j.Submit }
+
+// replicas is the placement's replica count.
+func (j *Job) replicas() int {
+	r := 0
+	for _, n := range j.Placement {
+		r += n
+	}
+	return r
+}
+
+// Reallocate gives the job a new placement (§4.3): a non-empty one
+// configures it and charges the restart delay; an empty one (preemption)
+// keeps its progress, epoch and any delay still to serve.
+func (j *Job) Reallocate(placement []int) {
+	if len(placement) == 0 {
+		j.Placement, j.Config.A = nil, 0
+		return
+	}
+	j.Placement = slices.Clone(placement)
+	j.Config = j.app.Configure(j.Batch, j.replicas())
+	j.Rescale = RestartDelay
+	j.Restarts++
+}
+
+// Advance runs the job for s seconds (§4.5): the restart delay first,
+// then progress at its goodput epoch by epoch, completing inside the
+// interval at the rounded second its last epoch ends.
+func (j *Job) Advance(s int) error {
+	if len(j.Placement) == 0 {
+		j.Clock += s
+		return nil
+	}
+	r := j.replicas()
+	d := min(j.Rescale, s)
+	j.Clock += d
+	j.Service += d * r
+	j.Rescale -= d
+	s -= d
+	for s > 0 && !j.Done {
+		gp, err := j.app.Goodput(j.Placement, j.Config, j.Epoch)
+		if err != nil {
+			return fmt.Errorf("job %s: %w", j.Name, err)
+		}
+		next := j.app.Bound(j.Epoch + 1)
+		if gained := float64(gp * float64(s)); j.Progress+gained < next {
+			j.Progress += gained
+			j.Clock += s
+			j.Service += s * r
+			s = 0
+			break
+		}
+		j.Epoch++
+		delta := int(math.RoundToEven((next - j.Progress) / gp))
+		if j.Epoch > j.app.MaxEpochs-1 {
+			j.Done, j.Completion = true, j.Clock+delta
+		}
+		j.Progress = next
+		j.Clock += delta
+		j.Service += delta * r
+		s -= delta
+	}
+	j.Clock += s
+	return nil
+}
+
+// placementOf is the placement an allocation list makes: each run of
+// equal consecutive node indices is one node's replica count.
+func placementOf(nodes []int) []int {
+	var p []int
+	for i, n := range nodes {
+		if i > 0 && n == nodes[i-1] {
+			p[len(p)-1]++
+			continue
+		}
+		p = append(p, 1)
+	}
+	return p
+}

@@ -1,0 +1,152 @@
+package pollux
+
+import (
+	"fmt"
+	"slices"
+)
+
+// Cluster is the simulated cluster: Nodes nodes of GPUsPerNode GPUs, and
+// the scheduling interval Δ in seconds (MODEL.md §1: 16 × 4, 60).
+type Cluster struct {
+	Nodes, GPUsPerNode, Interval int
+}
+
+// Reference is the cluster of every published run.
+var Reference = Cluster{Nodes: 16, GPUsPerNode: 4, Interval: 60}
+
+// Alloc is an allocation map: a job's list of node indices, one per
+// replica, by job name.
+type Alloc map[string][]int
+
+// Policy decides each interval's allocation (§5.1 step 5): given the
+// active jobs in workload order, the cluster and the allocation of those
+// jobs now, the new allocation. It may keep state between calls.
+type Policy interface {
+	Name() string
+	Allocate(t int, active []*Job, c Cluster, current Alloc) (Alloc, error)
+}
+
+// NewPolicy makes the named policy: tiresias or optimus.
+func NewPolicy(name string) (Policy, error) {
+	switch name {
+	case "tiresias":
+		return NewTiresias(), nil
+	case "optimus":
+		return NewOptimus(), nil
+	}
+	return nil, fmt.Errorf("unknown Pollux policy %q (tiresias, optimus)", name)
+}
+
+// Result is a run's jobs, in workload order, every one completed.
+type Result struct {
+	Jobs []*Job
+	// End is the cluster time when the last job completed its interval.
+	End int
+}
+
+// Run simulates the workload on c under p to the last completion (§5.1):
+// every interval, advance every job by Δ, then let the policy re-allocate
+// the active jobs, and reallocate each job whose list changed.
+func Run(m *Model, specs []Spec, c Cluster, p Policy) (*Result, error) {
+	jobs := make([]*Job, len(specs))
+	for i, s := range specs {
+		j, err := m.NewJob(s)
+		if err != nil {
+			return nil, err
+		}
+		jobs[i] = j
+	}
+	alloc := Alloc{}
+	t, left := 0, len(jobs)
+	for left > 0 {
+		for _, j := range jobs {
+			was := j.Done
+			if err := j.Advance(c.Interval); err != nil {
+				return nil, err
+			}
+			if j.Done && !was {
+				left--
+			}
+		}
+		t += c.Interval
+		var active []*Job
+		for _, j := range jobs {
+			if j.Submit <= t && !j.Done {
+				active = append(active, j)
+			}
+		}
+		if len(active) == 0 {
+			continue
+		}
+		current := Alloc{}
+		for _, j := range active {
+			if nodes, ok := alloc[j.Name]; ok {
+				current[j.Name] = nodes
+			}
+		}
+		next, err := p.Allocate(t, active, c, current)
+		if err != nil {
+			return nil, err
+		}
+		for _, j := range active {
+			was, had := current[j.Name]
+			now, has := next[j.Name]
+			if had != has || !slices.Equal(was, now) {
+				j.Reallocate(placementOf(now))
+			}
+		}
+		alloc = next
+		if t > 1<<40 {
+			return nil, fmt.Errorf("no end after %d s: a job can never complete", t)
+		}
+	}
+	return &Result{Jobs: jobs, End: t}, nil
+}
+
+// freeTable is the most-free-node rule's state (Tiresias step 5): each
+// node's free GPUs, the nodes with any free at the start in index order.
+type freeTable struct {
+	nodes []int
+	free  map[int]int
+}
+
+// newFreeTable counts the GPUs the kept lists leave free on each node.
+func newFreeTable(c Cluster, kept Alloc) *freeTable {
+	used := make([]int, c.Nodes)
+	for _, nodes := range kept {
+		for _, n := range nodes {
+			used[n]++
+		}
+	}
+	t := &freeTable{free: map[int]int{}}
+	for n := 0; n < c.Nodes; n++ {
+		if f := c.GPUsPerNode - used[n]; f > 0 {
+			t.nodes = append(t.nodes, n)
+			t.free[n] = f
+		}
+	}
+	return t
+}
+
+// take fills a list of q replicas: each time the node with the most free
+// GPUs (the first in index order on a tie), as many as it has.
+func (t *freeTable) take(q int) []int {
+	var list []int
+	for len(list) < q {
+		best := -1
+		for _, n := range t.nodes {
+			if best < 0 || t.free[n] > t.free[best] {
+				best = n
+			}
+		}
+		if best < 0 || t.free[best] == 0 {
+			panic("pollux: placing more replicas than the cluster has free")
+		}
+		k := min(t.free[best], q-len(list))
+		for range k {
+			list = append(list, best)
+		}
+		t.free[best] -= k
+	}
+	return list
+}
