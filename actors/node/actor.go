@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/gpusched/gpusched/internal/mailbox"
 	"sort"
 	"strconv"
 	"strings"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/gpusched/gpusched/actors/gpu"
 	"github.com/gpusched/gpusched/events"
+	"github.com/gpusched/gpusched/internal/mailbox"
 	"github.com/gpusched/gpusched/model"
 	"github.com/gpusched/gpusched/simclock"
 )
@@ -83,6 +83,15 @@ func (a *Actor) Run(ctx context.Context) {
 	first := time.NewTimer(firstHeartbeat)
 	defer first.Stop()
 	firstSent := false
+	// On a virtual clock a node sends its first heartbeat only: the later
+	// ones come at wall-time moments, stamped with whatever simulated
+	// instant the clock stands at, so a run's events would depend on how
+	// fast the machine is (two runs of one seed differed by a round of
+	// heartbeats); and a virtual run has no leases for them to renew.
+	periodic := tick.C
+	if simclock.IsVirtual(a.clock) {
+		periodic = nil
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -104,7 +113,7 @@ func (a *Actor) Run(ctx context.Context) {
 				firstSent = true
 				a.publishHeartbeat(heard)
 			}
-		case <-tick.C:
+		case <-periodic:
 			a.expire()
 			a.publishHeartbeat(heard)
 			heard = map[string]gpu.Liveness{}
