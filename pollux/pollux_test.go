@@ -3,27 +3,15 @@ package pollux
 import (
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"testing"
-)
 
-// dataDir is the Pollux artifact's data: $GPUSCHED_TRACES/pollux or
-// ../shared/traces/pollux; a test without it skips.
-func dataDir(t testing.TB) string {
-	t.Helper()
-	for _, d := range []string{filepath.Join(os.Getenv("GPUSCHED_TRACES"), "pollux"), filepath.Join("..", "..", "shared", "traces", "pollux")} {
-		if _, err := os.Stat(filepath.Join(d, "MODEL.md")); err == nil && (d != "pollux" || os.Getenv("GPUSCHED_TRACES") != "") {
-			return d
-		}
-	}
-	t.Skip("the Pollux data is not here: put the artifact's data (workloads*/, traces/, results-jobload/, MODEL.md) in ../shared/traces/pollux or $GPUSCHED_TRACES/pollux")
-	return ""
-}
+	"github.com/gpusched/gpusched/internal/tracedir"
+)
 
 func loadModel(t testing.TB) *Model {
 	t.Helper()
-	m, err := Load(dataDir(t))
+	m, err := Load(tracedir.Pollux(t))
 	if err != nil {
 		t.Fatal(err)
 	}

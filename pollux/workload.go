@@ -44,12 +44,23 @@ func ReadWorkload(path string) ([]Spec, error) {
 }
 
 // LoadFolder is the workload folder of a relative load: workloads/ for
-// 1.0, workloads-<load>/ for the others (0.5, 1.5, 2.0).
+// 1.0, else workloads-<load>/ with the load as written with one decimal
+// (workloads-0.5/, workloads-2.0/) or, when that is absent, shortest
+// (workloads-2/).
 func LoadFolder(dir string, load float64) string {
 	if load == 1 {
 		return filepath.Join(dir, "workloads")
 	}
-	return filepath.Join(dir, "workloads-"+strconv.FormatFloat(load, 'f', -1, 64))
+	oneDecimal := filepath.Join(dir, "workloads-"+strconv.FormatFloat(load, 'f', 1, 64))
+	if _, err := os.Stat(oneDecimal); err == nil {
+		return oneDecimal
+	}
+	if short := filepath.Join(dir, "workloads-"+strconv.FormatFloat(load, 'f', -1, 64)); short != oneDecimal {
+		if _, err := os.Stat(short); err == nil {
+			return short
+		}
+	}
+	return oneDecimal
 }
 
 // Published is a results-jobload/<policy>-<load>/summary.json: per

@@ -1,4 +1,5 @@
-// Package tracedir finds the openb trace for tests and benchmarks: in
+// Package tracedir finds the public traces for tests and benchmarks (the
+// openb trace, the Pollux artifact's data): in
 // $GPUSCHED_TRACES, or in ../shared/traces beside the repository (where
 // CI has it). Never copy the trace into the project.
 package tracedir
@@ -11,14 +12,33 @@ import (
 	"github.com/gpusched/gpusched/openb"
 )
 
+// candidates are the folders that may hold the traces: $GPUSCHED_TRACES,
+// then shared/traces beside the repository (found from the test's folder
+// by walking up to go.mod, whatever the package's depth).
+func candidates() []string {
+	var out []string
+	if d := os.Getenv("GPUSCHED_TRACES"); d != "" {
+		out = append(out, d)
+	}
+	dir, err := os.Getwd()
+	for err == nil {
+		if _, statErr := os.Stat(filepath.Join(dir, "go.mod")); statErr == nil {
+			return append(out, filepath.Join(dir, "..", "shared", "traces"))
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			break
+		}
+		dir = parent
+	}
+	return out
+}
+
 // Openb returns the alibaba-openb folder of the trace, or skips t with a
 // message saying where to get it.
 func Openb(t testing.TB) string {
 	t.Helper()
-	for _, d := range []string{os.Getenv("GPUSCHED_TRACES"), filepath.Join("..", "..", "shared", "traces"), filepath.Join("..", "shared", "traces")} {
-		if d == "" {
-			continue
-		}
+	for _, d := range candidates() {
 		p := filepath.Join(d, "alibaba-openb")
 		if _, err := os.Stat(filepath.Join(p, "openb_node_list_gpu_node.csv")); err == nil {
 			return p
@@ -26,6 +46,22 @@ func Openb(t testing.TB) string {
 	}
 	t.Skip("the openb trace is not here: put it in ../shared/traces/alibaba-openb or set GPUSCHED_TRACES " +
 		"(github.com/alibaba/clusterdata, cluster-trace-gpu-v2023, with the FGD results from hkust-adsl/kubernetes-scheduler-simulator)")
+	return ""
+}
+
+// Pollux returns the Pollux artifact's data folder (workloads*/, traces/,
+// results-jobload/, MODEL.md), or skips t with a message saying where to
+// get it.
+func Pollux(t testing.TB) string {
+	t.Helper()
+	for _, d := range candidates() {
+		p := filepath.Join(d, "pollux")
+		if _, err := os.Stat(filepath.Join(p, "MODEL.md")); err == nil {
+			return p
+		}
+	}
+	t.Skip("the Pollux data is not here: put it in ../shared/traces/pollux or set GPUSCHED_TRACES " +
+		"(github.com/petuum/adaptdl, branch osdi21-artifact, simulator/: workloads*/, traces/, results-jobload/, with MODEL.md)")
 	return ""
 }
 
