@@ -38,15 +38,8 @@ func candidates() []string {
 // message saying where to get it.
 func Openb(t testing.TB) string {
 	t.Helper()
-	for _, d := range candidates() {
-		p := filepath.Join(d, "alibaba-openb")
-		if _, err := os.Stat(filepath.Join(p, "openb_node_list_gpu_node.csv")); err == nil {
-			return p
-		}
-	}
-	t.Skip("the openb trace is not here: put it in ../shared/traces/alibaba-openb or set GPUSCHED_TRACES " +
+	return find(t, "alibaba-openb", "openb_node_list_gpu_node.csv", "the openb trace is not here: put it in ../shared/traces/alibaba-openb or set GPUSCHED_TRACES "+
 		"(github.com/alibaba/clusterdata, cluster-trace-gpu-v2023, with the FGD results from hkust-adsl/kubernetes-scheduler-simulator)")
-	return ""
 }
 
 // Pollux returns the Pollux artifact's data folder (workloads*/, traces/,
@@ -54,14 +47,21 @@ func Openb(t testing.TB) string {
 // get it.
 func Pollux(t testing.TB) string {
 	t.Helper()
+	return find(t, "pollux", "MODEL.md", "the Pollux data is not here: put it in ../shared/traces/pollux or set GPUSCHED_TRACES "+
+		"(github.com/petuum/adaptdl, branch osdi21-artifact, simulator/: workloads*/, traces/, results-jobload/, with MODEL.md)")
+}
+
+// find returns the folder sub of the traces that holds marker, or skips t
+// saying why.
+func find(t testing.TB, sub, marker, why string) string {
+	t.Helper()
 	for _, d := range candidates() {
-		p := filepath.Join(d, "pollux")
-		if _, err := os.Stat(filepath.Join(p, "MODEL.md")); err == nil {
+		p := filepath.Join(d, sub)
+		if _, err := os.Stat(filepath.Join(p, marker)); err == nil {
 			return p
 		}
 	}
-	t.Skip("the Pollux data is not here: put it in ../shared/traces/pollux or set GPUSCHED_TRACES " +
-		"(github.com/petuum/adaptdl, branch osdi21-artifact, simulator/: workloads*/, traces/, results-jobload/, with MODEL.md)")
+	t.Skip(why)
 	return ""
 }
 
