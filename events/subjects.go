@@ -134,6 +134,12 @@ const (
 	JobLost      = "lost"
 	JobRejected  = "rejected"
 	JobCancelled = "cancelled"
+	// JobRestored is not a transition: a restarted scheduler says which
+	// unfinished jobs it took back from its journal (queued, or running
+	// as the journal last knew), so that a history missing a job's
+	// job.submitted (the process killed between the journal's write and
+	// the event's) still names every accepted job.
+	JobRestored = "restored"
 )
 
 // GPU event types.

@@ -101,6 +101,9 @@ type CheckCounts struct {
 	// scheduler ran and none kept a journal: nothing that survived knew
 	// them.
 	LostUnseen int `json:"lost_unseen"`
+	// Restored counts the jobs first heard of in a restarted scheduler's
+	// job.restored (their job.submitted never reached the history).
+	Restored int `json:"restored"`
 	// Lost counts job.lost events; Recovered the lost jobs placed again.
 	Lost        int `json:"lost"`
 	Recovered   int `json:"recovered"`
@@ -399,6 +402,21 @@ func (c *Checker) job(ev *events.Decoded, typ string, in events.JobInfo) {
 		c.c.Jobs++
 		return
 	}
+	if typ == events.JobRestored {
+		// Not a transition: a restarted scheduler names an unfinished job
+		// it took back. One the checker never saw submitted (its event
+		// lost to a kill) is counted from here.
+		if !ok {
+			state := in.State
+			if state == events.JobPlaced || state == events.JobStarted {
+				state = events.JobRunning
+			}
+			c.jobs[id] = &jobSeen{name: in.Name, state: state, gang: in.GPUs}
+			c.c.Jobs++
+			c.c.Restored++
+		}
+		return
+	}
 	if !ok {
 		return // submitted before the checker attached
 	}
@@ -595,6 +613,9 @@ func (s CheckSummary) Write(w io.Writer) {
 	fmt.Fprintf(w, "observer check: %d events over %s\n", s.Events, s.Span.Round(time.Millisecond))
 	fmt.Fprintf(w, "  jobs seen            %d: completed %d, running %d, queued %d, cancelled %d, rejected %d\n",
 		s.Jobs, s.Completed, s.Running, s.Queued, s.Cancelled, s.Rejected)
+	if s.Restored > 0 {
+		fmt.Fprintf(w, "  restored             %d jobs first heard of in a restarted scheduler's job.restored (their job.submitted never reached the history)\n", s.Restored)
+	}
 	fmt.Fprintf(w, "  lost and recovered   %d job.lost events, %d jobs placed again\n", s.Lost, s.Recovered)
 	if s.SchedulerKills > 0 || s.LostInQueue > 0 || s.CompletedUnreported > 0 || s.LostUnseen > 0 {
 		fmt.Fprintf(w, "  scheduler kills      %d: lost-in-queue %d (queued when a scheduler without a job journal died), completed while no scheduler saw %d, lost unseen %d (running on a GPU killed while no scheduler ran, no journal)\n",

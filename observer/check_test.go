@@ -127,6 +127,23 @@ func TestCheckerLifecycleAndLostInQueue(t *testing.T) {
 	}
 }
 
+// TestCheckerRestored: a job first heard of in a restarted scheduler's
+// job.restored (its job.submitted lost to a kill) is counted and judged
+// from there; job.restored of a known job changes nothing.
+func TestCheckerRestored(t *testing.T) {
+	f := newFeeder(t)
+	f.emit("/scheduler/1", "job.submitted", events.JobInfo{JobID: "known"})
+	f.emit("/scheduler/1", "job.queued", events.JobInfo{JobID: "known"})
+	f.emit("/scheduler/2", "job.restored", events.JobInfo{JobID: "known", State: "queued"})
+	f.emit("/scheduler/2", "job.restored", events.JobInfo{JobID: "unheard", State: "queued"})
+	f.emit("/scheduler/2", "job.placed", events.JobInfo{JobID: "unheard"})
+	f.emit("/scheduler/2", "job.started", events.JobInfo{JobID: "unheard"})
+	f.emit("/scheduler/2", "job.completed", events.JobInfo{JobID: "unheard"})
+	if s := f.c.Summary(); s.Jobs != 2 || s.Restored != 1 || s.Completed != 1 || s.Queued != 1 || len(s.Violations) != 0 {
+		t.Fatalf("jobs %d restored %d completed %d queued %d violations %v", s.Jobs, s.Restored, s.Completed, s.Queued, s.Violations)
+	}
+}
+
 // TestCheckerLostUnseen: a job running on a GPU killed while no scheduler
 // ran, on a cluster without a job journal, is lost with nothing left that
 // knew it: counted as lost unseen, not as running forever (the soak with

@@ -990,3 +990,30 @@ func TestAGPUNotReadYetShowsAsUnknownNotGone(t *testing.T) {
 		t.Fatalf("after its status: %+v, want n1-gpu-1 known and alive", snap.GPUs[1])
 	}
 }
+
+// TestARestartAnnouncesTheJobsItTookBack (issue 21 item 7): a scheduler
+// restored from its journal announces each unfinished job it took back —
+// queued, or running as the journal last knew — with job.restored, so a
+// history that lost a job's job.submitted to a kill still names it.
+func TestARestartAnnouncesTheJobsItTookBack(t *testing.T) {
+	h := newHarness(t, Config{})
+	h.AddGPU("n1", "n1-gpu-0", "A100-40GB")
+	a := h.Submit(spec("a", "10GB"))
+	q := h.Submit(spec("q", "35GB")) // no room beside a: queued
+	done := h.Submit(spec("done", "1GB"))
+	h.Step(Input{Msg: &Msg{Subject: h.Subjects.JobCancel(), Reply: "_INBOX.x", Data: encode(map[string]string{"job_id": done.JobID})}})
+	st := &durable.State{Incarnation: 1}
+	for _, id := range []string{a.JobID, q.JobID, done.JobID} {
+		st.Jobs = append(st.Jobs, *h.Core.record(h.Core.jobs[id]))
+	}
+	h2 := newHarness(t, Config{Restored: st})
+	restored := map[string]string{}
+	for _, e := range h2.Events {
+		if e.Type == "gpusched.job.restored" {
+			restored[e.ID] = e.Data.(events.JobInfo).State
+		}
+	}
+	if len(restored) != 2 || restored[q.JobID] != events.JobQueued || (restored[a.JobID] != events.JobRunning && restored[a.JobID] != events.JobPlaced) {
+		t.Fatalf("job.restored for %v, want the queued and the running job, not the cancelled one", restored)
+	}
+}

@@ -158,6 +158,21 @@ func (s *Core) restore(st *durable.State) {
 			s.dirty = true
 		}
 	}
+	// Every unfinished job taken back is announced, in acceptance order:
+	// the event history may lack its job.submitted (killed in between).
+	for i := range st.Jobs {
+		r := &st.Jobs[i]
+		var info events.JobInfo
+		switch {
+		case s.journaled[r.JobID] == r:
+			info = s.info(s.recordJob(r), false)
+		case s.jobs[r.JobID] != nil && s.jobs[r.JobID].state == events.JobQueued:
+			info = s.info(s.jobs[r.JobID], false)
+		default:
+			continue
+		}
+		s.bus.Emit(s.cfg.Subjects.JobEvent(events.JobRestored), events.Type("job", events.JobRestored), r.JobID, s.now, info)
+	}
 	s.log.Info("job journal restored", zap.Int("jobs", len(st.Jobs)), zap.Int("queued", len(s.queue)),
 		zap.Int("ran", len(s.journaled)), zap.Int("predecessor", st.Incarnation))
 }
