@@ -68,6 +68,10 @@ type Checker struct {
 	// is the last sched.up.
 	schedDown bool
 	schedUpAt time.Time
+	// behindSources are the sources known when the checker last fell
+	// behind: the gap before each one's next event is events it missed,
+	// not a violation.
+	behindSources map[string]bool
 	// journalless is set when a scheduler went down without a job
 	// journal: what it alone knew is gone with it.
 	journalless bool
@@ -97,6 +101,14 @@ type CheckCounts struct {
 	// a GPU finished while no scheduler was there to report it.
 	LostInQueue         int `json:"lost_in_queue"`
 	CompletedUnreported int `json:"completed_unreported"`
+	// FellBehind counts the times the checker fell behind the cluster
+	// (disconnected, or the stream dropped events it had not read yet)
+	// and resynchronised from a snapshot; Missed the events it then did
+	// not see (the gaps in its sources' seq), EndedUnseen the jobs that
+	// ended meanwhile (gone from the snapshot: how, it cannot tell).
+	FellBehind  int `json:"fell_behind"`
+	Missed      int `json:"missed"`
+	EndedUnseen int `json:"ended_unseen"`
 	// LostUnseen are jobs running on a GPU that was killed while no
 	// scheduler ran and none kept a journal: nothing that survived knew
 	// them.
@@ -157,8 +169,72 @@ type faultSeen struct {
 // detected records how long f took to be declared at t.
 func (c *Checker) detected(k string, f faultSeen, t time.Time, selfFenced bool) {
 	restart := f.schedDown || c.schedDown || c.schedUpAt.After(f.at)
-	c.detections = append(c.detections, Detection{Action: f.action, GPU: k, After: t.Sub(f.at), SelfFenced: selfFenced, DuringRestart: restart})
+	// The chaos event is stamped when announced, after the act: a verdict
+	// may carry an earlier time. Detection cannot precede the fault.
+	c.detections = append(c.detections, Detection{Action: f.action, GPU: k, After: max(0, t.Sub(f.at)), SelfFenced: selfFenced, DuringRestart: restart})
 	delete(c.faults, k)
+}
+
+// Resync is what the checker does when it fell behind the cluster (its
+// connection dropped, or the event stream discarded events before it read
+// them): it stops judging what it could not see and takes up the
+// cluster's state from snap. The next event of each source it knew
+// reveals how many it missed (counted, not violations); each GPU's jobs
+// become the snapshot's (so a stale list makes no false double run); each
+// unfinished job takes the snapshot's state, and one absent from it ended
+// unseen. Terminal states never change. It returns a line for people.
+func (c *Checker) Resync(snap *events.Snapshot) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.c.FellBehind++
+	if c.behindSources == nil {
+		c.behindSources = map[string]bool{}
+	}
+	for src := range c.sources {
+		c.behindSources[src] = true
+	}
+	if snap == nil {
+		return "fell behind the cluster; no snapshot to resynchronise from: judging only what comes next"
+	}
+	for _, g := range snap.GPUs {
+		if g.Unknown {
+			continue
+		}
+		gs := c.gpu(g.Node, g.GPU)
+		gs.inc, gs.total, gs.jobs, gs.change = g.Incarnation, g.VRAMTotal, g.Jobs, "resynced"
+	}
+	now := map[string]string{}
+	for _, j := range snap.Running {
+		now[j.JobID] = events.JobRunning
+	}
+	for _, j := range snap.Queue {
+		now[j.JobID] = events.JobQueued
+	}
+	ended := 0
+	for id, j := range c.jobs {
+		if terminalStates[j.state] || j.state == "lost-in-queue" || j.state == "lost-unseen" {
+			continue
+		}
+		if state, ok := now[id]; ok {
+			j.state = state
+			continue
+		}
+		if snap.Pages <= 1 {
+			// Only a whole snapshot can say a job is gone.
+			j.state = "ended-unseen"
+			ended++
+		}
+	}
+	for _, list := range [][]events.JobInfo{snap.Running, snap.Queue} {
+		for _, in := range list {
+			if _, known := c.jobs[in.JobID]; !known {
+				c.jobs[in.JobID] = &jobSeen{name: in.Name, state: now[in.JobID], gang: in.GPUs}
+				c.c.Jobs++
+			}
+		}
+	}
+	return fmt.Sprintf("fell behind the cluster: resynchronised from a snapshot (%d running, %d queued; %d jobs ended unseen); the events missed are counted as their sources speak again",
+		len(snap.Running), len(snap.Queue), ended)
 }
 
 // NewChecker returns an empty checker.
@@ -249,6 +325,15 @@ func (c *Checker) checkSeq(ev *events.Decoded) {
 	c.sources[ev.Source] = max(last, ev.Seq)
 	if !ok {
 		return // the first event heard from this source: the baseline
+	}
+	if c.behindSources[ev.Source] {
+		// The first event since the checker fell behind: what lies
+		// between was missed, not lost by the cluster.
+		delete(c.behindSources, ev.Source)
+		if ev.Seq > last {
+			c.c.Missed += int(ev.Seq - last - 1)
+			return
+		}
 	}
 	switch {
 	case ev.Seq == last+1:
@@ -579,6 +664,8 @@ func (c *Checker) Summary() CheckSummary {
 			s.CompletedUnreported++
 		case "lost-unseen":
 			s.LostUnseen++
+		case "ended-unseen":
+			s.EndedUnseen++
 		default:
 			s.Queued++
 			if j.wasLost && len(s.Stuck) < 20 {
@@ -646,6 +733,10 @@ func (s CheckSummary) Write(w io.Writer) {
 	fmt.Fprintf(w, "  time to re-place     %s\n", durations(s.Replaced))
 	fmt.Fprintf(w, "  expected seq gaps    %d (drop chaos); stale events ignored %d; malformed messages dropped %d\n",
 		s.ExpectedGaps, s.StaleEvents, s.Malformed)
+	if s.FellBehind > 0 {
+		fmt.Fprintf(w, "  fell behind          %d time(s): %d events missed, %d jobs ended unseen (resynchronised from snapshots; nothing unseen is judged)\n",
+			s.FellBehind, s.Missed, s.EndedUnseen)
+	}
 	if len(s.Stuck) > 0 {
 		fmt.Fprintf(w, "  not ended yet        %s (at most 20 named: the running jobs, and the lost jobs still queued)\n", strings.Join(s.Stuck, ", "))
 	}
@@ -671,6 +762,17 @@ func CheckLive(ctx context.Context, nc *nats.Conn, subjects events.Subjects, c *
 	if err != nil {
 		return err
 	}
+	// A connection lost and found again (the server dropped a reader that
+	// stopped reading, as a stopped process does) missed the events in
+	// between: resynchronise from a snapshot rather than judge a history
+	// with holes.
+	prev := nc.Opts.ReconnectedCB
+	nc.SetReconnectHandler(func(conn *nats.Conn) {
+		if prev != nil {
+			prev(conn)
+		}
+		go resync(conn, subjects, c, w)
+	})
 	<-ctx.Done()
 	return DrainChecker(nc, sub)
 }
@@ -690,6 +792,12 @@ func CheckHistory(ctx context.Context, nc *nats.Conn, subjects events.Subjects, 
 			prev(v)
 		}
 	}
+	// Events the stream discarded before they were read (its limits) are
+	// a hole in the history: resynchronise from a snapshot.
+	h.OnGap = func(missed uint64) {
+		fmt.Fprintf(w, "observer check: the event stream discarded %d events before they were read\n", missed)
+		resync(nc, subjects, c, w)
+	}
 	return ReadEvents(ctx, nc, subjects, h, func(subject string, data []byte) error {
 		ev, fe := events.DecodeEvent(data)
 		if fe != nil {
@@ -699,6 +807,17 @@ func CheckHistory(ctx context.Context, nc *nats.Conn, subjects events.Subjects, 
 		c.Feed(subject, ev)
 		return nil
 	})
+}
+
+// resync takes up the cluster's state from a snapshot after c fell behind
+// and says so on w.
+func resync(nc *nats.Conn, subjects events.Subjects, c *Checker, w io.Writer) {
+	snap, err := FetchSnapshot(nc, subjects)
+	if err != nil {
+		snap = nil
+		fmt.Fprintf(w, "observer check: no snapshot after falling behind: %v\n", err)
+	}
+	fmt.Fprintf(w, "observer check: %s\n", c.Resync(snap))
 }
 
 // SubscribeChecker subscribes c to every event of the cluster, printing

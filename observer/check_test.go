@@ -127,6 +127,52 @@ func TestCheckerLifecycleAndLostInQueue(t *testing.T) {
 	}
 }
 
+// TestCheckerResyncsWhenItFellBehind (issue 21 item 8): a checker that
+// missed events (its connection dropped) resynchronises from a snapshot:
+// the gaps before each source's next event are counted as missed, not
+// violations; a GPU's stale job list makes no false double run; a job
+// gone from the snapshot ended unseen, not running forever.
+func TestCheckerResyncsWhenItFellBehind(t *testing.T) {
+	f := newFeeder(t)
+	for _, id := range []string{"a", "gone"} {
+		f.emit("/scheduler/1", "job.submitted", events.JobInfo{JobID: id})
+		f.emit("/scheduler/1", "job.started", events.JobInfo{JobID: id})
+	}
+	f.emit("/gpu/n0/g0/1", "gpu.status", gpuStatus("n0", "g0", 1, running("a", 0, 10), running("gone", 10, 10)))
+	f.emit("/gpu/n1/g1/1", "gpu.status", gpuStatus("n1", "g1", 1))
+	// Behind: meanwhile "gone" completed, "a" moved to g1, "new" came.
+	f.seq["/scheduler/1"] += 9
+	f.seq["/gpu/n0/g0/1"] += 4
+	f.seq["/gpu/n1/g1/1"] += 2
+	snap := &events.Snapshot{Pages: 1,
+		GPUs:    []events.SnapshotGPU{{GPUStatus: gpuStatus("n0", "g0", 1)}, {GPUStatus: gpuStatus("n1", "g1", 1, running("a", 0, 10))}},
+		Running: []events.JobInfo{{JobID: "a"}}, Queue: []events.JobInfo{{JobID: "new"}}}
+	if line := f.c.Resync(snap); !strings.Contains(line, "1 jobs ended unseen") {
+		t.Fatalf("resync says %q", line)
+	}
+	f.emit("/gpu/n1/g1/1", "gpu.status", gpuStatus("n1", "g1", 1, running("a", 0, 10)))
+	f.emit("/gpu/n0/g0/1", "gpu.status", gpuStatus("n0", "g0", 1))
+	f.emit("/scheduler/1", "job.completed", events.JobInfo{JobID: "a"})
+	s := f.c.Summary()
+	if len(s.Violations) != 0 || s.FellBehind != 1 || s.Missed != 15 || s.EndedUnseen != 1 || s.Running != 0 || s.Queued != 1 || s.Completed != 1 || s.Jobs != 3 {
+		t.Fatalf("after the resync: violations %v, fell behind %d, missed %d, ended unseen %d, running %d, queued %d, completed %d, jobs %d",
+			s.Violations, s.FellBehind, s.Missed, s.EndedUnseen, s.Running, s.Queued, s.Completed, s.Jobs)
+	}
+	// Without the resync the same history is full of false alarms.
+	g := newFeeder(t)
+	for _, id := range []string{"a", "gone"} {
+		g.emit("/scheduler/1", "job.submitted", events.JobInfo{JobID: id})
+		g.emit("/scheduler/1", "job.started", events.JobInfo{JobID: id})
+	}
+	g.emit("/gpu/n0/g0/1", "gpu.status", gpuStatus("n0", "g0", 1, running("a", 0, 10), running("gone", 10, 10)))
+	g.emit("/gpu/n1/g1/1", "gpu.status", gpuStatus("n1", "g1", 1))
+	g.seq["/gpu/n1/g1/1"] += 2
+	g.emit("/gpu/n1/g1/1", "gpu.status", gpuStatus("n1", "g1", 1, running("a", 0, 10)))
+	if got := kinds(g.c.Violations()); !strings.Contains(got, "seq-gap") || !strings.Contains(got, "double-run") {
+		t.Fatalf("without a resync: violations %q, want the gap and the false double run", got)
+	}
+}
+
 // TestCheckerRestored: a job first heard of in a restarted scheduler's
 // job.restored (its job.submitted lost to a kill) is counted and judged
 // from there; job.restored of a known job changes nothing.

@@ -31,6 +31,9 @@ type History struct {
 	// skips up to and including it.
 	AfterID   string
 	AfterTime time.Time
+	// OnGap, when set, hears of events the stream discarded (its age or
+	// size limits) before this reader got to them: how many.
+	OnGap func(missed uint64)
 }
 
 // resumeMargin is how far before a resumed event's own time reading
@@ -139,6 +142,7 @@ func ReadEvents(ctx context.Context, nc *nats.Conn, subjects events.Subjects, h 
 	}()
 	defer close(stopped)
 	var last jetstream.Msg
+	var lastSeq uint64
 	defer func() {
 		// The last event taken, acknowledged for sure (with AckAll it
 		// covers every one before it): where the next run resumes.
@@ -167,6 +171,14 @@ func ReadEvents(ctx context.Context, nc *nats.Conn, subjects events.Subjects, h 
 			// Well past it without finding it (the stream no longer keeps
 			// it): everything from here on.
 			skipping = false
+		}
+		if meta, err := msg.Metadata(); err == nil && h.OnGap != nil {
+			// The reader's events are consecutive in the stream, which
+			// holds nothing else: a jump is events discarded unread.
+			if seq := meta.Sequence.Stream; lastSeq > 0 && seq > lastSeq+1 {
+				h.OnGap(seq - lastSeq - 1)
+			}
+			lastSeq = meta.Sequence.Stream
 		}
 		if err := fn(msg.Subject(), msg.Data()); err != nil {
 			it.Stop()

@@ -256,14 +256,23 @@ func (w *Watcher) fetch() (*events.Snapshot, error) {
 	if !w.nc.IsConnected() {
 		return nil, fmt.Errorf("waiting for the cluster on %v", w.nc.Servers())
 	}
-	snap, err := requestSnapshot(w.nc, w.subjects, 0)
+	return FetchSnapshot(w.nc, w.subjects)
+}
+
+// FetchSnapshot asks the cluster for its snapshot, every page (up to
+// maxSnapshotPages) merged into one; Pages stays the count there was, and
+// a snapshot whose pages shrank meanwhile is what the pages said.
+func FetchSnapshot(nc *nats.Conn, subjects events.Subjects) (*events.Snapshot, error) {
+	snap, err := requestSnapshot(nc, subjects, 0)
 	if err != nil {
 		return nil, err
 	}
+	whole := true
 	for p := 1; p < snap.Pages && p < maxSnapshotPages; p++ {
-		next, err := requestSnapshot(w.nc, w.subjects, p)
+		next, err := requestSnapshot(nc, subjects, p)
 		var fe *model.FieldError
 		if errors.As(err, &fe) && fe.Field == "page" {
+			whole = false
 			break // the pages shrank since the first: what is left is shown next time
 		}
 		if err != nil {
@@ -272,6 +281,9 @@ func (w *Watcher) fetch() (*events.Snapshot, error) {
 		snap.GPUs = append(snap.GPUs, next.GPUs...)
 		snap.Running = append(snap.Running, next.Running...)
 		snap.Queue = append(snap.Queue, next.Queue...)
+	}
+	if whole && snap.Pages <= maxSnapshotPages {
+		snap.Pages = 1 // every page is in it
 	}
 	return snap, nil
 }
