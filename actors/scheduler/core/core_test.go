@@ -1017,3 +1017,25 @@ func TestARestartAnnouncesTheJobsItTookBack(t *testing.T) {
 		t.Fatalf("job.restored for %v, want the queued and the running job, not the cancelled one", restored)
 	}
 }
+
+// TestARestoredFinishedJobKeepsWhereItRan (issue 21 item 9: about 10 % of
+// completed jobs had no node or GPUs in job.list after restarts): a job
+// that completed keeps its node and GPUs across a restart from the
+// journal; an unfinished one runs nowhere until placed again.
+func TestARestoredFinishedJobKeepsWhereItRan(t *testing.T) {
+	h := newHarness(t, Config{})
+	g := h.AddGPU("n1", "n1-gpu-0", "A100-40GB")
+	a := h.Submit(spec("a", "10GB"))
+	st := g.Status
+	st.Jobs = slices.DeleteFunc(slices.Clone(st.Jobs), func(j events.GPUJob) bool { return j.JobID == a.JobID })
+	st.Change, st.JobID, st.Version = events.ChangeCompleted, a.JobID, st.Version+1
+	g.Status = st
+	h.GPUEvent(st, events.GPUStatusType)
+	if info := h.JobState(a.JobID); info.State != events.JobCompleted {
+		t.Fatalf("the job is %s, want completed", info.State)
+	}
+	h2 := newHarness(t, Config{Restored: &durable.State{Incarnation: 1, Jobs: []durable.Record{*h.Core.record(h.Core.jobs[a.JobID])}}})
+	if info := h2.JobState(a.JobID); info.State != events.JobCompleted || info.Node != "n1" || !slices.Equal(info.GPUIDs, []string{"n1-gpu-0"}) {
+		t.Fatalf("restored: %s on %q %v, want completed on n1 [n1-gpu-0]", info.State, info.Node, info.GPUIDs)
+	}
+}

@@ -188,7 +188,12 @@ func (s *Core) recordJob(r *durable.Record) *job {
 // jobs (in acceptance order: records come sorted by seq).
 func (s *Core) fromRecord(r *durable.Record) *job {
 	j := s.recordJob(r)
-	j.node, j.gpus, j.placement = "", nil, ""
+	if !j.terminal() {
+		// Where an unfinished job ran is history: it runs nowhere now. A
+		// finished one keeps where it last ran (job.get, job.list).
+		j.node, j.gpus = "", nil
+	}
+	j.placement = ""
 	s.jobs[j.id] = j
 	i, _ := slices.BinarySearchFunc(s.order, j.seq, func(o *job, seq uint64) int { return cmp.Compare(o.seq, seq) })
 	s.order = slices.Insert(s.order, i, j)

@@ -403,7 +403,11 @@ func (s *Core) reconcile(gs *gpuState, st events.GPUStatus) {
 		e, ok := ended[j.id]
 		switch {
 		case ok && e.Change == events.ChangeCompleted:
-			s.log.Warn("completion learned by reconciling (its event was lost)", zap.String("job", j.id), zap.String("gpu", st.GPU))
+			// Its status event had not come: lost, or still on its way (a
+			// full status answers on another subscription and can pass
+			// it). Not a fault on its own: the event, if it comes, is
+			// stale then.
+			s.log.Info("completion learned from the GPU's full status before its event", zap.String("job", j.id), zap.String("gpu", st.GPU))
 			s.shardDone(j.id, st.GPU)
 		case ok:
 			s.requeueLost(j, e.ProgressS, "GPU "+st.GPU+" no longer runs it ("+e.Change+"; its event was lost)")
