@@ -2,6 +2,7 @@ package core
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -1037,5 +1038,42 @@ func TestARestoredFinishedJobKeepsWhereItRan(t *testing.T) {
 	h2 := newHarness(t, Config{Restored: &durable.State{Incarnation: 1, Jobs: []durable.Record{*h.Core.record(h.Core.jobs[a.JobID])}}})
 	if info := h2.JobState(a.JobID); info.State != events.JobCompleted || info.Node != "n1" || !slices.Equal(info.GPUIDs, []string{"n1-gpu-0"}) {
 		t.Fatalf("restored: %s on %q %v, want completed on n1 [n1-gpu-0]", info.State, info.Node, info.GPUIDs)
+	}
+}
+
+// TestSnapshotPagesAreBoundedBySize (issue 22 item 8): long names and
+// reasons make a page of 256 queued jobs too big for one message; pages
+// are then cut by size too, and every job is on exactly one page.
+func TestSnapshotPagesAreBoundedBySize(t *testing.T) {
+	h := newHarness(t, Config{})
+	h.AddGPU("n1", "n1-gpu-0", "A100-40GB")
+	h.Submit(spec("full", "40GB"))
+	const n = 250
+	for i := range n {
+		h.Submit(spec(fmt.Sprintf("%03d-%s", i, strings.Repeat("x", 250)), "1GB"))
+	}
+	h.Pass()
+	seen := map[string]int{}
+	var snap events.Snapshot
+	for page := 0; page == 0 || page < snap.Pages; page++ {
+		raw := h.Request("cluster.snapshot", "", map[string]any{"page": page})
+		if len(raw) > snapshotListBytes*3+64<<10 {
+			t.Fatalf("page %d is %d bytes", page, len(raw))
+		}
+		snap = events.Snapshot{}
+		if err := json.Unmarshal(raw, &snap); err != nil {
+			t.Fatal(err)
+		}
+		for _, j := range snap.Queue {
+			seen[j.JobID]++
+		}
+	}
+	if snap.Pages < 2 || len(seen) != n {
+		t.Fatalf("%d pages, %d queued jobs seen, want more than one page and all %d", snap.Pages, len(seen), n)
+	}
+	for id, k := range seen {
+		if k != 1 {
+			t.Fatalf("job %s on %d pages", id, k)
+		}
 	}
 }

@@ -75,12 +75,72 @@ func (s *Core) publishMetrics() {
 	}
 }
 
-// Snapshot page sizes: at 100,000 GPUs a page stays far below NATS's
-// default 1 MB payload (a GPU entry is about 1 KB with a few jobs).
+// Snapshot pages hold at most this many GPUs, running and queued jobs
+// each, and at most snapshotListBytes of each list (by the entries'
+// estimated size): three lists stay under NATS's default 1 MiB payload
+// however many jobs share a GPU or however long their reasons are.
 const (
 	snapshotGPUsPerPage = 256
 	snapshotJobsPerPage = 256
+	snapshotListBytes   = 256 << 10
 )
+
+// pageStarts splits n entries into pages of at most perPage entries and
+// at most budget bytes by cost (an entry larger than the budget gets a page
+// of its own): the index each page starts at.
+func pageStarts(n, perPage, budget int, cost func(i int) int) []int {
+	starts := []int{0}
+	count, bytes := 0, 0
+	for i := range n {
+		c := cost(i)
+		if count > 0 && (count == perPage || bytes+c > budget) {
+			starts = append(starts, i)
+			count, bytes = 0, 0
+		}
+		count++
+		bytes += c
+	}
+	return starts
+}
+
+// pageSlice is page p of xs by starts (empty past the last).
+func pageSlice[T any](xs []T, starts []int, p int) []T {
+	if p >= len(starts) || len(xs) == 0 {
+		return nil
+	}
+	end := len(xs)
+	if p+1 < len(starts) {
+		end = starts[p+1]
+	}
+	return xs[starts[p]:end]
+}
+
+// Estimated encoded sizes, in bytes, of snapshot entries: a fixed part
+// (the fields and their names) and what grows with the entry.
+const (
+	gpuEntryBytes     = 700
+	gpuJobEntryBytes  = 260
+	allocEntryBytes   = 70
+	endedEntryBytes   = 600
+	jobEntryBytes     = 800
+	perIDBytes        = 48
+	unknownEntryBytes = 300
+)
+
+// gpuCost estimates a GPU's snapshot entry.
+func gpuCost(st events.GPUStatus, allocs int) int {
+	c := gpuEntryBytes + allocEntryBytes*allocs + endedEntryBytes*len(st.Ended)
+	for _, j := range st.Jobs {
+		c += gpuJobEntryBytes + len(j.Name)
+	}
+	return c
+}
+
+// jobCost estimates a job's snapshot entry.
+func jobCost(j *job) int {
+	return jobEntryBytes + len(j.spec.Name) + len(j.spec.Tenant) + len(j.reason) +
+		perIDBytes*(len(j.spec.Models)+len(j.gpus)+len(j.victims))
+}
 
 func (s *Core) onSnapshot(m *Msg, tenant string) {
 	var req events.SnapshotRequest
@@ -104,7 +164,16 @@ func (s *Core) onSnapshot(m *Msg, tenant string) {
 	gpus := s.view.sorted().GPUs
 	// The GPUs known to exist but not read yet come after the others.
 	unknown := s.unknownGPUs()
-	pages := max(1, ceilDiv(len(gpus)+len(unknown), snapshotGPUsPerPage), ceilDiv(len(running), snapshotJobsPerPage), ceilDiv(len(queue), snapshotJobsPerPage))
+	gpuStarts := pageStarts(len(gpus)+len(unknown), snapshotGPUsPerPage, snapshotListBytes, func(i int) int {
+		if i >= len(gpus) {
+			return unknownEntryBytes
+		}
+		return gpuCost(s.view.gpus[gpus[i].ID].status, len(gpus[i].Allocs))
+	})
+	jobCosts := func(jobs []*job) func(int) int { return func(i int) int { return jobCost(jobs[i]) } }
+	runningStarts := pageStarts(len(running), snapshotJobsPerPage, snapshotListBytes, jobCosts(running))
+	queueStarts := pageStarts(len(queue), snapshotJobsPerPage, snapshotListBytes, jobCosts(queue))
+	pages := max(len(gpuStarts), len(runningStarts), len(queueStarts))
 	if !s.pageExists(m, req.Page, pages) {
 		return
 	}
@@ -112,7 +181,15 @@ func (s *Core) onSnapshot(m *Msg, tenant string) {
 		Summary: s.metrics(), Page: req.Page, Pages: pages,
 		GPUs: []events.SnapshotGPU{}, Running: []events.JobInfo{}, Queue: []events.JobInfo{}}
 	frags := map[int][]float64{} // node index → its GPUs' parts of F_n(M)
-	for _, g := range pageOf(gpus, req.Page, snapshotGPUsPerPage) {
+	// This page's GPUs: known ones, then unknown ones, by gpuStarts.
+	lo, hi := len(gpus)+len(unknown), len(gpus)+len(unknown)
+	if req.Page < len(gpuStarts) {
+		lo = gpuStarts[req.Page]
+		if req.Page+1 < len(gpuStarts) {
+			hi = gpuStarts[req.Page+1]
+		}
+	}
+	for _, g := range gpus[min(lo, len(gpus)):min(hi, len(gpus))] {
 		gs := s.view.gpus[g.ID]
 		st := gs.status
 		st.VRAMUsed = g.VRAMUsed()
@@ -143,13 +220,11 @@ func (s *Core) onSnapshot(m *Msg, tenant string) {
 		}
 		snap.GPUs = append(snap.GPUs, sg)
 	}
-	// The unknown GPUs' places in the list, after the known ones.
-	lo, hi := req.Page*snapshotGPUsPerPage-len(gpus), (req.Page+1)*snapshotGPUsPerPage-len(gpus)
-	snap.GPUs = append(snap.GPUs, unknown[min(max(lo, 0), len(unknown)):min(max(hi, 0), len(unknown))]...)
-	for _, j := range pageOf(running, req.Page, snapshotJobsPerPage) {
+	snap.GPUs = append(snap.GPUs, unknown[min(max(lo-len(gpus), 0), len(unknown)):min(max(hi-len(gpus), 0), len(unknown))]...)
+	for _, j := range pageSlice(running, runningStarts, req.Page) {
 		snap.Running = append(snap.Running, s.info(j, false))
 	}
-	for _, j := range pageOf(queue, req.Page, snapshotJobsPerPage) {
+	for _, j := range pageSlice(queue, queueStarts, req.Page) {
 		snap.Queue = append(snap.Queue, s.info(j, false))
 	}
 	s.respond(m, snap)
@@ -202,14 +277,4 @@ func ofTenant(jobs []*job, tenant string) []*job {
 func (s *Core) owns(id, tenant string) bool {
 	j, ok := s.jobs[id]
 	return ok && j.spec.Tenant == tenant
-}
-
-func ceilDiv(a, b int) int { return (a + b - 1) / b }
-
-func pageOf[T any](xs []T, page, size int) []T {
-	lo := page * size
-	if lo >= len(xs) {
-		return nil
-	}
-	return xs[lo:min(len(xs), lo+size)]
 }
