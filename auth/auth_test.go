@@ -3,8 +3,10 @@ package auth_test
 import (
 	"crypto/tls"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -103,6 +105,22 @@ func TestInitWritesAWorkingSet(t *testing.T) {
 	}
 	if _, err := auth.Init(auth.InitOptions{Dir: dir, Now: time.Now()}); err == nil || !strings.Contains(err.Error(), "--force") {
 		t.Fatalf("a second init over the first: %v, want a refusal naming --force", err)
+	}
+	// --force over files someone made readable to all puts the modes back
+	// (os.WriteFile alone keeps an existing file's mode).
+	for _, seed := range out.Seeds {
+		os.Chmod(seed, 0o644)
+	}
+	roles := filepath.Join(dir, "users.yaml")
+	os.Chmod(roles, 0o644)
+	if _, err := auth.Init(auth.InitOptions{Dir: dir, Prefix: "gpusched", EventStream: "GPUSCHED_EVENTS", Tenants: []string{"team-a", "team-b"},
+		Nodes: []string{"box1"}, Hosts: []string{"127.0.0.1"}, Now: time.Now(), Force: true}); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range append(slices.Collect(maps.Values(out.Seeds)), roles, filepath.Join(dir, "tls", "server-key.pem")) {
+		if st, err := os.Stat(path); err != nil || st.Mode().Perm() != 0o600 {
+			t.Errorf("%s after --force: %v %v, want mode 0600", path, err, st.Mode())
+		}
 	}
 	opts, err := server.ProcessConfigFile(out.ServerConf)
 	if err != nil {

@@ -96,7 +96,7 @@ func Init(o InitOptions) (*Initialized, error) {
 	}
 	for _, u := range f.Users {
 		path := filepath.Join(o.Dir, u.Name+".nk")
-		if err := os.WriteFile(path, append(seeds[u.Name], '\n'), 0o600); err != nil {
+		if err := writeFile(path, append(seeds[u.Name], '\n'), 0o600); err != nil {
 			return nil, err
 		}
 		out.Seeds[u.Name] = path
@@ -105,7 +105,9 @@ func Init(o InitOptions) (*Initialized, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := os.WriteFile(rolesFile, data, 0o644); err != nil {
+	// The roles file holds public keys only, but who may do what is no
+	// one else's business: the owner's alone, like the rest.
+	if err := writeFile(rolesFile, data, 0o600); err != nil {
 		return nil, err
 	}
 	hosts := o.Hosts
@@ -117,10 +119,10 @@ func Init(o InitOptions) (*Initialized, error) {
 	}
 	tlsFiles := out.TLS.ServerFiles()
 	conf := ServerConfig(f, ServerSettings{Prefix: o.Prefix, EventStream: o.EventStream, TLS: &tlsFiles})
-	if err := os.WriteFile(out.ServerConf, []byte(conf), 0o600); err != nil {
+	if err := writeFile(out.ServerConf, []byte(conf), 0o600); err != nil {
 		return nil, err
 	}
-	if err := os.WriteFile(out.RouteConf, []byte(RouteTLSConfig(tlsFiles)), 0o644); err != nil {
+	if err := writeFile(out.RouteConf, []byte(RouteTLSConfig(tlsFiles)), 0o644); err != nil {
 		return nil, err
 	}
 	out.Users = f.Users
@@ -152,4 +154,14 @@ func LoadDir(path string) (*File, error) {
 		return nil, fmt.Errorf("--auth %s: %v", path, err)
 	}
 	return f, nil
+}
+
+// writeFile writes data to path with mode, also when the file exists
+// (os.WriteFile keeps an existing file's mode: a seed once 0644 would
+// stay readable to all after `auth init --force`).
+func writeFile(path string, data []byte, mode os.FileMode) error {
+	if err := os.WriteFile(path, data, mode); err != nil {
+		return err
+	}
+	return os.Chmod(path, mode)
 }

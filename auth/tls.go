@@ -129,7 +129,7 @@ func writeKey(path string, k *ecdsa.PrivateKey) error {
 }
 
 func writePEM(path, typ string, der []byte, mode os.FileMode) error {
-	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), mode); err != nil {
+	if err := writeFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), mode); err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	return nil

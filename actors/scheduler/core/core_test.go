@@ -1077,3 +1077,23 @@ func TestSnapshotPagesAreBoundedBySize(t *testing.T) {
 		}
 	}
 }
+
+// TestATenantCannotTellAnotherTenantsJobFromNoJob (issue 22 item 9): the
+// answer about another tenant's job id is the one about an id no job has.
+func TestATenantCannotTellAnotherTenantsJobFromNoJob(t *testing.T) {
+	h := newHarness(t, Config{})
+	h.AddGPU("n1", "n1-gpu-0", "A100-40GB")
+	var theirs events.SubmitReply
+	json.Unmarshal(h.Request("job.submit", "team-b", spec("b", "1GB")), &theirs)
+	if theirs.JobID == "" {
+		t.Fatal("team-b's job was not accepted")
+	}
+	const none = "00000000-0000-0000-0000-000000000000"
+	for _, subject := range []string{"job.get", "job.cancel", "sched.explain"} {
+		other := string(h.Request(subject, "team-a", map[string]string{"job_id": theirs.JobID}))
+		missing := string(h.Request(subject, "team-a", map[string]string{"job_id": none}))
+		if strings.ReplaceAll(other, theirs.JobID, none) != missing {
+			t.Errorf("%s: another tenant's job answers %s, no job %s", subject, other, missing)
+		}
+	}
+}

@@ -455,6 +455,12 @@ func (s *Core) lookup(m *Msg, tenant string) *job {
 		s.replyError(m, "job_id", "required")
 		return nil
 	}
+	// A tenant gets the same answer for another tenant's job as for no job
+	// at all: it does not learn which ids other tenants' jobs have.
+	noJob := "no job " + ref.JobID
+	if tenant != "" {
+		noJob += " among tenant " + tenant + "'s jobs"
+	}
 	j, ok := s.jobs[ref.JobID]
 	if !ok {
 		if r, journaled := s.journaled[ref.JobID]; journaled {
@@ -462,14 +468,12 @@ func (s *Core) lookup(m *Msg, tenant string) *job {
 			// journal's word until a GPU or the warm-up settles it.
 			j = s.recordJob(r)
 		} else {
-			s.replyError(m, "job_id", "no job "+ref.JobID)
+			s.replyError(m, "job_id", noJob)
 			return nil
 		}
 	}
 	if tenant != "" && j.spec.Tenant != tenant {
-		// The same answer as for no job at all: a tenant does not learn
-		// which ids other tenants' jobs have.
-		s.replyError(m, "job_id", "no job "+ref.JobID+" among tenant "+tenant+"'s jobs")
+		s.replyError(m, "job_id", noJob)
 		return nil
 	}
 	return j
