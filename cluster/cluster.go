@@ -144,7 +144,8 @@ type Config struct {
 	// clients must show a certificate it signed.
 	TLS *auth.TLSFiles
 	// Insecure lets the embedded server listen beyond loopback without
-	// Auth (anyone who reaches the port may then do anything).
+	// Auth (anyone who reaches the port may then do anything), or with
+	// Auth but without TLS (credentials and messages in clear).
 	Insecure bool
 }
 
@@ -656,7 +657,17 @@ func (c *Cluster) embedded(cfg Config) (*server.Server, error) {
 // checkExposure refuses an open bus beyond loopback: anyone who reaches
 // such a port could submit, cancel, switch the policy and kill GPUs.
 func checkExposure(host string, cfg Config) error {
-	if cfg.Auth != nil || cfg.Insecure || IsLoopback(host) {
+	if cfg.Insecure || IsLoopback(host) {
+		return nil
+	}
+	if cfg.Auth != nil && cfg.TLS == nil {
+		// Credentials in clear text: whoever sees the traffic has them.
+		return fmt.Errorf("--listen %s reaches beyond this machine with --auth but without TLS: the keys' signatures and every "+
+			"message would cross the network in clear; give --tlscert and --tlskey (`cluster auth init` writes a set: "+
+			"--tlscert gpusched-auth/tls/server-cert.pem --tlskey gpusched-auth/tls/server-key.pem), or listen on 127.0.0.1, "+
+			"or accept it with --insecure", cfg.Listen)
+	}
+	if cfg.Auth != nil {
 		return nil
 	}
 	return fmt.Errorf("--listen %s reaches beyond this machine, and without credentials anyone who reaches it could submit, "+

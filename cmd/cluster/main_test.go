@@ -19,6 +19,16 @@ import (
 
 // TestBadFlagsSayWhatIsWrong: a bad flag is a message a person
 // understands, naming the flag, never a crash.
+// authDir is a roles directory `cluster auth init` wrote, for the test.
+func authDir(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "auth")
+	if err := authCommand([]string{"init", "--dir", dir}); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
 func TestBadFlagsSayWhatIsWrong(t *testing.T) {
 	cases := map[string][]string{
 		"--gpus":             {"--gpus", "3xTPU"},
@@ -46,6 +56,8 @@ func TestBadFlagsSayWhatIsWrong(t *testing.T) {
 		"--auth":             {"--auth", "/no/such/dir", "--memory"},
 		// An open bus beyond loopback is refused, saying how to secure it.
 		"cluster auth init": {"--listen", "0.0.0.0:0", "--memory", "--rate", "0"},
+		// Credentials without TLS beyond loopback cross the network in clear.
+		"without TLS": {"--listen", "0.0.0.0:0", "--auth", authDir(t), "--memory", "--rate", "0"},
 	}
 	for flag, args := range cases {
 		err := run(args)
