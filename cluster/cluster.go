@@ -58,6 +58,10 @@ type Config struct {
 	Oversubscribe float64
 	// TenantLimits bound each tenant (policy.Admit); empty: none.
 	TenantLimits policy.TenantLimits
+	// TenantRate and TenantBurst bound each tenant's submissions a second
+	// on an authenticated bus (core.Config; 0: no bound).
+	TenantRate  float64
+	TenantBurst int
 	// Queue is the scheduler's queue order (policy.QueueSort).
 	Queue     string
 	VRAMModel vram.Model
@@ -342,7 +346,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		gpuLease = 0 // a virtual run has no leases (scheduler.Config.Lease)
 	}
 	schedCfg := scheduler.Config{Conn: schedConn, Clock: c.Clock, Journal: c.journal, Config: core.Config{Subjects: subjects, Logger: log,
-		Policy: cfg.Policy, Queue: cfg.Queue, Admit: admitOf(cfg.TenantLimits), Preempt: cfg.Preempt, Filters: cfg.Filters, Oversubscribe: cfg.Oversubscribe, Round: cfg.Round, RoundEvery: cfg.RoundEvery, VRAMModel: cfg.VRAMModel, StarvationAge: cfg.StarvationAge, Seed: int64(cfg.Seed),
+		Policy: cfg.Policy, Queue: cfg.Queue, Admit: admitOf(cfg.TenantLimits), TenantRate: cfg.TenantRate, TenantBurst: cfg.TenantBurst, Preempt: cfg.Preempt, Filters: cfg.Filters, Oversubscribe: cfg.Oversubscribe, Round: cfg.Round, RoundEvery: cfg.RoundEvery, VRAMModel: cfg.VRAMModel, StarvationAge: cfg.StarvationAge, Seed: int64(cfg.Seed),
 		NodeRank: cfg.NodeRank, Workload: cfg.Workload, DropUnschedulable: cfg.DropUnschedulable, MetricsPeriod: cfg.MetricsPeriod,
 		Lease: lease, Restored: restored}}
 	if cfg.Auth != nil {

@@ -164,6 +164,7 @@ func run(args []string) error {
 	fs.Var(&oversubscribe, "oversubscribe", "binpack, spread, first-fit and smallest-fit fill a GPU's compute to at most this ratio × 100%: 1 (a GPU past 100% slows all its jobs), 2, or inf for no limit")
 	roundEvery := fs.Duration("round", 0, "re-allocate every this much simulated time (0: never): running jobs the queue order puts behind waiting ones are preempted (docs/POLICIES.md)")
 	roundName := fs.String("round-policy", policy.DefaultRound, "the round's rule (with --round)")
+	tenantRate := fs.Float64("tenant-rate", DefaultTenantRate, "with --auth: the submissions a second each tenant may make, in bursts of twice as many (0: no limit); a faster one is refused on tenant, saying when to try again")
 	limitsText := fs.String("tenant-limits", "", "per-tenant limits, e.g. 'team-a=gpus:8,priority:medium;*=gpus:4' (gpus its running jobs may hold, highest priority it may submit; * for every other tenant)")
 	vramModel := fs.String("vram-model", string(vram.Contiguous), "VRAM model: contiguous or pooled")
 	seed := fs.Uint64("seed", 1, "seed of the job generator")
@@ -225,6 +226,9 @@ func run(args []string) error {
 			return err
 		}
 		roles = f
+	}
+	if *tenantRate < 0 {
+		return fmt.Errorf("--tenant-rate must not be negative (0: no limit)")
 	}
 	maxBytes, err := parseSize("--events-max-bytes", *eventsBytes)
 	if err != nil {
@@ -359,7 +363,7 @@ func run(args []string) error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	cfg := cluster.Config{Listen: *listen, Prefix: *prefix, Shape: shape, Policy: *pol, Queue: *queue, TenantLimits: limits, Preempt: *preempt, Filters: *filters, Oversubscribe: float64(oversubscribe), Round: *roundName, RoundEvery: *roundEvery, VRAMModel: vm, Seed: *seed,
+	cfg := cluster.Config{Listen: *listen, Prefix: *prefix, Shape: shape, Policy: *pol, Queue: *queue, TenantLimits: limits, TenantRate: *tenantRate, TenantBurst: int(2 * *tenantRate), Preempt: *preempt, Filters: *filters, Oversubscribe: float64(oversubscribe), Round: *roundName, RoundEvery: *roundEvery, VRAMModel: vm, Seed: *seed,
 		Rate: *rate, Demo: *demo, PinDemo: *demo, Speed: *speed, StarvationAge: *starve, Logger: log, Interference: *interference,
 		Source: source, Lease: *lease, Heartbeat: *heartbeat, Chaos: monkeySpec,
 		Bus: busOpt, Store: store, DataDir: *dataDir, NoGPUs: *noGPUs, Fresh: *fresh, Resume: *resume, Auth: roles, TLS: serverTLS, Insecure: *insecure,
@@ -625,6 +629,12 @@ func (r *ratioFlag) Set(s string) error {
 	*r = ratioFlag(f)
 	return nil
 }
+
+// DefaultTenantRate is the submissions a second a tenant of an
+// authenticated bus may make unless --tenant-rate says otherwise: far above
+// what a person or a training pipeline submits, far below what floods the
+// scheduler (20,000 in 5 s were all accepted before).
+const DefaultTenantRate = 200
 
 func snapshot(args []string) error {
 	fs := newFlags("cluster snapshot")

@@ -49,6 +49,7 @@ func TestBadFlagsSayWhatIsWrong(t *testing.T) {
 		"--replicas":         {"--replicas", "0"},
 		"--no-journal":       {"--memory", "--no-journal"},
 		"-oversubscribe":     {"--oversubscribe", "0.5"},
+		"--tenant-rate":      {"--tenant-rate", "-1"},
 		"--creds":            {"--nats", "nats://127.0.0.1:1", "--creds", "/no/such/file.creds"},
 		"--tlscert":          {"--nats", "nats://127.0.0.1:1", "--tlskey", "/etc/hostname"},
 		"--tlskey":           {"--tlscert", "/etc/hostname", "--memory"},

@@ -50,7 +50,13 @@ type Config struct {
 	// filter may fill a GPU: 1 (the default, when zero) keeps every GPU
 	// within its compute; 2 lets two full jobs share one; +Inf: no limit.
 	Oversubscribe float64
-	VRAMModel     vram.Model
+	// TenantRate bounds the submissions a second each tenant of an
+	// authenticated bus may make (a burst of TenantBurst, TenantRate when
+	// zero); zero: no bound. Submissions without a tenant (an open bus,
+	// the control plane) are not bounded.
+	TenantRate  float64
+	TenantBurst int
+	VRAMModel   vram.Model
 	// StarvationAge is the simulated wait after which a head-of-line job
 	// holds GPUs (policy.DefaultStarvationAge when zero; negative disables).
 	StarvationAge time.Duration
@@ -310,7 +316,9 @@ type Core struct {
 	stops []*stopping
 	// msgIDs maps each Nats-Msg-Id a submission carried to its job, for
 	// DedupeWindow of wall time; msgIDOrder is them oldest first.
-	msgIDs     map[string]msgIDJob
+	msgIDs map[string]msgIDJob
+	// allowance is each tenant's submission bucket (TenantRate).
+	allowance  map[string]*bucket
 	msgIDOrder []string
 	// accepting are the submissions whose first record is being stored,
 	// in the order they came: each goes on (accepted) once it and every
@@ -439,6 +447,7 @@ func New(cfg Config, bus Bus) (*Core, error) {
 		describing: map[string]string{},
 		callsTo:    map[string]int{},
 		msgIDs:     map[string]msgIDJob{},
+		allowance:  map[string]*bucket{},
 	}
 	for _, r := range cfg.Inherited {
 		s.inherited[r.JobID] = r.Placement

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -254,6 +255,10 @@ func (s *Core) onSubmit(m *Msg, tenant string) {
 	}
 	if j := s.submitted(req.JobID, m.MsgID); j != nil {
 		s.resubmitted(m, j, tenant)
+		return
+	}
+	if fe := s.takeAllowance(tenant); fe != nil {
+		s.respond(m, events.ErrorReply{Error: fe})
 		return
 	}
 	s.seq++
@@ -742,4 +747,38 @@ func (s *Core) resubmitted(m *Msg, j *job, tenant string) {
 	}
 	// Known from the journal after a restart: the answer is what it is now.
 	s.respond(m, events.SubmitReply{JobID: j.id, State: j.state, Node: j.node, GPUs: j.gpus, Reason: j.reason})
+}
+
+// bucket is a token bucket: tokens left, as of when.
+type bucket struct {
+	tokens float64
+	at     time.Time
+}
+
+// takeAllowance spends one of tenant's submissions (TenantRate a second,
+// bursts of TenantBurst, in wall time), or says how long to wait. A
+// repeat of a submission (its key) spends nothing: it is answered above.
+func (s *Core) takeAllowance(tenant string) *model.FieldError {
+	rate := s.cfg.TenantRate
+	if tenant == "" || rate <= 0 {
+		return nil
+	}
+	burst := float64(s.cfg.TenantBurst)
+	if burst < 1 {
+		burst = max(1, rate)
+	}
+	b := s.allowance[tenant]
+	if b == nil {
+		b = &bucket{tokens: burst, at: s.wall}
+		s.allowance[tenant] = b
+	}
+	b.tokens = min(burst, b.tokens+rate*max(0, s.wall.Sub(b.at).Seconds()))
+	b.at = s.wall
+	if b.tokens < 1 {
+		wait := time.Duration((1 - b.tokens) / rate * float64(time.Second))
+		return model.Errorf("tenant", "%s submits faster than the %s a second it may (bursts of %d): not accepted, try again in %s",
+			tenant, strconv.FormatFloat(rate, 'f', -1, 64), int(burst), wait.Round(time.Millisecond))
+	}
+	b.tokens--
+	return nil
 }
