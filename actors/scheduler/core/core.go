@@ -318,8 +318,11 @@ type Core struct {
 	// DedupeWindow of wall time; msgIDOrder is them oldest first.
 	msgIDs map[string]msgIDJob
 	// allowance is each tenant's submission bucket (TenantRate).
-	allowance  map[string]*bucket
-	msgIDOrder []string
+	allowance map[string]*bucket
+	// restoredNews are the job.restored events restore left for the
+	// first step.
+	restoredNews []events.JobInfo
+	msgIDOrder   []string
 	// accepting are the submissions whose first record is being stored,
 	// in the order they came: each goes on (accepted) once it and every
 	// one before it has an answer from the store.
@@ -513,6 +516,9 @@ func (s *Core) Step(in Input) {
 	}
 	if !in.Wall.IsZero() {
 		s.wall = in.Wall
+	}
+	if s.restoredNews != nil {
+		s.announceRestored()
 	}
 	switch {
 	case in.Msg != nil:

@@ -158,8 +158,9 @@ func (s *Core) restore(st *durable.State) {
 			s.dirty = true
 		}
 	}
-	// Every unfinished job taken back is announced, in acceptance order:
-	// the event history may lack its job.submitted (killed in between).
+	// Every unfinished job taken back is announced, in acceptance order,
+	// at the first step (the shell's bus is not up inside New): the event
+	// history may lack its job.submitted (killed in between).
 	for i := range st.Jobs {
 		r := &st.Jobs[i]
 		var info events.JobInfo
@@ -171,7 +172,7 @@ func (s *Core) restore(st *durable.State) {
 		default:
 			continue
 		}
-		s.bus.Emit(s.cfg.Subjects.JobEvent(events.JobRestored), events.Type("job", events.JobRestored), r.JobID, s.now, info)
+		s.restoredNews = append(s.restoredNews, info)
 	}
 	s.log.Info("job journal restored", zap.Int("jobs", len(st.Jobs)), zap.Int("queued", len(s.queue)),
 		zap.Int("ran", len(s.journaled)), zap.Int("predecessor", st.Incarnation))
@@ -250,4 +251,12 @@ func (s *Core) settleJournaled() {
 		s.enqueue(j)
 		s.dirty = true
 	}
+}
+
+// announceRestored publishes the job.restored events restore left.
+func (s *Core) announceRestored() {
+	for _, info := range s.restoredNews {
+		s.bus.Emit(s.cfg.Subjects.JobEvent(events.JobRestored), events.Type("job", events.JobRestored), info.JobID, s.now, info)
+	}
+	s.restoredNews = nil
 }
