@@ -89,6 +89,10 @@ func writeAccounts(b *strings.Builder, f *File, s ServerSettings) {
 	b.WriteString("  }\n")
 	for _, t := range tenantNames {
 		fmt.Fprintf(b, "  %q {\n", TenantAccount(t))
+		// A tenant publishes requests only, each at most MaxRequestBytes,
+		// headers aside: the server refuses more (the cluster's own
+		// max_payload is 8 MiB, for snapshots and describes).
+		fmt.Fprintf(b, "    limits: {max_payload: %d}\n", TenantMaxPayload)
 		writeUsers(b, tenants[t], s)
 		b.WriteString("    imports: [\n")
 		for _, subj := range TenantServices(p) {
@@ -99,6 +103,11 @@ func writeAccounts(b *strings.Builder, f *File, s ServerSettings) {
 	}
 	b.WriteString("}\n")
 }
+
+// TenantMaxPayload is the largest message a tenant's connection may
+// publish: a request body's limit (events.MaxRequestBytes, 64 KiB) and
+// room for headers (a Nats-Msg-Id).
+const TenantMaxPayload = 64<<10 + 8<<10
 
 // RouteTLSConfig renders the tls block of a NATS server's cluster block:
 // routes between the servers of a NATS cluster verify each other against
