@@ -84,6 +84,9 @@ type Responder struct {
 	// from their heartbeats, hence the lock).
 	mu      sync.Mutex
 	nodesOf map[string][]string
+	// local are the GPU ids of the shape this process runs: theirs is
+	// known, and no other node's heartbeat may claim them too.
+	local map[string]bool
 	log     *zap.Logger
 	sub     *nats.Subscription
 	beats   *nats.Subscription
@@ -104,11 +107,12 @@ func Serve(nc *nats.Conn, subjects events.Subjects, shape model.Shape, clock int
 	if clock == nil {
 		clock = wallClock{}
 	}
-	r := &Responder{nc: nc, subjects: subjects, nodesOf: map[string][]string{}, log: log,
+	r := &Responder{nc: nc, subjects: subjects, nodesOf: map[string][]string{}, local: map[string]bool{}, log: log,
 		emit: events.NewEmitter(nc, "/chaos/1"), clock: clock}
 	for _, n := range shape.Nodes {
 		for _, g := range n.GPUs {
 			r.nodesOf[g.ID] = append(r.nodesOf[g.ID], n.ID)
+			r.local[g.ID] = true
 		}
 	}
 	sub, err := nc.Subscribe(subjects.AllChaos(), r.on)
@@ -139,8 +143,8 @@ func (r *Responder) learn(m *nats.Msg) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, g := range ev.Data.GPUs {
-		if !events.SpeaksFor(ev.Data.Node, g.GPU) {
-			continue // another node's GPU by its id
+		if !events.SpeaksFor(ev.Data.Node, g.GPU) || r.local[g.GPU] {
+			continue // another node's GPU by its id, or one this process runs
 		}
 		if !slices.Contains(r.nodesOf[g.GPU], ev.Data.Node) {
 			r.nodesOf[g.GPU] = append(r.nodesOf[g.GPU], ev.Data.Node)
