@@ -87,11 +87,11 @@ type Responder struct {
 	// local are the GPU ids of the shape this process runs: theirs is
 	// known, and no other node's heartbeat may claim them too.
 	local map[string]bool
-	log     *zap.Logger
-	sub     *nats.Subscription
-	beats   *nats.Subscription
-	emit    *events.Emitter
-	clock   interface{ Now() time.Time }
+	log   *zap.Logger
+	sub   *nats.Subscription
+	beats *nats.Subscription
+	emit  *events.Emitter
+	clock interface{ Now() time.Time }
 }
 
 // callTimeout bounds the wait for the actor's answer (wall time: the actor
