@@ -1136,3 +1136,44 @@ func TestATenantsSubmissionsAreRateLimited(t *testing.T) {
 		t.Fatalf("after 100 ms (one submission's allowance): %v", rep)
 	}
 }
+
+// TestAVictimWhoseStopWasUnansweredIsNotLostWithTheScheduler (soak seed 2
+// lost a job once): a scheduler that dies while a victim's stop is
+// unanswered (its GPU hung) names the victim among the jobs it was
+// running; its successor, told by the GPU that the job was stopped
+// (preempted, or fenced), re-queues it instead of forgetting it.
+func TestAVictimWhoseStopWasUnansweredIsNotLostWithTheScheduler(t *testing.T) {
+	h := newHarness(t, Config{})
+	h.AddGPU("n1", "n1-gpu-0", "A100-40GB")
+	low := h.Submit(spec("low", "30GB", "priority", "low", "preemptible", true))
+	h.Hold = true // the GPU takes nothing more: the stop goes unanswered
+	h.Submit(spec("high", "30GB", "priority", "high"))
+	if len(h.Sends(events.OpPreempt)) == 0 {
+		t.Fatal("no preemption sent")
+	}
+	var victim *events.RunningJob
+	for _, r := range h.Core.Remains().RunningJobs {
+		if r.JobID == low.JobID {
+			victim = &r
+		}
+	}
+	if victim == nil || victim.Placement == "" {
+		t.Fatalf("the dying scheduler's remains %+v do not name the victim %s", h.Core.Remains().RunningJobs, low.JobID)
+	}
+	h2 := newHarness(t, Config{Inherited: []events.RunningJob{*victim}, Incarnation: 2})
+	var req events.SubmitRequest
+	json.Unmarshal(encode(spec("low", "30GB", "priority", "low", "preemptible", true)), &req)
+	js, fe := req.Job()
+	if fe != nil {
+		t.Fatal(fe)
+	}
+	g := h2.AddGPU("n1", "n1-gpu-0", "A100-40GB")
+	g.Status.Ended = []events.EndedJob{{JobID: low.JobID, Change: events.ChangePreempted, ProgressS: 60,
+		Assignment: &events.Assignment{Name: "low", VRAM: int64(js.VRAM), Util: js.Util, WorkS: 3600, Placement: victim.Placement, Submitted: HarnessEpoch, Spec: &js}}}
+	g.Status.Version++
+	h2.GPUEvent(g.Status, events.GPUStatusType)
+	info := h2.JobState(low.JobID)
+	if info.State == "" || h2.Last("gpusched.job.lost", low.JobID) == nil {
+		t.Fatalf("the victim after the restart: %+v, want it re-queued (lost, then queued or placed again)", info)
+	}
+}

@@ -243,6 +243,16 @@ func (s *Core) Remains() events.SchedLifecycle {
 			r.RunningJobs = append(r.RunningJobs, events.RunningJob{JobID: id, Placement: p})
 		}
 	}
+	for _, st := range s.stops {
+		// A victim whose stop is unanswered is still on its GPU as far as
+		// anyone knows (a hung GPU never took the stop): the successor
+		// accounts for it like a running job — re-learned where it still
+		// runs, re-queued where its GPU stopped or lost it. A release
+		// (a cancel) is not: the job is over.
+		if st.op == events.OpPreempt && st.job.placement != "" {
+			r.RunningJobs = append(r.RunningJobs, events.RunningJob{JobID: st.job.id, Placement: st.job.placement})
+		}
+	}
 	slices.SortFunc(r.RunningJobs, func(a, b events.RunningJob) int { return strings.Compare(a.JobID, b.JobID) })
 	return r
 }
@@ -449,9 +459,11 @@ func (s *Core) accountEnded(st events.GPUStatus) {
 			continue
 		}
 		switch e.Change {
-		case events.ChangeCompleted, events.ChangeCrashed, events.ChangeFenced, events.ChangeExpired:
+		case events.ChangeCompleted, events.ChangeCrashed, events.ChangeFenced, events.ChangeExpired, events.ChangePreempted:
 			// "expired": placed, but its commit never reached the GPU
 			// (lost with a partition or a crash) — it never ran there.
+			// "preempted": the predecessor stopped it and died before it
+			// took the job back into its queue.
 		default:
 			continue // stopped by a scheduler: not this one's to account for
 		}
