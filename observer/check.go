@@ -72,6 +72,10 @@ type Checker struct {
 	// behind: the gap before each one's next event is events it missed,
 	// not a violation.
 	behindSources map[string]bool
+	// markedBehind: MarkBehind counted the fall a Resync is to follow;
+	// reconnects is the connection's reconnect count last heard.
+	markedBehind bool
+	reconnects   uint64
 	// journalless is set when a scheduler went down without a job
 	// journal: what it alone knew is gone with it.
 	journalless bool
@@ -186,13 +190,10 @@ func (c *Checker) detected(k string, f faultSeen, t time.Time, selfFenced bool) 
 func (c *Checker) Resync(snap *events.Snapshot) string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.c.FellBehind++
-	if c.behindSources == nil {
-		c.behindSources = map[string]bool{}
+	if !c.markedBehind {
+		c.markBehind()
 	}
-	for src := range c.sources {
-		c.behindSources[src] = true
-	}
+	c.markedBehind = false
 	if snap == nil {
 		return "fell behind the cluster; no snapshot to resynchronise from: judging only what comes next"
 	}
@@ -235,6 +236,45 @@ func (c *Checker) Resync(snap *events.Snapshot) string {
 	}
 	return fmt.Sprintf("fell behind the cluster: resynchronised from a snapshot (%d running, %d queued; %d jobs ended unseen); the events missed are counted as their sources speak again",
 		len(snap.Running), len(snap.Queue), ended)
+}
+
+// Reconnected tells the checker its connection's reconnect count: a
+// count higher than the last one it heard marks it behind (MarkBehind),
+// once per reconnect whoever tells it first; baseline sets the count
+// without marking (the connection's past).
+func (c *Checker) Reconnected(count uint64, baseline bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if count <= c.reconnects {
+		return
+	}
+	c.reconnects = count
+	if !baseline {
+		c.markBehind()
+		c.markedBehind = true
+	}
+}
+
+// MarkBehind says the checker has just fallen behind (its connection came
+// back): from here until each source it knew speaks again, the gap before
+// that source's next event is missed events, not a violation. Call it
+// before feeding any event that came after the gap (a Resync that
+// follows takes the state from a snapshot; a Resync alone marks too).
+func (c *Checker) MarkBehind() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.markBehind()
+	c.markedBehind = true
+}
+
+func (c *Checker) markBehind() {
+	c.c.FellBehind++
+	if c.behindSources == nil {
+		c.behindSources = map[string]bool{}
+	}
+	for src := range c.sources {
+		c.behindSources[src] = true
+	}
 }
 
 // NewChecker returns an empty checker.
@@ -771,6 +811,7 @@ func CheckLive(ctx context.Context, nc *nats.Conn, subjects events.Subjects, c *
 		if prev != nil {
 			prev(conn)
 		}
+		c.Reconnected(conn.Stats().Reconnects, false)
 		go resync(conn, subjects, c, w)
 	})
 	<-ctx.Done()
@@ -796,6 +837,7 @@ func CheckHistory(ctx context.Context, nc *nats.Conn, subjects events.Subjects, 
 	// a hole in the history: resynchronise from a snapshot.
 	h.OnGap = func(missed uint64) {
 		fmt.Fprintf(w, "observer check: the event stream discarded %d events before they were read\n", missed)
+		c.MarkBehind()
 		resync(nc, subjects, c, w)
 	}
 	return ReadEvents(ctx, nc, subjects, h, func(subject string, data []byte) error {
@@ -834,7 +876,12 @@ func SubscribeChecker(nc *nats.Conn, subjects events.Subjects, c *Checker, w io.
 			prev(v)
 		}
 	}
+	// The first event after a reconnect is taken only once the checker
+	// knows it fell behind: the reconnect handler (CheckLive) runs on
+	// another goroutine and may come later.
+	c.Reconnected(nc.Stats().Reconnects, true)
 	sub, err := nc.Subscribe(subjects.AllEvents(), func(m *nats.Msg) {
+		c.Reconnected(nc.Stats().Reconnects, false)
 		ev, fe := events.DecodeEvent(m.Data)
 		if fe != nil {
 			c.Malformed(m.Subject, fe)

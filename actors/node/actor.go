@@ -83,14 +83,18 @@ func (a *Actor) Run(ctx context.Context) {
 	first := time.NewTimer(firstHeartbeat)
 	defer first.Stop()
 	firstSent := false
-	// On a virtual clock a node sends its first heartbeat only: the later
-	// ones come at wall-time moments, stamped with whatever simulated
-	// instant the clock stands at, so a run's events would depend on how
-	// fast the machine is (two runs of one seed differed by a round of
-	// heartbeats); and a virtual run has no leases for them to renew.
-	periodic := tick.C
-	if simclock.IsVirtual(a.clock) {
-		periodic = nil
+	// On a virtual clock a node sends one heartbeat, once every GPU has
+	// answered (re-pinged each period until then; there is no deadline,
+	// the clock does not move before the scheduler has heard from every
+	// GPU): the periodic ones come at wall-time moments, stamped with
+	// whatever simulated instant the clock stands at, so a run's events
+	// would depend on how fast the machine is (two runs of one seed
+	// differed by a round of heartbeats); and a virtual run has no leases
+	// for them to renew.
+	virtual := simclock.IsVirtual(a.clock)
+	if len(a.gpus) == 0 {
+		firstSent = true
+		a.publishHeartbeat(heard)
 	}
 	for {
 		select {
@@ -109,11 +113,17 @@ func (a *Actor) Run(ctx context.Context) {
 				a.publishHeartbeat(heard)
 			}
 		case <-first.C:
-			if !firstSent {
+			if !firstSent && !virtual {
 				firstSent = true
 				a.publishHeartbeat(heard)
 			}
-		case <-periodic:
+		case <-tick.C:
+			if virtual {
+				if !firstSent {
+					a.ping() // a GPU that was not up at the first ping
+				}
+				continue
+			}
 			a.expire()
 			a.publishHeartbeat(heard)
 			heard = map[string]gpu.Liveness{}
