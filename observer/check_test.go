@@ -132,14 +132,19 @@ func TestCheckerLifecycleAndLostInQueue(t *testing.T) {
 // the gaps before each source's next event are counted as missed, not
 // violations; a GPU's stale job list makes no false double run; a job
 // gone from the snapshot ended unseen, not running forever.
-func TestCheckerResyncsWhenItFellBehind(t *testing.T) {
-	f := newFeeder(t)
+// beforeFallingBehind feeds two running jobs, both on g0, and an idle g1.
+func beforeFallingBehind(f *feeder) {
 	for _, id := range []string{"a", "gone"} {
 		f.emit("/scheduler/1", "job.submitted", events.JobInfo{JobID: id})
 		f.emit("/scheduler/1", "job.started", events.JobInfo{JobID: id})
 	}
 	f.emit("/gpu/n0/g0/1", "gpu.status", gpuStatus("n0", "g0", 1, running("a", 0, 10), running("gone", 10, 10)))
 	f.emit("/gpu/n1/g1/1", "gpu.status", gpuStatus("n1", "g1", 1))
+}
+
+func TestCheckerResyncsWhenItFellBehind(t *testing.T) {
+	f := newFeeder(t)
+	beforeFallingBehind(f)
 	// Behind: meanwhile "gone" completed, "a" moved to g1, "new" came.
 	f.seq["/scheduler/1"] += 9
 	f.seq["/gpu/n0/g0/1"] += 4
@@ -160,12 +165,7 @@ func TestCheckerResyncsWhenItFellBehind(t *testing.T) {
 	}
 	// Without the resync the same history is full of false alarms.
 	g := newFeeder(t)
-	for _, id := range []string{"a", "gone"} {
-		g.emit("/scheduler/1", "job.submitted", events.JobInfo{JobID: id})
-		g.emit("/scheduler/1", "job.started", events.JobInfo{JobID: id})
-	}
-	g.emit("/gpu/n0/g0/1", "gpu.status", gpuStatus("n0", "g0", 1, running("a", 0, 10), running("gone", 10, 10)))
-	g.emit("/gpu/n1/g1/1", "gpu.status", gpuStatus("n1", "g1", 1))
+	beforeFallingBehind(g)
 	g.seq["/gpu/n1/g1/1"] += 2
 	g.emit("/gpu/n1/g1/1", "gpu.status", gpuStatus("n1", "g1", 1, running("a", 0, 10)))
 	if got := kinds(g.c.Violations()); !strings.Contains(got, "seq-gap") || !strings.Contains(got, "double-run") {
