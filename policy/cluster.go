@@ -140,8 +140,13 @@ const utilSlack = 1e-9
 
 // ComputeFits reports whether g's compute has room for r's util within
 // UtilLimit (whether or not the compute bound is in force).
-func (c *Cluster) ComputeFits(g *GPU, r *Request) bool {
-	return g.Util+r.Util <= c.UtilLimit()+utilSlack
+func (c *Cluster) ComputeFits(g *GPU, r *Request) bool { return c.utilFits(g.Util, r) }
+
+// utilFits is the compute test on a GPU whose jobs sum to util: the one
+// formula the fit, the victims (util less theirs) and the index (a
+// subtree's least util) all apply.
+func (c *Cluster) utilFits(util float64, r *Request) bool {
+	return util+r.Util <= c.UtilLimit()+utilSlack
 }
 
 // LargestFree is the largest allocation the GPU can take now.

@@ -238,12 +238,11 @@ func (x *Index) topGPUs(c *Cluster, r *Request, p KeyedRanker, k int) []*GPU {
 	// compute to spare is skipped (ComputeFits' test, which grows with
 	// util, on that GPU).
 	needHole, needMilli, bound := r.VRAM, int32(r.Milli), c.ComputeBound
-	limit := c.UtilLimit() + utilSlack
 	out := make([]*GPU, 0, k)
 	var walk func(i int32)
 	walk = func(i int32) {
 		if i == none || len(out) == k || t.maxHole[i] < needHole || t.maxMilli[i] < needMilli ||
-			(bound && t.minUtil[i]+r.Util > limit) {
+			(bound && !c.utilFits(t.minUtil[i], r)) {
 			return
 		}
 		walk(t.left[i])

@@ -301,7 +301,7 @@ func ChooseVictims(c *Cluster, r *Request) (Preemption, bool) {
 				}
 				hole := vram.LargestFree(g.VRAMTotal, c.VRAMModel, g.Allocs, func(a vram.Alloc) bool { return set[a.Owner] })
 				if hole < r.VRAMOn(g) || g.MilliFree()+freed(g, set) < r.MilliOn(g) ||
-					(c.ComputeBound && g.Util-util+r.Util > c.UtilLimit()+utilSlack) ||
+					(c.ComputeBound && !c.utilFits(g.Util-util, r)) ||
 					node.CPUFree()+cpu < r.CPUMilli || node.MemTotal-node.MemUsed+mem < r.Memory {
 					return
 				}
