@@ -171,7 +171,7 @@ func (s *Core) onSnapshot(m *Msg, tenant string) {
 	// The GPUs known to exist but not read yet come after the others.
 	// Cutting pages by size walks every entry's estimate on each request
 	// (pages must agree across requests): O(GPUs + jobs) arithmetic, no
-	// encoding — about a millisecond at 100,000 GPUs, not measured.
+	// encoding; its cost at 100,000 GPUs is not measured.
 	unknown := s.unknownGPUs()
 	gpuStarts := pageStarts(len(gpus)+len(unknown), snapshotGPUsPerPage, snapshotListBytes, func(i int) int {
 		if i >= len(gpus) {
