@@ -50,6 +50,10 @@ func TestALiveCheckerResyncsAfterItsConnectionDropped(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- observer.CheckLive(ctx, conn, events.NewSubjects(events.DefaultPrefix), checker, &out) }()
 	t.Cleanup(func() { cancel(); <-done })
+	// CheckLive subscribes on its own goroutine: the first event it takes
+	// says it is reading (nodes beat every period), so the job is not sent
+	// before the checker listens.
+	waitFor(t, "the checker to read its first event", 5*time.Second, func() bool { return checker.Summary().Events >= 1 })
 	a := submit(t, nc, `{"name":"before","vram":"10GB","util":20,"duration":"1h"}`)
 	waitFor(t, "the checker to see the first job", 5*time.Second, func() bool { return checker.Summary().Jobs >= 1 })
 	if err := conn.ForceReconnect(); err != nil {
