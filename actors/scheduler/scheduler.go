@@ -146,6 +146,15 @@ func New(cfg Config) (*Scheduler, error) {
 		sub.SetPendingLimits(-1, -1)
 		s.subs = append(s.subs, sub)
 	}
+	// The server must hold the subscriptions before a node (on another
+	// connection) sends its first heartbeat: on a virtual clock a node
+	// sends only one, and one lost there left a cluster that never got
+	// ready (seen once in CI: "the scheduler did not hear from every GPU
+	// and node").
+	if err := cfg.Conn.FlushTimeout(10 * time.Second); err != nil {
+		s.unsubscribe()
+		return nil, fmt.Errorf("scheduler subscriptions: %w", err)
+	}
 	return s, nil
 }
 
