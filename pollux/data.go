@@ -38,6 +38,9 @@ type App struct {
 	// pathB are the Path-B values (MODEL.md Appendix B) by (nodes clipped
 	// at 16, replicas, local batch).
 	pathB map[[3]int][2]float64
+	// points are the measurements a Path-B query outside Appendix B is
+	// interpolated from (pathb.go).
+	points pathBPoints
 }
 
 type validation struct {
@@ -83,6 +86,7 @@ func loadApp(dir, name string, maxEpochs, maxLocal int) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
+	sums := map[[3]int]*[3]float64{}
 	for _, r := range rows {
 		local, err1 := strconv.Atoi(r[1])
 		step, err2 := strconv.ParseFloat(r[2], 64)
@@ -91,6 +95,12 @@ func loadApp(dir, name string, maxEpochs, maxLocal int) (*App, error) {
 			return nil, fmt.Errorf("%s/placements.csv: %w", dir, err)
 		}
 		a.placements[r[0]] = append(a.placements[r[0]], stepRow{local, step, syncT})
+		// An id is the per-node replica counts written one digit each.
+		replicas := 0
+		for _, d := range r[0] {
+			replicas += int(d - '0')
+		}
+		addPoint(sums, len(r[0]), replicas, stepRow{local, step, syncT})
 		if a.MinLocal == 0 || local < a.MinLocal {
 			a.MinLocal = local
 		}
@@ -99,6 +109,26 @@ func loadApp(dir, name string, maxEpochs, maxLocal int) (*App, error) {
 	if maxLocal > 0 {
 		a.MaxLocal = maxLocal
 	}
+	scaling, err := readCSV(filepath.Join(dir, "scalability.csv"), "num_nodes", "num_replicas", "local_bsz", "step_time", "sync_time")
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range scaling {
+		var k [3]int
+		var errs []error
+		for i := range k {
+			var err error
+			k[i], err = strconv.Atoi(r[i])
+			errs = append(errs, err)
+		}
+		step, err1 := strconv.ParseFloat(r[3], 64)
+		syncT, err2 := strconv.ParseFloat(r[4], 64)
+		if err := errors.Join(append(errs, err1, err2)...); err != nil {
+			return nil, fmt.Errorf("%s/scalability.csv: %w", dir, err)
+		}
+		addPoint(sums, k[0], k[1], stepRow{k[2], step, syncT})
+	}
+	a.points = buildPathB(sums)
 	for id, rs := range a.placements {
 		slices.SortStableFunc(rs, func(x, y stepRow) int { return x.local - y.local })
 		a.placements[id] = rs

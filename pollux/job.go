@@ -40,6 +40,10 @@ type Job struct {
 	// Restarts is -1 until its first placement, then counts the later
 	// non-empty reallocations.
 	Restarts int
+	// Approximate counts the steps it advanced at an interpolated step
+	// time (a shape outside MODEL.md's Appendix B): its JCT is then not
+	// the reference's to the second.
+	Approximate int
 }
 
 // NewJob is a job of spec on its application's model.
@@ -95,9 +99,12 @@ func (j *Job) Advance(s int) error {
 	j.Rescale -= d
 	s -= d
 	for s > 0 && !j.Done {
-		gp, err := j.app.Goodput(j.Placement, j.Config, j.Epoch)
+		gp, exact, err := j.app.Goodput(j.Placement, j.Config, j.Epoch)
 		if err != nil {
 			return fmt.Errorf("job %s: %w", j.Name, err)
+		}
+		if !exact {
+			j.Approximate++
 		}
 		next := j.app.Bound(j.Epoch + 1)
 		if gained := float64(gp * float64(s)); j.Progress+gained < next {

@@ -21,8 +21,12 @@ type Step struct{ Step, Sync float64 }
 // allocation order) at atomic batch size a (§3.4): Path A from
 // placements.csv by the placement's id normalised by rotation, linear in a
 // between its two neighbouring rows; Path B (five or more nodes) from the
-// Appendix B table. A query no table answers is an error.
-func (app *App) Throughput(placement []int, a int) (Step, error) {
+// Appendix B table, or, for a query Appendix B does not hold (other
+// workloads, other clusters, Pollux's shapes), interpolated from the
+// measurements as pathb.go says: then exact is false, the value is not the
+// reference's. A local batch outside a Path-A placement's rows is an
+// error (the reference aborts there too).
+func (app *App) Throughput(placement []int, a int) (st Step, exact bool, err error) {
 	p := normalise(placement)
 	var id strings.Builder
 	replicas := 0
@@ -31,15 +35,21 @@ func (app *App) Throughput(placement []int, a int) (Step, error) {
 		replicas += n
 	}
 	if rows, ok := app.placements[id.String()]; ok {
-		return interpolate(rows, a, app.Name, id.String())
+		st, err := interpolate(rows, a, app.Name, id.String())
+		return st, err == nil, err
 	}
 	key := [3]int{min(len(p), 16), replicas, a}
 	if v, ok := app.pathB[key]; ok {
-		return Step{v[0], v[1]}, nil
+		return Step{v[0], v[1]}, true, nil
 	}
-	return Step{}, fmt.Errorf("%s: no step time for %d nodes, %d replicas at local batch %d: five or more nodes are read from "+
-		"MODEL.md's Appendix B, which has only the published configurations' queries (the interpolation it stands for is not implemented)",
-		app.Name, key[0], key[1], a)
+	if len(p) == 0 {
+		return Step{}, false, fmt.Errorf("%s: no step time for an empty placement", app.Name)
+	}
+	st, err = app.points.approximate(len(p), replicas, a)
+	if err != nil {
+		return Step{}, false, fmt.Errorf("%s: %d nodes, %d replicas at local batch %d: %w", app.Name, len(p), replicas, a, err)
+	}
+	return st, false, nil
 }
 
 // normalise drops empty nodes and takes the lexicographically smallest
@@ -101,6 +111,16 @@ func (app *App) interp(b, e int, col column) (float64, error) {
 	return (float64(float64(b-lo.b)*col(hi)[e]) + float64(float64(hi.b-b)*col(lo)[e])) / float64(hi.b-lo.b), nil
 }
 
+// GradStats are the gradient's squared norm g² and variance σ² at global
+// batch b in epoch e (§3.3).
+func (app *App) GradStats(b, e int) (g2, s2 float64, err error) {
+	if g2, err = app.interp(b, e, gradSqrCol); err != nil {
+		return 0, 0, err
+	}
+	s2, err = app.interp(b, e, gradVarCol)
+	return g2, s2, err
+}
+
 // Config is a job's configuration on a placement (§4.2): atomic batch a
 // and accumulation steps k; its global batch is R·a·(k+1).
 type Config struct{ A, K int }
@@ -118,30 +138,27 @@ func (app *App) Configure(b, replicas int) Config {
 }
 
 // Goodput is progress per second (B0-equivalent steps) of a job on
-// placement with configuration c at epoch e (§4.4, no interference).
-func (app *App) Goodput(placement []int, c Config, e int) (float64, error) {
+// placement with configuration c at epoch e (§4.4, no interference);
+// exact is Throughput's.
+func (app *App) Goodput(placement []int, c Config, e int) (gp float64, exact bool, err error) {
 	replicas := 0
 	for _, n := range placement {
 		replicas += n
 	}
-	st, err := app.Throughput(placement, c.A)
+	st, exact, err := app.Throughput(placement, c.A)
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	acc := st.Step - st.Sync
 	beff := replicas * c.A * (c.K + 1)
-	g2, err := app.interp(beff, e, gradSqrCol)
+	g2, s2, err := app.GradStats(beff, e)
 	if err != nil {
-		return 0, err
-	}
-	s2, err := app.interp(beff, e, gradVarCol)
-	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	scale := float64(beff) / float64(app.B0)
 	gain := (s2 + g2) / (s2/scale + g2)
 	total := st.Step + float64(acc*float64(c.K))
-	return gain / total, nil
+	return gain / total, exact, nil
 }
 
 // Bound is P(e), the progress at the end of epoch e−1 (§3.2).

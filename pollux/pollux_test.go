@@ -27,7 +27,7 @@ func near(a, b float64) bool { return math.Abs(a-b) <= 1e-14*math.Abs(b) }
 func TestAppendixAVectors(t *testing.T) {
 	m := loadModel(t)
 	cifar := m.Apps["cifar10"]
-	st, err := cifar.Throughput([]int{4, 2}, 342)
+	st, _, err := cifar.Throughput([]int{4, 2}, 342)
 	if err != nil || !near(st.Step, 0.2687774138630561) || !near(st.Sync, 0.020076066023898498) {
 		t.Errorf("throughput(cifar10, (4,2), 342) = %v %v, want 0.2687774138630561 0.020076066023898498", st, err)
 	}
@@ -43,7 +43,7 @@ func TestAppendixAVectors(t *testing.T) {
 	if c != (Config{342, 0}) {
 		t.Errorf("cifar10 6×2048 configures %+v, want a=342 k=0", c)
 	}
-	if gp, err := cifar.Goodput([]int{4, 2}, c, 0); err != nil || !near(gp, 5.451169676815282) {
+	if gp, _, err := cifar.Goodput([]int{4, 2}, c, 0); err != nil || !near(gp, 5.451169676815282) {
 		t.Errorf("goodput %v %v, want 5.451169676815282", gp, err)
 	}
 	o := NewOptimus()
@@ -122,6 +122,9 @@ func TestEveryPublishedRun(t *testing.T) {
 				}
 				same, sum := 0, 0
 				for _, j := range res.Jobs {
+					if j.Approximate > 0 {
+						t.Errorf("%s load %g %s: job %s used an interpolated step time: Appendix B should hold every query", pol, load, name, j.Name)
+					}
 					sum += j.JCT()
 					if j.JCT() == pub.JCTs[name][j.Name] {
 						same++
