@@ -40,6 +40,8 @@ type Job struct {
 	// Restarts is -1 until its first placement, then counts the later
 	// non-empty reallocations.
 	Restarts int
+	// elastic is a Pollux job's state (nil under TunedJobs).
+	elastic *elasticState
 	// Approximate counts the steps it advanced at an interpolated step
 	// time (a shape outside MODEL.md's Appendix B): its JCT is then not
 	// the reference's to the second.
@@ -56,6 +58,21 @@ func (m *Model) NewJob(s Spec) (*Job, error) {
 		return nil, fmt.Errorf("job %s: batch size %d outside %s's %d..%d", s.Name, s.Batch, s.App, app.B0, app.Bmax)
 	}
 	return &Job{Spec: s, app: app, Restarts: -1}, nil
+}
+
+// NewElasticJob is a job of spec as Pollux runs it (§8): no target batch
+// size or replica count (the policy and the job choose them), except
+// ncf's fixed batch of 32768.
+func (m *Model) NewElasticJob(s Spec) (*Job, error) {
+	j, err := m.NewJob(s)
+	if err != nil {
+		return nil, err
+	}
+	j.elastic = &elasticState{seen: map[[3]int]bool{}}
+	if s.App == fixedBatchApp {
+		j.elastic.fixed = min(32768, j.app.Bmax)
+	}
+	return j, nil
 }
 
 // JCT is its completion time less its submission time.
@@ -79,7 +96,11 @@ func (j *Job) Reallocate(placement []int) {
 		return
 	}
 	j.Placement = slices.Clone(placement)
-	j.Config = j.app.Configure(j.Batch, j.replicas())
+	if j.elastic != nil {
+		j.Config = j.configureElastic()
+	} else {
+		j.Config = j.app.Configure(j.Batch, j.replicas())
+	}
 	j.Rescale = RestartDelay
 	j.Restarts++
 }
@@ -99,6 +120,15 @@ func (j *Job) Advance(s int) error {
 	j.Rescale -= d
 	s -= d
 	for s > 0 && !j.Done {
+		if j.elastic != nil {
+			st, _, err := j.app.Throughput(j.Placement, j.Config.A)
+			if err != nil {
+				return fmt.Errorf("job %s: %w", j.Name, err)
+			}
+			if err := j.observe(st); err != nil {
+				return fmt.Errorf("job %s: %w", j.Name, err)
+			}
+		}
 		gp, exact, err := j.app.Goodput(j.Placement, j.Config, j.Epoch)
 		if err != nil {
 			return fmt.Errorf("job %s: %w", j.Name, err)
@@ -112,6 +142,7 @@ func (j *Job) Advance(s int) error {
 			j.Clock += s
 			j.Service += s * r
 			s = 0
+			j.rescale()
 			break
 		}
 		j.Epoch++
@@ -123,9 +154,18 @@ func (j *Job) Advance(s int) error {
 		j.Clock += delta
 		j.Service += delta * r
 		s -= delta
+		j.rescale()
 	}
 	j.Clock += s
 	return nil
+}
+
+// rescale re-applies the configuration rule after a step (§4.5 step 3.5):
+// a no-op for TunedJobs; a Pollux job re-chooses its batch size.
+func (j *Job) rescale() {
+	if j.elastic != nil {
+		j.Config = j.configureElastic()
+	}
 }
 
 // placementOf is the placement an allocation list makes: each run of

@@ -26,16 +26,26 @@ type Policy interface {
 	Allocate(t int, active []*Job, c Cluster, current Alloc) (Alloc, error)
 }
 
-// NewPolicy makes the named policy: tiresias or optimus.
-func NewPolicy(name string) (Policy, error) {
+// NewPolicy makes the named policy: tiresias, optimus or pollux (its
+// search drawn from seed 1).
+func NewPolicy(name string) (Policy, error) { return NewSeededPolicy(name, 1) }
+
+// NewSeededPolicy is NewPolicy with pollux's search drawn from seed (the
+// other two draw nothing).
+func NewSeededPolicy(name string, seed uint64) (Policy, error) {
 	switch name {
 	case "tiresias":
 		return NewTiresias(), nil
 	case "optimus":
 		return NewOptimus(), nil
+	case "pollux":
+		return NewPollux(seed), nil
 	}
-	return nil, fmt.Errorf("unknown Pollux policy %q (tiresias, optimus)", name)
+	return nil, fmt.Errorf("unknown Pollux policy %q (tiresias, optimus, pollux)", name)
 }
+
+// elasticPolicy is a policy whose jobs choose their own batch sizes.
+type elasticPolicy interface{ Elastic() bool }
 
 // Result is a run's jobs, in workload order, every one completed.
 type Result struct {
@@ -49,8 +59,12 @@ type Result struct {
 // the active jobs, and reallocate each job whose list changed.
 func Run(m *Model, specs []Spec, c Cluster, p Policy) (*Result, error) {
 	jobs := make([]*Job, len(specs))
+	newJob := m.NewJob
+	if e, ok := p.(elasticPolicy); ok && e.Elastic() {
+		newJob = m.NewElasticJob
+	}
 	for i, s := range specs {
-		j, err := m.NewJob(s)
+		j, err := newJob(s)
 		if err != nil {
 			return nil, err
 		}

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gpusched/gpusched/pollux"
@@ -29,35 +31,40 @@ func hasValueFlag(args []string, name string) bool {
 var polluxLoads = []string{"0.5", "1.0", "1.5", "2.0"}
 
 // polluxCommand is `cluster replay --pollux DIR`: the Pollux paper's
-// workloads under its Tiresias and Optimus policies, each job's JCT
-// beside the published one.
+// workloads under its Tiresias, Optimus and Pollux policies, each job's
+// JCT beside the published one.
 func polluxCommand(args []string) error {
 	fs := flag.NewFlagSet("cluster replay --pollux", flag.ContinueOnError)
 	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), `usage: cluster replay --pollux DIR --policy tiresias|optimus --load L --offline [flags]
+		fmt.Fprint(fs.Output(), `usage: cluster replay --pollux DIR --policy tiresias|optimus|pollux --load L --offline [flags]
 
 Runs the Pollux paper's (OSDI'21) workloads — distributed training jobs on
-16 nodes × 4 GPUs in 60-second rounds — under its Tiresias+TunedJobs or
-Optimus+Oracle+TunedJobs policy, as DIR/MODEL.md specifies the artifact's
-simulator. DIR is laid out like ../shared/traces/pollux (workloads*/,
-traces/, results-jobload/, MODEL.md). --out writes one CSV per workload,
-workload-N_<policy>_<load>.csv (name,submit_s,jct_s,restarts); --compare
-prints each workload's average JCT beside the published one and how many
-jobs' JCTs are equal. Offline only for now (the pure core, --offline).
+16 nodes × 4 GPUs in 60-second rounds — under its Tiresias+TunedJobs,
+Optimus+Oracle+TunedJobs or Pollux policy, as DIR/MODEL.md specifies the
+artifact's simulator. DIR is laid out like ../shared/traces/pollux
+(workloads*/, traces/, results-jobload/, MODEL.md). --out writes one CSV
+per workload, workload-N_<policy>_<load>.csv (name,submit_s,jct_s,restarts);
+--compare prints each workload's average JCT beside the published one and
+how many jobs' JCTs are equal. Tiresias and Optimus are deterministic and
+reproduce every published JCT; Pollux's search is random (the reference's
+unseeded), so it is drawn from --seeds and compared on average. Offline
+only for now (the pure core, --offline).
 
   cluster replay --pollux ../shared/traces/pollux --policy tiresias --load 1.0 --offline --out pollux/ --compare
+  cluster replay --pollux ../shared/traces/pollux --policy pollux --load 1.0 --offline --seeds 1-3 --compare
 
 flags:
 `)
 		fs.PrintDefaults()
 	}
 	dir := fs.String("pollux", filepath.Join(tracesDir(), "..", "pollux"), "the Pollux data folder")
-	pol := fs.String("policy", "tiresias", "tiresias or optimus (pollux: not yet)")
+	pol := fs.String("policy", "tiresias", "tiresias, optimus or pollux")
 	loadText := fs.String("load", "1.0", "relative load: "+strings.Join(polluxLoads, ", ")+" (workloads/ for 1.0, else workloads-L/)")
 	workload := fs.Int("workload", 0, "run only workload-N.csv (0: every workload of the load)")
 	offline := fs.Bool("offline", false, "run on the pure core (required for now)")
-	out := fs.String("out", "", "folder for workload-N_<policy>_<load>.csv")
+	out := fs.String("out", "", "folder for workload-N_<policy>_<load>.csv (with several --seeds, one per seed: ..._seed-K.csv)")
 	compare := fs.Bool("compare", false, "print each workload's average JCT beside the published one (DIR/results-jobload)")
+	seedsText := fs.String("seeds", "1", "pollux's search seeds (7, 1-3 or 1,5): each seed runs every workload; --compare shows their mean and spread")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -69,11 +76,15 @@ flags:
 		return fmt.Errorf("--load: %q is not one of %s", *loadText, strings.Join(polluxLoads, ", "))
 	}
 	loadName := strconv.FormatFloat(load, 'f', 1, 64)
-	if *pol == "pollux" {
-		return errors.New("--policy pollux: not built yet (issue 20 lands in steps: Tiresias and Optimus offline first); use tiresias or optimus")
+	if _, err := pollux.NewPolicy(*pol); err != nil {
+		return fmt.Errorf("--policy: %q is not tiresias, optimus or pollux", *pol)
 	}
-	if *pol != "tiresias" && *pol != "optimus" {
-		return fmt.Errorf("--policy: %q is not tiresias or optimus", *pol)
+	seeds, err := parseSeeds(*seedsText)
+	if err != nil {
+		return err
+	}
+	if *pol != "pollux" && len(seeds) > 1 {
+		return fmt.Errorf("--seeds: %s draws nothing at random; several seeds are for --policy pollux", *pol)
 	}
 	if !*offline {
 		return errors.New("--pollux runs --offline only for now: the run through the live actors is the next step of issue 20; add --offline")
@@ -104,66 +115,173 @@ flags:
 		if published, err = pollux.ReadPublished(*dir, *pol, load); err != nil {
 			return fmt.Errorf("--compare: the published results: %w", err)
 		}
-		fmt.Printf("%-12s %6s %16s %16s %12s %8s\n", "workload", "jobs", "avg JCT ours", "published", "equal JCTs", "wall")
 	}
-	totalEqual, totalJobs := 0, 0
+	// One run per workload and seed; Pollux's (seconds to minutes each)
+	// run side by side, the deterministic two (milliseconds) one by one,
+	// so their wall column is one run's time.
+	type run struct {
+		name string
+		seed int64
+		res  *pollux.Result
+		took time.Duration
+		err  error
+	}
+	var runs []*run
 	for _, f := range files {
-		name := strings.TrimSuffix(filepath.Base(f), ".csv")
-		specs, err := pollux.ReadWorkload(f)
-		if err != nil {
+		for _, seed := range seeds {
+			runs = append(runs, &run{name: strings.TrimSuffix(filepath.Base(f), ".csv"), seed: seed})
+		}
+	}
+	workers := 1
+	if *pol == "pollux" {
+		workers = runtime.GOMAXPROCS(0)
+		fmt.Fprintf(os.Stderr, "pollux: %d runs (%d workloads × %d seeds), %d at a time; a run takes minutes\n", len(runs), len(files), len(seeds), workers)
+	}
+	var wg sync.WaitGroup
+	next := make(chan *run)
+	var doneMu sync.Mutex
+	done := 0
+	for range workers {
+		wg.Go(func() {
+			for r := range next {
+				specs, err := pollux.ReadWorkload(filepath.Join(folder, r.name+".csv"))
+				if err != nil {
+					r.err = err
+					continue
+				}
+				p, _ := pollux.NewSeededPolicy(*pol, uint64(r.seed))
+				start := time.Now()
+				r.res, r.err = pollux.Run(model, specs, pollux.Reference, p)
+				r.took = time.Since(start)
+				if workers > 1 {
+					doneMu.Lock()
+					done++
+					fmt.Fprintf(os.Stderr, "pollux: %s seed %d done in %s (%d of %d)\n", r.name, r.seed, r.took.Round(time.Second), done, len(runs))
+					doneMu.Unlock()
+				}
+			}
+		})
+	}
+	for _, r := range runs {
+		next <- r
+	}
+	close(next)
+	wg.Wait()
+	for _, r := range runs {
+		if r.err != nil {
+			return fmt.Errorf("%s: %w", r.name, r.err)
+		}
+		if *out == "" {
+			continue
+		}
+		name := fmt.Sprintf("%s_%s_%s.csv", r.name, *pol, loadName)
+		if len(seeds) > 1 {
+			name = fmt.Sprintf("%s_%s_%s_seed-%d.csv", r.name, *pol, loadName, r.seed)
+		}
+		if err := writeFile(filepath.Join(*out, name), func(w *os.File) error {
+			fmt.Fprintln(w, "name,submit_s,jct_s,restarts")
+			for _, j := range r.res.Jobs {
+				fmt.Fprintf(w, "%s,%d,%d,%d\n", j.Name, j.Submit, j.JCT(), max(j.Restarts, 0))
+			}
+			return nil
+		}); err != nil {
 			return err
 		}
-		p, _ := pollux.NewPolicy(*pol)
-		start := time.Now()
-		res, err := pollux.Run(model, specs, pollux.Reference, p)
-		if err != nil {
-			return fmt.Errorf("%s: %w", name, err)
-		}
-		took := time.Since(start)
-		if *out != "" {
-			path := filepath.Join(*out, fmt.Sprintf("%s_%s_%s.csv", name, *pol, loadName))
-			if err := writeFile(path, func(w *os.File) error {
-				fmt.Fprintln(w, "name,submit_s,jct_s,restarts")
-				for _, j := range res.Jobs {
-					fmt.Fprintf(w, "%s,%d,%d,%d\n", j.Name, j.Submit, j.JCT(), max(j.Restarts, 0))
-				}
-				return nil
-			}); err != nil {
-				return err
-			}
-		}
-		sum := 0
-		for _, j := range res.Jobs {
-			sum += j.JCT()
-		}
-		avg := float64(sum) / float64(len(res.Jobs))
-		if published == nil {
-			fmt.Printf("%s: %d jobs, average JCT %s s (%s)\n", name, len(res.Jobs), strconv.FormatFloat(avg, 'f', -1, 64), took.Round(time.Millisecond))
-			continue
-		}
-		want, ok := published.JCTs[name]
-		if !ok {
-			fmt.Printf("%-12s %6d %16s %16s %12s %8s\n", name, len(res.Jobs), strconv.FormatFloat(avg, 'f', -1, 64), "-", "-", took.Round(time.Millisecond))
-			continue
-		}
-		equal := 0
-		for _, j := range res.Jobs {
-			if jct, ok := want[j.Name]; ok && jct == j.JCT() {
-				equal++
-			}
-		}
-		totalEqual += equal
-		totalJobs += len(res.Jobs)
-		fmt.Printf("%-12s %6d %16s %16s %12s %8s\n", name, len(res.Jobs), strconv.FormatFloat(avg, 'f', -1, 64),
-			strconv.FormatFloat(published.Avgs[name], 'f', -1, 64), fmt.Sprintf("%d/%d", equal, len(res.Jobs)), took.Round(time.Millisecond))
 	}
-	if published != nil {
-		fmt.Printf("\n%s at load %s: %d of %d jobs' JCTs equal the published\n", *pol, loadName, totalEqual, totalJobs)
+	if published == nil {
+		for _, r := range runs {
+			avg, _, approx := runFigures(r.res, nil)
+			fmt.Printf("%s: %d jobs, average JCT %s s%s (%s)\n", r.name, len(r.res.Jobs), strconv.FormatFloat(avg, 'f', -1, 64),
+				seedNote(*pol, r.seed), r.took.Round(time.Millisecond))
+			if approx > 0 {
+				fmt.Printf("  %d jobs ran on a shape outside MODEL.md's Appendix B (interpolated step times): their JCTs are approximate\n", approx)
+			}
+		}
+	} else {
+		fmt.Printf("%-12s %6s %16s %16s %8s %12s %7s %8s\n", "workload", "jobs", "avg JCT ours", "published", "diff", "equal JCTs", "interp", "wall")
+		totalEqual, totalJobs, totalApprox := 0, 0, 0
+		var diffs []float64
+		for i := 0; i < len(runs); i += len(seeds) {
+			group := runs[i : i+len(seeds)]
+			name := group[0].name
+			want, ok := published.JCTs[name]
+			var avgs []float64
+			equal, approx, jobs := 0, 0, 0
+			var took time.Duration
+			for _, r := range group {
+				avg, eq, ap := runFigures(r.res, want)
+				avgs = append(avgs, avg)
+				equal += eq
+				approx += ap
+				jobs += len(r.res.Jobs)
+				took += r.took
+			}
+			mean := 0.0
+			for _, a := range avgs {
+				mean += a
+			}
+			mean /= float64(len(avgs))
+			ours := strconv.FormatFloat(mean, 'f', -1, 64)
+			if len(seeds) > 1 {
+				ours = fmt.Sprintf("%.1f", mean)
+			}
+			if !ok {
+				fmt.Printf("%-12s %6d %16s %16s %8s %12s %7d %8s\n", name, len(group[0].res.Jobs), ours, "-", "-", "-", approx, took.Round(time.Millisecond))
+				continue
+			}
+			pub := published.Avgs[name]
+			diff := 100 * (mean/pub - 1)
+			diffs = append(diffs, diff)
+			totalEqual += equal
+			totalJobs += jobs
+			totalApprox += approx
+			fmt.Printf("%-12s %6d %16s %16s %+7.2f%% %12s %7d %8s\n", name, len(group[0].res.Jobs), ours,
+				strconv.FormatFloat(pub, 'f', -1, 64), diff, fmt.Sprintf("%d/%d", equal, jobs), approx, took.Round(time.Millisecond))
+			if len(seeds) > 1 {
+				lo, hi := slices.Min(avgs), slices.Max(avgs)
+				fmt.Printf("%-12s %6s %16s seeds %s: %.1f .. %.1f (%+.2f%% .. %+.2f%%)\n", "", "", "", *seedsText, lo, hi, 100*(lo/pub-1), 100*(hi/pub-1))
+			}
+		}
+		fmt.Printf("\n%s at load %s: %d of %d jobs' JCTs equal the published", *pol, loadName, totalEqual, totalJobs)
+		if len(seeds) > 1 {
+			fmt.Printf(" (over %d seeds)", len(seeds))
+		}
+		fmt.Println()
+		if len(diffs) > 0 {
+			fmt.Printf("average JCT off the published by %+.2f%% .. %+.2f%% per workload\n", slices.Min(diffs), slices.Max(diffs))
+		}
+		if totalApprox > 0 {
+			fmt.Printf("%d jobs ran on shapes outside MODEL.md's Appendix B (interpolated step times, column interp): their JCTs are approximate\n", totalApprox)
+		}
 	}
 	if *out != "" {
 		fmt.Fprintf(os.Stderr, "wrote %s: workload-N_%s_%s.csv\n", *out, *pol, loadName)
 	}
 	return nil
+}
+
+// runFigures are a run's average JCT, how many of its jobs' JCTs equal
+// want's, and how many jobs ran at an interpolated step time.
+func runFigures(res *pollux.Result, want map[string]int) (avg float64, equal, approx int) {
+	sum := 0
+	for _, j := range res.Jobs {
+		sum += j.JCT()
+		if jct, ok := want[j.Name]; ok && jct == j.JCT() {
+			equal++
+		}
+		if j.Approximate > 0 {
+			approx++
+		}
+	}
+	return float64(sum) / float64(len(res.Jobs)), equal, approx
+}
+
+// seedNote names the seed of a pollux run.
+func seedNote(pol string, seed int64) string {
+	if pol != "pollux" {
+		return ""
+	}
+	return fmt.Sprintf(", seed %d", seed)
 }
 
 // workloadNumber is N of a workload-N.csv path (0 when it has none).

@@ -33,10 +33,58 @@ func TestPolluxReplay(t *testing.T) {
 		"--load":    {"--pollux", dir, "--load", "3", "--offline"},
 		"--policy":  {"--pollux", dir, "--policy", "lottery", "--offline"},
 		"--offline": {"--pollux", dir},
+		"--seeds":   {"--pollux", dir, "--policy", "tiresias", "--seeds", "1-3", "--offline"},
 		"--pollux":  {"--pollux", filepath.Join(dir, "nowhere"), "--offline"},
 	} {
 		if err := polluxCommand(args); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%v: error %v, want one naming %s", args, err, want)
 		}
+	}
+}
+
+// TestPolluxPolicyReplay: --policy pollux on a small folder laid out like
+// the artifact's (its traces and MODEL.md, one 12-job workload): with two
+// seeds it writes one CSV per seed, every job completed, and the same
+// seed again writes the same file.
+func TestPolluxPolicyReplay(t *testing.T) {
+	data := tracedir.Pollux(t)
+	dir := t.TempDir()
+	for _, name := range []string{"traces", "MODEL.md"} {
+		if err := os.Symlink(filepath.Join(data, name), filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(data, "workloads", "workload-6.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(string(b), "\n")
+	if err := os.MkdirAll(filepath.Join(dir, "workloads"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "workloads", "workload-1.csv"), []byte(strings.Join(lines[:13], "")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	table := captureStdout(t, func() error {
+		return polluxCommand([]string{"--pollux", dir, "--policy", "pollux", "--load", "1.0", "--offline", "--seeds", "1-2", "--out", out})
+	})
+	if !strings.Contains(table, "seed 1") || !strings.Contains(table, "seed 2") {
+		t.Fatalf("no line per seed:\n%s", table)
+	}
+	first, err := os.ReadFile(filepath.Join(out, "workload-1_pollux_1.0_seed-1.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := strings.Split(strings.TrimSpace(string(first)), "\n")
+	if len(rows) != 13 || rows[0] != "name,submit_s,jct_s,restarts" {
+		t.Fatalf("CSV of seed 1: %d lines, header %q", len(rows), rows[0])
+	}
+	again := t.TempDir()
+	captureStdout(t, func() error {
+		return polluxCommand([]string{"--pollux", dir, "--policy", "pollux", "--load", "1.0", "--offline", "--seeds", "1", "--out", again})
+	})
+	if b, err := os.ReadFile(filepath.Join(again, "workload-1_pollux_1.0.csv")); err != nil || string(b) != string(first) {
+		t.Fatalf("seed 1 again wrote a different CSV (%v):\n%s\nfirst:\n%s", err, b, first)
 	}
 }

@@ -1,0 +1,540 @@
+package pollux
+
+import (
+	"cmp"
+	"math"
+	"math/rand/v2"
+	"slices"
+)
+
+// Pollux is the Pollux policy as MODEL.md §8 describes it: every interval
+// a genetic search (NSGA-II) over job × node replica counts for the
+// allocation that best trades the jobs' speedups (their harmonic mean,
+// restarts penalised) against the cluster's utility, each job's speedup
+// coming from its own fitted goodput model. The reference's search is
+// random and unseeded (its published averages vary by about ±5 %); this
+// one draws from Seed, so a run is repeatable and several seeds give the
+// spread.
+type Pollux struct {
+	rng *rand.Rand
+	// prev is the last interval's final population, each member a row of
+	// replica counts per node by job name (the next search starts there).
+	prev []map[string][]int
+	// Population and Generations size the search (§8: 100 and 100).
+	Population, Generations int
+}
+
+// NewPollux is the policy with its search drawn from seed.
+func NewPollux(seed uint64) *Pollux {
+	return &Pollux{rng: rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15)), Population: 100, Generations: 100}
+}
+
+// Name is "pollux".
+func (*Pollux) Name() string { return "pollux" }
+
+// Elastic says Pollux's jobs choose their batch sizes (NewElasticJob).
+func (*Pollux) Elastic() bool { return true }
+
+// Constants of the search and its objectives (§8).
+const (
+	// resetRow, dropRow and dropNode are the mutation's chances: a job's
+	// row back to its current allocation; a job's row thinned, each node
+	// emptied with dropNode.
+	resetRow, dropRow, dropNode = 0.1, 0.1, 0.1
+	// restartCost is the seconds a restart is worth in the penalty
+	// max(age − restartCost·restarts, 0)/(age + restartCost) on a job whose
+	// allocation changes (the restart delay).
+	restartCost = 30
+	// maxNodesPerJob bounds the nodes one job spans.
+	maxNodesPerJob = 16
+	// speedupFloor keeps the harmonic mean finite when a job gets nothing.
+	speedupFloor = 1e-3
+)
+
+// individual is one allocation the search holds: replica counts, job-major
+// (row j is job j's count on each node), its two objectives (minimised)
+// and its rank and crowding in the population.
+type individual struct {
+	x        []int
+	obj      [2]float64
+	rank     int
+	crowding float64
+}
+
+// search is one interval's problem.
+type search struct {
+	p          *Pollux
+	jobs       []*Job
+	nodes, gpu int
+	base       []int
+	maxrep     []int
+	speedup    []func(n, r int) float64
+	t          int
+}
+
+// Allocate is one interval of §8.
+func (p *Pollux) Allocate(t int, active []*Job, c Cluster, current Alloc) (Alloc, error) {
+	jobs := slices.Clone(active)
+	// Job order: least attained service first, then the earliest submitted.
+	slices.SortStableFunc(jobs, func(a, b *Job) int {
+		return cmp.Or(cmp.Compare(a.Service, b.Service), cmp.Compare(a.Submit, b.Submit))
+	})
+	total := c.Nodes * c.GPUsPerNode
+	s := &search{p: p, jobs: jobs, nodes: c.Nodes, gpu: c.GPUsPerNode, t: t,
+		base: make([]int, len(jobs)*c.Nodes), maxrep: make([]int, len(jobs)), speedup: make([]func(n, r int) float64, len(jobs))}
+	fair := (total + len(jobs) - 1) / len(jobs)
+	for i, j := range jobs {
+		for _, n := range current[j.Name] {
+			s.base[i*c.Nodes+n]++
+		}
+		switch {
+		case j.elastic.fixed > 0:
+			s.maxrep[i] = 1
+		default:
+			s.maxrep[i] = min(max(2*j.maxProfiledReplicas(), 1), total, j.app.Bmax/j.app.MinLocal)
+		}
+		s.speedup[i] = speedupOf(j, fair, c.Nodes, total)
+	}
+	// The first population: the last interval's, each row remapped to
+	// this interval's jobs (a new job's empty), or the allocation now.
+	var pop []*individual
+	if p.prev == nil {
+		pop = append(pop, &individual{x: slices.Clone(s.base)})
+	}
+	for _, m := range p.prev {
+		x := make([]int, len(s.base))
+		for i, j := range jobs {
+			copy(x[i*c.Nodes:(i+1)*c.Nodes], m[j.Name])
+		}
+		pop = append(pop, &individual{x: x})
+	}
+	for _, ind := range pop {
+		s.repair(ind.x)
+		s.evaluate(ind)
+	}
+	pop = s.survive(dedupe(pop), p.Population)
+	for range p.Generations {
+		pop = s.survive(append(pop, s.offspring(pop)...), p.Population)
+	}
+	// The answer: of the first front, the best for objective 1.
+	var best *individual
+	for _, ind := range pop {
+		if ind.rank == 0 && (best == nil || ind.obj[0] < best.obj[0]) {
+			best = ind
+		}
+	}
+	// The next interval starts from this one's non-dominated allocations
+	// (pymoo's result.X).
+	p.prev = p.prev[:0]
+	for _, ind := range pop {
+		if ind.rank != 0 {
+			continue
+		}
+		m := map[string][]int{}
+		for i, j := range jobs {
+			m[j.Name] = slices.Clone(ind.x[i*c.Nodes : (i+1)*c.Nodes])
+		}
+		p.prev = append(p.prev, m)
+	}
+	out := Alloc{}
+	for i, j := range jobs {
+		var list []int
+		for n := range c.Nodes {
+			for range best.x[i*c.Nodes+n] {
+				list = append(list, n)
+			}
+		}
+		if len(list) > 0 {
+			out[j.Name] = list
+		}
+	}
+	return out, nil
+}
+
+// speedupOf is a job's speedup function for this interval, relative to
+// the fair share (one node, fair replicas): r/fair before it has a model;
+// then its best goodput on (n, r) over its best on the fair share,
+// memoised for n ≤ nodes, r ≤ replicas.
+func speedupOf(j *Job, fair, nodes, replicas int) func(n, r int) float64 {
+	if j.elastic.perf == nil {
+		return func(_, r int) float64 { return float64(r) / float64(fair) }
+	}
+	m := j.goodputModel()
+	base, _ := m.best(1, fair)
+	memo := make([]float64, (nodes+1)*(replicas+1))
+	for i := range memo {
+		memo[i] = -1
+	}
+	return func(n, r int) float64 {
+		if r == 0 {
+			return 0
+		}
+		at := n*(replicas+1) + r
+		if n > nodes || r > replicas {
+			at = -1
+		} else if v := memo[at]; v >= 0 {
+			return v
+		}
+		g, _ := m.best(n, r)
+		v := float64(r)
+		if base > 0 {
+			v = g / base
+		}
+		if at >= 0 {
+			memo[at] = v
+		}
+		return v
+	}
+}
+
+// evaluate sets ind's objectives: 1, minus the harmonic mean of the jobs'
+// speedups scaled by nodes/GPUs (plus speedupFloor), a job whose row
+// changes weighed down by the restart penalty; 2, minus the cluster's
+// utility, the speedups summed over the GPUs of the nodes in use.
+func (s *search) evaluate(ind *individual) {
+	var inverse, sum float64
+	used := make([]bool, s.nodes)
+	total := float64(s.nodes * s.gpu)
+	for i, j := range s.jobs {
+		row := ind.x[i*s.nodes : (i+1)*s.nodes]
+		n, r := 0, 0
+		for k, c := range row {
+			if c > 0 {
+				n++
+				r += c
+				used[k] = true
+			}
+		}
+		sp := s.speedup[i](n, r)
+		sum += sp
+		if !slices.Equal(row, s.base[i*s.nodes:(i+1)*s.nodes]) {
+			age := float64(s.t - j.Submit)
+			sp *= math.Max(age-restartCost*float64(max(j.Restarts, 0)), 0) / (age + restartCost)
+		}
+		inverse += 1 / (sp/total*float64(s.nodes) + speedupFloor)
+	}
+	inUse := 0
+	for _, u := range used {
+		if u {
+			inUse++
+		}
+	}
+	ind.obj[0] = -float64(len(s.jobs)) / inverse
+	ind.obj[1] = 0
+	if inUse > 0 {
+		ind.obj[1] = -sum / float64(inUse*s.gpu)
+	}
+}
+
+// repair makes x an allocation the cluster can hold (§8): one job that
+// spans nodes per node (the first in job order keeps it), each job within
+// its replica limit (taken off nodes in random order) and maxNodesPerJob,
+// each node within its GPUs (in job order).
+func (s *search) repair(x []int) {
+	owner := make([]int, s.nodes)
+	for k := range owner {
+		owner[k] = -1
+	}
+	for i := range s.jobs {
+		row := x[i*s.nodes : (i+1)*s.nodes]
+		if countNonzero(row) < 2 {
+			continue
+		}
+		for k, c := range row {
+			if c == 0 {
+				continue
+			}
+			if owner[k] < 0 {
+				owner[k] = i
+			} else {
+				row[k] = 0
+			}
+		}
+	}
+	for i := range s.jobs {
+		row := x[i*s.nodes : (i+1)*s.nodes]
+		if excess := sum(row) - s.maxrep[i]; excess > 0 {
+			for _, k := range s.p.rng.Perm(s.nodes) {
+				if excess <= 0 {
+					break
+				}
+				take := min(row[k], excess)
+				row[k] -= take
+				excess -= take
+			}
+		}
+		for spans := countNonzero(row); spans > maxNodesPerJob; spans-- {
+			k := s.p.rng.IntN(s.nodes)
+			for row[k] == 0 {
+				k = (k + 1) % s.nodes
+			}
+			row[k] = 0
+		}
+	}
+	for k := range s.nodes {
+		left := s.gpu
+		for i := range s.jobs {
+			c := &x[i*s.nodes+k]
+			*c = min(*c, left)
+			left -= *c
+		}
+	}
+}
+
+// offspring breeds up to a population's worth of new allocations:
+// parents by binary tournament, one-point crossover over jobs, mutation,
+// repair; duplicates of the population or of each other are dropped (as
+// pymoo does, trying at most 100 times).
+func (s *search) offspring(pop []*individual) []*individual {
+	want := s.p.Population
+	seen := map[string]bool{}
+	for _, ind := range pop {
+		seen[key(ind.x)] = true
+	}
+	var out []*individual
+	for try := 0; len(out) < want && try < 100; try++ {
+		for len(out) < want {
+			a, b := s.tournament(pop), s.tournament(pop)
+			c1, c2 := s.crossover(a.x, b.x)
+			added := false
+			for _, x := range [][]int{c1, c2} {
+				s.mutate(x)
+				s.repair(x)
+				if k := key(x); !seen[k] && len(out) < want {
+					seen[k] = true
+					ind := &individual{x: x}
+					s.evaluate(ind)
+					out = append(out, ind)
+					added = true
+				}
+			}
+			if !added {
+				break
+			}
+		}
+	}
+	return out
+}
+
+// tournament picks the better of two random members: the one that
+// dominates, else the more crowding distance, else either at random.
+func (s *search) tournament(pop []*individual) *individual {
+	a, b := pop[s.p.rng.IntN(len(pop))], pop[s.p.rng.IntN(len(pop))]
+	switch {
+	case dominates(a, b):
+		return a
+	case dominates(b, a):
+		return b
+	case a.crowding != b.crowding:
+		if a.crowding > b.crowding {
+			return a
+		}
+		return b
+	}
+	if s.p.rng.IntN(2) == 0 {
+		return a
+	}
+	return b
+}
+
+// crossoverChance is how often a mating crosses over (pymoo's default);
+// otherwise the children are the parents' copies.
+const crossoverChance = 0.9
+
+// crossover swaps the rows of the jobs before a random point (0 to
+// jobs−1, so sometimes none).
+func (s *search) crossover(a, b []int) ([]int, []int) {
+	c1, c2 := slices.Clone(a), slices.Clone(b)
+	if s.p.rng.Float64() >= crossoverChance {
+		return c1, c2
+	}
+	at := s.p.rng.IntN(len(s.jobs)) * s.nodes
+	copy(c1[:at], b[:at])
+	copy(c2[:at], a[:at])
+	return c1, c2
+}
+
+// mutate changes x in place, job by job: back to the job's current
+// allocation (resetRow); nodes emptied (dropRow, each dropNode); then, on
+// nodes with a free GPU, a count raised to a random value from itself to
+// the node's GPUs, each such node chosen with chance 1/(free nodes), more
+// often where the job already runs (or'd with 1/(free nodes it runs on)).
+func (s *search) mutate(x []int) {
+	for i := range s.jobs {
+		row := x[i*s.nodes : (i+1)*s.nodes]
+		if s.p.rng.Float64() < resetRow {
+			copy(row, s.base[i*s.nodes:(i+1)*s.nodes])
+		}
+		if s.p.rng.Float64() < dropRow {
+			for k := range row {
+				if s.p.rng.Float64() < dropNode {
+					row[k] = 0
+				}
+			}
+		}
+	}
+	free := make([]bool, s.nodes)
+	freeNodes := 0
+	for k := range free {
+		used := 0
+		for i := range s.jobs {
+			used += x[i*s.nodes+k]
+		}
+		if free[k] = used < s.gpu; free[k] {
+			freeNodes++
+		}
+	}
+	if freeNodes == 0 {
+		return
+	}
+	p1 := 1 / float64(freeNodes)
+	for i := range s.jobs {
+		row := x[i*s.nodes : (i+1)*s.nodes]
+		here := 0
+		for k, c := range row {
+			if c > 0 && free[k] {
+				here++
+			}
+		}
+		for k := range row {
+			if !free[k] {
+				continue
+			}
+			p := p1
+			if row[k] > 0 {
+				p2 := 1 / float64(here)
+				p = p1 + p2 - p1*p2
+			}
+			if s.p.rng.Float64() < p {
+				row[k] += s.p.rng.IntN(max(s.gpu-row[k], 0) + 1)
+			}
+		}
+	}
+}
+
+// survive keeps the best size of pop: whole fronts of non-dominated
+// members, then the last front's most crowded-apart.
+func (s *search) survive(pop []*individual, size int) []*individual {
+	fronts := nonDominated(pop)
+	var out []*individual
+	for r, front := range fronts {
+		for _, ind := range front {
+			ind.rank = r
+		}
+		crowd(front)
+		if len(out)+len(front) <= size {
+			out = append(out, front...)
+			continue
+		}
+		slices.SortStableFunc(front, func(a, b *individual) int { return cmp.Compare(b.crowding, a.crowding) })
+		out = append(out, front[:size-len(out)]...)
+		break
+	}
+	return out
+}
+
+// dominates says a is no worse than b in both objectives and better in one.
+func dominates(a, b *individual) bool {
+	return a.obj[0] <= b.obj[0] && a.obj[1] <= b.obj[1] && (a.obj[0] < b.obj[0] || a.obj[1] < b.obj[1])
+}
+
+// nonDominated sorts pop into fronts. With two objectives this takes
+// O(n log n) (Jensen's sort): visited by objective 1, then 2, a member
+// joins the first front whose latest member does not dominate it (within
+// a front objective 2 only falls, so the latest member is the one to ask).
+func nonDominated(pop []*individual) [][]*individual {
+	order := slices.Clone(pop)
+	slices.SortStableFunc(order, func(a, b *individual) int {
+		return cmp.Or(cmp.Compare(a.obj[0], b.obj[0]), cmp.Compare(a.obj[1], b.obj[1]))
+	})
+	var fronts [][]*individual
+	for _, ind := range order {
+		k, _ := slices.BinarySearchFunc(fronts, ind, func(f []*individual, ind *individual) int {
+			if dominates(f[len(f)-1], ind) {
+				return -1
+			}
+			return 1
+		})
+		if k == len(fronts) {
+			fronts = append(fronts, nil)
+		}
+		fronts[k] = append(fronts[k], ind)
+	}
+	return fronts
+}
+
+// crowd sets each member's crowding distance within its front: the sum
+// over objectives of the normalised gap between its neighbours, infinite
+// at the ends; a member whose objectives repeat an earlier one's gets 0
+// (pymoo's rule).
+func crowd(front []*individual) {
+	for _, ind := range front {
+		ind.crowding = 0
+	}
+	seen := map[[2]float64]bool{}
+	front = slices.DeleteFunc(slices.Clone(front), func(ind *individual) bool {
+		if seen[ind.obj] {
+			return true
+		}
+		seen[ind.obj] = true
+		return false
+	})
+	if len(front) <= 2 {
+		for _, ind := range front {
+			ind.crowding = math.Inf(1)
+		}
+		return
+	}
+	order := slices.Clone(front)
+	for m := range 2 {
+		slices.SortStableFunc(order, func(a, b *individual) int { return cmp.Compare(a.obj[m], b.obj[m]) })
+		lo, hi := order[0].obj[m], order[len(order)-1].obj[m]
+		order[0].crowding, order[len(order)-1].crowding = math.Inf(1), math.Inf(1)
+		if hi == lo {
+			continue
+		}
+		for i := 1; i < len(order)-1; i++ {
+			order[i].crowding += (order[i+1].obj[m] - order[i-1].obj[m]) / (hi - lo)
+		}
+	}
+}
+
+// dedupe drops repeated allocations, keeping the first.
+func dedupe(pop []*individual) []*individual {
+	seen := map[string]bool{}
+	return slices.DeleteFunc(pop, func(ind *individual) bool {
+		k := key(ind.x)
+		if seen[k] {
+			return true
+		}
+		seen[k] = true
+		return false
+	})
+}
+
+// key identifies an allocation.
+func key(x []int) string {
+	b := make([]byte, len(x))
+	for i, c := range x {
+		b[i] = byte(c)
+	}
+	return string(b)
+}
+
+func countNonzero(row []int) int {
+	n := 0
+	for _, c := range row {
+		if c > 0 {
+			n++
+		}
+	}
+	return n
+}
+
+func sum(row []int) int {
+	t := 0
+	for _, c := range row {
+		t += c
+	}
+	return t
+}
