@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -471,6 +472,30 @@ func polluxRows(t *Table, o Options, say func(string, ...any)) error {
 			fmt.Sprintf("%s (the artifact's simulator: %s, ×%s)", each.Round(100*time.Microsecond), polluxReference, thousands(float64(polluxReference)/float64(each))),
 			fmt.Sprintf("≥ %d× faster", polluxSpeedUp), ok(each*polluxSpeedUp <= polluxReference))
 	}
+	// The Pollux policy: one seeded run (a genetic search every interval;
+	// about a minute), its average JCT beside the published one.
+	if o.Quick {
+		t.skip(sec, "pollux workload 6, load 1.0, pollux, offline", "not in --quick")
+		return nil
+	}
+	say("pollux workload 6 at load 1.0, pollux (seed 1), offline")
+	start := time.Now()
+	res, err := pollux.Run(m, specs, pollux.Reference, pollux.NewPollux(1))
+	if err != nil {
+		return err
+	}
+	took := time.Since(start)
+	sum := 0
+	for _, j := range res.Jobs {
+		sum += j.JCT()
+	}
+	avg := float64(sum) / float64(len(res.Jobs))
+	// polluxPublished is the published Pollux average JCT of workload 6 at
+	// load 1.0 (results-jobload/pollux-1.0/summary.json).
+	const polluxPublished = 2446.13125
+	t.add(sec, "pollux workload 6, load 1.0, pollux (seed 1), offline",
+		fmt.Sprintf("%s (average JCT %.1f s, published %.1f s, %+.2f %%)", took.Round(100*time.Millisecond), avg, polluxPublished, 100*(avg/polluxPublished-1)),
+		"within 5 % of the published average", ok(math.Abs(avg/polluxPublished-1) <= 0.05))
 	return nil
 }
 

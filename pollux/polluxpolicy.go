@@ -2,6 +2,7 @@ package pollux
 
 import (
 	"cmp"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -19,7 +20,7 @@ type Pollux struct {
 	rng *rand.Rand
 	// prev is the last interval's final population, each member a row of
 	// replica counts per node by job name (the next search starts there).
-	prev []map[string][]int
+	prev []map[string]genome
 	// Population and Generations size the search (§8: 100 and 100).
 	Population, Generations int
 }
@@ -51,11 +52,15 @@ const (
 	speedupFloor = 1e-3
 )
 
-// individual is one allocation the search holds: replica counts, job-major
-// (row j is job j's count on each node), its two objectives (minimised)
-// and its rank and crowding in the population.
+// genome is an allocation as the search breeds it: replica counts,
+// job-major (row j is job j's count on each node), a byte each (a node has
+// at most 255 GPUs here), so that copying and comparing them is cheap.
+type genome []uint8
+
+// individual is one allocation the search holds, its two objectives
+// (minimised) and its rank and crowding in the population.
 type individual struct {
-	x        []int
+	x        genome
 	obj      [2]float64
 	rank     int
 	crowding float64
@@ -66,7 +71,7 @@ type search struct {
 	p          *Pollux
 	jobs       []*Job
 	nodes, gpu int
-	base       []int
+	base       genome
 	maxrep     []int
 	speedup    []func(n, r int) float64
 	t          int
@@ -79,9 +84,12 @@ func (p *Pollux) Allocate(t int, active []*Job, c Cluster, current Alloc) (Alloc
 	slices.SortStableFunc(jobs, func(a, b *Job) int {
 		return cmp.Or(cmp.Compare(a.Service, b.Service), cmp.Compare(a.Submit, b.Submit))
 	})
+	if c.GPUsPerNode > 255 {
+		return nil, fmt.Errorf("pollux: %d GPUs per node; the search counts at most 255", c.GPUsPerNode)
+	}
 	total := c.Nodes * c.GPUsPerNode
 	s := &search{p: p, jobs: jobs, nodes: c.Nodes, gpu: c.GPUsPerNode, t: t,
-		base: make([]int, len(jobs)*c.Nodes), maxrep: make([]int, len(jobs)), speedup: make([]func(n, r int) float64, len(jobs))}
+		base: make(genome, len(jobs)*c.Nodes), maxrep: make([]int, len(jobs)), speedup: make([]func(n, r int) float64, len(jobs))}
 	fair := (total + len(jobs) - 1) / len(jobs)
 	for i, j := range jobs {
 		for _, n := range current[j.Name] {
@@ -102,7 +110,7 @@ func (p *Pollux) Allocate(t int, active []*Job, c Cluster, current Alloc) (Alloc
 		pop = append(pop, &individual{x: slices.Clone(s.base)})
 	}
 	for _, m := range p.prev {
-		x := make([]int, len(s.base))
+		x := make(genome, len(s.base))
 		for i, j := range jobs {
 			copy(x[i*c.Nodes:(i+1)*c.Nodes], m[j.Name])
 		}
@@ -130,7 +138,7 @@ func (p *Pollux) Allocate(t int, active []*Job, c Cluster, current Alloc) (Alloc
 		if ind.rank != 0 {
 			continue
 		}
-		m := map[string][]int{}
+		m := map[string]genome{}
 		for i, j := range jobs {
 			m[j.Name] = slices.Clone(ind.x[i*c.Nodes : (i+1)*c.Nodes])
 		}
@@ -201,7 +209,7 @@ func (s *search) evaluate(ind *individual) {
 		for k, c := range row {
 			if c > 0 {
 				n++
-				r += c
+				r += int(c)
 				used[k] = true
 			}
 		}
@@ -230,7 +238,7 @@ func (s *search) evaluate(ind *individual) {
 // spans nodes per node (the first in job order keeps it), each job within
 // its replica limit (taken off nodes in random order) and maxNodesPerJob,
 // each node within its GPUs (in job order).
-func (s *search) repair(x []int) {
+func (s *search) repair(x genome) {
 	owner := make([]int, s.nodes)
 	for k := range owner {
 		owner[k] = -1
@@ -258,8 +266,8 @@ func (s *search) repair(x []int) {
 				if excess <= 0 {
 					break
 				}
-				take := min(row[k], excess)
-				row[k] -= take
+				take := min(int(row[k]), excess)
+				row[k] -= uint8(take)
 				excess -= take
 			}
 		}
@@ -275,8 +283,8 @@ func (s *search) repair(x []int) {
 		left := s.gpu
 		for i := range s.jobs {
 			c := &x[i*s.nodes+k]
-			*c = min(*c, left)
-			left -= *c
+			*c = uint8(min(int(*c), left))
+			left -= int(*c)
 		}
 	}
 }
@@ -297,7 +305,7 @@ func (s *search) offspring(pop []*individual) []*individual {
 			a, b := s.tournament(pop), s.tournament(pop)
 			c1, c2 := s.crossover(a.x, b.x)
 			added := false
-			for _, x := range [][]int{c1, c2} {
+			for _, x := range []genome{c1, c2} {
 				s.mutate(x)
 				s.repair(x)
 				if k := key(x); !seen[k] && len(out) < want {
@@ -343,7 +351,7 @@ const crossoverChance = 0.9
 
 // crossover swaps the rows of the jobs before a random point (0 to
 // jobs−1, so sometimes none).
-func (s *search) crossover(a, b []int) ([]int, []int) {
+func (s *search) crossover(a, b genome) (genome, genome) {
 	c1, c2 := slices.Clone(a), slices.Clone(b)
 	if s.p.rng.Float64() >= crossoverChance {
 		return c1, c2
@@ -359,7 +367,7 @@ func (s *search) crossover(a, b []int) ([]int, []int) {
 // nodes with a free GPU, a count raised to a random value from itself to
 // the node's GPUs, each such node chosen with chance 1/(free nodes), more
 // often where the job already runs (or'd with 1/(free nodes it runs on)).
-func (s *search) mutate(x []int) {
+func (s *search) mutate(x genome) {
 	for i := range s.jobs {
 		row := x[i*s.nodes : (i+1)*s.nodes]
 		if s.p.rng.Float64() < resetRow {
@@ -378,7 +386,7 @@ func (s *search) mutate(x []int) {
 	for k := range free {
 		used := 0
 		for i := range s.jobs {
-			used += x[i*s.nodes+k]
+			used += int(x[i*s.nodes+k])
 		}
 		if free[k] = used < s.gpu; free[k] {
 			freeNodes++
@@ -406,7 +414,7 @@ func (s *search) mutate(x []int) {
 				p = p1 + p2 - p1*p2
 			}
 			if s.p.rng.Float64() < p {
-				row[k] += s.p.rng.IntN(max(s.gpu-row[k], 0) + 1)
+				row[k] += uint8(s.p.rng.IntN(max(s.gpu-int(row[k]), 0) + 1))
 			}
 		}
 	}
@@ -513,15 +521,9 @@ func dedupe(pop []*individual) []*individual {
 }
 
 // key identifies an allocation.
-func key(x []int) string {
-	b := make([]byte, len(x))
-	for i, c := range x {
-		b[i] = byte(c)
-	}
-	return string(b)
-}
+func key(x genome) string { return string(x) }
 
-func countNonzero(row []int) int {
+func countNonzero(row genome) int {
 	n := 0
 	for _, c := range row {
 		if c > 0 {
@@ -531,10 +533,10 @@ func countNonzero(row []int) int {
 	return n
 }
 
-func sum(row []int) int {
+func sum(row genome) int {
 	t := 0
 	for _, c := range row {
-		t += c
+		t += int(c)
 	}
 	return t
 }

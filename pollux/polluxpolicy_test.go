@@ -19,9 +19,9 @@ func TestRepairLeavesAnAllocationTheClusterHolds(t *testing.T) {
 		for i := range s.maxrep {
 			s.maxrep[i] = 1 + rng.IntN(10)
 		}
-		x := make([]int, jobs*s.nodes)
+		x := make(genome, jobs*s.nodes)
 		for i := range x {
-			x[i] = rng.IntN(7)
+			x[i] = uint8(rng.IntN(7))
 		}
 		s.repair(x)
 		spanning := make([]int, s.nodes)
@@ -41,7 +41,7 @@ func TestRepairLeavesAnAllocationTheClusterHolds(t *testing.T) {
 		for k := range s.nodes {
 			used := 0
 			for i := range jobs {
-				used += x[i*s.nodes+k]
+				used += int(x[i*s.nodes+k])
 			}
 			if used > s.gpu || spanning[k] > 1 {
 				t.Fatalf("trial %d: node %d holds %d replicas and %d jobs spanning nodes", trial, k, used, spanning[k])
