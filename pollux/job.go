@@ -40,6 +40,11 @@ type Job struct {
 	// Restarts is -1 until its first placement, then counts the later
 	// non-empty reallocations.
 	Restarts int
+	// FirstAlloc is the second of its first placement (-1 until then);
+	// Preemptions counts the times its GPUs were taken away before it
+	// completed; RestartGPUSeconds the GPU-seconds its restart delays held
+	// without progress.
+	FirstAlloc, Preemptions, RestartGPUSeconds int
 	// elastic is a Pollux job's state (nil under TunedJobs).
 	elastic *elasticState
 	// Approximate counts the steps it advanced at an interpolated step
@@ -57,7 +62,7 @@ func (m *Model) NewJob(s Spec) (*Job, error) {
 	if s.Batch < app.B0 || s.Batch > app.Bmax {
 		return nil, fmt.Errorf("job %s: batch size %d outside %s's %d..%d", s.Name, s.Batch, s.App, app.B0, app.Bmax)
 	}
-	return &Job{Spec: s, app: app, Restarts: -1}, nil
+	return &Job{Spec: s, app: app, Restarts: -1, FirstAlloc: -1}, nil
 }
 
 // NewElasticJob is a job of spec as Pollux runs it (§8): no target batch
@@ -92,8 +97,14 @@ func (j *Job) replicas() int {
 // keeps its progress, epoch and any delay still to serve.
 func (j *Job) Reallocate(placement []int) {
 	if len(placement) == 0 {
+		if len(j.Placement) > 0 && !j.Done {
+			j.Preemptions++
+		}
 		j.Placement, j.Config.A = nil, 0
 		return
+	}
+	if j.FirstAlloc < 0 {
+		j.FirstAlloc = j.Clock
 	}
 	j.Placement = slices.Clone(placement)
 	if j.elastic != nil {
@@ -117,6 +128,7 @@ func (j *Job) Advance(s int) error {
 	d := min(j.Rescale, s)
 	j.Clock += d
 	j.Service += d * r
+	j.RestartGPUSeconds += d * r
 	j.Rescale -= d
 	s -= d
 	for s > 0 && !j.Done {

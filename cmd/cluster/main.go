@@ -58,8 +58,9 @@ const usage = `usage:
   cluster chaos kill-scheduler  crash the scheduler: it restarts and re-learns running jobs from the GPUs
   cluster replay [flags]        replay the FGD paper's protocol on an openb trace (live or --offline)
   cluster replay --timed [...]  replay a trace in time (arrivals, run times, priorities) on a virtual clock
-  cluster replay --pollux DIR   the Pollux paper's workloads under Tiresias or Optimus, each JCT beside the published one
+  cluster replay --pollux DIR   the Pollux paper's workloads under Tiresias, Optimus or Pollux, each JCT beside the published one
   cluster compare [flags]       the same seeded workload under several policies, side by side
+  cluster compare --pollux DIR  one of the Pollux paper's workloads under its three policies, side by side
   cluster auth init [--tenants a,b] [--nodes n1]   write a roles file, keys and a self-signed TLS set (docs/SECURITY.md)
   cluster simtest [--seeds 1-1000] [--hours 24]   many seeds, each a drawn cluster, workload and faults on the
                                 virtual clock, every event checked; a failing seed prints how to replay it
@@ -112,7 +113,11 @@ func runMain(args []string, stdout io.Writer) int {
 			err = replayCommand(args)
 		}
 	case "compare":
-		err = timedCommand("compare", args)
+		if hasValueFlag(args, "pollux") {
+			err = polluxCompareCommand(args)
+		} else {
+			err = timedCommand("compare", args)
+		}
 	case "bench":
 		err = benchCommand(args)
 	case "simtest":

@@ -88,3 +88,40 @@ func TestPolluxPolicyReplay(t *testing.T) {
 		t.Fatalf("seed 1 again wrote a different CSV (%v):\n%s\nfirst:\n%s", err, b, first)
 	}
 }
+
+// TestPolluxCompare (issue 20 item 4): `cluster compare --pollux DIR`
+// prints the compare table for the Pollux paper's policies on one of its
+// workloads — every job completed, JCT and queueing rows, preemptions —
+// and writes a per-job CSV per policy.
+func TestPolluxCompare(t *testing.T) {
+	dir := tracedir.Pollux(t)
+	out := t.TempDir()
+	table := captureStdout(t, func() error {
+		return polluxCompareCommand([]string{"--pollux", dir, "--load", "0.5", "--workload", "1", "--policies", "tiresias,optimus", "--out", out})
+	})
+	for _, want := range []string{"tiresias", "optimus", "JCT p50/p95/p99 all", "queueing p50/p95 all", "preemptions"} {
+		if !strings.Contains(table, want) {
+			t.Fatalf("the table has no %q:\n%s", want, table)
+		}
+	}
+	var completed []string
+	for _, line := range strings.Split(table, "\n") {
+		if f := strings.Fields(line); len(f) == 4 && f[0] == "jobs" && f[1] == "completed" {
+			completed = f[2:]
+		}
+	}
+	if len(completed) != 2 || completed[0] != "80" || completed[1] != "80" {
+		t.Fatalf("jobs completed %v, want 80 for each policy:\n%s", completed, table)
+	}
+	b, err := os.ReadFile(filepath.Join(out, "jobs-optimus.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(rows) != 81 || rows[0] != "name,application,submit_s,jct_s,queued_s,restarts,preemptions,gpu_seconds,restart_gpu_seconds" {
+		t.Fatalf("jobs-optimus.csv: %d lines, header %q", len(rows), rows[0])
+	}
+	if err := polluxCompareCommand([]string{"--pollux", dir, "--policies", "binpack"}); err == nil || !strings.Contains(err.Error(), "--policies") {
+		t.Errorf("--policies binpack: %v, want an error naming --policies", err)
+	}
+}
