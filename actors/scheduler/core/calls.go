@@ -42,13 +42,21 @@ type call struct {
 	neg   *negotiation
 	stop  *stopping
 	index int
+	// beat is, for a describe a heartbeat asked for, that heartbeat's
+	// number: the lease it would have granted the GPU is granted on the
+	// answer (onReply).
+	beat uint64
 }
 
 // describe asks a GPU actor for its full status (with the specs of its
 // jobs), without waiting: the reply is handled by onReply. A GPU already
 // asked is not asked again until its reply comes or the call times out;
 // a node with maxDescribesPerNode calls in flight is not asked more.
-func (s *Core) describe(node, gpuID string) {
+func (s *Core) describe(node, gpuID string) { s.describeAfter(node, gpuID, 0) }
+
+// describeAfter is describe for a GPU that node's heartbeat beat named
+// alive at an incarnation this scheduler has not read (0: no heartbeat).
+func (s *Core) describeAfter(node, gpuID string, beat uint64) {
 	now := s.wall
 	if reply, busy := s.describing[gpuID]; busy {
 		if now.Sub(s.calls[reply].sent) < s.cfg.CallTimeout {
@@ -69,7 +77,7 @@ func (s *Core) describe(node, gpuID string) {
 		s.log.Warn("describe not sent", zap.String("gpu", gpuID), zap.String("node", node), zap.Error(err))
 		return
 	}
-	s.calls[reply] = &call{node: node, gpu: gpuID, sent: now}
+	s.calls[reply] = &call{node: node, gpu: gpuID, sent: now, beat: beat}
 	s.describing[gpuID] = reply
 	s.callsTo[node]++
 }
@@ -189,7 +197,25 @@ func (s *Core) onReply(m *Msg) {
 	// A describe reports a state, not a change: a change it claimed
 	// (a completion) would otherwise be counted twice.
 	st.Change, st.JobID = "", ""
+	before, known := s.view.gpus[c.gpu]
+	was := 0
+	if known {
+		was = before.status.Incarnation
+	}
 	s.applyStatus(st, s.now)
+	// A GPU taken up at a new incarnation (first read, or rejoined) gets
+	// at once the lease the heartbeat that named it alive would have
+	// granted, counted by its node from when that heartbeat left: waiting
+	// for the next heartbeat (a period later) left a GPU that rejoined
+	// near the end of its own lease to fence itself again just after the
+	// scheduler had placed jobs on it (issue 21 item 9). Safe as any
+	// grant: the node vouched for this incarnation in that heartbeat, and
+	// the GPU's lease ends before the one the scheduler just started.
+	if gs, ok := s.view.gpus[c.gpu]; ok && c.beat > 0 && s.cfg.Lease > 0 && !s.virtual && st.Incarnation > was &&
+		gs.status.Incarnation == st.Incarnation && st.Incarnation > gs.dead && gs.status.Node == c.node {
+		s.respondTo(s.cfg.Subjects.NodeLease(c.node), events.LeaseGrant{Node: c.node, Beat: c.beat, LeaseMS: s.cfg.Lease.Milliseconds(),
+			GPUs: []events.HeartbeatGPU{{GPU: c.gpu, Incarnation: st.Incarnation, Alive: true}}})
+	}
 }
 
 // onReservationReply takes the answer to a reservation: a refusal, an

@@ -807,7 +807,11 @@ func (s *Core) onNodeEvent(m *Msg) {
 			// Unknown, or restarted without this scheduler hearing its up:
 			// asked once it answers its node, without waiting (calls.go).
 			if g.Alive {
-				s.describe(hb.Node, g.GPU)
+				beat := hb.Beat
+				if m.Reply == "" {
+					beat = 0 // a heartbeat that asks for no lease
+				}
+				s.describeAfter(hb.Node, g.GPU, beat)
 			}
 			continue
 		}

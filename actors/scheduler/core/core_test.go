@@ -1177,3 +1177,51 @@ func TestAVictimWhoseStopWasUnansweredIsNotLostWithTheScheduler(t *testing.T) {
 		t.Fatalf("the victim after the restart: %+v, want it re-queued (lost, then queued or placed again)", info)
 	}
 }
+
+// TestAGPUTakenUpFromAHeartbeatGetsItsLeaseAtOnce (issue 21 item 9): a
+// heartbeat names a GPU alive at an incarnation the scheduler has not
+// read; when the GPU's describe answer takes it up, the scheduler grants
+// at once the lease that heartbeat would have granted (its beat, so the
+// node counts it from when the heartbeat left) — not a period later,
+// when a GPU that rejoined near the end of its own lease has already
+// fenced itself again under the jobs just placed on it. A heartbeat that
+// asks for no lease gets none; a GPU already read at that incarnation
+// gets nothing extra.
+func TestAGPUTakenUpFromAHeartbeatGetsItsLeaseAtOnce(t *testing.T) {
+	h := newHarness(t, Config{})
+	g := h.AddGPU("n1", "n1-gpu-0", "A100-40GB")
+	lease := h.Subjects.NodeLease("n1")
+	beat := func(n uint64, reply string) {
+		hb := events.NodeHeartbeat{Node: "n1", Incarnation: 1, Beat: n, CPUTotal: 64, MemoryTotal: 512 << 30,
+			GPUs: []events.HeartbeatGPU{{GPU: "n1-gpu-0", Incarnation: g.Status.Incarnation, Alive: true}}}
+		h.Step(Input{Msg: &Msg{Subject: h.Subjects.NodeHeartbeat("n1"), Reply: reply, Data: encode(map[string]any{"data": hb})}})
+	}
+	describeAndAnswer := func() {
+		t.Helper()
+		d := h.Sends(events.OpDescribe)
+		if len(d) == 0 {
+			t.Fatal("the heartbeat naming a GPU not read yet sent no describe")
+		}
+		h.Step(Input{Msg: &Msg{Subject: d[len(d)-1].Reply, Data: encode(events.ControlReply{OK: true, Status: &g.Status})}})
+	}
+	// The GPU rejoined as incarnation 2 while this scheduler knew 1.
+	g.Status.Incarnation = 2
+	beat(7, lease)
+	delete(h.Replies, lease) // the heartbeat's own grant (nothing for incarnation 2 yet)
+	describeAndAnswer()
+	var grant events.LeaseGrant
+	if err := json.Unmarshal(h.Replies[lease], &grant); err != nil {
+		t.Fatalf("no lease granted on taking up incarnation 2 (%v): %s", err, h.Replies[lease])
+	}
+	if grant.Beat != 7 || len(grant.GPUs) != 1 || grant.GPUs[0].GPU != "n1-gpu-0" || grant.GPUs[0].Incarnation != 2 || grant.LeaseMS <= 0 {
+		t.Fatalf("grant %+v, want beat 7 for n1-gpu-0 at incarnation 2", grant)
+	}
+	// A heartbeat without a reply subject asks for no lease: none given.
+	g.Status.Incarnation = 3
+	delete(h.Replies, lease)
+	beat(8, "")
+	describeAndAnswer()
+	if b, ok := h.Replies[lease]; ok {
+		t.Fatalf("a lease granted for a heartbeat that asked for none: %s", b)
+	}
+}
