@@ -85,7 +85,7 @@ type elasticState struct {
 	fixed int
 }
 
-// FixedBatch is the one application whose batch size Pollux does not
+// fixedBatchApp is the one application whose batch size Pollux does not
 // choose (§8: ncf, 32768, at most one replica).
 const fixedBatchApp = "ncf"
 
