@@ -71,11 +71,10 @@ flags:
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
-	load, err := strconv.ParseFloat(*loadText, 64)
-	if err != nil || !slices.Contains(polluxLoads, strconv.FormatFloat(load, 'f', 1, 64)) {
-		return fmt.Errorf("--load: %q is not one of %s", *loadText, strings.Join(polluxLoads, ", "))
+	load, loadName, err := parsePolluxLoad(*loadText)
+	if err != nil {
+		return err
 	}
-	loadName := strconv.FormatFloat(load, 'f', 1, 64)
 	if _, err := pollux.NewPolicy(*pol); err != nil {
 		return fmt.Errorf("--policy: %q is not tiresias, optimus or pollux", *pol)
 	}
@@ -137,36 +136,26 @@ flags:
 		workers = runtime.GOMAXPROCS(0)
 		fmt.Fprintf(os.Stderr, "pollux: %d runs (%d workloads × %d seeds), %d at a time; a run takes minutes\n", len(runs), len(files), len(seeds), workers)
 	}
-	var wg sync.WaitGroup
-	next := make(chan *run)
 	var doneMu sync.Mutex
 	done := 0
-	for range workers {
-		wg.Go(func() {
-			for r := range next {
-				specs, err := pollux.ReadWorkload(filepath.Join(folder, r.name+".csv"))
-				if err != nil {
-					r.err = err
-					continue
-				}
-				p, _ := pollux.NewSeededPolicy(*pol, uint64(r.seed))
-				start := time.Now()
-				r.res, r.err = pollux.Run(model, specs, pollux.Reference, p)
-				r.took = time.Since(start)
-				if workers > 1 {
-					doneMu.Lock()
-					done++
-					fmt.Fprintf(os.Stderr, "pollux: %s seed %d done in %s (%d of %d)\n", r.name, r.seed, r.took.Round(time.Second), done, len(runs))
-					doneMu.Unlock()
-				}
-			}
-		})
-	}
-	for _, r := range runs {
-		next <- r
-	}
-	close(next)
-	wg.Wait()
+	inParallel(len(runs), workers, func(i int) {
+		r := runs[i]
+		specs, err := pollux.ReadWorkload(filepath.Join(folder, r.name+".csv"))
+		if err != nil {
+			r.err = err
+			return
+		}
+		p, _ := pollux.NewSeededPolicy(*pol, uint64(r.seed))
+		start := time.Now()
+		r.res, r.err = pollux.Run(model, specs, pollux.Reference, p)
+		r.took = time.Since(start)
+		if workers > 1 {
+			doneMu.Lock()
+			done++
+			fmt.Fprintf(os.Stderr, "pollux: %s seed %d done in %s (%d of %d)\n", r.name, r.seed, r.took.Round(time.Second), done, len(runs))
+			doneMu.Unlock()
+		}
+	})
 	for _, r := range runs {
 		if r.err != nil {
 			return fmt.Errorf("%s: %w", r.name, r.err)
@@ -282,6 +271,36 @@ func seedNote(pol string, seed int64) string {
 		return ""
 	}
 	return fmt.Sprintf(", seed %d", seed)
+}
+
+// parsePolluxLoad reads --load: one of polluxLoads, and its name as the
+// files spell it (1 → "1.0").
+func parsePolluxLoad(text string) (float64, string, error) {
+	load, err := strconv.ParseFloat(text, 64)
+	name := strconv.FormatFloat(load, 'f', 1, 64)
+	if err != nil || !slices.Contains(polluxLoads, name) {
+		return 0, "", fmt.Errorf("--load: %q is not one of %s", text, strings.Join(polluxLoads, ", "))
+	}
+	return load, name, nil
+}
+
+// inParallel calls do(0) … do(n−1), workers at a time, and returns when
+// all have returned.
+func inParallel(n, workers int, do func(i int)) {
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range max(workers, 1) {
+		wg.Go(func() {
+			for i := range next {
+				do(i)
+			}
+		})
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
 }
 
 // workloadNumber is N of a workload-N.csv path (0 when it has none).

@@ -7,10 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"slices"
-	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/gpusched/gpusched/pollux"
@@ -56,9 +53,9 @@ flags:
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
-	load, err := strconv.ParseFloat(*loadText, 64)
-	if err != nil || !slices.Contains(polluxLoads, strconv.FormatFloat(load, 'f', 1, 64)) {
-		return fmt.Errorf("--load: %q is not one of %s", *loadText, strings.Join(polluxLoads, ", "))
+	load, loadName, err := parsePolluxLoad(*loadText)
+	if err != nil {
+		return err
 	}
 	if *workload < 1 {
 		return fmt.Errorf("--workload: %d is not a workload number", *workload)
@@ -101,24 +98,14 @@ flags:
 		}
 	}
 	fmt.Fprintf(os.Stderr, "pollux workload %d at load %s: %d runs, %d at a time (a Pollux run takes about a minute)\n",
-		*workload, strconv.FormatFloat(load, 'f', 1, 64), len(runs), runtime.GOMAXPROCS(0))
-	var wg sync.WaitGroup
-	next := make(chan *run)
-	for range runtime.GOMAXPROCS(0) {
-		wg.Go(func() {
-			for r := range next {
-				p, _ := pollux.NewSeededPolicy(r.policy, uint64(r.seed))
-				start := time.Now()
-				r.res, r.err = pollux.Run(model, specs, pollux.Reference, p)
-				r.wall = time.Since(start)
-			}
-		})
-	}
-	for _, r := range runs {
-		next <- r
-	}
-	close(next)
-	wg.Wait()
+		*workload, loadName, len(runs), runtime.GOMAXPROCS(0))
+	inParallel(len(runs), runtime.GOMAXPROCS(0), func(i int) {
+		r := runs[i]
+		p, _ := pollux.NewSeededPolicy(r.policy, uint64(r.seed))
+		start := time.Now()
+		r.res, r.err = pollux.Run(model, specs, pollux.Reference, p)
+		r.wall = time.Since(start)
+	})
 	var cols []sim.Column
 	for _, r := range runs {
 		if r.err != nil {
