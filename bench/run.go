@@ -485,11 +485,7 @@ func polluxRows(t *Table, o Options, say func(string, ...any)) error {
 		return err
 	}
 	took := time.Since(start)
-	sum := 0
-	for _, j := range res.Jobs {
-		sum += j.JCT()
-	}
-	avg := float64(sum) / float64(len(res.Jobs))
+	avg := res.MeanJCT()
 	// polluxPublished is the published Pollux average JCT of workload 6 at
 	// load 1.0 (results-jobload/pollux-1.0/summary.json).
 	const polluxPublished = 2446.13125

@@ -132,16 +132,16 @@ func (j *Job) Advance(s int) error {
 	j.Rescale -= d
 	s -= d
 	for s > 0 && !j.Done {
+		st, exact, err := j.app.Throughput(j.Placement, j.Config.A)
+		if err != nil {
+			return fmt.Errorf("job %s: %w", j.Name, err)
+		}
 		if j.elastic != nil {
-			st, _, err := j.app.Throughput(j.Placement, j.Config.A)
-			if err != nil {
-				return fmt.Errorf("job %s: %w", j.Name, err)
-			}
 			if err := j.observe(st); err != nil {
 				return fmt.Errorf("job %s: %w", j.Name, err)
 			}
 		}
-		gp, exact, err := j.app.Goodput(j.Placement, j.Config, j.Epoch)
+		gp, err := j.app.goodputAt(st, j.Placement, j.Config, j.Epoch)
 		if err != nil {
 			return fmt.Errorf("job %s: %w", j.Name, err)
 		}

@@ -141,24 +141,30 @@ func (app *App) Configure(b, replicas int) Config {
 // placement with configuration c at epoch e (§4.4, no interference);
 // exact is Throughput's.
 func (app *App) Goodput(placement []int, c Config, e int) (gp float64, exact bool, err error) {
-	replicas := 0
-	for _, n := range placement {
-		replicas += n
-	}
 	st, exact, err := app.Throughput(placement, c.A)
 	if err != nil {
 		return 0, false, err
+	}
+	gp, err = app.goodputAt(st, placement, c, e)
+	return gp, exact, err
+}
+
+// goodputAt is Goodput with the placement's step time st already looked up.
+func (app *App) goodputAt(st Step, placement []int, c Config, e int) (float64, error) {
+	replicas := 0
+	for _, n := range placement {
+		replicas += n
 	}
 	acc := st.Step - st.Sync
 	beff := replicas * c.A * (c.K + 1)
 	g2, s2, err := app.GradStats(beff, e)
 	if err != nil {
-		return 0, false, err
+		return 0, err
 	}
 	scale := float64(beff) / float64(app.B0)
 	gain := (s2 + g2) / (s2/scale + g2)
 	total := st.Step + float64(acc*float64(c.K))
-	return gain / total, exact, nil
+	return gain / total, nil
 }
 
 // Bound is P(e), the progress at the end of epoch e−1 (§3.2).

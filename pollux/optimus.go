@@ -12,9 +12,6 @@ import (
 type Optimus struct {
 	// tau memoises the predicted step time by (application, batch, n).
 	tau map[tauKey]float64
-	// Approximate counts the predictions made from interpolated step
-	// times (shapes outside MODEL.md's Appendix B).
-	Approximate int
 }
 
 type tauKey struct {
@@ -50,12 +47,11 @@ func (p *Optimus) stepTime(app *App, b, n int) (float64, error) {
 	}
 	a := ceilEps(float64(local) / float64(k+1))
 	a = min(a, int(float64(app.Bmax)/float64(n*(k+1))))
-	st, exact, err := app.Throughput(packed, a)
+	// A prediction from an interpolated step time is not counted: the
+	// jobs that then run on such a shape are (Job.Approximate).
+	st, _, err := app.Throughput(packed, a)
 	if err != nil {
 		return 0, err
-	}
-	if !exact {
-		p.Approximate++
 	}
 	v := st.Step + float64((st.Step-st.Sync)*float64(k))
 	p.tau[key] = v

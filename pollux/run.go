@@ -54,6 +54,16 @@ type Result struct {
 	End int
 }
 
+// MeanJCT is the average JCT: the integer sum over the jobs divided once
+// (as the published averages are computed, MODEL.md §5.1).
+func (r *Result) MeanJCT() float64 {
+	sum := 0
+	for _, j := range r.Jobs {
+		sum += j.JCT()
+	}
+	return float64(sum) / float64(len(r.Jobs))
+}
+
 // Run simulates the workload on c under p to the last completion (§5.1):
 // every interval, advance every job by Δ, then let the policy re-allocate
 // the active jobs, and reallocate each job whose list changed.

@@ -252,9 +252,7 @@ flags:
 // runFigures are a run's average JCT, how many of its jobs' JCTs equal
 // want's, and how many jobs ran at an interpolated step time.
 func runFigures(res *pollux.Result, want map[string]int) (avg float64, equal, approx int) {
-	sum := 0
 	for _, j := range res.Jobs {
-		sum += j.JCT()
 		if jct, ok := want[j.Name]; ok && jct == j.JCT() {
 			equal++
 		}
@@ -262,7 +260,7 @@ func runFigures(res *pollux.Result, want map[string]int) (avg float64, equal, ap
 			approx++
 		}
 	}
-	return float64(sum) / float64(len(res.Jobs)), equal, approx
+	return res.MeanJCT(), equal, approx
 }
 
 // seedNote names the seed of a pollux run.
