@@ -270,3 +270,21 @@ func TestCheckerAKillOfADeadIncarnationIsNoFault(t *testing.T) {
 		t.Fatalf("detections %+v, want the hang's only", s.Detections)
 	}
 }
+
+// TestAMarkWaitsForTheGap: an event received before the connection
+// dropped but taken after the checker learned of the reconnect (it waited
+// in the subscription) does not use up the "fell behind" mark; the gap
+// that follows it is counted as missed, not a violation (CI saw this
+// race as a false seq-gap in TestALiveCheckerResyncsAfterItsConnectionDropped).
+func TestAMarkWaitsForTheGap(t *testing.T) {
+	f := newFeeder(t)
+	f.emit("/scheduler/1", "job.submitted", events.JobInfo{JobID: "a"})
+	f.emit("/scheduler/1", "job.queued", events.JobInfo{JobID: "a"})
+	f.c.Reconnected(1, false)
+	f.emit("/scheduler/1", "job.submitted", events.JobInfo{JobID: "b"}) // delivered before the drop
+	f.seq["/scheduler/1"] += 2                                          // lost while disconnected
+	f.emit("/scheduler/1", "job.submitted", events.JobInfo{JobID: "c"})
+	if s := f.c.Summary(); len(s.Violations) != 0 || s.Missed != 2 || s.FellBehind != 1 {
+		t.Fatalf("violations %v, missed %d, fell behind %d; want none, 2, 1", s.Violations, s.Missed, s.FellBehind)
+	}
+}
