@@ -86,7 +86,11 @@ func (o Options) CheckFiles() error {
 // NATSOptions are the nats.Connect options for o (besides the name); a
 // process on the bus reconnects for ever.
 func (o Options) NATSOptions() ([]nats.Option, error) {
-	opts := []nats.Option{nats.MaxReconnects(-1), nats.ReconnectWait(250 * time.Millisecond), nats.RetryOnFailedConnect(true)}
+	opts := []nats.Option{nats.MaxReconnects(-1), nats.ReconnectWait(250 * time.Millisecond), nats.RetryOnFailedConnect(true),
+		// A node shut out for passing its event budget is refused until
+		// its cool-off ends: it keeps trying, and comes back then (by
+		// default nats.go gives up after the same refusal twice).
+		nats.IgnoreAuthErrorAbort()}
 	if o.Creds != "" {
 		opts = append(opts, nats.UserCredentials(o.Creds))
 	}

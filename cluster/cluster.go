@@ -147,6 +147,10 @@ type Config struct {
 	// TLS, when set, secures the embedded server's client port; with a CA,
 	// clients must show a certificate it signed.
 	TLS *auth.TLSFiles
+	// NodeEventBudget bounds the events each node of Auth may publish
+	// (the zero value: auth.DefaultEventBudget; Off: none). It is kept by
+	// the embedded server's process only.
+	NodeEventBudget auth.EventBudget
 	// Insecure lets the embedded server listen beyond loopback without
 	// Auth (anyone who reaches the port may then do anything), or with
 	// Auth but without TLS (credentials and messages in clear).
@@ -181,6 +185,10 @@ type Cluster struct {
 	control nkeys.KeyPair
 	lock    *flock.Flock
 	journal *durable.Journal
+	// serverOpts and authSettings are the embedded server's configuration,
+	// kept to reload it without a node that passed its event budget.
+	serverOpts   *server.Options
+	authSettings auth.ServerSettings
 }
 
 // Start starts the server and every actor, and returns once the scheduler
@@ -324,6 +332,9 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		c.Clock = simclock.NewScaled(cfg.Epoch, cfg.Speed)
 	}
 	c.virtual, _ = c.Clock.(*simclock.Virtual)
+	if err := c.keepBudgets(runCtx, cfg); err != nil {
+		return fail(fmt.Errorf("node event budgets: %w", err))
+	}
 	subjects := events.NewSubjects(cfg.Prefix)
 	log := cfg.Logger
 
@@ -615,6 +626,7 @@ func (c *Cluster) embedded(cfg Config) (*server.Server, error) {
 			return nil, err
 		}
 		opts.Host, opts.Port, opts.NoSigs, opts.NoLog = host, port, true, true
+		c.authSettings = settings
 	}
 	switch cfg.Store {
 	case durable.File:
@@ -644,6 +656,7 @@ func (c *Cluster) embedded(cfg Config) (*server.Server, error) {
 		c.tmpDir = dir
 		opts.JetStream, opts.StoreDir = true, dir
 	}
+	c.serverOpts = opts
 	ns, err := server.NewServer(opts)
 	if err != nil {
 		c.release()

@@ -123,6 +123,35 @@ func (s Subjects) AllGPUEvents() string { return s.Prefix + ".evt.gpu.>" }
 // AllNodeEvents matches every node event.
 func (s Subjects) AllNodeEvents() string { return s.Prefix + ".evt.node.>" }
 
+// AllHeartbeats matches every node's heartbeat (NodeHeartbeat).
+func (s Subjects) AllHeartbeats() string { return s.Prefix + ".evt.node.*.heartbeat" }
+
+// EventNode is the node a GPU or node event's subject names ("box2" for
+// <p>.evt.gpu.box2.box2-gpu-0.status and <p>.evt.node.box2.heartbeat), ""
+// for another subject. What a node publishes on an authenticated bus is
+// under its own name: the server vouches for it.
+func (s Subjects) EventNode(subject string) string {
+	rest, ok := strings.CutPrefix(subject, s.Prefix+".evt.")
+	if !ok {
+		return ""
+	}
+	rest, ok = strings.CutPrefix(rest, "gpu.")
+	if !ok {
+		if rest, ok = strings.CutPrefix(rest, "node."); !ok {
+			return ""
+		}
+	}
+	node, _, ok := strings.Cut(rest, ".")
+	if !ok {
+		return ""
+	}
+	return node
+}
+
+// SecurityEvent is the subject of the control plane's word on a node it
+// holds to its budget (cluster: node-cut-off, node-readmitted).
+func (s Subjects) SecurityEvent(typ string) string { return s.Prefix + ".evt.security." + typ }
+
 // Job event types (the lifecycle of DESIGN §3).
 const (
 	JobSubmitted = "submitted"

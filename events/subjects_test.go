@@ -22,6 +22,17 @@ func TestSubjectsParseWhatTheyBuild(t *testing.T) {
 		if node := HeartbeatNode(s.NodeHeartbeat("box2")); node != "box2" {
 			t.Errorf("%s: NodeHeartbeat read back as %q", prefix, node)
 		}
+		if node := s.EventNode(s.NodeHeartbeat("box2")); node != "box2" {
+			t.Errorf("%s: EventNode of a heartbeat: %q", prefix, node)
+		}
+		if node := s.EventNode(s.GPUEvent("box2", "box2-gpu-0", GPUDown)); node != "box2" {
+			t.Errorf("%s: EventNode of a GPU event: %q", prefix, node)
+		}
+		for _, other := range []string{s.JobEvent("placed"), s.SchedEvent("policy"), s.Prefix + ".evt.gpu.box2", "other.evt.gpu.box2.g.x"} {
+			if node := s.EventNode(other); node != "" {
+				t.Errorf("%s: EventNode(%q) = %q, want none", prefix, other, node)
+			}
+		}
 		if a := ChaosAction(s.Chaos(ChaosKillScheduler)); a != ChaosKillScheduler {
 			t.Errorf("%s: Chaos read back as %q", prefix, a)
 		}

@@ -183,6 +183,15 @@ func summarize(ev *events.Decoded) (line, kind string) {
 		var st events.GPUStatus
 		json.Unmarshal(ev.Data, &st)
 		return fmt.Sprintf("%s  down      %s (%s), %d job(s) lost", t, ev.Subject, st.Reason, len(st.Jobs)), "down"
+	case ev.Type == events.Type("security", events.NodeCutOff):
+		var b events.NodeBudget
+		json.Unmarshal(ev.Data, &b)
+		return fmt.Sprintf("%s  cut off   node %s: past its event budget %s; shut out until %s (cut %d)", t, b.Node, b.Budget,
+			b.Until.Local().Format("15:04:05"), b.Cuts), "down"
+	case ev.Type == events.Type("security", events.NodeReadmitted):
+		var b events.NodeBudget
+		json.Unmarshal(ev.Data, &b)
+		return fmt.Sprintf("%s  readmitted node %s after its cool-off", t, b.Node), "up"
 	case ev.Type == events.Type("gpu", events.GPUUp):
 		var st events.GPUStatus
 		json.Unmarshal(ev.Data, &st)

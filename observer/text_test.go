@@ -80,6 +80,14 @@ func TestSummarize(t *testing.T) {
 	if !strings.Contains(line, "preempted") || !strings.Contains(line, "XGB") || !strings.Contains(line, "20m") {
 		t.Fatalf("summary %q", line)
 	}
+	line = observer.Summarize([]byte(`{"type":"gpusched.security.node-cut-off","simtime":"2026-01-01T10:00:00Z","subject":"box2",
+		"data":{"node":"box2","budget":"256KB/s,16MB,cool-off=1m0s","until":"2026-12-04T10:00:00Z","cuts":2}}`))
+	if !strings.Contains(line, "cut off   node box2: past its event budget 256KB/s,16MB") || !strings.Contains(line, "(cut 2)") {
+		t.Fatalf("cut-off summary %q", line)
+	}
+	if line := observer.Summarize([]byte(`{"type":"gpusched.security.node-readmitted","data":{"node":"box2"}}`)); !strings.Contains(line, "readmitted node box2") {
+		t.Fatalf("readmission summary %q", line)
+	}
 	if observer.Summarize([]byte(`{"type":"gpusched.gpu.status"}`)) != "" {
 		t.Fatal("status events are too frequent to list")
 	}

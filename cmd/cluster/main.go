@@ -170,6 +170,7 @@ func run(args []string) error {
 	roundEvery := fs.Duration("round", 0, "re-allocate every this much simulated time (0: never): running jobs the queue order puts behind waiting ones are preempted (docs/POLICIES.md)")
 	roundName := fs.String("round-policy", policy.DefaultRound, "the round's rule (with --round)")
 	tenantRate := fs.Float64("tenant-rate", DefaultTenantRate, "with --auth: the submissions a second each tenant may make, in bursts of twice as many (0: no limit); a faster one is refused on tenant, saying when to try again")
+	nodeBudget := fs.String("node-event-budget", auth.DefaultEventBudget().String(), "with --auth: the events each node of the roles file may publish, RATE/s,BURST[,cool-off=DURATION] (or off); a node past it is shut out for the cool-off (doubled at each repeat, at most 1h), so that it cannot evict the event history")
 	limitsText := fs.String("tenant-limits", "", "per-tenant limits, e.g. 'team-a=gpus:8,priority:medium;*=gpus:4' (gpus its running jobs may hold, highest priority it may submit; * for every other tenant)")
 	vramModel := fs.String("vram-model", string(vram.Contiguous), "VRAM model: contiguous or pooled")
 	seed := fs.Uint64("seed", 1, "seed of the job generator")
@@ -274,6 +275,10 @@ func run(args []string) error {
 	if err != nil {
 		return fmt.Errorf("--tenant-limits: %v", err)
 	}
+	eventBudget, err := auth.ParseEventBudget(*nodeBudget)
+	if err != nil {
+		return fmt.Errorf("--node-event-budget: %v", err)
+	}
 	if _, err := policy.Lookup(*pol); err != nil {
 		return fmt.Errorf("--policy: %v", err)
 	}
@@ -368,7 +373,7 @@ func run(args []string) error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	cfg := cluster.Config{Listen: *listen, Prefix: *prefix, Shape: shape, Policy: *pol, Queue: *queue, TenantLimits: limits, TenantRate: *tenantRate, TenantBurst: int(2 * *tenantRate), Preempt: *preempt, Filters: *filters, Oversubscribe: float64(oversubscribe), Round: *roundName, RoundEvery: *roundEvery, VRAMModel: vm, Seed: *seed,
+	cfg := cluster.Config{Listen: *listen, Prefix: *prefix, Shape: shape, Policy: *pol, Queue: *queue, TenantLimits: limits, NodeEventBudget: eventBudget, TenantRate: *tenantRate, TenantBurst: int(2 * *tenantRate), Preempt: *preempt, Filters: *filters, Oversubscribe: float64(oversubscribe), Round: *roundName, RoundEvery: *roundEvery, VRAMModel: vm, Seed: *seed,
 		Rate: *rate, Demo: *demo, PinDemo: *demo, Speed: *speed, StarvationAge: *starve, Logger: log, Interference: *interference,
 		Source: source, Lease: *lease, Heartbeat: *heartbeat, Chaos: monkeySpec,
 		Bus: busOpt, Store: store, DataDir: *dataDir, NoGPUs: *noGPUs, Fresh: *fresh, Resume: *resume, Auth: roles, TLS: serverTLS, Insecure: *insecure,

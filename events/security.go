@@ -1,0 +1,24 @@
+package events
+
+import "time"
+
+// Event types of the control plane's budget keeper (cluster), published on
+// Subjects.SecurityEvent: a node of the roles file that published more
+// events than its budget is cut off (shut out of the bus) for a cool-off,
+// then readmitted.
+const (
+	NodeCutOff     = "node-cut-off"
+	NodeReadmitted = "node-readmitted"
+)
+
+// NodeBudget is the data of a node-cut-off or node-readmitted event.
+type NodeBudget struct {
+	Node string `json:"node"`
+	// Budget is the budget the node is held to ("256KB/s,16MB,cool-off=1m0s").
+	Budget string `json:"budget"`
+	// Until is the wall time the node is shut out until (cut-off only).
+	Until time.Time `json:"until,omitzero"`
+	// Cuts counts the node's cut-offs in this run (each doubles the next
+	// cool-off).
+	Cuts int `json:"cuts"`
+}
