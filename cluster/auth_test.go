@@ -13,17 +13,13 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nkeys"
-	"go.uber.org/zap"
 
-	"github.com/gpusched/gpusched/actors/node"
 	"github.com/gpusched/gpusched/auth"
 	"github.com/gpusched/gpusched/bus"
 	"github.com/gpusched/gpusched/cluster"
 	"github.com/gpusched/gpusched/durable"
-	"github.com/gpusched/gpusched/events"
 	"github.com/gpusched/gpusched/internal/livetest"
 	"github.com/gpusched/gpusched/internal/testbus"
-	"github.com/gpusched/gpusched/model"
 )
 
 // ask sends a request and returns the reply's JSON, or the error.
@@ -303,28 +299,7 @@ func msgData(m *nats.Msg) string {
 func TestANodeRunsOnItsOwnCredentials(t *testing.T) {
 	s := livetest.SecureCluster(t, cluster.Config{})
 	admin := s.As(t, "admin")
-	hostConn, err := s.Options("far-node").Connect("far-node", 10*time.Second, nats.CustomInboxPrefix(auth.NodeInboxPrefix("far-node")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	a100, err := model.LookupModel("A100-80GB")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	h, err := node.Start(ctx, node.HostConfig{Spec: model.NodeSpec{ID: "far-node", CPU: 16, Memory: 64 * model.GiB,
-		GPUs: []model.GPUSpec{{ID: "far-gpu-0", Model: a100}}}, Clock: s.Cluster.Clock, Subjects: events.NewSubjects(""),
-		Conn: hostConn, Logger: zap.NewNop(), Lease: 6 * time.Second})
-	if err != nil {
-		cancel()
-		hostConn.Close()
-		t.Fatal(err)
-	}
-	defer func() { cancel(); h.Wait(); hostConn.Close() }()
-	waitFor(t, "the node and its GPU to join", 10*time.Second, func() bool {
-		sum := mustAsk(t, admin, "gpusched.cluster.snapshot", `{"summary_only":true}`)["summary"].(obj)
-		return sum["gpus_alive"].(float64) == 9 && sum["nodes_alive"].(float64) == 3
-	})
+	hostConn, _ := joinFarNode(t, s, admin, 6*time.Second)
 	id := mustAsk(t, admin, "gpusched.job.submit", `{"name":"far","vram":"20GB","duration":"10h","gpu":"far-gpu-0"}`)["job_id"].(string)
 	waitFor(t, "the job to run on the node's GPU", 10*time.Second, func() bool {
 		j := mustAsk(t, admin, "gpusched.job.get", `{"job_id":"`+id+`"}`)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -47,30 +48,8 @@ func TestANodeFloodingItsEventsIsCutOff(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// far-node joins on its own credentials, as `cluster node --nkey`
-	// does, and runs a job pinned to its GPU.
-	hostConn, err := s.Options("far-node").Connect("far-node", 10*time.Second, nats.CustomInboxPrefix(auth.NodeInboxPrefix("far-node")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	a100, err := model.LookupModel("A100-80GB")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	h, err := node.Start(ctx, node.HostConfig{Spec: model.NodeSpec{ID: "far-node", CPU: 16, Memory: 64 * model.GiB,
-		GPUs: []model.GPUSpec{{ID: "far-gpu-0", Model: a100}}}, Clock: s.Cluster.Clock, Subjects: events.NewSubjects(""),
-		Conn: hostConn, Logger: zap.NewNop(), Lease: lease, Heartbeat: lease / 4})
-	if err != nil {
-		cancel()
-		hostConn.Close()
-		t.Fatal(err)
-	}
-	defer func() { cancel(); h.Wait(); hostConn.Close() }()
-	waitFor(t, "the node and its GPU to join", 10*time.Second, func() bool {
-		sum := mustAsk(t, admin, "gpusched.cluster.snapshot", `{"summary_only":true}`)["summary"].(obj)
-		return sum["gpus_alive"].(float64) == 9 && sum["nodes_alive"].(float64) == 3
-	})
+	// far-node joins on its own credentials and runs a job pinned to its GPU.
+	joinFarNode(t, s, admin, lease)
 	id := mustAsk(t, admin, "gpusched.job.submit", `{"name":"far","vram":"20GB","duration":"100h","gpu":"far-gpu-0"}`)["job_id"].(string)
 	onFarNode := func() bool {
 		j := mustAsk(t, admin, "gpusched.job.get", `{"job_id":"`+id+`"}`)
@@ -175,4 +154,38 @@ func nextSecurityEvent(t *testing.T, ch <-chan events.Decoded, typ string) event
 		t.Fatalf("no %s event", typ)
 	}
 	return events.Decoded{}
+}
+
+// joinFarNode starts the node far-node (one A100-80GB, far-gpu-0) on its
+// own credentials over TCP, as `cluster node --nkey` does, and waits until
+// the scheduler counts it alive beside the reference cluster's two nodes.
+// It returns the node's connection and a stop that crashes it (stops the
+// actors, closes the connection); the test's end stops it too.
+func joinFarNode(t *testing.T, s *livetest.Secured, admin *nats.Conn, lease time.Duration) (hostConn *nats.Conn, crash func()) {
+	t.Helper()
+	hostConn, err := s.Options("far-node").Connect("far-node", 10*time.Second, nats.CustomInboxPrefix(auth.NodeInboxPrefix("far-node")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a100, err := model.LookupModel("A100-80GB")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	h, err := node.Start(ctx, node.HostConfig{Spec: model.NodeSpec{ID: "far-node", CPU: 16, Memory: 64 * model.GiB,
+		GPUs: []model.GPUSpec{{ID: "far-gpu-0", Model: a100}}}, Clock: s.Cluster.Clock, Subjects: events.NewSubjects(""),
+		Conn: hostConn, Logger: zap.NewNop(), Lease: lease, Heartbeat: min(lease/4, node.DefaultHeartbeat)})
+	if err != nil {
+		cancel()
+		hostConn.Close()
+		t.Fatal(err)
+	}
+	var once sync.Once
+	crash = func() { once.Do(func() { cancel(); h.Wait(); hostConn.Close() }) }
+	t.Cleanup(crash)
+	waitFor(t, "the node and its GPU to join", 10*time.Second, func() bool {
+		sum := mustAsk(t, admin, "gpusched.cluster.snapshot", `{"summary_only":true}`)["summary"].(obj)
+		return sum["gpus_alive"].(float64) == 9 && sum["nodes_alive"].(float64) == 3
+	})
+	return hostConn, crash
 }

@@ -83,3 +83,60 @@ func TestAStoredMessageReplayedToAControlSubjectIsNotActedOn(t *testing.T) {
 		t.Fatalf("gpu-3 went from incarnation %v to %v: a replayed control was acted on", before, after)
 	}
 }
+
+// TestAReplayedHeartbeatKeepsNoDeadNodeAlive (issue 22, item 4): after a
+// node crashes, an observer has the event stream re-deliver the node's
+// last stored heartbeat to the heartbeat subject every 200 ms (a pull
+// whose reply subject is that subject). Liveness is taken only from what
+// the node itself sends live: the node is declared down within its lease
+// as if nobody replayed anything.
+func TestAReplayedHeartbeatKeepsNoDeadNodeAlive(t *testing.T) {
+	const lease = 2 * time.Second
+	s := livetest.SecureCluster(t, cluster.Config{Store: durable.Memory, Lease: lease})
+	admin, observer := s.As(t, "admin"), s.As(t, "observer")
+	down := make(chan *nats.Msg, 4)
+	sub, err := admin.ChanSubscribe("gpusched.evt.node.far-node.down", down)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	_, crash := joinFarNode(t, s, admin, lease)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	js, err := jetstream.New(observer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream := durable.EventStream("gpusched")
+	heartbeat := "gpusched.evt.node.far-node.heartbeat"
+	waitFor(t, "a heartbeat of far-node in the stream", 5*time.Second, func() bool {
+		_, err := js.CreateConsumer(ctx, stream, jetstream.ConsumerConfig{FilterSubject: heartbeat, DeliverPolicy: jetstream.DeliverLastPolicy, AckPolicy: jetstream.AckNonePolicy})
+		return err == nil
+	})
+	crash()
+	crashed := time.Now()
+	replays := 0
+	for {
+		cons, err := js.CreateConsumer(ctx, stream, jetstream.ConsumerConfig{FilterSubject: heartbeat,
+			DeliverPolicy: jetstream.DeliverLastPolicy, AckPolicy: jetstream.AckNonePolicy, InactiveThreshold: 5 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := observer.PublishRequest("$JS.API.CONSUMER.MSG.NEXT."+stream+"."+cons.CachedInfo().Name, heartbeat, []byte(`{"batch":1}`)); err != nil {
+			t.Fatal(err)
+		}
+		replays++
+		select {
+		case <-down:
+			// A lease, checked on the scheduler's ticks: well inside 3.
+			if took := time.Since(crashed); took > 3*lease {
+				t.Fatalf("far-node declared down %s after its crash (lease %s), with %d replays", took, lease, replays)
+			}
+			return
+		case <-time.After(200 * time.Millisecond):
+		}
+		if time.Since(crashed) > 5*lease {
+			t.Fatalf("far-node was still alive %s after its crash: %d replayed heartbeats kept it so", 5*lease, replays)
+		}
+	}
+}
