@@ -114,7 +114,7 @@ type Outcome struct {
 	// back). Empty: the seed passed.
 	Problems []string
 	// History is the shortest event history that shows the first
-	// problem: the events of the job or GPU it names.
+	// problem naming a job or GPU: the events of what it names.
 	History []string
 	Summary sim.Summary
 	Events  int
@@ -132,7 +132,7 @@ func Run(ctx context.Context, c Case) Outcome {
 	var mu sync.Mutex
 	var log []string // every event, briefly, for the history of a problem
 	cfg := sim.Config{Shape: c.Shape, Policy: c.Policy, Queue: c.Queue, Seed: c.Seed, Arrivals: c.Arrivals, Hours: c.Hours,
-		Interference: model.DefaultInterference, Drain: 7 * 24 * time.Hour,
+		Interference: model.DefaultInterference, Drain: sim.DefaultDrain,
 		Events: func(subject string, data []byte) {
 			ev, fe := events.DecodeEvent(data)
 			if fe != nil {
@@ -161,7 +161,7 @@ func Run(ctx context.Context, c Case) Outcome {
 		out.Problems = append(out.Problems, v.String())
 	}
 	if out.Summary.Unended > 0 {
-		out.Problems = append(out.Problems, fmt.Sprintf("%d accepted jobs never ended (a week of drain)", out.Summary.Unended))
+		out.Problems = append(out.Problems, fmt.Sprintf("%d accepted jobs never ended (30 days of drain)", out.Summary.Unended))
 	}
 	if len(cs.Stuck) > 0 {
 		out.Problems = append(out.Problems, "jobs not ended at the end: "+strings.Join(cs.Stuck, ", "))
@@ -169,7 +169,13 @@ func Run(ctx context.Context, c Case) Outcome {
 	out.Problems = append(out.Problems, backwards(res.Series)...)
 	if len(out.Problems) > 0 {
 		mu.Lock()
-		out.History = history(log, out.Problems[0])
+		// The first problem that names a job or a GPU ("N accepted jobs
+		// never ended" names none; the stuck jobs' line after it does).
+		for _, p := range out.Problems {
+			if out.History = history(log, p); len(out.History) > 0 {
+				break
+			}
+		}
 		mu.Unlock()
 	}
 	return out
