@@ -106,7 +106,7 @@ func New(cfg Config) (*Scheduler, error) {
 		speed = sc.Speed
 	}
 	cc := cfg.Config
-	cc.Virtual, cc.Speed, cc.Now, cc.Wall, cc.Inbox, cc.Store = virtual, speed, cfg.Clock.Now(), time.Now(), s.inbox, nil
+	cc.Virtual, cc.Speed, cc.Now, cc.Wall, cc.Inbox, cc.Store = virtual, speed, cfg.Clock.Now(), s.wallNow(), s.inbox, nil
 	if !virtual {
 		crand.Read(cc.IDSeed[:]) // never fails (crypto/rand)
 	}
@@ -173,8 +173,19 @@ func (s *Scheduler) Remains() events.SchedLifecycle { return s.core.Remains() }
 
 // step hands the core one input at the current simulated and wall time.
 func (s *Scheduler) step(in core.Input) {
-	in.Now, in.Wall = s.cfg.Clock.Now(), time.Now()
+	in.Now, in.Wall = s.cfg.Clock.Now(), s.wallNow()
 	s.core.Step(in)
+}
+
+// wallNow is the time the core's timeouts, warm-up and rates run in: the
+// wall's on a scaled clock; on a virtual one simulated time too, so that
+// a call that goes unanswered (a scheduler killed and restarted, a GPU
+// gone) times out at the same simulated instant in every run of a seed.
+func (s *Scheduler) wallNow() time.Time {
+	if s.virtual {
+		return s.cfg.Clock.Now()
+	}
+	return time.Now()
 }
 
 // message is a bus message as the core takes it: the tenant whose
@@ -219,9 +230,17 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		defer lt.Stop()
 		leaseWall = lt.C
 	}
-	// Calls unanswered for the call timeout count as refused.
-	ct := time.NewTicker(max(s.core.CallTimeout()/4, 10*time.Millisecond))
-	defer ct.Stop()
+	// Calls unanswered for the call timeout count as refused: checked on
+	// a wall ticker, or on a virtual clock by a timer at the earliest
+	// call's deadline (calls).
+	var callsWall <-chan time.Time
+	if !s.virtual {
+		ct := time.NewTicker(max(s.core.CallTimeout()/4, 10*time.Millisecond))
+		defer ct.Stop()
+		callsWall = ct.C
+	}
+	var calls simclock.Timer
+	var callsAt time.Time
 	period := s.core.MetricsPeriod()
 	var metrics, pass, wake, round simclock.Timer
 	if s.core.RoundEvery() > 0 {
@@ -242,14 +261,17 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		metricsWall, agingWall = mt.C, aging.C
 	}
 	defer func() {
-		for _, t := range []simclock.Timer{metrics, pass, wake, round} {
+		for _, t := range []simclock.Timer{metrics, pass, wake, round, calls} {
 			if t != nil {
 				t.Stop()
 			}
 		}
 	}()
 	for {
-		var metricsC, passC, wakeC, roundC <-chan time.Time
+		var metricsC, passC, wakeC, roundC, callsC <-chan time.Time
+		if calls != nil {
+			callsC = calls.C()
+		}
 		if round != nil {
 			roundC = round.C()
 		}
@@ -284,9 +306,12 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		case in := <-s.internal:
 			s.step(in)
 			held = false
-		case <-ct.C:
+		case <-callsWall:
 			s.step(core.Input{Timer: core.TimerCalls})
 			held = false
+		case <-callsC:
+			calls, callsAt = nil, time.Time{}
+			s.step(core.Input{Timer: core.TimerCalls})
 		case <-leaseWall:
 			s.step(core.Input{Timer: core.TimerLease})
 			held = false
@@ -316,6 +341,15 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		if s.virtual {
 			if s.core.Dirty() && pass == nil {
 				pass = simclock.NewPhasedTimer(s.cfg.Clock, 0, simclock.PhaseDecide)
+			}
+			if next := s.core.CallDeadline(); !next.Equal(callsAt) {
+				if calls != nil {
+					calls.Stop()
+					calls = nil
+				}
+				if callsAt = next; !next.IsZero() {
+					calls = s.cfg.Clock.NewTimer(next.Sub(s.cfg.Clock.Now()))
+				}
 			}
 			if next := s.core.NextWake(); !next.Equal(wakeAt) {
 				if wake != nil {

@@ -100,6 +100,22 @@ func (s *Core) endCall(reply string) {
 	}
 }
 
+// CallDeadline is when the earliest call in flight times out (in the
+// core's wall time), zero when none is in flight: a shell on a virtual
+// clock steps TimerCalls then.
+func (s *Core) CallDeadline() time.Time {
+	var first time.Time
+	for _, c := range s.calls {
+		if first.IsZero() || c.sent.Before(first) {
+			first = c.sent
+		}
+	}
+	if first.IsZero() {
+		return first
+	}
+	return first.Add(s.cfg.CallTimeout)
+}
+
 // expireCalls forgets the calls unanswered for longer than the call
 // timeout: the GPU may be asked again.
 func (s *Core) expireCalls(now time.Time) {

@@ -276,6 +276,30 @@ func TestAHeartbeatNamingUnknownGPUsCostsBoundedDescribesAndNoWait(t *testing.T)
 	}
 }
 
+// TestCallDeadlineIsWhenTheEarliestCallTimesOut: what a shell on a
+// virtual clock arms its calls timer at (issue 23: the scheduler's
+// timeouts in simulated time) — the earliest call's send plus the call
+// timeout, none with no call in flight, and the calls do expire then.
+func TestCallDeadlineIsWhenTheEarliestCallTimesOut(t *testing.T) {
+	h := newHarness(t, Config{})
+	h.AddGPU("n1", "n1-gpu-0", "A100-40GB")
+	if d := h.Core.CallDeadline(); !d.IsZero() {
+		t.Fatalf("no call in flight, deadline %s", d)
+	}
+	first := h.Wall
+	h.Heartbeat("n1", events.HeartbeatGPU{GPU: "ghost-a", Incarnation: 1, Alive: true})
+	h.Advance(time.Second)
+	h.Heartbeat("n1", events.HeartbeatGPU{GPU: "ghost-b", Incarnation: 1, Alive: true})
+	if d, want := h.Core.CallDeadline(), first.Add(h.Core.CallTimeout()); !d.Equal(want) {
+		t.Fatalf("deadline %s, want %s (the first describe's send plus the timeout)", d, want)
+	}
+	h.Now, h.Wall = first.Add(h.Core.CallTimeout()), first.Add(h.Core.CallTimeout())
+	h.Step(Input{Timer: TimerCalls})
+	if d, want := h.Core.CallDeadline(), first.Add(time.Second+h.Core.CallTimeout()); !d.Equal(want) {
+		t.Fatalf("after the first expired: deadline %s, want %s (the second's)", d, want)
+	}
+}
+
 func TestADescribeReplyIsBelievedOnlyAboutTheGPUItAsked(t *testing.T) {
 	h := newHarness(t, Config{})
 	h.AddGPU("n1", "n1-gpu-0", "A100-40GB")
