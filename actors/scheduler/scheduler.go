@@ -342,24 +342,8 @@ func (s *Scheduler) Run(ctx context.Context) error {
 			if s.core.Dirty() && pass == nil {
 				pass = simclock.NewPhasedTimer(s.cfg.Clock, 0, simclock.PhaseDecide)
 			}
-			if next := s.core.CallDeadline(); !next.Equal(callsAt) {
-				if calls != nil {
-					calls.Stop()
-					calls = nil
-				}
-				if callsAt = next; !next.IsZero() {
-					calls = s.cfg.Clock.NewTimer(next.Sub(s.cfg.Clock.Now()))
-				}
-			}
-			if next := s.core.NextWake(); !next.Equal(wakeAt) {
-				if wake != nil {
-					wake.Stop()
-					wake = nil
-				}
-				if wakeAt = next; !next.IsZero() {
-					wake = s.cfg.Clock.NewTimer(next.Sub(s.cfg.Clock.Now()))
-				}
-			}
+			calls, callsAt = s.rearm(calls, callsAt, s.core.CallDeadline())
+			wake, wakeAt = s.rearm(wake, wakeAt, s.core.NextWake())
 		} else if s.core.Dirty() && len(s.mailbox) == 0 {
 			s.step(core.Input{Timer: core.TimerPass})
 		}
@@ -367,6 +351,22 @@ func (s *Scheduler) Run(ctx context.Context) error {
 			s.cfg.Clock.Release()
 		}
 	}
+}
+
+// rearm moves a virtual-clock timer armed at `at` to next (none when
+// next is zero), leaving it as it is when next has not changed.
+func (s *Scheduler) rearm(t simclock.Timer, at, next time.Time) (simclock.Timer, time.Time) {
+	if next.Equal(at) {
+		return t, at
+	}
+	if t != nil {
+		t.Stop()
+		t = nil
+	}
+	if !next.IsZero() {
+		t = s.cfg.Clock.NewTimer(next.Sub(s.cfg.Clock.Now()))
+	}
+	return t, next
 }
 
 // Drain empties the mailbox of a dead scheduler, releasing the clock for
