@@ -35,11 +35,12 @@ type MonkeySpec struct {
 const DefaultFaultDuration = 10 * time.Second
 
 // VirtualFaults are the faults a monkey may draw on a virtual clock: a
-// kill needs nothing but the clock (the dying actor reports itself, its
-// supervisor restarts it after a backoff of simulated time). Hangs,
-// partitions, delays and drops are found by leases and heartbeats, which
-// run in wall time: not on a virtual clock yet.
-var VirtualFaults = []string{events.ChaosKillAction}
+// kill of a GPU or of the scheduler needs nothing but the clock (the dying
+// actor reports itself, its supervisor restarts it after a backoff of
+// simulated time; a restarted scheduler hears every node again at once).
+// Hangs, partitions, delays and drops are found by leases and heartbeats,
+// which run in wall time: not on a virtual clock yet.
+var VirtualFaults = []string{events.ChaosKillAction, events.ChaosKillScheduler}
 
 // CheckVirtual refuses a spec a virtual run cannot replay exactly.
 func (spec MonkeySpec) CheckVirtual() error {
@@ -53,7 +54,7 @@ func (spec MonkeySpec) CheckVirtual() error {
 		return nil
 	}
 	sort.Strings(refused)
-	return fmt.Errorf("--chaos %s: on a virtual clock only %s faults for now (leases and heartbeats, which find hangs, partitions, delays, drops and a dead scheduler, run in wall time); use --clock scaled for those",
+	return fmt.Errorf("--chaos %s: on a virtual clock only %s faults for now (leases and heartbeats, which find hangs, partitions, delays and drops, run in wall time); use --clock scaled for those",
 		strings.Join(refused, ","), strings.Join(VirtualFaults, ", "))
 }
 

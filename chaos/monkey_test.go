@@ -59,10 +59,11 @@ func TestPlanIsSeededAndAtItsRates(t *testing.T) {
 	}
 }
 
-// TestCheckVirtual: a virtual run takes kills, and refuses the faults that
-// leases find (they run in wall time), naming them.
+// TestCheckVirtual: a virtual run takes kills of GPUs and of the
+// scheduler, and refuses the faults that leases find (they run in wall
+// time), naming them.
 func TestCheckVirtual(t *testing.T) {
-	kills, _ := ParseMonkey("kill=3/h")
+	kills, _ := ParseMonkey("kill=3/h,kill-scheduler=1/h")
 	if err := kills.CheckVirtual(); err != nil {
 		t.Fatalf("kills on a virtual clock: %v", err)
 	}

@@ -472,7 +472,12 @@ func (c *Cluster) watchSubs(subs []*nats.Subscription) {
 	}
 	for _, sub := range subs {
 		c.virtual.Watch(nil, func() int {
-			n, _, _ := sub.Pending()
+			n, _, err := sub.Pending()
+			if err != nil {
+				// Unsubscribed (a dead scheduler's): it holds nothing, and
+				// its -1 would keep the clock from ever settling.
+				return 0
+			}
 			return n
 		})
 	}

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -27,24 +28,48 @@ func (c *Cluster) superviseScheduler(ctx context.Context, cfg scheduler.Config, 
 		base = node.DefaultRestartBackoff
 	}
 	backoff := time.Duration(0)
+	// On a virtual clock a restart happens in simulated time: the kill's
+	// hold comes over from the dying scheduler (Run), the backoff is a
+	// simulated-time timer armed before it is let go, and the timer's hold
+	// lasts until the successor is subscribed, announced and has heard
+	// every node again (Host.Announce): the same seed restarts it at the
+	// same instants, with the same view.
+	virtual := c.virtual != nil
+	now := time.Now
+	if virtual {
+		now = c.Clock.Now
+	}
 	for {
-		started := time.Now()
+		started := now()
 		err := runScheduler(ctx, s)
 		if ctx.Err() != nil {
 			return
+		}
+		if virtual && !errors.Is(err, scheduler.ErrKilled) {
+			c.Clock.Hold() // a panic hands over no hold: take one
 		}
 		s.Drain()
 		rem := s.Remains()
 		if rem.Reason == "" && err != nil {
 			rem.Reason = err.Error()
 		}
-		died := time.Now()
+		died := now()
 		backoff = node.NextBackoff(backoff, base, died.Sub(started))
 		log.Warn("scheduler crashed; restarting it", zap.String("reason", rem.Reason), zap.Int("queued_lost", rem.Queued),
 			zap.Int("running", rem.Running), zap.Duration("backoff", backoff), zap.Int("incarnation", cfg.Incarnation+1))
 		emit.Emit(cfg.Subjects.SchedEvent(events.SchedDown), events.Type("sched", events.SchedDown), "", c.Clock.Now(), rem)
-		for {
-			if !node.WaitBackoff(ctx, backoff) {
+		if virtual {
+			t := c.Clock.NewTimer(backoff)
+			c.Clock.Release()
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-t.C(): // held until the successor is up
+			}
+		}
+		for first := true; ; first = false {
+			if (!virtual || !first) && !node.WaitBackoff(ctx, backoff) {
 				return
 			}
 			cfg.Incarnation = max(cfg.Incarnation, 1) + 1
@@ -81,6 +106,12 @@ func (c *Cluster) superviseScheduler(ctx context.Context, cfg scheduler.Config, 
 		c.watchSubs(s.Subscriptions())
 		emit.Emit(cfg.Subjects.SchedEvent(events.SchedUp), events.Type("sched", events.SchedUp), "", c.Clock.Now(),
 			events.SchedLifecycle{Incarnation: cfg.Incarnation, Reason: "restarted after: " + rem.Reason, Policy: cfg.Policy})
+		if virtual {
+			for _, h := range c.hosts {
+				h.Announce()
+			}
+			c.Clock.Release()
+		}
 	}
 }
 

@@ -486,6 +486,11 @@ type SchedLifecycle struct {
 	// inherited and had not accounted for yet): its successor accounts for
 	// each, whether a GPU still runs it, finished it, or lost it meanwhile.
 	RunningJobs []RunningJob `json:"running_jobs,omitempty"`
+	// LostJobs are the ids of the unfinished jobs it held that neither its
+	// successor nor a GPU will know (queued, or being placed), when the
+	// queue is not Durable: they are gone with it (a client must submit
+	// them again). An observer counts them as ended here.
+	LostJobs []string `json:"lost_jobs,omitempty"`
 }
 
 // RunningJob is a job a scheduler had running, and the placement it ran in.

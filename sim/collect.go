@@ -82,15 +82,42 @@ type collector struct {
 	// lostAt is when each job still waiting to run again was lost.
 	faults map[float64]*FaultCost
 	lostAt map[string]float64
+	// counts are each job's running counts as the scheduler last said
+	// them, and what earlier schedulers had counted (counted).
+	counts map[string]*jobCounts
 	subs   []*nats.Subscription
 }
 
+// jobCounts carries a job's running counts across a scheduler that
+// re-learned it without a journal: a restarted scheduler knows the job
+// from its GPU and counts its preemptions, run time and lost work afresh,
+// so a count that goes back is a new scheduler's, added to what the
+// earlier ones counted (the totals never go back).
+type jobCounts struct {
+	said, counted struct {
+		preemptions int
+		runS, lostS float64
+	}
+}
+
+// total folds what the scheduler says now into the job's totals.
+func (k *jobCounts) total(preemptions int, runS, lostS float64) (int, float64, float64) {
+	if preemptions < k.said.preemptions || runS < k.said.runS || lostS < k.said.lostS {
+		k.counted.preemptions += k.said.preemptions
+		k.counted.runS += k.said.runS
+		k.counted.lostS += k.said.lostS
+	}
+	k.said.preemptions, k.said.runS, k.said.lostS = preemptions, runS, lostS
+	return k.counted.preemptions + preemptions, k.counted.runS + runS, k.counted.lostS + lostS
+}
+
 func newCollector(start time.Time) *collector {
-	return &collector{start: start, jobs: map[string]*JobResult{}, faults: map[float64]*FaultCost{}, lostAt: map[string]float64{}}
+	return &collector{start: start, jobs: map[string]*JobResult{}, faults: map[float64]*FaultCost{}, lostAt: map[string]float64{},
+		counts: map[string]*jobCounts{}}
 }
 
 func (c *collector) subscribe(nc *nats.Conn, subjects events.Subjects) error {
-	for _, subj := range []string{subjects.JobEvent("*"), subjects.Metrics()} {
+	for _, subj := range []string{subjects.JobEvent("*"), subjects.Metrics(), subjects.SchedEvent(events.SchedDown)} {
 		sub, err := nc.Subscribe(subj, c.handle)
 		if err != nil {
 			return err
@@ -107,6 +134,10 @@ func (c *collector) handle(m *nats.Msg) {
 	typ := ""
 	if i := strings.LastIndexByte(m.Subject, '.'); i >= 0 {
 		typ = m.Subject[i+1:]
+	}
+	if strings.HasSuffix(m.Subject, ".evt.sched."+events.SchedDown) {
+		c.schedulerDown(m.Data)
+		return
 	}
 	c.foldTyped(strings.HasSuffix(m.Subject, ".evt.metrics"), typ, m.Data)
 }
@@ -146,10 +177,16 @@ func (c *collector) foldTyped(isMetrics bool, typ string, data []byte) {
 		c.jobs[in.JobID] = j
 	}
 	wasTerminal := terminal(j.State)
+	k := c.counts[in.JobID]
+	if k == nil {
+		k = &jobCounts{}
+		c.counts[in.JobID] = k
+	}
+	preemptions, runS, lostS := k.total(in.Preemptions, in.RunS, in.LostWorkS)
 	switch typ {
 	case events.JobLost:
 		// Lost with its GPU: the faults of one instant are one fault.
-		work := max(0, in.LostWorkS-j.LostWorkS)
+		work := max(0, lostS-j.LostWorkS)
 		j.Lost++
 		j.FaultLostWorkS += work
 		f := c.faults[at]
@@ -179,15 +216,44 @@ func (c *collector) foldTyped(isMetrics bool, typ string, data []byte) {
 	if in.Node != "" {
 		j.Node, j.GPUs = in.Node, in.GPUIDs
 	}
-	j.Preemptions, j.Slowdown, j.RunS, j.LostWorkS, j.WorkS = in.Preemptions, in.Slowdown, in.RunS, in.LostWorkS, in.WorkS
+	j.Preemptions, j.Slowdown, j.RunS, j.LostWorkS, j.WorkS = preemptions, in.Slowdown, runS, lostS, in.WorkS
 	if terminal(j.State) && !wasTerminal {
+		c.terminal++
+	} else if wasTerminal && !terminal(j.State) {
+		c.terminal-- // a job taken for lost with its scheduler showed up again
+	}
+}
+
+// StateLostWithScheduler is the state of a job a scheduler without a
+// journal held, unfinished and not running, when it died: no one will
+// know it again (events.SchedLifecycle.LostJobs). It ends the job for a
+// run's accounting, as unfinished; should the job show up again (a commit
+// the dead scheduler sent was taken), its next event says what it is.
+const StateLostWithScheduler = "lost-with-scheduler"
+
+// schedulerDown takes a scheduler's death: the jobs it lost with it.
+func (c *collector) schedulerDown(data []byte) {
+	var ev struct {
+		Data events.SchedLifecycle `json:"data"`
+	}
+	if json.Unmarshal(data, &ev) != nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, id := range ev.Data.LostJobs {
+		j, ok := c.jobs[id]
+		if !ok || terminal(j.State) {
+			continue
+		}
+		j.State = StateLostWithScheduler
 		c.terminal++
 	}
 }
 
 func terminal(state string) bool {
 	switch state {
-	case events.JobCompleted, events.JobCancelled, events.JobRejected:
+	case events.JobCompleted, events.JobCancelled, events.JobRejected, StateLostWithScheduler:
 		return true
 	}
 	return false

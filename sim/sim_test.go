@@ -135,6 +135,58 @@ func TestKillsOnAVirtualClockRepeat(t *testing.T) {
 		first.Final.GPUDeaths, first.Final.JobsLost, s.Completed, s.Faults, s.FaultGPUHours, s.RecoveryMean, s.RecoveryMax)
 }
 
+// TestSchedulerKillsOnAVirtualClockRepeat (issue 23 item 1, kill-scheduler
+// on the virtual clock): the scheduler is killed at instants drawn from the
+// seed and restarted after a backoff of simulated time; its successor hears
+// every node again at once (Host.Announce) and re-learns the running jobs.
+// The same seed gives the same per-job results at any GOMAXPROCS; the
+// cluster goes on placing jobs after each restart; no count a job carries
+// goes back across a restart (its lost work is never negative).
+func TestSchedulerKillsOnAVirtualClockRepeat(t *testing.T) {
+	spec, err := chaos.ParseMonkey("kill-scheduler=2/h,kill=2/h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{Shape: referenceShape(t), Policy: "binpack", Seed: 5, Rate: 6, Hours: 8, Drain: 4 * time.Hour,
+		Interference: model.DefaultInterference, Chaos: &spec}
+	first, csvA := runConfig(t, cfg)
+	func() {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+		if _, csvB := runConfig(t, cfg); !bytes.Equal(csvA, csvB) {
+			t.Fatalf("the same seed with scheduler kills gave different per-job results:\n%s", firstDiff(csvA, csvB))
+		}
+	}()
+	if first.Final.Incarnation < 6 {
+		t.Fatalf("the scheduler is at incarnation %d after 12 simulated hours at 2 kills an hour: the kills did not bite", first.Final.Incarnation)
+	}
+	// Jobs submitted in the last hours of arrivals, long after the first
+	// kills, still run and complete: the restarted schedulers place.
+	late, lostWith := 0, 0
+	for _, j := range first.Jobs {
+		switch j.State {
+		case "completed":
+		case StateLostWithScheduler:
+			lostWith++
+		default:
+			t.Errorf("job %s is %s at the end: neither completed nor lost with a scheduler", j.Job, j.State)
+		}
+		if j.Submit > 6*3600 && j.Ended && j.State == "completed" {
+			late++
+		}
+		if j.LostWorkS < j.FaultLostWorkS-1e-9 || j.LostWorkS < 0 {
+			t.Fatalf("job %s: lost work %.1f s, of it to faults %.1f s: a count went back across a restart", j.Job, j.LostWorkS, j.FaultLostWorkS)
+		}
+	}
+	if late == 0 {
+		t.Fatal("no job submitted after 6 h completed: the restarted schedulers did not place")
+	}
+	if first.Length >= 12*time.Hour {
+		t.Errorf("the run went on to its drain limit (%s): the jobs lost with a scheduler were waited for", first.Length)
+	}
+	t.Logf("scheduler incarnation %d, %d jobs (%d lost with a scheduler), %d submitted after 6 h completed; %s simulated",
+		first.Final.Incarnation, len(first.Jobs), lostWith, late, first.Length)
+}
+
 func firstDiff(a, b []byte) string {
 	la, lb := bytes.Split(a, []byte("\n")), bytes.Split(b, []byte("\n"))
 	for i := range min(len(la), len(lb)) {

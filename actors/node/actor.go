@@ -45,9 +45,11 @@ type Actor struct {
 
 	mailbox *mailbox.Queue
 	alive   chan gpu.Liveness
-	holds   map[string]*hold
-	cpuUsed float64
-	memUsed int64
+	// announce asks for a heartbeat now (Host.Announce).
+	announce chan struct{}
+	holds    map[string]*hold
+	cpuUsed  float64
+	memUsed  int64
 }
 
 type hold struct {
@@ -61,12 +63,13 @@ func newActor(spec model.NodeSpec, inc int, clock simclock.Clock, subjects event
 	log *zap.Logger, heartbeat time.Duration, gpus []*slot) *Actor {
 	return &Actor{
 		spec: spec, inc: inc, clock: clock, subjects: subjects, heartbeat: heartbeat, gpus: gpus, conn: bus,
-		sent:    map[uint64]time.Time{},
-		emit:    events.NewEmitter(bus, "/node/"+spec.ID+"/"+strconv.Itoa(inc)),
-		log:     log.With(zap.String("node", spec.ID)),
-		mailbox: mailbox.New(),
-		alive:   make(chan gpu.Liveness, len(gpus)+1),
-		holds:   map[string]*hold{},
+		sent:     map[uint64]time.Time{},
+		emit:     events.NewEmitter(bus, "/node/"+spec.ID+"/"+strconv.Itoa(inc)),
+		log:      log.With(zap.String("node", spec.ID)),
+		mailbox:  mailbox.New(),
+		alive:    make(chan gpu.Liveness, len(gpus)+1),
+		announce: make(chan struct{}, 1),
+		holds:    map[string]*hold{},
 	}
 }
 
@@ -112,6 +115,9 @@ func (a *Actor) Run(ctx context.Context) {
 				first.Stop()
 				a.publishHeartbeat(heard)
 			}
+		case <-a.announce:
+			a.publishHeartbeat(a.current())
+			a.clock.Release()
 		case <-first.C:
 			if !firstSent && !virtual {
 				firstSent = true
@@ -130,6 +136,18 @@ func (a *Actor) Run(ctx context.Context) {
 			a.ping()
 		}
 	}
+}
+
+// current is each GPU's liveness as its supervisor holds it now: the
+// incarnation running, none for a GPU between a crash and its restart.
+func (a *Actor) current() map[string]gpu.Liveness {
+	out := map[string]gpu.Liveness{}
+	for _, s := range a.gpus {
+		if g := s.cur.Load(); g != nil {
+			out[s.id] = gpu.Liveness{GPU: s.id, Incarnation: g.Incarnation()}
+		}
+	}
+	return out
 }
 
 func (a *Actor) ping() {

@@ -233,6 +233,20 @@ func (r *Router) Close() {
 	}
 }
 
+// Announce makes the node heartbeat now, with each GPU's incarnation as
+// its supervisor holds it: on a virtual clock a node heartbeats once, at
+// its start, so a scheduler restarted later (a kill-scheduler fault)
+// learns the node and its GPUs from this. The clock is held until the
+// heartbeat is out.
+func (h *Host) Announce() {
+	h.cfg.Clock.Hold()
+	select {
+	case h.node.announce <- struct{}{}:
+	default:
+		h.cfg.Clock.Release() // one is on its way already
+	}
+}
+
 // Subscriptions are the host's subscriptions, for a virtual clock to watch.
 func (h *Host) Subscriptions() []*nats.Subscription { return h.subs }
 

@@ -300,6 +300,12 @@ func (s *Scheduler) Run(ctx context.Context) error {
 				s.step(core.Input{Msg: cm})
 			}
 			if s.core.Killed() != "" {
+				if s.virtual {
+					// The supervisor takes the clock on from here: it arms
+					// the restart's backoff in simulated time before it
+					// lets go (cluster's superviseScheduler).
+					s.cfg.Clock.Hold()
+				}
 				s.cfg.Clock.Release()
 				return ErrKilled
 			}

@@ -270,6 +270,11 @@ type Core struct {
 	// config fixes none; workloadStale says it changed since it was built.
 	classes       map[policy.ClassKey]int
 	workloadStale bool
+	// byVRAM counts the jobs sized by VRAM, by their VRAM: their share of
+	// a GPU is taken at refreshWorkload, against the most common GPU then,
+	// so that the workload does not depend on the order the GPUs and jobs
+	// were learned in (a restarted scheduler re-learns both at once).
+	byVRAM map[vramClass]int
 	// common is the most common GPU VRAM, counted over commonFor GPUs.
 	common    int64
 	commonFor int
@@ -438,6 +443,7 @@ func New(cfg Config, bus Bus) (*Core, error) {
 		view:       newView(cfg.VRAMModel, cfg.Seed, cfg.NodeRank),
 		jobs:       map[string]*job{},
 		classes:    map[policy.ClassKey]int{},
+		byVRAM:     map[vramClass]int{},
 		virtual:    virtual,
 		started:    cfg.Wall,
 		inherited:  map[string]string{},

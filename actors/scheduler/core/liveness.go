@@ -254,6 +254,18 @@ func (s *Core) Remains() events.SchedLifecycle {
 		}
 	}
 	slices.SortFunc(r.RunningJobs, func(a, b events.RunningJob) int { return strings.Compare(a.JobID, b.JobID) })
+	if !r.Durable {
+		carried := map[string]bool{}
+		for _, rj := range r.RunningJobs {
+			carried[rj.JobID] = true
+		}
+		for id, j := range s.jobs {
+			if !j.terminal() && !carried[id] {
+				r.LostJobs = append(r.LostJobs, id)
+			}
+		}
+		slices.Sort(r.LostJobs)
+	}
 	return r
 }
 
