@@ -560,4 +560,8 @@ type ControlReply struct {
 	// scheduler records which incarnation a placement runs on, so that a
 	// late gpu.down of an older one does not take it.
 	Incarnation int `json:"incarnation,omitempty"`
+	// Down says the GPU actor is down (between a crash and its restart):
+	// its supervisor refused for it. The scheduler places nothing more
+	// there until the GPU speaks again (its gpu.up).
+	Down bool `json:"down,omitempty"`
 }

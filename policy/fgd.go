@@ -121,6 +121,11 @@ type nodeMemo struct {
 	cpuFree int64
 	free    []int
 	vram    []int64 // each GPU's used VRAM, which moves with its holes
+	// alive is each GPU's liveness: a GPU made suspect (no answer, or its
+	// supervisor said it is down) changes nothing else, and a choice
+	// remembered from before kept naming it (a virtual run with scheduler
+	// kills retried such a GPU for ever at one instant).
+	alive []bool
 	// scores[class] is the score+1 (0: not computed) and gpu the position.
 	scores []int32
 	gpus   []int8
@@ -162,14 +167,15 @@ func (m *Memo) fgd(c *Cluster, r *Request, n *Node) (int, int) {
 			break
 		}
 		g := c.GPUs[gi]
-		same = nm.free[i] == g.MilliFree() && nm.vram[i] == g.VRAMUsed()
+		same = nm.free[i] == g.MilliFree() && nm.vram[i] == g.VRAMUsed() && nm.alive[i] == g.Alive
 	}
 	if !same {
 		nm.cpuFree = cpu
 		nm.free = c.freeShares(n, nm.free)
-		nm.vram = nm.vram[:0]
+		nm.vram, nm.alive = nm.vram[:0], nm.alive[:0]
 		for _, gi := range n.GPUs {
 			nm.vram = append(nm.vram, c.GPUs[gi].VRAMUsed())
+			nm.alive = append(nm.alive, c.GPUs[gi].Alive)
 		}
 		clear(nm.scores)
 	}

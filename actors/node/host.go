@@ -138,7 +138,7 @@ func (h *Host) onGPU(ctx context.Context, m *nats.Msg) {
 		// The supervisor answers for a dead actor: a refusal, at once,
 		// rather than a timeout.
 		left := time.Until(time.Unix(0, s.restartAt.Load())).Round(time.Millisecond)
-		events.Reply(m, events.ControlReply{Reason: fmt.Sprintf("GPU actor %s is down (restarting in %s)", s.id, max(0, left))})
+		events.Reply(m, events.ControlReply{Reason: fmt.Sprintf("GPU actor %s is down (restarting in %s)", s.id, max(0, left)), Down: true})
 		return
 	}
 	a.Deliver(ctx, m)

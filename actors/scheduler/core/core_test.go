@@ -141,6 +141,34 @@ func TestAnUnansweredReservationMakesTheGPUSuspectAndTheJobGoesElsewhere(t *test
 	}
 }
 
+// TestAGPUItsSupervisorSaysIsDownIsNotTriedAgain: a reservation refused
+// by a GPU's supervisor because the actor is down (its gpu.down not heard
+// yet: a scheduler restarted meanwhile) makes the GPU suspect, so the job
+// goes elsewhere and the GPU is not tried again until it speaks.
+func TestAGPUItsSupervisorSaysIsDownIsNotTriedAgain(t *testing.T) {
+	h := newHarness(t, Config{Policy: "first-fit"})
+	h.AddGPU("n1", "gpu-0", "A100-40GB")
+	h.AddGPU("n1", "gpu-1", "A100-40GB")
+	h.Down["gpu-0"] = true
+	rep := h.Submit(spec("a", "5GB"))
+	if rep.State != events.JobPlaced {
+		t.Fatalf("submission: %+v", rep)
+	}
+	if got := h.JobState(rep.JobID).GPUIDs; len(got) != 1 || got[0] != "gpu-1" {
+		t.Fatalf("the job went to %v, want gpu-1 (gpu-0 is down)", got)
+	}
+	before := len(h.Sends(events.OpReserve))
+	rep = h.Submit(spec("b", "5GB"))
+	if got := h.JobState(rep.JobID).GPUIDs; len(got) != 1 || got[0] != "gpu-1" {
+		t.Fatalf("the second job went to %v, want gpu-1", got)
+	}
+	for _, s := range h.Sends(events.OpReserve)[before:] {
+		if strings.Contains(s.Subject, ".gpu-0.") {
+			t.Fatalf("gpu-0 was asked again after its supervisor said it is down: %s", s.Subject)
+		}
+	}
+}
+
 func TestPreemptionStopsTheFewestVictimsLosingTheLeastWork(t *testing.T) {
 	h := newHarness(t, Config{})
 	h.AddGPU("n1", "n1-gpu-0", "A100-40GB")

@@ -40,6 +40,9 @@ type Harness struct {
 	// reason; Unanswered makes it answer nothing (a timeout).
 	Refuse     map[string]string
 	Unanswered map[string]bool
+	// Down makes a GPU's supervisor answer for it: the actor is down
+	// (between a crash and its restart).
+	Down map[string]bool
 
 	// Hold keeps the answers to reservations back (Deliver sends them):
 	// a test sees the placements in flight.
@@ -89,7 +92,7 @@ var HarnessEpoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 // store.
 func NewHarness(cfg Config, journal bool) (*Harness, error) {
 	h := &Harness{Now: HarnessEpoch, Wall: HarnessEpoch, Replies: map[string][]byte{}, GPUs: map[string]*FakeGPU{},
-		Refuse: map[string]string{}, Unanswered: map[string]bool{}}
+		Refuse: map[string]string{}, Unanswered: map[string]bool{}, Down: map[string]bool{}}
 	if cfg.Subjects.Prefix == "" {
 		cfg.Subjects = events.NewSubjects("")
 	}
@@ -276,6 +279,8 @@ func (h *Harness) answer(subject string, ctl events.Control) (answer, bool) {
 	}
 	var rep events.ControlReply
 	switch {
+	case h.Down[who]:
+		rep = events.ControlReply{Reason: "GPU actor " + who + " is down (restarting in 1s)", Down: true}
 	case ctl.Op == events.OpReserve && h.Refuse[who] != "":
 		rep = events.ControlReply{Reason: h.Refuse[who]}
 	case g == nil:

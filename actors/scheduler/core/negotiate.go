@@ -171,7 +171,10 @@ func (s *Core) answered(c *call, rep events.ControlReply, unanswered bool) {
 	}
 	n.replies[c.index], n.unanswered[c.index] = rep, unanswered
 	n.waiting--
-	if unanswered && c.gpu != "" {
+	if (unanswered || rep.Down) && c.gpu != "" {
+		// A GPU that did not answer, or whose supervisor answered that it
+		// is down: trying it again at once would be refused again (on a
+		// virtual clock, at the same instant, for ever).
 		s.suspect(c.gpu)
 	}
 	s.resolveReady()

@@ -23,15 +23,15 @@ type ctlCall struct {
 	gpu     string // empty for the node actor
 }
 
-// suspect stops placing on a GPU that left a request unanswered, until its
-// node reports it alive again (a heartbeat) or it speaks: a hung or cut-off
-// GPU would otherwise cost a call timeout per attempt. Only the lease
-// declares it dead.
+// suspect stops placing on a GPU that left a request unanswered (or whose
+// supervisor said it is down), until its node reports it alive again (a
+// heartbeat) or it speaks: a hung or cut-off GPU would otherwise cost a
+// call timeout per attempt. Only the lease declares it dead.
 func (s *Core) suspect(gpu string) {
 	if gs, ok := s.view.gpus[gpu]; ok && gs.g.Alive {
 		gs.g.Alive = false
 		s.view.cluster.Touch(gs.g)
-		s.log.Warn("GPU suspect: a request went unanswered", zap.String("gpu", gpu))
+		s.log.Warn("GPU suspect: a request went unanswered or found it down", zap.String("gpu", gpu))
 	}
 }
 
