@@ -104,19 +104,8 @@ func TestABusyRunRepeatsAcrossSettlingOrders(t *testing.T) {
 // every run of the seed, at GOMAXPROCS=1 too; the kills bite (GPUs die,
 // running jobs are lost and placed again) and every job still completes.
 func TestKillsOnAVirtualClockRepeat(t *testing.T) {
-	spec, err := chaos.ParseMonkey("kill=4/h")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := Config{Shape: referenceShape(t), Policy: "binpack", Seed: 3, Rate: 6, Hours: 12,
-		Interference: model.DefaultInterference, Chaos: &spec}
-	first, csvA := runConfig(t, cfg)
-	func() {
-		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
-		if _, csvB := runConfig(t, cfg); !bytes.Equal(csvA, csvB) {
-			t.Fatalf("the same seed with kills gave different per-job results:\n%s", firstDiff(csvA, csvB))
-		}
-	}()
+	first := runChaosTwice(t, "kill=4/h", Config{Shape: referenceShape(t), Policy: "binpack", Seed: 3, Rate: 6, Hours: 12,
+		Interference: model.DefaultInterference})
 	s := Summarize(first)
 	if first.Final.GPUDeaths < 20 || first.Final.JobsLost == 0 || s.Completed != s.Submitted-s.Rejected || s.Unended != 0 {
 		t.Fatalf("%d GPU deaths (about 48 drawn), %d jobs lost, %d of %d completed: want the kills to bite and every job to end",
@@ -143,19 +132,8 @@ func TestKillsOnAVirtualClockRepeat(t *testing.T) {
 // cluster goes on placing jobs after each restart; no count a job carries
 // goes back across a restart (its lost work is never negative).
 func TestSchedulerKillsOnAVirtualClockRepeat(t *testing.T) {
-	spec, err := chaos.ParseMonkey("kill-scheduler=2/h,kill=2/h")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := Config{Shape: referenceShape(t), Policy: "binpack", Seed: 5, Rate: 6, Hours: 8, Drain: 4 * time.Hour,
-		Interference: model.DefaultInterference, Chaos: &spec}
-	first, csvA := runConfig(t, cfg)
-	func() {
-		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
-		if _, csvB := runConfig(t, cfg); !bytes.Equal(csvA, csvB) {
-			t.Fatalf("the same seed with scheduler kills gave different per-job results:\n%s", firstDiff(csvA, csvB))
-		}
-	}()
+	first := runChaosTwice(t, "kill-scheduler=2/h,kill=2/h", Config{Shape: referenceShape(t), Policy: "binpack", Seed: 5, Rate: 6,
+		Hours: 8, Drain: 4 * time.Hour, Interference: model.DefaultInterference})
 	if first.Final.Incarnation < 6 {
 		t.Fatalf("the scheduler is at incarnation %d after 12 simulated hours at 2 kills an hour: the kills did not bite", first.Final.Incarnation)
 	}
@@ -185,6 +163,23 @@ func TestSchedulerKillsOnAVirtualClockRepeat(t *testing.T) {
 	}
 	t.Logf("scheduler incarnation %d, %d jobs (%d lost with a scheduler), %d submitted after 6 h completed; %s simulated",
 		first.Final.Incarnation, len(first.Jobs), lostWith, late, first.Length)
+}
+
+// runChaosTwice runs cfg with the monkey spec, then again on one
+// processor, and requires the same per-job results; it returns the first.
+func runChaosTwice(t *testing.T, spec string, cfg Config) *Result {
+	t.Helper()
+	ms, err := chaos.ParseMonkey(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Chaos = &ms
+	first, csvA := runConfig(t, cfg)
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	if _, csvB := runConfig(t, cfg); !bytes.Equal(csvA, csvB) {
+		t.Fatalf("the same seed with %s gave different per-job results:\n%s", spec, firstDiff(csvA, csvB))
+	}
+	return first
 }
 
 func firstDiff(a, b []byte) string {
