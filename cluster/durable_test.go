@@ -38,7 +38,13 @@ func queueOrder(t *testing.T, nc *nats.Conn) []string {
 func TestKillSchedulerKeepsQueueOnTheJournal(t *testing.T) {
 	_, nc := startCluster(t, cluster.Config{Speed: 60, StarvationAge: 1000 * time.Hour, RestartBackoff: 20 * time.Millisecond,
 		Store: durable.Memory})
-	running := submit(t, nc, `{"name":"runner","vram":"30GB","duration":"2m","gpu":"gpu-1","preemptible":false}`)
+	// The runner lasts 10 wall seconds (speed 60): the three must still be
+	// waiting when the restarted scheduler is asked. With a 2-second
+	// runner CI once timed out waiting for a queue of three after the
+	// restart (not reproduced here); a restart slower than the runner
+	// would have let the first waiter run — the likeliest cause, not a
+	// proven one.
+	running := submit(t, nc, `{"name":"runner","vram":"30GB","duration":"10m","gpu":"gpu-1","preemptible":false}`)
 	waitState(t, nc, running, "running", 5*time.Second)
 	var waiting []string
 	for i, prio := range []string{"low", "high", "medium"} {
