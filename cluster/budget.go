@@ -34,7 +34,7 @@ type budgetKeeper struct {
 
 	mu      sync.Mutex
 	budgets *auth.Budgets
-	cut     map[string]int // node → its cut count, while cut off
+	cut     map[string]bool // the nodes cut off now
 	emit    *events.Emitter
 	subs    events.Subjects
 }
@@ -57,7 +57,7 @@ func (c *Cluster) keepBudgets(ctx context.Context, cfg Config) error {
 		return err
 	}
 	k := &budgetKeeper{c: c, log: cfg.Logger, budget: budget, nodes: nodes, budgets: auth.NewBudgets(budget),
-		cut: map[string]int{}, subs: events.NewSubjects(cfg.Prefix)}
+		cut: map[string]bool{}, subs: events.NewSubjects(cfg.Prefix)}
 	k.emit = events.NewEmitter(nc, "/cluster/budget")
 	cuts := make(chan cutOff, 16)
 	count := func(m *nats.Msg) {
@@ -117,8 +117,8 @@ func (k *budgetKeeper) run(ctx context.Context, cuts <-chan cutOff) {
 			return
 		case c := <-cuts:
 			k.mu.Lock()
-			k.cut[c.node]++
-			n := k.cut[c.node]
+			k.cut[c.node] = true
+			n := k.budgets.Cuts(c.node)
 			k.mu.Unlock()
 			until := time.Now().Add(c.coolOff)
 			if err := k.reload(); err != nil {
@@ -135,7 +135,7 @@ func (k *budgetKeeper) run(ctx context.Context, cuts <-chan cutOff) {
 			})
 		case node := <-readmit:
 			k.mu.Lock()
-			n := k.cut[node]
+			n := k.budgets.Cuts(node)
 			delete(k.cut, node)
 			k.budgets.Readmit(node, time.Now())
 			k.mu.Unlock()
@@ -152,10 +152,7 @@ func (k *budgetKeeper) run(ctx context.Context, cuts <-chan cutOff) {
 // file except those of the nodes cut off now.
 func (k *budgetKeeper) reload() error {
 	k.mu.Lock()
-	out := map[string]bool{}
-	for n := range maps.Keys(k.cut) {
-		out[n] = true
-	}
+	out := maps.Clone(k.cut)
 	k.mu.Unlock()
 	return k.c.reloadUsers(k.c.cfg.Auth.Without(out))
 }

@@ -91,9 +91,9 @@ flags:
 	if *workload < 0 {
 		return fmt.Errorf("--workload: %d is not a workload number", *workload)
 	}
-	model, err := pollux.Load(*dir)
+	model, err := loadPolluxModel(*dir)
 	if err != nil {
-		return fmt.Errorf("--pollux: %w (the Pollux artifact's data: github.com/petuum/adaptdl, branch osdi21-artifact, simulator/; here in ../shared/traces/pollux)", err)
+		return err
 	}
 	folder := pollux.LoadFolder(*dir, load)
 	files, _ := filepath.Glob(filepath.Join(folder, "workload-*.csv"))
@@ -306,4 +306,14 @@ func workloadNumber(path string) int {
 	base := strings.TrimSuffix(filepath.Base(path), ".csv")
 	n, _ := strconv.Atoi(base[strings.LastIndex(base, "-")+1:])
 	return n
+}
+
+// loadPolluxModel reads the Pollux data folder dir, saying where the data
+// comes from when it cannot (replay --pollux and compare --pollux).
+func loadPolluxModel(dir string) (*pollux.Model, error) {
+	model, err := pollux.Load(dir)
+	if err != nil {
+		return nil, fmt.Errorf("--pollux: %w (the Pollux artifact's data: github.com/petuum/adaptdl, branch osdi21-artifact, simulator/; here in ../shared/traces/pollux)", err)
+	}
+	return model, nil
 }

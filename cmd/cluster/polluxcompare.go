@@ -71,9 +71,9 @@ flags:
 	if err != nil {
 		return err
 	}
-	model, err := pollux.Load(*dir)
+	model, err := loadPolluxModel(*dir)
 	if err != nil {
-		return fmt.Errorf("--pollux: %w (the Pollux artifact's data: here in ../shared/traces/pollux)", err)
+		return err
 	}
 	file := filepath.Join(pollux.LoadFolder(*dir, load), fmt.Sprintf("workload-%d.csv", *workload))
 	specs, err := pollux.ReadWorkload(file)

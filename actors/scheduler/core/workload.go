@@ -60,8 +60,9 @@ func (s *Core) commonVRAM() int64 {
 // changed (or the most common GPU did), before a decision or a measure
 // needs them.
 func (s *Core) refreshWorkload() {
+	var common int64
 	if len(s.byVRAM) > 0 {
-		s.commonVRAM() // marks the workload stale if the GPUs changed
+		common = s.commonVRAM() // marks the workload stale if the GPUs changed
 	}
 	if !s.workloadStale {
 		return
@@ -69,7 +70,6 @@ func (s *Core) refreshWorkload() {
 	counts := s.classes
 	if len(s.byVRAM) > 0 {
 		counts = maps.Clone(s.classes)
-		common := s.commonVRAM()
 		for k, n := range s.byVRAM {
 			counts[policy.ClassKey{CPUMilli: k.cpuMilli, Milli: policy.MilliOf(0, k.vram, common), GPUs: k.gpus, Models: k.models}] += n
 		}
