@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/nats-io/nats-server/v2/server"
+
+	"github.com/gpusched/gpusched/events"
 )
 
 // TLSFiles are a certificate, its key and the CA that verifies the other
@@ -137,9 +139,11 @@ func writeUsers(b *strings.Builder, users []User, s ServerSettings) {
 		if perms := RolePermissions(u.Role, s.Prefix, u.Node, s.EventStream); perms != nil {
 			fmt.Fprintf(b, ", permissions: {publish: {allow: %s}, subscribe: {allow: %s}", quoteList(perms.Publish), quoteList(perms.Subscribe))
 			if perms.Responses {
-				// Each request received may be answered once, within the
-				// server's default two minutes.
-				b.WriteString(", allow_responses: true")
+				// Each request received may be answered within the
+				// server's default two minutes, once per control it
+				// carries: a batch of controls (events.ControlBatch) is
+				// one request answered once per control.
+				fmt.Fprintf(b, ", allow_responses: {max: %d}", events.MaxBatchItems)
 			}
 			b.WriteString("}")
 		}

@@ -1,6 +1,7 @@
 package events
 
 import (
+	"encoding/json"
 	"time"
 
 	"github.com/gpusched/gpusched/model"
@@ -294,6 +295,10 @@ type NodeHeartbeat struct {
 	GPUs        []HeartbeatGPU    `json:"gpus"`
 	// Beat numbers the node's heartbeats; the lease grant names it.
 	Beat uint64 `json:"beat,omitempty"`
+	// BatchCtl says the node takes its controls batched on its batch
+	// subject (Subjects.NodeBatch); a node that does not say so gets
+	// each on its actor's control subject.
+	BatchCtl bool `json:"batch_ctl,omitempty"`
 }
 
 // Metrics is the payload of the periodic metrics event and the snapshot summary.
@@ -537,6 +542,33 @@ type Control struct {
 	// WithSpecs asks a describe for each job's full spec and the jobs
 	// that ended recently (a restarted scheduler re-learning what runs).
 	WithSpecs bool `json:"with_specs,omitempty"`
+	// Call names the request among the sender's calls; the answer
+	// carries it back (ControlReply.Call). Batched controls share one
+	// reply subject, and the call is how their answers are told apart.
+	Call string `json:"call,omitempty"`
+}
+
+// MaxBatchItems bounds the controls of one ControlBatch, and so the
+// answers a node may send to one batch's reply subject (its credentials'
+// allow_responses).
+const MaxBatchItems = 256
+
+// ControlBatch is the body of a node's batch subject (Subjects.NodeBatch):
+// controls for the node actor (GPU empty) and its GPU actors, handed to
+// each in order as if each had come on its own control subject, with the
+// batch's reply subject. Each answer goes to that subject on its own,
+// naming its control's Call.
+type ControlBatch struct {
+	Items []BatchItem `json:"items"`
+}
+
+// BatchItem is one control of a ControlBatch: for the GPU it names, or
+// for the node actor when GPU is empty.
+type BatchItem struct {
+	GPU string `json:"gpu,omitempty"`
+	// Call is the control's Call: a control without one is not answered.
+	Call    string          `json:"call,omitempty"`
+	Control json.RawMessage `json:"control"`
 }
 
 // Stopped reports a job a GPU actor stopped, with the work it had done.
@@ -560,6 +592,8 @@ type ControlReply struct {
 	// scheduler records which incarnation a placement runs on, so that a
 	// late gpu.down of an older one does not take it.
 	Incarnation int `json:"incarnation,omitempty"`
+	// Call is the answered control's Call.
+	Call string `json:"call,omitempty"`
 	// Down says the GPU actor is down (between a crash and its restart):
 	// its supervisor refused for it. The scheduler places nothing more
 	// there until the GPU speaks again (its gpu.up).

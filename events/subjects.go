@@ -40,6 +40,12 @@ func (s Subjects) ClusterSnapshot() string { return s.Prefix + ".cluster.snapsho
 // NodeCtl is the node actor's control subject.
 func (s Subjects) NodeCtl(node string) string { return s.Prefix + ".node." + node + ".ctl" }
 
+// NodeBatch is the subject of a node's batched controls (ControlBatch):
+// the scheduler's controls to the node actor and the node's GPU actors,
+// several in one message, for a node whose heartbeat says it takes them
+// (NodeHeartbeat.BatchCtl).
+func (s Subjects) NodeBatch(node string) string { return s.Prefix + ".node." + node + ".batch" }
+
 // GPUCtl is a GPU actor's control subject.
 func (s Subjects) GPUCtl(node, gpu string) string {
 	return s.Prefix + ".gpu." + node + "." + gpu + ".ctl"

@@ -1,10 +1,11 @@
 package model
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
 	"time"
+
+	json "github.com/goccy/go-json"
 )
 
 // FieldError is a rejected request: the JSON field at fault (empty for the

@@ -95,3 +95,28 @@ func TestKeptProgress(t *testing.T) {
 		t.Fatalf("no checkpoints keeps %v, want 0", got)
 	}
 }
+
+// TestAStringDecodesTheSameWithOrWithoutEscapes: a plain JSON string is
+// read from its bytes (the fast path), one with escapes or non-ASCII by
+// encoding/json; both give the same value, and a bad escape is an error.
+func TestAStringDecodesTheSameWithOrWithoutEscapes(t *testing.T) {
+	for _, c := range []struct{ plain, escaped string }{
+		{`"high"`, `"hi\u0067h"`},
+		{`"12GiB"`, `"12\u0047iB"`},
+		{`"1.5 GB"`, `"1.5\u0020GB"`},
+	} {
+		var p1, p2 Priority
+		var b1, b2 Bytes
+		e1, e2 := p1.UnmarshalJSON([]byte(c.plain)), p2.UnmarshalJSON([]byte(c.escaped))
+		f1, f2 := b1.UnmarshalJSON([]byte(c.plain)), b2.UnmarshalJSON([]byte(c.escaped))
+		if (e1 == nil) != (e2 == nil) || p1 != p2 || (f1 == nil) != (f2 == nil) || b1 != b2 {
+			t.Errorf("%s vs %s: priority %v/%v (%v, %v), bytes %v/%v (%v, %v)", c.plain, c.escaped, p1, p2, e1, e2, b1, b2, f1, f2)
+		}
+	}
+	for _, bad := range []string{`"hi\gh"`, `"high`, "\"hi\x01gh\""} {
+		var p Priority
+		if err := p.UnmarshalJSON([]byte(bad)); err == nil {
+			t.Errorf("%q read as %v", bad, p)
+		}
+	}
+}

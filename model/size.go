@@ -111,6 +111,18 @@ func (b Bytes) GBNumber() string {
 	return trimFloat(math.Round(g*10) / 10)
 }
 
+// plainJSONString says whether b, the inside of a JSON string, holds no
+// escape, quote, control character or non-ASCII byte: its bytes are then
+// the string (anything else is left to encoding/json, which checks UTF-8).
+func plainJSONString(b []byte) bool {
+	for _, c := range b {
+		if c < 0x20 || c == '"' || c == '\\' || c >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
+
 func trimFloat(f float64) string {
 	s := strconv.FormatFloat(f, 'f', 2, 64)
 	s = strings.TrimRight(s, "0")
@@ -135,6 +147,11 @@ func (b *Bytes) UnmarshalJSON(data []byte) error {
 // text (a number), for types that accept both "12GiB" and 1024.
 func jsonScalar(data []byte) (string, error) {
 	if len(data) > 0 && data[0] == '"' {
+		// A plain string (no escape, no control character) is its bytes:
+		// the common case, on every job of every GPU status decoded.
+		if n := len(data); n >= 2 && data[n-1] == '"' && plainJSONString(data[1:n-1]) {
+			return string(data[1 : n-1]), nil
+		}
 		var s string
 		err := json.Unmarshal(data, &s)
 		return s, err

@@ -476,7 +476,7 @@ func (a *Actor) handle(m *nats.Msg) {
 	c, fe := events.DecodeControl(m.Data)
 	if fe != nil {
 		a.logger().Warn("bad control message", zap.String("field", fe.Field), zap.String("reason", fe.Message))
-		a.reply(m, events.ControlReply{Error: fe})
+		a.answer(m, c.Call, events.ControlReply{Error: fe})
 		return
 	}
 	a.advance()
@@ -484,11 +484,11 @@ func (a *Actor) handle(m *nats.Msg) {
 	case events.OpReserve:
 		r := a.reserve(c)
 		r.Incarnation = a.cfg.Incarnation
-		a.reply(m, r)
+		a.answer(m, c.Call, r)
 	case events.OpCommit:
 		s, ok := a.shares[c.JobID]
 		if !ok {
-			a.reply(m, events.ControlReply{Reason: "no reservation for " + c.JobID + " (expired or aborted)"})
+			a.answer(m, c.Call, events.ControlReply{Reason: "no reservation for " + c.JobID + " (expired or aborted)"})
 			return
 		}
 		if !s.running {
@@ -498,13 +498,13 @@ func (a *Actor) handle(m *nats.Msg) {
 			a.retime = true
 			a.publish(events.GPUStatusType, events.ChangeCommitted, c.JobID)
 		}
-		a.reply(m, events.ControlReply{OK: true, Version: a.version})
+		a.answer(m, c.Call, events.ControlReply{OK: true, Version: a.version})
 	case events.OpAbort:
 		if _, ok := a.shares[c.JobID]; ok {
 			a.remove(c.JobID)
 			a.publish(events.GPUStatusType, events.ChangeAborted, c.JobID)
 		}
-		a.reply(m, events.ControlReply{OK: true, Version: a.version})
+		a.answer(m, c.Call, events.ControlReply{OK: true, Version: a.version})
 	case events.OpPreempt, events.OpRelease:
 		ids := c.Jobs
 		if c.JobID != "" {
@@ -526,12 +526,12 @@ func (a *Actor) handle(m *nats.Msg) {
 			a.publish(events.GPUStatusType, change, id)
 		}
 		reply.Version = a.version
-		a.reply(m, reply)
+		a.answer(m, c.Call, reply)
 	case events.OpKill:
-		a.reply(m, a.kill(c.Reason))
+		a.answer(m, c.Call, a.kill(c.Reason))
 	case events.OpChaos:
 		if fe := a.faults.apply(c.Chaos, time.Now(), a.cfg.ID); fe != nil {
-			a.reply(m, events.ControlReply{Error: fe})
+			a.answer(m, c.Call, events.ControlReply{Error: fe})
 			return
 		}
 		a.logger().Warn("chaos", zap.String("action", c.Chaos.Action), zap.Int64("duration_ms", c.Chaos.DurationMS),
@@ -539,16 +539,16 @@ func (a *Actor) handle(m *nats.Msg) {
 		st := a.status("", "")
 		// The answer goes out before the fault bites (a partition or hang
 		// starts once it is sent).
-		a.reply(m, events.ControlReply{OK: true, Version: a.version, Status: &st})
+		a.answer(m, c.Call, events.ControlReply{OK: true, Version: a.version, Status: &st})
 		a.faults.begin(time.Now())
 	case events.OpDescribe:
 		st := a.status("", "")
 		if c.WithSpecs {
 			st = a.statusWithSpecs()
 		}
-		a.reply(m, events.ControlReply{OK: true, Version: a.version, Status: &st})
+		a.answer(m, c.Call, events.ControlReply{OK: true, Version: a.version, Status: &st})
 	default:
-		a.reply(m, events.ControlReply{Error: model.Errorf("op", "unknown operation %q", c.Op)})
+		a.answer(m, c.Call, events.ControlReply{Error: model.Errorf("op", "unknown operation %q", c.Op)})
 	}
 }
 
@@ -735,6 +735,13 @@ func (a *Actor) statusWithSpecs() events.GPUStatus {
 
 // reply answers a control request through the actor's outgoing path (so
 // chaos that delays, drops or cuts off its messages applies to replies).
+// answer replies to the control named call with r, which names it back
+// (a batch's answers share one reply subject).
+func (a *Actor) answer(m *nats.Msg, call string, r events.ControlReply) {
+	r.Call = call
+	a.reply(m, r)
+}
+
 func (a *Actor) reply(m *nats.Msg, v any) {
 	if m.Reply == "" {
 		return

@@ -160,7 +160,8 @@ func (a *Actor) ping() {
 
 func (a *Actor) publishHeartbeat(heard map[string]gpu.Liveness) {
 	hb := events.NodeHeartbeat{Node: a.spec.ID, Incarnation: a.inc, Labels: a.spec.Labels,
-		CPUTotal: a.spec.CPU, CPUUsed: a.cpuUsed, MemoryTotal: int64(a.spec.Memory), MemoryUsed: a.memUsed}
+		CPUTotal: a.spec.CPU, CPUUsed: a.cpuUsed, MemoryTotal: int64(a.spec.Memory), MemoryUsed: a.memUsed,
+		BatchCtl: true} // its Host takes batched controls (onBatch)
 	for _, s := range a.gpus {
 		l, ok := heard[s.id]
 		hb.GPUs = append(hb.GPUs, events.HeartbeatGPU{GPU: s.id, Incarnation: l.Incarnation, Alive: ok, Jobs: l.Jobs})
@@ -242,26 +243,29 @@ func (a *Actor) handle(m *nats.Msg) {
 	c, fe := events.DecodeControl(m.Data)
 	if fe != nil {
 		a.log.Warn("bad control message", zap.String("field", fe.Field), zap.String("reason", fe.Message))
-		events.Reply(m, events.ControlReply{Error: fe})
+		events.Reply(m, events.ControlReply{Error: fe, Call: c.Call})
 		return
 	}
+	// Each answer names its control's call (a batch's answers share one
+	// reply subject).
+	reply := func(r events.ControlReply) { r.Call = c.Call; events.Reply(m, r) }
 	switch c.Op {
 	case events.OpReserve:
 		if c.JobID == "" || c.CPU < 0 || c.Memory < 0 {
-			events.Reply(m, events.ControlReply{Error: model.Errorf("job_id", "a reservation needs job_id and non-negative cpu and memory")})
+			reply(events.ControlReply{Error: model.Errorf("job_id", "a reservation needs job_id and non-negative cpu and memory")})
 			return
 		}
 		if _, ok := a.holds[c.JobID]; ok {
-			events.Reply(m, events.ControlReply{OK: true})
+			reply(events.ControlReply{OK: true})
 			return
 		}
 		a.expire()
 		if a.spec.CPU-a.cpuUsed < c.CPU-1e-9 {
-			events.Reply(m, events.ControlReply{Reason: fmt.Sprintf("insufficient CPU: %.1f free, asked %.1f", a.spec.CPU-a.cpuUsed, c.CPU)})
+			reply(events.ControlReply{Reason: fmt.Sprintf("insufficient CPU: %.1f free, asked %.1f", a.spec.CPU-a.cpuUsed, c.CPU)})
 			return
 		}
 		if int64(a.spec.Memory)-a.memUsed < c.Memory {
-			events.Reply(m, events.ControlReply{Reason: fmt.Sprintf("insufficient memory: %s free, asked %s",
+			reply(events.ControlReply{Reason: fmt.Sprintf("insufficient memory: %s free, asked %s",
 				model.Bytes(int64(a.spec.Memory)-a.memUsed), model.Bytes(c.Memory))})
 			return
 		}
@@ -272,24 +276,24 @@ func (a *Actor) handle(m *nats.Msg) {
 		a.holds[c.JobID] = &hold{cpu: c.CPU, mem: c.Memory, expires: time.Now().Add(ttl)}
 		a.cpuUsed += c.CPU
 		a.memUsed += c.Memory
-		events.Reply(m, events.ControlReply{OK: true})
+		reply(events.ControlReply{OK: true})
 	case events.OpCommit:
 		h, ok := a.holds[c.JobID]
 		if !ok {
-			events.Reply(m, events.ControlReply{Reason: "no reservation for " + c.JobID + " (expired or aborted)"})
+			reply(events.ControlReply{Reason: "no reservation for " + c.JobID + " (expired or aborted)"})
 			return
 		}
 		h.committed = true
-		events.Reply(m, events.ControlReply{OK: true})
+		reply(events.ControlReply{OK: true})
 	case events.OpAbort, events.OpRelease, events.OpPreempt:
 		a.free(c.JobID)
 		for _, id := range c.Jobs {
 			a.free(id)
 		}
-		events.Reply(m, events.ControlReply{OK: true})
+		reply(events.ControlReply{OK: true})
 	case events.OpDescribe:
-		events.Reply(m, events.ControlReply{OK: true})
+		reply(events.ControlReply{OK: true})
 	default:
-		events.Reply(m, events.ControlReply{Error: model.Errorf("op", "unknown operation %q", c.Op)})
+		reply(events.ControlReply{Error: model.Errorf("op", "unknown operation %q", c.Op)})
 	}
 }

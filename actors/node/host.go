@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	gojson "github.com/goccy/go-json"
 	"github.com/nats-io/nats.go"
 	"go.uber.org/zap"
 
@@ -128,9 +129,15 @@ func (h *Host) onGPU(ctx context.Context, m *nats.Msg) {
 	if !ok || events.Redelivered(m) {
 		return // (a control replayed from a stream was sent by no one who may)
 	}
+	h.toGPU(ctx, gpu, "", m)
+}
+
+// toGPU hands m to GPU gpu's actor, or answers for it, naming call (a
+// batched control's): no such GPU, or its actor is down.
+func (h *Host) toGPU(ctx context.Context, gpu, call string, m *nats.Msg) {
 	s, ok := h.gpus[gpu]
 	if !ok {
-		events.Reply(m, events.ControlReply{Error: model.Errorf("gpu", "no GPU %q on node %s", gpu, h.cfg.Spec.ID)})
+		events.Reply(m, events.ControlReply{Error: model.Errorf("gpu", "no GPU %q on node %s", gpu, h.cfg.Spec.ID), Call: call})
 		return
 	}
 	a := s.cur.Load()
@@ -138,16 +145,49 @@ func (h *Host) onGPU(ctx context.Context, m *nats.Msg) {
 		// The supervisor answers for a dead actor: a refusal, at once,
 		// rather than a timeout.
 		left := time.Until(time.Unix(0, s.restartAt.Load())).Round(time.Millisecond)
-		events.Reply(m, events.ControlReply{Reason: fmt.Sprintf("GPU actor %s is down (restarting in %s)", s.id, max(0, left)), Down: true})
+		events.Reply(m, events.ControlReply{Reason: fmt.Sprintf("GPU actor %s is down (restarting in %s)", s.id, max(0, left)), Down: true,
+			Call: call})
 		return
 	}
 	a.Deliver(ctx, m)
+}
+
+// onBatch hands each control of a batch (events.ControlBatch, on the
+// node's batch subject) to the actor it is for, in order, as if each had
+// come on that actor's control subject with the batch's reply subject:
+// every answer goes there, naming its control's call. A node speaks for
+// its own GPUs only: an item naming another GPU is answered "no GPU".
+func (h *Host) onBatch(ctx context.Context, m *nats.Msg) {
+	var b events.ControlBatch
+	if err := gojson.Unmarshal(m.Data, &b); err != nil || len(b.Items) > events.MaxBatchItems {
+		h.log.Warn("bad control batch dropped", zap.String("subject", m.Subject), zap.Int("items", len(b.Items)), zap.Error(err))
+		return
+	}
+	for _, it := range b.Items {
+		// Sub: an answer goes out on the connection the batch came on.
+		one := &nats.Msg{Data: it.Control, Sub: m.Sub}
+		if it.Call != "" {
+			one.Reply = m.Reply // a control without a call is not answered
+		}
+		if it.GPU == "" {
+			one.Subject = h.cfg.Subjects.NodeCtl(h.cfg.Spec.ID)
+			h.cfg.Clock.Hold() // released by the node actor once handled
+			h.node.mailbox.Put(one)
+			continue
+		}
+		one.Subject = h.cfg.Subjects.GPUCtl(h.cfg.Spec.ID, it.GPU)
+		h.toGPU(ctx, it.GPU, it.Call, one)
+	}
 }
 
 // onNode hands a message to the node actor (its mailbox never blocks, so
 // a slow node never holds up the others behind a Router).
 func (h *Host) onNode(ctx context.Context, m *nats.Msg) {
 	if ctx.Err() != nil || events.Redelivered(m) {
+		return
+	}
+	if _, what, _ := events.ParseNodeSubject(m.Subject); what == "batch" {
+		h.onBatch(ctx, m)
 		return
 	}
 	h.cfg.Clock.Hold() // released by the node actor once handled

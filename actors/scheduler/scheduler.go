@@ -83,6 +83,8 @@ type Scheduler struct {
 	virtual  bool
 	// inbox is the prefix of the reply subjects of the core's requests.
 	inbox string
+	// batch holds the controls to nodes that take them batched (batch.go).
+	batch *batcher
 }
 
 // New validates the config and subscribes; Run starts the loop.
@@ -100,6 +102,7 @@ func New(cfg Config) (*Scheduler, error) {
 		internal: make(chan core.Input, 64),
 		virtual:  virtual,
 		inbox:    cfg.Conn.NewInbox() + ".",
+		batch:    newBatcher(),
 	}
 	speed := 0.0
 	if sc, ok := cfg.Clock.(*simclock.Scaled); ok {
@@ -260,6 +263,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		defer aging.Stop()
 		metricsWall, agingWall = mt.C, aging.C
 	}
+	s.flushBatches() // what the core sent while it started
 	defer func() {
 		for _, t := range []simclock.Timer{metrics, pass, wake, round, calls} {
 			if t != nil {
@@ -296,10 +300,15 @@ func (s *Scheduler) Run(ctx context.Context) error {
 			}
 			return nil
 		case m := <-s.mailbox:
-			if cm, ok := s.message(m); ok {
+			if s.isBatchAnswer(m.Subject) {
+				if !events.Redelivered(m) {
+					s.batchAnswer(m)
+				}
+			} else if cm, ok := s.message(m); ok {
 				s.step(core.Input{Msg: cm})
 			}
 			if s.core.Killed() != "" {
+				s.flushBatches() // what it sent before it died goes out, as unbatched it would have
 				if s.virtual {
 					// The supervisor takes the clock on from here: it arms
 					// the restart's backoff in simulated time before it
@@ -314,10 +323,12 @@ func (s *Scheduler) Run(ctx context.Context) error {
 			held = false
 		case <-callsWall:
 			s.step(core.Input{Timer: core.TimerCalls})
+			s.sweepBatches()
 			held = false
 		case <-callsC:
 			calls, callsAt = nil, time.Time{}
 			s.step(core.Input{Timer: core.TimerCalls})
+			s.sweepBatches()
 		case <-leaseWall:
 			s.step(core.Input{Timer: core.TimerLease})
 			held = false
@@ -353,6 +364,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		} else if s.core.Dirty() && len(s.mailbox) == 0 {
 			s.step(core.Input{Timer: core.TimerPass})
 		}
+		s.flushBatches()
 		if held {
 			s.cfg.Clock.Release()
 		}
@@ -412,8 +424,13 @@ func (s *Scheduler) post(in core.Input) {
 // bus carries what the core sends over the scheduler's connection.
 type bus struct{ s *Scheduler }
 
-// Publish implements core.Bus.
+// Publish implements core.Bus: a control to a node that takes its
+// controls batched waits for the next flush (batch.go).
 func (b bus) Publish(subject, reply string, data []byte) error {
+	if node, gpu, ok := batchedTarget(subject); ok && b.s.core != nil && b.s.core.BatchesControls(node) {
+		b.s.hold(node, gpu, reply, data)
+		return nil
+	}
 	if reply != "" {
 		return b.s.cfg.Conn.PublishRequest(subject, reply, data)
 	}

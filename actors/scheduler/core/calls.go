@@ -72,7 +72,7 @@ func (s *Core) describeAfter(node, gpuID string, beat uint64) {
 	}
 	s.nextCall++
 	reply := s.inbox + strconv.FormatUint(s.nextCall, 10)
-	b, _ := gojson.Marshal(events.Control{Op: events.OpDescribe, WithSpecs: true})
+	b, _ := gojson.Marshal(events.Control{Op: events.OpDescribe, WithSpecs: true, Call: strconv.FormatUint(s.nextCall, 10)})
 	if err := s.bus.Publish(s.cfg.Subjects.GPUCtl(node, gpuID), reply, b); err != nil {
 		s.log.Warn("describe not sent", zap.String("gpu", gpuID), zap.String("node", node), zap.Error(err))
 		return

@@ -3,7 +3,6 @@ package core
 import (
 	"cmp"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -156,6 +155,12 @@ type Bus interface {
 	Emit(subject, typ, id string, at time.Time, data any) error
 }
 
+// BatchesControls says whether node's last heartbeat said it takes its
+// controls batched on its batch subject (events.NodeHeartbeat.BatchCtl):
+// a shell may then carry the controls the core publishes to the node and
+// its GPUs several to a message. The core's calls are the same either way.
+func (s *Core) BatchesControls(node string) bool { return s.batchCtl[node] }
+
 // ErrTooLarge is the Bus's word that an answer is larger than the bus
 // carries: the core answers with an error saying so instead (never
 // silence: the asker would only time out).
@@ -302,6 +307,9 @@ type Core struct {
 	// heardGPUs the GPUs some heartbeat named, alive or not, each with
 	// the node that named it.
 	nodeBeats map[string]time.Time
+	// batchCtl is, per node, whether its last heartbeat said it takes its
+	// controls batched (the shell's concern: BatchesControls).
+	batchCtl  map[string]bool
 	heardGPUs map[string]string
 	// inbox is the prefix of the reply subjects of the core's own requests
 	// (calls.go). calls are those in flight by reply subject, describing
@@ -450,6 +458,7 @@ func New(cfg Config, bus Bus) (*Core, error) {
 		awaiting:   map[*job]bool{},
 		journaled:  map[string]*durable.Record{},
 		nodeBeats:  map[string]time.Time{},
+		batchCtl:   map[string]bool{},
 		heardGPUs:  map[string]string{},
 		inbox:      cfg.Inbox,
 		calls:      map[string]*call{},
@@ -770,7 +779,7 @@ func (s *Core) onNodeEvent(m *Msg) {
 	var ev struct {
 		Data events.NodeHeartbeat `json:"data"`
 	}
-	if err := json.Unmarshal(m.Data, &ev); err != nil {
+	if err := gojson.Unmarshal(m.Data, &ev); err != nil {
 		s.log.Warn("bad node event", zap.String("subject", m.Subject), zap.Error(err))
 		return
 	}
@@ -800,6 +809,7 @@ func (s *Core) onNodeEvent(m *Msg) {
 		s.nodeSeen(hb, heard)
 	}
 	s.nodeBeats[hb.Node] = s.wall
+	s.batchCtl[hb.Node] = hb.BatchCtl
 	cpu := model.CoresToMilli(hb.CPUTotal)
 	if !n.Alive || n.CPUMilli != cpu || n.MemTotal != hb.MemoryTotal {
 		n.Alive, n.CPUMilli, n.MemTotal = true, cpu, hb.MemoryTotal

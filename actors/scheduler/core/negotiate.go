@@ -149,12 +149,15 @@ func (s *Core) negotiate(a *attempt, p policy.Placement, victims []string) {
 		a.held.add(j)
 	}
 	for i, c := range calls {
+		s.nextCall++
+		// The answer names the call (events.Control.Call): batched
+		// controls share one reply subject in the shell.
+		c.ctl.Call = strconv.FormatUint(s.nextCall, 10)
+		reply := s.inbox + c.ctl.Call
 		b, err := gojson.Marshal(c.ctl)
 		if err != nil {
 			s.log.Error("control not encoded", zap.String("subject", c.subject), zap.Error(err))
 		}
-		s.nextCall++
-		reply := s.inbox + strconv.FormatUint(s.nextCall, 10)
 		s.calls[reply] = &call{node: p.Node, gpu: c.gpu, sent: s.wall, neg: n, index: i}
 		if err := s.bus.Publish(c.subject, reply, b); err != nil {
 			s.log.Warn("reservation not sent", zap.String("subject", c.subject), zap.Error(err))

@@ -1,7 +1,6 @@
 package core
 
 import (
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -39,7 +38,7 @@ func (s *Core) suspect(gpu string) {
 // an unanswered abort is harmless, the reservation expires by itself).
 func (s *Core) publishAll(calls []ctlCall) {
 	for _, c := range calls {
-		b, _ := json.Marshal(c.ctl)
+		b, _ := gojson.Marshal(c.ctl)
 		if err := s.bus.Publish(c.subject, "", b); err != nil {
 			s.log.Warn("control publish failed", zap.String("subject", c.subject), zap.Error(err))
 		}
@@ -290,12 +289,15 @@ func (s *Core) stop(j *job, op string, then func()) {
 	s.publishAll([]ctlCall{{subject: s.cfg.Subjects.NodeCtl(j.node), ctl: events.Control{Op: events.OpRelease, JobID: j.id}}})
 	node := j.node
 	for i, c := range st.calls {
+		s.nextCall++
+		// The answer names the call (events.Control.Call): batched
+		// controls share one reply subject in the shell.
+		c.ctl.Call = strconv.FormatUint(s.nextCall, 10)
+		reply := s.inbox + c.ctl.Call
 		b, err := gojson.Marshal(c.ctl)
 		if err != nil {
 			s.log.Error("control not encoded", zap.String("subject", c.subject), zap.Error(err))
 		}
-		s.nextCall++
-		reply := s.inbox + strconv.FormatUint(s.nextCall, 10)
 		s.calls[reply] = &call{node: node, gpu: c.gpu, sent: s.wall, stop: st, index: i}
 		if err := s.bus.Publish(c.subject, reply, b); err != nil {
 			s.log.Warn("stop not sent", zap.String("subject", c.subject), zap.Error(err))

@@ -1,0 +1,210 @@
+package scheduler
+
+import (
+	"cmp"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	gojson "github.com/goccy/go-json"
+	"github.com/nats-io/nats.go"
+	"go.uber.org/zap"
+
+	"github.com/gpusched/gpusched/actors/scheduler/core"
+	"github.com/gpusched/gpusched/events"
+)
+
+// Batched controls. The core publishes each control on its actor's
+// subject with a reply subject of its own; for a node whose heartbeat says
+// it takes them batched (core.BatchesControls), the shell instead gathers
+// the controls for that node and its GPUs and sends them as one message
+// on the node's batch subject (events.ControlBatch) once the input that
+// made them is handled, so that a placement's reservations at the node
+// actor and its GPUs, and the commits of the placements one answer
+// resolves, cost one message per node instead of one per actor. (Waiting
+// for the mailbox to drain, to batch across inputs, was tried: it batched
+// more — 21 messages for 80 placements' reserves and commits — but held
+// each placement back for the burst, and placements/s fell by about a
+// tenth in paired runs.) The answers come back one by one on the
+// batch's reply subject, each naming its control's call; the shell hands
+// each to the core as the answer on that call's own reply subject. An
+// answer is believed only from the node the batch went to and only for a
+// call that batch carried: a node's credentials may answer the requests it
+// received (allow_responses), and nothing else.
+//
+// Everything for one node goes the same way, batched or not, so the
+// node's actors see the core's controls in the order it sent them.
+
+// batcher holds the controls waiting to be sent and the batches whose
+// answers are awaited.
+type batcher struct {
+	// nodes are the nodes with controls waiting, in the order of their
+	// first; items their controls, calls the call of each (empty: no answer).
+	nodes   []string
+	items   map[string][]events.BatchItem
+	calls   map[string][]string
+	waiting int
+	// seq numbers the batches' reply subjects.
+	seq uint64
+	// sent are the batches whose answers are awaited, by reply subject.
+	sent map[string]*sentBatch
+}
+
+// sentBatch is a batch sent: to which node, when, the calls it carried
+// that have not been answered yet.
+type sentBatch struct {
+	node    string
+	at      time.Time
+	pending map[string]bool
+}
+
+func newBatcher() *batcher {
+	return &batcher{items: map[string][]events.BatchItem{}, calls: map[string][]string{}, sent: map[string]*sentBatch{}}
+}
+
+// batchedTarget is the node and GPU (empty: the node actor) of a control
+// subject the shell may batch, ok false for any other subject.
+func batchedTarget(subject string) (node, gpu string, ok bool) {
+	if node, gpu, ok := events.ParseGPUCtl(subject); ok {
+		return node, gpu, true
+	}
+	if node, what, ok := events.ParseNodeSubject(subject); ok && what == "ctl" {
+		return node, "", true
+	}
+	return "", "", false
+}
+
+// hold keeps a control for node (gpu empty: its node actor) until the
+// next flush; reply is the core's reply subject for it (empty: no answer).
+func (s *Scheduler) hold(node, gpu, reply string, data []byte) {
+	b := s.batch
+	if _, ok := b.items[node]; !ok {
+		b.nodes = append(b.nodes, node)
+	}
+	call := strings.TrimPrefix(reply, s.inbox)
+	b.items[node] = append(b.items[node], events.BatchItem{GPU: gpu, Call: call, Control: data})
+	b.calls[node] = append(b.calls[node], call)
+	b.waiting++
+}
+
+// flushBatches sends the controls waiting, one batch per node (more if
+// one node has more than events.MaxBatchItems), in the order the nodes
+// were first written to.
+func (s *Scheduler) flushBatches() {
+	b := s.batch
+	if b.waiting == 0 {
+		return
+	}
+	now := s.wallNow()
+	for _, node := range b.nodes {
+		items, calls := b.items[node], b.calls[node]
+		for len(items) > 0 {
+			k := min(len(items), events.MaxBatchItems)
+			s.sendBatch(node, items[:k], calls[:k], now)
+			items, calls = items[k:], calls[k:]
+		}
+		delete(b.items, node)
+		delete(b.calls, node)
+	}
+	b.nodes, b.waiting = b.nodes[:0], 0
+}
+
+// sendBatch sends one batch to node, remembering the calls whose answers
+// must come back on its reply subject.
+func (s *Scheduler) sendBatch(node string, items []events.BatchItem, calls []string, now time.Time) {
+	b := s.batch
+	data, err := gojson.Marshal(events.ControlBatch{Items: items})
+	if err != nil {
+		s.log.Error("control batch not encoded", zap.String("node", node), zap.Error(err))
+		return
+	}
+	var reply string
+	var sb *sentBatch
+	for _, call := range calls {
+		if call == "" {
+			continue
+		}
+		if sb == nil {
+			b.seq++
+			reply = s.inbox + "b" + strconv.FormatUint(b.seq, 10)
+			sb = &sentBatch{node: node, at: now, pending: map[string]bool{}}
+			b.sent[reply] = sb
+		}
+		sb.pending[call] = true
+	}
+	subject := s.cfg.Subjects.NodeBatch(node)
+	if reply != "" {
+		err = s.cfg.Conn.PublishRequest(subject, reply, data)
+	} else {
+		err = s.cfg.Conn.Publish(subject, data)
+	}
+	if err != nil {
+		// The calls time out in the core, as a lost message's would.
+		s.log.Warn("control batch not sent", zap.String("node", node), zap.Error(err))
+	}
+}
+
+// isBatchAnswer says whether subject is a batch's reply subject.
+func (s *Scheduler) isBatchAnswer(subject string) bool {
+	return strings.HasPrefix(subject, s.inbox+"b")
+}
+
+// batchAnswer hands the core the answers a message on a batch's reply
+// subject carries: one answer, to the call it names if that batch carried
+// it, or, when nobody received the batch, "no responders" to every call
+// of it not answered yet. Anything else is dropped.
+func (s *Scheduler) batchAnswer(m *nats.Msg) {
+	b := s.batch
+	sb, ok := b.sent[m.Subject]
+	if !ok {
+		return // its calls were answered, or swept: late
+	}
+	if len(m.Data) == 0 && m.Header.Get("Status") == "503" {
+		// In the order the calls were made: what the core does with
+		// them must not depend on a map's order.
+		calls := slices.SortedFunc(maps.Keys(sb.pending), func(a, b string) int {
+			x, _ := strconv.ParseUint(a, 10, 64)
+			y, _ := strconv.ParseUint(b, 10, 64)
+			return cmp.Compare(x, y)
+		})
+		for _, call := range calls {
+			s.answerCall(m.Subject, call)
+			s.step(core.Input{Msg: &core.Msg{Subject: s.inbox + call, NoResponders: true}})
+		}
+		return
+	}
+	var named struct {
+		Call string `json:"call"`
+	}
+	if err := gojson.Unmarshal(m.Data, &named); err != nil || !sb.pending[named.Call] {
+		s.log.Debug("answer to no call of its batch dropped", zap.String("subject", m.Subject), zap.String("call", named.Call))
+		return
+	}
+	s.answerCall(m.Subject, named.Call)
+	s.step(core.Input{Msg: &core.Msg{Subject: s.inbox + named.Call, Data: m.Data}})
+}
+
+// answerCall forgets call, answered on its batch's reply subject.
+func (s *Scheduler) answerCall(reply, call string) {
+	b := s.batch
+	sb := b.sent[reply]
+	delete(sb.pending, call)
+	if len(sb.pending) == 0 {
+		delete(b.sent, reply)
+	}
+}
+
+// sweepBatches forgets the batches sent longer ago than twice the call
+// timeout: the core has timed their calls out, and a late answer would
+// answer nothing.
+func (s *Scheduler) sweepBatches() {
+	b := s.batch
+	now := s.wallNow()
+	for reply, sb := range b.sent {
+		if now.Sub(sb.at) >= 2*s.core.CallTimeout() {
+			delete(b.sent, reply)
+		}
+	}
+}
