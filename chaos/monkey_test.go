@@ -18,7 +18,15 @@ func TestParseMonkey(t *testing.T) {
 	if !reflect.DeepEqual(spec.Rates, want) || spec.For != 20*time.Second || spec.Drop != 0.3 {
 		t.Fatalf("spec %+v", spec)
 	}
-	for _, bad := range []string{"", "kill", "kill=x/h", "kill=2/y", "explode=1/h", "for=-1s", "drop=2", "kill=-1/h"} {
+	// delay= and drop= are a fault's rate with a unit of rate, its setting without.
+	spec, err = ParseMonkey("delay=3/h,delay=2s,drop=1/m,drop=0.5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string]float64{"delay": 3, "drop": 60}; !reflect.DeepEqual(spec.Rates, want) || spec.Delay != 2*time.Second || spec.Drop != 0.5 {
+		t.Fatalf("spec %+v", spec)
+	}
+	for _, bad := range []string{"", "kill", "kill=x/h", "kill=2/y", "explode=1/h", "for=-1s", "drop=2", "kill=-1/h", "delay=2", "delay=x/h"} {
 		if _, err := ParseMonkey(bad); err == nil {
 			t.Errorf("ParseMonkey(%q) accepted", bad)
 		}
@@ -60,8 +68,8 @@ func TestPlanIsSeededAndAtItsRates(t *testing.T) {
 }
 
 // TestCheckVirtual: a virtual run takes kills of GPUs and of the
-// scheduler, and refuses the faults that leases find (they run in wall
-// time), naming them.
+// scheduler, and refuses the faults that need leases to stay safe, naming
+// them.
 func TestCheckVirtual(t *testing.T) {
 	kills, _ := ParseMonkey("kill=3/h,kill-scheduler=1/h")
 	if err := kills.CheckVirtual(); err != nil {

@@ -80,3 +80,13 @@ type scaledTimer struct {
 
 func (t *scaledTimer) C() <-chan time.Time { return t.c }
 func (t *scaledTimer) Stop() bool          { return t.t.Stop() }
+
+// WallTimer is a Timer on the wall clock that fires after d, whatever
+// clock the simulation runs on (an actor's wall-time liveness on a scaled
+// clock). Its firing holds no clock.
+func WallTimer(d time.Duration) Timer { return wallTimer{time.NewTimer(d)} }
+
+type wallTimer struct{ t *time.Timer }
+
+func (t wallTimer) C() <-chan time.Time { return t.t.C }
+func (t wallTimer) Stop() bool          { return t.t.Stop() }

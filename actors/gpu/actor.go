@@ -76,7 +76,7 @@ type Actor struct {
 	energyJ float64
 	version uint64
 	done    *simclock.Timer
-	expiry  *time.Timer
+	expiry  simclock.Timer
 	// retime is set when the running jobs change, and with them the time
 	// the next one completes: only then is the completion timer re-armed.
 	retime bool
@@ -92,6 +92,14 @@ type Actor struct {
 	ended  []events.EndedJob
 	// crashed is set by a kill: Run returns it.
 	crashed *Crash
+	// virtual is set on a virtual clock: reservation expiry, faults and
+	// hangs then run in simulated time (livetime.go). hangEnd is a
+	// virtual hang's end (nil: not hung); backlog the mail that came
+	// during it, handled when it ends.
+	virtual   bool
+	hangEnd   simclock.Timer
+	hangUntil time.Time
+	backlog   []*nats.Msg
 	// inc mirrors cfg.Incarnation for other goroutines (the node actor).
 	inc atomic.Int64
 }
@@ -113,7 +121,7 @@ type share struct {
 	job      events.Assignment
 	offset   int64
 	running  bool
-	expires  time.Time // wall time; for reservations only
+	expires  time.Time // liveness time (liveNow); for reservations only
 	progress float64   // reference seconds of work done
 }
 
@@ -136,6 +144,8 @@ func New(cfg Config) *Actor {
 		ended:   append([]events.EndedJob(nil), cfg.Ended...),
 	}
 	a.inc.Store(int64(cfg.Incarnation))
+	a.virtual = simclock.IsVirtual(cfg.Clock)
+	a.faults.timerFor = a.liveTimer
 	a.emit = events.NewEmitter(a, a.source())
 	return a
 }
@@ -214,12 +224,15 @@ func (a *Actor) Run(ctx context.Context) (err error) {
 	// GPU actor fits the runtime's smallest stack (at 100,000 GPUs that
 	// halves the actors' memory).
 	for {
-		var doneC, expiryC, leaseC <-chan time.Time
+		var doneC, expiryC, leaseC, hangC <-chan time.Time
 		if a.done != nil {
 			doneC = (*a.done).C()
 		}
 		if a.expiry != nil {
-			expiryC = a.expiry.C
+			expiryC = a.expiry.C()
+		}
+		if a.hangEnd != nil {
+			hangC = a.hangEnd.C()
 		}
 		if a.leaseTimer != nil {
 			leaseC = a.leaseTimer.C
@@ -238,13 +251,24 @@ func (a *Actor) Run(ctx context.Context) (err error) {
 			a.onDone()
 		case <-expiryC:
 			a.expiry = nil
-			a.expireReservations()
-			a.rearm()
+			if a.hangEnd == nil { // a hung GPU does nothing: re-armed when it wakes
+				a.expireReservations()
+				a.rearm()
+			}
+			a.liveDone()
 		case <-leaseC:
 			a.leaseTimer = nil
 			a.checkLease()
 		case <-a.faults.timerC():
-			a.faultTick()
+			a.faults.timer = nil
+			if a.hangEnd == nil {
+				a.faultTick()
+			}
+			a.liveDone()
+		case <-hangC:
+			if stop, err := a.wake(ctx); stop {
+				return err
+			}
 		}
 	}
 }
@@ -258,9 +282,30 @@ func (a *Actor) onMail(ctx context.Context) (stop bool, err error) {
 	if !ok {
 		return false, nil
 	}
-	if a.faults.cutOff(time.Now()) {
-		// Cut off from the bus: the message never arrived.
+	if a.hangEnd != nil {
+		if isFault(m) {
+			return a.fault(ctx, m)
+		}
+		// Hung (on a virtual clock): the message waits, and the clock may
+		// move on to the hang's end meanwhile.
+		a.backlog = append(a.backlog, m)
 		a.cfg.Clock.Release()
+		return false, nil
+	}
+	return a.mail(ctx, m, true)
+}
+
+// mail handles one message; held says the clock holds for it (released
+// here, or on a crash handed to the supervisor).
+func (a *Actor) mail(ctx context.Context, m *nats.Msg, held bool) (stop bool, err error) {
+	if a.faults.cutOff(a.liveNow()) {
+		if held && isFault(m) {
+			return a.fault(ctx, m)
+		}
+		// Cut off from the bus: the message never arrived.
+		if held {
+			a.cfg.Clock.Release()
+		}
 		return false, nil
 	}
 	a.fenceIfLapsed()
@@ -268,12 +313,20 @@ func (a *Actor) onMail(ctx context.Context) (stop bool, err error) {
 	if a.crashed != nil {
 		// The kill's hold of the clock goes to the supervisor, which lets
 		// go once the next incarnation is armed: on a virtual clock time
-		// must not move between a death and its restart's timer.
+		// must not move between a death and its restart's timer. (A
+		// message from a hang's backlog has no hold of its own: the hang
+		// timer's goes.)
 		return true, a.crashed
 	}
 	a.rearm()
-	a.cfg.Clock.Release()
+	if held {
+		a.cfg.Clock.Release()
+	}
 	if d := a.faults.takeHang(); d > 0 {
+		if a.virtual {
+			a.startHang(d)
+			return false, nil
+		}
 		if !a.hang(ctx, d) {
 			return true, nil
 		}
@@ -286,6 +339,11 @@ func (a *Actor) onMail(ctx context.Context) (stop bool, err error) {
 //go:noinline
 func (a *Actor) onDone() {
 	a.done = nil
+	if a.hangEnd != nil {
+		// A hung GPU runs nothing: its jobs' times are counted again when it wakes.
+		a.cfg.Clock.Release()
+		return
+	}
 	a.fenceIfLapsed()
 	a.advance()
 	a.finishDue() // re-armed below: a.done is nil
@@ -297,7 +355,7 @@ func (a *Actor) onDone() {
 //
 //go:noinline
 func (a *Actor) onNode(r renewal, leased bool, reply chan<- Liveness) {
-	if a.faults.cutOff(time.Now()) {
+	if a.faults.cutOff(a.liveNow()) || a.hangEnd != nil {
 		return // cut off: neither reached it, and its answer would cross the bus
 	}
 	if leased && r.incarnation == a.cfg.Incarnation {
@@ -321,6 +379,9 @@ func (a *Actor) stopTimers() {
 	}
 	if a.leaseTimer != nil {
 		a.leaseTimer.Stop()
+	}
+	if a.hangEnd != nil {
+		a.hangEnd.Stop()
 	}
 	a.faults.stop()
 }
@@ -393,7 +454,7 @@ func (a *Actor) finishDue() {
 }
 
 func (a *Actor) expireReservations() {
-	now := time.Now()
+	now := a.liveNow()
 	for _, id := range a.sortedIDs() {
 		s := a.shares[id]
 		if !s.running && !now.Before(s.expires) {
@@ -450,7 +511,7 @@ func (a *Actor) armExpiry() {
 		}
 	}
 	if !nextExpiry.IsZero() {
-		a.expiry = time.NewTimer(time.Until(nextExpiry))
+		a.expiry = a.liveTimer(nextExpiry.Sub(a.liveNow()))
 	}
 }
 
@@ -528,10 +589,10 @@ func (a *Actor) handle(m *nats.Msg) {
 		reply.Version = a.version
 		a.answer(m, c.Call, reply)
 	case events.OpKill:
-		a.answer(m, c.Call, a.kill(c.Reason))
+		a.answerFault(m, c.Call, a.kill(c.Reason))
 	case events.OpChaos:
-		if fe := a.faults.apply(c.Chaos, time.Now(), a.cfg.ID); fe != nil {
-			a.answer(m, c.Call, events.ControlReply{Error: fe})
+		if fe := a.faults.apply(c.Chaos, a.liveNow(), a.cfg.ID); fe != nil {
+			a.answerFault(m, c.Call, events.ControlReply{Error: fe})
 			return
 		}
 		a.logger().Warn("chaos", zap.String("action", c.Chaos.Action), zap.Int64("duration_ms", c.Chaos.DurationMS),
@@ -539,8 +600,8 @@ func (a *Actor) handle(m *nats.Msg) {
 		st := a.status("", "")
 		// The answer goes out before the fault bites (a partition or hang
 		// starts once it is sent).
-		a.answer(m, c.Call, events.ControlReply{OK: true, Version: a.version, Status: &st})
-		a.faults.begin(time.Now())
+		a.answerFault(m, c.Call, events.ControlReply{OK: true, Version: a.version, Status: &st})
+		a.faults.begin(a.liveNow())
 	case events.OpDescribe:
 		st := a.status("", "")
 		if c.WithSpecs {
@@ -649,7 +710,7 @@ func (a *Actor) reserve(c events.Control) events.ControlReply {
 	if c.TTLMillis > 0 {
 		ttl = time.Duration(c.TTLMillis) * time.Millisecond
 	}
-	a.shares[c.JobID] = &share{id: c.JobID, job: *c.Job, offset: offset, expires: time.Now().Add(ttl), progress: c.Job.ProgressS}
+	a.shares[c.JobID] = &share{id: c.JobID, job: *c.Job, offset: offset, expires: a.liveNow().Add(ttl), progress: c.Job.ProgressS}
 	a.version++
 	if a.expiry != nil {
 		a.expiry.Stop()

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gpusched/gpusched/events"
 	"github.com/gpusched/gpusched/model"
+	"github.com/gpusched/gpusched/simclock"
 )
 
 // outboxLimit bounds the messages a cut-off actor keeps to send once it is
@@ -25,7 +26,9 @@ type outMsg struct {
 // faults is the chaos one GPU actor suffers: a hang to take, a partition
 // (cut off from the bus until cutUntil: incoming messages are lost,
 // outgoing ones wait in outbox), a delay line and a drop rate on its
-// outgoing messages. Everything is wall time: liveness is.
+// outgoing messages. Everything is in the actor's liveness time
+// (liveNow): the wall's, like leases, on a scaled clock; simulated time
+// on a virtual one, so that a seed replays its faults exactly.
 type faults struct {
 	staged    *events.ChaosControl
 	hangFor   time.Duration
@@ -37,7 +40,10 @@ type faults struct {
 	drop      float64
 	dropEnds  time.Time // zero: until cleared
 	rng       *rand.Rand
-	timer     *time.Timer
+	timer     simclock.Timer
+	// timerFor arms the fault timer in the actor's liveness time
+	// (Actor.liveTimer).
+	timerFor func(time.Duration) simclock.Timer
 	// overflow counts messages lost because the outbox was full (logged
 	// when the partition heals).
 	overflow int
@@ -137,18 +143,17 @@ func (f *faults) arm(now time.Time) {
 		}
 		return
 	}
-	if f.timer == nil {
-		f.timer = time.NewTimer(t.Sub(now))
-	} else {
-		f.timer.Reset(t.Sub(now))
+	if f.timer != nil {
+		f.timer.Stop()
 	}
+	f.timer = f.timerFor(t.Sub(now))
 }
 
 func (f *faults) timerC() <-chan time.Time {
 	if f.timer == nil {
 		return nil
 	}
-	return f.timer.C
+	return f.timer.C()
 }
 
 func (f *faults) stop() {
@@ -162,7 +167,7 @@ func (f *faults) stop() {
 // a drop fault loses the message, a partition keeps it for later, a delay
 // holds it in line; otherwise it goes to the bus at once.
 func (a *Actor) Publish(subject string, data []byte) error {
-	now := time.Now()
+	now := a.liveNow()
 	f := &a.faults
 	if f.dropping(now) && f.rng.Float64() < f.drop {
 		return nil
@@ -191,7 +196,7 @@ func (a *Actor) Publish(subject string, data []byte) error {
 // what it kept, in order, and a full status so the scheduler can
 // reconcile), delayed messages fall due.
 func (a *Actor) faultTick() {
-	now := time.Now()
+	now := a.liveNow()
 	f := &a.faults
 	if !f.cutUntil.IsZero() && !now.Before(f.cutUntil) {
 		f.cutUntil = time.Time{}

@@ -1,0 +1,159 @@
+package gpu
+
+import (
+	"bytes"
+	"context"
+	"time"
+
+	gojson "github.com/goccy/go-json"
+	"github.com/nats-io/nats.go"
+	"go.uber.org/zap"
+
+	"github.com/gpusched/gpusched/events"
+	"github.com/gpusched/gpusched/simclock"
+)
+
+// Liveness time. On a scaled clock a GPU actor's reservations expire, and
+// its faults (hangs, partitions, delays, drops) last, in wall time, like
+// the leases that find them. On a virtual clock they run in simulated
+// time instead, so that the same seed gives the same faults with the same
+// outcome: a virtual timer holds the clock when it fires until the actor
+// has handled it (liveDone), and a hang parks the actor's mail rather
+// than its goroutine, so the clock can move on to the hang's end.
+
+// liveNow is the actor's liveness time now.
+func (a *Actor) liveNow() time.Time {
+	if a.virtual {
+		return a.cfg.Clock.Now()
+	}
+	return time.Now()
+}
+
+// liveTimer fires after d of liveness time; on a virtual clock its firing
+// holds the clock until liveDone.
+func (a *Actor) liveTimer(d time.Duration) simclock.Timer {
+	if a.virtual {
+		return a.cfg.Clock.NewTimer(d)
+	}
+	return simclock.WallTimer(d)
+}
+
+// liveDone lets the clock go after a liveTimer fired and was handled.
+func (a *Actor) liveDone() {
+	if a.virtual {
+		a.cfg.Clock.Release()
+	}
+}
+
+// startHang hangs the actor for d of simulated time (on a virtual clock):
+// from now until it wakes it handles no message (they wait in backlog),
+// answers no ping, completes no job and expires no reservation, as a hung
+// actor on the wall clock does while its goroutine sleeps.
+func (a *Actor) startHang(d time.Duration) {
+	a.advance()
+	a.logger().Warn("GPU actor hung", zap.Duration("for", d))
+	a.hangEnd, a.hangUntil = a.cfg.Clock.NewTimer(d), a.cfg.Clock.Now().Add(d)
+}
+
+// wake ends a virtual hang: the jobs resume from where they froze (the
+// hung time made no progress), the GPU says it is back, and the mail that
+// waited is handled in the order it came, until a staged hang in it hangs
+// the actor again. stop is set when Run must return err (a kill in the
+// backlog: the hang timer's hold goes to the supervisor with it).
+func (a *Actor) wake(ctx context.Context) (stop bool, err error) {
+	a.hangEnd = nil
+	a.last = a.cfg.Clock.Now()
+	a.retime = true
+	a.logger().Warn("GPU actor woke from a hang", zap.Int("messages_waiting", len(a.backlog)))
+	a.publish(events.GPUStatusType, events.ChangeWoke, "")
+	for len(a.backlog) > 0 && a.hangEnd == nil {
+		m := a.backlog[0]
+		a.backlog[0] = nil
+		a.backlog = a.backlog[1:]
+		if stop, err := a.mail(ctx, m, false); stop {
+			return true, err
+		}
+	}
+	if len(a.backlog) == 0 {
+		a.backlog = nil
+	}
+	a.rearm()
+	a.faults.arm(a.liveNow())
+	a.cfg.Clock.Release()
+	return false, nil
+}
+
+// isFault says whether m may be a kill or chaos control (a cheap look:
+// fault decodes it).
+func isFault(m *nats.Msg) bool {
+	return bytes.Contains(m.Data, []byte(`"chaos"`)) || bytes.Contains(m.Data, []byte(`"kill"`))
+}
+
+// fault takes a kill or chaos control at once while the actor is hung or
+// cut off: a fault stands for the environment acting on the GPU (a kill
+// -9, a cable pulled), not for a message the GPU reads, and its answer
+// goes straight to the bus. (Waiting for the hang's end, the chaos
+// monkey of a virtual run would hold the clock for its request's wall
+// timeout.) A hang on a hung GPU lasts until the later of the two ends.
+// Anything else is handled as if the actor were not hung (fault is only
+// called for m that isFault and that held the clock).
+func (a *Actor) fault(ctx context.Context, m *nats.Msg) (stop bool, err error) {
+	c, fe := events.DecodeControl(m.Data)
+	if fe != nil || (c.Op != events.OpKill && c.Op != events.OpChaos) {
+		if a.hangEnd != nil {
+			a.backlog = append(a.backlog, m)
+			a.cfg.Clock.Release()
+			return false, nil
+		}
+		a.cfg.Clock.Release() // cut off: it never arrived
+		return false, nil
+	}
+	answer := func(r events.ControlReply) { a.answerFault(m, c.Call, r) }
+	if c.Op == events.OpKill {
+		answer(a.kill(c.Reason))
+		return true, a.crashed // the message's hold goes to the supervisor
+	}
+	if fe := a.faults.apply(c.Chaos, a.liveNow(), a.cfg.ID); fe != nil {
+		answer(events.ControlReply{Error: fe})
+		a.cfg.Clock.Release()
+		return false, nil
+	}
+	a.logger().Warn("chaos while hung or cut off", zap.String("action", c.Chaos.Action), zap.Int64("duration_ms", c.Chaos.DurationMS))
+	answer(events.ControlReply{OK: true, Version: a.version})
+	a.faults.begin(a.liveNow())
+	a.cfg.Clock.Release()
+	if d := a.faults.takeHang(); d > 0 {
+		switch {
+		case a.hangEnd != nil:
+			a.hangLonger(d)
+		case a.virtual:
+			a.startHang(d)
+		default:
+			if !a.hang(ctx, d) {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
+}
+
+// hangLonger makes a virtual hang last at least d from now.
+func (a *Actor) hangLonger(d time.Duration) {
+	if end := a.cfg.Clock.Now().Add(d); end.After(a.hangUntil) {
+		a.hangEnd.Stop()
+		a.hangEnd, a.hangUntil = a.cfg.Clock.NewTimer(d), end
+	}
+}
+
+// answerFault answers a kill or chaos control straight on the bus, past
+// the actor's own faults (a delay line, a drop, a partition's outbox):
+// whoever injected the fault — on a virtual clock, a monkey holding the
+// clock until it hears — learns at once that it bit.
+func (a *Actor) answerFault(m *nats.Msg, call string, r events.ControlReply) {
+	r.Call = call
+	if b, err := gojson.Marshal(r); err == nil && m.Reply != "" {
+		if err := a.cfg.Bus.Publish(m.Reply, b); err != nil {
+			a.logger().Warn("fault answer not sent", zap.Error(err))
+		}
+	}
+}
