@@ -64,6 +64,11 @@ func (a *Actor) wake(ctx context.Context) (stop bool, err error) {
 	a.hangEnd = nil
 	a.last = a.cfg.Clock.Now()
 	a.retime = true
+	// What the faults had due meanwhile first (a partition that healed
+	// during the hang sends what it kept, delayed messages fall due), so
+	// that nothing it said before the hang comes after what it says now
+	// (seen: a completion kept by a partition came after "woke").
+	a.faultTick()
 	a.logger().Warn("GPU actor woke from a hang", zap.Int("messages_waiting", len(a.backlog)))
 	a.publish(events.GPUStatusType, events.ChangeWoke, "")
 	for len(a.backlog) > 0 && a.hangEnd == nil {
@@ -78,7 +83,6 @@ func (a *Actor) wake(ctx context.Context) (stop bool, err error) {
 		a.backlog = nil
 	}
 	a.rearm()
-	a.faults.arm(a.liveNow())
 	a.cfg.Clock.Release()
 	return false, nil
 }
