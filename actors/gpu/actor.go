@@ -250,21 +250,12 @@ func (a *Actor) Run(ctx context.Context) (err error) {
 		case <-doneC:
 			a.onDone()
 		case <-expiryC:
-			a.expiry = nil
-			if a.hangEnd == nil { // a hung GPU does nothing: re-armed when it wakes
-				a.expireReservations()
-				a.rearm()
-			}
-			a.liveDone()
+			a.onExpiry()
 		case <-leaseC:
 			a.leaseTimer = nil
 			a.checkLease()
 		case <-a.faults.timerC():
-			a.faults.timer = nil
-			if a.hangEnd == nil {
-				a.faultTick()
-			}
-			a.liveDone()
+			a.onFaultTimer()
 		case <-hangC:
 			if stop, err := a.wake(ctx); stop {
 				return err
@@ -332,6 +323,30 @@ func (a *Actor) mail(ctx context.Context, m *nats.Msg, held bool) (stop bool, er
 		}
 	}
 	return false, nil
+}
+
+// onExpiry expires the reservations due (a hung GPU does nothing: they
+// are re-armed when it wakes).
+//
+//go:noinline
+func (a *Actor) onExpiry() {
+	a.expiry = nil
+	if a.hangEnd == nil {
+		a.expireReservations()
+		a.rearm()
+	}
+	a.liveDone()
+}
+
+// onFaultTimer is the fault timer firing (a hung GPU takes it when it wakes).
+//
+//go:noinline
+func (a *Actor) onFaultTimer() {
+	a.faults.timer = nil
+	if a.hangEnd == nil {
+		a.faultTick()
+	}
+	a.liveDone()
 }
 
 // onDone advances the jobs to now when the next of them is due.

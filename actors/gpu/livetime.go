@@ -60,6 +60,8 @@ func (a *Actor) startHang(d time.Duration) {
 // waited is handled in the order it came, until a staged hang in it hangs
 // the actor again. stop is set when Run must return err (a kill in the
 // backlog: the hang timer's hold goes to the supervisor with it).
+//
+//go:noinline
 func (a *Actor) wake(ctx context.Context) (stop bool, err error) {
 	a.hangEnd = nil
 	a.last = a.cfg.Clock.Now()
