@@ -40,10 +40,10 @@ const DefaultFaultDuration = 10 * time.Second
 // simulated time; a restarted scheduler hears every node again at once).
 // Hangs, partitions, delays and drops run in simulated time there too
 // (and replay exactly: sim.TestEveryFaultKindOnAVirtualClockRepeats), but
-// a virtual run has no leases, and without them a stop that a partition or
-// a drop kept from its GPU leaves the job running there while it runs
-// elsewhere: simtest found jobs running in two to five places at once.
-// Until leases run in simulated time they are refused.
+// a virtual run has no leases and no heartbeats after the first: drawn
+// into simtest, a GPU made suspect while hung or cut off was never trusted
+// again and its jobs' work stopped (docs/CHAOS.md). Until leases and
+// heartbeats run in simulated time they are refused.
 var VirtualFaults = []string{events.ChaosKillAction, events.ChaosKillScheduler}
 
 // CheckVirtual refuses a spec a virtual run cannot run safely.
@@ -58,7 +58,7 @@ func (spec MonkeySpec) CheckVirtual() error {
 		return nil
 	}
 	sort.Strings(refused)
-	return fmt.Errorf("--chaos %s: on a virtual clock only %s faults for now (there are no leases on a virtual clock yet, and without them a partition, drop, delay or hang can leave a job running in two places); use --clock scaled for those",
+	return fmt.Errorf("--chaos %s: on a virtual clock only %s faults for now (there are no leases or heartbeats on a virtual clock yet, and without them a GPU made suspect by a hang, partition, delay or drop is never trusted again); use --clock scaled for those",
 		strings.Join(refused, ","), strings.Join(VirtualFaults, ", "))
 }
 

@@ -72,8 +72,8 @@ type Config struct {
 	Progress func(simulated time.Duration)
 	// Chaos, when set, draws faults from Seed in simulated time, the same
 	// in every run of the seed. Every kind replays exactly (their
-	// durations are simulated time too), but only kills are safe without
-	// leases: the commands refuse the rest (chaos.VirtualFaults).
+	// durations are simulated time too), but the commands offer only
+	// kills there (chaos.VirtualFaults says why).
 	Chaos *chaos.MonkeySpec
 	// Events, when set, hears every event of the run (its subject and
 	// body) before the clock moves on: an in-process checker (simtest).

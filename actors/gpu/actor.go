@@ -273,12 +273,10 @@ func (a *Actor) onMail(ctx context.Context) (stop bool, err error) {
 	if !ok {
 		return false, nil
 	}
-	if a.hangEnd != nil {
-		if isFault(m) {
-			return a.fault(ctx, m)
-		}
+	if a.hangEnd != nil && !isFault(m) {
 		// Hung (on a virtual clock): the message waits, and the clock may
-		// move on to the hang's end meanwhile.
+		// move on to the hang's end meanwhile. A fault is taken at once
+		// (isFault).
 		a.backlog = append(a.backlog, m)
 		a.cfg.Clock.Release()
 		return false, nil
@@ -289,11 +287,9 @@ func (a *Actor) onMail(ctx context.Context) (stop bool, err error) {
 // mail handles one message; held says the clock holds for it (released
 // here, or on a crash handed to the supervisor).
 func (a *Actor) mail(ctx context.Context, m *nats.Msg, held bool) (stop bool, err error) {
-	if a.faults.cutOff(a.liveNow()) {
-		if held && isFault(m) {
-			return a.fault(ctx, m)
-		}
-		// Cut off from the bus: the message never arrived.
+	if a.faults.cutOff(a.liveNow()) && !isFault(m) {
+		// Cut off from the bus: the message never arrived (a fault does:
+		// isFault).
 		if held {
 			a.cfg.Clock.Release()
 		}
@@ -314,12 +310,15 @@ func (a *Actor) mail(ctx context.Context, m *nats.Msg, held bool) (stop bool, er
 		a.cfg.Clock.Release()
 	}
 	if d := a.faults.takeHang(); d > 0 {
-		if a.virtual {
+		switch {
+		case a.hangEnd != nil:
+			a.hangLonger(d)
+		case a.virtual:
 			a.startHang(d)
-			return false, nil
-		}
-		if !a.hang(ctx, d) {
-			return true, nil
+		default:
+			if !a.hang(ctx, d) {
+				return true, nil
+			}
 		}
 	}
 	return false, nil
@@ -435,6 +434,9 @@ func (a *Actor) rate(s *share, sum float64) float64 {
 
 // advance moves progress and energy to the clock's now.
 func (a *Actor) advance() {
+	if a.hangEnd != nil {
+		return // hung: no progress, no energy (wake moves last on)
+	}
 	now := a.cfg.Clock.Now()
 	dt := now.Sub(a.last).Seconds()
 	if dt <= 0 {

@@ -89,61 +89,25 @@ func (a *Actor) wake(ctx context.Context) (stop bool, err error) {
 	return false, nil
 }
 
-// isFault says whether m may be a kill or chaos control (a cheap look:
-// fault decodes it).
+// isFault says whether m is a kill or chaos control. Such a control is
+// taken even while the actor is hung or cut off, and answered straight on
+// the bus (answerFault): a fault stands for the environment acting on the
+// GPU (a kill -9, a cable pulled), not for a message the GPU reads, and a
+// monkey of a virtual run holds the clock until it hears (waiting for the
+// hang's end, it held it for its request's wall timeout). A cheap look at
+// the bytes first: it runs on every message of a hung or cut-off actor.
 func isFault(m *nats.Msg) bool {
-	return bytes.Contains(m.Data, []byte(`"chaos"`)) || bytes.Contains(m.Data, []byte(`"kill"`))
+	if !bytes.Contains(m.Data, []byte(`"chaos"`)) && !bytes.Contains(m.Data, []byte(`"kill"`)) {
+		return false
+	}
+	var c struct {
+		Op string `json:"op"`
+	}
+	return gojson.Unmarshal(m.Data, &c) == nil && (c.Op == events.OpKill || c.Op == events.OpChaos)
 }
 
-// fault takes a kill or chaos control at once while the actor is hung or
-// cut off: a fault stands for the environment acting on the GPU (a kill
-// -9, a cable pulled), not for a message the GPU reads, and its answer
-// goes straight to the bus. (Waiting for the hang's end, the chaos
-// monkey of a virtual run would hold the clock for its request's wall
-// timeout.) A hang on a hung GPU lasts until the later of the two ends.
-// Anything else is handled as if the actor were not hung (fault is only
-// called for m that isFault and that held the clock).
-func (a *Actor) fault(ctx context.Context, m *nats.Msg) (stop bool, err error) {
-	c, fe := events.DecodeControl(m.Data)
-	if fe != nil || (c.Op != events.OpKill && c.Op != events.OpChaos) {
-		if a.hangEnd != nil {
-			a.backlog = append(a.backlog, m)
-			a.cfg.Clock.Release()
-			return false, nil
-		}
-		a.cfg.Clock.Release() // cut off: it never arrived
-		return false, nil
-	}
-	answer := func(r events.ControlReply) { a.answerFault(m, c.Call, r) }
-	if c.Op == events.OpKill {
-		answer(a.kill(c.Reason))
-		return true, a.crashed // the message's hold goes to the supervisor
-	}
-	if fe := a.faults.apply(c.Chaos, a.liveNow(), a.cfg.ID); fe != nil {
-		answer(events.ControlReply{Error: fe})
-		a.cfg.Clock.Release()
-		return false, nil
-	}
-	a.logger().Warn("chaos while hung or cut off", zap.String("action", c.Chaos.Action), zap.Int64("duration_ms", c.Chaos.DurationMS))
-	answer(events.ControlReply{OK: true, Version: a.version})
-	a.faults.begin(a.liveNow())
-	a.cfg.Clock.Release()
-	if d := a.faults.takeHang(); d > 0 {
-		switch {
-		case a.hangEnd != nil:
-			a.hangLonger(d)
-		case a.virtual:
-			a.startHang(d)
-		default:
-			if !a.hang(ctx, d) {
-				return true, nil
-			}
-		}
-	}
-	return false, nil
-}
-
-// hangLonger makes a virtual hang last at least d from now.
+// hangLonger makes a virtual hang last at least d from now (a hang
+// staged while the actor was hung).
 func (a *Actor) hangLonger(d time.Duration) {
 	if end := a.cfg.Clock.Now().Add(d); end.After(a.hangUntil) {
 		a.hangEnd.Stop()

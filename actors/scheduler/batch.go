@@ -1,15 +1,12 @@
 package scheduler
 
 import (
-	"cmp"
-	"maps"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	gojson "github.com/goccy/go-json"
-	"github.com/nats-io/nats.go"
 	"go.uber.org/zap"
 
 	"github.com/gpusched/gpusched/actors/scheduler/core"
@@ -41,27 +38,24 @@ import (
 // answers are awaited.
 type batcher struct {
 	// nodes are the nodes with controls waiting, in the order of their
-	// first; items their controls, calls the call of each (empty: no answer).
-	nodes   []string
-	items   map[string][]events.BatchItem
-	calls   map[string][]string
-	waiting int
+	// first; items their controls (an item without a call is not answered).
+	nodes []string
+	items map[string][]events.BatchItem
 	// seq numbers the batches' reply subjects.
 	seq uint64
 	// sent are the batches whose answers are awaited, by reply subject.
 	sent map[string]*sentBatch
 }
 
-// sentBatch is a batch sent: to which node, when, the calls it carried
-// that have not been answered yet.
+// sentBatch is a batch sent: when, and the calls it carried that have not
+// been answered yet, in the order they were made (a few: a slice).
 type sentBatch struct {
-	node    string
 	at      time.Time
-	pending map[string]bool
+	pending []string
 }
 
 func newBatcher() *batcher {
-	return &batcher{items: map[string][]events.BatchItem{}, calls: map[string][]string{}, sent: map[string]*sentBatch{}}
+	return &batcher{items: map[string][]events.BatchItem{}, sent: map[string]*sentBatch{}}
 }
 
 // batchedTarget is the node and GPU (empty: the node actor) of a control
@@ -83,10 +77,7 @@ func (s *Scheduler) hold(node, gpu, reply string, data []byte) {
 	if _, ok := b.items[node]; !ok {
 		b.nodes = append(b.nodes, node)
 	}
-	call := strings.TrimPrefix(reply, s.inbox)
-	b.items[node] = append(b.items[node], events.BatchItem{GPU: gpu, Call: call, Control: data})
-	b.calls[node] = append(b.calls[node], call)
-	b.waiting++
+	b.items[node] = append(b.items[node], events.BatchItem{GPU: gpu, Call: strings.TrimPrefix(reply, s.inbox), Control: data})
 }
 
 // flushBatches sends the controls waiting, one batch per node (more if
@@ -94,26 +85,25 @@ func (s *Scheduler) hold(node, gpu, reply string, data []byte) {
 // were first written to.
 func (s *Scheduler) flushBatches() {
 	b := s.batch
-	if b.waiting == 0 {
+	if len(b.nodes) == 0 {
 		return
 	}
 	now := s.wallNow()
 	for _, node := range b.nodes {
-		items, calls := b.items[node], b.calls[node]
+		items := b.items[node]
 		for len(items) > 0 {
 			k := min(len(items), events.MaxBatchItems)
-			s.sendBatch(node, items[:k], calls[:k], now)
-			items, calls = items[k:], calls[k:]
+			s.sendBatch(node, items[:k], now)
+			items = items[k:]
 		}
 		delete(b.items, node)
-		delete(b.calls, node)
 	}
-	b.nodes, b.waiting = b.nodes[:0], 0
+	b.nodes = b.nodes[:0]
 }
 
 // sendBatch sends one batch to node, remembering the calls whose answers
 // must come back on its reply subject.
-func (s *Scheduler) sendBatch(node string, items []events.BatchItem, calls []string, now time.Time) {
+func (s *Scheduler) sendBatch(node string, items []events.BatchItem, now time.Time) {
 	b := s.batch
 	data, err := gojson.Marshal(events.ControlBatch{Items: items})
 	if err != nil {
@@ -122,17 +112,17 @@ func (s *Scheduler) sendBatch(node string, items []events.BatchItem, calls []str
 	}
 	var reply string
 	var sb *sentBatch
-	for _, call := range calls {
-		if call == "" {
+	for _, it := range items {
+		if it.Call == "" {
 			continue
 		}
 		if sb == nil {
 			b.seq++
 			reply = s.inbox + "b" + strconv.FormatUint(b.seq, 10)
-			sb = &sentBatch{node: node, at: now, pending: map[string]bool{}}
+			sb = &sentBatch{at: now}
 			b.sent[reply] = sb
 		}
-		sb.pending[call] = true
+		sb.pending = append(sb.pending, it.Call)
 	}
 	subject := s.cfg.Subjects.NodeBatch(node)
 	if reply != "" {
@@ -154,23 +144,17 @@ func (s *Scheduler) isBatchAnswer(subject string) bool {
 // batchAnswer hands the core the answers a message on a batch's reply
 // subject carries: one answer, to the call it names if that batch carried
 // it, or, when nobody received the batch, "no responders" to every call
-// of it not answered yet. Anything else is dropped.
-func (s *Scheduler) batchAnswer(m *nats.Msg) {
+// of it not answered yet, in the order they were made. Anything else is
+// dropped.
+func (s *Scheduler) batchAnswer(m *core.Msg) {
 	b := s.batch
 	sb, ok := b.sent[m.Subject]
 	if !ok {
 		return // its calls were answered, or swept: late
 	}
-	if len(m.Data) == 0 && m.Header.Get("Status") == "503" {
-		// In the order the calls were made: what the core does with
-		// them must not depend on a map's order.
-		calls := slices.SortedFunc(maps.Keys(sb.pending), func(a, b string) int {
-			x, _ := strconv.ParseUint(a, 10, 64)
-			y, _ := strconv.ParseUint(b, 10, 64)
-			return cmp.Compare(x, y)
-		})
-		for _, call := range calls {
-			s.answerCall(m.Subject, call)
+	if m.NoResponders {
+		delete(b.sent, m.Subject)
+		for _, call := range sb.pending {
 			s.step(core.Input{Msg: &core.Msg{Subject: s.inbox + call, NoResponders: true}})
 		}
 		return
@@ -178,22 +162,18 @@ func (s *Scheduler) batchAnswer(m *nats.Msg) {
 	var named struct {
 		Call string `json:"call"`
 	}
-	if err := gojson.Unmarshal(m.Data, &named); err != nil || !sb.pending[named.Call] {
+	i := -1
+	if err := gojson.Unmarshal(m.Data, &named); err == nil {
+		i = slices.Index(sb.pending, named.Call)
+	}
+	if i < 0 {
 		s.log.Debug("answer to no call of its batch dropped", zap.String("subject", m.Subject), zap.String("call", named.Call))
 		return
 	}
-	s.answerCall(m.Subject, named.Call)
-	s.step(core.Input{Msg: &core.Msg{Subject: s.inbox + named.Call, Data: m.Data}})
-}
-
-// answerCall forgets call, answered on its batch's reply subject.
-func (s *Scheduler) answerCall(reply, call string) {
-	b := s.batch
-	sb := b.sent[reply]
-	delete(sb.pending, call)
-	if len(sb.pending) == 0 {
-		delete(b.sent, reply)
+	if sb.pending = slices.Delete(sb.pending, i, i+1); len(sb.pending) == 0 {
+		delete(b.sent, m.Subject)
 	}
+	s.step(core.Input{Msg: &core.Msg{Subject: s.inbox + named.Call, Data: m.Data}})
 }
 
 // sweepBatches forgets the batches sent longer ago than twice the call

@@ -300,12 +300,12 @@ func (s *Scheduler) Run(ctx context.Context) error {
 			}
 			return nil
 		case m := <-s.mailbox:
-			if s.isBatchAnswer(m.Subject) {
-				if !events.Redelivered(m) {
-					s.batchAnswer(m)
+			if cm, ok := s.message(m); ok {
+				if s.isBatchAnswer(cm.Subject) {
+					s.batchAnswer(cm)
+				} else {
+					s.step(core.Input{Msg: cm})
 				}
-			} else if cm, ok := s.message(m); ok {
-				s.step(core.Input{Msg: cm})
 			}
 			if s.core.Killed() != "" {
 				s.flushBatches() // what it sent before it died goes out, as unbatched it would have

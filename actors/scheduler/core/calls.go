@@ -70,9 +70,8 @@ func (s *Core) describeAfter(node, gpuID string, beat uint64) {
 			return
 		}
 	}
-	s.nextCall++
-	reply := s.inbox + strconv.FormatUint(s.nextCall, 10)
-	b, _ := gojson.Marshal(events.Control{Op: events.OpDescribe, WithSpecs: true, Call: strconv.FormatUint(s.nextCall, 10)})
+	number, reply := s.newCall()
+	b, _ := gojson.Marshal(events.Control{Op: events.OpDescribe, WithSpecs: true, Call: number})
 	if err := s.bus.Publish(s.cfg.Subjects.GPUCtl(node, gpuID), reply, b); err != nil {
 		s.log.Warn("describe not sent", zap.String("gpu", gpuID), zap.String("node", node), zap.Error(err))
 		return
@@ -80,6 +79,16 @@ func (s *Core) describeAfter(node, gpuID string, beat uint64) {
 	s.calls[reply] = &call{node: node, gpu: gpuID, sent: now, beat: beat}
 	s.describing[gpuID] = reply
 	s.callsTo[node]++
+}
+
+// newCall numbers the next call: its number, which the request names
+// (events.Control.Call: batched controls share one reply subject in the
+// shell, and the answer names the call back), and the reply subject its
+// answer comes on.
+func (s *Core) newCall() (number, reply string) {
+	s.nextCall++
+	number = strconv.FormatUint(s.nextCall, 10)
+	return number, s.inbox + number
 }
 
 // endCall forgets a call: answered, or timed out.

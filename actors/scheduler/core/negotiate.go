@@ -149,11 +149,8 @@ func (s *Core) negotiate(a *attempt, p policy.Placement, victims []string) {
 		a.held.add(j)
 	}
 	for i, c := range calls {
-		s.nextCall++
-		// The answer names the call (events.Control.Call): batched
-		// controls share one reply subject in the shell.
-		c.ctl.Call = strconv.FormatUint(s.nextCall, 10)
-		reply := s.inbox + c.ctl.Call
+		number, reply := s.newCall()
+		c.ctl.Call = number
 		b, err := gojson.Marshal(c.ctl)
 		if err != nil {
 			s.log.Error("control not encoded", zap.String("subject", c.subject), zap.Error(err))

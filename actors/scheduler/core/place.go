@@ -289,11 +289,8 @@ func (s *Core) stop(j *job, op string, then func()) {
 	s.publishAll([]ctlCall{{subject: s.cfg.Subjects.NodeCtl(j.node), ctl: events.Control{Op: events.OpRelease, JobID: j.id}}})
 	node := j.node
 	for i, c := range st.calls {
-		s.nextCall++
-		// The answer names the call (events.Control.Call): batched
-		// controls share one reply subject in the shell.
-		c.ctl.Call = strconv.FormatUint(s.nextCall, 10)
-		reply := s.inbox + c.ctl.Call
+		number, reply := s.newCall()
+		c.ctl.Call = number
 		b, err := gojson.Marshal(c.ctl)
 		if err != nil {
 			s.log.Error("control not encoded", zap.String("subject", c.subject), zap.Error(err))
