@@ -160,10 +160,18 @@ func TestLongPartitionFencesBeforeTheVerdict(t *testing.T) {
 	gpu := j["gpu_ids"].([]any)[0].(string)
 	// A job that ends while the GPU is cut off, before its fence: its
 	// completion waits in the GPU's outbox and arrives after the verdict.
-	// Half a GPU's compute each, so that the two fit one GPU.
-	short := submit(t, nc, `{"name":"ends-in-the-dark","vram":"4GB","util":50,"duration":"20s","gpu":"`+gpu+`"}`)
+	// Half a GPU's compute each, so that the two fit one GPU. It must end
+	// after the partition begins and before the first fence, which comes
+	// 0.8-1 lease after it (leases are renewed every lease/5): 40 s
+	// simulated is 667 ms at speed 60, so the partition may start up to
+	// that late (20 s, 333 ms, was too short once on a loaded CI machine:
+	// the job ended before the partition and nothing stale was kept).
+	short := submit(t, nc, `{"name":"ends-in-the-dark","vram":"4GB","util":50,"duration":"40s","gpu":"`+gpu+`"}`)
 	waitState(t, nc, short, "running", 5*time.Second)
 	chaosOK(t, nc, "partition", `{"gpu":"`+gpu+`","duration":"2500ms"}`)
+	if s := getJob(t, nc, short)["state"]; s != "running" {
+		t.Fatalf("the short job was %s when the partition began: it must end in the dark (this machine was too slow for the test's timing)", s)
+	}
 	waitFor(t, "the job to run elsewhere", 4*faultLease, func() bool {
 		j = getJob(t, nc, id)
 		return j["state"] == "running" && j["gpu_ids"].([]any)[0] != gpu
