@@ -207,6 +207,10 @@ type GPUJob struct {
 	// Assignment is the job as the scheduler sent it: in describe replies
 	// asked WithSpecs only.
 	Assignment *Assignment `json:"assignment,omitempty"`
+	// Training is a training job's state, stepped to the last interval
+	// its GPU has run (then ProgressS and WorkS are in the application's
+	// progress units, not seconds, and Rate is 0).
+	Training *model.TrainingState `json:"training,omitempty"`
 }
 
 // GPUStatus is the payload of gpu.status (published on every change) and
@@ -236,6 +240,9 @@ type GPUStatus struct {
 	// Ended lists the jobs that ended on this GPU lately (describe
 	// replies asked WithSpecs only).
 	Ended []EndedJob `json:"ended,omitempty"`
+	// Training is the state of the training job the change took off the
+	// GPU (completed, preempted, released), stepped to when it left.
+	Training *model.TrainingState `json:"training,omitempty"`
 }
 
 // EndedJob is a job that left a GPU: how ("completed", "fenced",
@@ -522,6 +529,23 @@ type Assignment struct {
 	// Placement names this placement of the job (scheduler incarnation
 	// and count): a record of how a stint ended is matched to the stint.
 	Placement string `json:"placement,omitempty"`
+	// Training makes the job a distributed training job's part on this
+	// GPU (one replica): the GPU steps the job's model instead of
+	// counting WorkS.
+	Training *TrainingPart `json:"training,omitempty"`
+}
+
+// TrainingPart is a distributed training job's part on one GPU: the job,
+// its state at the placement's start (its placement set, its restart
+// delay charged) and the run's interval. Every GPU of the job steps the
+// same state the same way, so each knows when the job completes; the
+// state's clock is the run's second the placement starts at, and the GPU
+// steps it whole intervals from there (MODEL.md §4.5, §5.1).
+type TrainingPart struct {
+	Job       model.Training      `json:"job"`
+	SubmitS   int                 `json:"submit_s"`
+	State     model.TrainingState `json:"state"`
+	IntervalS int                 `json:"interval_s"`
 }
 
 // Control is a scheduler → actor request. Reserve carries the Assignment
@@ -575,6 +599,8 @@ type BatchItem struct {
 type Stopped struct {
 	JobID     string  `json:"job_id"`
 	ProgressS float64 `json:"progress_s"`
+	// Training is a training job's state when it stopped.
+	Training *model.TrainingState `json:"training,omitempty"`
 }
 
 // ControlReply answers a Control. OK false with Reason is a refusal

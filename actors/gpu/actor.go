@@ -15,6 +15,7 @@ import (
 
 	"github.com/gpusched/gpusched/events"
 	"github.com/gpusched/gpusched/model"
+	"github.com/gpusched/gpusched/pollux"
 	"github.com/gpusched/gpusched/simclock"
 	"github.com/gpusched/gpusched/vram"
 )
@@ -51,6 +52,9 @@ type Config struct {
 	// StartHeld says the supervisor holds the clock for this incarnation's
 	// start (its restart timer fired): Run lets go once gpu.up is out.
 	StartHeld bool
+	// Training is the application model this GPU runs distributed
+	// training jobs on (the Pollux data folder's); nil: it refuses them.
+	Training *pollux.Model
 }
 
 // Liveness is a GPU's answer to its node actor's ping.
@@ -122,7 +126,10 @@ type share struct {
 	offset   int64
 	running  bool
 	expires  time.Time // liveness time (liveNow); for reservations only
-	progress float64   // reference seconds of work done
+	progress float64   // reference seconds of work done (a training job's progress)
+	// train is a training job's part (nil for any other job): its model,
+	// not WorkS at a rate, says how it progresses.
+	train *training
 }
 
 // New builds a GPU actor; Run starts it.
@@ -448,6 +455,11 @@ func (a *Actor) advance() {
 	for _, s := range a.shares {
 		if s.running {
 			busy = true
+			if s.train != nil {
+				s.train.stepTo(now, a.base)
+				s.progress = s.train.job.Progress
+				continue
+			}
 			s.progress = min(s.progress+a.rate(s, util)*dt, s.job.WorkS)
 		}
 	}
@@ -461,7 +473,13 @@ const finishEpsilon = 1e-3
 func (a *Actor) finishDue() {
 	for _, id := range a.sortedIDs() {
 		s := a.shares[id]
-		if s.running && s.progress >= s.job.WorkS-finishEpsilon {
+		if s.running && s.train != nil && s.train.job.Done {
+			a.remember(id, events.ChangeCompleted, s.progress)
+			a.remove(id)
+			a.publishLeft(events.ChangeCompleted, id, s)
+			continue
+		}
+		if s.running && s.train == nil && s.progress >= s.job.WorkS-finishEpsilon {
 			s.progress = s.job.WorkS
 			a.remember(id, events.ChangeCompleted, s.progress)
 			a.remove(id)
@@ -500,16 +518,28 @@ func (a *Actor) rearm() {
 		a.done = nil
 	}
 	util := a.runningUtil()
-	next := -1.0
+	now := a.cfg.Clock.Now()
+	next := time.Duration(-1)
 	for _, s := range a.shares {
-		if s.running {
-			if left := (s.job.WorkS - s.progress) / a.rate(s, util); next < 0 || left < next {
-				next = left
+		if !s.running {
+			continue
+		}
+		var left time.Duration
+		if s.train != nil {
+			due := s.train.due()
+			if due.IsZero() {
+				continue
 			}
+			left = max(0, due.Sub(now))
+		} else {
+			left = time.Duration((s.job.WorkS - s.progress) / a.rate(s, util) * float64(time.Second))
+		}
+		if next < 0 || left < next {
+			next = left
 		}
 	}
 	if next >= 0 {
-		t := a.cfg.Clock.NewTimer(time.Duration(next * float64(time.Second)))
+		t := a.cfg.Clock.NewTimer(next)
 		a.done = &t
 	}
 	a.armExpiry()
@@ -572,6 +602,10 @@ func (a *Actor) handle(m *nats.Msg) {
 		if !s.running {
 			s.running = true
 			s.progress = s.job.ProgressS
+			if s.train != nil {
+				s.train.start(a.cfg.Clock.Now(), a.base)
+				s.progress = s.train.job.Progress
+			}
 			a.version++
 			a.retime = true
 			a.publish(events.GPUStatusType, events.ChangeCommitted, c.JobID)
@@ -594,14 +628,18 @@ func (a *Actor) handle(m *nats.Msg) {
 			if !ok {
 				continue
 			}
-			reply.Stopped = append(reply.Stopped, events.Stopped{JobID: id, ProgressS: s.progress})
+			stopped := events.Stopped{JobID: id, ProgressS: s.progress}
+			if s.train != nil {
+				stopped.Training = s.train.state()
+			}
+			reply.Stopped = append(reply.Stopped, stopped)
 			change := events.ChangePreempted
 			if c.Op == events.OpRelease {
 				change = events.ChangeReleased
 			}
 			a.remember(id, change, s.progress)
 			a.remove(id)
-			a.publish(events.GPUStatusType, change, id)
+			a.publishLeft(change, id, s)
 		}
 		reply.Version = a.version
 		a.answer(m, c.Call, reply)
@@ -700,6 +738,13 @@ func (a *Actor) reserve(c events.Control) events.ControlReply {
 	if c.Job.VRAM <= 0 || c.Job.Milli < 0 || c.Job.Milli > MilliPerGPU {
 		return events.ControlReply{Error: model.Errorf("job", "a reservation needs positive vram and a gpu_milli of 0..1000")}
 	}
+	var train *training
+	if c.Job.Training != nil {
+		var fe *model.FieldError
+		if train, fe = newTraining(a.cfg.Training, c.Job.Name, c.Job.Training); fe != nil {
+			return events.ControlReply{Error: fe}
+		}
+	}
 	if used := a.milliUsed(); used+c.Job.Milli > MilliPerGPU {
 		reason := "insufficient GPU share: " + strconv.Itoa(MilliPerGPU-used) + "/1000 free, asked " + strconv.Itoa(c.Job.Milli)
 		a.emit.Emit(a.cfg.Subjects.GPUEvent(a.cfg.Node, a.cfg.ID, events.GPUOOM), events.Type("gpu", events.GPUOOM),
@@ -727,7 +772,7 @@ func (a *Actor) reserve(c events.Control) events.ControlReply {
 	if c.TTLMillis > 0 {
 		ttl = time.Duration(c.TTLMillis) * time.Millisecond
 	}
-	a.shares[c.JobID] = &share{id: c.JobID, job: *c.Job, offset: offset, expires: a.liveNow().Add(ttl), progress: c.Job.ProgressS}
+	a.shares[c.JobID] = &share{id: c.JobID, job: *c.Job, offset: offset, expires: a.liveNow().Add(ttl), progress: c.Job.ProgressS, train: train}
 	a.version++
 	if a.expiry != nil {
 		a.expiry.Stop()
@@ -764,6 +809,9 @@ func (a *Actor) status(change, jobID string) events.GPUStatus {
 			VRAM: s.job.VRAM, Offset: s.offset, Util: s.job.Util, Milli: s.job.Milli, ProgressS: s.progress, WorkS: s.job.WorkS}
 		if s.running {
 			j.State, j.Rate, busy = events.GPUJobRunning, a.rate(s, util), true
+		}
+		if s.train != nil {
+			j.Rate, j.WorkS, j.Training = 0, s.train.job.Target(), s.train.state()
 		}
 		st.Jobs = append(st.Jobs, j)
 	}
@@ -833,7 +881,20 @@ func (a *Actor) reply(m *nats.Msg, v any) {
 }
 
 func (a *Actor) publish(typ, change, jobID string) {
+	a.publishStatus(typ, a.status(change, jobID))
+}
+
+// publishLeft publishes the status after the job s left by change: a
+// training job's state goes with it.
+func (a *Actor) publishLeft(change, jobID string, s *share) {
 	st := a.status(change, jobID)
+	if s.train != nil {
+		st.Training = s.train.state()
+	}
+	a.publishStatus(events.GPUStatusType, st)
+}
+
+func (a *Actor) publishStatus(typ string, st events.GPUStatus) {
 	if err := a.emit.Emit(a.cfg.Subjects.GPUEvent(a.cfg.Node, a.cfg.ID, typ), events.Type("gpu", typ), a.cfg.ID, a.cfg.Clock.Now(), st); err != nil {
 		a.logger().Warn("publish failed", zap.String("type", typ), zap.Error(err))
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/gpusched/gpusched/actors/gpu"
 	"github.com/gpusched/gpusched/events"
 	"github.com/gpusched/gpusched/model"
+	"github.com/gpusched/gpusched/pollux"
 	"github.com/gpusched/gpusched/simclock"
 	"github.com/gpusched/gpusched/vram"
 )
@@ -29,6 +30,8 @@ type HostConfig struct {
 	Heartbeat time.Duration
 	// Interference is the GPUs' noisy-neighbour coefficient (gpu.Config).
 	Interference float64
+	// Training is the model the GPUs run training jobs on (gpu.Config).
+	Training *pollux.Model
 	// Lease is the GPUs' lease (gpu.Config.Lease; zero: none).
 	Lease time.Duration
 	// FirstIncarnation is the incarnation the node actor and each GPU
@@ -75,7 +78,7 @@ func Start(ctx context.Context, cfg HostConfig) (*Host, error) {
 		h.gpus[g.ID] = s
 		slots = append(slots, s)
 		gc := gpu.Config{ID: g.ID, Node: cfg.Spec.ID, Model: g.Model, VRAMModel: cfg.VRAMModel,
-			Clock: cfg.Clock, Subjects: cfg.Subjects, Bus: cfg.Conn, Logger: log, Interference: cfg.Interference,
+			Clock: cfg.Clock, Subjects: cfg.Subjects, Bus: cfg.Conn, Logger: log, Interference: cfg.Interference, Training: cfg.Training,
 			Lease: cfg.Lease, Incarnation: max(1, cfg.FirstIncarnation)}
 		// The first incarnation exists before the subscription does: a
 		// message may wait in its mailbox until it runs, never find it missing.

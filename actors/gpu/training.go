@@ -1,0 +1,114 @@
+package gpu
+
+import (
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/gpusched/gpusched/events"
+	"github.com/gpusched/gpusched/model"
+	"github.com/gpusched/gpusched/pollux"
+)
+
+// lookaheadIntervals bounds how far ahead a GPU steps a copy of a training
+// job to find when it completes: 100,000 intervals of 60 s are 69 days. A
+// job that runs longer is looked at again then.
+const lookaheadIntervals = 100_000
+
+// training is a distributed training job's part that this GPU runs
+// (events.TrainingPart). The job's model steps in whole intervals from the
+// placement's start (MODEL.md §4.5: stepping 30 s twice is not stepping
+// 60 s once, floats and rounded epoch ends), so the GPU steps it on that
+// grid, lazily, when it looks: at any message, and at doneAt, the second
+// a copy stepped ahead completed (the GPU then steps the interval that
+// holds it). Every GPU of the job does the same with the same state, so
+// all of them complete it at the same second.
+type training struct {
+	job      *pollux.Job
+	interval time.Duration
+	seconds  int
+	// since is the simulated time the job's state was stepped to (its
+	// clock's second); doneAt when it completes if nothing changes (zero:
+	// not within lookaheadIntervals, then next is when to look again).
+	since, doneAt, next time.Time
+}
+
+// newTraining checks a training part against the model this GPU runs
+// training jobs on: the application known, the state placed, its steps
+// computable (a step time the profile lacks is refused now, not
+// discovered later).
+func newTraining(m *pollux.Model, name string, p *events.TrainingPart) (*training, *model.FieldError) {
+	if m == nil {
+		return nil, model.Errorf("job.training", "this GPU runs no training jobs (the cluster was started without a Pollux data folder)")
+	}
+	if p.IntervalS <= 0 {
+		return nil, model.Errorf("job.training.interval_s", "the interval must be a positive number of seconds, got %d", p.IntervalS)
+	}
+	if len(p.State.Placement) == 0 {
+		return nil, model.Errorf("job.training.state.placement", "a training part needs the job's placement (replicas per node)")
+	}
+	j, err := m.Restore(pollux.SpecOf(name, p.SubmitS, p.Job), p.State)
+	if err != nil {
+		return nil, model.Errorf("job.training", "%v", err)
+	}
+	if _, _, err := j.Lookahead(p.IntervalS, 1); err != nil {
+		return nil, model.Errorf("job.training", "%v", err)
+	}
+	return &training{job: j, interval: time.Duration(p.IntervalS) * time.Second, seconds: p.IntervalS}, nil
+}
+
+// start is the part's commit at now: the job's clock second is now.
+func (t *training) start(now time.Time, log *zap.Logger) {
+	t.since = now
+	t.plan(log)
+}
+
+// plan steps a copy ahead to find when the job completes.
+func (t *training) plan(log *zap.Logger) {
+	done, ok, err := t.job.Lookahead(t.seconds, lookaheadIntervals)
+	switch {
+	case err != nil:
+		// Unreachable after newTraining's check: the same steps were computable.
+		log.Error("training job cannot be stepped", zap.String("job", t.job.Name), zap.Error(err))
+		t.doneAt, t.next = time.Time{}, time.Time{}
+	case ok:
+		t.doneAt = t.since.Add(time.Duration(done-t.job.Clock) * time.Second)
+		t.next = t.doneAt
+	default:
+		t.doneAt = time.Time{}
+		t.next = t.since.Add(lookaheadIntervals * t.interval)
+	}
+}
+
+// stepTo steps the job over every interval that has ended by now, and over
+// the one that holds its completion once that second has come.
+func (t *training) stepTo(now time.Time, log *zap.Logger) {
+	for !t.job.Done {
+		end := t.since.Add(t.interval)
+		if now.Before(end) && (t.doneAt.IsZero() || now.Before(t.doneAt)) {
+			break
+		}
+		if err := t.job.Advance(t.seconds); err != nil {
+			log.Error("training job cannot be stepped", zap.String("job", t.job.Name), zap.Error(err))
+			return
+		}
+		t.since = end
+	}
+	if !t.next.IsZero() && !now.Before(t.next) && t.doneAt.IsZero() {
+		t.plan(log)
+	}
+}
+
+// due is when the actor must look at the job next (zero: never).
+func (t *training) due() time.Time {
+	if t.job.Done {
+		return time.Time{}
+	}
+	return t.next
+}
+
+// state is the job's state for the bus.
+func (t *training) state() *model.TrainingState {
+	st := t.job.State()
+	return &st
+}

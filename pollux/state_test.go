@@ -1,0 +1,103 @@
+package pollux
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/gpusched/gpusched/model"
+)
+
+// travelling is a policy that, before deciding, sends every active job
+// through its wire state and back (JSON, as between the scheduler and the
+// GPU actors): a run under it must equal the run without.
+type travelling struct {
+	Policy
+	m *Model
+	t *testing.T
+}
+
+func (p travelling) Allocate(t int, active []*Job, c Cluster, current Alloc) (Alloc, error) {
+	for _, j := range active {
+		b, err := json.Marshal(j.State())
+		if err != nil {
+			p.t.Fatal(err)
+		}
+		var st model.TrainingState
+		if err := json.Unmarshal(b, &st); err != nil {
+			p.t.Fatal(err)
+		}
+		back, err := p.m.Restore(j.Spec, st)
+		if err != nil {
+			p.t.Fatal(err)
+		}
+		*j = *back
+	}
+	return p.Policy.Allocate(t, active, c, current)
+}
+
+// TestAJobsStateTravelsExactly runs workload 6 (load 1.0) under Tiresias
+// and Optimus with every active job rebuilt from its JSON state before
+// each interval's decision: every job's JCT, restarts and service equal
+// the run's without (a field State left out, or a float not carried
+// exactly, would change them).
+func TestAJobsStateTravelsExactly(t *testing.T) {
+	m := loadModel(t)
+	specs, err := ReadWorkload(filepath.Join(LoadFolder(m.Dir, 1), "workload-6.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pol := range []string{"tiresias", "optimus"} {
+		p, _ := NewPolicy(pol)
+		want, err := Run(m, specs, Reference, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, _ = NewPolicy(pol)
+		got, err := Run(m, specs, Reference, travelling{Policy: p, m: m, t: t})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, j := range got.Jobs {
+			w := want.Jobs[i]
+			if j.State().ClockS != w.State().ClockS || j.JCT() != w.JCT() || j.Restarts != w.Restarts || j.Service != w.Service || j.Progress != w.Progress {
+				t.Errorf("%s %s: travelled %+v, stayed %+v", pol, j.Name, j.State(), w.State())
+			}
+		}
+	}
+}
+
+// TestLookaheadIsWhereSteppingEnds: a placed job's Lookahead is the second
+// stepping it interval by interval completes it, and leaves it unchanged.
+func TestLookaheadIsWhereSteppingEnds(t *testing.T) {
+	m := loadModel(t)
+	for _, s := range []Spec{{Name: "c", App: "cifar10", Replicas: 2, Batch: 256}, {Name: "n", App: "ncf", Replicas: 1, Batch: 32768},
+		{Name: "b", App: "bert", Replicas: 6, Batch: 384}} {
+		j, err := m.NewJob(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		j.Advance(120) // waits two intervals
+		j.Reallocate([]int{min(4, s.Replicas), s.Replicas - min(4, s.Replicas)}[:1+(s.Replicas-1)/4])
+		before := j.State()
+		done, ok, err := j.Lookahead(60, 1_000_000)
+		if err != nil || !ok {
+			t.Fatalf("%s: %v %v", s.Name, ok, err)
+		}
+		if after := j.State(); !slices.Equal(after.Placement, before.Placement) || after.Progress != before.Progress || after.ClockS != before.ClockS {
+			t.Fatalf("%s: Lookahead moved the job: %+v → %+v", s.Name, before, after)
+		}
+		for !j.Done {
+			if err := j.Advance(60); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if j.Completion != done {
+			t.Errorf("%s: Lookahead said %d s, stepping ended at %d s", s.Name, done, j.Completion)
+		}
+		if _, ok, _ := j.Lookahead(60, 0); ok {
+			t.Errorf("%s: no interval, yet a completion", s.Name)
+		}
+	}
+}
