@@ -66,24 +66,18 @@ func (r *Result) MeanJCT() float64 {
 
 // Run simulates the workload on c under p to the last completion (§5.1):
 // every interval, advance every job by Δ, then let the policy re-allocate
-// the active jobs, and reallocate each job whose list changed.
+// the active jobs (Rounds.Decide), and reallocate each job whose list
+// changed.
 func Run(m *Model, specs []Spec, c Cluster, p Policy) (*Result, error) {
-	jobs := make([]*Job, len(specs))
-	newJob := m.NewJob
-	if e, ok := p.(elasticPolicy); ok && e.Elastic() {
-		newJob = m.NewElasticJob
-	}
-	for i, s := range specs {
-		j, err := newJob(s)
-		if err != nil {
+	r := NewRounds(m, c, p)
+	for _, s := range specs {
+		if _, err := r.Add(s); err != nil {
 			return nil, err
 		}
-		jobs[i] = j
 	}
-	alloc := Alloc{}
-	t, left := 0, len(jobs)
+	t, left := 0, len(r.jobs)
 	for left > 0 {
-		for _, j := range jobs {
+		for _, j := range r.jobs {
 			was := j.Done
 			if err := j.Advance(c.Interval); err != nil {
 				return nil, err
@@ -93,38 +87,93 @@ func Run(m *Model, specs []Spec, c Cluster, p Policy) (*Result, error) {
 			}
 		}
 		t += c.Interval
-		var active []*Job
-		for _, j := range jobs {
-			if j.Submit <= t && !j.Done {
-				active = append(active, j)
-			}
-		}
-		if len(active) == 0 {
-			continue
-		}
-		current := Alloc{}
-		for _, j := range active {
-			if nodes, ok := alloc[j.Name]; ok {
-				current[j.Name] = nodes
-			}
-		}
-		next, err := p.Allocate(t, active, c, current)
-		if err != nil {
+		if _, err := r.Decide(t); err != nil {
 			return nil, err
 		}
-		for _, j := range active {
-			was, had := current[j.Name]
-			now, has := next[j.Name]
-			if had != has || !slices.Equal(was, now) {
-				j.Reallocate(placementOf(now))
-			}
-		}
-		alloc = next
 		if t > 1<<40 {
 			return nil, fmt.Errorf("no end after %d s: a job can never complete", t)
 		}
 	}
-	return &Result{Jobs: jobs, End: t}, nil
+	return &Result{Jobs: r.jobs, End: t}, nil
+}
+
+// Rounds is the deciding half of the simulator's loop (§5.1 steps 4-6):
+// the jobs in workload order, the allocation in force, the policy. Run
+// steps the jobs itself; the live cluster's GPU actors step the placed
+// jobs there and the scheduler brings their states back (Job.Restore)
+// before each Decide, so that both make the same decisions from the same
+// states.
+type Rounds struct {
+	m     *Model
+	c     Cluster
+	p     Policy
+	jobs  []*Job
+	alloc Alloc
+	// newJob makes a job as the policy runs it (elastic under Pollux).
+	newJob func(Spec) (*Job, error)
+}
+
+// NewRounds is the deciding state of a run of p on c, with no jobs yet.
+func NewRounds(m *Model, c Cluster, p Policy) *Rounds {
+	r := &Rounds{m: m, c: c, p: p, alloc: Alloc{}, newJob: m.NewJob}
+	if e, ok := p.(elasticPolicy); ok && e.Elastic() {
+		r.newJob = m.NewElasticJob
+	}
+	return r
+}
+
+// Add appends a job of spec to the workload (a submission, in order).
+func (r *Rounds) Add(s Spec) (*Job, error) {
+	j, err := r.newJob(s)
+	if err != nil {
+		return nil, err
+	}
+	r.jobs = append(r.jobs, j)
+	return j, nil
+}
+
+// Jobs are the run's jobs in workload order.
+func (r *Rounds) Jobs() []*Job { return r.jobs }
+
+// Nodes is the allocation list of a job in force (nil: not placed).
+func (r *Rounds) Nodes(name string) []int { return r.alloc[name] }
+
+// Decide is the decision at second t (§5.1 steps 4-6), every job stepped
+// to t: the policy re-allocates the active jobs (submitted by t, not
+// done), and each job whose list changed is reallocated (its placement
+// set, its restart delay charged; an empty list preempts it). It returns
+// those jobs, in workload order.
+func (r *Rounds) Decide(t int) ([]*Job, error) {
+	var active []*Job
+	for _, j := range r.jobs {
+		if j.Submit <= t && !j.Done {
+			active = append(active, j)
+		}
+	}
+	if len(active) == 0 {
+		return nil, nil
+	}
+	current := Alloc{}
+	for _, j := range active {
+		if nodes, ok := r.alloc[j.Name]; ok {
+			current[j.Name] = nodes
+		}
+	}
+	next, err := r.p.Allocate(t, active, r.c, current)
+	if err != nil {
+		return nil, err
+	}
+	var changed []*Job
+	for _, j := range active {
+		was, had := current[j.Name]
+		now, has := next[j.Name]
+		if had != has || !slices.Equal(was, now) {
+			j.Reallocate(placementOf(now))
+			changed = append(changed, j)
+		}
+	}
+	r.alloc = next
+	return changed, nil
 }
 
 // freeTable is the most-free-node rule's state (Tiresias step 5): each

@@ -101,3 +101,91 @@ func TestLookaheadIsWhereSteppingEnds(t *testing.T) {
 		}
 	}
 }
+
+// TestRoundsDrivenAsTheLiveClusterDrivesThem drives Rounds the way the
+// live cluster does: jobs added as they are submitted, a placed job
+// stepped apart from the scheduler's copy (by its GPUs, from the state the
+// placement handed them) and its state brought back over JSON before each
+// decision, an unplaced job's clock set to the round's. Every job's JCT,
+// restarts and service equal Run's, Tiresias and Optimus on workload 6.
+func TestRoundsDrivenAsTheLiveClusterDrivesThem(t *testing.T) {
+	m := loadModel(t)
+	specs, err := ReadWorkload(filepath.Join(LoadFolder(m.Dir, 1), "workload-6.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	travel := func(st model.TrainingState) model.TrainingState {
+		b, _ := json.Marshal(st)
+		var back model.TrainingState
+		if err := json.Unmarshal(b, &back); err != nil {
+			t.Fatal(err)
+		}
+		return back
+	}
+	for _, pol := range []string{"tiresias", "optimus"} {
+		p, _ := NewPolicy(pol)
+		want, err := Run(m, specs, Reference, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, _ = NewPolicy(pol)
+		r := NewRounds(m, Reference, p)
+		gpus := map[string]*Job{} // the jobs as their GPUs step them
+		next, left := 0, len(specs)
+		for t0 := Reference.Interval; left > 0; t0 += Reference.Interval {
+			for _, g := range gpus {
+				if err := g.Advance(Reference.Interval); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for next < len(specs) && specs[next].Submit <= t0 {
+				if _, err := r.Add(specs[next]); err != nil {
+					t.Fatal(err)
+				}
+				next++
+			}
+			left = 0
+			for _, j := range r.Jobs() {
+				if g, ok := gpus[j.Name]; ok {
+					back, err := m.Restore(j.Spec, travel(g.State()))
+					if err != nil {
+						t.Fatal(err)
+					}
+					*j = *back
+					if j.Done {
+						delete(gpus, j.Name)
+					}
+				} else if !j.Done {
+					j.Clock = t0
+				}
+				if !j.Done {
+					left++
+				}
+			}
+			left += len(specs) - next
+			changed, err := r.Decide(t0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, j := range changed {
+				delete(gpus, j.Name)
+				if len(j.Placement) > 0 {
+					g, err := m.Restore(j.Spec, travel(j.State()))
+					if err != nil {
+						t.Fatal(err)
+					}
+					gpus[j.Name] = g
+				}
+			}
+		}
+		if len(r.Jobs()) != len(specs) {
+			t.Fatalf("%s: %d of %d jobs added", pol, len(r.Jobs()), len(specs))
+		}
+		for i, j := range r.Jobs() {
+			w := want.Jobs[i]
+			if !j.Done || j.JCT() != w.JCT() || j.Restarts != w.Restarts || j.Service != w.Service {
+				t.Errorf("%s %s: driven live JCT %d, restarts %d, service %d; Run %d, %d, %d", pol, j.Name, j.JCT(), j.Restarts, j.Service, w.JCT(), w.Restarts, w.Service)
+			}
+		}
+	}
+}
