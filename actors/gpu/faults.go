@@ -234,6 +234,7 @@ func (a *Actor) hang(ctx context.Context, d time.Duration) bool {
 	}
 	// A hung GPU made no progress: its jobs resume from where they froze,
 	// unless its lease ran out meanwhile (then it stops them and rejoins).
+	a.pauseTraining(a.cfg.Clock.Now().Sub(a.last))
 	a.last = a.cfg.Clock.Now()
 	a.retime = true
 	a.logger().Warn("GPU actor woke from a hang", zap.Duration("after", d))

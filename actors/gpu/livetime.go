@@ -64,6 +64,7 @@ func (a *Actor) startHang(d time.Duration) {
 //go:noinline
 func (a *Actor) wake(ctx context.Context) (stop bool, err error) {
 	a.hangEnd = nil
+	a.pauseTraining(a.cfg.Clock.Now().Sub(a.last))
 	a.last = a.cfg.Clock.Now()
 	a.retime = true
 	// What the faults had due meanwhile first (a partition that healed

@@ -1,6 +1,7 @@
 package gpu
 
 import (
+	"math"
 	"time"
 
 	"go.uber.org/zap"
@@ -111,4 +112,27 @@ func (t *training) due() time.Time {
 func (t *training) state() *model.TrainingState {
 	st := t.job.State()
 	return &st
+}
+
+// pause is a hang of d: a hung GPU runs nothing, so its training jobs
+// lose the hang's time, in whole seconds (the model's clock counts them):
+// their clock and their interval grid move on by it without progress, and
+// they complete that much later.
+func (t *training) pause(d time.Duration, log *zap.Logger) {
+	if d <= 0 || t.job.Done {
+		return
+	}
+	secs := int(math.Ceil(d.Seconds()))
+	t.since = t.since.Add(time.Duration(secs) * time.Second)
+	t.job.Clock += secs
+	t.plan(log)
+}
+
+// pauseTraining is the end of a hang of d for every training job running here.
+func (a *Actor) pauseTraining(d time.Duration) {
+	for _, s := range a.shares {
+		if s.running && s.train != nil {
+			s.train.pause(d, a.base)
+		}
+	}
 }

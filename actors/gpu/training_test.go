@@ -192,3 +192,36 @@ func TestABadTrainingPartIsRefusedNamingTheField(t *testing.T) {
 		t.Errorf("no placement: %+v", r)
 	}
 }
+
+// TestAHungGPUsTrainingJobLosesTheHang: a hang of 2,000 simulated seconds
+// while a training job runs makes it complete about that much later than
+// the model without the hang (it ran nothing meanwhile), and its clock
+// counts the lost time.
+func TestAHungGPUsTrainingJobLosesTheHang(t *testing.T) {
+	m, err := pollux.Load(tracedir.Pollux(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := placedJob(t, m, pollux.Spec{Name: "cifar", App: "cifar10", Replicas: 1, Batch: 128})
+	want := *j
+	want.Placement = []int{1}
+	for !want.Done {
+		want.Advance(60)
+	}
+	nc, log := startTrainingNode(t, m, 20000)
+	ctl(t, nc, events.Control{Op: events.OpReserve, JobID: "j1", TTLMillis: 60000, Job: trainingPart(j)})
+	ctl(t, nc, events.Control{Op: events.OpCommit, JobID: "j1"})
+	// 100 ms of wall time at 20,000× is 2,000 simulated seconds.
+	if r := ctl(t, nc, events.Control{Op: events.OpChaos, Chaos: &events.ChaosControl{Action: "hang", DurationMS: 100}}); !r.OK {
+		t.Fatalf("hang: %+v", r)
+	}
+	var done *events.GPUStatus
+	testbus.WaitFor(t, "the job to complete", 10*time.Second, func() bool {
+		done = log.last(events.ChangeCompleted, "j1")
+		return done != nil
+	})
+	late := done.Training.CompletionS - want.Completion
+	if late < 1900 || late > 4000 || done.Training.Progress != want.Progress {
+		t.Errorf("completed at %d s, %d s after the model without the hang (want about 2,000: the hang's time, plus the wall's jitter)", done.Training.CompletionS, late)
+	}
+}
