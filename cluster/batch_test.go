@@ -74,6 +74,19 @@ func TestControlsToANodeGoBatched(t *testing.T) {
 	}
 	id := submit(t, nc, `{"name":"one","vram":"4GB","util":20,"duration":"10h"}`)
 	job := waitState(t, nc, id, "running", 10*time.Second)
+	// The batches reach this test's subscription on a goroutine of their
+	// own, which may lag behind the job's answer (CI once saw none yet).
+	waitFor(t, "the job's commits to be seen batched", 5*time.Second, func() bool {
+		n := 0
+		for _, b := range batches() {
+			for _, it := range b.items {
+				if it.Control["job_id"] == id && it.Control["op"] == "commit" {
+					n++
+				}
+			}
+		}
+		return n >= 2
+	})
 	ops := map[string]int{}
 	for _, b := range batches() {
 		kinds := map[string]bool{}
