@@ -22,6 +22,7 @@ import (
 	"github.com/gpusched/gpusched/policy"
 	"github.com/gpusched/gpusched/pollux"
 	"github.com/gpusched/gpusched/replay"
+	"github.com/gpusched/gpusched/sim"
 )
 
 // Options is what a bench run measures.
@@ -472,6 +473,31 @@ func polluxRows(t *Table, o Options, say func(string, ...any)) error {
 			fmt.Sprintf("%s (the artifact's simulator: %s, ×%s)", each.Round(100*time.Microsecond), polluxReference, thousands(float64(polluxReference)/float64(each))),
 			fmt.Sprintf("≥ %d× faster", polluxSpeedUp), ok(each*polluxSpeedUp <= polluxReference))
 	}
+	// Live: the same Tiresias run through the actors and the bus on a
+	// virtual clock (sim.RunPollux), no slower than the artifact's
+	// simulator, and job for job the offline run's.
+	say("pollux workload 6 at load 1.0, tiresias, live")
+	p, _ := pollux.NewPolicy("tiresias")
+	want, err := pollux.Run(m, specs, pollux.Reference, p)
+	if err != nil {
+		return err
+	}
+	p, _ = pollux.NewPolicy("tiresias")
+	start := time.Now()
+	live, err := sim.RunPollux(context.Background(), m, specs, pollux.Reference, p, nil, nil)
+	if err != nil {
+		return err
+	}
+	took := time.Since(start)
+	same := 0
+	for i, j := range live.Result.Jobs {
+		if j.JCT() == want.Jobs[i].JCT() {
+			same++
+		}
+	}
+	t.add(sec, "pollux workload 6, load 1.0, tiresias, live (actors, bus, virtual clock)",
+		fmt.Sprintf("%s (the artifact's simulator: %s; %d of %d JCTs the offline run's)", took.Round(10*time.Millisecond), polluxReference, same, len(specs)),
+		"≤ the artifact's time, every JCT equal", ok(took <= polluxReference && same == len(specs)))
 	// The Pollux policy: one seeded run (a genetic search every interval;
 	// about a minute), its average JCT beside the published one.
 	if o.Quick {
@@ -479,12 +505,12 @@ func polluxRows(t *Table, o Options, say func(string, ...any)) error {
 		return nil
 	}
 	say("pollux workload 6 at load 1.0, pollux (seed 1), offline")
-	start := time.Now()
+	start = time.Now()
 	res, err := pollux.Run(m, specs, pollux.Reference, pollux.NewPollux(1))
 	if err != nil {
 		return err
 	}
-	took := time.Since(start)
+	took = time.Since(start)
 	avg := res.MeanJCT()
 	// polluxPublished is the published Pollux average JCT of workload 6 at
 	// load 1.0 (results-jobload/pollux-1.0/summary.json).

@@ -29,6 +29,7 @@ import (
 	"github.com/gpusched/gpusched/events"
 	"github.com/gpusched/gpusched/model"
 	"github.com/gpusched/gpusched/policy"
+	"github.com/gpusched/gpusched/pollux"
 	"github.com/gpusched/gpusched/simclock"
 	"github.com/gpusched/gpusched/vram"
 )
@@ -44,6 +45,9 @@ type Config struct {
 	// Shape is the cluster; DefaultShape() when it has no nodes.
 	Shape  model.Shape
 	Policy string
+	// Training runs distributed training jobs (core.TrainingConfig); its
+	// Model is the GPUs' too. nil: none.
+	Training *core.TrainingConfig
 	// Round names the scheduler's round (policy.Round) and RoundEvery its
 	// period of simulated time; no round when RoundEvery is zero.
 	Round      string
@@ -332,6 +336,12 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		c.Clock = simclock.NewScaled(cfg.Epoch, cfg.Speed)
 	}
 	c.virtual, _ = c.Clock.(*simclock.Virtual)
+	if cfg.Training != nil && cfg.Training.Origin.IsZero() {
+		// Rounds fall on whole intervals from the run's start.
+		t := *cfg.Training
+		t.Origin = c.Clock.Now()
+		cfg.Training = &t
+	}
 	if err := c.keepBudgets(runCtx, cfg); err != nil {
 		return fail(fmt.Errorf("node event budgets: %w", err))
 	}
@@ -357,7 +367,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		gpuLease = 0 // a virtual run has no leases (scheduler.Config.Lease)
 	}
 	schedCfg := scheduler.Config{Conn: schedConn, Clock: c.Clock, Journal: c.journal, Config: core.Config{Subjects: subjects, Logger: log,
-		Policy: cfg.Policy, Queue: cfg.Queue, Admit: admitOf(cfg.TenantLimits), TenantRate: cfg.TenantRate, TenantBurst: cfg.TenantBurst, Preempt: cfg.Preempt, Filters: cfg.Filters, Oversubscribe: cfg.Oversubscribe, Round: cfg.Round, RoundEvery: cfg.RoundEvery, VRAMModel: cfg.VRAMModel, StarvationAge: cfg.StarvationAge, Seed: int64(cfg.Seed),
+		Policy: cfg.Policy, Queue: cfg.Queue, Admit: admitOf(cfg.TenantLimits), TenantRate: cfg.TenantRate, TenantBurst: cfg.TenantBurst, Preempt: cfg.Preempt, Filters: cfg.Filters, Oversubscribe: cfg.Oversubscribe, Round: cfg.Round, RoundEvery: cfg.RoundEvery, Training: cfg.Training, VRAMModel: cfg.VRAMModel, StarvationAge: cfg.StarvationAge, Seed: int64(cfg.Seed),
 		NodeRank: cfg.NodeRank, Workload: cfg.Workload, DropUnschedulable: cfg.DropUnschedulable, MetricsPeriod: cfg.MetricsPeriod,
 		Lease: lease, Restored: restored}}
 	if cfg.Auth != nil {
@@ -394,7 +404,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	}
 	for i, spec := range cfg.Shape.Nodes {
 		h, err := node.Start(runCtx, node.HostConfig{Spec: spec, VRAMModel: cfg.VRAMModel, Clock: c.Clock,
-			Subjects: subjects, Conn: nodeConn, Logger: log, Heartbeat: cfg.Heartbeat, Interference: cfg.Interference,
+			Subjects: subjects, Conn: nodeConn, Logger: log, Heartbeat: cfg.Heartbeat, Interference: cfg.Interference, Training: trainingModel(cfg.Training),
 			Lease: gpuLease, RestartBackoff: cfg.RestartBackoff, Router: router, FirstIncarnation: firstIncarnation})
 		if err != nil {
 			return fail(err)
@@ -750,4 +760,12 @@ func admitOf(limits policy.TenantLimits) policy.Admit {
 		return nil
 	}
 	return limits
+}
+
+// trainingModel is the model GPUs run training jobs on (nil: none).
+func trainingModel(t *core.TrainingConfig) *pollux.Model {
+	if t == nil {
+		return nil
+	}
+	return t.Model
 }

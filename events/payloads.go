@@ -82,6 +82,10 @@ type JobInfo struct {
 	Preemptor string       `json:"preemptor,omitempty"`
 	Victims   []string     `json:"victims,omitempty"`
 	History   []Transition `json:"history,omitempty"`
+	// Training and TrainingState are a training job's description and
+	// its state as the scheduler last had it from its GPUs.
+	Training      *model.Training      `json:"training,omitempty"`
+	TrainingState *model.TrainingState `json:"training_state,omitempty"`
 }
 
 // JobListRequest filters job.list; every field is optional.

@@ -53,6 +53,12 @@ type SubmitRequest struct {
 	// GPU pins the job to one GPU id; Node to one node.
 	GPU  string `json:"gpu,omitempty"`
 	Node string `json:"node,omitempty"`
+	// Training makes the job a distributed training job (the Pollux
+	// paper's kind): its application, batch size and replica count (one
+	// whole GPU each, over as many nodes as its placement takes). Its run
+	// time comes from its application's model, so duration, vram, gpus,
+	// gpu_milli, util, checkpoint, gpu and node are not given with it.
+	Training *model.Training `json:"training,omitempty"`
 }
 
 // Bounds of a submission's fields: what no real job needs, so that no
@@ -144,6 +150,9 @@ func DecodeSubmit(body []byte) (model.Job, *model.FieldError) {
 // Job validates the submission and gives the job it asks for, with the
 // defaults filled in and sizes, durations and model names normalised.
 func (r *SubmitRequest) Job() (model.Job, *model.FieldError) {
+	if r.Training != nil {
+		return r.trainingJob()
+	}
 	job := model.Job{Name: r.Name, Tenant: r.Tenant, Priority: model.PriorityMedium, GPUs: 1, Util: model.DefaultUtil,
 		Preemptible: true, CPU: model.DefaultCPU, Memory: model.DefaultMemory, GPU: r.GPU, Node: r.Node}
 	if job.Tenant == "" {
@@ -278,5 +287,48 @@ func (r *SubmitRequest) Job() (model.Job, *model.FieldError) {
 	if job.GPU != "" && job.GPUs != 1 {
 		return model.Job{}, model.Errorf("gpu", "pinning to one GPU needs gpus 1")
 	}
+	return job, nil
+}
+
+// MaxReplicas bounds a training job's replicas (one GPU each).
+const MaxReplicas = 4096
+
+// trainingJob is Job for a distributed training job: what the request
+// shares with any job (name, tenant, priority, preemptible), its training
+// fields checked, and the fields its model decides refused.
+func (r *SubmitRequest) trainingJob() (model.Job, *model.FieldError) {
+	t := *r.Training
+	for _, f := range []struct {
+		name  string
+		given bool
+	}{{"duration", r.Duration != ""}, {"vram", r.VRAM != nil}, {"gpus", r.GPUs != nil}, {"gpu_milli", r.GPUMilli != nil},
+		{"util", r.Util != nil}, {"checkpoint", r.Checkpoint != ""}, {"gpu", r.GPU != ""}, {"node", r.Node != ""},
+		{"models", len(r.Models) > 0}, {"cpu", r.CPU != nil}, {"memory", r.Memory != nil}} {
+		if f.given {
+			return model.Job{}, model.Errorf(f.name, "not given with training: a training job's %s comes from its application's model and its placement", f.name)
+		}
+	}
+	if t.App == "" || len(t.App) > MaxNameBytes || !model.ValidToken(t.App) {
+		return model.Job{}, model.Errorf("training.app", "%q is not an application name (bert, cifar10, deepspeech2, imagenet, ncf, yolov3 in the Pollux data)", clip(t.App))
+	}
+	if t.Batch < 1 {
+		return model.Job{}, model.Errorf("training.batch", "must be a positive batch size, not %d", t.Batch)
+	}
+	if t.Replicas < 1 || t.Replicas > MaxReplicas {
+		return model.Job{}, model.Errorf("training.replicas", "must be from 1 to %d, not %d", MaxReplicas, t.Replicas)
+	}
+	// A training job's plain fields: r with them left out is a GPU job.
+	plain := *r
+	plain.Training = nil
+	gpus, milli, dur := 1, float64(1000), "1s"
+	plain.GPUs, plain.GPUMilli, plain.Duration = &gpus, &milli, dur
+	zero := 0.0
+	var none Size
+	plain.CPU, plain.Memory = &zero, &none
+	job, fe := plain.Job()
+	if fe != nil {
+		return model.Job{}, fe
+	}
+	job.GPUs, job.Duration, job.Util, job.Training = t.Replicas, 0, 100, &t
 	return job, nil
 }

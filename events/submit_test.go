@@ -190,3 +190,44 @@ func TestSubmitFieldsAreBounded(t *testing.T) {
 		t.Fatalf("a submission at every bound refused: %v", fe)
 	}
 }
+
+// TestATrainingSubmission: a training job takes its name, tenant,
+// priority and preemptibility from the request, whole GPUs by its replica
+// count, no node CPU or memory, no duration; the fields its model decides
+// are refused with it, and its own fields are checked.
+func TestATrainingSubmission(t *testing.T) {
+	j, fe := DecodeSubmit([]byte(`{"name":"bert-1","priority":"high","tenant":"ml","training":{"app":"bert","batch":384,"replicas":6}}`))
+	if fe != nil {
+		t.Fatal(fe)
+	}
+	if j.Training == nil || *j.Training != (model.Training{App: "bert", Batch: 384, Replicas: 6}) || j.GPUs != 6 || j.Milli != 1000 ||
+		j.Duration != 0 || j.CPU != 0 || j.Memory != 0 || j.Priority != model.PriorityHigh || j.Tenant != "ml" || !j.Preemptible {
+		t.Fatalf("parsed %+v", j)
+	}
+	back, err := json.Marshal(j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var again model.Job
+	if err := json.Unmarshal(back, &again); err != nil || again.Training == nil || *again.Training != *j.Training {
+		t.Fatalf("the spec's JSON %s reads back as %+v (%v)", back, again, err)
+	}
+	for body, field := range map[string]string{
+		`{"name":"x","duration":"1h","training":{"app":"bert","batch":384,"replicas":6}}`:   "duration",
+		`{"name":"x","vram":"1GB","training":{"app":"bert","batch":384,"replicas":6}}`:      "vram",
+		`{"name":"x","gpus":6,"training":{"app":"bert","batch":384,"replicas":6}}`:          "gpus",
+		`{"name":"x","node":"node-1","training":{"app":"bert","batch":384,"replicas":6}}`:   "node",
+		`{"name":"x","training":{"app":"","batch":384,"replicas":6}}`:                       "training.app",
+		`{"name":"x","training":{"app":"a.b","batch":384,"replicas":6}}`:                    "training.app",
+		`{"name":"x","training":{"app":"bert","batch":0,"replicas":6}}`:                     "training.batch",
+		`{"name":"x","training":{"app":"bert","batch":384,"replicas":0}}`:                   "training.replicas",
+		`{"name":"x","training":{"app":"bert","batch":384,"replicas":5000}}`:                "training.replicas",
+		`{"name":"","training":{"app":"bert","batch":384,"replicas":6}}`:                    "name",
+		`{"name":"x","training":{"app":"bert","batch":384,"replicas":6,"epochs":3}}`:        "training.epochs",
+		`{"name":"x","priority":"urgent","training":{"app":"bert","batch":1,"replicas":1}}`: "priority",
+	} {
+		if _, fe := DecodeSubmit([]byte(body)); fe == nil || fe.Field != field {
+			t.Errorf("%s: error %v, want field %s", body, fe, field)
+		}
+	}
+}

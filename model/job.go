@@ -57,6 +57,10 @@ type Job struct {
 	// GPU pins the job to one GPU id; Node pins it to one node.
 	GPU  string `json:"gpu,omitempty"`
 	Node string `json:"node,omitempty"`
+	// Training makes it a distributed training job (GPUs is then its
+	// replica count, whole GPUs over any nodes; Duration is 0: its
+	// application's model says when it completes).
+	Training *Training `json:"training,omitempty"`
 }
 
 // Job defaults for fields a submission leaves out.

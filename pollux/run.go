@@ -223,3 +223,28 @@ func (t *freeTable) take(q int) []int {
 	}
 	return list
 }
+
+// Unplace forgets the allocation of the job named name and preempts it
+// (Reallocate with nothing): what the live cluster does when a placement
+// the policy decided could not be made or was lost with a GPU, so that
+// the next Decide allocates it again. Runs without faults never call it.
+func (r *Rounds) Unplace(name string) {
+	if _, ok := r.alloc[name]; !ok {
+		return
+	}
+	delete(r.alloc, name)
+	for _, j := range r.jobs {
+		if j.Name == name {
+			j.Reallocate(nil)
+		}
+	}
+}
+
+// Cluster is the cluster the rounds decide for.
+func (r *Rounds) Cluster() Cluster { return r.c }
+
+// Resize sets the cluster's node count and GPUs per node (the live
+// cluster learns them from its GPUs).
+func (r *Rounds) Resize(nodes, gpusPerNode int) {
+	r.c.Nodes, r.c.GPUsPerNode = nodes, gpusPerNode
+}

@@ -54,23 +54,27 @@ func SpecOf(name string, submit int, t model.Training) Spec {
 }
 
 // Lookahead steps a copy of j interval by interval (at most max
-// intervals) and reports the second it completes; ok is false when it
-// does not complete within them. j is unchanged.
-func (j *Job) Lookahead(interval, max int) (completion int, ok bool, err error) {
+// intervals) and reports the second it completes and the second the
+// interval that completes it starts (they are equal when the job's last
+// epoch ended exactly at the end of the interval before: its completion
+// then belongs to the next interval, after the decision that starts it);
+// ok is false when it does not complete within them. j is unchanged.
+func (j *Job) Lookahead(interval, max int) (completion, start int, ok bool, err error) {
 	c := *j
 	c.Placement = slices.Clone(j.Placement)
 	if j.elastic != nil {
-		return 0, false, fmt.Errorf("job %s: an elastic job cannot be stepped ahead", j.Name)
+		return 0, 0, false, fmt.Errorf("job %s: an elastic job cannot be stepped ahead", j.Name)
 	}
 	for range max {
+		start := c.Clock
 		if err := c.Advance(interval); err != nil {
-			return 0, false, err
+			return 0, 0, false, err
 		}
 		if c.Done {
-			return c.Completion, true, nil
+			return c.Completion, start, true, nil
 		}
 	}
-	return 0, false, nil
+	return 0, 0, false, nil
 }
 
 // Target is the progress at which the job completes: the end of its

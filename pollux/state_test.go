@@ -81,7 +81,7 @@ func TestLookaheadIsWhereSteppingEnds(t *testing.T) {
 		j.Advance(120) // waits two intervals
 		j.Reallocate([]int{min(4, s.Replicas), s.Replicas - min(4, s.Replicas)}[:1+(s.Replicas-1)/4])
 		before := j.State()
-		done, ok, err := j.Lookahead(60, 1_000_000)
+		done, _, ok, err := j.Lookahead(60, 1_000_000)
 		if err != nil || !ok {
 			t.Fatalf("%s: %v %v", s.Name, ok, err)
 		}
@@ -96,7 +96,7 @@ func TestLookaheadIsWhereSteppingEnds(t *testing.T) {
 		if j.Completion != done {
 			t.Errorf("%s: Lookahead said %d s, stepping ended at %d s", s.Name, done, j.Completion)
 		}
-		if _, ok, _ := j.Lookahead(60, 0); ok {
+		if _, _, ok, _ := j.Lookahead(60, 0); ok {
 			t.Errorf("%s: no interval, yet a completion", s.Name)
 		}
 	}

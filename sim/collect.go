@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/gpusched/gpusched/events"
+	"github.com/gpusched/gpusched/model"
 )
 
 // JobResult is one job's outcome. Times are simulated seconds from the
@@ -38,6 +39,8 @@ type JobResult struct {
 	// (reference seconds, of LostWorkS, the rest being preemptions').
 	Lost           int
 	FaultLostWorkS float64
+	// Training is a training job's state as the scheduler last had it.
+	Training *model.TrainingState
 }
 
 // FaultCost is what one fault cost: the jobs it took down (lost at one
@@ -217,6 +220,9 @@ func (c *collector) foldTyped(isMetrics bool, typ string, data []byte) {
 		j.Node, j.GPUs = in.Node, in.GPUIDs
 	}
 	j.Preemptions, j.Slowdown, j.RunS, j.LostWorkS, j.WorkS = preemptions, in.Slowdown, runS, lostS, in.WorkS
+	if in.TrainingState != nil {
+		j.Training = in.TrainingState
+	}
 	if terminal(j.State) && !wasTerminal {
 		c.terminal++
 	} else if wasTerminal && !terminal(j.State) {

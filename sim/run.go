@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gpusched/gpusched/actors/jobgen"
+	"github.com/gpusched/gpusched/actors/scheduler/core"
 	"github.com/gpusched/gpusched/chaos"
 	"github.com/gpusched/gpusched/cluster"
 	"github.com/gpusched/gpusched/events"
@@ -39,7 +40,10 @@ type Config struct {
 	// Round and RoundEvery: the scheduler's round (cluster.Config).
 	Round      string
 	RoundEvery time.Duration
-	Seed       uint64
+	// Training runs distributed training jobs (cluster.Config); its
+	// Origin is the run's Epoch.
+	Training *core.TrainingConfig
+	Seed     uint64
 	// Rate is generated jobs per simulated hour (the generated mix), used
 	// when Arrivals is nil.
 	Rate float64
@@ -151,7 +155,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return n >= 0 && col.done(int(n))
 	})
 	wallStart := time.Now()
-	c, err := cluster.Start(ctx, cluster.Config{Listen: "127.0.0.1:0", Shape: cfg.Shape, Policy: cfg.Policy, Queue: cfg.Queue, Preempt: cfg.Preempt, Filters: cfg.Filters, Oversubscribe: cfg.Oversubscribe, Round: cfg.Round, RoundEvery: cfg.RoundEvery,
+	c, err := cluster.Start(ctx, cluster.Config{Listen: "127.0.0.1:0", Shape: cfg.Shape, Policy: cfg.Policy, Queue: cfg.Queue, Preempt: cfg.Preempt, Filters: cfg.Filters, Oversubscribe: cfg.Oversubscribe, Round: cfg.Round, RoundEvery: cfg.RoundEvery, Training: cfg.Training,
 		Seed: cfg.Seed, Rate: cfg.Rate, Demo: cfg.Arrivals == nil, Clock: clock, Epoch: Epoch,
 		Interference: cfg.Interference, StarvationAge: cfg.StarvationAge, Workload: cfg.Workload, Logger: log, MetricsPeriod: cfg.Sample,
 		Source: source, Until: horizon, HoldGenerator: true, Chaos: cfg.Chaos,

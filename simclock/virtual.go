@@ -20,6 +20,11 @@ const (
 	PhaseEvent Phase = iota
 	// PhaseDecide is for decisions over what happened at the instant.
 	PhaseDecide
+	// PhaseAfterDecide is for what happens after the instant's decisions
+	// although at the same instant: a training job completing at the very
+	// start of the interval the decision began completes only if that
+	// decision left it running (actors/gpu/training.go).
+	PhaseAfterDecide
 	// PhaseObserve is for measurements of the instant's outcome.
 	PhaseObserve
 )

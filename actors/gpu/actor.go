@@ -84,6 +84,10 @@ type Actor struct {
 	// retime is set when the running jobs change, and with them the time
 	// the next one completes: only then is the completion timer re-armed.
 	retime bool
+	// doneLate says the completion timer is a training job's late
+	// completion (simclock.PhaseAfterDecide); afterDecide is set while it
+	// is handled (training.stepTo).
+	doneLate, afterDecide bool
 
 	// leaseUntil is when this actor stops its own jobs unless renewed
 	// (wall time; zero without a lease); renewals from the node actor come
@@ -366,7 +370,9 @@ func (a *Actor) onDone() {
 		return
 	}
 	a.fenceIfLapsed()
+	a.afterDecide = a.doneLate
 	a.advance()
+	a.afterDecide = false
 	a.finishDue() // re-armed below: a.done is nil
 	a.rearm()
 	a.cfg.Clock.Release()
@@ -446,7 +452,8 @@ func (a *Actor) advance() {
 	}
 	now := a.cfg.Clock.Now()
 	dt := now.Sub(a.last).Seconds()
-	if dt <= 0 {
+	// A late training completion comes at an instant already advanced to.
+	if dt < 0 || dt == 0 && !a.afterDecide {
 		return
 	}
 	a.last = now
@@ -456,7 +463,7 @@ func (a *Actor) advance() {
 		if s.running {
 			busy = true
 			if s.train != nil {
-				s.train.stepTo(now, a.base)
+				s.train.stepTo(now, a.afterDecide, a.base)
 				s.progress = s.train.job.Progress
 				continue
 			}
@@ -519,28 +526,34 @@ func (a *Actor) rearm() {
 	}
 	util := a.runningUtil()
 	now := a.cfg.Clock.Now()
-	next := time.Duration(-1)
+	next, late := time.Duration(-1), false
 	for _, s := range a.shares {
 		if !s.running {
 			continue
 		}
 		var left time.Duration
+		isLate := false
 		if s.train != nil {
-			due := s.train.due()
+			due, l := s.train.due()
 			if due.IsZero() {
 				continue
 			}
-			left = max(0, due.Sub(now))
+			left, isLate = max(0, due.Sub(now)), l
 		} else {
 			left = time.Duration((s.job.WorkS - s.progress) / a.rate(s, util) * float64(time.Second))
 		}
-		if next < 0 || left < next {
-			next = left
+		// At one instant, what is due before the decisions goes first.
+		if next < 0 || left < next || left == next && late && !isLate {
+			next, late = left, isLate
 		}
 	}
 	if next >= 0 {
-		t := a.cfg.Clock.NewTimer(next)
-		a.done = &t
+		phase := simclock.PhaseEvent
+		if late {
+			phase = simclock.PhaseAfterDecide
+		}
+		t := simclock.NewPhasedTimer(a.cfg.Clock, next, phase)
+		a.done, a.doneLate = &t, late
 	}
 	a.armExpiry()
 }

@@ -24,14 +24,22 @@ const lookaheadIntervals = 100_000
 // a copy stepped ahead completed (the GPU then steps the interval that
 // holds it). Every GPU of the job does the same with the same state, so
 // all of them complete it at the same second.
+//
+// One completion is late: a job whose last epoch ended exactly at the end
+// of an interval completes in the next one at its very first second
+// (MODEL.md's loop decides at that second first, and completes the job
+// only if the decision left it placed). Its GPU completes it then in
+// simclock.PhaseAfterDecide, after the scheduler's round at that instant
+// (which may stop it), and a describe at that instant shows it not done.
 type training struct {
 	job      *pollux.Job
 	interval time.Duration
 	seconds  int
 	// since is the simulated time the job's state was stepped to (its
-	// clock's second); doneAt when it completes if nothing changes (zero:
-	// not within lookaheadIntervals, then next is when to look again).
-	since, doneAt, next time.Time
+	// clock's second); doneAt when it completes if nothing changes, and
+	// doneStart when the interval that completes it starts (zero: not
+	// within lookaheadIntervals, then next is when to look again).
+	since, doneAt, doneStart, next time.Time
 }
 
 // newTraining checks a training part against the model this GPU runs
@@ -52,7 +60,7 @@ func newTraining(m *pollux.Model, name string, p *events.TrainingPart) (*trainin
 	if err != nil {
 		return nil, model.Errorf("job.training", "%v", err)
 	}
-	if _, _, err := j.Lookahead(p.IntervalS, 1); err != nil {
+	if _, _, _, err := j.Lookahead(p.IntervalS, 1); err != nil {
 		return nil, model.Errorf("job.training", "%v", err)
 	}
 	return &training{job: j, interval: time.Duration(p.IntervalS) * time.Second, seconds: p.IntervalS}, nil
@@ -66,27 +74,34 @@ func (t *training) start(now time.Time, log *zap.Logger) {
 
 // plan steps a copy ahead to find when the job completes.
 func (t *training) plan(log *zap.Logger) {
-	done, ok, err := t.job.Lookahead(t.seconds, lookaheadIntervals)
+	done, from, ok, err := t.job.Lookahead(t.seconds, lookaheadIntervals)
+	at := func(second int) time.Time { return t.since.Add(time.Duration(second-t.job.Clock) * time.Second) }
 	switch {
 	case err != nil:
 		// Unreachable after newTraining's check: the same steps were computable.
 		log.Error("training job cannot be stepped", zap.String("job", t.job.Name), zap.Error(err))
-		t.doneAt, t.next = time.Time{}, time.Time{}
+		t.doneAt, t.doneStart, t.next = time.Time{}, time.Time{}, time.Time{}
 	case ok:
-		t.doneAt = t.since.Add(time.Duration(done-t.job.Clock) * time.Second)
+		t.doneAt, t.doneStart = at(done), at(from)
 		t.next = t.doneAt
 	default:
-		t.doneAt = time.Time{}
+		t.doneAt, t.doneStart = time.Time{}, time.Time{}
 		t.next = t.since.Add(lookaheadIntervals * t.interval)
 	}
 }
 
-// stepTo steps the job over every interval that has ended by now, and over
-// the one that holds its completion once that second has come.
-func (t *training) stepTo(now time.Time, log *zap.Logger) {
+// late says the job's completion is late (see training): at the first
+// second of the interval that completes it.
+func (t *training) late() bool { return !t.doneAt.IsZero() && t.doneAt.Equal(t.doneStart) }
+
+// stepTo steps the job over every interval that has ended by now, and
+// over the one that holds its completion once that second has come (a
+// late completion only when afterDecide: its timer fired).
+func (t *training) stepTo(now time.Time, afterDecide bool, log *zap.Logger) {
 	for !t.job.Done {
 		end := t.since.Add(t.interval)
-		if now.Before(end) && (t.doneAt.IsZero() || now.Before(t.doneAt)) {
+		completing := !t.doneAt.IsZero() && t.since.Equal(t.doneStart) && !now.Before(t.doneAt) && (!t.late() || afterDecide)
+		if now.Before(end) && !completing {
 			break
 		}
 		if err := t.job.Advance(t.seconds); err != nil {
@@ -100,12 +115,13 @@ func (t *training) stepTo(now time.Time, log *zap.Logger) {
 	}
 }
 
-// due is when the actor must look at the job next (zero: never).
-func (t *training) due() time.Time {
+// due is when the actor must look at the job next (zero: never), and
+// whether that is a late completion.
+func (t *training) due() (time.Time, bool) {
 	if t.job.Done {
-		return time.Time{}
+		return time.Time{}, false
 	}
-	return t.next
+	return t.next, t.late()
 }
 
 // state is the job's state for the bus.

@@ -245,7 +245,15 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	var calls simclock.Timer
 	var callsAt time.Time
 	period := s.core.MetricsPeriod()
-	var metrics, pass, wake, round simclock.Timer
+	var metrics, pass, wake, round, train simclock.Timer
+	// A training round is a decision over what happened at its instant
+	// (completions, arrivals): it fires in the decide phase.
+	armTraining := func() {
+		if at := s.core.TrainingRoundAt(); !at.IsZero() {
+			train = simclock.NewPhasedTimer(s.cfg.Clock, at.Sub(s.cfg.Clock.Now()), simclock.PhaseDecide)
+		}
+	}
+	armTraining()
 	if s.core.RoundEvery() > 0 {
 		// An event-phase timer: on a virtual clock the round's stops are
 		// made before the instant's pass places the queue.
@@ -265,14 +273,17 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	}
 	s.flushBatches() // what the core sent while it started
 	defer func() {
-		for _, t := range []simclock.Timer{metrics, pass, wake, round, calls} {
+		for _, t := range []simclock.Timer{metrics, pass, wake, round, calls, train} {
 			if t != nil {
 				t.Stop()
 			}
 		}
 	}()
 	for {
-		var metricsC, passC, wakeC, roundC, callsC <-chan time.Time
+		var metricsC, passC, wakeC, roundC, callsC, trainC <-chan time.Time
+		if train != nil {
+			trainC = train.C()
+		}
 		if calls != nil {
 			callsC = calls.C()
 		}
@@ -342,6 +353,9 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		case <-agingWall:
 			s.step(core.Input{Timer: core.TimerAging})
 			held = false
+		case <-trainC:
+			s.step(core.Input{Timer: core.TimerTraining})
+			armTraining()
 		case <-roundC:
 			s.step(core.Input{Timer: core.TimerRound})
 			round = simclock.NewPhasedTimer(s.cfg.Clock, s.core.RoundEvery(), simclock.PhaseEvent)

@@ -198,6 +198,9 @@ func run(args []string) error {
 	eventsBytes := fs.String("events-max-bytes", "1GiB", "keep at most this much of the event stream, oldest dropped first (0: no size limit)")
 	replicas := fs.Int("replicas", 1, "with --nats on a NATS cluster: replicas of the job journal and the event stream (3 survives a server's loss)")
 	noGPUs := fs.Bool("no-gpus", false, "control plane only: no local GPUs; GPU nodes join with 'cluster node'")
+	trainingData := fs.String("training-data", "", "a Pollux data folder (like ../shared/traces/pollux): the cluster then runs distributed training jobs\n"+
+		"(submissions with \"training\"), decided every 60 simulated seconds by --training-policy")
+	trainingPolicy := fs.String("training-policy", "tiresias", "with --training-data: tiresias or optimus")
 	authPath := fs.String("auth", "", "roles file (or the directory 'cluster auth init' wrote): every client authenticates and gets its role's permissions")
 	insecure := fs.Bool("insecure", false, "let --listen reach beyond loopback without --auth (anyone who reaches the port may do anything)")
 	var busOpt bus.Options
@@ -378,6 +381,11 @@ func run(args []string) error {
 		Source: source, Lease: *lease, Heartbeat: *heartbeat, Chaos: monkeySpec,
 		Bus: busOpt, Store: store, DataDir: *dataDir, NoGPUs: *noGPUs, Fresh: *fresh, Resume: *resume, Auth: roles, TLS: serverTLS, Insecure: *insecure,
 		Durable: durable.Options{Replicas: *replicas, EventsMaxAge: noLimit(*eventsAge), EventsMaxBytes: noLimit(maxBytes)}}
+	if *trainingData != "" {
+		if cfg.Training, err = trainingConfig(*trainingData, *trainingPolicy); err != nil {
+			return err
+		}
+	}
 	wallStart := time.Now()
 	if clock != nil {
 		cfg.Clock, cfg.Epoch = clock, epoch

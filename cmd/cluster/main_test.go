@@ -56,6 +56,8 @@ func TestBadFlagsSayWhatIsWrong(t *testing.T) {
 		"--tlskey":            {"--tlscert", "/etc/hostname", "--memory"},
 		"--tlsca":             {"--tlscert", "/etc/hostname", "--tlskey", "/etc/hostname", "--tlsca", "/no/such/ca.pem", "--memory"},
 		"--auth":              {"--auth", "/no/such/dir", "--memory"},
+		"--training-data":     {"--training-data", "/no/such/dir", "--memory", "--rate", "0"},
+		"--training-policy":   {"--training-data", "/no/such/dir", "--training-policy", "fifo", "--memory", "--rate", "0"},
 		// An open bus beyond loopback is refused, saying how to secure it.
 		"cluster auth init": {"--listen", "0.0.0.0:0", "--memory", "--rate", "0"},
 		// Credentials without TLS beyond loopback cross the network in clear.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -13,7 +14,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gpusched/gpusched/actors/scheduler/core"
 	"github.com/gpusched/gpusched/pollux"
+	"github.com/gpusched/gpusched/sim"
 )
 
 // hasValueFlag reports whether args carry the flag name with a value
@@ -36,7 +39,7 @@ var polluxLoads = []string{"0.5", "1.0", "1.5", "2.0"}
 func polluxCommand(args []string) error {
 	fs := flag.NewFlagSet("cluster replay --pollux", flag.ContinueOnError)
 	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), `usage: cluster replay --pollux DIR --policy tiresias|optimus|pollux --load L --offline [flags]
+		fmt.Fprint(fs.Output(), `usage: cluster replay --pollux DIR --policy tiresias|optimus|pollux --load L [--offline] [flags]
 
 Runs the Pollux paper's (OSDI'21) workloads — distributed training jobs on
 16 nodes × 4 GPUs in 60-second rounds — under its Tiresias+TunedJobs,
@@ -47,10 +50,18 @@ per workload, workload-N_<policy>_<load>.csv (name,submit_s,jct_s,restarts);
 --compare prints each workload's average JCT beside the published one and
 how many jobs' JCTs are equal. Tiresias and Optimus are deterministic and
 reproduce every published JCT; Pollux's search is random (the reference's
-unseeded), so it is drawn from --seeds and compared on average. Offline
-only for now (the pure core, --offline).
+unseeded), so it is drawn from --seeds and compared on average.
 
-  cluster replay --pollux ../shared/traces/pollux --policy tiresias --load 1.0 --offline --out pollux/ --compare
+Without --offline the workload runs live on a virtual clock: an embedded
+NATS server, 64 GPU actors on 16 nodes, the scheduler; each job is
+submitted over the bus at its second, the scheduler's training rounds
+decide every 60 s and the GPU actors step the jobs. Its CSVs are the
+offline run's, byte for byte. --offline runs the same decisions on the
+pure model (milliseconds). Pollux runs offline only (its jobs' fitted
+models do not travel to the GPUs yet).
+
+  cluster replay --pollux ../shared/traces/pollux --policy tiresias --load 1.0 --out pollux/ --compare
+  cluster replay --pollux ../shared/traces/pollux --policy optimus --load 1.5 --offline --compare
   cluster replay --pollux ../shared/traces/pollux --policy pollux --load 1.0 --offline --seeds 1-3 --compare
 
 flags:
@@ -61,7 +72,7 @@ flags:
 	pol := fs.String("policy", "tiresias", "tiresias, optimus or pollux")
 	loadText := fs.String("load", "1.0", "relative load: "+strings.Join(polluxLoads, ", ")+" (workloads/ for 1.0, else workloads-L/)")
 	workload := fs.Int("workload", 0, "run only workload-N.csv (0: every workload of the load)")
-	offline := fs.Bool("offline", false, "run on the pure core (required for now)")
+	offline := fs.Bool("offline", false, "run on the pure model, without actors or bus (pollux: required)")
 	out := fs.String("out", "", "folder for workload-N_<policy>_<load>.csv (with several --seeds, one per seed: ..._seed-K.csv)")
 	compare := fs.Bool("compare", false, "print each workload's average JCT beside the published one (DIR/results-jobload)")
 	seedsText := fs.String("seeds", "1", "pollux's search seeds (7, 1-3 or 1,5): each seed runs every workload; --compare shows their mean and spread")
@@ -85,8 +96,8 @@ flags:
 	if *pol != "pollux" && len(seeds) > 1 {
 		return fmt.Errorf("--seeds: %s draws nothing at random; several seeds are for --policy pollux", *pol)
 	}
-	if !*offline {
-		return errors.New("--pollux runs --offline only for now: the run through the live actors is the next step of issue 20; add --offline")
+	if !*offline && *pol == "pollux" {
+		return errors.New("--policy pollux runs --offline only: its jobs' state (their observations and fitted throughput models) does not travel to the GPU actors yet; add --offline")
 	}
 	if *workload < 0 {
 		return fmt.Errorf("--workload: %d is not a workload number", *workload)
@@ -132,6 +143,9 @@ flags:
 		}
 	}
 	workers := 1
+	if !*offline {
+		fmt.Fprintf(os.Stderr, "pollux: %d live runs (the cluster on a virtual clock), one at a time\n", len(runs))
+	}
 	if *pol == "pollux" {
 		workers = runtime.GOMAXPROCS(0)
 		fmt.Fprintf(os.Stderr, "pollux: %d runs (%d workloads × %d seeds), %d at a time; a run takes minutes\n", len(runs), len(files), len(seeds), workers)
@@ -147,7 +161,15 @@ flags:
 		}
 		p, _ := pollux.NewSeededPolicy(*pol, uint64(r.seed))
 		start := time.Now()
-		r.res, r.err = pollux.Run(model, specs, pollux.Reference, p)
+		if *offline {
+			r.res, r.err = pollux.Run(model, specs, pollux.Reference, p)
+		} else {
+			var live *sim.PolluxRun
+			if live, r.err = sim.RunPollux(context.Background(), model, specs, pollux.Reference, p, nil, nil); r.err == nil {
+				r.res = live.Result
+				fmt.Fprintf(os.Stderr, "pollux: %s live: %s simulated in %s\n", r.name, live.Run.Length.Round(time.Second), live.Run.Wall.Round(time.Millisecond))
+			}
+		}
 		r.took = time.Since(start)
 		if workers > 1 {
 			doneMu.Lock()
@@ -316,4 +338,22 @@ func loadPolluxModel(dir string) (*pollux.Model, error) {
 		return nil, fmt.Errorf("--pollux: %w (the Pollux artifact's data: github.com/petuum/adaptdl, branch osdi21-artifact, simulator/; here in ../shared/traces/pollux)", err)
 	}
 	return model, nil
+}
+
+// trainingConfig is the scheduler's training round for `cluster
+// --training-data DIR --training-policy P`: DIR's model, P deciding every
+// 60 simulated seconds (MODEL.md §1) from the run's start.
+func trainingConfig(dir, policy string) (*core.TrainingConfig, error) {
+	if policy == "pollux" {
+		return nil, errors.New("--training-policy: pollux runs offline only (cluster replay --pollux DIR --policy pollux --offline): its jobs' fitted models do not travel to the GPU actors yet")
+	}
+	p, err := pollux.NewPolicy(policy)
+	if err != nil {
+		return nil, fmt.Errorf("--training-policy: %q is not tiresias or optimus", policy)
+	}
+	m, err := pollux.Load(dir)
+	if err != nil {
+		return nil, fmt.Errorf("--training-data: %w (a Pollux data folder, like ../shared/traces/pollux)", err)
+	}
+	return &core.TrainingConfig{Model: m, Policy: p, Interval: time.Duration(pollux.Reference.Interval) * time.Second}, nil
 }

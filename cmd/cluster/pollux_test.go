@@ -32,13 +32,41 @@ func TestPolluxReplay(t *testing.T) {
 	for want, args := range map[string][]string{
 		"--load":    {"--pollux", dir, "--load", "3", "--offline"},
 		"--policy":  {"--pollux", dir, "--policy", "lottery", "--offline"},
-		"--offline": {"--pollux", dir},
+		"--offline": {"--pollux", dir, "--policy", "pollux"},
 		"--seeds":   {"--pollux", dir, "--policy", "tiresias", "--seeds", "1-3", "--offline"},
 		"--pollux":  {"--pollux", filepath.Join(dir, "nowhere"), "--offline"},
 	} {
 		if err := polluxCommand(args); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%v: error %v, want one naming %s", args, err, want)
 		}
+	}
+}
+
+// TestPolluxLiveReplay (issue 20): without --offline the command runs the
+// workload through the live cluster, and its CSV is the offline run's,
+// byte for byte.
+func TestPolluxLiveReplay(t *testing.T) {
+	dir := tracedir.Pollux(t)
+	live, offline := t.TempDir(), t.TempDir()
+	table := captureStdout(t, func() error {
+		return polluxCommand([]string{"--pollux", dir, "--policy", "tiresias", "--load", "0.5", "--workload", "8", "--out", live, "--compare"})
+	})
+	if !strings.Contains(table, "80/80") {
+		t.Fatalf("the live run's comparison does not show 80 of 80 equal:\n%s", table)
+	}
+	captureStdout(t, func() error {
+		return polluxCommand([]string{"--pollux", dir, "--policy", "tiresias", "--load", "0.5", "--workload", "8", "--offline", "--out", offline})
+	})
+	a, err := os.ReadFile(filepath.Join(live, "workload-8_tiresias_0.5.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(offline, "workload-8_tiresias_0.5.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(a) != string(b) || len(a) == 0 {
+		t.Fatalf("live CSV (%d bytes) differs from the offline one (%d bytes)", len(a), len(b))
 	}
 }
 

@@ -46,6 +46,9 @@ type call struct {
 	// number: the lease it would have granted the GPU is granted on the
 	// answer (onReply).
 	beat uint64
+	// report names the training job whose state a training round asked
+	// this GPU for (training.go).
+	report string
 }
 
 // describe asks a GPU actor for its full status (with the specs of its
@@ -98,7 +101,7 @@ func (s *Core) endCall(reply string) {
 		return
 	}
 	delete(s.calls, reply)
-	if c.neg != nil || c.stop != nil {
+	if c.neg != nil || c.stop != nil || c.report != "" {
 		return
 	}
 	if s.describing[c.gpu] == reply {
@@ -149,6 +152,8 @@ func (s *Core) expireCalls(now time.Time) {
 			s.answered(c, late, true)
 		case c.stop != nil:
 			s.stopAnswered(c, late)
+		case c.report != "":
+			s.trainingReport(c, nil)
 		}
 	}
 }
@@ -191,6 +196,10 @@ func (s *Core) onReply(m *Msg) {
 	s.endCall(m.Subject)
 	if c.neg != nil {
 		s.onReservationReply(c, m)
+		return
+	}
+	if c.report != "" {
+		s.trainingReport(c, m)
 		return
 	}
 	if c.stop != nil {

@@ -39,6 +39,9 @@ type Config struct {
 	// time; no round when RoundEvery is zero.
 	Round      string
 	RoundEvery time.Duration
+	// Training runs distributed training jobs in rounds (nil: such
+	// submissions are refused).
+	Training *TrainingConfig
 	// Queue is the queue order (policy.QueueSort; policy.DefaultQueue when empty).
 	Queue string
 	// Filters are the filters in force (policy.Filter), comma-separated
@@ -215,6 +218,8 @@ const (
 	// TimerAging re-runs what is due by wall time on a scaled clock:
 	// journal settling, checkpoints, overdue jobs, CPU-only completions.
 	TimerAging
+	// TimerTraining runs the training round (TrainingRoundAt).
+	TimerTraining
 )
 
 // Input is one step's input: a message, a timer, or a journal outcome,
@@ -253,10 +258,12 @@ type Core struct {
 	// time-slices the cluster (nil: no round).
 	preempt policy.Preempt
 	round   policy.Round
-	view    *view
-	jobs    map[string]*job
-	order   []*job // every accepted job, in acceptance order
-	queue   []*job // waiting jobs, in queue order
+	// training is the state of training jobs (nil: none run here).
+	training *training
+	view     *view
+	jobs     map[string]*job
+	order    []*job // every accepted job, in acceptance order
+	queue    []*job // waiting jobs, in queue order
 	// running is the jobs placed and not yet ended, in placement order.
 	running []*job
 	seq     uint64
@@ -448,6 +455,7 @@ func New(cfg Config, bus Bus) (*Core, error) {
 		queueSort:  qs,
 		preempt:    pre,
 		round:      round,
+		training:   newTraining(cfg.Training),
 		view:       newView(cfg.VRAMModel, cfg.Seed, cfg.NodeRank),
 		jobs:       map[string]*job{},
 		classes:    map[policy.ClassKey]int{},
@@ -566,6 +574,8 @@ func (s *Core) Step(in Input) {
 		}
 	case TimerRound:
 		s.runRound()
+	case TimerTraining:
+		s.runTrainingRound()
 	case TimerMetrics:
 		s.publishMetrics()
 	case TimerLease:

@@ -204,6 +204,10 @@ func (s *Core) info(j *job, history bool) events.JobInfo {
 	if j.spec.Checkpoint > 0 {
 		in.Checkpoint = j.spec.Checkpoint.String()
 	}
+	if j.spec.Training != nil {
+		in.Duration = ""
+		in.Training, in.TrainingState = j.spec.Training, s.trainingState(j)
+	}
 	if history {
 		in.History = j.history
 	}
@@ -249,6 +253,9 @@ func (s *Core) onSubmit(m *Msg, tenant string) {
 		// Refused before it is a job: what its tenant may never have.
 		fe = s.cfg.Admit.Submit(admitJob(&spec))
 	}
+	if fe == nil && spec.Training != nil {
+		fe = s.checkTraining(&spec)
+	}
 	if fe != nil {
 		s.respond(m, events.ErrorReply{Error: fe})
 		return
@@ -269,6 +276,10 @@ func (s *Core) onSubmit(m *Msg, tenant string) {
 	}
 	j := &job{id: id, spec: spec, seq: s.seq, submitted: now}
 	s.remember(m.MsgID, j)
+	if spec.Training != nil {
+		s.submitTraining(j, m)
+		return
+	}
 	if fe := s.view.feasible(s.request(j)); fe != nil && s.warming() {
 		// A restarted scheduler still hearing from the GPUs cannot tell
 		// "fits nowhere" from "not heard of yet": the job waits, and the
@@ -379,8 +390,13 @@ func (s *Core) notPlacedAtOnce(j *job, m *Msg) {
 	s.answer(m.Reply, j, events.SubmitReply{JobID: j.id, State: events.JobQueued})
 }
 
-// enqueue inserts j in queue order.
+// enqueue inserts j in queue order (a training job is not queued: the
+// next training round allocates it again).
 func (s *Core) enqueue(j *job) {
+	if j.spec.Training != nil {
+		s.trainingRequeued(j)
+		return
+	}
 	q := j.queued()
 	i := sort.Search(len(s.queue), func(i int) bool {
 		other := s.queue[i].queued()

@@ -68,7 +68,8 @@ const overdueRecheck = time.Second
 func (s *Core) checkOverdue() {
 	now, wall := s.now, s.wall
 	for _, j := range slices.Clone(s.running) {
-		if j.cpuEnds != nil || len(j.gpus) == 0 || j.estimate(now) < j.work() || wall.Before(j.overdueAt) {
+		// A training job's end is its model's, not its duration's.
+		if j.cpuEnds != nil || len(j.gpus) == 0 || j.spec.Training != nil || j.estimate(now) < j.work() || wall.Before(j.overdueAt) {
 			continue
 		}
 		j.overdueAt = wall.Add(overdueRecheck)

@@ -155,7 +155,11 @@ func (s *Core) negotiate(a *attempt, p policy.Placement, victims []string) {
 		if err != nil {
 			s.log.Error("control not encoded", zap.String("subject", c.subject), zap.Error(err))
 		}
-		s.calls[reply] = &call{node: p.Node, gpu: c.gpu, sent: s.wall, neg: n, index: i}
+		node := p.Node
+		if node == "" && c.gpu != "" {
+			node = s.gpuNode(j, c.gpu) // a training job's placement spans nodes
+		}
+		s.calls[reply] = &call{node: node, gpu: c.gpu, sent: s.wall, neg: n, index: i}
 		if err := s.bus.Publish(c.subject, reply, b); err != nil {
 			s.log.Warn("reservation not sent", zap.String("subject", c.subject), zap.Error(err))
 		}
@@ -233,6 +237,10 @@ func (s *Core) resolve(n *negotiation) {
 			s.refusalStatus(p.Node, n.calls[i].gpu, r)
 		}
 		a.refusals = append(a.refusals, strings.Join(refused, "; "))
+		if j.spec.Training != nil {
+			s.trainingRefused(j, refused)
+			return
+		}
 		if a.preempting {
 			s.failed(a)
 			return
@@ -291,6 +299,9 @@ func (s *Core) holdInView(n *negotiation) {
 		}
 	}
 	nd := s.view.nodes[n.place.Node]
+	if nd == nil {
+		return // a training job's placement holds no node's CPU or memory
+	}
 	j := n.a.job
 	nd.CPUUsedMilli += j.spec.CPUMilli()
 	nd.MemUsed += int64(j.spec.Memory)

@@ -46,6 +46,9 @@ func (s *Core) publishAll(calls []ctlCall) {
 }
 
 func (s *Core) controls(j *job, p policy.Placement, op string) []ctlCall {
+	if j.spec.Training != nil {
+		return s.trainingControls(j, p, op)
+	}
 	sj := s.cfg.Subjects
 	calls := make([]ctlCall, 0, len(p.GPUs)+1)
 	nodeCtl := events.Control{Op: op, JobID: j.id}
@@ -283,12 +286,14 @@ func (s *Core) stop(j *job, op string, then func()) {
 		if gs, ok := s.view.gpus[g]; ok && max(j.incarnationOn(g), gs.status.Incarnation) <= gs.dead {
 			continue // the incarnation that ran it is dead: the job went with it
 		}
-		st.calls = append(st.calls, ctlCall{subject: s.cfg.Subjects.GPUCtl(j.node, g), ctl: events.Control{Op: op, JobID: j.id}, gpu: g})
+		st.calls = append(st.calls, ctlCall{subject: s.cfg.Subjects.GPUCtl(s.gpuNode(j, g), g), ctl: events.Control{Op: op, JobID: j.id}, gpu: g})
 	}
 	st.replies, st.waiting = make([]events.ControlReply, len(st.calls)), len(st.calls)
-	s.publishAll([]ctlCall{{subject: s.cfg.Subjects.NodeCtl(j.node), ctl: events.Control{Op: events.OpRelease, JobID: j.id}}})
-	node := j.node
+	if j.node != "" {
+		s.publishAll([]ctlCall{{subject: s.cfg.Subjects.NodeCtl(j.node), ctl: events.Control{Op: events.OpRelease, JobID: j.id}}})
+	}
 	for i, c := range st.calls {
+		node := s.gpuNode(j, c.gpu)
 		number, reply := s.newCall()
 		c.ctl.Call = number
 		b, err := gojson.Marshal(c.ctl)
@@ -543,6 +548,9 @@ func (s *Core) applyStatus(st events.GPUStatus, at time.Time) {
 	}
 	switch st.Change {
 	case events.ChangeCompleted:
+		if st.Training != nil {
+			s.restoreMirror(st.JobID, *st.Training)
+		}
 		s.shardDone(st.JobID, st.GPU)
 		s.dirty = true
 	case events.ChangeExpired:

@@ -1,0 +1,401 @@
+package core
+
+import (
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	gojson "github.com/goccy/go-json"
+	"go.uber.org/zap"
+
+	"github.com/gpusched/gpusched/events"
+	"github.com/gpusched/gpusched/model"
+	"github.com/gpusched/gpusched/policy"
+	"github.com/gpusched/gpusched/pollux"
+)
+
+// TrainingConfig runs distributed training jobs (submissions with
+// `training`, the Pollux paper's kind) in rounds: every Interval of
+// simulated time from Origin, the scheduler reads each placed job's state
+// from its GPUs, lets Policy re-allocate the jobs over the cluster's
+// nodes (pollux.Rounds, the deciding half of the Pollux simulator's loop,
+// which `cluster replay --pollux --offline` steps on the pure model), and
+// enacts the jobs whose allocation changed: their GPUs stop them, and
+// their replicas are reserved and committed on free GPUs of the nodes the
+// policy named — one job across several nodes. The GPU actors step the
+// jobs (actors/gpu/training.go).
+type TrainingConfig struct {
+	Model *pollux.Model
+	// Policy decides each interval's allocation (pollux.NewPolicy:
+	// tiresias, optimus; pollux's elastic jobs do not travel yet).
+	Policy pollux.Policy
+	// Interval is the rounds' period (MODEL.md §1: 60 s).
+	Interval time.Duration
+	// Origin is the run's second 0: rounds fall on whole intervals from
+	// it, and a job's submission second counts from it.
+	Origin time.Time
+}
+
+// training is the core's state of training jobs: the deciding state and
+// the round in progress.
+type training struct {
+	cfg    TrainingConfig
+	rounds *pollux.Rounds
+	// mirror is the model's copy of each training job (by core job id,
+	// which is its name in rounds), brought up to date from its GPUs
+	// before each decision.
+	mirror map[string]*pollux.Job
+	// at is the second of the round in progress; waiting counts the
+	// placed jobs whose state has not come back yet.
+	at      int
+	waiting int
+	started bool
+}
+
+func newTraining(cfg *TrainingConfig) *training {
+	if cfg == nil {
+		return nil
+	}
+	interval := int(cfg.Interval / time.Second)
+	return &training{cfg: *cfg, mirror: map[string]*pollux.Job{},
+		rounds: pollux.NewRounds(cfg.Model, pollux.Cluster{Interval: interval}, cfg.Policy)}
+}
+
+// TrainingRoundAt is when the next training round falls (zero: no
+// training): the next whole interval from the origin after now.
+func (s *Core) TrainingRoundAt() time.Time {
+	tr := s.training
+	if tr == nil {
+		return time.Time{}
+	}
+	k := math.Floor(s.now.Sub(tr.cfg.Origin).Seconds()/tr.cfg.Interval.Seconds()) + 1
+	return tr.cfg.Origin.Add(time.Duration(k) * tr.cfg.Interval)
+}
+
+// checkTraining refuses a training job this scheduler cannot run: none
+// configured, an application the model lacks, a batch size outside it.
+func (s *Core) checkTraining(spec *model.Job) *model.FieldError {
+	if s.training == nil {
+		return model.Errorf("training", "this cluster runs no training jobs: start it with a Pollux data folder and a training policy (cluster replay --pollux DIR)")
+	}
+	if _, err := s.training.cfg.Model.NewJob(pollux.SpecOf("check", 0, *spec.Training)); err != nil {
+		field := "training.app"
+		if s.training.cfg.Model.Apps[spec.Training.App] != nil {
+			field = "training.batch"
+		}
+		return model.Errorf(field, "%v", err)
+	}
+	return nil
+}
+
+// submitTraining takes a training job on: it waits for the next round.
+func (s *Core) submitTraining(j *job, m *Msg) {
+	tr := s.training
+	// Its second, rounded up: a job submitted within a second is active
+	// from the round at or after it (the model's submission times are
+	// whole seconds; a virtual run submits at them exactly).
+	second := int(math.Ceil(s.now.Sub(tr.cfg.Origin).Seconds() - 1e-9))
+	mj, err := tr.rounds.Add(pollux.SpecOf(j.id, second, *j.spec.Training))
+	if err != nil { // checked by checkTraining
+		s.log.Error("training job not added", zap.String("job", j.id), zap.Error(err))
+		return
+	}
+	tr.mirror[j.id] = mj
+	s.jobs[j.id] = j
+	s.order = append(s.order, j)
+	s.transition(j, events.JobSubmitted, "")
+	s.transition(j, events.JobQueued, "")
+	s.answer(m.Reply, j, events.SubmitReply{JobID: j.id, State: events.JobQueued})
+}
+
+// trainingState is a training job's state as the scheduler last knew it.
+func (s *Core) trainingState(j *job) *model.TrainingState {
+	if s.training == nil || j.spec.Training == nil {
+		return nil
+	}
+	mj, ok := s.training.mirror[j.id]
+	if !ok {
+		return nil
+	}
+	st := mj.State()
+	return &st
+}
+
+// runTrainingRound starts the round at the interval now falls on: each
+// placed job's state is read from its first GPU (a describe, answered
+// with the job stepped to this second), then the round decides.
+func (s *Core) runTrainingRound() {
+	tr := s.training
+	if tr == nil {
+		return
+	}
+	if tr.waiting > 0 {
+		s.log.Warn("training round skipped: the last one still waits for job states", zap.Int("waiting", tr.waiting))
+		return
+	}
+	interval := int(tr.cfg.Interval / time.Second)
+	tr.at = int(math.Floor(s.now.Sub(tr.cfg.Origin).Seconds()/float64(interval)+1e-9)) * interval
+	tr.started = true
+	for _, j := range s.running {
+		if j.spec.Training == nil || len(j.gpus) == 0 {
+			continue
+		}
+		g := j.gpus[0]
+		node := s.gpuNode(j, g)
+		number, reply := s.newCall()
+		b, _ := gojson.Marshal(events.Control{Op: events.OpDescribe, Call: number})
+		if err := s.bus.Publish(s.cfg.Subjects.GPUCtl(node, g), reply, b); err != nil {
+			s.log.Warn("training state not asked", zap.String("job", j.id), zap.String("gpu", g), zap.Error(err))
+			continue
+		}
+		s.calls[reply] = &call{node: node, gpu: g, sent: s.wall, report: j.id}
+		tr.waiting++
+	}
+	if tr.waiting == 0 {
+		s.decideTraining()
+	}
+}
+
+// trainingReport takes a GPU's answer (nil: none came) with a placed
+// job's state, and decides once every state is in.
+func (s *Core) trainingReport(c *call, m *Msg) {
+	tr := s.training
+	if m != nil && !m.NoResponders {
+		var rep events.ControlReply
+		if err := gojson.Unmarshal(m.Data, &rep); err == nil && rep.Status != nil {
+			if fe := validStatus(c.node, c.gpu, *rep.Status); fe == nil {
+				for _, gj := range rep.Status.Jobs {
+					if gj.JobID == c.report && gj.Training != nil {
+						s.restoreMirror(c.report, *gj.Training)
+					}
+				}
+			}
+		}
+	}
+	if tr.waiting--; tr.waiting == 0 {
+		s.decideTraining()
+	}
+}
+
+// restoreMirror takes a job's state from its GPUs.
+func (s *Core) restoreMirror(id string, st model.TrainingState) {
+	tr := s.training
+	mj, ok := tr.mirror[id]
+	if !ok {
+		return
+	}
+	back, err := tr.cfg.Model.Restore(mj.Spec, st)
+	if err != nil {
+		s.log.Warn("training state dropped", zap.String("job", id), zap.Error(err))
+		return
+	}
+	*mj = *back
+}
+
+// decideTraining is the round's decision (MODEL.md §5.1 steps 4-6) and
+// its enactment: stops first (the view gives their GPUs back at once),
+// then placements; a job moved from one allocation to another is placed
+// again once its GPUs have stopped it.
+func (s *Core) decideTraining() {
+	tr := s.training
+	for _, mj := range tr.rounds.Jobs() {
+		if !mj.Done && len(mj.Placement) == 0 {
+			mj.Clock = tr.at // an unplaced job's steps move its clock only
+		}
+	}
+	nodes := s.trainingNodes()
+	tr.rounds.Resize(len(nodes), s.gpusPerNode(nodes))
+	changed, err := tr.rounds.Decide(tr.at)
+	if err != nil {
+		s.log.Error("training round failed", zap.Int("at_s", tr.at), zap.Error(err))
+		return
+	}
+	var now []*pollux.Job
+	for _, mj := range changed {
+		j, ok := s.jobs[mj.Name]
+		if !ok || j.terminal() {
+			continue
+		}
+		if j.negotiating != nil || j.stopping != nil {
+			s.log.Warn("training job still moving at a round", zap.String("job", j.id))
+			continue
+		}
+		if j.state != stateRunning {
+			if len(mj.Placement) > 0 {
+				now = append(now, mj)
+			}
+			continue
+		}
+		again := len(mj.Placement) > 0
+		s.stop(j, events.OpPreempt, func() {
+			j.preemptions++
+			s.stats.preemptions++
+			s.transition(j, events.JobPreempted, "round "+tr.cfg.Policy.Name()+" re-allocated its GPUs")
+			s.transition(j, events.JobQueued, "")
+			if again {
+				s.placeTraining(j, mj)
+			}
+		})
+	}
+	for _, mj := range now {
+		s.placeTraining(s.jobs[mj.Name], mj)
+	}
+}
+
+// placeTraining reserves a job's replicas on free GPUs of the nodes its
+// allocation names (in the cluster's node order, each node's GPUs in
+// order) and commits them: the placement of one job across nodes.
+func (s *Core) placeTraining(j *job, mj *pollux.Job) {
+	tr := s.training
+	list := tr.rounds.Nodes(mj.Name)
+	nodes := s.trainingNodes()
+	taken := map[string]bool{}
+	var p policy.Placement
+	for i := 0; i < len(list); {
+		k := i
+		for k < len(list) && list[k] == list[i] {
+			k++
+		}
+		if list[i] >= len(nodes) {
+			break
+		}
+		want := k - i
+		for _, g := range nodes[list[i]].gpus {
+			if want == 0 {
+				break
+			}
+			if gs := s.view.gpus[g]; gs.g.Alive && len(gs.g.Allocs) == 0 && !taken[g] {
+				taken[g] = true
+				p.GPUs = append(p.GPUs, g)
+				p.GPUIdx = append(p.GPUIdx, gs.g.Index)
+				want--
+			}
+		}
+		i = k
+	}
+	if len(p.GPUs) != len(list) {
+		s.log.Error("training job's allocation has no free GPUs", zap.String("job", j.id), zap.Ints("nodes", list),
+			zap.Int("found", len(p.GPUs)))
+		tr.rounds.Unplace(mj.Name)
+		return
+	}
+	s.negotiate(&attempt{job: j, preempting: true}, p, nil)
+}
+
+// trainingControls are a training job's controls: one per GPU, on the
+// GPU's own node (no node actor: a replica holds no CPU or memory of
+// its node here), a reservation carrying the job's part.
+func (s *Core) trainingControls(j *job, p policy.Placement, op string) []ctlCall {
+	tr := s.training
+	calls := make([]ctlCall, 0, len(p.GPUs))
+	for _, id := range p.GPUs {
+		c := events.Control{Op: op, JobID: j.id}
+		if op == events.OpReserve {
+			g := s.view.gpus[id].g
+			mj := tr.mirror[j.id]
+			c.TTLMillis = s.cfg.ReservationTTL.Milliseconds()
+			c.Job = &events.Assignment{Name: j.spec.Name, Priority: j.spec.Priority, VRAM: g.VRAMTotal, Milli: policy.MilliPerGPU,
+				Util: 100, Spec: &j.spec, Submitted: j.submitted, Seq: j.seq, Placement: j.placement,
+				Training: &events.TrainingPart{Job: *j.spec.Training, SubmitS: mj.Submit, State: mj.State(),
+					IntervalS: int(tr.cfg.Interval / time.Second)}}
+		}
+		calls = append(calls, ctlCall{subject: s.cfg.Subjects.GPUCtl(s.gpuNode(j, id), id), ctl: c, gpu: id})
+	}
+	return calls
+}
+
+// trainingRefused is a training job's placement refused: the next round
+// allocates it again.
+func (s *Core) trainingRefused(j *job, refused []string) {
+	s.log.Warn("training job's placement refused", zap.String("job", j.id), zap.Strings("refusals", refused))
+	s.training.rounds.Unplace(j.id)
+}
+
+// trainingRequeued is a training job lost with a GPU (or otherwise sent
+// back): the next round allocates it again.
+func (s *Core) trainingRequeued(j *job) {
+	if s.training != nil {
+		s.training.rounds.Unplace(j.id)
+	}
+}
+
+// trainingNode is a node of the training cluster: its id and GPU ids.
+type trainingNode struct {
+	id   string
+	gpus []string
+}
+
+// trainingNodes are the nodes with GPUs in the order the model numbers
+// them (node ids in natural order: node-2 before node-10), each with its
+// GPUs in natural order.
+func (s *Core) trainingNodes() []trainingNode {
+	byNode := map[string][]string{}
+	for id, gs := range s.view.gpus {
+		byNode[gs.status.Node] = append(byNode[gs.status.Node], id)
+	}
+	out := make([]trainingNode, 0, len(byNode))
+	for n, gpus := range byNode {
+		slices.SortFunc(gpus, naturalCompare)
+		out = append(out, trainingNode{id: n, gpus: gpus})
+	}
+	slices.SortFunc(out, func(a, b trainingNode) int { return naturalCompare(a.id, b.id) })
+	return out
+}
+
+// gpusPerNode is the GPUs of the cluster's nodes (the model's cluster has
+// one count; a mixed cluster is decided as if each had the fewest).
+func (s *Core) gpusPerNode(nodes []trainingNode) int {
+	least := 0
+	for i, n := range nodes {
+		if i == 0 || len(n.gpus) < least {
+			least = len(n.gpus)
+		}
+	}
+	return least
+}
+
+// gpuNode is the node of a job's GPU: the job's node, or for a job across
+// nodes, the GPU's own.
+func (s *Core) gpuNode(j *job, g string) string {
+	if j.node != "" {
+		return j.node
+	}
+	if gs, ok := s.view.gpus[g]; ok {
+		return gs.status.Node
+	}
+	return ""
+}
+
+// naturalCompare orders ids with their numbers compared as numbers.
+func naturalCompare(a, b string) int {
+	for a != "" && b != "" {
+		da, db := digits(a), digits(b)
+		if da > 0 && db > 0 {
+			na, _ := strconv.ParseUint(a[:da], 10, 64)
+			nb, _ := strconv.ParseUint(b[:db], 10, 64)
+			if na != nb {
+				if na < nb {
+					return -1
+				}
+				return 1
+			}
+			a, b = a[da:], b[db:]
+			continue
+		}
+		if a[0] != b[0] {
+			return strings.Compare(a[:1], b[:1])
+		}
+		a, b = a[1:], b[1:]
+	}
+	return len(a) - len(b)
+}
+
+func digits(s string) int {
+	n := 0
+	for n < len(s) && s[n] >= '0' && s[n] <= '9' {
+		n++
+	}
+	return n
+}
