@@ -20,15 +20,7 @@ type travelling struct {
 
 func (p travelling) Allocate(t int, active []*Job, c Cluster, current Alloc) (Alloc, error) {
 	for _, j := range active {
-		b, err := json.Marshal(j.State())
-		if err != nil {
-			p.t.Fatal(err)
-		}
-		var st model.TrainingState
-		if err := json.Unmarshal(b, &st); err != nil {
-			p.t.Fatal(err)
-		}
-		back, err := p.m.Restore(j.Spec, st)
+		back, err := p.m.Restore(j.Spec, travelled(p.t, j.State()))
 		if err != nil {
 			p.t.Fatal(err)
 		}
@@ -37,24 +29,53 @@ func (p travelling) Allocate(t int, active []*Job, c Cluster, current Alloc) (Al
 	return p.Policy.Allocate(t, active, c, current)
 }
 
+// travelled is st sent as JSON and read back, as between the scheduler
+// and the GPU actors.
+func travelled(t *testing.T, st model.TrainingState) model.TrainingState {
+	t.Helper()
+	b, err := json.Marshal(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back model.TrainingState
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	return back
+}
+
+// workload6 is the model and workload 6 at load 1.0.
+func workload6(t *testing.T) (*Model, []Spec) {
+	t.Helper()
+	m := loadModel(t)
+	specs, err := ReadWorkload(filepath.Join(LoadFolder(m.Dir, 1), "workload-6.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, specs
+}
+
+// offline is Run of specs under the policy named pol.
+func offline(t *testing.T, m *Model, specs []Spec, pol string) *Result {
+	t.Helper()
+	p, _ := NewPolicy(pol)
+	res, err := Run(m, specs, Reference, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
 // TestAJobsStateTravelsExactly runs workload 6 (load 1.0) under Tiresias
 // and Optimus with every active job rebuilt from its JSON state before
 // each interval's decision: every job's JCT, restarts and service equal
 // the run's without (a field State left out, or a float not carried
 // exactly, would change them).
 func TestAJobsStateTravelsExactly(t *testing.T) {
-	m := loadModel(t)
-	specs, err := ReadWorkload(filepath.Join(LoadFolder(m.Dir, 1), "workload-6.csv"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, specs := workload6(t)
 	for _, pol := range []string{"tiresias", "optimus"} {
+		want := offline(t, m, specs, pol)
 		p, _ := NewPolicy(pol)
-		want, err := Run(m, specs, Reference, p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, _ = NewPolicy(pol)
 		got, err := Run(m, specs, Reference, travelling{Policy: p, m: m, t: t})
 		if err != nil {
 			t.Fatal(err)
@@ -109,26 +130,10 @@ func TestLookaheadIsWhereSteppingEnds(t *testing.T) {
 // decision, an unplaced job's clock set to the round's. Every job's JCT,
 // restarts and service equal Run's, Tiresias and Optimus on workload 6.
 func TestRoundsDrivenAsTheLiveClusterDrivesThem(t *testing.T) {
-	m := loadModel(t)
-	specs, err := ReadWorkload(filepath.Join(LoadFolder(m.Dir, 1), "workload-6.csv"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	travel := func(st model.TrainingState) model.TrainingState {
-		b, _ := json.Marshal(st)
-		var back model.TrainingState
-		if err := json.Unmarshal(b, &back); err != nil {
-			t.Fatal(err)
-		}
-		return back
-	}
+	m, specs := workload6(t)
 	for _, pol := range []string{"tiresias", "optimus"} {
+		want := offline(t, m, specs, pol)
 		p, _ := NewPolicy(pol)
-		want, err := Run(m, specs, Reference, p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, _ = NewPolicy(pol)
 		r := NewRounds(m, Reference, p)
 		gpus := map[string]*Job{} // the jobs as their GPUs step them
 		next, left := 0, len(specs)
@@ -147,7 +152,7 @@ func TestRoundsDrivenAsTheLiveClusterDrivesThem(t *testing.T) {
 			left = 0
 			for _, j := range r.Jobs() {
 				if g, ok := gpus[j.Name]; ok {
-					back, err := m.Restore(j.Spec, travel(g.State()))
+					back, err := m.Restore(j.Spec, travelled(t, g.State()))
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -170,7 +175,7 @@ func TestRoundsDrivenAsTheLiveClusterDrivesThem(t *testing.T) {
 			for _, j := range changed {
 				delete(gpus, j.Name)
 				if len(j.Placement) > 0 {
-					g, err := m.Restore(j.Spec, travel(j.State()))
+					g, err := m.Restore(j.Spec, travelled(t, j.State()))
 					if err != nil {
 						t.Fatal(err)
 					}

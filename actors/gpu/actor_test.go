@@ -38,6 +38,14 @@ func startNodeWith(t *testing.T, speed float64, gpuModel string, interference fl
 // (none when zero). No scheduler runs, so nothing renews it.
 func startNodeLease(t *testing.T, speed float64, gpuModel string, interference float64, lease time.Duration) (*nats.Conn, *statusLog) {
 	t.Helper()
+	return startNodeHost(t, speed, gpuModel, func(c *node.HostConfig) { c.Interference, c.Lease = interference, lease })
+}
+
+// startNodeHost starts a one-GPU node (node-0, gpu-0 of gpuModel) on a
+// real bus at speed, its host configured further by configure, and
+// records its GPU's events.
+func startNodeHost(t *testing.T, speed float64, gpuModel string, configure func(*node.HostConfig)) (*nats.Conn, *statusLog) {
+	t.Helper()
 	_, nc := testbus.Start(t)
 	m, err := model.LookupModel(gpuModel)
 	if err != nil {
@@ -59,9 +67,10 @@ func startNodeLease(t *testing.T, speed float64, gpuModel string, interference f
 	t.Cleanup(func() { sub.Unsubscribe() })
 	nc.Flush()
 	ctx, cancel := context.WithCancel(context.Background())
-	h, err := node.Start(ctx, node.HostConfig{Spec: spec, Clock: simclock.NewScaled(time.Unix(0, 0), speed),
-		Subjects: events.NewSubjects(""), Conn: nc, Heartbeat: 50 * time.Millisecond, Interference: interference,
-		Lease: lease, RestartBackoff: 10 * time.Millisecond})
+	cfg := node.HostConfig{Spec: spec, Clock: simclock.NewScaled(time.Unix(0, 0), speed),
+		Subjects: events.NewSubjects(""), Conn: nc, Heartbeat: 50 * time.Millisecond, RestartBackoff: 10 * time.Millisecond}
+	configure(&cfg)
+	h, err := node.Start(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

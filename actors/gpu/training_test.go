@@ -1,8 +1,6 @@
 package gpu_test
 
 import (
-	"context"
-	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -15,41 +13,33 @@ import (
 	"github.com/gpusched/gpusched/internal/tracedir"
 	"github.com/gpusched/gpusched/model"
 	"github.com/gpusched/gpusched/pollux"
-	"github.com/gpusched/gpusched/simclock"
 )
 
 // startTrainingNode starts a one-GPU node whose GPU runs training jobs on
 // m (none when nil), at speed simulated seconds per wall second.
 func startTrainingNode(t *testing.T, m *pollux.Model, speed float64) (*nats.Conn, *statusLog) {
 	t.Helper()
-	_, nc := testbus.Start(t)
-	a100, _ := model.LookupModel("A100-40GB")
-	log := &statusLog{}
-	sub, err := nc.Subscribe("gpusched.evt.gpu.>", func(msg *nats.Msg) {
-		var ev struct {
-			Type string           `json:"type"`
-			Data events.GPUStatus `json:"data"`
+	return startNodeHost(t, speed, "A100-40GB", func(c *node.HostConfig) { c.Training = m })
+}
+
+// cifarJob is the model and a one-replica cifar10 job placed as its
+// scheduler hands it to its GPU (placedJob), and the same job stepped
+// offline to its completion.
+func cifarJob(t *testing.T) (*pollux.Model, *pollux.Job, pollux.Job) {
+	t.Helper()
+	m, err := pollux.Load(tracedir.Pollux(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := placedJob(t, m, pollux.Spec{Name: "cifar", App: "cifar10", Replicas: 1, Batch: 128})
+	want := *j
+	want.Placement = []int{1}
+	for !want.Done {
+		if err := want.Advance(60); err != nil {
+			t.Fatal(err)
 		}
-		json.Unmarshal(msg.Data, &ev)
-		log.add(ev.Type, ev.Data)
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
-	t.Cleanup(func() { sub.Unsubscribe() })
-	nc.Flush()
-	ctx, cancel := context.WithCancel(context.Background())
-	h, err := node.Start(ctx, node.HostConfig{Spec: model.NodeSpec{ID: "node-0", CPU: 16, Memory: 128 * model.GiB,
-		GPUs: []model.GPUSpec{{ID: "gpu-0", Model: a100}}}, Clock: simclock.NewScaled(time.Unix(0, 0), speed),
-		Subjects: events.NewSubjects(""), Conn: nc, Heartbeat: 50 * time.Millisecond, Training: m})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cancel()
-		h.Wait()
-	})
-	return nc, log
+	return m, j, want
 }
 
 // placedJob is spec's job as the scheduler hands it to its GPUs: waited
@@ -76,18 +66,7 @@ func trainingPart(j *pollux.Job) *events.Assignment {
 // gives, and its completion carries the same state (service, epoch,
 // progress); a describe meanwhile shows it stepped to a whole interval.
 func TestAGPURunsATrainingJobAsTheModelSteps(t *testing.T) {
-	m, err := pollux.Load(tracedir.Pollux(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	j := placedJob(t, m, pollux.Spec{Name: "cifar", App: "cifar10", Replicas: 1, Batch: 128})
-	want := *j
-	want.Placement = []int{1}
-	for !want.Done {
-		if err := want.Advance(60); err != nil {
-			t.Fatal(err)
-		}
-	}
+	m, j, want := cifarJob(t)
 	t.Logf("the job completes at %d s", want.Completion)
 	// 20,000×: the job's hour takes a fifth of a second.
 	nc, log := startTrainingNode(t, m, 20000)
@@ -198,16 +177,7 @@ func TestABadTrainingPartIsRefusedNamingTheField(t *testing.T) {
 // the model without the hang (it ran nothing meanwhile), and its clock
 // counts the lost time.
 func TestAHungGPUsTrainingJobLosesTheHang(t *testing.T) {
-	m, err := pollux.Load(tracedir.Pollux(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	j := placedJob(t, m, pollux.Spec{Name: "cifar", App: "cifar10", Replicas: 1, Batch: 128})
-	want := *j
-	want.Placement = []int{1}
-	for !want.Done {
-		want.Advance(60)
-	}
+	m, j, want := cifarJob(t)
 	nc, log := startTrainingNode(t, m, 20000)
 	ctl(t, nc, events.Control{Op: events.OpReserve, JobID: "j1", TTLMillis: 60000, Job: trainingPart(j)})
 	ctl(t, nc, events.Control{Op: events.OpCommit, JobID: "j1"})
