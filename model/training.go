@@ -46,4 +46,40 @@ type TrainingState struct {
 	Preemptions int `json:"preemptions,omitempty"`
 	// Approximate counts the steps taken at an interpolated step time.
 	Approximate int `json:"approximate,omitempty"`
+	// Elastic is a Pollux job's own state (nil for Tiresias' and
+	// Optimus' jobs, which keep their batch size).
+	Elastic *ElasticState `json:"elastic,omitempty"`
+}
+
+// ElasticState is what a Pollux (elastic) job keeps besides the common
+// state (../shared/traces/pollux/MODEL.md §8): the step and sync times of
+// every configuration it has run in, in the order it met them, the
+// throughput model fitted to them, the gradient statistics of its last
+// step and, for ncf, its fixed batch size.
+type ElasticState struct {
+	Profile []Observation `json:"profile,omitempty"`
+	Perf    *PerfFit      `json:"perf,omitempty"`
+	GradSqr float64       `json:"grad_sqr"`
+	GradVar float64       `json:"grad_var"`
+	Fixed   int           `json:"fixed_batch,omitempty"`
+}
+
+// Observation is one configuration's measured step and sync time.
+type Observation struct {
+	Nodes    int     `json:"nodes"`
+	Replicas int     `json:"replicas"`
+	Local    int     `json:"local_batch"`
+	Step     float64 `json:"step_s"`
+	Sync     float64 `json:"sync_s"`
+}
+
+// PerfFit is the fitted throughput model's parameters (MODEL.md §8).
+type PerfFit struct {
+	AlphaC float64 `json:"alpha_c"`
+	BetaC  float64 `json:"beta_c"`
+	AlphaN float64 `json:"alpha_n"`
+	BetaN  float64 `json:"beta_n"`
+	AlphaR float64 `json:"alpha_r"`
+	BetaR  float64 `json:"beta_r"`
+	Gamma  float64 `json:"gamma"`
 }

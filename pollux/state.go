@@ -2,6 +2,7 @@ package pollux
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/gpusched/gpusched/model"
@@ -16,16 +17,64 @@ func (j *Job) State() model.TrainingState {
 		LocalBatch: j.Config.A, AccumSteps: j.Config.K, Progress: j.Progress, Epoch: j.Epoch,
 		Done: j.Done, CompletionS: j.Completion, ServiceGPUS: j.Service, RestartGPUS: j.RestartGPUSeconds,
 		Restarts: j.Restarts, FirstAllocS: j.FirstAlloc, Preemptions: j.Preemptions, Approximate: j.Approximate,
+		Elastic: j.elastic.wire(),
 	}
 }
 
-// Restore is the job of spec in state st, on m's application model. Only
-// TunedJobs jobs travel (Tiresias and Optimus): a Pollux job's state
-// includes its observations and fitted model, which do not.
+// wire is the elastic state on the wire (nil for a TunedJobs job).
+func (e *elasticState) wire() *model.ElasticState {
+	if e == nil {
+		return nil
+	}
+	w := &model.ElasticState{GradSqr: e.g2, GradVar: e.s2, Fixed: e.fixed}
+	for _, o := range e.profile {
+		w.Profile = append(w.Profile, model.Observation{Nodes: o.nodes, Replicas: o.replicas, Local: o.local, Step: o.step, Sync: o.sync})
+	}
+	if p := e.perf; p != nil {
+		w.Perf = &model.PerfFit{AlphaC: p.AlphaC, BetaC: p.BetaC, AlphaN: p.AlphaN, BetaN: p.BetaN, AlphaR: p.AlphaR, BetaR: p.BetaR, Gamma: p.Gamma}
+	}
+	return w
+}
+
+// elasticFrom is the elastic state a wire form describes (what it has
+// seen is what it profiled).
+func elasticFrom(w *model.ElasticState) *elasticState {
+	e := &elasticState{seen: map[[3]int]bool{}, g2: w.GradSqr, s2: w.GradVar, fixed: w.Fixed}
+	for _, o := range w.Profile {
+		e.profile = append(e.profile, observation{nodes: o.Nodes, replicas: o.Replicas, local: o.Local, step: o.Step, sync: o.Sync})
+		e.seen[[3]int{o.Nodes, o.Replicas, o.Local}] = true
+	}
+	if p := w.Perf; p != nil {
+		e.perf = &PerfParams{AlphaC: p.AlphaC, BetaC: p.BetaC, AlphaN: p.AlphaN, BetaN: p.BetaN, AlphaR: p.AlphaR, BetaR: p.BetaR, Gamma: p.Gamma}
+	}
+	return e
+}
+
+// clone is a copy of the elastic state that shares nothing with it.
+func (e *elasticState) clone() *elasticState {
+	if e == nil {
+		return nil
+	}
+	c := *e
+	c.seen = maps.Clone(e.seen)
+	c.profile = slices.Clone(e.profile)
+	if e.perf != nil {
+		p := *e.perf
+		c.perf = &p
+	}
+	return &c
+}
+
+// Restore is the job of spec in state st, on m's application model: a
+// TunedJobs job (Tiresias, Optimus), or a Pollux job with its
+// observations and fitted model when st carries them (Elastic).
 func (m *Model) Restore(s Spec, st model.TrainingState) (*Job, error) {
 	j, err := m.NewJob(s)
 	if err != nil {
 		return nil, err
+	}
+	if st.Elastic != nil {
+		j.elastic = elasticFrom(st.Elastic)
 	}
 	if st.Epoch < 0 || st.Epoch >= j.app.MaxEpochs+1 || st.RescaleS < 0 || st.LocalBatch < 0 || st.AccumSteps < 0 {
 		return nil, fmt.Errorf("job %s: state out of range (epoch %d, restart delay %d s, configuration %d×%d)",
@@ -62,9 +111,7 @@ func SpecOf(name string, submit int, t model.Training) Spec {
 func (j *Job) Lookahead(interval, max int) (completion, start int, ok bool, err error) {
 	c := *j
 	c.Placement = slices.Clone(j.Placement)
-	if j.elastic != nil {
-		return 0, 0, false, fmt.Errorf("job %s: an elastic job cannot be stepped ahead", j.Name)
-	}
+	c.elastic = j.elastic.clone()
 	for range max {
 		start := c.Clock
 		if err := c.Advance(interval); err != nil {

@@ -64,3 +64,34 @@ func TestPolluxLiveEqualsOffline(t *testing.T) {
 		t.Logf("%s: live run %s wall, %s simulated, %d instants", name, live.Run.Wall, live.Run.Length, live.Run.Instants)
 	}
 }
+
+// TestPolluxPolicyLiveEqualsOffline: Pollux's elastic jobs travel too —
+// their profiles and fitted models go to the GPUs with each placement and
+// come back with their states — so the first 10 jobs of workload 6 under
+// the Pollux policy (its search drawn from seed 1) give the offline run's
+// JCTs and restarts, job for job.
+func TestPolluxPolicyLiveEqualsOffline(t *testing.T) {
+	dir := tracedir.Pollux(t)
+	m, err := pollux.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	specs, err := pollux.ReadWorkload(filepath.Join(pollux.LoadFolder(dir, 1), "workload-6.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	specs = specs[:10]
+	want, err := pollux.Run(m, specs, pollux.Reference, pollux.NewPollux(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	live, err := RunPollux(context.Background(), m, specs, pollux.Reference, pollux.NewPollux(1), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, j := range live.Result.Jobs {
+		if w := want.Jobs[i]; j.JCT() != w.JCT() || j.Restarts != w.Restarts {
+			t.Errorf("%s: live JCT %d, restarts %d; offline %d, %d", j.Name, j.JCT(), j.Restarts, w.JCT(), w.Restarts)
+		}
+	}
+}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -56,9 +55,9 @@ Without --offline the workload runs live on a virtual clock: an embedded
 NATS server, 64 GPU actors on 16 nodes, the scheduler; each job is
 submitted over the bus at its second, the scheduler's training rounds
 decide every 60 s and the GPU actors step the jobs. Its CSVs are the
-offline run's, byte for byte. --offline runs the same decisions on the
-pure model (milliseconds). Pollux runs offline only (its jobs' fitted
-models do not travel to the GPUs yet).
+offline run's, byte for byte (Pollux's too, seed for seed). --offline
+runs the same decisions on the pure model (milliseconds; Pollux's search
+takes about a minute a run either way).
 
   cluster replay --pollux ../shared/traces/pollux --policy tiresias --load 1.0 --out pollux/ --compare
   cluster replay --pollux ../shared/traces/pollux --policy optimus --load 1.5 --offline --compare
@@ -72,7 +71,7 @@ flags:
 	pol := fs.String("policy", "tiresias", "tiresias, optimus or pollux")
 	loadText := fs.String("load", "1.0", "relative load: "+strings.Join(polluxLoads, ", ")+" (workloads/ for 1.0, else workloads-L/)")
 	workload := fs.Int("workload", 0, "run only workload-N.csv (0: every workload of the load)")
-	offline := fs.Bool("offline", false, "run on the pure model, without actors or bus (pollux: required)")
+	offline := fs.Bool("offline", false, "run on the pure model, without actors or bus")
 	out := fs.String("out", "", "folder for workload-N_<policy>_<load>.csv (with several --seeds, one per seed: ..._seed-K.csv)")
 	compare := fs.Bool("compare", false, "print each workload's average JCT beside the published one (DIR/results-jobload)")
 	seedsText := fs.String("seeds", "1", "pollux's search seeds (7, 1-3 or 1,5): each seed runs every workload; --compare shows their mean and spread")
@@ -95,9 +94,6 @@ flags:
 	}
 	if *pol != "pollux" && len(seeds) > 1 {
 		return fmt.Errorf("--seeds: %s draws nothing at random; several seeds are for --policy pollux", *pol)
-	}
-	if !*offline && *pol == "pollux" {
-		return errors.New("--policy pollux runs --offline only: its jobs' state (their observations and fitted throughput models) does not travel to the GPU actors yet; add --offline")
 	}
 	if *workload < 0 {
 		return fmt.Errorf("--workload: %d is not a workload number", *workload)
@@ -344,12 +340,9 @@ func loadPolluxModel(dir string) (*pollux.Model, error) {
 // --training-data DIR --training-policy P`: DIR's model, P deciding every
 // 60 simulated seconds (MODEL.md §1) from the run's start.
 func trainingConfig(dir, policy string) (*core.TrainingConfig, error) {
-	if policy == "pollux" {
-		return nil, errors.New("--training-policy: pollux runs offline only (cluster replay --pollux DIR --policy pollux --offline): its jobs' fitted models do not travel to the GPU actors yet")
-	}
 	p, err := pollux.NewPolicy(policy)
 	if err != nil {
-		return nil, fmt.Errorf("--training-policy: %q is not tiresias or optimus", policy)
+		return nil, fmt.Errorf("--training-policy: %q is not tiresias, optimus or pollux", policy)
 	}
 	m, err := pollux.Load(dir)
 	if err != nil {

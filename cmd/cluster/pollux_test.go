@@ -30,11 +30,10 @@ func TestPolluxReplay(t *testing.T) {
 		t.Fatalf("CSV: %d lines, starting %q %q", len(lines), lines[0], lines[1])
 	}
 	for want, args := range map[string][]string{
-		"--load":    {"--pollux", dir, "--load", "3", "--offline"},
-		"--policy":  {"--pollux", dir, "--policy", "lottery", "--offline"},
-		"--offline": {"--pollux", dir, "--policy", "pollux"},
-		"--seeds":   {"--pollux", dir, "--policy", "tiresias", "--seeds", "1-3", "--offline"},
-		"--pollux":  {"--pollux", filepath.Join(dir, "nowhere"), "--offline"},
+		"--load":   {"--pollux", dir, "--load", "3", "--offline"},
+		"--policy": {"--pollux", dir, "--policy", "lottery", "--offline"},
+		"--seeds":  {"--pollux", dir, "--policy", "tiresias", "--seeds", "1-3", "--offline"},
+		"--pollux": {"--pollux", filepath.Join(dir, "nowhere"), "--offline"},
 	} {
 		if err := polluxCommand(args); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%v: error %v, want one naming %s", args, err, want)

@@ -29,7 +29,7 @@ import (
 type TrainingConfig struct {
 	Model *pollux.Model
 	// Policy decides each interval's allocation (pollux.NewPolicy:
-	// tiresias, optimus; pollux's elastic jobs do not travel yet).
+	// tiresias, optimus, pollux).
 	Policy pollux.Policy
 	// Interval is the rounds' period (MODEL.md §1: 60 s).
 	Interval time.Duration
