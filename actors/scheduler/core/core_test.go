@@ -141,6 +141,38 @@ func TestAnUnansweredReservationMakesTheGPUSuspectAndTheJobGoesElsewhere(t *test
 	}
 }
 
+// TestASuspectGPUThatSaysItIsBackIsTriedAgain: a GPU whose reservation
+// went unanswered is suspect, so the next job goes elsewhere; once it says
+// it is back (woke, or rejoined at the same incarnation: a hang's end, a
+// healed partition) the next job goes to it again, without a heartbeat —
+// on a virtual clock nodes heartbeat once, and it was never tried again.
+func TestASuspectGPUThatSaysItIsBackIsTriedAgain(t *testing.T) {
+	for _, change := range []string{events.ChangeWoke, events.ChangeRejoined} {
+		h := newHarness(t, Config{Policy: "first-fit"})
+		h.AddGPU("n1", "gpu-0", "A100-40GB")
+		h.AddGPU("n1", "gpu-1", "A100-40GB")
+		h.Unanswered["gpu-0"] = true
+		h.Submit(spec("a", "5GB"))
+		h.Advance(h.Core.CallTimeout())
+		h.Step(Input{Timer: TimerCalls})
+		h.Pass()
+		delete(h.Unanswered, "gpu-0")
+		b := h.Submit(spec("b", "5GB"))
+		h.Pass()
+		if got := h.JobState(b.JobID).GPUIDs; len(got) != 1 || got[0] != "gpu-1" {
+			t.Fatalf("%s: b went to %v, want gpu-1 (gpu-0 is suspect)", change, got)
+		}
+		st := h.GPUs["gpu-0"].Status
+		st.Change = change
+		h.GPUEvent(st, events.GPUStatusType)
+		c := h.Submit(spec("c", "5GB"))
+		h.Pass()
+		if got := h.JobState(c.JobID).GPUIDs; len(got) != 1 || got[0] != "gpu-0" {
+			t.Fatalf("%s: c went to %v, want gpu-0 (it said it is back)", change, got)
+		}
+	}
+}
+
 // TestAGPUItsSupervisorSaysIsDownIsNotTriedAgain: a reservation refused
 // by a GPU's supervisor because the actor is down (its gpu.down not heard
 // yet: a scheduler restarted meanwhile) makes the GPU suspect, so the job

@@ -523,6 +523,17 @@ func (s *Core) applyStatus(st events.GPUStatus, at time.Time) {
 		s.log.Info("GPU rejoined", zap.String("gpu", st.GPU), zap.String("node", st.Node), zap.Int("incarnation", st.Incarnation),
 			zap.String("reason", st.Reason))
 	}
+	if !g.Alive && !isNew && (st.Change == events.ChangeWoke || st.Change == events.ChangeRejoined) &&
+		st.Incarnation == gs.status.Incarnation && st.Incarnation > gs.dead {
+		// Suspect until it speaks: a GPU that says it is back (its hang
+		// ended, its partition healed) is tried again. Without this only a
+		// heartbeat did it, and a virtual clock's nodes heartbeat once:
+		// such a GPU was never tried again there.
+		g.Alive = true
+		s.view.cluster.Touch(g)
+		s.dirty = true
+		s.log.Info("GPU back", zap.String("gpu", st.GPU), zap.String("node", st.Node), zap.String("change", st.Change))
+	}
 	authoritative := isNew || st.Version >= gs.version || st.Incarnation != gs.status.Incarnation
 	if st.Version >= gs.version || st.Incarnation != gs.status.Incarnation {
 		gs.version = st.Version
