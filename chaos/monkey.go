@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -33,34 +32,6 @@ type MonkeySpec struct {
 // the spec does not say: long enough to outlast the default lease, so the
 // scheduler must detect it.
 const DefaultFaultDuration = 10 * time.Second
-
-// VirtualFaults are the faults a monkey may draw on a virtual clock: a
-// kill of a GPU or of the scheduler needs nothing but the clock (the dying
-// actor reports itself, its supervisor restarts it after a backoff of
-// simulated time; a restarted scheduler hears every node again at once).
-// Hangs, partitions, delays and drops run in simulated time there too
-// (and replay exactly: sim.TestEveryFaultKindOnAVirtualClockRepeats), but
-// a virtual run has no leases and no heartbeats after the first: drawn
-// into simtest, a GPU made suspect while hung or cut off was never trusted
-// again and its jobs' work stopped (docs/CHAOS.md). Until leases and
-// heartbeats run in simulated time they are refused.
-var VirtualFaults = []string{events.ChaosKillAction, events.ChaosKillScheduler}
-
-// CheckVirtual refuses a spec a virtual run cannot run safely.
-func (spec MonkeySpec) CheckVirtual() error {
-	var refused []string
-	for a, r := range spec.Rates {
-		if r > 0 && !slices.Contains(VirtualFaults, a) {
-			refused = append(refused, a)
-		}
-	}
-	if len(refused) == 0 {
-		return nil
-	}
-	sort.Strings(refused)
-	return fmt.Errorf("--chaos %s: on a virtual clock only %s faults for now (there are no leases or heartbeats on a virtual clock yet, and without them a GPU made suspect by a hang, partition, delay or drop is never trusted again); use --clock scaled for those",
-		strings.Join(refused, ","), strings.Join(VirtualFaults, ", "))
-}
 
 // ParseMonkey reads a spec such as "kill=2/h,hang=1/h,partition=1/h": each
 // action with a rate per hour (/h), minute (/m) or day (/d) of simulated

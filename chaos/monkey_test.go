@@ -2,7 +2,6 @@ package chaos
 
 import (
 	"reflect"
-	"strings"
 	"testing"
 	"time"
 
@@ -67,16 +66,3 @@ func TestPlanIsSeededAndAtItsRates(t *testing.T) {
 	}
 }
 
-// TestCheckVirtual: a virtual run takes kills of GPUs and of the
-// scheduler, and refuses the faults that need leases to stay safe, naming
-// them.
-func TestCheckVirtual(t *testing.T) {
-	kills, _ := ParseMonkey("kill=3/h,kill-scheduler=1/h")
-	if err := kills.CheckVirtual(); err != nil {
-		t.Fatalf("kills on a virtual clock: %v", err)
-	}
-	mixed, _ := ParseMonkey("kill=3/h,hang=1/h,partition=1/h")
-	if err := mixed.CheckVirtual(); err == nil || !strings.Contains(err.Error(), "hang,partition") {
-		t.Fatalf("hangs and partitions on a virtual clock: %v, want a refusal naming them", err)
-	}
-}

@@ -75,9 +75,11 @@ type Config struct {
 	// reached (from another goroutine).
 	Progress func(simulated time.Duration)
 	// Chaos, when set, draws faults from Seed in simulated time, the same
-	// in every run of the seed. Every kind replays exactly (their
-	// durations are simulated time too), but the commands offer only
-	// kills there (chaos.VirtualFaults says why).
+	// in every run of the seed: every kind replays exactly (durations,
+	// delays and reservation expiry are simulated time too). There are no
+	// leases on a virtual clock: a hung or cut-off GPU is not declared
+	// dead; its jobs pause (hang) or run on unheard (partition) and it is
+	// trusted again when it says it is back (docs/CHAOS.md).
 	Chaos *chaos.MonkeySpec
 	// Events, when set, hears every event of the run (its subject and
 	// body) before the clock moves on: an in-process checker (simtest).

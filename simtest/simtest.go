@@ -30,15 +30,24 @@ type Case struct {
 	Policy string
 	Queue  string
 	Rate   float64
-	// Kills is the rate of GPU kills per simulated hour (0: no faults).
-	Kills    float64
-	Arrivals []jobgen.Arrival
+	// Kills is the rate of GPU kills per simulated hour (0: none).
+	Kills float64
+	// Hangs, Partitions, Delays and Drops are the other faults' rates per
+	// simulated hour (0: none), each fault lasting FaultFor (a delay adds
+	// 500 ms to the GPU's messages, a drop loses a fifth of them).
+	Hangs, Partitions, Delays, Drops float64
+	FaultFor                         time.Duration
+	Arrivals                         []jobgen.Arrival
 }
 
 // String is the case in one line.
 func (c Case) String() string {
-	return fmt.Sprintf("seed %d: %s, %s/%s, %d jobs at %.1f/h over %gh, kill=%.1f/h", c.Seed, c.GPUs, c.Policy, c.Queue,
+	s := fmt.Sprintf("seed %d: %s, %s/%s, %d jobs at %.1f/h over %gh, kill=%.1f/h", c.Seed, c.GPUs, c.Policy, c.Queue,
 		len(c.Arrivals), c.Rate, c.Hours, c.Kills)
+	if c.Hangs+c.Partitions+c.Delays+c.Drops > 0 {
+		s += fmt.Sprintf(" hang=%g/h partition=%g/h delay=%g/h drop=%g/h for=%s", c.Hangs, c.Partitions, c.Delays, c.Drops, c.FaultFor)
+	}
+	return s
 }
 
 // simModels are the GPU models a drawn cluster mixes.
@@ -86,6 +95,13 @@ func Draw(seed uint64, hours float64) Case {
 		c.Kills = min(c.Kills, maxKillsPerGPUHour*float64(total))
 	}
 	c.Arrivals = arrivals(rng, seed, c.Rate, time.Duration(hours*float64(time.Hour)))
+	// Drawn last, so that the cases drawn before they were (shape,
+	// policies, load, kills, arrivals) stay what they were.
+	if rng.IntN(2) == 0 {
+		c.Hangs, c.Partitions = float64(rng.IntN(3)), float64(rng.IntN(3))
+		c.Delays, c.Drops = float64(rng.IntN(2)), float64(rng.IntN(2))
+		c.FaultFor = time.Duration(1+rng.IntN(30)) * time.Minute
+	}
 	return c
 }
 
@@ -154,8 +170,17 @@ func Run(ctx context.Context, c Case) Outcome {
 			log = append(log, ev.SimTime.Format("Jan 2 15:04:05.000")+" "+strings.TrimPrefix(subject, events.DefaultPrefix+".evt.")+" "+string(ev.Data))
 			mu.Unlock()
 		}}
-	if c.Kills > 0 {
-		cfg.Chaos = &chaos.MonkeySpec{Rates: map[string]float64{events.ChaosKillAction: c.Kills}}
+	rates := map[string]float64{events.ChaosKillAction: c.Kills, events.ChaosHang: c.Hangs, events.ChaosPartition: c.Partitions,
+		events.ChaosDelay: c.Delays, events.ChaosDrop: c.Drops}
+	for kind, r := range rates {
+		if r <= 0 {
+			delete(rates, kind)
+		}
+	}
+	if len(rates) > 0 {
+		// A delay of 500 ms and a drop of a fifth of the messages: the
+		// monkey's defaults on the command line.
+		cfg.Chaos = &chaos.MonkeySpec{Rates: rates, For: c.FaultFor, Delay: 500 * time.Millisecond, Drop: 0.2}
 	}
 	start := time.Now()
 	res, err := sim.Run(ctx, cfg)

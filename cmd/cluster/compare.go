@@ -162,9 +162,6 @@ flags:
 		if err != nil {
 			return err
 		}
-		if err := spec.CheckVirtual(); err != nil {
-			return err
-		}
 		monkeySpec = &spec
 	}
 	if *rate <= 0 && *podsFile == "" && *jobsFile == "" {

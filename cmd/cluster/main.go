@@ -316,11 +316,6 @@ func run(args []string) error {
 		if err != nil {
 			return err
 		}
-		if *clockKind == "virtual" {
-			if err := spec.CheckVirtual(); err != nil {
-				return err
-			}
-		}
 		monkeySpec = &spec
 	}
 	var source jobgen.Source

@@ -1309,3 +1309,39 @@ func TestAGPUTakenUpFromAHeartbeatGetsItsLeaseAtOnce(t *testing.T) {
 		t.Fatalf("a lease granted for a heartbeat that asked for none: %s", b)
 	}
 }
+
+// TestAStrayShareIsNoVictim: a GPU still holds a share of a job the
+// scheduler no longer runs there (a cancelled job it has been told to
+// release). Preempting cannot free that share, so a job that would need
+// it freed preempts nobody there: before, the stray was chosen with a real
+// victim, only the victim was stopped, the GPU refused the preemptor for
+// the room the stray still took, and the two were tried again at the same
+// instant for ever (simtest seed 89).
+func TestAStrayShareIsNoVictim(t *testing.T) {
+	h := newHarness(t, Config{Policy: "first-fit"})
+	h.AddGPU("n1", "gpu-0", "A100-40GB")
+	h.AddGPU("n1", "gpu-1", "A100-40GB")
+	h.Submit(spec("keep", "40GB", "gpu", "gpu-1", "priority", "high", "preemptible", false))
+	low := h.Submit(spec("low", "20GB", "gpu", "gpu-0", "priority", "low"))
+	stray := h.Submit(spec("stray", "10GB", "gpu", "gpu-0", "priority", "low"))
+	if low.State != events.JobPlaced || stray.State != events.JobPlaced {
+		t.Fatalf("setup: %+v %+v", low, stray)
+	}
+	h.Request("job.cancel", "", map[string]string{"job_id": stray.JobID})
+	// gpu-0 still says it runs the cancelled job (the release not taken yet).
+	st := h.GPUs["gpu-0"].Status
+	st.Version += 100
+	st.Jobs = []events.GPUJob{
+		{JobID: low.JobID, Name: "low", State: events.GPUJobRunning, VRAM: int64(20 * model.GB), Util: 20},
+		{JobID: stray.JobID, Name: "stray", State: events.GPUJobRunning, VRAM: int64(10 * model.GB), Offset: int64(20 * model.GB), Util: 20},
+	}
+	h.GPUEvent(st, events.GPUStatusType)
+	high := h.Submit(spec("high", "40GB", "priority", "high"))
+	h.Pass()
+	if s := h.JobState(low.JobID); s.State != events.JobRunning || s.Preemptions != 0 {
+		t.Fatalf("low: %s after %d preemptions; preempting it cannot make room while the stray holds gpu-0", s.State, s.Preemptions)
+	}
+	if s := h.JobState(high.JobID); s.State == events.JobRunning {
+		t.Fatalf("high runs on %v", s.GPUIDs)
+	}
+}

@@ -133,15 +133,28 @@ func (s *Core) rebuildShares(g *policy.GPU) {
 }
 
 // refreshLostWork sets each share's lost work (progress since its last
-// checkpoint) to its value now, before victims are chosen.
+// checkpoint) to its value now, before victims are chosen, and whether
+// stopping its job frees it: only a preemptible job running on that GPU,
+// not already being stopped. A share of a job the scheduler stopped or
+// placed elsewhere — a stray its GPU has been told to release but still
+// holds — is not: chosen as a victim it was skipped (a victim must be
+// running), the preemptor's reservation was refused for the room it still
+// took, and the two were tried again at the same instant for ever (simtest
+// seed 89 with hangs, partitions and drops: "insufficient GPU share:
+// 675/1000 free, asked 750" thousands of times at 35:34:43).
 func (s *Core) refreshLostWork() {
 	now := s.now
 	for _, g := range s.view.cluster.GPUs {
 		for i := range g.Shares {
-			if j, ok := s.jobs[g.Shares[i].JobID]; ok {
-				p := j.estimate(now)
-				g.Shares[i].LostWork = p - model.KeptProgress(p, j.spec.Checkpoint)
+			sh := &g.Shares[i]
+			j, ok := s.jobs[sh.JobID]
+			if !ok {
+				sh.Preemptible = false
+				continue
 			}
+			p := j.estimate(now)
+			sh.LostWork = p - model.KeptProgress(p, j.spec.Checkpoint)
+			sh.Preemptible = j.spec.Preemptible && j.state == stateRunning && j.stopping == nil && slices.Contains(j.gpus, g.ID)
 		}
 	}
 }
