@@ -65,4 +65,3 @@ func TestPlanIsSeededAndAtItsRates(t *testing.T) {
 		t.Fatal("no kills")
 	}
 }
-
