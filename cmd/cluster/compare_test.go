@@ -148,7 +148,6 @@ func TestTimedFlagsSayWhatIsWrong(t *testing.T) {
 		"--pods and --jobs": {"--pods", "x.csv", "--jobs", "y.jsonl"},
 		"--interference":    {"--interference", "-0.1"},
 		"--cluster":         {"--cluster", filepath.Join(dir, "missing.yaml")},
-		"--chaos hang":      {"--chaos", "kill=1/h,hang=1/h"},
 		"--chaos":           {"--chaos", "kill=lots"},
 		"--oversubscribe":   {"--oversubscribe", "1,0.5"},
 	}
