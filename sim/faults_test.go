@@ -20,7 +20,8 @@ import (
 // per-job results and the same count of every event subject, on two
 // processors and on one; and the faults bite (the per-job results differ
 // from the same seed's run without faults, and the GPU events say so:
-// a hung GPU wakes, a partitioned one rejoins).
+// a hung GPU wakes, a partitioned one rejoins). So does every kind at
+// once, kills included ("mixed": simtest draws them together).
 func TestEveryFaultKindOnAVirtualClockRepeats(t *testing.T) {
 	base := Config{Shape: referenceShape(t), Policy: "binpack", Seed: 7, Rate: 8, Hours: 6, Drain: 6 * time.Hour,
 		Interference: model.DefaultInterference}
@@ -30,8 +31,13 @@ func TestEveryFaultKindOnAVirtualClockRepeats(t *testing.T) {
 		{"partition=4/h,for=15m", `"change":"rejoined"`},
 		{"delay=4/h,delay=3s,for=15m", ""},
 		{"drop=4/h,drop=0.5,for=15m", ""},
+		{"kill=2/h,hang=2/h,partition=2/h,delay=2/h,drop=2/h,for=15m", ""},
 	} {
-		t.Run(strings.SplitN(c.spec, "=", 2)[0], func(t *testing.T) {
+		name := strings.SplitN(c.spec, "=", 2)[0]
+		if strings.Count(c.spec, "/h") > 1 {
+			name = "mixed"
+		}
+		t.Run(name, func(t *testing.T) {
 			ms, err := chaos.ParseMonkey(c.spec)
 			if err != nil {
 				t.Fatal(err)
