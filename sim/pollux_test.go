@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -30,7 +31,10 @@ func TestPolluxLiveEqualsOffline(t *testing.T) {
 		load     float64
 		workload int
 	}{{"tiresias", 1, 6}, {"optimus", 0.5, 8}, {"optimus", 1, 6}, {"tiresias", 1.5, 5}}
-	if testing.Short() {
+	if os.Getenv("GPUSCHED_LONG") == "" {
+		// The last two take a minute under -race, beside the timing-bound
+		// cluster tests; the 48 published runs are checked by the command
+		// (docs/VALIDATION.md).
 		runs = runs[:2]
 	}
 	for _, r := range runs {
@@ -67,7 +71,7 @@ func TestPolluxLiveEqualsOffline(t *testing.T) {
 
 // TestPolluxPolicyLiveEqualsOffline: Pollux's elastic jobs travel too —
 // their profiles and fitted models go to the GPUs with each placement and
-// come back with their states — so the first 10 jobs of workload 6 under
+// come back with their states — so the first 6 jobs of workload 6 under
 // the Pollux policy (its search drawn from seed 1) give the offline run's
 // JCTs and restarts, job for job.
 func TestPolluxPolicyLiveEqualsOffline(t *testing.T) {
@@ -80,7 +84,7 @@ func TestPolluxPolicyLiveEqualsOffline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	specs = specs[:10]
+	specs = specs[:6]
 	want, err := pollux.Run(m, specs, pollux.Reference, pollux.NewPollux(1))
 	if err != nil {
 		t.Fatal(err)
