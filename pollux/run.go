@@ -240,8 +240,13 @@ func (r *Rounds) Unplace(name string) {
 	}
 }
 
-// Cluster is the cluster the rounds decide for.
-func (r *Rounds) Cluster() Cluster { return r.c }
+// Remove takes the job named name out of the run (the live cluster's job
+// was cancelled or rejected): it is no longer active, and its allocation
+// no longer holds the nodes it named.
+func (r *Rounds) Remove(name string) {
+	delete(r.alloc, name)
+	r.jobs = slices.DeleteFunc(r.jobs, func(j *Job) bool { return j.Name == name })
+}
 
 // Resize sets the cluster's node count and GPUs per node (the live
 // cluster learns them from its GPUs).

@@ -572,7 +572,8 @@ func (s *Core) applyStatus(st events.GPUStatus, at time.Time) {
 	}
 	switch st.Change {
 	case events.ChangeCompleted:
-		if st.Training != nil {
+		// Believed only from a GPU the job was placed on.
+		if j, ok := s.jobs[st.JobID]; ok && st.Training != nil && slices.Contains(j.gpus, st.GPU) {
 			s.restoreMirror(st.JobID, *st.Training)
 		}
 		s.shardDone(st.JobID, st.GPU)

@@ -51,7 +51,8 @@ type training struct {
 	// placed jobs whose state has not come back yet.
 	at      int
 	waiting int
-	started bool
+	// nodes are the cluster's nodes as the round in progress numbers them.
+	nodes []trainingNode
 }
 
 func newTraining(cfg *TrainingConfig) *training {
@@ -137,7 +138,6 @@ func (s *Core) runTrainingRound() {
 	}
 	interval := int(tr.cfg.Interval / time.Second)
 	tr.at = int(math.Floor(s.now.Sub(tr.cfg.Origin).Seconds()/float64(interval)+1e-9)) * interval
-	tr.started = true
 	for _, j := range s.running {
 		if j.spec.Training == nil || len(j.gpus) == 0 {
 			continue
@@ -200,13 +200,19 @@ func (s *Core) restoreMirror(id string, st model.TrainingState) {
 // again once its GPUs have stopped it.
 func (s *Core) decideTraining() {
 	tr := s.training
-	for _, mj := range tr.rounds.Jobs() {
+	for _, mj := range slices.Clone(tr.rounds.Jobs()) {
+		if j, ok := s.jobs[mj.Name]; !mj.Done && (!ok || j.terminal()) {
+			// Cancelled: it no longer competes, nor holds its nodes.
+			tr.rounds.Remove(mj.Name)
+			delete(tr.mirror, mj.Name)
+			continue
+		}
 		if !mj.Done && len(mj.Placement) == 0 {
 			mj.Clock = tr.at // an unplaced job's steps move its clock only
 		}
 	}
-	nodes := s.trainingNodes()
-	tr.rounds.Resize(len(nodes), s.gpusPerNode(nodes))
+	tr.nodes = s.trainingNodes()
+	tr.rounds.Resize(len(tr.nodes), s.gpusPerNode(tr.nodes))
 	changed, err := tr.rounds.Decide(tr.at)
 	if err != nil {
 		s.log.Error("training round failed", zap.Int("at_s", tr.at), zap.Error(err))
@@ -250,7 +256,7 @@ func (s *Core) decideTraining() {
 func (s *Core) placeTraining(j *job, mj *pollux.Job) {
 	tr := s.training
 	list := tr.rounds.Nodes(mj.Name)
-	nodes := s.trainingNodes()
+	nodes := tr.nodes
 	taken := map[string]bool{}
 	var p policy.Placement
 	for i := 0; i < len(list); {
