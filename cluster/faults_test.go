@@ -28,7 +28,13 @@ func faultCluster(t *testing.T) (*nats.Conn, *observer.Checker, *eventLog) {
 // faultClusterOn is faultCluster keeping its job journal in store.
 func faultClusterOn(t *testing.T, store durable.Storage) (*nats.Conn, *observer.Checker, *eventLog) {
 	t.Helper()
-	c, nc := startCluster(t, cluster.Config{Speed: 60, Lease: faultLease, Heartbeat: faultLease / 5,
+	return faultClusterLeased(t, store, faultLease)
+}
+
+// faultClusterLeased is faultClusterOn with a lease of its own.
+func faultClusterLeased(t *testing.T, store durable.Storage, lease time.Duration) (*nats.Conn, *observer.Checker, *eventLog) {
+	t.Helper()
+	c, nc := startCluster(t, cluster.Config{Speed: 60, Lease: lease, Heartbeat: lease / 5,
 		RestartBackoff: 20 * time.Millisecond, StarvationAge: 1000 * time.Hour, Store: store})
 	log := recordEvents(t, nc, "gpusched.evt.>")
 	cc, err := nats.Connect(c.URL())
@@ -121,8 +127,13 @@ func TestHangIsDeclaredDeadAndFenced(t *testing.T) {
 // TestShortPartitionHealsWithoutDeath cuts a GPU off for less than the
 // lease: its job keeps running, nothing is declared, the GPU sends what it
 // kept and a full status when it is back, and the job completes there.
+//
+// The lease is ten times the partition: with the fault tests' 1 s lease a
+// GPU fences 800 ms after its last answered heartbeat, and on a loaded CI
+// machine under -race a 300 ms partition plus late heartbeat answers once
+// came to that (the job was lost; by reading the history, not traced).
 func TestShortPartitionHealsWithoutDeath(t *testing.T) {
-	nc, checker, log := faultCluster(t)
+	nc, checker, log := faultClusterLeased(t, durable.None, 3*time.Second)
 	id := submit(t, nc, `{"name":"steady","vram":"10GB","duration":"2m","gpu":"gpu-2"}`)
 	waitState(t, nc, id, "running", 5*time.Second)
 	chaosOK(t, nc, "partition", `{"gpu":"gpu-2","duration":"300ms"}`)
@@ -136,7 +147,7 @@ func TestShortPartitionHealsWithoutDeath(t *testing.T) {
 	})
 	j := waitState(t, nc, id, "completed", 10*time.Second)
 	if h := history(j); h != "submitted,queued,placed,running,completed" {
-		t.Fatalf("history %s: a short partition must not lose the job", h)
+		t.Fatalf("history %s: a short partition must not lose the job : %v", h, j["history"])
 	}
 	if n := len(log.find("gpusched.gpu.down", "gpu-2")); n != 0 {
 		t.Fatalf("%d gpu.down for a partition shorter than the lease", n)
