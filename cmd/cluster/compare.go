@@ -109,7 +109,7 @@ flags:
 	starve := fs.Duration("starvation-age", policy.DefaultStarvationAge, "simulated wait after which a head-of-line job holds GPUs")
 	workers := fs.Int("workers", runtime.GOMAXPROCS(0), "runs at once")
 	quiet := fs.Bool("quiet", false, "no progress bar")
-	monkey := fs.String("chaos", "", "faults in every run, drawn from its seed in simulated time: e.g. 'kill=2/h' (per simulated hour; on a virtual clock kill only, for now)")
+	monkey := fs.String("chaos", "", "faults in every run, drawn from its seed in simulated time: e.g. 'kill=2/h,hang=1/h,partition=1/h,delay=1/h,drop=1/h,kill-scheduler=1/h' (per simulated hour)")
 	if replayMode {
 		*podsFile = filepath.Join(dir, "openb_pod_list_default.csv")
 	}

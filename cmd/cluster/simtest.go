@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"runtime/pprof"
 	"sync"
 	"text/tabwriter"
 	"time"
@@ -26,6 +27,7 @@ func simtestCommand(args []string) error {
 	workers := fs.Int("workers", runtime.GOMAXPROCS(0), "seeds at once")
 	verbose := fs.Bool("verbose", false, "print each seed's case and outcome")
 	quiet := fs.Bool("quiet", false, "no progress bar")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof reads it)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -38,6 +40,17 @@ func simtestCommand(args []string) error {
 	}
 	if *workers < 1 {
 		return errors.New("--workers must be at least 1")
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		defer pprof.StopCPUProfile()
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()

@@ -1345,3 +1345,91 @@ func TestAStrayShareIsNoVictim(t *testing.T) {
 		t.Fatalf("high runs on %v", s.GPUIDs)
 	}
 }
+
+// TestAGangCompletesOnlyWhenEveryShareHas: a gang's share that finished
+// first on one GPU (its GPUs run at different speeds beside different
+// neighbours) is counted once. A later status of that GPU without the job
+// makes the scheduler read it in full, and the full status's memory of
+// ended jobs names the same completion again: counted twice, the gang
+// completed while its other share still ran (found by simtest seed 28,
+// where it made the run depend on timing). Nor is a finished share lost
+// when its GPU crashes later.
+func TestAGangCompletesOnlyWhenEveryShareHas(t *testing.T) {
+	h := newHarness(t, Config{})
+	g0 := h.AddGPU("n1", "n1-gpu-0", "A100-40GB")
+	g1 := h.AddGPU("n1", "n1-gpu-1", "A100-40GB")
+	gang := h.Submit(spec("gang", "10GB", "gpus", 2))
+	if info := h.JobState(gang.JobID); info.State != events.JobRunning || len(info.GPUIDs) != 2 {
+		t.Fatalf("the gang is %s on %v, want running on both GPUs", info.State, info.GPUIDs)
+	}
+	finish := func(g *FakeGPU) events.GPUStatus {
+		g.drop(gang.JobID)
+		st := g.Status
+		st.Change, st.JobID = events.ChangeCompleted, gang.JobID
+		h.GPUEvent(st, events.GPUStatusType)
+		return st
+	}
+	first := finish(g0)
+	if info := h.JobState(gang.JobID); info.State != events.JobRunning {
+		t.Fatalf("after one share the gang is %s, want running", info.State)
+	}
+	// n1-gpu-0 speaks again (another job's change), without the gang.
+	later := g0.Status
+	later.Version++
+	g0.Status = later
+	later.Change, later.JobID = events.ChangeReleased, "other"
+	h.Sent = nil
+	h.GPUEvent(later, events.GPUStatusType)
+	for _, d := range h.Sends(events.OpDescribe) {
+		full := later
+		full.Ended = []events.EndedJob{{JobID: gang.JobID, Change: events.ChangeCompleted, ProgressS: 3600}}
+		h.Step(Input{Msg: &Msg{Subject: d.Reply, Data: encode(events.ControlReply{OK: true, Status: &full})}})
+	}
+	if info := h.JobState(gang.JobID); info.State != events.JobRunning {
+		t.Fatalf("with n1-gpu-1's share still running the gang is %s, want running (first share %v)", info.State, first.Change)
+	}
+	// n1-gpu-0 crashes: the share it finished is not lost with it.
+	down := g0.Status
+	down.Change = events.ChangeCrashed
+	h.GPUEvent(down, events.GPUDown)
+	if info := h.JobState(gang.JobID); info.State != events.JobRunning {
+		t.Fatalf("after the GPU whose share had completed crashed the gang is %s, want running", info.State)
+	}
+	finish(g1)
+	if info := h.JobState(gang.JobID); info.State != events.JobCompleted {
+		t.Fatalf("after both shares the gang is %s, want completed", info.State)
+	}
+}
+
+// TestLikeJobsInOnePassAreJudgedAfreshOnceTheViewChanges: a pass judges
+// a shape that fits nowhere once and gives its reason to the like jobs
+// behind it, but only while nothing changes the view: once a job between
+// them is placed, the next one of that shape is judged again.
+func TestLikeJobsInOnePassAreJudgedAfreshOnceTheViewChanges(t *testing.T) {
+	h := newHarness(t, Config{})
+	h.AddGPU("n1", "n1-gpu-0", "A100-40GB")
+	g1 := h.AddGPU("n1", "n1-gpu-1", "A100-40GB")
+	h.Submit(spec("a", "32GB", "gpu", "n1-gpu-0", "preemptible", false))
+	h.Submit(spec("b", "25GB", "gpu", "n1-gpu-1", "preemptible", false))
+	c := h.Submit(spec("c", "10GB", "gpu", "n1-gpu-1", "preemptible", false))
+	x := h.Submit(spec("x", "20GB"))
+	y := h.Submit(spec("y", "12GB"))
+	z := h.Submit(spec("z", "20GB"))
+	h.Pass()
+	if rx, rz := h.JobState(x.JobID).Reason, h.JobState(z.JobID).Reason; rx != rz || !strings.Contains(rx, "8GB on n1-gpu-0") {
+		t.Fatalf("like jobs told %q and %q, want one reason naming n1-gpu-0's 8GB", rx, rz)
+	}
+	// c completes: one pass places y on n1-gpu-1 between x and z.
+	g1.drop(c.JobID)
+	st := g1.Status
+	st.Change, st.JobID = events.ChangeCompleted, c.JobID
+	h.GPUEvent(st, events.GPUStatusType)
+	h.Pass()
+	if s := h.JobState(y.JobID); s.State != events.JobRunning {
+		t.Fatalf("y is %s, want running on the room c left", s.State)
+	}
+	rx, rz := h.JobState(x.JobID).Reason, h.JobState(z.JobID).Reason
+	if !strings.Contains(rx, "15GB on n1-gpu-1") || !strings.Contains(rz, "8GB on n1-gpu-0") {
+		t.Fatalf("x told %q, z told %q: want x judged before y took n1-gpu-1's 15GB, z after", rx, rz)
+	}
+}

@@ -23,9 +23,11 @@ type job struct {
 	seq       uint64
 	submitted time.Time
 	state     string
-	history   []events.Transition
-	node      string
-	gpus      []string
+	// inQueue says the job is in the core's queue (enqueue, dequeue).
+	inQueue bool
+	history []events.Transition
+	node    string
+	gpus    []string
 	// progress is the work (reference seconds) the job keeps: set when it
 	// is stopped; while it runs the GPU actors report more.
 	progress     float64
@@ -33,11 +35,14 @@ type job struct {
 	lastRate     float64
 	lastAt       time.Time
 	shardsLeft   int
-	preemptions  int
-	reason       string
-	started      *time.Time
-	ended        *time.Time
-	decision     *events.Decision
+	// shardsDone are the GPUs whose share of the job completed: each
+	// counts once, whoever says it again (a full status's ended jobs).
+	shardsDone  []string
+	preemptions int
+	reason      string
+	started     *time.Time
+	ended       *time.Time
+	decision    *events.Decision
 	// negotiating is the placement of this job in flight (negotiate.go),
 	// stopping its stop in flight (place.go).
 	negotiating *negotiation
@@ -403,6 +408,7 @@ func (s *Core) enqueue(j *job) {
 		return policy.Compare(s.queueSort, &q, &other) < 0
 	})
 	s.queue = slices.Insert(s.queue, i, j)
+	j.inQueue = true
 }
 
 // resort puts the queue in the order in force (after a switch of order).
@@ -417,6 +423,7 @@ func (s *Core) dequeue(j *job) {
 	for i, q := range s.queue {
 		if q == j {
 			s.queue = slices.Delete(s.queue, i, i+1)
+			j.inQueue = false
 			return
 		}
 	}

@@ -175,7 +175,8 @@ func (s *Core) jobsOn(gpu string, upTo int, reported []events.GPUJob) []events.G
 	var out []events.GPUJob
 	now := s.now
 	for _, j := range s.running {
-		if !slices.Contains(j.gpus, gpu) || j.incarnationOn(gpu) > upTo {
+		// A share that completed there is not lost with the GPU.
+		if !slices.Contains(j.gpus, gpu) || j.incarnationOn(gpu) > upTo || slices.Contains(j.shardsDone, gpu) {
 			continue
 		}
 		gj := events.GPUJob{JobID: j.id, Name: j.spec.Name, Priority: j.spec.Priority, State: events.GPUJobRunning,
@@ -286,7 +287,7 @@ func (s *Core) adopt(st events.GPUStatus, gj events.GPUJob) {
 		delete(s.journaled, gj.JobID)
 		j = s.fromRecord(r)
 		j.state, j.node, j.placement = stateRunning, st.Node, a.Placement
-		j.gpus, j.shardsLeft, j.incarnations = nil, 0, nil
+		j.gpus, j.shardsLeft, j.shardsDone, j.incarnations = nil, 0, nil, nil
 		j.progress, j.lastProgress, j.lastRate, j.lastAt, j.stintAt = gj.ProgressS, gj.ProgressS, gj.Rate, now, now
 		j.stintFrom, j.stintSpeed = gj.ProgressS, 1
 		j.history = append(j.history, events.Transition{State: stateRunning, SimTime: now,
@@ -355,7 +356,8 @@ func (s *Core) reconcile(gs *gpuState, st events.GPUStatus) {
 	// path, which every status event takes.
 	var missing []*job
 	for _, j := range s.running {
-		if slices.Contains(j.gpus, st.GPU) && j.id != st.JobID {
+		// A share that completed there is not missing: it ended.
+		if slices.Contains(j.gpus, st.GPU) && j.id != st.JobID && !slices.Contains(j.shardsDone, st.GPU) {
 			if _, ok := hasJob(st.Jobs, j.id); !ok {
 				missing = append(missing, j)
 			}
@@ -492,7 +494,7 @@ func (s *Core) accountEnded(st events.GPUStatus) {
 			continue
 		}
 		s.log.Warn("job lost while no scheduler watched: re-queued", zap.String("job", j.id), zap.String("gpu", st.GPU), zap.String("how", e.Change))
-		j.node, j.gpus, j.shardsLeft = "", nil, 0
+		j.node, j.gpus, j.shardsLeft, j.shardsDone = "", nil, 0, nil
 		s.ended(j)
 		s.releaseNode(j, st.Node)
 		s.stats.lostJobs++

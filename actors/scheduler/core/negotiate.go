@@ -89,6 +89,14 @@ func (s *Core) try(a *attempt) tryResult {
 	}
 	s.refreshWorkload()
 	req := s.request(j)
+	if a.inPass && a.n == 0 {
+		if _, ok := s.unplacedShapes()[shapeOf(req)]; ok {
+			// A job of this shape found no place and no victims in this
+			// very view: neither will this one (failed gives the reason).
+			s.failed(a)
+			return tryFailed
+		}
+	}
 	for a.n < policy.MaxCandidates {
 		a.n++
 		a.cands = policy.Place(s.view.sorted(), req, s.policy)
@@ -115,7 +123,12 @@ func (s *Core) try(a *attempt) tryResult {
 			a.n--
 			return tryWait
 		}
-		s.refreshLostWork()
+		if s.pass == nil || s.pass.unplaced == nil || !s.pass.lostWorkFresh {
+			s.refreshLostWork()
+			if s.pass != nil && s.pass.unplaced != nil {
+				s.pass.lostWorkFresh = true
+			}
+		}
 		if pre, ok := s.preempt.Victims(s.view.sorted(), req); ok {
 			s.preemptFor(j, pre.Victims)
 			a.preempting = true

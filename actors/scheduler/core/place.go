@@ -214,7 +214,7 @@ func (s *Core) rankedBy(ps []policy.Placement) []rankFigures {
 func (s *Core) placed(j *job, p policy.Placement, cands []policy.Placement, ranked []rankFigures, refusals, victims []string) {
 	now := s.now
 	j.node, j.gpus = p.Node, p.GPUs
-	j.shardsLeft = len(p.GPUs)
+	j.shardsLeft, j.shardsDone = len(p.GPUs), nil
 	j.lastProgress, j.lastRate, j.lastAt = j.progress, 0, now
 	if len(p.GPUs) == 0 {
 		// A CPU-only job runs at reference speed and ends by the clock.
@@ -319,7 +319,7 @@ func (s *Core) stop(j *job, op string, then func()) {
 		}
 	}
 	s.releaseInView(j, j.node, j.gpus)
-	j.node, j.gpus, j.shardsLeft, j.cpuEnds = "", nil, 0, nil
+	j.node, j.gpus, j.shardsLeft, j.shardsDone, j.cpuEnds = "", nil, 0, nil, nil
 	s.ended(j)
 	if len(st.calls) == 0 {
 		s.finishStop(st)
@@ -394,6 +394,56 @@ type pass struct {
 	// held is each tenant's GPUs in running (and in-flight) jobs, for
 	// admission (nil without admission).
 	held usage
+	// unplaced is what the pass learnt of the request shapes that fit
+	// nowhere while nothing has changed the view (no placement, no
+	// preemption, no GPUs held, no input): each shape is judged once, not
+	// once per job of a long queue of like jobs. Nil outside continuePass's
+	// loop (an input may have changed the view since).
+	unplaced map[shape]*unplaced
+	// lostWorkFresh says the shares' lost work was refreshed since the
+	// view last changed (refreshLostWork gives the same at the same instant).
+	lostWorkFresh bool
+}
+
+// shape is what a placement decision reads of a request, all but its job:
+// two requests of one shape fit, or fail to fit, the same view alike.
+type shape struct {
+	priority        model.Priority
+	gpus, milli     int
+	vram, cpuMilli  int64
+	memory          int64
+	util            float64
+	models          string
+	pinGPU, pinNode string
+}
+
+func shapeOf(r *policy.Request) shape {
+	return shape{priority: r.Priority, gpus: r.GPUs, milli: r.Milli, vram: r.VRAM, cpuMilli: r.CPUMilli, memory: r.Memory,
+		util: r.Util, models: strings.Join(r.Models, "\x00"), pinGPU: r.PinGPU, pinNode: r.PinNode}
+}
+
+// unplaced is a shape's failure in the current view: why it fits nowhere
+// (policy.Why) and, once asked, that policy.Hold found nothing to hold.
+type unplaced struct {
+	why         string
+	nothingHeld bool
+}
+
+// unplacedShapes is the pass's memory of unplaceable shapes, or nil when
+// no pass is in its loop.
+func (s *Core) unplacedShapes() map[shape]*unplaced {
+	if s.pass == nil {
+		return nil
+	}
+	return s.pass.unplaced
+}
+
+// viewChanged forgets what the pass learnt of the view.
+func (s *Core) viewChanged() {
+	if s.pass != nil && s.pass.unplaced != nil {
+		clear(s.pass.unplaced)
+		s.pass.lostWorkFresh = false
+	}
 }
 
 // schedule is one pass over the queue in order. A job that fits nowhere
@@ -423,6 +473,9 @@ func (s *Core) schedule() {
 // continuePass takes the pass on from where it stopped.
 func (s *Core) continuePass() {
 	p := s.pass
+	// What the pass learnt before it stopped may be stale: inputs came since.
+	p.unplaced, p.lostWorkFresh = map[shape]*unplaced{}, false
+	defer func() { p.unplaced = nil }()
 	for ; p.next < len(p.jobs); p.next++ {
 		j := p.jobs[p.next]
 		if j.state != events.JobQueued || j.negotiating != nil || s.rejectUnfit(j) {
@@ -451,8 +504,11 @@ func (s *Core) continuePass() {
 				continue
 			}
 		}
-		if s.try(&attempt{job: j, inPass: true, held: p.held}) == tryWait {
+		switch s.try(&attempt{job: j, inPass: true, held: p.held}) {
+		case tryWait:
 			return // goes on once the placements in flight resolve (settled)
+		case tryStarted:
+			s.viewChanged() // a placement or a preemption under way
 		}
 	}
 	s.pass = nil
@@ -474,23 +530,38 @@ func (s *Core) failed(a *attempt) {
 	if !a.inPass {
 		return
 	}
-	if !slices.Contains(s.queue, j) {
+	if !j.inQueue {
 		s.enqueue(j) // taken out while it was being placed
 	}
 	now := s.now
 	req := s.request(j)
-	reason := policy.Why(s.view.sorted(), req)
+	known := s.unplacedShapes()
+	u := known[shapeOf(req)]
+	if u == nil {
+		u = &unplaced{why: policy.Why(s.view.sorted(), req)}
+		if known != nil && len(a.refusals) == 0 {
+			known[shapeOf(req)] = u
+		}
+	}
+	reason := u.why
 	if j.decision != nil && len(j.decision.Refusals) > 0 && j.decision.Node == "" {
 		reason = "refused: " + j.decision.Refusals[len(j.decision.Refusals)-1]
 	}
-	if policy.Aged(j.submitted, now, s.cfg.StarvationAge) {
+	if policy.Aged(j.submitted, now, s.cfg.StarvationAge) && !u.nothingHeld {
 		var names []string
 		for _, gi := range policy.Hold(s.view.sorted(), req, s.view.held) {
 			s.view.held[gi] = true
 			names = append(names, s.view.cluster.GPUs[gi].ID)
 		}
 		if len(names) > 0 {
-			reason += "; waited " + now.Sub(j.submitted).Round(time.Minute).String() + ", holding " + strings.Join(names, ",")
+			// Not how long it has waited (job.get and the dashboards tell
+			// that): a reason that changed every minute sent a pending
+			// event per aged job per pass (59,000 of seed 22's 76,000
+			// simtest events).
+			reason += "; waited past the starvation age (" + s.cfg.StarvationAge.String() + "), holding " + strings.Join(names, ",")
+			s.viewChanged()
+		} else {
+			u.nothingHeld = true
 		}
 	}
 	s.setPending(j, reason)
@@ -661,9 +732,10 @@ func (s *Core) gpuDown(st events.GPUStatus) {
 // when every share has.
 func (s *Core) shardDone(jobID, gpuID string) {
 	j, ok := s.jobs[jobID]
-	if !ok || j.state != stateRunning || !slices.Contains(j.gpus, gpuID) {
+	if !ok || j.state != stateRunning || !slices.Contains(j.gpus, gpuID) || slices.Contains(j.shardsDone, gpuID) {
 		return
 	}
+	j.shardsDone = append(j.shardsDone, gpuID)
 	j.shardsLeft--
 	if j.shardsLeft > 0 {
 		return
