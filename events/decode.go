@@ -2,13 +2,13 @@ package events
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"reflect"
 	"strings"
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+	gojson "github.com/goccy/go-json"
 
 	"github.com/gpusched/gpusched/model"
 )
@@ -166,7 +166,10 @@ func CheckSize(data []byte) *model.FieldError {
 // A reader drops (and may count) an event that fails.
 func DecodeEvent(data []byte) (*Decoded, *model.FieldError) {
 	var ev Decoded
-	if err := json.Unmarshal(data, &ev); err != nil {
+	// goccy/go-json: every reader decodes every envelope, and the standard
+	// decoder cost a simtest run 7 % of its CPU here (an envelope holds
+	// strings, times and an integer; its data stays raw).
+	if err := gojson.Unmarshal(data, &ev); err != nil {
 		return nil, model.Errorf("body", "malformed event: %v", err)
 	}
 	switch {

@@ -1,12 +1,12 @@
 package sim
 
 import (
-	"encoding/json"
 	"sort"
 	"strings"
 	"sync"
 	"time"
 
+	json "github.com/goccy/go-json" // every job event and sample of a run passes here
 	"github.com/nats-io/nats.go"
 
 	"github.com/gpusched/gpusched/events"

@@ -23,7 +23,7 @@ func TestSeedsKeepEveryInvariant(t *testing.T) {
 		}
 		if len(o.Problems) > 0 {
 			t.Errorf("%s:\n  %s\n  history:\n    %s\n  replay: %s", o.Case, strings.Join(o.Problems, "\n  "), strings.Join(o.History, "\n    "),
-				ReplayCommand(seed, 4))
+				ReplayCommand(seed, 4, 0))
 		}
 		if o.Events == 0 || o.Summary.Submitted == 0 {
 			t.Errorf("%s: %d events checked, %d jobs: the checker saw nothing", o.Case, o.Events, o.Summary.Submitted)

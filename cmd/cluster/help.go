@@ -32,7 +32,7 @@ var helps = map[string]commandHelp{
 		"cluster node --name box2 --gpus 8xA100-80GB --nats nats://10.0.0.1:4222"},
 	"cluster auth init": {"cluster auth init [--dir D] [--tenants a,b] [--nodes n1,n2] [--hosts h1,h2] [--force]",
 		"cluster auth init --tenants team-a,team-b --nodes box2"},
-	"cluster simtest": {"cluster simtest [--seeds 1-1000] [--hours 24] [--workers N] [--verbose]",
+	"cluster simtest": {"cluster simtest [--seeds 1-1000] [--hours 24] [--workers N] [--verbose] [--sample 10m] [--cpuprofile FILE]",
 		"cluster simtest --seeds 1-100 --hours 24     # a hundred simulated days with faults"},
 	"cluster auth conf": {"cluster auth conf [--auth DIR|FILE]", "cluster auth conf --auth gpusched-auth > nats-auth.conf"},
 }

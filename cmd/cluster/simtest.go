@@ -27,6 +27,7 @@ func simtestCommand(args []string) error {
 	workers := fs.Int("workers", runtime.GOMAXPROCS(0), "seeds at once")
 	verbose := fs.Bool("verbose", false, "print each seed's case and outcome")
 	quiet := fs.Bool("quiet", false, "no progress bar")
+	sample := fs.Duration("sample", simtest.DefaultSample, "simulated period of the samples whose totals must never go back")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof reads it)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -37,6 +38,9 @@ func simtestCommand(args []string) error {
 	}
 	if *hours <= 0 {
 		return errors.New("--hours must be positive, e.g. 24")
+	}
+	if *sample <= 0 {
+		return errors.New("--sample must be a positive duration, e.g. 10m")
 	}
 	if *workers < 1 {
 		return errors.New("--workers must be at least 1")
@@ -71,7 +75,9 @@ func simtestCommand(args []string) error {
 			if ctx.Err() != nil {
 				return
 			}
-			o := simtest.Run(ctx, simtest.Draw(uint64(seed), *hours))
+			c := simtest.Draw(uint64(seed), *hours)
+			c.Sample = *sample
+			o := simtest.Run(ctx, c)
 			outcomes[i] = o
 			mu.Lock()
 			defer mu.Unlock()
@@ -136,7 +142,7 @@ func simtestCommand(args []string) error {
 				fmt.Printf("    %s\n", l)
 			}
 		}
-		fmt.Printf("  replay: %s\n", simtest.ReplayCommand(o.Seed, *hours))
+		fmt.Printf("  replay: %s\n", simtest.ReplayCommand(o.Seed, *hours, *sample))
 	}
 	if len(failed) > 0 {
 		return fmt.Errorf("%d of %d seeds broke an invariant", len(failed), len(seeds))

@@ -1433,3 +1433,45 @@ func TestLikeJobsInOnePassAreJudgedAfreshOnceTheViewChanges(t *testing.T) {
 		t.Fatalf("x told %q, z told %q: want x judged before y took n1-gpu-1's 15GB, z after", rx, rz)
 	}
 }
+
+// TestAGangsProgressIsItsSlowestShareWhicheverGPUSpokeLast: the shares of
+// a gang run at their own speeds, and their GPUs' statuses of one instant
+// arrive in any order. The estimate of the gang's progress (its lost
+// work, which victims a preemption picks) was the last GPU heard's, so
+// the order decided it (simtest seed 11 picked different victims from run
+// to run); it is the slowest share's, in either order.
+func TestAGangsProgressIsItsSlowestShareWhicheverGPUSpokeLast(t *testing.T) {
+	progress := func(fastFirst bool) float64 {
+		h := newHarness(t, Config{})
+		gpus := []*FakeGPU{h.AddGPU("n1", "n1-gpu-0", "A100-40GB"), h.AddGPU("n1", "n1-gpu-1", "A100-40GB")}
+		gang := h.Submit(spec("gang", "10GB", "gpus", 2))
+		h.Advance(100 * time.Second)
+		report := func(g *FakeGPU, progress, rate float64) {
+			st := g.Status
+			st.Version++
+			g.Status = st
+			for i := range st.Jobs {
+				st.Jobs[i].ProgressS, st.Jobs[i].Rate, st.Jobs[i].State = progress, rate, events.GPUJobRunning
+			}
+			st.Jobs = slices.Clone(st.Jobs)
+			h.GPUEvent(st, events.GPUStatusType)
+		}
+		order := []int{0, 1}
+		if !fastFirst {
+			order = []int{1, 0}
+		}
+		for _, i := range order {
+			if i == 0 {
+				report(gpus[0], 100, 1) // the fast share
+			} else {
+				report(gpus[1], 80, 0.5) // the slow share
+			}
+		}
+		h.Advance(60 * time.Second)
+		return h.JobState(gang.JobID).ProgressS
+	}
+	a, b := progress(true), progress(false)
+	if a != b || a != 110 {
+		t.Fatalf("the gang's progress 60 s after its shares reported 100 at 1/s and 80 at 0.5/s: %g and %g by the order heard, want 110 both", a, b)
+	}
+}

@@ -34,7 +34,12 @@ type job struct {
 	lastProgress float64
 	lastRate     float64
 	lastAt       time.Time
-	shardsLeft   int
+	// shareMarks are a gang's last progress reports per GPU: its shares
+	// run at their own speeds, and each GPU's statuses arrive when they do
+	// (at one instant, in any order), so the gang's estimate is its slowest
+	// share's, from all of them, never the last GPU heard.
+	shareMarks map[string]progressMark
+	shardsLeft int
 	// shardsDone are the GPUs whose share of the job completed: each
 	// counts once, whoever says it again (a full status's ended jobs).
 	shardsDone  []string
@@ -136,8 +141,30 @@ func (j *job) estimate(now time.Time) float64 {
 	if j.state != stateRunning {
 		return j.progress
 	}
-	p := j.lastProgress + j.lastRate*now.Sub(j.lastAt).Seconds()
-	return min(max(p, j.lastProgress), j.work())
+	est := progressMark{progress: j.lastProgress, rate: j.lastRate, at: j.lastAt}.by(now, j.work())
+	first := true
+	for _, g := range j.gpus {
+		m, ok := j.shareMarks[g]
+		if !ok || slices.Contains(j.shardsDone, g) {
+			continue
+		}
+		if p := m.by(now, j.work()); first || p < est {
+			est, first = p, false
+		}
+	}
+	return est
+}
+
+// progressMark is a progress report: progress at a time, going on at rate.
+type progressMark struct {
+	progress, rate float64
+	at             time.Time
+}
+
+// by is the progress the mark foretells by now, within [its progress, work].
+func (m progressMark) by(now time.Time, work float64) float64 {
+	p := m.progress + m.rate*now.Sub(m.at).Seconds()
+	return min(max(p, m.progress), work)
 }
 
 // admitsNow reports whether admission lets j be placed now (the pass

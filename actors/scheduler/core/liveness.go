@@ -287,7 +287,7 @@ func (s *Core) adopt(st events.GPUStatus, gj events.GPUJob) {
 		delete(s.journaled, gj.JobID)
 		j = s.fromRecord(r)
 		j.state, j.node, j.placement = stateRunning, st.Node, a.Placement
-		j.gpus, j.shardsLeft, j.shardsDone, j.incarnations = nil, 0, nil, nil
+		j.gpus, j.shardsLeft, j.shardsDone, j.shareMarks, j.incarnations = nil, 0, nil, nil, nil
 		j.progress, j.lastProgress, j.lastRate, j.lastAt, j.stintAt = gj.ProgressS, gj.ProgressS, gj.Rate, now, now
 		j.stintFrom, j.stintSpeed = gj.ProgressS, 1
 		j.history = append(j.history, events.Transition{State: stateRunning, SimTime: now,

@@ -214,7 +214,7 @@ func (s *Core) rankedBy(ps []policy.Placement) []rankFigures {
 func (s *Core) placed(j *job, p policy.Placement, cands []policy.Placement, ranked []rankFigures, refusals, victims []string) {
 	now := s.now
 	j.node, j.gpus = p.Node, p.GPUs
-	j.shardsLeft, j.shardsDone = len(p.GPUs), nil
+	j.shardsLeft, j.shardsDone, j.shareMarks = len(p.GPUs), nil, nil
 	j.lastProgress, j.lastRate, j.lastAt = j.progress, 0, now
 	if len(p.GPUs) == 0 {
 		// A CPU-only job runs at reference speed and ends by the clock.
@@ -395,13 +395,19 @@ type pass struct {
 	// admission (nil without admission).
 	held usage
 	// unplaced is what the pass learnt of the request shapes that fit
-	// nowhere while nothing has changed the view (no placement, no
-	// preemption, no GPUs held, no input): each shape is judged once, not
-	// once per job of a long queue of like jobs. Nil outside continuePass's
-	// loop (an input may have changed the view since).
+	// nowhere while nothing but holds has changed the view (no placement,
+	// no preemption, no input): each shape is placed once, not once per
+	// job of a long queue of like jobs. A hold only takes GPUs away, so a
+	// shape that fit nowhere still fits nowhere and still finds nothing to
+	// hold; only its reason (which counts held GPUs) is asked again, once
+	// per holdings. Nil outside continuePass's loop (an input may have
+	// changed the view since).
 	unplaced map[shape]*unplaced
+	// holdings counts the holds made since the pass learnt anything.
+	holdings int
 	// lostWorkFresh says the shares' lost work was refreshed since the
-	// view last changed (refreshLostWork gives the same at the same instant).
+	// view last changed (refreshLostWork gives the same at the same instant;
+	// holds do not change it).
 	lostWorkFresh bool
 }
 
@@ -423,9 +429,11 @@ func shapeOf(r *policy.Request) shape {
 }
 
 // unplaced is a shape's failure in the current view: why it fits nowhere
-// (policy.Why) and, once asked, that policy.Hold found nothing to hold.
+// (policy.Why, asked at holdings) and, once asked, that policy.Hold found
+// nothing to hold.
 type unplaced struct {
 	why         string
+	holdings    int
 	nothingHeld bool
 }
 
@@ -438,11 +446,19 @@ func (s *Core) unplacedShapes() map[shape]*unplaced {
 	return s.pass.unplaced
 }
 
+// holdingsNow is the pass's count of holds (0 without a pass).
+func (p *pass) holdingsNow() int {
+	if p == nil {
+		return 0
+	}
+	return p.holdings
+}
+
 // viewChanged forgets what the pass learnt of the view.
 func (s *Core) viewChanged() {
 	if s.pass != nil && s.pass.unplaced != nil {
 		clear(s.pass.unplaced)
-		s.pass.lostWorkFresh = false
+		s.pass.holdings, s.pass.lostWorkFresh = 0, false
 	}
 }
 
@@ -474,7 +490,7 @@ func (s *Core) schedule() {
 func (s *Core) continuePass() {
 	p := s.pass
 	// What the pass learnt before it stopped may be stale: inputs came since.
-	p.unplaced, p.lostWorkFresh = map[shape]*unplaced{}, false
+	p.unplaced, p.holdings, p.lostWorkFresh = map[shape]*unplaced{}, 0, false
 	defer func() { p.unplaced = nil }()
 	for ; p.next < len(p.jobs); p.next++ {
 		j := p.jobs[p.next]
@@ -537,11 +553,14 @@ func (s *Core) failed(a *attempt) {
 	req := s.request(j)
 	known := s.unplacedShapes()
 	u := known[shapeOf(req)]
-	if u == nil {
-		u = &unplaced{why: policy.Why(s.view.sorted(), req)}
+	switch {
+	case u == nil:
+		u = &unplaced{why: policy.Why(s.view.sorted(), req), holdings: s.pass.holdingsNow()}
 		if known != nil && len(a.refusals) == 0 {
 			known[shapeOf(req)] = u
 		}
+	case u.holdings != s.pass.holdings:
+		u.why, u.holdings = policy.Why(s.view.sorted(), req), s.pass.holdings
 	}
 	reason := u.why
 	if j.decision != nil && len(j.decision.Refusals) > 0 && j.decision.Node == "" {
@@ -559,7 +578,9 @@ func (s *Core) failed(a *attempt) {
 			// event per aged job per pass (59,000 of seed 22's 76,000
 			// simtest events).
 			reason += "; waited past the starvation age (" + s.cfg.StarvationAge.String() + "), holding " + strings.Join(names, ",")
-			s.viewChanged()
+			if known != nil {
+				s.pass.holdings++
+			}
 		} else {
 			u.nothingHeld = true
 		}
@@ -639,6 +660,12 @@ func (s *Core) applyStatus(st events.GPUStatus, at time.Time) {
 	for _, sj := range st.Jobs {
 		if j, ok := s.jobs[sj.JobID]; ok && j.state == stateRunning && sj.State == events.GPUJobRunning {
 			j.lastProgress, j.lastRate, j.lastAt = sj.ProgressS, sj.Rate, at
+			if len(j.gpus) > 1 {
+				if j.shareMarks == nil {
+					j.shareMarks = map[string]progressMark{}
+				}
+				j.shareMarks[st.GPU] = progressMark{progress: sj.ProgressS, rate: sj.Rate, at: at}
+			}
 		}
 	}
 	switch st.Change {
