@@ -107,7 +107,7 @@ func Draw(seed uint64, hours float64) Case {
 		// small clusters' rates are capped.
 		c.Kills = min(c.Kills, maxKillsPerGPUHour*float64(total))
 	}
-	c.Arrivals = arrivals(rng, seed, c.Rate, time.Duration(hours*float64(time.Hour)))
+	c.Arrivals = feasible(arrivals(rng, seed, c.Rate, time.Duration(hours*float64(time.Hour))), c.Shape, hours)
 	// Drawn last, so that the cases drawn before they were (shape,
 	// policies, load, kills, arrivals) stay what they were.
 	if rng.IntN(2) == 0 {
@@ -116,6 +116,70 @@ func Draw(seed uint64, hours float64) Case {
 		c.FaultFor = time.Duration(1+rng.IntN(30)) * time.Minute
 	}
 	return c
+}
+
+// feasibleBudget is how many hours of work each GPU may be given by the
+// jobs that fit only on GPUs as large as it or larger, beyond the hours of
+// arrivals: half the 30-day drain, since such jobs share their GPUs with
+// others and slow down beside them.
+const feasibleBudget = 15 * 24
+
+// feasible drops the arrivals a drawn cluster could not finish within the
+// drain: the generated mix does not know the cluster, and a job that fits
+// only the few largest GPUs waits for them in line (seed 391: 48 V100
+// 32GB and one A100 80GB, about 165 jobs of 34–38 GB for the one A100, a
+// month of work in line — 7 never ended in 30 days of drain, a livelock of
+// the case like seed 242's, not of the scheduler). For each GPU size, the
+// work of the jobs that need at least that size may not exceed the GPUs
+// of that size or larger times the hours plus feasibleBudget; an arrival
+// that would is dropped. Pure, and cases within bounds keep every arrival.
+func feasible(arrivals []jobgen.Arrival, shape model.Shape, hours float64) []jobgen.Arrival {
+	var sizes []int64 // every GPU's VRAM
+	for _, n := range shape.Nodes {
+		for _, g := range n.GPUs {
+			sizes = append(sizes, int64(g.Model.VRAM))
+		}
+	}
+	slices.Sort(sizes)
+	budget := hours + feasibleBudget
+	demand := map[int64]float64{} // GPU-hours asked of the GPUs of at least a size
+	out := arrivals[:0:0]
+	for _, a := range arrivals {
+		var req events.SubmitRequest
+		spec, fe := model.Job{}, (*model.FieldError)(nil)
+		if err := json.Unmarshal(a.Body, &req); err == nil {
+			spec, fe = req.Job()
+		}
+		if fe != nil || spec.GPUs == 0 || spec.VRAM == 0 {
+			out = append(out, a) // CPU-only and shares fit anywhere
+			continue
+		}
+		// The smallest size it fits on: it runs on that size or larger,
+		// and so loads every size up to that one.
+		i, _ := slices.BinarySearch(sizes, int64(spec.VRAM))
+		if i == len(sizes) {
+			out = append(out, a) // fits nowhere: the scheduler rejects it
+			continue
+		}
+		work := spec.Duration.Hours() * float64(spec.GPUs)
+		ok := true
+		for k := 0; k <= i && ok; k++ {
+			if k == 0 || sizes[k] != sizes[k-1] {
+				// sizes[k:] are the GPUs of at least sizes[k].
+				ok = demand[sizes[k]]+work <= float64(len(sizes)-k)*budget
+			}
+		}
+		if !ok {
+			continue
+		}
+		for k := 0; k <= i; k++ {
+			if k == 0 || sizes[k] != sizes[k-1] {
+				demand[sizes[k]] += work
+			}
+		}
+		out = append(out, a)
+	}
+	return out
 }
 
 // arrivals are the generated mix at rate over horizon, some jobs turned

@@ -2,10 +2,13 @@ package simtest
 
 import (
 	"context"
+	"encoding/json"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gpusched/gpusched/events"
 )
 
 // TestSeedsKeepEveryInvariant runs a few drawn seeds (clusters of 1–64
@@ -59,5 +62,31 @@ func TestAProblemNamesItsHistory(t *testing.T) {
 	h := history(log, "lifecycle: job "+id+" completed twice")
 	if len(h) != 2 || !strings.HasPrefix(h[0], "a ") || !strings.HasPrefix(h[1], "d ") {
 		t.Fatalf("history %q, want the job's two events", h)
+	}
+}
+
+// TestADrawnCaseGivesItsLargestGPUsNoMoreThanTheyCanFinish: seed 391
+// draws one A100 80GB beside 49 smaller GPUs and a day of the mix; the
+// jobs too large for the others (over 32 GB) were a month of work in line
+// for that one GPU, and 7 never ended in the 30 days of drain. The drawn
+// arrivals now keep that GPU's work within its hours plus the budget.
+func TestADrawnCaseGivesItsLargestGPUsNoMoreThanTheyCanFinish(t *testing.T) {
+	c := Draw(391, 24)
+	var bigWork float64
+	for _, a := range c.Arrivals {
+		var req events.SubmitRequest
+		if err := json.Unmarshal(a.Body, &req); err != nil {
+			t.Fatal(err)
+		}
+		spec, fe := req.Job()
+		if fe != nil {
+			t.Fatal(fe)
+		}
+		if spec.GPUs > 0 && spec.VRAM > 32<<30 {
+			bigWork += spec.Duration.Hours() * float64(spec.GPUs)
+		}
+	}
+	if limit := 24.0 + feasibleBudget; bigWork == 0 || bigWork > limit {
+		t.Fatalf("%s: %.0f GPU-hours of jobs over 32 GB for its one A100 80GB, want some and at most %.0f", c.GPUs, bigWork, limit)
 	}
 }
