@@ -237,6 +237,16 @@ func (s *Core) onReply(m *Msg) {
 		was = before.status.Incarnation
 	}
 	s.applyStatus(st, s.now)
+	if gs, ok := s.view.gpus[c.gpu]; ok && s.virtual && !gs.g.Alive && st.Incarnation == gs.status.Incarnation && st.Incarnation > gs.dead {
+		// A suspect GPU that answers is reachable: trusted again. On a
+		// scaled clock its node's next heartbeat says so; a virtual
+		// clock's nodes heartbeat once, and a GPU made suspect by a
+		// dropped answer stayed so for good (simtest seed 243).
+		gs.g.Alive = true
+		s.view.cluster.Touch(gs.g)
+		s.dirty = true
+		s.log.Info("GPU trusted again: it answered", zap.String("gpu", c.gpu))
+	}
 	// A GPU taken up at a new incarnation (first read, or rejoined) gets
 	// at once the lease the heartbeat that named it alive would have
 	// granted, counted by its node from when that heartbeat left: waiting

@@ -569,6 +569,9 @@ func (s *Core) Step(in Input) {
 		s.schedule()
 	case TimerWake:
 		s.finishCPUJobs()
+		if s.virtual {
+			s.checkOverdue() // no aging ticker on a virtual clock
+		}
 		if len(s.queue) > 0 {
 			s.dirty = true
 		}
@@ -661,6 +664,20 @@ func (s *Core) NextWake() time.Time {
 	if s.cfg.StarvationAge > 0 {
 		for _, j := range s.queue {
 			earlier(j.submitted.Add(s.cfg.StarvationAge))
+		}
+	}
+	if s.virtual {
+		// A job still running past its end is looked for on its GPUs
+		// (checkOverdue): its completion may have been dropped. Its wake
+		// comes a grace after the end, so that a completion on time never
+		// costs an instant of its own.
+		for _, j := range s.running {
+			if at, ok := j.overdueBy(); ok {
+				if at.Before(j.overdueAt) {
+					at = j.overdueAt // read already: again after the grace
+				}
+				earlier(at)
+			}
 		}
 	}
 	return next

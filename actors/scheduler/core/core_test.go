@@ -1475,3 +1475,46 @@ func TestAGangsProgressIsItsSlowestShareWhicheverGPUSpokeLast(t *testing.T) {
 		t.Fatalf("the gang's progress 60 s after its shares reported 100 at 1/s and 80 at 0.5/s: %g and %g by the order heard, want 110 both", a, b)
 	}
 }
+
+// TestOnAVirtualClockALostCompletionIsFoundAndASuspectGPUThatAnswersIsTrusted:
+// a job's completion event is lost (a drop) on a GPU made suspect by an
+// answer that was lost too. A scaled clock's aging ticker and its node's
+// heartbeats would bring both to light; a virtual clock has neither. Its
+// core wakes a grace after the job's estimated end (NextWake), reads the
+// GPU though it is suspect, learns the completion from the full status,
+// and trusts the GPU again since it answered (simtest seeds 159 and 243:
+// a job ran for ever, and the GPU stayed suspect for the whole run).
+func TestOnAVirtualClockALostCompletionIsFoundAndASuspectGPUThatAnswersIsTrusted(t *testing.T) {
+	h := newHarness(t, Config{Virtual: true})
+	g := h.AddGPU("n1", "n1-gpu-0", "A100-40GB")
+	a := h.Submit(spec("a", "10GB")) // an hour at reference speed
+	h.Pass()
+	h.Deliver()
+	if s := h.JobState(a.JobID); s.State != events.JobRunning {
+		t.Fatalf("a is %s, want running", s.State)
+	}
+	h.Core.suspect("n1-gpu-0")
+	end := h.Now.Add(time.Hour)
+	wake := h.Core.NextWake()
+	if !wake.After(end) || wake.After(end.Add(2*overdueGrace)) {
+		t.Fatalf("next wake %s, want a grace after the job's end %s", wake, end)
+	}
+	// The GPU completes the job; its event never arrives.
+	g.drop(a.JobID)
+	h.Advance(wake.Sub(h.Now))
+	h.Sent = nil
+	h.Step(Input{Timer: TimerWake})
+	d := h.Sends(events.OpDescribe)
+	if len(d) != 1 {
+		t.Fatalf("%d describes of the overdue job's suspect GPU, want 1", len(d))
+	}
+	full := g.Status
+	full.Ended = []events.EndedJob{{JobID: a.JobID, Change: events.ChangeCompleted, ProgressS: 3600}}
+	h.Step(Input{Msg: &Msg{Subject: d[0].Reply, Data: encode(events.ControlReply{OK: true, Status: &full})}})
+	if s := h.JobState(a.JobID); s.State != events.JobCompleted {
+		t.Fatalf("a is %s after its GPU's full status named it completed, want completed", s.State)
+	}
+	if !h.Core.view.gpus["n1-gpu-0"].g.Alive {
+		t.Fatal("the suspect GPU answered and is still suspect")
+	}
+}

@@ -61,6 +61,46 @@ func (s *Core) checkLeases() {
 // are read again while it stays unaccounted for.
 const overdueRecheck = time.Second
 
+// overdueGrace is how long past its estimated end a job on a virtual
+// clock runs before its GPUs are read (checkOverdue; the aging ticker does
+// it on a scaled clock), and how often again after that: simulated time,
+// long next to the float error of an estimate, short next to a job.
+const overdueGrace = time.Minute
+
+// overdueBy is when a running GPU job becomes overdue on a virtual clock:
+// a grace after its estimate reaches its work (false: it never does, or
+// it is not timed by its progress).
+func (j *job) overdueBy() (time.Time, bool) {
+	if j.cpuEnds != nil || len(j.gpus) == 0 || j.spec.Training != nil {
+		return time.Time{}, false
+	}
+	end := func(m progressMark) (time.Time, bool) {
+		if m.progress >= j.work() {
+			return m.at, true
+		}
+		if m.rate <= 0 {
+			return time.Time{}, false
+		}
+		return m.at.Add(time.Duration((j.work() - m.progress) / m.rate * float64(time.Second))), true
+	}
+	last, ok := end(progressMark{progress: j.lastProgress, rate: j.lastRate, at: j.lastAt})
+	for _, g := range j.gpus {
+		m, marked := j.shareMarks[g]
+		if !marked || slices.Contains(j.shardsDone, g) {
+			continue
+		}
+		// A gang ends with its slowest share.
+		at, ends := end(m)
+		if !ends {
+			return time.Time{}, false
+		}
+		if at.After(last) {
+			last = at
+		}
+	}
+	return last.Add(overdueGrace), ok || len(j.shareMarks) > 0
+}
+
 // checkOverdue reads in full the GPUs of each running job that should have
 // ended by now: a completion whose event was lost (a drop, a partition's
 // last words) is then learned by reconciling, which nothing else would
@@ -73,8 +113,13 @@ func (s *Core) checkOverdue() {
 			continue
 		}
 		j.overdueAt = wall.Add(overdueRecheck)
+		if s.virtual {
+			j.overdueAt = wall.Add(overdueGrace)
+		}
 		for _, g := range slices.Clone(j.gpus) {
-			if gs, ok := s.view.gpus[g]; ok && gs.g.Alive && gs.status.Incarnation > gs.dead {
+			// On a virtual clock a suspect GPU is read too: its answer
+			// is what trusts it again (calls.go).
+			if gs, ok := s.view.gpus[g]; ok && (gs.g.Alive || s.virtual) && gs.status.Incarnation > gs.dead {
 				s.describe(gs.status.Node, g)
 			}
 		}
