@@ -23,6 +23,7 @@ import (
 	"github.com/gpusched/gpusched/pollux"
 	"github.com/gpusched/gpusched/replay"
 	"github.com/gpusched/gpusched/sim"
+	"github.com/gpusched/gpusched/simtest"
 )
 
 // Options is what a bench run measures.
@@ -93,7 +94,7 @@ func Run(ctx context.Context, o Options) (*Table, error) {
 		o.openb.plan = replay.Prepare(o.openb.nodes, o.openb.pods, 42, replay.DefaultInflate)
 	}
 	steps := []func(context.Context, *Table, Options, func(string, ...any)) error{
-		policySection, busSection, pathSection, fanoutSection, actorsSection, replaySection, availabilitySection,
+		policySection, busSection, pathSection, fanoutSection, actorsSection, replaySection, availabilitySection, simtestSection,
 	}
 	for _, step := range steps {
 		if err := step(ctx, t, o, say); err != nil {
@@ -668,6 +669,68 @@ func availabilitySection(ctx context.Context, t *Table, o Options, say func(stri
 			fmt.Sprintf("p99 < %s, no healthy lease lapses", targetSilentP99), ok(res.Latencies.P(0.99) < targetSilentP99 && res.HealthyDowns == 0))
 		return nil
 	})
+}
+
+// simtestSeeds is the simulation-testing target's run (issue 23): a
+// thousand drawn seeds of a day each; --quick runs simtestQuickSeeds and
+// says it is not the target's run.
+const (
+	simtestSeeds      = 1000
+	simtestQuickSeeds = 20
+)
+
+// targetSimtest bounds the wall time of the thousand seeds.
+const targetSimtest = 10 * time.Minute
+
+// simtestSection runs `cluster simtest --seeds 1-1000 --hours 24`: every
+// seed's cluster, workload and faults drawn, run on the virtual clock,
+// every event checked, one seed per core at once.
+func simtestSection(ctx context.Context, t *Table, o Options, say func(string, ...any)) error {
+	const sec = "8 simulation testing"
+	n := simtestSeeds
+	if o.Quick {
+		n = simtestQuickSeeds
+	}
+	say("simtest: %d seeds of 24 h, %d at once", n, runtime.GOMAXPROCS(0))
+	start := time.Now()
+	var mu sync.Mutex
+	var days float64
+	var jobs, violations, done int
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	var wg sync.WaitGroup
+	for seed := 1; seed <= n; seed++ {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			if ctx.Err() != nil {
+				return
+			}
+			out := simtest.Run(ctx, simtest.Draw(uint64(seed), 24))
+			mu.Lock()
+			defer mu.Unlock()
+			days += out.Summary.Length.Hours() / 24
+			jobs += out.Summary.Submitted
+			if out.Err != nil || len(out.Problems) > 0 {
+				violations++
+			}
+			if done++; done%100 == 0 {
+				say("simtest: %d of %d seeds", done, n)
+			}
+		})
+	}
+	wg.Wait()
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	took := time.Since(start)
+	what := fmt.Sprintf("cluster simtest --seeds 1-%d --hours 24 (faults drawn, every event checked)", n)
+	fig := fmt.Sprintf("%s; %.0f simulated days, %s jobs, %d seeds with violations", took.Round(time.Second), days, thousands(float64(jobs)), violations)
+	if o.Quick {
+		t.add(sec, what, fig+" (--quick: not the target's thousand seeds)", "", nil)
+		return nil
+	}
+	t.add(sec, what, fig, fmt.Sprintf("< %s, 0 violations", targetSimtest), ok(took < targetSimtest && violations == 0))
+	return nil
 }
 
 // withCluster starts a cluster of co (a file store in a temp dir), runs fn

@@ -28,7 +28,8 @@ scheduler, node and GPU actors), with no journal, --memory and the
 durable store, in-process and over loopback TCP; the raw bus beside them;
 GPU actors' memory and start-up at 10,000 and 100,000; event fan-out to
 1, 5 and 20 observers; the openb replay live and offline, and the 6×10
-matrix. Each target of docs/PERFORMANCE.md is checked: "met" or "MISSED".
+matrix; the Pollux workloads; a node naming 1,000 silent GPUs; and
+cluster simtest over a thousand seeds (about 9 minutes). Each target of docs/PERFORMANCE.md is checked: "met" or "MISSED".
 Progress goes to stderr, the table to stdout. --quick is a reduced run of
 under a minute.
 
@@ -36,7 +37,7 @@ flags:
 `)
 		fs.PrintDefaults()
 	}
-	quick := fs.Bool("quick", false, "a reduced run (under a minute): fewer samples, no 100,000 GPU actors, no replay matrix")
+	quick := fs.Bool("quick", false, "a reduced run (about a minute): fewer samples, no 100,000 GPU actors, no replay matrix, 20 simtest seeds")
 	traces := fs.String("traces", tracesDir(), "the openb trace folder (alibaba-openb); its rows are skipped when absent")
 	quiet := fs.Bool("quiet", false, "no progress lines")
 	if err := fs.Parse(args); err != nil {
