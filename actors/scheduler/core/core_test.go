@@ -1518,3 +1518,45 @@ func TestOnAVirtualClockALostCompletionIsFoundAndASuspectGPUThatAnswersIsTrusted
 		t.Fatal("the suspect GPU answered and is still suspect")
 	}
 }
+
+// TestALeaseVerdictKeepsTheCheckpointsReachedUntilTheGPUWasLastHeard: a
+// GPU says nothing while its jobs do not change, so its last status may
+// be hours old when its lease runs out. The job it ran keeps the
+// checkpoints it reached until the GPU's lease was last renewed, not
+// those of that status (found on the virtual-lease branch: simtest seed 7
+// re-queued jobs at progress 0 after five hours of running).
+func TestALeaseVerdictKeepsTheCheckpointsReachedUntilTheGPUWasLastHeard(t *testing.T) {
+	h := newHarness(t, Config{Lease: 2 * time.Hour})
+	h.AddGPU("n1", "n1-gpu-0", "A100-40GB")
+	g := h.GPUs["n1-gpu-0"]
+	a := h.Submit(spec("a", "10GB", "duration", "10h", "checkpoint", "10m"))
+	if s := h.JobState(a.JobID); s.State != events.JobRunning {
+		t.Fatalf("a is %s, want running", s.State)
+	}
+	// The GPU's status as it commits the job: progress 0 — its last word.
+	st := g.Status
+	st.Version++
+	g.Status = st
+	st.Jobs = slices.Clone(st.Jobs)
+	for i := range st.Jobs {
+		st.Jobs[i].State, st.Jobs[i].ProgressS, st.Jobs[i].Rate = events.GPUJobRunning, 0, 1
+	}
+	st.Change, st.JobID = events.ChangeCommitted, a.JobID
+	h.GPUEvent(st, events.GPUStatusType)
+	h.Advance(time.Hour)
+	h.Heartbeat("n1") // heard, running, an hour in; then nothing more
+	h.Advance(2*time.Hour + time.Minute)
+	h.Step(Input{Timer: TimerLease})
+	s := h.JobState(a.JobID)
+	if !strings.Contains(history(s), "lost") || s.ProgressS < 3600 {
+		t.Fatalf("after the lease verdict a is %s with %g s kept (%s), want lost with the hour it ran until it was last heard", s.State, s.ProgressS, history(s))
+	}
+}
+
+func history(info events.JobInfo) string {
+	var states []string
+	for _, tr := range info.History {
+		states = append(states, tr.State)
+	}
+	return strings.Join(states, ",")
+}

@@ -20,7 +20,7 @@ const DefaultLease = 6 * time.Second
 // renewLease counts a GPU's lease from now (wall time).
 func (s *Core) renewLease(gs *gpuState) {
 	if s.cfg.Lease > 0 {
-		gs.leaseUntil = s.wall.Add(s.cfg.Lease)
+		gs.leaseUntil, gs.renewedAt = s.wall.Add(s.cfg.Lease), s.now
 	}
 }
 
@@ -202,6 +202,15 @@ func (s *Core) declareDead(gs *gpuState, reason string) {
 	st := gs.status
 	st.Change, st.JobID, st.Reason = events.ChangeLeaseExpired, "", reason
 	st.Jobs = s.jobsOn(g.ID, inc, st.Jobs)
+	// Its jobs ran at least until it was last heard (its lease's last
+	// renewal): what its last status said may be hours older (a GPU
+	// whose jobs do not change says nothing), and a job would lose the
+	// checkpoints it reached since.
+	for i := range st.Jobs {
+		if j, ok := s.jobs[st.Jobs[i].JobID]; ok && !gs.renewedAt.IsZero() {
+			st.Jobs[i].ProgressS = max(st.Jobs[i].ProgressS, min(j.estimate(gs.renewedAt), j.estimate(s.now)))
+		}
+	}
 	s.stats.deaths++
 	s.log.Warn("GPU declared dead", zap.String("gpu", g.ID), zap.String("node", g.Node), zap.Int("incarnation", inc),
 		zap.String("reason", reason), zap.Int("jobs", len(st.Jobs)))

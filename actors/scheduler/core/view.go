@@ -28,7 +28,10 @@ type gpuState struct {
 	// incarnation declared dead (or reported down), whose messages are
 	// ignored from then on.
 	leaseUntil time.Time
-	dead       int
+	// renewedAt is when (simulated time) its lease was last renewed: it
+	// was heard then, running its jobs.
+	renewedAt time.Time
+	dead      int
 	// described is set once a restarted scheduler has read the GPU in
 	// full (its jobs' specs and what ended there lately).
 	described bool
