@@ -47,7 +47,7 @@ type Case struct {
 // DefaultSample is how often a run samples its totals: every 10 simulated
 // minutes. A sample is an instant of its own on the virtual clock, and at
 // one a minute (compare's default for a day) the samples were 43 % of a
-// run's instants and 20 % of its wall time (seeds 1-40: 29.7 s at 1 min,
+// run's settles and 20 % of its wall time (seeds 1-40: 29.7 s at 1 min,
 // 23.7 s at 10 min). A total that went back stays back until a sample sees
 // it; one that went back and forward again between two samples is missed
 // at any period.
