@@ -693,32 +693,22 @@ func simtestSection(ctx context.Context, t *Table, o Options, say func(string, .
 	}
 	say("simtest: %d seeds of 24 h, %d at once", n, runtime.GOMAXPROCS(0))
 	start := time.Now()
-	var mu sync.Mutex
+	seeds := make([]uint64, n)
+	for i := range seeds {
+		seeds[i] = uint64(i + 1)
+	}
 	var days float64
 	var jobs, violations, done int
-	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
-	var wg sync.WaitGroup
-	for seed := 1; seed <= n; seed++ {
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			if ctx.Err() != nil {
-				return
-			}
-			out := simtest.Run(ctx, simtest.Draw(uint64(seed), 24))
-			mu.Lock()
-			defer mu.Unlock()
-			days += out.Summary.Length.Hours() / 24
-			jobs += out.Summary.Submitted
-			if out.Err != nil || len(out.Problems) > 0 {
-				violations++
-			}
-			if done++; done%100 == 0 {
-				say("simtest: %d of %d seeds", done, n)
-			}
-		})
-	}
-	wg.Wait()
+	simtest.RunSeeds(ctx, seeds, 24, 0, runtime.GOMAXPROCS(0), func(out simtest.Outcome) {
+		days += out.Summary.Length.Hours() / 24
+		jobs += out.Summary.Submitted
+		if out.Err != nil || len(out.Problems) > 0 {
+			violations++
+		}
+		if done++; done%100 == 0 {
+			say("simtest: %d of %d seeds", done, n)
+		}
+	})
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}

@@ -146,10 +146,11 @@ func feasible(arrivals []jobgen.Arrival, shape model.Shape, hours float64) []job
 	out := arrivals[:0:0]
 	for _, a := range arrivals {
 		var req events.SubmitRequest
-		spec, fe := model.Job{}, (*model.FieldError)(nil)
-		if err := json.Unmarshal(a.Body, &req); err == nil {
-			spec, fe = req.Job()
+		if err := json.Unmarshal(a.Body, &req); err != nil {
+			out = append(out, a) // not the mix's: the scheduler judges it
+			continue
 		}
+		spec, fe := req.Job()
 		if fe != nil || spec.GPUs == 0 || spec.VRAM == 0 {
 			out = append(out, a) // CPU-only and shares fit anywhere
 			continue
@@ -291,6 +292,37 @@ func Run(ctx context.Context, c Case) Outcome {
 		mu.Unlock()
 	}
 	return out
+}
+
+// RunSeeds runs the cases of seeds for hours each, sampled every sample
+// (zero: DefaultSample), workers at once, and returns their outcomes in
+// the seeds' order; done, when set, is called with each outcome as it
+// comes (one call at a time). Seeds not started when ctx ends have a zero
+// outcome.
+func RunSeeds(ctx context.Context, seeds []uint64, hours float64, sample time.Duration, workers int, done func(Outcome)) []Outcome {
+	outcomes := make([]Outcome, len(seeds))
+	sem := make(chan struct{}, max(workers, 1))
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for i, seed := range seeds {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			if ctx.Err() != nil {
+				return
+			}
+			c := Draw(seed, hours)
+			c.Sample = sample
+			outcomes[i] = Run(ctx, c)
+			if done != nil {
+				mu.Lock()
+				defer mu.Unlock()
+				done(outcomes[i])
+			}
+		})
+	}
+	wg.Wait()
+	return outcomes
 }
 
 // backwards reports the totals of a run's series that ever decreased.

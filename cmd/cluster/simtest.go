@@ -8,7 +8,6 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/pprof"
-	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -64,39 +63,25 @@ func simtestCommand(args []string) error {
 			progressbar.OptionShowCount(), progressbar.OptionSetElapsedTime(true))
 	}
 	start := time.Now()
-	outcomes := make([]simtest.Outcome, len(seeds))
-	sem := make(chan struct{}, *workers)
-	var mu sync.Mutex
-	var wg sync.WaitGroup
+	drawn := make([]uint64, len(seeds))
 	for i, seed := range seeds {
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			if ctx.Err() != nil {
-				return
-			}
-			c := simtest.Draw(uint64(seed), *hours)
-			c.Sample = *sample
-			o := simtest.Run(ctx, c)
-			outcomes[i] = o
-			mu.Lock()
-			defer mu.Unlock()
-			if bar != nil {
-				bar.Add(1)
-			}
-			if *verbose {
-				status := "ok"
-				if o.Err != nil {
-					status = "error: " + o.Err.Error()
-				} else if len(o.Problems) > 0 {
-					status = fmt.Sprintf("%d problems", len(o.Problems))
-				}
-				fmt.Printf("%s — %d events, %d/%d completed, %d faults — %s (%s)\n", o.Case, o.Events, o.Summary.Completed,
-					o.Summary.Submitted, o.Summary.Faults, status, o.Wall.Round(time.Millisecond))
-			}
-		})
+		drawn[i] = uint64(seed)
 	}
-	wg.Wait()
+	outcomes := simtest.RunSeeds(ctx, drawn, *hours, *sample, *workers, func(o simtest.Outcome) {
+		if bar != nil {
+			bar.Add(1)
+		}
+		if *verbose {
+			status := "ok"
+			if o.Err != nil {
+				status = "error: " + o.Err.Error()
+			} else if len(o.Problems) > 0 {
+				status = fmt.Sprintf("%d problems", len(o.Problems))
+			}
+			fmt.Printf("%s — %d events, %d/%d completed, %d faults — %s (%s)\n", o.Case, o.Events, o.Summary.Completed,
+				o.Summary.Submitted, o.Summary.Faults, status, o.Wall.Round(time.Millisecond))
+		}
+	})
 	if bar != nil {
 		bar.Finish()
 		fmt.Fprintln(os.Stderr)

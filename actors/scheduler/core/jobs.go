@@ -141,18 +141,39 @@ func (j *job) estimate(now time.Time) float64 {
 	if j.state != stateRunning {
 		return j.progress
 	}
-	est := progressMark{progress: j.lastProgress, rate: j.lastRate, at: j.lastAt}.by(now, j.work())
-	first := true
-	for _, g := range j.gpus {
-		m, ok := j.shareMarks[g]
-		if !ok || slices.Contains(j.shardsDone, g) {
-			continue
-		}
-		if p := m.by(now, j.work()); first || p < est {
-			est, first = p, false
-		}
+	marks := j.marks()
+	est := marks[0].by(now, j.work())
+	for _, m := range marks[1:] {
+		est = min(est, m.by(now, j.work()))
 	}
 	return est
+}
+
+// marks are the progress reports a running job's estimate reads: a gang's
+// last report from each GPU whose share has not completed (it goes at its
+// slowest share's pace), else its one last report. Never empty.
+func (j *job) marks() []progressMark {
+	if out := j.shareMarksLeft(); len(out) > 0 {
+		return out
+	}
+	return []progressMark{j.lastMark()}
+}
+
+// shareMarksLeft are a gang's last reports from the GPUs whose share has
+// not completed.
+func (j *job) shareMarksLeft() []progressMark {
+	var out []progressMark
+	for _, g := range j.gpus {
+		if m, ok := j.shareMarks[g]; ok && !slices.Contains(j.shardsDone, g) {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// lastMark is the job's last progress report, from whichever GPU it was.
+func (j *job) lastMark() progressMark {
+	return progressMark{progress: j.lastProgress, rate: j.lastRate, at: j.lastAt}
 }
 
 // progressMark is a progress report: progress at a time, going on at rate.
@@ -165,6 +186,17 @@ type progressMark struct {
 func (m progressMark) by(now time.Time, work float64) float64 {
 	p := m.progress + m.rate*now.Sub(m.at).Seconds()
 	return min(max(p, m.progress), work)
+}
+
+// reaches is when the mark foretells work done (false: never, at no rate).
+func (m progressMark) reaches(work float64) (time.Time, bool) {
+	switch {
+	case m.progress >= work:
+		return m.at, true
+	case m.rate <= 0:
+		return time.Time{}, false
+	}
+	return m.at.Add(time.Duration((work - m.progress) / m.rate * float64(time.Second))), true
 }
 
 // admitsNow reports whether admission lets j be placed now (the pass

@@ -74,23 +74,13 @@ func (j *job) overdueBy() (time.Time, bool) {
 	if j.cpuEnds != nil || len(j.gpus) == 0 || j.spec.Training != nil {
 		return time.Time{}, false
 	}
-	end := func(m progressMark) (time.Time, bool) {
-		if m.progress >= j.work() {
-			return m.at, true
-		}
-		if m.rate <= 0 {
-			return time.Time{}, false
-		}
-		return m.at.Add(time.Duration((j.work() - m.progress) / m.rate * float64(time.Second))), true
-	}
-	last, ok := end(progressMark{progress: j.lastProgress, rate: j.lastRate, at: j.lastAt})
-	for _, g := range j.gpus {
-		m, marked := j.shareMarks[g]
-		if !marked || slices.Contains(j.shardsDone, g) {
-			continue
-		}
-		// A gang ends with its slowest share.
-		at, ends := end(m)
+	// A gang ends with its slowest share. The last report heard counts
+	// too, even a finished share's (so it was written; leaving it out
+	// changed simtest seed 1's events).
+	last, ok := j.lastMark().reaches(j.work())
+	shares := j.shareMarksLeft()
+	for _, m := range shares {
+		at, ends := m.reaches(j.work())
 		if !ends {
 			return time.Time{}, false
 		}
@@ -208,7 +198,7 @@ func (s *Core) declareDead(gs *gpuState, reason string) {
 	// checkpoints it reached since.
 	for i := range st.Jobs {
 		if j, ok := s.jobs[st.Jobs[i].JobID]; ok && !gs.renewedAt.IsZero() {
-			st.Jobs[i].ProgressS = max(st.Jobs[i].ProgressS, min(j.estimate(gs.renewedAt), j.estimate(s.now)))
+			st.Jobs[i].ProgressS = max(st.Jobs[i].ProgressS, j.estimate(gs.renewedAt)) // renewedAt is never after now
 		}
 	}
 	s.stats.deaths++

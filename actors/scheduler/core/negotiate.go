@@ -89,8 +89,8 @@ func (s *Core) try(a *attempt) tryResult {
 	}
 	s.refreshWorkload()
 	req := s.request(j)
-	if a.inPass && a.n == 0 {
-		if _, ok := s.unplacedShapes()[shapeOf(req)]; ok {
+	if known := s.unplacedShapes(); a.inPass && a.n == 0 && known != nil {
+		if _, ok := known[shapeOf(req)]; ok {
 			// A job of this shape found no place and no victims in this
 			// very view: neither will this one (failed gives the reason).
 			s.failed(a)
@@ -123,12 +123,7 @@ func (s *Core) try(a *attempt) tryResult {
 			a.n--
 			return tryWait
 		}
-		if s.pass == nil || s.pass.unplaced == nil || !s.pass.lostWorkFresh {
-			s.refreshLostWork()
-			if s.pass != nil && s.pass.unplaced != nil {
-				s.pass.lostWorkFresh = true
-			}
-		}
+		s.refreshLostWorkOnce()
 		if pre, ok := s.preempt.Victims(s.view.sorted(), req); ok {
 			s.preemptFor(j, pre.Victims)
 			a.preempting = true

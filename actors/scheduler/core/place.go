@@ -446,6 +446,18 @@ func (s *Core) unplacedShapes() map[shape]*unplaced {
 	return s.pass.unplaced
 }
 
+// refreshLostWorkOnce is refreshLostWork, done once while the pass's view
+// stands (inside continuePass's loop; every time outside it).
+func (s *Core) refreshLostWorkOnce() {
+	if s.unplacedShapes() != nil && s.pass.lostWorkFresh {
+		return
+	}
+	s.refreshLostWork()
+	if s.unplacedShapes() != nil {
+		s.pass.lostWorkFresh = true
+	}
+}
+
 // holdingsNow is the pass's count of holds (0 without a pass).
 func (p *pass) holdingsNow() int {
 	if p == nil {
@@ -552,12 +564,16 @@ func (s *Core) failed(a *attempt) {
 	now := s.now
 	req := s.request(j)
 	known := s.unplacedShapes()
-	u := known[shapeOf(req)]
+	var key shape
+	if known != nil {
+		key = shapeOf(req)
+	}
+	u := known[key]
 	switch {
 	case u == nil:
 		u = &unplaced{why: policy.Why(s.view.sorted(), req), holdings: s.pass.holdingsNow()}
 		if known != nil && len(a.refusals) == 0 {
-			known[shapeOf(req)] = u
+			known[key] = u
 		}
 	case u.holdings != s.pass.holdings:
 		u.why, u.holdings = policy.Why(s.view.sorted(), req), s.pass.holdings
