@@ -141,22 +141,21 @@ func (j *job) estimate(now time.Time) float64 {
 	if j.state != stateRunning {
 		return j.progress
 	}
-	marks := j.marks()
-	est := marks[0].by(now, j.work())
-	for _, m := range marks[1:] {
-		est = min(est, m.by(now, j.work()))
+	// A gang goes at its slowest unfinished share's pace; a job without
+	// such reports at its last one. (Allocation-free: every share's lost
+	// work is estimated at each pass that looks for victims.)
+	est, found := 0.0, false
+	for _, g := range j.gpus {
+		if m, ok := j.shareMarks[g]; ok && !slices.Contains(j.shardsDone, g) {
+			if p := m.by(now, j.work()); !found || p < est {
+				est, found = p, true
+			}
+		}
+	}
+	if !found {
+		return j.lastMark().by(now, j.work())
 	}
 	return est
-}
-
-// marks are the progress reports a running job's estimate reads: a gang's
-// last report from each GPU whose share has not completed (it goes at its
-// slowest share's pace), else its one last report. Never empty.
-func (j *job) marks() []progressMark {
-	if out := j.shareMarksLeft(); len(out) > 0 {
-		return out
-	}
-	return []progressMark{j.lastMark()}
 }
 
 // shareMarksLeft are a gang's last reports from the GPUs whose share has
