@@ -52,7 +52,10 @@ func TestEveryFaultKindOnAVirtualClockRepeats(t *testing.T) {
 						said++
 					}
 				}
-				_, csv := runConfig(t, cfg)
+				res, csv := runConfig(t, cfg)
+				if res.LooseArms > 0 {
+					t.Errorf("%s: %d timers armed after their work let the clock go", c.spec, res.LooseArms)
+				}
 				return csv, counts, said
 			}
 			csvA, countsA, said := run()

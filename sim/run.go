@@ -118,6 +118,10 @@ type Result struct {
 	Instants uint64
 	// Faults are what each fault cost (chaos; none without).
 	Faults []FaultCost
+	// LooseArms counts timers armed while nothing held the clock
+	// (simclock.Virtual.LooseArms): each one a place where the run may
+	// depend on goroutine timing. Zero in a deterministic run.
+	LooseArms uint64
 }
 
 // Run starts a cluster of cfg.Shape on a virtual clock, drives the
@@ -215,6 +219,7 @@ wait:
 	res.Wall = time.Since(wallStart)
 	res.Length = clock.Now().Sub(Epoch)
 	res.Instants = clock.Fired()
+	res.LooseArms = clock.LooseArms()
 	if cfg.Progress != nil {
 		cfg.Progress(res.Length)
 	}

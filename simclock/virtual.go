@@ -77,6 +77,9 @@ type Virtual struct {
 	held     atomic.Int64
 	activity atomic.Uint64
 	fired    atomic.Uint64
+	// looseArms counts timers armed on a running clock while no work held
+	// it (LooseArms).
+	looseArms atomic.Uint64
 	// kick wakes the advancer: a timer was armed, work was released, the
 	// clock was started.
 	kick chan struct{}
@@ -102,6 +105,9 @@ func (v *Virtual) newTimer(d time.Duration, phase Phase) Timer {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.seq++
+	if v.running && !v.stopped && v.held.Load() == 0 {
+		v.looseArms.Add(1)
+	}
 	t := &virtualTimer{v: v, c: make(chan time.Time, 1), due: v.now.Add(max(d, 0)), phase: phase, seq: v.seq, index: -1}
 	heap.Push(&v.timers, t)
 	v.wake()
@@ -174,6 +180,15 @@ func (v *Virtual) Done() <-chan struct{} { return v.done }
 
 // Fired is the number of timers fired so far (a measure of progress).
 func (v *Virtual) Fired() uint64 { return v.fired.Load() }
+
+// LooseArms is the number of timers armed on the running clock while no
+// work held it. Whoever arms a timer in answer to a message or to another
+// timer must do so before it releases that work: once nothing holds the
+// clock it may move on, so a timer armed after the release starts from
+// whichever instant the clock had reached by then — a run that depends on
+// goroutine timing. A deterministic run has none (its tests check), though
+// one loose arm need not have been late: the clock may not have moved.
+func (v *Virtual) LooseArms() uint64 { return v.looseArms.Load() }
 
 func (v *Virtual) wake() {
 	select {

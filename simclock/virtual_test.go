@@ -166,3 +166,22 @@ func TestVirtualStopWhenEndsAtASettledInstant(t *testing.T) {
 		t.Fatalf("stopped at %s after %d ticks, want 5h and 5", got, count)
 	}
 }
+
+// TestVirtualCountsTimersArmedWithNothingHeld: a timer armed before the
+// clock starts, or while work holds it, is armed at a known instant; one
+// armed on the running clock with nothing held is counted loose.
+func TestVirtualCountsTimersArmedWithNothingHeld(t *testing.T) {
+	v := NewVirtual(epoch)
+	v.NewTimer(time.Hour) // before Start: the run's set-up
+	v.Start()             // not Run: the clock stays where it is
+	v.Hold()
+	v.NewTimer(time.Hour) // armed by held work
+	v.Release()
+	if n := v.LooseArms(); n != 0 {
+		t.Fatalf("%d loose arms before any, want 0", n)
+	}
+	v.NewTimer(time.Hour) // nothing holds the clock
+	if n := v.LooseArms(); n != 1 {
+		t.Fatalf("%d loose arms, want 1", n)
+	}
+}

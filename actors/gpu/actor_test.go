@@ -355,3 +355,55 @@ func TestKilledActorIsRestartedBySupervisor(t *testing.T) {
 		t.Fatalf("energy %v after the restart, %v before: the card's meter carries over", st.EnergyJ, down.EnergyJ)
 	}
 }
+
+// TestAVirtualHangIsArmedBeforeItsControlIsLetGo: on a virtual clock a
+// hang lasts simulated time from the instant its control came. The hang's
+// end must be armed while the control still holds the clock: armed after,
+// it counted from wherever the clock had moved meanwhile (seen in a chaos
+// run: a GPU hung at 02:40:33 for 15 minutes woke at 02:59:00, having
+// made progress in between). The test is the only other party and holds
+// nothing, so a timer armed after the control's release is a loose arm.
+func TestAVirtualHangIsArmedBeforeItsControlIsLetGo(t *testing.T) {
+	epoch := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clock := simclock.NewVirtual(epoch)
+	nc, log := startNodeHost(t, 1, "A100-40GB", func(c *node.HostConfig) { c.Clock = clock })
+	woke := make(chan time.Time, 1)
+	sub, err := nc.Subscribe("gpusched.evt.gpu.node-0.gpu-0.status", func(m *nats.Msg) {
+		var ev struct {
+			SimTime time.Time        `json:"simtime"`
+			Data    events.GPUStatus `json:"data"`
+		}
+		if json.Unmarshal(m.Data, &ev) == nil && ev.Data.Change == events.ChangeWoke {
+			woke <- ev.SimTime
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sub.Unsubscribe() })
+	nc.Flush()
+	testbus.WaitFor(t, "gpu.up", 5*time.Second, func() bool { return log.find("gpusched.gpu.up", 1) != nil })
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(func() {
+		clock.Stop()
+		cancel()
+		<-clock.Done()
+	})
+	go clock.Run(ctx)
+	clock.Start()
+	rep := ctl(t, nc, events.Control{Op: events.OpChaos, Chaos: &events.ChaosControl{Action: events.ChaosHang, DurationMS: (15 * time.Minute).Milliseconds()}})
+	if !rep.OK {
+		t.Fatalf("hang refused: %+v", rep.Error)
+	}
+	select {
+	case at := <-woke:
+		if want := epoch.Add(15 * time.Minute); !at.Equal(want) {
+			t.Errorf("woke at %s, want %s", at.Format(time.TimeOnly), want.Format(time.TimeOnly))
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the hung GPU never woke")
+	}
+	if n := clock.LooseArms(); n != 0 {
+		t.Errorf("%d timers armed after the work that armed them let the clock go", n)
+	}
+}
