@@ -323,20 +323,18 @@ func (a *Actor) mail(ctx context.Context, m *nats.Msg, held bool) (stop bool, er
 	// one chaos seed: a 15-minute hang ending four minutes late, with
 	// progress made in between).
 	d := a.faults.takeHang()
-	switch {
-	case d > 0 && a.hangEnd != nil:
-		a.hangLonger(d)
-	case d > 0 && a.virtual:
-		a.startHang(d)
+	if d > 0 && a.virtual {
+		if a.hangEnd != nil {
+			a.hangLonger(d)
+		} else {
+			a.startHang(d)
+		}
 	}
 	if held {
 		a.cfg.Clock.Release()
 	}
-	if d > 0 && !a.virtual {
-		// On the wall, the goroutine itself sleeps through the hang.
-		if !a.hang(ctx, d) {
-			return true, nil
-		}
+	if d > 0 && !a.virtual && !a.hang(ctx, d) {
+		return true, nil // on the wall the goroutine itself sleeps through the hang
 	}
 	return false, nil
 }
