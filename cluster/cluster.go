@@ -112,8 +112,9 @@ type Config struct {
 	Until    time.Duration
 	Finished func(submitted int)
 	// Lease is how long a GPU may go unrenewed before the scheduler
-	// declares it dead (wall time; scheduler.DefaultLease when zero). The
-	// node heartbeat must be well inside it: a third by default.
+	// declares it dead (wall time, scheduler.DefaultLease when zero; on a
+	// virtual clock simulated time, core.DefaultVirtualLease when zero).
+	// The node heartbeat must be well inside it: a third by default.
 	Lease time.Duration
 	// RestartBackoff is the first wait before a crashed actor (GPU or
 	// scheduler) restarts; it doubles with each crash soon after the last.
@@ -355,17 +356,20 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	lease := cfg.Lease
 	if lease <= 0 {
 		lease = scheduler.DefaultLease
+		if c.virtual != nil {
+			lease = core.DefaultVirtualLease
+		}
 	}
 	if cfg.Heartbeat <= 0 {
 		cfg.Heartbeat = min(node.DefaultHeartbeat, lease/3)
+		if c.virtual != nil {
+			cfg.Heartbeat = min(node.DefaultVirtualHeartbeat, lease/3)
+		}
 	}
 	if cfg.Heartbeat >= lease {
 		return fail(fmt.Errorf("the heartbeat (%s) must be shorter than the lease (%s): a third of it or less", cfg.Heartbeat, lease))
 	}
 	gpuLease := lease
-	if c.virtual != nil {
-		gpuLease = 0 // a virtual run has no leases (scheduler.Config.Lease)
-	}
 	schedCfg := scheduler.Config{Conn: schedConn, Clock: c.Clock, Journal: c.journal, Config: core.Config{Subjects: subjects, Logger: log,
 		Policy: cfg.Policy, Queue: cfg.Queue, Admit: admitOf(cfg.TenantLimits), TenantRate: cfg.TenantRate, TenantBurst: cfg.TenantBurst, Preempt: cfg.Preempt, Filters: cfg.Filters, Oversubscribe: cfg.Oversubscribe, Round: cfg.Round, RoundEvery: cfg.RoundEvery, Training: cfg.Training, VRAMModel: cfg.VRAMModel, StarvationAge: cfg.StarvationAge, Seed: int64(cfg.Seed),
 		NodeRank: cfg.NodeRank, Workload: cfg.Workload, DropUnschedulable: cfg.DropUnschedulable, MetricsPeriod: cfg.MetricsPeriod,

@@ -25,6 +25,9 @@ const (
 	// start of the interval the decision began completes only if that
 	// decision left it running (actors/gpu/training.go).
 	PhaseAfterDecide
+	// PhaseBeat is for heartbeats: what a node reports of its GPUs is what
+	// the instant made of them (a hang or a partition that began at it).
+	PhaseBeat
 	// PhaseObserve is for measurements of the instant's outcome.
 	PhaseObserve
 )

@@ -94,6 +94,14 @@ type Actor struct {
 	// through the mailbox.
 	leaseUntil time.Time
 	leaseTimer *time.Timer
+	// leaseVTimer is the lease's timer on a virtual clock (simulated time).
+	leaseVTimer simclock.Timer
+	// hungUntil and cutUntil are when a virtual hang and a partition end
+	// (simulated Unix nanoseconds, 0: none), for the node actor's
+	// heartbeat to read (Reachable).
+	hungUntil, cutUntil atomic.Int64
+	// jobCount is how many jobs it holds, for the same heartbeat.
+	jobCount atomic.Int64
 	// faults is the chaos the actor is suffering; ended remembers the jobs
 	// that left it lately, for a scheduler reconciling.
 	faults faults
@@ -223,7 +231,7 @@ func (a *Actor) Run(ctx context.Context) (err error) {
 		}
 	}()
 	a.last = a.cfg.Clock.Now()
-	a.renewFrom(time.Now())
+	a.renewFrom(a.liveNow())
 	a.publish(events.GPUUp, events.ChangeUp, "")
 	if a.cfg.StartHeld {
 		// The restart timer's hold, let go once gpu.up is out.
@@ -248,6 +256,10 @@ func (a *Actor) Run(ctx context.Context) (err error) {
 		if a.leaseTimer != nil {
 			leaseC = a.leaseTimer.C
 		}
+		var leaseVC <-chan time.Time
+		if a.leaseVTimer != nil {
+			leaseVC = a.leaseVTimer.C()
+		}
 		select {
 		case <-ctx.Done():
 			return nil
@@ -265,6 +277,8 @@ func (a *Actor) Run(ctx context.Context) (err error) {
 		case <-leaseC:
 			a.leaseTimer = nil
 			a.checkLease()
+		case <-leaseVC:
+			a.onVirtualLease()
 		case <-a.faults.timerC():
 			a.onFaultTimer()
 		case <-hangC:
@@ -411,6 +425,9 @@ func (a *Actor) stopTimers() {
 	if a.leaseTimer != nil {
 		a.leaseTimer.Stop()
 	}
+	if a.leaseVTimer != nil {
+		a.leaseVTimer.Stop()
+	}
 	if a.hangEnd != nil {
 		a.hangEnd.Stop()
 	}
@@ -518,6 +535,7 @@ func (a *Actor) expireReservations() {
 // the wall timer for the reservation that expires first. It advances
 // progress first, so the remaining work it times is current.
 func (a *Actor) rearm() {
+	a.jobCount.Store(int64(len(a.shares)))
 	a.advance()
 	if a.done != nil && !a.retime {
 		a.armExpiry()
@@ -674,6 +692,7 @@ func (a *Actor) handle(m *nats.Msg) {
 		// starts once it is sent).
 		a.answerFault(m, c.Call, events.ControlReply{OK: true, Version: a.version, Status: &st})
 		a.faults.begin(a.liveNow())
+		a.publishReach()
 	case events.OpDescribe:
 		st := a.status("", "")
 		if c.WithSpecs {

@@ -36,16 +36,47 @@ func (a *Actor) renew(until time.Time) {
 		return
 	}
 	a.leaseUntil = deadline
-	if a.leaseTimer == nil {
-		a.leaseTimer = time.NewTimer(time.Until(deadline))
-	} else {
-		a.leaseTimer.Reset(time.Until(deadline))
+	a.armLease()
+}
+
+// armLease arms the lease's timer at its deadline: a wall timer on a
+// scaled clock, a virtual one (simulated time) on a virtual clock.
+func (a *Actor) armLease() {
+	if a.virtual {
+		if a.leaseVTimer != nil {
+			a.leaseVTimer.Stop()
+		}
+		a.leaseVTimer = a.cfg.Clock.NewTimer(a.leaseUntil.Sub(a.liveNow()))
+		return
 	}
+	if a.leaseTimer == nil {
+		a.leaseTimer = time.NewTimer(time.Until(a.leaseUntil))
+	} else {
+		a.leaseTimer.Reset(time.Until(a.leaseUntil))
+	}
+}
+
+// onVirtualLease is the lease's virtual timer firing. A renewal its node
+// handed over may not have been read yet (it waits in the mailbox, not
+// holding the clock): it is taken first, so the verdict does not depend
+// on which the actor saw first. A hung actor does nothing until it wakes
+// (wake checks the lease), as a hung process does.
+//
+//go:noinline
+func (a *Actor) onVirtualLease() {
+	a.leaseVTimer = nil
+	if a.hangEnd == nil {
+		if r, leased, ping := a.mailbox.takeNode(); leased || ping != nil {
+			a.onNode(r, leased, ping)
+		}
+		a.checkLease()
+	}
+	a.liveDone()
 }
 
 // leased reports whether the actor holds a lease now (always, without one).
 func (a *Actor) leased() bool {
-	return a.cfg.Lease <= 0 || time.Now().Before(a.leaseUntil)
+	return a.cfg.Lease <= 0 || a.liveNow().Before(a.leaseUntil)
 }
 
 // fenceIfLapsed acts on a lapsed lease before anything else the actor
@@ -59,8 +90,8 @@ func (a *Actor) fenceIfLapsed() {
 // checkLease fences the actor if its lease has run out.
 func (a *Actor) checkLease() {
 	if a.leased() {
-		if a.cfg.Lease > 0 && a.leaseTimer == nil {
-			a.leaseTimer = time.NewTimer(time.Until(a.leaseUntil))
+		if a.cfg.Lease > 0 && a.leaseTimer == nil && a.leaseVTimer == nil {
+			a.armLease()
 		}
 		return
 	}
@@ -107,7 +138,7 @@ func (a *Actor) fence() {
 	a.cfg.Incarnation++
 	a.inc.Store(int64(a.cfg.Incarnation))
 	a.emit = events.NewEmitter(a, a.source())
-	a.renewFrom(time.Now())
+	a.renewFrom(a.liveNow())
 	st := a.status(events.ChangeRejoined, "")
 	st.Reason = "lease expired: stopped " + strconv.Itoa(n) + " running jobs itself and rejoined empty"
 	if err := a.emit.Emit(a.cfg.Subjects.GPUEvent(a.cfg.Node, a.cfg.ID, events.GPUUp), events.Type("gpu", events.GPUUp),

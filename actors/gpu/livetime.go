@@ -21,6 +21,42 @@ import (
 // has handled it (liveDone), and a hang parks the actor's mail rather
 // than its goroutine, so the clock can move on to the hang's end.
 
+// publishReach makes a virtual hang or partition that begins now known to
+// the node's heartbeat (Reachable) before the clock may move on: the
+// heartbeat of a later phase of this instant already reports the GPU
+// unreachable.
+func (a *Actor) publishReach() {
+	if !a.virtual {
+		return
+	}
+	now := a.liveNow()
+	hung := time.Time{}
+	if a.hangEnd != nil {
+		hung = a.hangUntil
+	}
+	if end := now.Add(a.faults.hangFor); a.faults.hangFor > 0 && end.After(hung) {
+		hung = end
+	}
+	if !hung.IsZero() {
+		a.hungUntil.Store(hung.UnixNano())
+	}
+	if !a.faults.cutUntil.IsZero() {
+		a.cutUntil.Store(a.faults.cutUntil.UnixNano())
+	}
+}
+
+// Reachable reports whether, on a virtual clock, the actor answers its
+// node at now (simulated time): not hung, not cut off. Safe from any
+// goroutine (the node actor's heartbeat).
+func (a *Actor) Reachable(now time.Time) bool {
+	n := now.UnixNano()
+	return n >= a.hungUntil.Load() && n >= a.cutUntil.Load()
+}
+
+// JobCount is how many jobs the actor held when it last handled
+// something. Safe from any goroutine.
+func (a *Actor) JobCount() int { return int(a.jobCount.Load()) }
+
 // liveNow is the actor's liveness time now.
 func (a *Actor) liveNow() time.Time {
 	if a.virtual {
@@ -73,7 +109,13 @@ func (a *Actor) wake(ctx context.Context) (stop bool, err error) {
 	// (seen: a completion kept by a partition came after "woke").
 	a.faultTick()
 	a.logger().Warn("GPU actor woke from a hang", zap.Int("messages_waiting", len(a.backlog)))
-	a.publish(events.GPUStatusType, events.ChangeWoke, "")
+	// Unless its lease ran out meanwhile (then it stops its jobs and
+	// rejoins, saying so with gpu.up), it says it is back.
+	inc := a.cfg.Incarnation
+	a.checkLease()
+	if a.cfg.Incarnation == inc {
+		a.publish(events.GPUStatusType, events.ChangeWoke, "")
+	}
 	for len(a.backlog) > 0 && a.hangEnd == nil {
 		m := a.backlog[0]
 		a.backlog[0] = nil

@@ -24,6 +24,12 @@ import (
 // a second, not one per GPU.
 const DefaultHeartbeat = 2 * time.Second
 
+// DefaultVirtualHeartbeat is the heartbeat period on a virtual clock, in
+// simulated time: the wall default at the scaled clock's default speed
+// (2 s × 120 = 4 simulated minutes), so a virtual run's liveness is the
+// live demo's.
+const DefaultVirtualHeartbeat = DefaultHeartbeat * simclock.DefaultSpeed
+
 // firstHeartbeat is the longest a new node waits for its GPUs' first answers.
 const firstHeartbeat = 500 * time.Millisecond
 
@@ -86,15 +92,23 @@ func (a *Actor) Run(ctx context.Context) {
 	first := time.NewTimer(firstHeartbeat)
 	defer first.Stop()
 	firstSent := false
-	// On a virtual clock a node sends one heartbeat, once every GPU has
-	// answered (re-pinged each period until then; there is no deadline,
-	// the clock does not move before the scheduler has heard from every
-	// GPU): the periodic ones come at wall-time moments, stamped with
-	// whatever simulated instant the clock stands at, so a run's events
-	// would depend on how fast the machine is (two runs of one seed
-	// differed by a round of heartbeats); and a virtual run has no leases
-	// for them to renew.
+	// On a virtual clock a node sends its first heartbeat once every GPU
+	// has answered (re-pinged each wall period until then; there is no
+	// deadline, the clock does not move before the scheduler has heard
+	// from every GPU), then one every heartbeat period of simulated time,
+	// in the instant's PhaseBeat. Those say what each GPU actor is at that
+	// instant (Reachable: not hung, not cut off; its jobs) rather than
+	// what answered a ping: pings are answered at wall-time moments, and a
+	// run's heartbeats would then depend on how fast the machine is (two
+	// runs of one seed differed by a round of heartbeats when the periodic
+	// ones came from a wall ticker).
 	virtual := simclock.IsVirtual(a.clock)
+	var beat simclock.Timer
+	defer func() {
+		if beat != nil {
+			beat.Stop()
+		}
+	}()
 	if len(a.gpus) == 0 {
 		firstSent = true
 		a.publishHeartbeat(heard)
@@ -114,7 +128,14 @@ func (a *Actor) Run(ctx context.Context) {
 				firstSent = true
 				first.Stop()
 				a.publishHeartbeat(heard)
+				if virtual {
+					beat = simclock.NewPhasedTimer(a.clock, a.heartbeat, simclock.PhaseBeat)
+				}
 			}
+		case <-timerC(beat):
+			a.publishHeartbeat(a.reachable())
+			beat = simclock.NewPhasedTimer(a.clock, a.heartbeat, simclock.PhaseBeat)
+			a.clock.Release()
 		case <-a.announce:
 			a.publishHeartbeat(a.current())
 			a.clock.Release()
@@ -136,6 +157,29 @@ func (a *Actor) Run(ctx context.Context) {
 			a.ping()
 		}
 	}
+}
+
+// timerC is t's channel (nil, which never fires, for no timer).
+func timerC(t simclock.Timer) <-chan time.Time {
+	if t == nil {
+		return nil
+	}
+	return t.C()
+}
+
+// reachable is, on a virtual clock, each GPU that would answer its node
+// now (simulated time): its incarnation and jobs; a GPU hung, cut off or
+// between a crash and its restart is left out (not alive), as one that
+// does not answer a ping on a scaled clock.
+func (a *Actor) reachable() map[string]gpu.Liveness {
+	now := a.clock.Now()
+	out := map[string]gpu.Liveness{}
+	for _, s := range a.gpus {
+		if g := s.cur.Load(); g != nil && g.Reachable(now) {
+			out[s.id] = gpu.Liveness{GPU: s.id, Incarnation: g.Incarnation(), Jobs: g.JobCount()}
+		}
+	}
+	return out
 }
 
 // current is each GPU's liveness as its supervisor holds it now: the
@@ -169,6 +213,9 @@ func (a *Actor) publishHeartbeat(heard map[string]gpu.Liveness) {
 	a.beat++
 	hb.Beat = a.beat
 	now := time.Now()
+	if simclock.IsVirtual(a.clock) {
+		now = a.clock.Now() // leases count in simulated time there
+	}
 	a.sent[a.beat] = now
 	// Send times older than a few periods can no longer be granted usefully.
 	for b, t := range a.sent {

@@ -228,8 +228,12 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	defer close(s.done)
 	defer s.unsubscribe()
 	var metricsWall, agingWall, leaseWall <-chan time.Time
-	if lease := s.core.Lease(); lease > 0 {
-		lt := time.NewTicker(lease / leaseChecks)
+	// Leases are checked on a wall ticker, or on a virtual clock by a
+	// timer at the next lease's end (simulated time).
+	var lease simclock.Timer
+	var leaseAt time.Time
+	if l := s.core.Lease(); l > 0 && !s.virtual {
+		lt := time.NewTicker(l / leaseChecks)
 		defer lt.Stop()
 		leaseWall = lt.C
 	}
@@ -273,14 +277,17 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	}
 	s.flushBatches() // what the core sent while it started
 	defer func() {
-		for _, t := range []simclock.Timer{metrics, pass, wake, round, calls, train} {
+		for _, t := range []simclock.Timer{metrics, pass, wake, round, calls, train, lease} {
 			if t != nil {
 				t.Stop()
 			}
 		}
 	}()
 	for {
-		var metricsC, passC, wakeC, roundC, callsC, trainC <-chan time.Time
+		var metricsC, passC, wakeC, roundC, callsC, trainC, leaseC <-chan time.Time
+		if lease != nil {
+			leaseC = lease.C()
+		}
 		if train != nil {
 			trainC = train.C()
 		}
@@ -343,6 +350,9 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		case <-leaseWall:
 			s.step(core.Input{Timer: core.TimerLease})
 			held = false
+		case <-leaseC:
+			lease, leaseAt = nil, time.Time{}
+			s.step(core.Input{Timer: core.TimerLease})
 		case <-metricsWall:
 			s.step(core.Input{Timer: core.TimerMetrics})
 			if s.cfg.Journal != nil {
@@ -375,6 +385,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 			}
 			calls, callsAt = s.rearm(calls, callsAt, s.core.CallDeadline())
 			wake, wakeAt = s.rearm(wake, wakeAt, s.core.NextWake())
+			lease, leaseAt = s.rearm(lease, leaseAt, s.core.LeaseDeadline())
 		} else if s.core.Dirty() && len(s.mailbox) == 0 {
 			s.step(core.Input{Timer: core.TimerPass})
 		}

@@ -255,7 +255,7 @@ func (s *Core) onReply(m *Msg) {
 	// scheduler had placed jobs on it (issue 21 item 9). Safe as any
 	// grant: the node vouched for this incarnation in that heartbeat, and
 	// the GPU's lease ends before the one the scheduler just started.
-	if gs, ok := s.view.gpus[c.gpu]; ok && c.beat > 0 && s.cfg.Lease > 0 && !s.virtual && st.Incarnation > was &&
+	if gs, ok := s.view.gpus[c.gpu]; ok && c.beat > 0 && s.cfg.Lease > 0 && st.Incarnation > was &&
 		gs.status.Incarnation == st.Incarnation && st.Incarnation > gs.dead && gs.status.Node == c.node {
 		s.respondTo(s.cfg.Subjects.NodeLease(c.node), events.LeaseGrant{Node: c.node, Beat: c.beat, LeaseMS: s.cfg.Lease.Milliseconds(),
 			GPUs: []events.HeartbeatGPU{{GPU: c.gpu, Incarnation: st.Incarnation, Alive: true}}})

@@ -86,8 +86,8 @@ type Config struct {
 	DropUnschedulable bool
 	// Lease is how long a GPU may go without a heartbeat renewing it
 	// before the scheduler declares it dead and re-places its jobs (wall
-	// time; DefaultLease when zero, negative: never). A virtual clock has
-	// no leases: a run must not depend on how loaded the machine is.
+	// time on a scaled clock, DefaultLease when zero; simulated time on a
+	// virtual clock, DefaultVirtualLease when zero; negative: never).
 	Lease time.Duration
 	// Incarnation numbers this scheduler among its restarts (1 when zero):
 	// it names its event source and, on a virtual clock, seeds its job ids.
@@ -112,7 +112,7 @@ type Config struct {
 
 	// Virtual is true on a virtual clock: decisions wait for the instant
 	// to settle (the shell's PhaseDecide timer), job ids are drawn from the
-	// run's seed, and there are no leases.
+	// run's seed, and leases count in simulated time.
 	Virtual bool
 	// Speed is a scaled clock's speed, for snapshots (0 on any other clock).
 	Speed float64
@@ -393,8 +393,11 @@ func New(cfg Config, bus Bus) (*Core, error) {
 	}
 	if cfg.Lease == 0 {
 		cfg.Lease = DefaultLease
+		if virtual {
+			cfg.Lease = DefaultVirtualLease
+		}
 	}
-	if cfg.Lease < 0 || virtual {
+	if cfg.Lease < 0 {
 		cfg.Lease = 0
 	}
 	if cfg.Lease > 0 && cfg.CallTimeout > cfg.Lease/4 {

@@ -17,6 +17,38 @@ import (
 // periods, so one late heartbeat is not a death.
 const DefaultLease = 6 * time.Second
 
+// DefaultVirtualLease is the lease on a virtual clock, in simulated time:
+// the wall default at the scaled clock's default speed (6 s × 120 = 12
+// simulated minutes, three of node.DefaultVirtualHeartbeat), so a virtual
+// run declares a hung or cut-off GPU dead when the live demo would.
+const DefaultVirtualLease = DefaultLease * 120
+
+// LeaseDeadline is when the next lease runs out (a GPU's, or a node's
+// heartbeats'), zero without one: a virtual clock's shell steps
+// TimerLease then (a scaled clock's checks on a wall ticker).
+func (s *Core) LeaseDeadline() time.Time {
+	if s.cfg.Lease <= 0 {
+		return time.Time{}
+	}
+	var next time.Time
+	earlier := func(t time.Time) {
+		if !t.IsZero() && (next.IsZero() || t.Before(next)) {
+			next = t
+		}
+	}
+	for _, g := range s.view.cluster.GPUs {
+		if gs := s.view.gpus[g.ID]; gs.status.Incarnation > gs.dead {
+			earlier(gs.leaseUntil)
+		}
+	}
+	for id, at := range s.nodeBeats {
+		if n := s.view.nodes[id]; n != nil && n.Alive {
+			earlier(at.Add(s.cfg.Lease))
+		}
+	}
+	return next
+}
+
 // renewLease counts a GPU's lease from now (wall time).
 func (s *Core) renewLease(gs *gpuState) {
 	if s.cfg.Lease > 0 {
@@ -37,7 +69,7 @@ func (s *Core) grantLeases(m *Msg, hb events.NodeHeartbeat) {
 		s.renewLease(gs)
 		grant.GPUs = append(grant.GPUs, events.HeartbeatGPU{GPU: g.GPU, Incarnation: g.Incarnation, Alive: true})
 	}
-	if m.Reply != "" && s.cfg.Lease > 0 && !s.virtual {
+	if m.Reply != "" && s.cfg.Lease > 0 {
 		s.respond(m, grant)
 	}
 }
