@@ -26,6 +26,9 @@ type MonkeySpec struct {
 	For   time.Duration
 	Delay time.Duration
 	Drop  float64
+	// Until is how long after its start the monkey draws faults (zero:
+	// for ever): a run's drain can then finish what the faults left.
+	Until time.Duration
 }
 
 // DefaultFaultDuration is how long a monkey's hang or partition lasts when
@@ -36,7 +39,8 @@ const DefaultFaultDuration = 10 * time.Second
 // ParseMonkey reads a spec such as "kill=2/h,hang=1/h,partition=1/h": each
 // action with a rate per hour (/h), minute (/m) or day (/d) of simulated
 // time (a bare number is per hour), plus optional for=DURATION (hangs and
-// partitions), delay=DURATION and drop=FRACTION (for those faults). The
+// partitions), delay=DURATION and drop=FRACTION (for those faults) and
+// until=DURATION (no fault after that long from the start). The
 // delay and drop faults' own rates need their unit (delay=2/h, drop=1/h):
 // delay=500ms and drop=0.2 are the settings.
 func ParseMonkey(s string) (MonkeySpec, error) {
@@ -56,6 +60,13 @@ func ParseMonkey(s string) (MonkeySpec, error) {
 				return spec, fmt.Errorf("--chaos for=%q: want a positive duration such as 10s", v)
 			}
 			spec.For = d
+			continue
+		case "until":
+			d, err := time.ParseDuration(v)
+			if err != nil || d <= 0 {
+				return spec, fmt.Errorf("--chaos until=%q: want a positive duration such as 24h (faults stop after it)", v)
+			}
+			spec.Until = d
 			continue
 		case "delay", "drop":
 			// delay= and drop= name a fault and a setting of it: a value
@@ -84,7 +95,7 @@ func ParseMonkey(s string) (MonkeySpec, error) {
 			known = known || a == k
 		}
 		if !known {
-			return spec, fmt.Errorf("--chaos: unknown action %q (want %s, or for=, delay=, drop=)", k, strings.Join(events.ChaosActions, ", "))
+			return spec, fmt.Errorf("--chaos: unknown action %q (want %s, or for=, delay=, drop=, until=)", k, strings.Join(events.ChaosActions, ", "))
 		}
 		num, unit, _ := strings.Cut(v, "/")
 		rate, err := strconv.ParseFloat(num, 64)
@@ -215,6 +226,9 @@ func RunMonkey(ctx context.Context, nc *nats.Conn, subjects events.Subjects, clo
 		plan := Plan(spec, seed+day, targets, monkeyHorizon)
 		base := time.Duration(day) * monkeyHorizon
 		for _, f := range plan {
+			if spec.Until > 0 && base+f.At >= spec.Until {
+				return // its time is over (the hold it has goes with the deferred release)
+			}
 			wait := start.Add(base + f.At).Sub(clock.Now())
 			t := clock.NewTimer(wait)
 			release()

@@ -9,12 +9,12 @@ import (
 )
 
 func TestParseMonkey(t *testing.T) {
-	spec, err := ParseMonkey("kill=2/h, hang=1/h,partition=24/d,drop=0.3,for=20s,kill-scheduler=1/m")
+	spec, err := ParseMonkey("kill=2/h, hang=1/h,partition=24/d,drop=0.3,for=20s,kill-scheduler=1/m,until=24h")
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]float64{"kill": 2, "hang": 1, "partition": 1, "kill-scheduler": 60}
-	if !reflect.DeepEqual(spec.Rates, want) || spec.For != 20*time.Second || spec.Drop != 0.3 {
+	if !reflect.DeepEqual(spec.Rates, want) || spec.For != 20*time.Second || spec.Drop != 0.3 || spec.Until != 24*time.Hour {
 		t.Fatalf("spec %+v", spec)
 	}
 	// delay= and drop= are a fault's rate with a unit of rate, its setting without.
@@ -25,7 +25,7 @@ func TestParseMonkey(t *testing.T) {
 	if want := map[string]float64{"delay": 3, "drop": 60}; !reflect.DeepEqual(spec.Rates, want) || spec.Delay != 2*time.Second || spec.Drop != 0.5 {
 		t.Fatalf("spec %+v", spec)
 	}
-	for _, bad := range []string{"", "kill", "kill=x/h", "kill=2/y", "explode=1/h", "for=-1s", "drop=2", "kill=-1/h", "delay=2", "delay=x/h"} {
+	for _, bad := range []string{"", "kill", "kill=x/h", "kill=2/y", "explode=1/h", "for=-1s", "drop=2", "kill=-1/h", "delay=2", "delay=x/h", "until=0s", "until=tomorrow"} {
 		if _, err := ParseMonkey(bad); err == nil {
 			t.Errorf("ParseMonkey(%q) accepted", bad)
 		}

@@ -2,15 +2,20 @@ package sim
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/gpusched/gpusched/actors/node"
+	"github.com/gpusched/gpusched/actors/scheduler/core"
 	"github.com/gpusched/gpusched/chaos"
+	"github.com/gpusched/gpusched/events"
 	"github.com/gpusched/gpusched/model"
 )
 
@@ -85,5 +90,175 @@ func TestEveryFaultKindOnAVirtualClockRepeats(t *testing.T) {
 			}
 			t.Log(fmt.Sprintf("%s: %d events, %d saying %s", c.spec, total, said, c.says))
 		})
+	}
+}
+
+// TestOnAVirtualClockALeaseOutlivesAShortHangAndNotALongOne (issue 23
+// item 1): leases and heartbeats run in simulated time. A hang longer
+// than the lease has the scheduler declare the GPU dead (gpu.down,
+// lease-expired) between the lease less a heartbeat period and the lease
+// after it began (its last renewal came at the last heartbeat before the
+// hang), and it rejoins empty when it wakes; a hang no longer than a
+// heartbeat period kills nothing. Nothing is lost either way. The monkey
+// never hangs a GPU that is hung already (a hang's end is drawn past the
+// next hang of the same GPU only by chance; the seed below has none).
+func TestOnAVirtualClockALeaseOutlivesAShortHangAndNotALongOne(t *testing.T) {
+	const lease, beat = core.DefaultVirtualLease, node.DefaultVirtualHeartbeat
+	for _, c := range []struct {
+		spec  string
+		dies  bool
+		hangs time.Duration
+	}{
+		{"hang=3/h,for=30m", true, 30 * time.Minute},
+		// A hang no longer than a heartbeat period misses at most one
+		// renewal: the GPU keeps its lease (and does not fence itself,
+		// which it does a fifth of the lease before the lease ends).
+		{"hang=3/h,for=2m", false, 2 * time.Minute},
+	} {
+		t.Run(c.spec, func(t *testing.T) {
+			ms, err := chaos.ParseMonkey(c.spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			type mark struct {
+				at  time.Time
+				gpu string
+			}
+			var mu sync.Mutex
+			var hangs, deaths []mark
+			rejoined := 0
+			var last time.Time // the last event's instant
+			cfg := Config{Shape: referenceShape(t), Policy: "binpack", Seed: 3, Rate: 6, Hours: 6, Chaos: &ms,
+				Interference: model.DefaultInterference}
+			cfg.Events = func(subject string, data []byte) {
+				ev, fe := events.DecodeEvent(data)
+				if fe != nil {
+					return
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				last = maxTime(last, ev.SimTime)
+				switch {
+				case strings.HasSuffix(subject, ".chaos.hang"):
+					var ce events.ChaosEvent
+					if json.Unmarshal(ev.Data, &ce) == nil && ce.Failed == "" {
+						hangs = append(hangs, mark{ev.SimTime, ce.GPU})
+					}
+				case strings.HasSuffix(subject, ".down"), strings.HasSuffix(subject, ".up"):
+					var st events.GPUStatus
+					if json.Unmarshal(ev.Data, &st) != nil {
+						return
+					}
+					if st.Change == events.ChangeLeaseExpired && st.GPU != "" {
+						deaths = append(deaths, mark{ev.SimTime, st.GPU})
+					}
+					if st.Change == events.ChangeRejoined {
+						rejoined++
+					}
+				}
+			}
+			res, csv := runConfig(t, cfg)
+			if res.LooseArms > 0 {
+				t.Errorf("%d timers armed after their work let the clock go", res.LooseArms)
+			}
+			if len(hangs) < 5 {
+				t.Fatalf("only %d hangs in 6 hours at 3 an hour", len(hangs))
+			}
+			for _, j := range res.Jobs {
+				if !j.Completed() {
+					t.Errorf("job %s ended %s, want completed", j.Name, j.State)
+				}
+			}
+			// A hang of a GPU hung already makes one longer hang of it.
+			type episode struct {
+				gpu        string
+				start, end time.Time
+			}
+			var eps []episode
+			slices.SortStableFunc(hangs, func(a, b mark) int { return a.at.Compare(b.at) })
+			for _, h := range hangs {
+				merged := false
+				for i := range eps {
+					if e := &eps[i]; e.gpu == h.gpu && h.at.Before(e.end) {
+						e.end = maxTime(e.end, h.at.Add(c.hangs))
+						merged = true
+					}
+				}
+				if !merged {
+					eps = append(eps, episode{h.gpu, h.at, h.at.Add(c.hangs)})
+				}
+			}
+			if !c.dies {
+				for _, e := range eps {
+					if e.end.Sub(e.start) > beat {
+						t.Fatalf("the seed hangs %s for %s, longer than a heartbeat period: choose another", e.gpu, e.end.Sub(e.start))
+					}
+				}
+				if len(deaths) > 0 || rejoined > 0 {
+					t.Fatalf("%s: %d GPUs declared dead, %d rejoined; a hang no longer than a heartbeat period (%s) kills none", c.spec, len(deaths), rejoined, beat)
+				}
+				return
+			}
+			// Each hang ends in one death, within the window, and a rejoin
+			// when it wakes (unless the run ended first).
+			explained, woke := 0, 0
+			for _, e := range eps {
+				if e.end.Before(last) {
+					woke++
+				}
+				for _, d := range deaths {
+					if d.gpu == e.gpu && d.at.After(e.start.Add(lease-beat)) && !d.at.After(e.start.Add(lease)) {
+						explained++
+						break
+					}
+				}
+			}
+			if explained != len(eps) || len(deaths) != len(eps) || rejoined != woke {
+				t.Fatalf("%d hangs (%d once merged) of %s, %d lease deaths (%d in the window lease-beat..lease after a hang began), %d rejoined of %d woken:\nhangs %v\ndeaths %v",
+					len(hangs), len(eps), c.hangs, len(deaths), explained, rejoined, woke, eps, deaths)
+			}
+			t.Logf("%d hangs (%d once merged), %d lease deaths, %d rejoined, %d bytes of results", len(hangs), len(eps), len(deaths), rejoined, len(csv))
+		})
+	}
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// TestAMonkeyStopsAtItsUntil: until=2h draws faults in the first two
+// simulated hours of a run and none after (simtest's cases fault while
+// jobs arrive and drain in peace).
+func TestAMonkeyStopsAtItsUntil(t *testing.T) {
+	ms, err := chaos.ParseMonkey("kill=4/h,hang=4/h,for=5m,until=2h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var before, after int
+	cfg := Config{Shape: referenceShape(t), Policy: "binpack", Seed: 5, Rate: 6, Hours: 6, Chaos: &ms,
+		Interference: model.DefaultInterference}
+	cfg.Events = func(subject string, data []byte) {
+		if !strings.Contains(subject, ".evt.chaos.") {
+			return
+		}
+		ev, fe := events.DecodeEvent(data)
+		if fe != nil {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if ev.SimTime.Sub(Epoch) < 2*time.Hour {
+			before++
+		} else {
+			after++
+		}
+	}
+	runConfig(t, cfg)
+	if before < 4 || after > 0 {
+		t.Fatalf("%d faults in the first 2 h (at 8 an hour), %d after; want several, then none", before, after)
 	}
 }

@@ -41,6 +41,22 @@ func NewPhasedTimer(c Clock, d time.Duration, phase Phase) Timer {
 	return c.NewTimer(d)
 }
 
+// Rearm makes t (armed on c, nil for none) fire after d from now instead,
+// in phase, and returns the timer to wait on. A pending virtual timer is
+// moved where it stands, which costs no allocation (a GPU's lease timer is
+// re-armed at every heartbeat); any other is stopped and a new one armed.
+// Either way it orders among the timers of its instant as a newly armed
+// one.
+func Rearm(c Clock, t Timer, d time.Duration, phase Phase) Timer {
+	if vt, ok := t.(*virtualTimer); ok && vt.reset(d, phase) {
+		return vt
+	}
+	if t != nil {
+		t.Stop()
+	}
+	return NewPhasedTimer(c, d, phase)
+}
+
 // IsVirtual reports whether c is a virtual clock.
 func IsVirtual(c Clock) bool {
 	_, ok := c.(*Virtual)
@@ -374,6 +390,25 @@ type virtualTimer struct {
 }
 
 func (t *virtualTimer) C() <-chan time.Time { return t.c }
+
+// reset moves a pending timer to d from now in phase; it reports false
+// for one that fired already.
+func (t *virtualTimer) reset(d time.Duration, phase Phase) bool {
+	v := t.v
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if t.fired || t.index < 0 {
+		return false
+	}
+	v.seq++
+	if v.running && !v.stopped && v.held.Load() == 0 {
+		v.looseArms.Add(1)
+	}
+	t.due, t.phase, t.seq = v.now.Add(max(d, 0)), phase, v.seq
+	heap.Fix(&v.timers, t.index)
+	v.wake()
+	return true
+}
 
 // Stop cancels a pending timer. A timer that fired but whose time its
 // owner has not yet received is drained, and its hold released, so that

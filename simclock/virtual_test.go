@@ -185,3 +185,44 @@ func TestVirtualCountsTimersArmedWithNothingHeld(t *testing.T) {
 		t.Fatalf("%d loose arms, want 1", n)
 	}
 }
+
+// TestRearmMovesAPendingTimerInPlace: Rearm moves a pending virtual
+// timer (the same timer, no new one) and it fires at its new time, after
+// a timer now due before it; a timer that fired already is replaced.
+func TestRearmMovesAPendingTimerInPlace(t *testing.T) {
+	v := NewVirtual(epoch)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	lease := v.NewTimer(time.Hour)
+	other := v.NewTimer(2 * time.Hour)
+	if moved := Rearm(v, lease, 3*time.Hour, PhaseEvent); moved != lease {
+		t.Fatal("a pending timer was replaced rather than moved")
+	}
+	go v.Run(ctx)
+	v.Start()
+	at := <-other.C()
+	if want := epoch.Add(2 * time.Hour); !at.Equal(want) {
+		t.Fatalf("the other timer fired at %s, want %s", at, want)
+	}
+	v.Release()
+	at = <-lease.C()
+	if want := epoch.Add(3 * time.Hour); !at.Equal(want) {
+		t.Fatalf("the moved timer fired at %s, want %s", at, want)
+	}
+	// Fired and received: Rearm arms a new one, an hour on. Held while it
+	// does, as an actor re-arming in answer to the firing is.
+	again := Rearm(v, lease, time.Hour, PhaseEvent)
+	if again == lease {
+		t.Fatal("a fired timer was moved rather than replaced")
+	}
+	v.Release()
+	if at := <-again.C(); !at.Equal(epoch.Add(4 * time.Hour)) {
+		t.Fatalf("the new timer fired at %s, want %s", at, epoch.Add(4*time.Hour))
+	}
+	v.Release()
+	if n := v.LooseArms(); n != 0 {
+		t.Fatalf("%d loose arms", n)
+	}
+	v.Stop()
+	<-v.Done()
+}

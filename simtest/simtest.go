@@ -60,6 +60,9 @@ func (c Case) String() string {
 	if c.Hangs+c.Partitions+c.Delays+c.Drops > 0 {
 		s += fmt.Sprintf(" hang=%g/h partition=%g/h delay=%g/h drop=%g/h for=%s", c.Hangs, c.Partitions, c.Delays, c.Drops, c.FaultFor)
 	}
+	if c.Kills+c.Hangs+c.Partitions+c.Delays+c.Drops > 0 {
+		s += fmt.Sprintf(" until=%gh", c.Hours)
+	}
 	return s
 }
 
@@ -244,6 +247,12 @@ func Run(ctx context.Context, c Case) Outcome {
 				return
 			}
 			checker.Feed(subject, ev)
+			if strings.HasSuffix(subject, ".heartbeat") {
+				// Checked (their seq), not kept for a history: every few
+				// simulated minutes they name each GPU, a history of one
+				// would be mostly heartbeats.
+				return
+			}
 			mu.Lock()
 			log = append(log, ev.SimTime.Format("Jan 2 15:04:05.000")+" "+strings.TrimPrefix(subject, events.DefaultPrefix+".evt.")+" "+string(ev.Data))
 			mu.Unlock()
@@ -258,7 +267,15 @@ func Run(ctx context.Context, c Case) Outcome {
 	if len(rates) > 0 {
 		// A delay of 500 ms and a drop of a fifth of the messages: the
 		// monkey's defaults on the command line.
-		cfg.Chaos = &chaos.MonkeySpec{Rates: rates, For: c.FaultFor, Delay: 500 * time.Millisecond, Drop: 0.2}
+		// Faults while jobs arrive, none in the drain: with leases, a
+		// GPU faulted most of the time loses every job longer than its
+		// gaps between faults, for ever (seed 727: one T4, hangs and
+		// partitions at 2 an hour each, 26 minutes long; two jobs of 2
+		// and 5 hours on it were lost again and again in 30 days of drain and
+		// never ended; 580 faults took jobs down) — a case that cannot finish, not a broken
+		// invariant. The drain still recovers from the last faults.
+		cfg.Chaos = &chaos.MonkeySpec{Rates: rates, For: c.FaultFor, Delay: 500 * time.Millisecond, Drop: 0.2,
+			Until: time.Duration(c.Hours * float64(time.Hour))}
 	}
 	start := time.Now()
 	res, err := sim.Run(ctx, cfg)

@@ -196,7 +196,13 @@ func (a *Actor) EnergyJ() float64 { return a.energyJ }
 // replaces one the actor has not read yet. One goroutine (the node actor)
 // renews.
 func (a *Actor) Renew(incarnation int, until time.Time) {
-	a.mailbox.renew(renewal{incarnation: incarnation, until: until})
+	var hold func()
+	if a.virtual {
+		// A virtual clock waits until the actor has read it: the lease
+		// timer it re-arms is then armed at a known instant.
+		hold = a.cfg.Clock.Hold
+	}
+	a.mailbox.renew(renewal{incarnation: incarnation, until: until}, hold)
 }
 
 // ID is the GPU's id.
@@ -209,9 +215,7 @@ func (a *Actor) Deliver(ctx context.Context, m *nats.Msg) bool {
 	if ctx.Err() != nil {
 		return false
 	}
-	a.cfg.Clock.Hold()
-	a.mailbox.Put(m)
-	return true
+	return a.mailbox.deliver(m, a.cfg.Clock.Hold)
 }
 
 // Ping asks for liveness on reply; a busy or hung actor simply does not answer.
@@ -264,9 +268,7 @@ func (a *Actor) Run(ctx context.Context) (err error) {
 		case <-ctx.Done():
 			return nil
 		case <-a.mailbox.Wake:
-			if r, leased, ping := a.mailbox.takeNode(); leased || ping != nil {
-				a.onNode(r, leased, ping)
-			}
+			a.onNodeMail()
 			if stop, err := a.onMail(ctx); stop {
 				return err
 			}
@@ -320,7 +322,14 @@ func (a *Actor) mail(ctx context.Context, m *nats.Msg, held bool) (stop bool, er
 		}
 		return false, nil
 	}
-	a.fenceIfLapsed()
+	if a.hangEnd == nil {
+		// A hung actor takes a fault (isFault) but notices nothing else
+		// until it wakes, its lapsed lease included (wake checks it): it
+		// fenced here, mid-hang, and rejoined as a new incarnation that
+		// its node could not vouch for, so the scheduler declared the
+		// same hung GPU dead a second time a lease later.
+		a.fenceIfLapsed()
+	}
 	a.handle(m)
 	if a.crashed != nil {
 		// The kill's hold of the clock goes to the supervisor, which lets
@@ -394,6 +403,18 @@ func (a *Actor) onDone() {
 	a.finishDue() // re-armed below: a.done is nil
 	a.rearm()
 	a.cfg.Clock.Release()
+}
+
+// onNodeMail takes what the node left (a renewal, a ping) and lets go
+// of the clock for each renewal that held it.
+func (a *Actor) onNodeMail() {
+	r, leased, ping, holds := a.mailbox.takeNode()
+	if leased || ping != nil {
+		a.onNode(r, leased, ping)
+	}
+	for range holds {
+		a.cfg.Clock.Release()
+	}
 }
 
 // onNode takes the node's lease renewal and answers its ping.
@@ -743,6 +764,12 @@ func (a *Actor) Down(reason string) events.GPUStatus {
 // Drain empties the mailbox of a dead actor, releasing the clock for each
 // message, and reports how many it dropped.
 func (a *Actor) Drain() int {
+	// Closed first: a message its router had in hand when the actor died
+	// is refused rather than left holding the clock in a mailbox no one
+	// reads any more.
+	for range a.mailbox.close() {
+		a.cfg.Clock.Release()
+	}
 	n := 0
 	for {
 		if _, ok := a.mailbox.Take(); !ok {

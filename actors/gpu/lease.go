@@ -7,6 +7,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gpusched/gpusched/events"
+	"github.com/gpusched/gpusched/simclock"
 	"github.com/gpusched/gpusched/vram"
 )
 
@@ -43,10 +44,7 @@ func (a *Actor) renew(until time.Time) {
 // scaled clock, a virtual one (simulated time) on a virtual clock.
 func (a *Actor) armLease() {
 	if a.virtual {
-		if a.leaseVTimer != nil {
-			a.leaseVTimer.Stop()
-		}
-		a.leaseVTimer = a.cfg.Clock.NewTimer(a.leaseUntil.Sub(a.liveNow()))
+		a.leaseVTimer = simclock.Rearm(a.cfg.Clock, a.leaseVTimer, a.leaseUntil.Sub(a.liveNow()), simclock.PhaseEvent)
 		return
 	}
 	if a.leaseTimer == nil {
@@ -56,19 +54,17 @@ func (a *Actor) armLease() {
 	}
 }
 
-// onVirtualLease is the lease's virtual timer firing. A renewal its node
-// handed over may not have been read yet (it waits in the mailbox, not
-// holding the clock): it is taken first, so the verdict does not depend
-// on which the actor saw first. A hung actor does nothing until it wakes
-// (wake checks the lease), as a hung process does.
+// onVirtualLease is the lease's virtual timer firing. A renewal holds the
+// clock until the actor has read it, so none should be waiting; one is
+// taken first all the same, so that the verdict could not depend on which
+// the actor saw first. A hung actor does nothing until it wakes (wake
+// checks the lease), as a hung process does.
 //
 //go:noinline
 func (a *Actor) onVirtualLease() {
 	a.leaseVTimer = nil
 	if a.hangEnd == nil {
-		if r, leased, ping := a.mailbox.takeNode(); leased || ping != nil {
-			a.onNode(r, leased, ping)
-		}
+		a.onNodeMail()
 		a.checkLease()
 	}
 	a.liveDone()

@@ -2,8 +2,8 @@ package node
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
+	gojson "github.com/goccy/go-json"
 	"sort"
 	"strconv"
 	"strings"
@@ -38,6 +38,7 @@ type Actor struct {
 	spec      model.NodeSpec
 	inc       int
 	clock     simclock.Clock
+	virtual   bool // clock is virtual
 	subjects  events.Subjects
 	emit      *events.Emitter
 	log       *zap.Logger
@@ -68,7 +69,7 @@ type hold struct {
 func newActor(spec model.NodeSpec, inc int, clock simclock.Clock, subjects events.Subjects, bus *nats.Conn,
 	log *zap.Logger, heartbeat time.Duration, gpus []*slot) *Actor {
 	return &Actor{
-		spec: spec, inc: inc, clock: clock, subjects: subjects, heartbeat: heartbeat, gpus: gpus, conn: bus,
+		spec: spec, inc: inc, clock: clock, virtual: simclock.IsVirtual(clock), subjects: subjects, heartbeat: heartbeat, gpus: gpus, conn: bus,
 		sent:     map[uint64]time.Time{},
 		emit:     events.NewEmitter(bus, "/node/"+spec.ID+"/"+strconv.Itoa(inc)),
 		log:      log.With(zap.String("node", spec.ID)),
@@ -102,7 +103,7 @@ func (a *Actor) Run(ctx context.Context) {
 	// run's heartbeats would then depend on how fast the machine is (two
 	// runs of one seed differed by a round of heartbeats when the periodic
 	// ones came from a wall ticker).
-	virtual := simclock.IsVirtual(a.clock)
+	virtual := a.virtual
 	var beat simclock.Timer
 	defer func() {
 		if beat != nil {
@@ -212,10 +213,7 @@ func (a *Actor) publishHeartbeat(heard map[string]gpu.Liveness) {
 	}
 	a.beat++
 	hb.Beat = a.beat
-	now := time.Now()
-	if simclock.IsVirtual(a.clock) {
-		now = a.clock.Now() // leases count in simulated time there
-	}
+	now := a.liveNow() // leases count in simulated time on a virtual clock
 	a.sent[a.beat] = now
 	// Send times older than a few periods can no longer be granted usefully.
 	for b, t := range a.sent {
@@ -235,7 +233,7 @@ func (a *Actor) publishHeartbeat(heard map[string]gpu.Liveness) {
 // the granted incarnation), counted from when the heartbeat left.
 func (a *Actor) grant(m *nats.Msg) {
 	var g events.LeaseGrant
-	if err := json.Unmarshal(m.Data, &g); err != nil {
+	if err := gojson.Unmarshal(m.Data, &g); err != nil {
 		a.log.Warn("bad lease grant", zap.Error(err))
 		return
 	}
@@ -256,8 +254,18 @@ func (a *Actor) grant(m *nats.Msg) {
 	}
 }
 
+// liveNow is the time liveness counts in: the wall's on a scaled clock,
+// simulated time on a virtual one (leases, reservation expiry), so that a
+// virtual run does not depend on how fast the machine is.
+func (a *Actor) liveNow() time.Time {
+	if a.virtual {
+		return a.clock.Now()
+	}
+	return time.Now()
+}
+
 func (a *Actor) expire() {
-	now := time.Now()
+	now := a.liveNow()
 	ids := make([]string, 0)
 	for id, h := range a.holds {
 		if !h.committed && now.After(h.expires) {
@@ -320,7 +328,7 @@ func (a *Actor) handle(m *nats.Msg) {
 		if c.TTLMillis > 0 {
 			ttl = time.Duration(c.TTLMillis) * time.Millisecond
 		}
-		a.holds[c.JobID] = &hold{cpu: c.CPU, mem: c.Memory, expires: time.Now().Add(ttl)}
+		a.holds[c.JobID] = &hold{cpu: c.CPU, mem: c.Memory, expires: a.liveNow().Add(ttl)}
 		a.cpuUsed += c.CPU
 		a.memUsed += c.Memory
 		reply(events.ControlReply{OK: true})

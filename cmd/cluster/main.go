@@ -185,7 +185,7 @@ func run(args []string) error {
 	starve := fs.Duration("starvation-age", policy.DefaultStarvationAge, "simulated wait after which a head-of-line job holds GPUs")
 	observe := fs.Bool("observe", false, "show the live text view in this terminal (logs go to a file)")
 	monkey := fs.String("chaos", "", "chaos monkey, seeded by --seed: e.g. 'kill=2/h,hang=1/h,partition=1/h' (rates per simulated\n"+
-		"hour; also delay=, drop=, kill-scheduler= rates, for=DURATION of hangs and partitions)")
+		"hour; also delay=, drop=, kill-scheduler= rates, for=DURATION of hangs and partitions, until=DURATION to stop drawing faults)")
 	lease := fs.Duration("lease", scheduler.DefaultLease, "wall time a GPU may go unrenewed before the scheduler declares it dead")
 	heartbeat := fs.Duration("heartbeat", 0, "wall-time period of node heartbeats (default: a third of --lease, at most 2s)")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
