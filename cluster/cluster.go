@@ -113,7 +113,8 @@ type Config struct {
 	Finished func(submitted int)
 	// Lease is how long a GPU may go unrenewed before the scheduler
 	// declares it dead (wall time, scheduler.DefaultLease when zero; on a
-	// virtual clock simulated time, core.DefaultVirtualLease when zero).
+	// virtual clock simulated time, core.DefaultVirtualLease when zero,
+	// and only with Chaos: without, a virtual run has no leases).
 	// The node heartbeat must be well inside it: a third by default.
 	Lease time.Duration
 	// RestartBackoff is the first wait before a crashed actor (GPU or
@@ -370,6 +371,14 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		return fail(fmt.Errorf("the heartbeat (%s) must be shorter than the lease (%s): a third of it or less", cfg.Heartbeat, lease))
 	}
 	gpuLease := lease
+	if c.virtual != nil && cfg.Chaos == nil {
+		// A virtual run without a chaos monkey has no leases: nothing in
+		// it can silence a GPU (a kill is told by gpu.down), so a lease
+		// could never run out, and the heartbeats renewing them every few
+		// simulated minutes would cost a long trace millions of messages.
+		// Its decisions are then those of a run before leases existed.
+		gpuLease, lease = 0, -1
+	}
 	schedCfg := scheduler.Config{Conn: schedConn, Clock: c.Clock, Journal: c.journal, Config: core.Config{Subjects: subjects, Logger: log,
 		Policy: cfg.Policy, Queue: cfg.Queue, Admit: admitOf(cfg.TenantLimits), TenantRate: cfg.TenantRate, TenantBurst: cfg.TenantBurst, Preempt: cfg.Preempt, Filters: cfg.Filters, Oversubscribe: cfg.Oversubscribe, Round: cfg.Round, RoundEvery: cfg.RoundEvery, Training: cfg.Training, VRAMModel: cfg.VRAMModel, StarvationAge: cfg.StarvationAge, Seed: int64(cfg.Seed),
 		NodeRank: cfg.NodeRank, Workload: cfg.Workload, DropUnschedulable: cfg.DropUnschedulable, MetricsPeriod: cfg.MetricsPeriod,

@@ -26,7 +26,9 @@ type HostConfig struct {
 	Subjects  events.Subjects
 	Conn      *nats.Conn
 	Logger    *zap.Logger
-	// Heartbeat is the wall-time heartbeat period (DefaultHeartbeat when zero).
+	// Heartbeat is the heartbeat period (DefaultHeartbeat when zero): wall
+	// time on a scaled clock; simulated time on a virtual one, where the
+	// node beats periodically only when Lease is set.
 	Heartbeat time.Duration
 	// Interference is the GPUs' noisy-neighbour coefficient (gpu.Config).
 	Interference float64
@@ -85,6 +87,9 @@ func Start(ctx context.Context, cfg HostConfig) (*Host, error) {
 		s.cur.Store(gpu.New(gc))
 	}
 	h.node = newActor(cfg.Spec, max(1, cfg.FirstIncarnation), cfg.Clock, cfg.Subjects, cfg.Conn, log, cfg.Heartbeat, slots)
+	// On a virtual clock the node beats periodically only for GPUs that
+	// hold leases: without one a beat renews nothing (see Run).
+	h.node.leased = cfg.Lease > 0
 
 	if cfg.Router != nil {
 		cfg.Router.add(ctx, h)

@@ -23,6 +23,7 @@ import (
 
 	"github.com/gpusched/gpusched/actors/jobgen"
 	"github.com/gpusched/gpusched/actors/scheduler"
+	"github.com/gpusched/gpusched/actors/scheduler/core"
 	"github.com/gpusched/gpusched/auth"
 	"github.com/gpusched/gpusched/bus"
 	"github.com/gpusched/gpusched/chaos"
@@ -186,8 +187,9 @@ func run(args []string) error {
 	observe := fs.Bool("observe", false, "show the live text view in this terminal (logs go to a file)")
 	monkey := fs.String("chaos", "", "chaos monkey, seeded by --seed: e.g. 'kill=2/h,hang=1/h,partition=1/h' (rates per simulated\n"+
 		"hour; also delay=, drop=, kill-scheduler= rates, for=DURATION of hangs and partitions, until=DURATION to stop drawing faults)")
-	lease := fs.Duration("lease", scheduler.DefaultLease, "wall time a GPU may go unrenewed before the scheduler declares it dead")
-	heartbeat := fs.Duration("heartbeat", 0, "wall-time period of node heartbeats (default: a third of --lease, at most 2s)")
+	lease := fs.Duration("lease", scheduler.DefaultLease, "wall time a GPU may go unrenewed before the scheduler declares it dead\n"+
+		"(with --clock virtual: simulated time, default 12m, and only with --chaos)")
+	heartbeat := fs.Duration("heartbeat", 0, "period of node heartbeats (default: a third of --lease, at most 2s; with --clock virtual 4m)")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	dataDir := fs.String("data-dir", defaultDataDir(), "JetStream store directory: the job journal and the event stream survive restarts here")
 	fresh := fs.Bool("fresh", false, "start empty: delete the job journal and event stream a previous run left in the store (after a clean stop the next run starts empty anyway)")
@@ -306,6 +308,11 @@ func run(args []string) error {
 	}
 	if *lease <= 0 {
 		return fmt.Errorf("--lease must be positive, e.g. 6s")
+	}
+	if *clockKind == "virtual" && !flagSet(fs, "lease") {
+		// The default is wall time; a virtual run's is simulated
+		// (core.DefaultVirtualLease, chosen by the cluster).
+		*lease = core.DefaultVirtualLease
 	}
 	if *heartbeat < 0 || (*heartbeat > 0 && *heartbeat*2 > *lease) {
 		return fmt.Errorf("--heartbeat must be positive and at most half of --lease (%s), so one late heartbeat is not a death", *lease)
@@ -690,4 +697,11 @@ func noLimit[T int64 | time.Duration](v T) T {
 		return -1
 	}
 	return v
+}
+
+// flagSet reports whether the command line gave the flag name.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
