@@ -231,14 +231,30 @@ func runSoak(t *testing.T, p soakPlan) soakResult {
 			t.Logf("scheduler summary: %s; running %v; queue %d", b, len(snap["running"].([]any)), len(snap["queue"].([]any)))
 			for _, stuck := range s.Stuck {
 				id, _, _ := strings.Cut(stuck, " ")
+				var gpus []any
 				if j := tryReq(nc, "gpusched.job.get", `{"job_id":"`+id+`"}`); j != nil {
 					h, _ := json.Marshal(j["history"])
 					t.Logf("stuck job %s as the scheduler has it: %v on %v; history %s", id, j["state"], j["gpu_ids"], h)
+					gpus, _ = j["gpu_ids"].([]any)
 				}
 				rawMu.Lock()
 				for _, r := range raw {
 					if strings.Contains(r, id) {
 						t.Logf("  %s", r)
+					}
+				}
+				// What its GPUs said last (a stuck job is often a message
+				// about it that went astray there).
+				for _, g := range gpus {
+					var last []string
+					for _, r := range raw {
+						if strings.Contains(r, "."+fmt.Sprint(g)+".") && !strings.Contains(r, id) {
+							last = append(last, r)
+						}
+					}
+					t.Logf("last events of %v:", g)
+					for _, r := range last[max(0, len(last)-30):] {
+						t.Logf("  %.600s", r)
 					}
 				}
 				if dump := os.Getenv("GPUSCHED_SOAK_DUMP"); dump != "" {
