@@ -484,7 +484,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 // has settled.
 func (c *Cluster) watch(nc *nats.Conn) {
 	if c.virtual != nil {
-		c.virtual.Watch(func() error { return nc.FlushTimeout(10 * time.Second) }, nil)
+		c.virtual.WatchSent(func() error { return nc.FlushTimeout(10 * time.Second) }, func() uint64 { return nc.Stats().OutMsgs })
 	}
 }
 

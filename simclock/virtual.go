@@ -83,7 +83,7 @@ type Virtual struct {
 	seq    uint64
 	timers timerHeap
 	// barriers flush connections; pending report undelivered messages.
-	barriers []func() error
+	barriers []*barrier
 	pending  []func() int
 	running  bool
 	stopped  bool
@@ -149,15 +149,35 @@ func (v *Virtual) Release() {
 // Watch adds a barrier (a flush of a connection) and a pending count (of a
 // subscription) to what settling checks; either may be nil. Call it before
 // Start.
-func (v *Virtual) Watch(barrier func() error, pending func() int) {
+func (v *Virtual) Watch(flush func() error, pending func() int) {
+	v.WatchSent(flush, nil)
+	if pending != nil {
+		v.mu.Lock()
+		v.pending = append(v.pending, pending)
+		v.mu.Unlock()
+	}
+}
+
+// WatchSent adds a barrier (a flush of a connection) with the count of
+// messages the connection has published (nil: unknown). A settle flushes
+// a connection first only when it has published since its last flush, and
+// skips its barriers altogether when none has (see settle).
+func (v *Virtual) WatchSent(flush func() error, sent func() uint64) {
+	if flush == nil {
+		return
+	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if barrier != nil {
-		v.barriers = append(v.barriers, barrier)
-	}
-	if pending != nil {
-		v.pending = append(v.pending, pending)
-	}
+	v.barriers = append(v.barriers, &barrier{flush: flush, sent: sent})
+}
+
+// barrier is a watched connection: its flush, its count of messages
+// published, and that count when its last flush began (read and written
+// by the settling goroutine only).
+type barrier struct {
+	flush   func() error
+	sent    func() uint64
+	flushed uint64
 }
 
 // Start lets the clock advance (Run waits for it, so that a cluster can
@@ -305,6 +325,7 @@ func (v *Virtual) Run(ctx context.Context) {
 
 // settle returns once the simulation has settled (or false when ctx ends).
 func (v *Virtual) settle(ctx context.Context, flushers *flushPool) bool {
+	skipped := false // the flushes were skipped once already
 	for {
 		for v.held.Load() != 0 {
 			if !v.wait(ctx) {
@@ -318,9 +339,28 @@ func (v *Virtual) settle(ctx context.Context, flushers *flushPool) bool {
 		// Two rounds: the first brings every message a connection
 		// published into the server and out to its subscribers'
 		// connections; the second brings those into the subscribers'
-		// pending counts.
-		for range 2 {
-			flushers.flushAll(barriers)
+		// pending counts. The first needs only the connections that
+		// published since their last flush (a flush sends a connection's
+		// buffered messages, then a ping the server answers after routing
+		// them; a message counted before the count is read is in the
+		// buffer before that ping). When none did, every message was
+		// routed by an earlier first round and delivered by the second
+		// round after it, so neither round is needed. (The flushes were
+		// 10 % of a simtest profile's CPU on the clock's side alone;
+		// seeds 1–40 ran in 19.8 s instead of 25.1 s with this.)
+		// A settle not quiet without them flushes every connection twice
+		// as before: what it waits for is then work in progress, and the
+		// flushes pace the loop (without them it spun, and seeds 1–40 took
+		// seven times as long).
+		first := v.publishedSince(barriers)
+		if len(first) == 0 && !skipped {
+			skipped = true
+		} else {
+			if len(first) == 0 {
+				first = allFlushes(barriers)
+			}
+			flushers.flushAll(first)
+			flushers.flushAll(allFlushes(barriers))
 		}
 		quiet := v.held.Load() == 0 && v.activity.Load() == before
 		for _, p := range pending {
@@ -336,6 +376,33 @@ func (v *Virtual) settle(ctx context.Context, flushers *flushPool) bool {
 			return false
 		}
 	}
+}
+
+// publishedSince is the flushes of the barriers whose connections
+// published since their last flush (every one whose count is unknown),
+// each noted as flushed at its count now.
+func (v *Virtual) publishedSince(barriers []*barrier) []func() error {
+	var first []func() error
+	for _, b := range barriers {
+		if b.sent == nil {
+			first = append(first, b.flush)
+			continue
+		}
+		if n := b.sent(); n != b.flushed {
+			b.flushed = n
+			first = append(first, b.flush)
+		}
+	}
+	return first
+}
+
+// allFlushes is every barrier's flush.
+func allFlushes(barriers []*barrier) []func() error {
+	all := make([]func() error, len(barriers))
+	for i, b := range barriers {
+		all[i] = b.flush
+	}
+	return all
 }
 
 // flushPool runs a settle's barriers at once, each on a goroutine that
