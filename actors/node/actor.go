@@ -106,7 +106,7 @@ func (a *Actor) Run(ctx context.Context) {
 	// ones came from a wall ticker). Periodic ones only when the GPUs hold
 	// leases (a virtual run with faults): without, a beat renews nothing,
 	// and a node beating every few simulated minutes costs a long trace
-	// millions of messages (openb's 1,213 nodes over 120 days: 52 M).
+	// millions of messages (openb's 1,213 nodes over 120 days: 52 M heartbeats).
 	virtual := a.virtual
 	var beat simclock.Timer
 	defer func() {
