@@ -158,6 +158,19 @@ func TestSchedulerKillsOnAVirtualClockRepeat(t *testing.T) {
 	if late == 0 {
 		t.Fatal("no job submitted after 6 h completed: the restarted schedulers did not place")
 	}
+	// The table names the jobs lost with a scheduler apart from the other
+	// unfinished ones.
+	s := Summarize(first)
+	if s.LostWithScheduler != lostWith || s.LostWithScheduler > s.Unended {
+		t.Errorf("summary: %d lost with a scheduler of %d unfinished, the jobs say %d", s.LostWithScheduler, s.Unended, lostWith)
+	}
+	var table bytes.Buffer
+	if err := WriteColumns(&table, []Column{{Policy: "binpack", Runs: []Summary{s}}}); err != nil {
+		t.Fatal(err)
+	}
+	if hasRow := strings.Contains(table.String(), "lost with a scheduler"); hasRow != (lostWith > 0) {
+		t.Errorf("%d jobs lost with a scheduler, and the table's row for them shown: %v\n%s", lostWith, hasRow, table.String())
+	}
 	if first.Length >= 12*time.Hour {
 		t.Errorf("the run went on to its drain limit (%s): the jobs lost with a scheduler were waited for", first.Length)
 	}

@@ -44,6 +44,10 @@ type Summary struct {
 	Policy                                  string
 	Seed                                    uint64
 	Submitted, Completed, Rejected, Unended int
+	// LostWithScheduler counts the unended jobs a scheduler without a
+	// journal held, queued, when it was killed (StateLostWithScheduler):
+	// no later scheduler knew them.
+	LostWithScheduler int
 	// ByPriority maps a priority name to its completed jobs' JCTs and its
 	// started jobs' queueing delays.
 	ByPriority map[string]*Delays
@@ -97,6 +101,9 @@ func Summarize(r *Result) Summary {
 			s.Rejected++
 		default:
 			s.Unended++
+			if j.State == StateLostWithScheduler {
+				s.LostWithScheduler++
+			}
 		}
 		if j.Started {
 			d.Queue = append(d.Queue, j.QueueDelay())

@@ -131,6 +131,16 @@ func WriteColumns(w io.Writer, cols []Column) error {
 		row("fault → jobs running again mean/max", " ", dur, func(s *Summary) float64 { return s.RecoveryMean.Seconds() },
 			func(s *Summary) float64 { return s.RecoveryMax.Seconds() })
 	}
+	lostWith := false
+	for _, s := range all {
+		lostWith = lostWith || s.LostWithScheduler > 0
+	}
+	if lostWith {
+		// Counted among the unfinished, named apart: a virtual run's
+		// scheduler has no journal, so a kill-scheduler fault loses its
+		// queue (docs/CHAOS.md).
+		row("unfinished: lost with a scheduler", "", count, func(s *Summary) float64 { return float64(s.LostWithScheduler) })
+	}
 	row("fragmentation GPUs mean/max", " ", digits(2), func(s *Summary) float64 { return s.FragMean },
 		func(s *Summary) float64 { return s.FragMax })
 	row("VRAM fragmentation mean/max", " ", digits(3), func(s *Summary) float64 { return s.VRAMFragMean },
@@ -170,34 +180,37 @@ func hours(sec float64) string {
 // plot or compare runs: the table's figures, unrounded (null when there is
 // nothing to measure, e.g. no completed job of a priority).
 type SummaryJSON struct {
-	Policy       string                         `json:"policy"`
-	Seed         uint64                         `json:"seed"`
-	Submitted    int                            `json:"submitted"`
-	Completed    int                            `json:"completed"`
-	Rejected     int                            `json:"rejected"`
-	Unfinished   int                            `json:"unfinished"`
-	JCT          map[string]map[string]*float64 `json:"jct_s"`
-	Queueing     map[string]map[string]*float64 `json:"queueing_s"`
-	UtilMean     *float64                       `json:"util_mean"`
-	GPUsIdle     *float64                       `json:"gpus_idle"`
-	BusyGPUHours float64                        `json:"busy_gpu_hours"`
-	EnergyKWh    float64                        `json:"energy_kwh"`
-	Preemptions  int                            `json:"preemptions"`
-	LostGPUHours float64                        `json:"lost_gpu_hours"`
-	FragMean     *float64                       `json:"frag_gpus_mean"`
-	FragMax      *float64                       `json:"frag_gpus_max"`
-	VRAMFragMean *float64                       `json:"vram_fragmentation_mean"`
-	VRAMFragMax  *float64                       `json:"vram_fragmentation_max"`
-	SlowdownMean *float64                       `json:"slowdown_mean"`
-	SlowdownP95  *float64                       `json:"slowdown_p95"`
-	SimulatedS   float64                        `json:"simulated_s"`
-	WallS        float64                        `json:"wall_s"`
+	Policy     string `json:"policy"`
+	Seed       uint64 `json:"seed"`
+	Submitted  int    `json:"submitted"`
+	Completed  int    `json:"completed"`
+	Rejected   int    `json:"rejected"`
+	Unfinished int    `json:"unfinished"`
+	// LostWithScheduler is how many of the unfinished a killed scheduler
+	// without a journal took with it.
+	LostWithScheduler int                            `json:"lost_with_scheduler"`
+	JCT               map[string]map[string]*float64 `json:"jct_s"`
+	Queueing          map[string]map[string]*float64 `json:"queueing_s"`
+	UtilMean          *float64                       `json:"util_mean"`
+	GPUsIdle          *float64                       `json:"gpus_idle"`
+	BusyGPUHours      float64                        `json:"busy_gpu_hours"`
+	EnergyKWh         float64                        `json:"energy_kwh"`
+	Preemptions       int                            `json:"preemptions"`
+	LostGPUHours      float64                        `json:"lost_gpu_hours"`
+	FragMean          *float64                       `json:"frag_gpus_mean"`
+	FragMax           *float64                       `json:"frag_gpus_max"`
+	VRAMFragMean      *float64                       `json:"vram_fragmentation_mean"`
+	VRAMFragMax       *float64                       `json:"vram_fragmentation_max"`
+	SlowdownMean      *float64                       `json:"slowdown_mean"`
+	SlowdownP95       *float64                       `json:"slowdown_p95"`
+	SimulatedS        float64                        `json:"simulated_s"`
+	WallS             float64                        `json:"wall_s"`
 }
 
 // JSON converts a summary to its summary.json form.
 func (s *Summary) JSON() SummaryJSON {
 	out := SummaryJSON{Policy: s.Policy, Seed: s.Seed, Submitted: s.Submitted, Completed: s.Completed, Rejected: s.Rejected,
-		Unfinished: s.Unended, JCT: map[string]map[string]*float64{}, Queueing: map[string]map[string]*float64{},
+		Unfinished: s.Unended, LostWithScheduler: s.LostWithScheduler, JCT: map[string]map[string]*float64{}, Queueing: map[string]map[string]*float64{},
 		UtilMean: finite(s.UtilMean), GPUsIdle: finite(s.GPUsIdle), BusyGPUHours: s.BusyGPUHours,
 		EnergyKWh: s.EnergyKWh, Preemptions: s.Preemptions, LostGPUHours: s.LostGPUHours,
 		FragMean: finite(s.FragMean), FragMax: finite(s.FragMax), VRAMFragMean: finite(s.VRAMFragMean),
