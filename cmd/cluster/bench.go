@@ -29,7 +29,7 @@ durable store, in-process and over loopback TCP; the raw bus beside them;
 GPU actors' memory and start-up at 10,000 and 100,000; event fan-out to
 1, 5 and 20 observers; the openb replay live and offline, and the 6×10
 matrix; the Pollux workloads; a node naming 1,000 silent GPUs; and
-cluster simtest over a thousand seeds (about 9 minutes). Each target of docs/PERFORMANCE.md is checked: "met" or "MISSED".
+cluster simtest over a thousand seeds (about 8 minutes). Each target of docs/PERFORMANCE.md is checked: "met" or "MISSED".
 Progress goes to stderr, the table to stdout. --quick is a reduced run of
 under a minute.
 
