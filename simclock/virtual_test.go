@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -225,4 +226,38 @@ func TestRearmMovesAPendingTimerInPlace(t *testing.T) {
 	}
 	v.Stop()
 	<-v.Done()
+}
+
+// TestASettleFlushesOnlyWhatPublished: a settle flushes first only the
+// connections that published since their last flush, then every one; a
+// settle after which nothing was published flushes nothing (every message
+// was routed and delivered by the rounds before).
+func TestASettleFlushesOnlyWhatPublished(t *testing.T) {
+	v := NewVirtual(epoch)
+	var sentA, sentB atomic.Uint64
+	var flushedA, flushedB atomic.Int64
+	v.WatchSent(func() error { flushedA.Add(1); return nil }, sentA.Load)
+	v.WatchSent(func() error { flushedB.Add(1); return nil }, sentB.Load)
+	first, second, third := v.NewTimer(time.Hour), v.NewTimer(2*time.Hour), v.NewTimer(3*time.Hour)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go v.Run(ctx)
+	v.Start()
+	flushes := func() [2]int64 { return [2]int64{flushedA.Load(), flushedB.Load()} }
+	<-first.C()
+	if got := flushes(); got != [2]int64{0, 0} {
+		t.Fatalf("flushes before the first instant %v, want none: nothing was published", got)
+	}
+	sentA.Add(1) // the first instant's work publishes on A
+	v.Release()
+	<-second.C()
+	if got := flushes(); got != [2]int64{2, 1} {
+		t.Fatalf("flushes after A published %v, want [2 1]: A, then both", got)
+	}
+	v.Release() // nothing published
+	<-third.C()
+	if got := flushes(); got != [2]int64{2, 1} {
+		t.Fatalf("flushes after a quiet instant %v, want still [2 1]", got)
+	}
+	v.Release()
 }
