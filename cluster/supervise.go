@@ -93,6 +93,15 @@ func (c *Cluster) superviseScheduler(ctx context.Context, cfg scheduler.Config, 
 					continue
 				}
 				cfg.Restored, cfg.Inherited = &st, nil
+			} else if c.memoryJournal != nil {
+				// The dead scheduler's records, as a durable journal would
+				// hold them (its writes are confirmed within its steps).
+				var totals events.Totals
+				if rem.Totals != nil {
+					totals = *rem.Totals
+				}
+				st := c.memoryJournal.State(cfg.Incarnation-1, died, totals)
+				cfg.Restored, cfg.Inherited = &st, nil
 			} else {
 				cfg.Inherited = rem.RunningJobs
 			}

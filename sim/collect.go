@@ -91,11 +91,14 @@ type collector struct {
 	subs   []*nats.Subscription
 }
 
-// jobCounts carries a job's running counts across a scheduler that
-// re-learned it without a journal: a restarted scheduler knows the job
-// from its GPU and counts its preemptions, run time and lost work afresh,
-// so a count that goes back is a new scheduler's, added to what the
-// earlier ones counted (the totals never go back).
+// jobCounts carries a job's running counts across a scheduler restart: a
+// scheduler that re-learned the job without a journal counts its
+// preemptions, run time and lost work afresh, one restored from a journal
+// carries the preemptions and lost work its record kept but counts the
+// run time afresh (the record has none). So each count that goes back is
+// a new scheduler's, added to what the earlier ones counted (the totals
+// never go back) — each on its own: folding all three when one went back
+// counted a journaled job's preemptions and lost work twice.
 type jobCounts struct {
 	said, counted struct {
 		preemptions int
@@ -105,9 +108,13 @@ type jobCounts struct {
 
 // total folds what the scheduler says now into the job's totals.
 func (k *jobCounts) total(preemptions int, runS, lostS float64) (int, float64, float64) {
-	if preemptions < k.said.preemptions || runS < k.said.runS || lostS < k.said.lostS {
+	if preemptions < k.said.preemptions {
 		k.counted.preemptions += k.said.preemptions
+	}
+	if runS < k.said.runS {
 		k.counted.runS += k.said.runS
+	}
+	if lostS < k.said.lostS {
 		k.counted.lostS += k.said.lostS
 	}
 	k.said.preemptions, k.said.runS, k.said.lostS = preemptions, runS, lostS

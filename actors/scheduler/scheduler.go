@@ -35,6 +35,10 @@ type Config struct {
 	// Journal, when set, keeps every accepted job's record in JetStream;
 	// a submission is answered once its record is stored.
 	Journal *durable.Journal
+	// MemoryJournal, when set and Journal is not, keeps the records in
+	// the process's memory instead (a virtual run whose scheduler is
+	// killed): written and confirmed within the step that writes them.
+	MemoryJournal *durable.MemoryJournal
 }
 
 // Defaults for Config's zero values (the core applies them).
@@ -85,6 +89,9 @@ type Scheduler struct {
 	inbox string
 	// batch holds the controls to nodes that take them batched (batch.go).
 	batch *batcher
+	// stored are the submissions the memory journal has stored in this
+	// step, for the core to hear it before the step ends (step).
+	stored []string
 }
 
 // New validates the config and subscribes; Run starts the loop.
@@ -115,6 +122,8 @@ func New(cfg Config) (*Scheduler, error) {
 	}
 	if cfg.Journal != nil {
 		cc.Store = journal{s}
+	} else if cfg.MemoryJournal != nil {
+		cc.Store = memoryJournal{s}
 	}
 	c, err := core.New(cc, bus{s})
 	if err != nil {
@@ -178,6 +187,13 @@ func (s *Scheduler) Remains() events.SchedLifecycle { return s.core.Remains() }
 func (s *Scheduler) step(in core.Input) {
 	in.Now, in.Wall = s.cfg.Clock.Now(), s.wallNow()
 	s.core.Step(in)
+	// What the memory journal stored is confirmed at once, in the same
+	// instant and order on every run of a seed.
+	for len(s.stored) > 0 {
+		id := s.stored[0]
+		s.stored = s.stored[1:]
+		s.core.Step(core.Input{Stored: id, Now: in.Now, Wall: in.Wall})
+	}
 }
 
 // wallNow is the time the core's timeouts, warm-up and rates run in: the
@@ -502,6 +518,19 @@ func (w journal) Put(rec *durable.Record, confirm bool) error {
 		case <-s.done:
 		}
 	}()
+	return nil
+}
+
+// memoryJournal writes the core's records into the memory journal.
+type memoryJournal struct{ s *Scheduler }
+
+// Put implements core.Store: kept at once; a write to confirm is
+// confirmed once the step that wrote it is done (step).
+func (w memoryJournal) Put(rec *durable.Record, confirm bool) error {
+	w.s.cfg.MemoryJournal.Put(rec)
+	if confirm {
+		w.s.stored = append(w.s.stored, rec.JobID)
+	}
 	return nil
 }
 
