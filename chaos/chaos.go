@@ -88,8 +88,8 @@ type Responder struct {
 	// known, and no other node's heartbeat may claim them too.
 	local map[string]bool
 	// localNodes are the nodes of that shape: their heartbeats teach
-	// nothing (on a virtual clock with leases every node beats every few
-	// simulated minutes; decoding each was 3 % of a simtest run's CPU).
+	// nothing, and on a virtual clock with leases every node beats every
+	// few simulated minutes, so decoding them would be work for nothing.
 	localNodes map[string]bool
 	log        *zap.Logger
 	sub        *nats.Subscription

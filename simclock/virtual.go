@@ -356,11 +356,12 @@ func (v *Virtual) settle(ctx context.Context, flushers *flushPool) bool {
 		if len(first) == 0 && !skipped {
 			skipped = true
 		} else {
+			all := allFlushes(barriers)
 			if len(first) == 0 {
-				first = allFlushes(barriers)
+				first = all
 			}
 			flushers.flushAll(first)
-			flushers.flushAll(allFlushes(barriers))
+			flushers.flushAll(all)
 		}
 		quiet := v.held.Load() == 0 && v.activity.Load() == before
 		for _, p := range pending {
