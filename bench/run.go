@@ -18,6 +18,7 @@ import (
 	"github.com/gpusched/gpusched/actors/scheduler"
 	"github.com/gpusched/gpusched/cluster"
 	"github.com/gpusched/gpusched/durable"
+	"github.com/gpusched/gpusched/model"
 	"github.com/gpusched/gpusched/openb"
 	"github.com/gpusched/gpusched/policy"
 	"github.com/gpusched/gpusched/pollux"
@@ -58,9 +59,11 @@ type openbTrace struct {
 
 // The targets of issue 8, on the 2-core reference machine.
 const (
-	targetRTTRatio      = 3.0
-	targetP99           = time.Millisecond
-	targetBinpackRate   = 10000.0
+	targetRTTRatio    = 3.0
+	targetP99         = time.Millisecond
+	targetBinpackRate = 10000.0
+	// targetNoJournalRate is placements/s with no journal (issue 18).
+	targetNoJournalRate = 20000.0
 	targetFGDRate       = 2000.0
 	targetFGDDecision   = 50 * time.Microsecond
 	targetActorsMemory  = 1 << 30
@@ -250,7 +253,7 @@ func pathSection(ctx context.Context, t *Table, o Options, say func(string, ...a
 			}
 		}
 	}
-	for _, st := range []durable.Storage{durable.Memory, durable.File} {
+	for _, st := range []durable.Storage{durable.None, durable.Memory, durable.File} {
 		for _, tcp := range []bool{false, true} {
 			say("placements/s, binpack, reference cluster, store %s, %s", storeName(st), transport(tcp))
 			err := withCluster(ctx, o, ClusterOptions{GPUs: "6xA100-40GB,2xA100-80GB", Policy: "binpack", Store: st}, tcp, func(nc *nats.Conn, c *cluster.Cluster) error {
@@ -258,8 +261,12 @@ func pathSection(ctx context.Context, t *Table, o Options, say func(string, ...a
 				if err != nil {
 					return err
 				}
+				target, want := "≥ 10,000/s", targetBinpackRate
+				if st == durable.None {
+					target, want = "≥ 20,000/s", targetNoJournalRate
+				}
 				t.add(sec, fmt.Sprintf("placements/s, binpack, reference cluster, %s, %s", storeWords(st), transport(tcp)),
-					thousands(rate)+"/s", "≥ 10,000/s", ok(rate >= targetBinpackRate))
+					thousands(rate)+"/s", target, ok(rate >= want))
 				return nil
 			})
 			if err != nil {
@@ -734,6 +741,13 @@ func withCluster(ctx context.Context, o Options, co ClusterOptions, tcp bool, fn
 		defer os.RemoveAll(dir)
 		co.DataDir = dir
 	}
+	// The GC target `cluster run` would set for this cluster (restored
+	// after: the GPU actors' memory is measured at Go's default).
+	shape, err := model.ParseGPUs(co.GPUs)
+	if err != nil {
+		return err
+	}
+	defer cluster.TuneGC(shape.GPUCount())()
 	c, err := StartCluster(ctx, co)
 	if err != nil {
 		return err

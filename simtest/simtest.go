@@ -69,8 +69,8 @@ func (c Case) String() string {
 // simModels are the GPU models a drawn cluster mixes.
 var simModels = []string{"A100-40GB", "A100-80GB", "V100-16GB", "V100-32GB", "T4-16GB", "H100-80GB"}
 
-// maxGPUs bounds a drawn cluster.
-const maxGPUs = 64
+// MaxGPUs bounds a drawn cluster.
+const MaxGPUs = 64
 
 // maxKillsPerGPUHour bounds a drawn case's kill rate by its size (Draw).
 const maxKillsPerGPUHour = 0.5
@@ -81,7 +81,7 @@ func Draw(seed uint64, hours float64) Case {
 	rng := rand.New(rand.NewPCG(seed, 0x5eed5eed))
 	c := Case{Seed: seed, Hours: hours}
 	// The shape: one to three terms of one model each, 1–64 GPUs in all.
-	total := 1 + rng.IntN(maxGPUs)
+	total := 1 + rng.IntN(MaxGPUs)
 	var terms []string
 	for left, n := total, 1+rng.IntN(3); left > 0 && n > 0; n-- {
 		count := left

@@ -220,6 +220,7 @@ flags:
 			return fmt.Errorf("--gpus: %w", err)
 		}
 	}
+	defer cluster.TuneGC(max(1, *workers) * shape.GPUCount())() // the runs at once
 	if *out != "" {
 		if err := os.MkdirAll(*out, 0o755); err != nil {
 			return fmt.Errorf("--out: %w", err)

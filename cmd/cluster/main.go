@@ -276,6 +276,7 @@ func run(args []string) error {
 	if err := checkSchedulerFlags(*queue, *preempt, *filters, *roundName, *roundEvery); err != nil {
 		return err
 	}
+	defer cluster.TuneGC(shape.GPUCount())()
 	limits, err := policy.ParseTenantLimits(*limitsText)
 	if err != nil {
 		return fmt.Errorf("--tenant-limits: %v", err)

@@ -51,6 +51,7 @@ func nodeCommand(args []string) error {
 	if err != nil {
 		return err
 	}
+	defer cluster.TuneGC(len(spec.GPUs))()
 	if !model.ValidToken(*prefix) {
 		return fmt.Errorf("--prefix %q: use letters, digits, - and _ only", *prefix)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 
+	"github.com/gpusched/gpusched/cluster"
 	"github.com/gpusched/gpusched/simtest"
 )
 
@@ -35,6 +36,7 @@ func simtestCommand(args []string) error {
 	if err != nil {
 		return err
 	}
+	defer cluster.TuneGC(max(1, *workers) * simtest.MaxGPUs)() // the clusters that run at once
 	if *hours <= 0 {
 		return errors.New("--hours must be positive, e.g. 24")
 	}
