@@ -231,6 +231,14 @@ func (s *Core) onReply(m *Msg) {
 	// A describe reports a state, not a change: a change it claimed
 	// (a completion) would otherwise be counted twice.
 	st.Change, st.JobID = "", ""
+	if st.Ended == nil {
+		// A full status, even when the GPU has no job and nothing ended
+		// there: its JSON then carries neither specs nor "ended", and
+		// hasSpecs cannot tell it from a change. Read as a change, the GPU
+		// was described again at once, for ever (on a virtual clock at one
+		// instant: TestADescribeOfAnIdleGPUIsAFullStatus).
+		st.Ended = []events.EndedJob{}
+	}
 	before, known := s.view.gpus[c.gpu]
 	was := 0
 	if known {

@@ -1560,3 +1560,32 @@ func history(info events.JobInfo) string {
 	}
 	return strings.Join(states, ",")
 }
+
+// TestADescribeOfAnIdleGPUIsAFullStatus: a restarted scheduler reads each
+// GPU in full once (what ended there while no scheduler watched). A GPU
+// with no job and nothing ended answers a describe whose JSON carries
+// neither specs nor "ended"; it is still the full status asked for.
+// Before, it read as a change, the GPU was described again at once, and
+// again, for ever: on a virtual clock at one instant, so the run never
+// ended (simtest with scheduler kills, seed 1: gpu-packing left GPUs
+// idle).
+func TestADescribeOfAnIdleGPUIsAFullStatus(t *testing.T) {
+	h := newHarness(t, Config{Inherited: []events.RunningJob{{JobID: "j-1", Placement: "1.1"}}, Incarnation: 2})
+	g := h.AddGPU("n1", "n1-gpu-0", "A100-40GB")
+	for round := 1; round <= 3; round++ {
+		d := h.Sends(events.OpDescribe)
+		if len(d) != 1 {
+			t.Fatalf("after %d answers, %d describes of the idle GPU, want 1", round-1, len(d))
+		}
+		if round == 1 {
+			// The answer as the GPU actor encodes it: no jobs, no "ended".
+			st := g.Status
+			st.Ended = nil
+			h.Step(Input{Msg: &Msg{Subject: d[0].Reply, Data: encode(events.ControlReply{OK: true, Status: &st})}})
+		} else {
+			// Its later status events ask nothing more either.
+			g.Status.Version++
+			h.GPUEvent(g.Status, events.GPUStatusType)
+		}
+	}
+}
