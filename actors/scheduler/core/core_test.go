@@ -1589,3 +1589,77 @@ func TestADescribeOfAnIdleGPUIsAFullStatus(t *testing.T) {
 		}
 	}
 }
+
+// TestAJobLostWhileNoSchedulerWatchedFreesItsNode: a restarted scheduler
+// learns from a GPU's full status that a job its predecessor ran was lost
+// there (here fenced) while no scheduler watched. The job goes back to the
+// queue, and its node actor must be told to free the CPU and memory the
+// job held there. Before, only the scheduler's view freed them: the node
+// actor kept them for good, refused every later job they were needed for,
+// and the scheduler, whose view said they were free, tried the same node
+// again at the same instant for ever (simtest with scheduler kills drawn,
+// seed 1).
+func TestAJobLostWhileNoSchedulerWatchedFreesItsNode(t *testing.T) {
+	h := newHarness(t, Config{Inherited: []events.RunningJob{{JobID: "j-1", Placement: "1.1"}}, Incarnation: 2})
+	body := spec("inherited", "10GB")
+	var req events.SubmitRequest
+	json.Unmarshal(encode(body), &req)
+	js, fe := req.Job()
+	if fe != nil {
+		t.Fatal(fe)
+	}
+	a := &events.Assignment{Name: "inherited", VRAM: 10e9, Util: 100, WorkS: 3600, Placement: "1.1", Submitted: HarnessEpoch, Spec: &js}
+	g := h.AddGPU("n1", "n1-gpu-0", "A100-40GB")
+	d := h.Sends(events.OpDescribe)
+	if len(d) != 1 {
+		t.Fatalf("%d describes of the GPU after the restart, want 1", len(d))
+	}
+	st := g.Status
+	st.Ended = []events.EndedJob{{JobID: "j-1", Change: events.ChangeFenced, ProgressS: 600, Assignment: a}}
+	h.Step(Input{Msg: &Msg{Subject: d[0].Reply, Data: encode(events.ControlReply{OK: true, Status: &st})}})
+	if s := h.JobState("j-1"); s.State != events.JobQueued && s.State != events.JobRunning {
+		t.Fatalf("the lost job is %s, want back in the queue (or placed again)", s.State)
+	}
+	freed := false
+	for _, r := range h.Sends(events.OpRelease) {
+		if r.Subject == h.Subjects.NodeCtl("n1") && r.Control.JobID == "j-1" {
+			freed = true
+		}
+	}
+	if !freed {
+		t.Fatalf("no release of j-1 sent to node n1's actor: %+v", h.Sends(events.OpRelease))
+	}
+}
+
+// TestAJournaledJobNoGPURunsAfterARestartFreesItsNode: the journal says a
+// job ran on n1; after the restart its GPU, read in full, no longer has
+// it. The job is lost and queued again, and n1's node actor is told to
+// free what the job held there (as TestAJobLostWhileNoSchedulerWatchedFreesItsNode).
+func TestAJournaledJobNoGPURunsAfterARestartFreesItsNode(t *testing.T) {
+	h := newHarness(t, Config{})
+	h.AddGPU("n1", "n1-gpu-0", "A100-40GB")
+	a := h.Submit(spec("a", "10GB"))
+	if a.State != events.JobPlaced {
+		t.Fatalf("submit: %+v", a)
+	}
+	rec := *h.Core.record(h.Core.jobs[a.JobID])
+	h2 := newHarness(t, Config{Restored: &durable.State{Incarnation: 1, Jobs: []durable.Record{rec}}})
+	g := h2.AddGPU("n1", "n1-gpu-0", "A100-40GB") // came back empty: it lost the job
+	for _, d := range h2.Sends(events.OpDescribe) {
+		st := g.Status
+		h2.Step(Input{Msg: &Msg{Subject: d.Reply, Data: encode(events.ControlReply{OK: true, Status: &st})}})
+	}
+	h2.Step(Input{Timer: TimerAging}) // when journaled jobs are settled
+	if h2.Core.stats.lostJobs != 1 {
+		t.Fatalf("lost %d jobs after the restart, want 1", h2.Core.stats.lostJobs)
+	}
+	freed := false
+	for _, r := range h2.Sends(events.OpRelease) {
+		if r.Subject == h2.Subjects.NodeCtl("n1") && r.Control.JobID == a.JobID {
+			freed = true
+		}
+	}
+	if !freed {
+		t.Fatalf("no release of %s sent to node n1's actor: %+v", a.JobID, h2.Sends(events.OpRelease))
+	}
+}

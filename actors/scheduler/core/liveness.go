@@ -570,6 +570,12 @@ func (s *Core) accountEnded(st events.GPUStatus) {
 			continue
 		}
 		s.log.Warn("job lost while no scheduler watched: re-queued", zap.String("job", j.id), zap.String("gpu", st.GPU), zap.String("how", e.Change))
+		if j.node != "" {
+			// Its GPU let it go; its node actor still holds its CPU and
+			// memory until told (requeueLost below no longer knows the
+			// node): the hold would stay for good.
+			s.publishAll([]ctlCall{{subject: s.cfg.Subjects.NodeCtl(j.node), ctl: events.Control{Op: events.OpRelease, JobID: j.id}}})
+		}
 		j.node, j.gpus, j.shardsLeft, j.shardsDone = "", nil, 0, nil
 		s.ended(j)
 		s.releaseNode(j, st.Node)
