@@ -564,6 +564,12 @@ func (s *Core) Step(in Input) {
 	}
 	switch in.Timer {
 	case TimerPass:
+		if s.virtual {
+			// No aging ticker on a virtual clock: the journal's jobs are
+			// settled as the GPUs that ran them are read (each read makes
+			// a pass) and at the wake two leases in (NextWake).
+			s.settleJournaled()
+		}
 		if s.settleDue {
 			s.settling = true
 			s.settled()
@@ -574,6 +580,7 @@ func (s *Core) Step(in Input) {
 		s.finishCPUJobs()
 		if s.virtual {
 			s.checkOverdue() // no aging ticker on a virtual clock
+			s.settleJournaled()
 		}
 		if len(s.queue) > 0 {
 			s.dirty = true
@@ -668,6 +675,11 @@ func (s *Core) NextWake() time.Time {
 		for _, j := range s.queue {
 			earlier(j.submitted.Add(s.cfg.StarvationAge))
 		}
+	}
+	if s.virtual && len(s.journaled) > 0 {
+		// The journal's jobs whose GPUs no heartbeat names are settled
+		// once those GPUs count as gone (settleJournaled).
+		earlier(s.started.Add(s.journalGrace() + time.Nanosecond))
 	}
 	if s.virtual {
 		// A job still running past its end is looked for on its GPUs

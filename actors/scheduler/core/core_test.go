@@ -1663,3 +1663,34 @@ func TestAJournaledJobNoGPURunsAfterARestartFreesItsNode(t *testing.T) {
 		t.Fatalf("no release of %s sent to node n1's actor: %+v", a.JobID, h2.Sends(events.OpRelease))
 	}
 }
+
+// TestOnAVirtualClockTheJournalsJobsAreSettledWithoutAnAgingTicker: a
+// virtual clock has no aging ticker, and settleJournaled ran only on it,
+// so a restarted scheduler's journaled jobs that no GPU ran any more
+// stayed "running" for good (simtest with scheduler kills drawn, seed 7:
+// two jobs never ended). They are settled at the pass a GPU's reading
+// makes, and a wake is due when the GPUs no heartbeat names count as gone.
+func TestOnAVirtualClockTheJournalsJobsAreSettledWithoutAnAgingTicker(t *testing.T) {
+	h := newHarness(t, Config{Virtual: true})
+	h.AddGPU("n1", "n1-gpu-0", "A100-40GB")
+	h.Pass()
+	a := h.Submit(spec("a", "10GB"))
+	h.Pass()
+	if s := h.JobState(a.JobID); s.State != events.JobRunning {
+		t.Fatalf("before the restart the job is %s, want running", s.State)
+	}
+	rec := *h.Core.record(h.Core.jobs[a.JobID])
+	h2 := newHarness(t, Config{Virtual: true, Restored: &durable.State{Incarnation: 1, Jobs: []durable.Record{rec}}})
+	if w, due := h2.Core.NextWake(), h2.Now.Add(h2.Core.journalGrace()+time.Nanosecond); w.IsZero() || w.After(due) {
+		t.Fatalf("next wake %v, want by %v (the journal's GPUs gone)", w, due)
+	}
+	g := h2.AddGPU("n1", "n1-gpu-0", "A100-40GB") // came back empty: it lost the job
+	for _, d := range h2.Sends(events.OpDescribe) {
+		st := g.Status
+		h2.Step(Input{Msg: &Msg{Subject: d.Reply, Data: encode(events.ControlReply{OK: true, Status: &st})}})
+	}
+	h2.Pass()
+	if h2.Core.stats.lostJobs != 1 || len(h2.Core.journaled) != 0 {
+		t.Fatalf("lost %d, still journaled %d after the GPU was read, want 1 and 0", h2.Core.stats.lostJobs, len(h2.Core.journaled))
+	}
+}

@@ -3,6 +3,7 @@ package core
 import (
 	"cmp"
 	"slices"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -202,6 +203,16 @@ func (s *Core) fromRecord(r *durable.Record) *job {
 	return j
 }
 
+// journalGrace is how long after its start a restarted scheduler waits
+// for a heartbeat to name a GPU the journal says ran a job: two leases.
+func (s *Core) journalGrace() time.Duration {
+	lease := s.cfg.Lease
+	if lease <= 0 {
+		lease = DefaultLease
+	}
+	return 2 * lease
+}
+
 // settleJournaled re-queues the jobs the journal says ran that no GPU
 // has accounted for, once each GPU they ran on has shown that it does not
 // run them: read in full by this scheduler (a GPU that ran the job would
@@ -215,11 +226,7 @@ func (s *Core) settleJournaled() {
 	if len(s.journaled) == 0 {
 		return
 	}
-	lease := s.cfg.Lease
-	if lease <= 0 {
-		lease = DefaultLease
-	}
-	gone := s.wall.Sub(s.started) > 2*lease
+	gone := s.wall.Sub(s.started) > s.journalGrace()
 	ids := make([]string, 0, len(s.journaled))
 	for id, r := range s.journaled {
 		settled := true
