@@ -14,8 +14,8 @@ import (
 // placement benchmark), so at the default the collector's background
 // work alone took 14–16 % of the process's CPU in a CPU profile of that
 // benchmark. Four times the live heap between collections
-// (smallClusterGCPercent) costs a small cluster some tens of MiB and
-// placed 10–30 % more jobs per second (docs/PERFORMANCE.md). A large
+// (smallClusterGCPercent) placed more jobs per second and about doubled
+// simtest's peak RSS (the figures: docs/PERFORMANCE.md). A large
 // cluster's live heap is its GPU actors (9.8 KiB each: 960 MiB at 100,000
 // GPUs, bench section 4); four times that would be gigabytes, so above
 // smallClusterGPUs the default stays.

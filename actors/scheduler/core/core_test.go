@@ -1620,13 +1620,7 @@ func TestAJobLostWhileNoSchedulerWatchedFreesItsNode(t *testing.T) {
 	if s := h.JobState("j-1"); s.State != events.JobQueued && s.State != events.JobRunning {
 		t.Fatalf("the lost job is %s, want back in the queue (or placed again)", s.State)
 	}
-	freed := false
-	for _, r := range h.Sends(events.OpRelease) {
-		if r.Subject == h.Subjects.NodeCtl("n1") && r.Control.JobID == "j-1" {
-			freed = true
-		}
-	}
-	if !freed {
+	if !freedAtNode(h, "n1", "j-1") {
 		t.Fatalf("no release of j-1 sent to node n1's actor: %+v", h.Sends(events.OpRelease))
 	}
 }
@@ -1653,13 +1647,7 @@ func TestAJournaledJobNoGPURunsAfterARestartFreesItsNode(t *testing.T) {
 	if h2.Core.stats.lostJobs != 1 {
 		t.Fatalf("lost %d jobs after the restart, want 1", h2.Core.stats.lostJobs)
 	}
-	freed := false
-	for _, r := range h2.Sends(events.OpRelease) {
-		if r.Subject == h2.Subjects.NodeCtl("n1") && r.Control.JobID == a.JobID {
-			freed = true
-		}
-	}
-	if !freed {
+	if !freedAtNode(h2, "n1", a.JobID) {
 		t.Fatalf("no release of %s sent to node n1's actor: %+v", a.JobID, h2.Sends(events.OpRelease))
 	}
 }
@@ -1693,4 +1681,14 @@ func TestOnAVirtualClockTheJournalsJobsAreSettledWithoutAnAgingTicker(t *testing
 	if h2.Core.stats.lostJobs != 1 || len(h2.Core.journaled) != 0 {
 		t.Fatalf("lost %d, still journaled %d after the GPU was read, want 1 and 0", h2.Core.stats.lostJobs, len(h2.Core.journaled))
 	}
+}
+
+// freedAtNode says whether the core told node's actor to free job id.
+func freedAtNode(h *Harness, node, id string) bool {
+	for _, r := range h.Sends(events.OpRelease) {
+		if r.Subject == h.Subjects.NodeCtl(node) && r.Control.JobID == id {
+			return true
+		}
+	}
+	return false
 }

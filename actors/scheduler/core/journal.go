@@ -252,7 +252,7 @@ func (s *Core) settleJournaled() {
 		if r.Node != "" {
 			// Its node actor may still hold its CPU and memory (the GPUs
 			// let it go): freed there too, or for good never.
-			s.publishAll([]ctlCall{{subject: s.cfg.Subjects.NodeCtl(r.Node), ctl: events.Control{Op: events.OpRelease, JobID: j.id}}})
+			s.freeAtNode(r.Node, j.id)
 		}
 		j.node, j.gpus, j.placement = "", nil, ""
 		j.state = stateRunning // what the journal last knew

@@ -574,7 +574,7 @@ func (s *Core) accountEnded(st events.GPUStatus) {
 			// Its GPU let it go; its node actor still holds its CPU and
 			// memory until told (requeueLost below no longer knows the
 			// node): the hold would stay for good.
-			s.publishAll([]ctlCall{{subject: s.cfg.Subjects.NodeCtl(j.node), ctl: events.Control{Op: events.OpRelease, JobID: j.id}}})
+			s.freeAtNode(j.node, j.id)
 		}
 		j.node, j.gpus, j.shardsLeft, j.shardsDone = "", nil, 0, nil
 		s.ended(j)

@@ -92,6 +92,12 @@ func (s *Core) releaseInView(j *job, node string, gpus []string) {
 	s.releaseNode(j, node)
 }
 
+// freeAtNode tells node's actor to free what job id holds there (CPU
+// and memory), without waiting for an answer.
+func (s *Core) freeAtNode(node, id string) {
+	s.publishAll([]ctlCall{{subject: s.cfg.Subjects.NodeCtl(node), ctl: events.Control{Op: events.OpRelease, JobID: id}}})
+}
+
 // releaseNode returns a job's CPU and memory to its node in the view.
 func (s *Core) releaseNode(j *job, node string) {
 	if n, ok := s.view.nodes[node]; ok {
@@ -303,7 +309,7 @@ func (s *Core) stop(j *job, op string, then func()) {
 	}
 	st.replies, st.waiting = make([]events.ControlReply, len(st.calls)), len(st.calls)
 	if j.node != "" {
-		s.publishAll([]ctlCall{{subject: s.cfg.Subjects.NodeCtl(j.node), ctl: events.Control{Op: events.OpRelease, JobID: j.id}}})
+		s.freeAtNode(j.node, j.id)
 	}
 	for i, c := range st.calls {
 		node := s.gpuNode(j, c.gpu)

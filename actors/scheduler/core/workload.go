@@ -96,7 +96,7 @@ func (s *Core) complete(j *job, now time.Time) {
 	j.progress = j.work()
 	j.ended = &now
 	j.cpuEnds = nil
-	s.publishAll([]ctlCall{{subject: s.cfg.Subjects.NodeCtl(j.node), ctl: events.Control{Op: events.OpRelease, JobID: j.id}}})
+	s.freeAtNode(j.node, j.id)
 	s.releaseNode(j, j.node)
 	s.stats.completed++
 	s.ended(j)
