@@ -310,6 +310,9 @@ type Core struct {
 	// accounts for them or shows it no longer runs them (settleJournaled).
 	toStore   []*job
 	journaled map[string]*durable.Record
+	// relearning counts the running jobs being read back from their GPUs
+	// after the restart (job.relearning; settleRelearned).
+	relearning int
 	// nodeBeats is when each node's last heartbeat came (wall time);
 	// heardGPUs the GPUs some heartbeat named, alive or not, each with
 	// the node that named it.
@@ -318,6 +321,9 @@ type Core struct {
 	// controls batched (the shell's concern: BatchesControls).
 	batchCtl  map[string]bool
 	heardGPUs map[string]string
+	// heardIncarnation is each heard GPU's incarnation as its node's last
+	// heartbeat gave it.
+	heardIncarnation map[string]int
 	// inbox is the prefix of the reply subjects of the core's own requests
 	// (calls.go). calls are those in flight by reply subject, describing
 	// the describe in flight per GPU, callsTo their count per node.
@@ -449,34 +455,35 @@ func New(cfg Config, bus Bus) (*Core, error) {
 		log = zap.NewNop()
 	}
 	s := &Core{
-		cfg:        cfg,
-		log:        log.With(zap.String("actor", "scheduler")),
-		bus:        bus,
-		now:        cfg.Now,
-		wall:       cfg.Wall,
-		policy:     p,
-		queueSort:  qs,
-		preempt:    pre,
-		round:      round,
-		training:   newTraining(cfg.Training),
-		view:       newView(cfg.VRAMModel, cfg.Seed, cfg.NodeRank),
-		jobs:       map[string]*job{},
-		classes:    map[policy.ClassKey]int{},
-		byVRAM:     map[vramClass]int{},
-		virtual:    virtual,
-		started:    cfg.Wall,
-		inherited:  map[string]string{},
-		awaiting:   map[*job]bool{},
-		journaled:  map[string]*durable.Record{},
-		nodeBeats:  map[string]time.Time{},
-		batchCtl:   map[string]bool{},
-		heardGPUs:  map[string]string{},
-		inbox:      cfg.Inbox,
-		calls:      map[string]*call{},
-		describing: map[string]string{},
-		callsTo:    map[string]int{},
-		msgIDs:     map[string]msgIDJob{},
-		allowance:  map[string]*bucket{},
+		cfg:              cfg,
+		log:              log.With(zap.String("actor", "scheduler")),
+		bus:              bus,
+		now:              cfg.Now,
+		wall:             cfg.Wall,
+		policy:           p,
+		queueSort:        qs,
+		preempt:          pre,
+		round:            round,
+		training:         newTraining(cfg.Training),
+		view:             newView(cfg.VRAMModel, cfg.Seed, cfg.NodeRank),
+		jobs:             map[string]*job{},
+		classes:          map[policy.ClassKey]int{},
+		byVRAM:           map[vramClass]int{},
+		virtual:          virtual,
+		started:          cfg.Wall,
+		inherited:        map[string]string{},
+		awaiting:         map[*job]bool{},
+		journaled:        map[string]*durable.Record{},
+		nodeBeats:        map[string]time.Time{},
+		batchCtl:         map[string]bool{},
+		heardGPUs:        map[string]string{},
+		heardIncarnation: map[string]int{},
+		inbox:            cfg.Inbox,
+		calls:            map[string]*call{},
+		describing:       map[string]string{},
+		callsTo:          map[string]int{},
+		msgIDs:           map[string]msgIDJob{},
+		allowance:        map[string]*bucket{},
 	}
 	for _, r := range cfg.Inherited {
 		s.inherited[r.JobID] = r.Placement
@@ -676,7 +683,7 @@ func (s *Core) NextWake() time.Time {
 			earlier(j.submitted.Add(s.cfg.StarvationAge))
 		}
 	}
-	if s.virtual && len(s.journaled) > 0 {
+	if s.virtual && (len(s.journaled) > 0 || s.relearning > 0) {
 		// The journal's jobs whose GPUs no heartbeat names are settled
 		// once those GPUs count as gone (settleJournaled).
 		earlier(s.started.Add(s.journalGrace() + time.Nanosecond))
@@ -860,6 +867,7 @@ func (s *Core) onNodeEvent(m *Msg) {
 	}
 	for _, g := range hb.GPUs {
 		s.heardGPUs[g.GPU] = hb.Node
+		s.heardIncarnation[g.GPU] = g.Incarnation
 		st, ok := s.view.gpus[g.GPU]
 		if !ok || g.Incarnation > st.status.Incarnation {
 			// Unknown, or restarted without this scheduler hearing its up:

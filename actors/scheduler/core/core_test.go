@@ -1692,3 +1692,262 @@ func freedAtNode(h *Harness, node, id string) bool {
 	}
 	return false
 }
+
+// TestAGangIsRelearnedWholeFromEachGPUThatRunsIt: after a restart, a gang
+// the journal says runs on two GPUs is read back from both. The first
+// GPU's reading re-learned it; the second GPU's, where the job was known
+// by then but not there, counted its share as a stray and released it,
+// so the gang ran on one GPU of two, and the GPUs it was released from
+// were free to be given to it again (simtest with scheduler kills drawn,
+// seed 517: one job ran on four GPUs at once).
+func TestAGangIsRelearnedWholeFromEachGPUThatRunsIt(t *testing.T) {
+	h2, id, share := restartedWithAGang(t)
+	for _, d := range h2.Sends(events.OpDescribe) {
+		_, gpu, _ := events.ParseGPUCtl(d.Subject)
+		st := h2.GPUs[gpu].Status
+		st.Jobs, st.Ended = []events.GPUJob{share}, []events.EndedJob{}
+		h2.Step(Input{Msg: &Msg{Subject: d.Reply, Data: encode(events.ControlReply{OK: true, Status: &st})}})
+	}
+	h2.Step(Input{Timer: TimerAging})
+	if s := h2.JobState(id); s.State != events.JobRunning || len(s.GPUIDs) != 2 {
+		t.Fatalf("the gang after the restart: %s on %v, want running on both GPUs", s.State, s.GPUIDs)
+	}
+	if r := h2.Sends(events.OpRelease); len(r) != 0 {
+		t.Fatalf("releases sent after the restart: %+v, want none", r)
+	}
+}
+
+// TestAGangThatLostAShareWhileNoSchedulerWatchedIsStoppedAndQueued: read
+// back after a restart, a gang runs on one GPU and the other GPU's full
+// status says it fenced its share of that very placement. The gang cannot
+// go on on half its GPUs: it is stopped on the GPU that runs it and goes
+// back to the queue. Before, it ran on alone (seed 517).
+func TestAGangThatLostAShareWhileNoSchedulerWatchedIsStoppedAndQueued(t *testing.T) {
+	h2, id, share := restartedWithAGang(t)
+	for i, d := range h2.Sends(events.OpDescribe) {
+		_, gpu, _ := events.ParseGPUCtl(d.Subject)
+		st := h2.GPUs[gpu].Status
+		st.Jobs, st.Ended = []events.GPUJob{share}, []events.EndedJob{}
+		if i == 1 {
+			st.Jobs = []events.GPUJob{}
+			st.Ended = []events.EndedJob{{JobID: id, Change: events.ChangeFenced, ProgressS: 60, Assignment: share.Assignment}}
+		}
+		h2.Step(Input{Msg: &Msg{Subject: d.Reply, Data: encode(events.ControlReply{OK: true, Status: &st})}})
+	}
+	gangStoppedAndQueued(t, h2, id)
+}
+
+// TestAGangReadBackOnPartOfItsGPUsIsStoppedOnceTheOthersAreGone: after a
+// restart one GPU of a gang's two runs it; the other, which the journal
+// names, is never heard from again. Once it counts as gone (two leases),
+// the gang is stopped where it runs and queued again.
+func TestAGangReadBackOnPartOfItsGPUsIsStoppedOnceTheOthersAreGone(t *testing.T) {
+	h2, id, share := restartedWithAGang(t, "n1-gpu-0")
+	for _, d := range h2.Sends(events.OpDescribe) {
+		st := h2.GPUs["n1-gpu-0"].Status
+		st.Jobs, st.Ended = []events.GPUJob{share}, []events.EndedJob{}
+		h2.Step(Input{Msg: &Msg{Subject: d.Reply, Data: encode(events.ControlReply{OK: true, Status: &st})}})
+	}
+	h2.Step(Input{Timer: TimerAging})
+	if s := h2.JobState(id); s.State != events.JobRunning {
+		t.Fatalf("the gang before its other GPU counts as gone: %s, want running", s.State)
+	}
+	// Its record still names both GPUs: a successor restarting now must
+	// wait for the one not read, too.
+	var rec *durable.Record
+	for _, r := range h2.Records {
+		if r.JobID == id {
+			rec = r
+		}
+	}
+	if rec == nil || len(rec.GPUs) != 2 {
+		t.Fatalf("the gang's last record while it is read back: %+v, want both GPUs named", rec)
+	}
+	h2.Advance(h2.Core.journalGrace() + time.Second)
+	h2.Step(Input{Timer: TimerAging})
+	gangStoppedAndQueued(t, h2, id)
+}
+
+// restartedWithAGang places a gang on n1's two GPUs, then starts a second
+// core from the journal's record of it with the GPUs named (both unless
+// told) up again, not read yet; share is the job as each GPU reads it.
+func restartedWithAGang(t *testing.T, gpus ...string) (h2 *Harness, id string, share events.GPUJob) {
+	t.Helper()
+	h := newHarness(t, Config{})
+	h.AddGPU("n1", "n1-gpu-0", "A100-40GB")
+	h.AddGPU("n1", "n1-gpu-1", "A100-40GB")
+	a := h.Submit(spec("gang", "10GB", "gpus", 2))
+	if a.State != events.JobPlaced {
+		t.Fatalf("submit: %+v", a)
+	}
+	j := h.Core.jobs[a.JobID]
+	rec := *h.Core.record(j)
+	as := &events.Assignment{Name: "gang", VRAM: 10e9, Util: 20, WorkS: 3600, Placement: j.placement, Submitted: j.submitted,
+		Seq: j.seq, Spec: &j.spec}
+	h2, err := NewHarness(Config{Policy: "binpack", Restored: &durable.State{Incarnation: 1, Jobs: []durable.Record{rec}}}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(gpus) == 0 {
+		gpus = []string{"n1-gpu-0", "n1-gpu-1"}
+	}
+	for _, g := range gpus {
+		h2.AddGPU("n1", g, "A100-40GB")
+	}
+	return h2, a.JobID, events.GPUJob{JobID: a.JobID, Name: "gang", State: events.GPUJobRunning, VRAM: 10e9, Util: 20, ProgressS: 60,
+		WorkS: 3600, Rate: 1, Assignment: as}
+}
+
+// gangStoppedAndQueued checks the gang is no longer running and was told
+// to stop on n1-gpu-0, the GPU that ran it.
+func gangStoppedAndQueued(t *testing.T, h *Harness, id string) {
+	t.Helper()
+	if s := h.JobState(id); s.State == events.JobRunning && len(s.GPUIDs) < 2 {
+		t.Fatalf("the gang runs on %v of its 2 GPUs, want it stopped and queued", s.GPUIDs)
+	}
+	stopped := false
+	for _, r := range h.Sends(events.OpRelease) {
+		if r.Subject == h.Subjects.GPUCtl("n1", "n1-gpu-0") && (r.Control.JobID == id || slices.Contains(r.Control.Jobs, id)) {
+			stopped = true
+		}
+	}
+	if !stopped {
+		t.Fatalf("no stop of the gang sent to n1-gpu-0: %+v", h.Sends(events.OpRelease))
+	}
+}
+
+// TestAGangWhoseSharesAllCompletedWhileNoSchedulerWatchedCompletes: both
+// GPUs of a gang say, read after a restart, that their shares completed;
+// another job re-learned after it runs on. The gang completes once read
+// back, and the other job runs on. Ending the gang inside the loop over
+// the running jobs once emptied a slot of it: the next read crashed the
+// scheduler (simtest with scheduler kills drawn, seed 148).
+func TestAGangWhoseSharesAllCompletedWhileNoSchedulerWatchedCompletes(t *testing.T) {
+	h := newHarness(t, Config{})
+	h.AddGPU("n1", "n1-gpu-0", "A100-40GB")
+	h.AddGPU("n1", "n1-gpu-1", "A100-40GB")
+	ga, gb := h.Submit(spec("gang", "10GB", "gpus", 2)), h.Submit(spec("single", "10GB"))
+	a, b := h.Core.jobs[ga.JobID], h.Core.jobs[gb.JobID]
+	assignment := func(j *job) *events.Assignment {
+		return &events.Assignment{Name: j.spec.Name, VRAM: 10e9, Util: 20, WorkS: 3600, Placement: j.placement, Submitted: j.submitted,
+			Seq: j.seq, Spec: &j.spec}
+	}
+	h2 := newHarness(t, Config{Restored: &durable.State{Incarnation: 1, Jobs: []durable.Record{*h.Core.record(a), *h.Core.record(b)}}})
+	h2.AddGPU("n1", "n1-gpu-0", "A100-40GB")
+	h2.AddGPU("n1", "n1-gpu-1", "A100-40GB")
+	for _, d := range h2.Sends(events.OpDescribe) {
+		_, gpu, _ := events.ParseGPUCtl(d.Subject)
+		st := h2.GPUs[gpu].Status
+		st.Jobs = []events.GPUJob{}
+		if gpu == "n1-gpu-1" { // read second: the single job is re-learned after the gang
+			st.Jobs = []events.GPUJob{{JobID: b.id, Name: "single", State: events.GPUJobRunning, VRAM: 10e9, Util: 20, ProgressS: 60,
+				WorkS: 3600, Rate: 1, Assignment: assignment(b)}}
+		}
+		st.Ended = []events.EndedJob{{JobID: a.id, Change: events.ChangeCompleted, ProgressS: 3600, Assignment: assignment(a)}}
+		h2.Step(Input{Msg: &Msg{Subject: d.Reply, Data: encode(events.ControlReply{OK: true, Status: &st})}})
+	}
+	h2.Step(Input{Timer: TimerAging})
+	if sa, sb := h2.JobState(a.id).State, h2.JobState(b.id).State; sa != events.JobCompleted || sb != events.JobRunning {
+		t.Fatalf("after the restart the gang is %s and the single job %s, want completed and running", sa, sb)
+	}
+}
+
+// TestAStrayShareIsFreedAtItsNodeToo: a GPU of another node than the one
+// a job runs on says it runs the job (a placement the scheduler gave up on,
+// a predecessor's). The GPU is told to release it, and so is that node's
+// actor, which holds the job's CPU and memory as long as no one tells it
+// otherwise; the node the job runs on keeps its hold.
+func TestAStrayShareIsFreedAtItsNodeToo(t *testing.T) {
+	h := newHarness(t, Config{})
+	h.AddGPU("n1", "n1-gpu-0", "A100-40GB")
+	g2 := h.AddGPU("n2", "n2-gpu-0", "A100-40GB")
+	a := h.Submit(spec("a", "10GB", "node", "n1"))
+	if s := h.JobState(a.JobID); s.State != events.JobRunning || s.Node != "n1" {
+		t.Fatalf("submit: %+v", s)
+	}
+	st := g2.Status
+	st.Version++
+	st.Jobs = []events.GPUJob{{JobID: a.JobID, Name: "a", State: events.GPUJobRunning, VRAM: 10e9, Util: 20, WorkS: 3600, Rate: 1}}
+	h.GPUEvent(st, events.GPUStatusType)
+	if !freedAtNode(h, "n2", a.JobID) || freedAtNode(h, "n1", a.JobID) {
+		t.Fatalf("releases %+v: want the job freed at n2's actor and not at n1's", h.Sends(events.OpRelease))
+	}
+}
+
+// TestAJournaledJobHoldsItsNodeInTheViewUntilSettled: after a restart, a
+// job the journal says runs on n1 holds n1's CPU and memory in the view
+// before its GPU is read (the node actor holds them), once when its GPU
+// is read and runs it, and not at all once it is found lost. Without the
+// hold the scheduler placed other jobs on n1 that its actor refused, at
+// one instant again and again (seed 156).
+func TestAJournaledJobHoldsItsNodeInTheViewUntilSettled(t *testing.T) {
+	h := newHarness(t, Config{})
+	h.AddGPU("n1", "n1-gpu-0", "A100-40GB")
+	a := h.Submit(spec("a", "10GB"))
+	j := h.Core.jobs[a.JobID]
+	cpu := j.spec.CPUMilli()
+	rec := *h.Core.record(j)
+	used := func(h *Harness) int64 { return h.Core.view.node("n1").CPUUsedMilli }
+	for _, runs := range []bool{true, false} {
+		h2 := newHarness(t, Config{Restored: &durable.State{Incarnation: 1, Jobs: []durable.Record{rec}}})
+		if u := used(h2); u != cpu {
+			t.Fatalf("before n1 is read: %d m CPU used in the view, want %d", u, cpu)
+		}
+		g := h2.AddGPU("n1", "n1-gpu-0", "A100-40GB")
+		for _, d := range h2.Sends(events.OpDescribe) {
+			st := g.Status
+			st.Ended = []events.EndedJob{}
+			if runs {
+				st.Jobs = []events.GPUJob{{JobID: j.id, Name: "a", State: events.GPUJobRunning, VRAM: 10e9, Util: 20, WorkS: 3600, Rate: 1,
+					Assignment: &events.Assignment{Name: "a", VRAM: 10e9, Util: 20, WorkS: 3600, Placement: j.placement, Spec: &j.spec}}}
+			}
+			h2.Step(Input{Msg: &Msg{Subject: d.Reply, Data: encode(events.ControlReply{OK: true, Status: &st})}})
+		}
+		h2.Step(Input{Timer: TimerAging})
+		want := cpu
+		if !runs {
+			want = 0
+			if s := h2.JobState(j.id); s.State == events.JobRunning {
+				t.Fatalf("the job its GPU no longer runs is %s", s.State)
+			}
+		}
+		if u := used(h2); u != want {
+			t.Fatalf("GPU read (runs it: %v): %d m CPU used in the view, want %d", runs, u, want)
+		}
+	}
+}
+
+// TestAGangStoppedWhileOneOfItsGPUsIsUnreadIsStoppedThereToo: after a
+// restart a gang is read back from one GPU of two; the other, which the
+// journal names and a heartbeat names, does not answer (hung). Stopping
+// the gang now must reach that GPU too, and since it does not answer, the
+// job must wait for it before it runs anywhere again. Before, the stop
+// went to the GPU read only, and the gang was placed again while the hung
+// GPU still ran its share (simtest with scheduler kills drawn, seed 11).
+func TestAGangStoppedWhileOneOfItsGPUsIsUnreadIsStoppedThereToo(t *testing.T) {
+	h2, id, share := restartedWithAGang(t, "n1-gpu-0")
+	h2.Unanswered["n1-gpu-1"] = true
+	h2.Heartbeat("n1", events.HeartbeatGPU{GPU: "n1-gpu-1", Incarnation: 1, Alive: true, Jobs: 1})
+	for _, d := range h2.Sends(events.OpDescribe) {
+		if _, gpu, _ := events.ParseGPUCtl(d.Subject); gpu == "n1-gpu-0" {
+			st := h2.GPUs[gpu].Status
+			st.Jobs, st.Ended = []events.GPUJob{share}, []events.EndedJob{}
+			h2.Step(Input{Msg: &Msg{Subject: d.Reply, Data: encode(events.ControlReply{OK: true, Status: &st})}})
+		}
+	}
+	h2.Request("job.cancel", "", map[string]string{"job_id": id})
+	stopped := false
+	for _, c := range append(h2.Sends(events.OpRelease), h2.Sends(events.OpPreempt)...) {
+		if c.Subject == h2.Subjects.GPUCtl("n1", "n1-gpu-1") && c.Control.JobID == id {
+			stopped = true
+		}
+	}
+	if !stopped {
+		t.Fatalf("no stop sent to n1-gpu-1, which may run a share of the gang")
+	}
+	h2.Advance(h2.Core.CallTimeout() + time.Second)
+	h2.Step(Input{Timer: TimerCalls})
+	if inc, waits := h2.Core.jobs[id].awaiting["n1-gpu-1"]; !waits || inc != 1 {
+		t.Fatalf("after the unanswered stop the job awaits %v, want n1-gpu-1 at incarnation 1", h2.Core.jobs[id].awaiting)
+	}
+}

@@ -42,7 +42,14 @@ type job struct {
 	shardsLeft int
 	// shardsDone are the GPUs whose share of the job completed: each
 	// counts once, whoever says it again (a full status's ended jobs).
-	shardsDone  []string
+	shardsDone []string
+	// relearning says a job a restarted scheduler re-learned from its
+	// GPUs is still being read back, share by share: a gang is whole only
+	// once every GPU it ran on has been read (settleRelearned).
+	// relearnFrom are the GPUs the journal says its placement ran on (nil
+	// when only the predecessor's post-mortem vouched for it).
+	relearning  bool
+	relearnFrom []string
 	preemptions int
 	reason      string
 	started     *time.Time

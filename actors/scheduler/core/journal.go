@@ -42,8 +42,21 @@ func (s *Core) record(j *job) *durable.Record {
 		progress = max(progress, model.KeptProgress(j.estimate(now), j.spec.Checkpoint))
 		j.storedProgress = progress
 	}
+	gpus := j.gpus
+	if j.relearning {
+		// Read back on part of its GPUs so far: the record keeps every GPU
+		// it may run on, for a successor that restarts before the rest
+		// are read (a gang recorded on the GPUs read by then was taken
+		// for whole, or broken, by the next one: seed 517).
+		gpus = slices.Clone(j.gpus)
+		for _, g := range j.relearnFrom {
+			if !slices.Contains(gpus, g) {
+				gpus = append(gpus, g)
+			}
+		}
+	}
 	return &durable.Record{JobID: j.id, Spec: j.spec, Seq: j.seq, Submitted: j.submitted, State: j.state, Reason: j.reason,
-		ProgressS: progress, Placement: j.placement, Node: j.node, GPUs: j.gpus, Preemptions: j.preemptions, LostWorkS: j.lostS,
+		ProgressS: progress, Placement: j.placement, Node: j.node, GPUs: gpus, Preemptions: j.preemptions, LostWorkS: j.lostS,
 		Started: j.started, Ended: j.ended, History: j.history, Awaiting: j.awaiting, At: now}
 }
 
@@ -137,6 +150,7 @@ func (s *Core) restore(st *durable.State) {
 			// waits for the warm-up's end in case no GPU knows it.
 			s.inherited[r.JobID] = r.Placement
 			s.journaled[r.JobID] = r
+			s.journalHold(r, 1)
 			continue
 		}
 		j := s.fromRecord(r)
@@ -223,6 +237,9 @@ func (s *Core) journalGrace() time.Duration {
 // wakes, and says so (accountEnded). They resume from the last checkpoint
 // the journal holds.
 func (s *Core) settleJournaled() {
+	if s.relearning > 0 {
+		defer s.settleRelearned()
+	}
 	if len(s.journaled) == 0 {
 		return
 	}
@@ -231,8 +248,7 @@ func (s *Core) settleJournaled() {
 	for id, r := range s.journaled {
 		settled := true
 		for _, g := range r.GPUs {
-			gs, known := s.view.gpus[g]
-			if (known && !gs.described) || (!known && (s.heardGPUs[g] != "" || !gone)) {
+			if !s.gpuSettled(g, gone) {
 				settled = false
 			}
 		}
@@ -247,6 +263,7 @@ func (s *Core) settleJournaled() {
 		if _, known := s.jobs[id]; known {
 			continue // re-learned from a GPU meanwhile
 		}
+		s.journalHold(r, -1)
 		delete(s.inherited, id)
 		j := s.fromRecord(r)
 		if r.Node != "" {
@@ -263,6 +280,33 @@ func (s *Core) settleJournaled() {
 		s.enqueue(j)
 		s.dirty = true
 	}
+}
+
+// journalHold counts (sign 1) or no longer counts (-1) in the view the CPU
+// and memory a job the journal says runs holds on its node: its node
+// actor holds them until told otherwise, and a view without them placed
+// other jobs there that the node refused, again and again at one instant
+// on a virtual clock while a hung GPU kept the job unsettled (simtest with
+// scheduler kills drawn, seed 156).
+func (s *Core) journalHold(r *durable.Record, sign int64) {
+	if r.Node == "" {
+		return
+	}
+	n := s.view.node(r.Node)
+	n.CPUUsedMilli = max(0, n.CPUUsedMilli+sign*r.Spec.CPUMilli())
+	n.MemUsed = max(0, n.MemUsed+sign*int64(r.Spec.Memory))
+	s.view.cluster.TouchNode(n)
+}
+
+// gpuSettled says whether GPU g has shown whether it runs what a
+// restarted scheduler's journal says it ran: read in full, or named by no
+// heartbeat now that the GPUs not heard from count as gone.
+func (s *Core) gpuSettled(g string, gone bool) bool {
+	gs, known := s.view.gpus[g]
+	if known {
+		return gs.described
+	}
+	return s.heardGPUs[g] == "" && gone
 }
 
 // announceRestored publishes the job.restored events restore left.

@@ -361,8 +361,10 @@ func (s *Core) adopt(st events.GPUStatus, gj events.GPUJob) {
 		// The journal's record (history, preemptions, lost work) with what
 		// the GPU says of it now.
 		delete(s.journaled, gj.JobID)
+		s.journalHold(r, -1) // counted again where the GPU says it runs (adopted)
 		j = s.fromRecord(r)
 		j.state, j.node, j.placement = stateRunning, st.Node, a.Placement
+		s.relearn(j, r.GPUs)
 		j.gpus, j.shardsLeft, j.shardsDone, j.shareMarks, j.incarnations = nil, 0, nil, nil, nil
 		j.progress, j.lastProgress, j.lastRate, j.lastAt, j.stintAt = gj.ProgressS, gj.ProgressS, gj.Rate, now, now
 		j.stintFrom, j.stintSpeed = gj.ProgressS, 1
@@ -383,6 +385,7 @@ func (s *Core) adopt(st events.GPUStatus, gj events.GPUJob) {
 		j = &job{id: gj.JobID, spec: spec, seq: a.Seq, submitted: a.Submitted, state: stateRunning, node: st.Node, placement: a.Placement,
 			progress: gj.ProgressS, lastProgress: gj.ProgressS, lastRate: gj.Rate, lastAt: now, stintAt: now,
 			stintFrom: gj.ProgressS, stintSpeed: 1}
+		s.relearn(j, nil)
 		if j.submitted.IsZero() {
 			j.submitted = now
 		}
@@ -396,7 +399,7 @@ func (s *Core) adopt(st events.GPUStatus, gj events.GPUJob) {
 		s.learnClass(&j.spec)
 		s.adopted(j, st)
 	}
-	if j.state != stateRunning || j.node != st.Node || slices.Contains(j.gpus, st.GPU) {
+	if j.state != stateRunning || j.node != st.Node || slices.Contains(j.gpus, st.GPU) || a.Placement != j.placement {
 		return
 	}
 	j.gpus = append(j.gpus, st.GPU)
@@ -405,6 +408,7 @@ func (s *Core) adopt(st events.GPUStatus, gj events.GPUJob) {
 		j.incarnations = map[string]int{}
 	}
 	j.incarnations[st.GPU] = st.Incarnation
+	s.touch(j) // the journal's record names every GPU it runs on
 }
 
 // adopted counts a job re-learned from a GPU as running there.
@@ -448,6 +452,13 @@ func (s *Core) reconcile(gs *gpuState, st events.GPUStatus) {
 		switch {
 		case !ok:
 			unknown = append(unknown, gj.JobID)
+		case j.relearning && j.state == stateRunning && j.node == st.Node && !slices.Contains(j.gpus, st.GPU) &&
+			len(j.gpus) < j.sharesWanted() && (j.relearnFrom == nil || slices.Contains(j.relearnFrom, st.GPU)) &&
+			(gj.Assignment == nil || gj.Assignment.Placement == j.placement):
+			// Another share of a gang being read back after a restart, on
+			// a GPU its record names (its placement, once read in full):
+			// re-learned, not a stray.
+			unknown = append(unknown, gj.JobID)
 		case j.state != stateRunning || !slices.Contains(j.gpus, st.GPU):
 			stray = append(stray, gj.JobID)
 		}
@@ -470,10 +481,20 @@ func (s *Core) reconcile(gs *gpuState, st events.GPUStatus) {
 	if len(stray) > 0 {
 		s.log.Warn("GPU runs jobs the scheduler stopped or placed elsewhere: releasing them", zap.String("gpu", st.GPU), zap.Strings("jobs", stray))
 		s.publishAll([]ctlCall{{subject: s.cfg.Subjects.GPUCtl(st.Node, st.GPU), ctl: events.Control{Op: events.OpRelease, Jobs: stray}, gpu: st.GPU}})
+		for _, id := range stray {
+			// Its node actor holds its CPU and memory too, unless the job
+			// runs, or is being placed, on that node now (the node keeps
+			// one hold per job).
+			j := s.jobs[id]
+			if (j.state != stateRunning || j.node != st.Node) && (j.negotiating == nil || j.negotiating.place.Node != st.Node) {
+				s.freeAtNode(st.Node, id)
+			}
+		}
 	}
 	// A restarted scheduler reads each GPU in full once, for what ended
-	// there while no scheduler watched.
-	catchUp := len(s.inherited) > 0 && !gs.described
+	// there while no scheduler watched (a job it inherited, or a share of
+	// a gang it is reading back).
+	catchUp := (len(s.inherited) > 0 || s.relearning > 0) && !gs.described
 	if len(missing) == 0 && len(unknown) == 0 && !catchUp {
 		return
 	}
@@ -493,6 +514,7 @@ func (s *Core) reconcile(gs *gpuState, st events.GPUStatus) {
 	if catchUp {
 		s.accountEnded(full)
 	}
+	s.relearnEnded(full)
 	ended := map[string]events.EndedJob{}
 	for _, e := range full.Ended {
 		ended[e.JobID] = e
@@ -577,10 +599,108 @@ func (s *Core) accountEnded(st events.GPUStatus) {
 			s.freeAtNode(j.node, j.id)
 		}
 		j.node, j.gpus, j.shardsLeft, j.shardsDone = "", nil, 0, nil
+		s.relearned(j)
 		s.ended(j)
 		s.releaseNode(j, st.Node)
 		s.stats.lostJobs++
 		s.requeueLost(j, e.ProgressS, "GPU "+st.GPU+" lost it ("+e.Change+") while the scheduler was restarting")
+	}
+}
+
+// relearnEnded takes in the shares of gangs being read back that ended on
+// a GPU while no scheduler watched (a full status's ended jobs, of the
+// very placement): a completed share counts as done; a share lost there
+// (crashed, fenced, expired, preempted) breaks the gang, which is stopped
+// on its other GPUs and goes back to the queue.
+func (s *Core) relearnEnded(full events.GPUStatus) {
+	for _, e := range full.Ended {
+		j, ok := s.jobs[e.JobID]
+		if !ok || !j.relearning || j.state != stateRunning || j.node != full.Node || slices.Contains(j.gpus, full.GPU) ||
+			e.Assignment == nil || e.Assignment.Placement != j.placement {
+			continue
+		}
+		switch e.Change {
+		case events.ChangeCompleted:
+			j.gpus = append(j.gpus, full.GPU)
+			j.shardsDone = append(j.shardsDone, full.GPU)
+			s.touch(j)
+		case events.ChangeCrashed, events.ChangeFenced, events.ChangeExpired, events.ChangePreempted:
+			s.log.Warn("a gang's share was lost while no scheduler watched: re-queued", zap.String("job", j.id),
+				zap.String("gpu", full.GPU), zap.String("how", e.Change))
+			s.stats.lostJobs++
+			s.requeueLost(j, e.ProgressS, "GPU "+full.GPU+" lost its share ("+e.Change+") while the scheduler was restarting")
+		}
+	}
+}
+
+// relearn marks a job re-learned from a GPU as being read back; from are
+// the GPUs the journal says it ran on.
+func (s *Core) relearn(j *job, from []string) {
+	s.relearning++ // an upper bound until settleRelearned counts again
+	j.relearning, j.relearnFrom = true, slices.Clone(from)
+}
+
+// relearned ends a job's reading back (it is whole, or placed or stopped
+// anew).
+func (s *Core) relearned(j *job) {
+	j.relearning, j.relearnFrom = false, nil
+}
+
+// sharesWanted is how many GPUs a job runs on when whole: a training
+// job's replicas may span nodes, and are not counted here (0).
+func (j *job) sharesWanted() int {
+	if j.spec.Training != nil {
+		return 0
+	}
+	return j.spec.GPUs
+}
+
+// settleRelearned ends the reading back of the jobs re-learned after a
+// restart once every GPU the journal says each ran on is settled (as
+// settleJournaled judges it; without a journal, once its gang is whole
+// or the GPUs not heard from count as gone). A gang found on fewer GPUs
+// than it needs lost a share while no scheduler watched, or on a GPU that
+// no longer answers: it is stopped where it runs and goes back to the
+// queue, not left running on part of its GPUs.
+func (s *Core) settleRelearned() {
+	gone := s.wall.Sub(s.started) > s.journalGrace()
+	var broken, whole []*job
+	s.relearning = 0
+	for _, j := range s.running {
+		if !j.relearning {
+			continue
+		}
+		settled := true
+		if j.relearnFrom == nil {
+			settled = gone || len(j.gpus) >= j.sharesWanted()
+		}
+		for _, g := range j.relearnFrom {
+			if !slices.Contains(j.gpus, g) && !s.gpuSettled(g, gone) {
+				settled = false
+			}
+		}
+		if !settled {
+			s.relearning++
+			continue
+		}
+		s.relearned(j)
+		if len(j.gpus) < j.sharesWanted() {
+			broken = append(broken, j)
+		} else if j.shardsLeft == 0 && len(j.shardsDone) > 0 {
+			whole = append(whole, j) // every share had completed
+		}
+	}
+	// Ended after the loop: ending a job takes it out of s.running.
+	for _, j := range whole {
+		s.complete(j, s.now)
+	}
+	for _, j := range broken {
+		if j.state != stateRunning {
+			continue
+		}
+		s.stats.lostJobs++
+		s.requeueLost(j, -1, "after the scheduler's restart it ran on "+strconv.Itoa(len(j.gpus))+" of its "+
+			strconv.Itoa(j.sharesWanted())+" GPUs ("+strings.Join(j.gpus, ", ")+")")
 	}
 }
 

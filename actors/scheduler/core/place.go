@@ -221,6 +221,7 @@ func (s *Core) placed(j *job, p policy.Placement, cands []policy.Placement, rank
 	now := s.now
 	j.node, j.gpus = p.Node, p.GPUs
 	j.shardsLeft, j.shardsDone, j.shareMarks = len(p.GPUs), nil, nil
+	s.relearned(j)
 	j.lastProgress, j.lastRate, j.lastAt = j.progress, 0, now
 	if len(p.GPUs) == 0 {
 		// A CPU-only job runs at reference speed and ends by the clock.
@@ -301,7 +302,19 @@ func (s *Core) stop(j *job, op string, then func()) {
 		return
 	}
 	st := &stopping{job: j, op: op, at: s.now, then: then}
-	for _, g := range j.gpus {
+	gpus := j.gpus
+	if j.relearning {
+		// Being read back after a restart: a GPU its record names and not
+		// read yet (hung, cut off) may run a share of it too, and must be
+		// stopped as well before the job runs anywhere again (seed 11).
+		gpus = slices.Clone(j.gpus)
+		for _, g := range j.relearnFrom {
+			if !slices.Contains(gpus, g) {
+				gpus = append(gpus, g)
+			}
+		}
+	}
+	for _, g := range gpus {
 		if gs, ok := s.view.gpus[g]; ok && max(j.incarnationOn(g), gs.status.Incarnation) <= gs.dead {
 			continue // the incarnation that ran it is dead: the job went with it
 		}
@@ -326,6 +339,7 @@ func (s *Core) stop(j *job, op string, then func()) {
 	}
 	s.releaseInView(j, j.node, j.gpus)
 	j.node, j.gpus, j.shardsLeft, j.shardsDone, j.cpuEnds = "", nil, 0, nil, nil
+	s.relearned(j)
 	s.ended(j)
 	if len(st.calls) == 0 {
 		s.finishStop(st)
@@ -366,8 +380,12 @@ func (s *Core) finishStop(st *stopping) {
 			// Unanswered (cut off, hung, restarting): the GPU may still run
 			// the job, so it is not placed again until the GPU shows it
 			// stopped or is declared dead (its fence stops it first).
+			inc, known := s.heardIncarnation[gpu] // named by a heartbeat, not read yet (hung)
 			if gs, ok := s.view.gpus[gpu]; ok {
-				s.await(j, gpu, gs.status.Incarnation)
+				inc, known = gs.status.Incarnation, true
+			}
+			if known {
+				s.await(j, gpu, inc)
 				s.log.Warn("stop unconfirmed: the job waits for the GPU", zap.String("job", j.id), zap.String("gpu", gpu),
 					zap.String("reason", r.Reason))
 			}
@@ -786,8 +804,8 @@ func (s *Core) shardDone(jobID, gpuID string) {
 	}
 	j.shardsDone = append(j.shardsDone, gpuID)
 	j.shardsLeft--
-	if j.shardsLeft > 0 {
-		return
+	if j.shardsLeft > 0 || (j.relearning && len(j.gpus) < j.sharesWanted()) {
+		return // (a gang being read back completes once whole: settleRelearned)
 	}
 	s.complete(j, s.now)
 }
