@@ -1,6 +1,7 @@
 package core
 
 import (
+	"cmp"
 	"slices"
 	"strconv"
 	"strings"
@@ -402,7 +403,7 @@ func (s *Core) adopt(st events.GPUStatus, gj events.GPUJob) {
 	if j.state != stateRunning || j.node != st.Node || slices.Contains(j.gpus, st.GPU) || a.Placement != j.placement {
 		return
 	}
-	j.gpus = append(j.gpus, st.GPU)
+	j.gpus = appendShare(j, st.GPU)
 	j.shardsLeft++
 	if j.incarnations == nil {
 		j.incarnations = map[string]int{}
@@ -621,7 +622,7 @@ func (s *Core) relearnEnded(full events.GPUStatus) {
 		}
 		switch e.Change {
 		case events.ChangeCompleted:
-			j.gpus = append(j.gpus, full.GPU)
+			j.gpus = appendShare(j, full.GPU)
 			j.shardsDone = append(j.shardsDone, full.GPU)
 			s.touch(j)
 		case events.ChangeCrashed, events.ChangeFenced, events.ChangeExpired, events.ChangePreempted:
@@ -644,6 +645,26 @@ func (s *Core) relearn(j *job, from []string) {
 // anew).
 func (s *Core) relearned(j *job) {
 	j.relearning, j.relearnFrom = false, nil
+}
+
+// appendShare adds gpu to the GPUs a job being read back runs on, in the
+// order its record names them (then by id): the GPUs answer a restarted
+// scheduler in any order, and what it records must not depend on it.
+func appendShare(j *job, gpu string) []string {
+	gpus := append(j.gpus, gpu)
+	rank := func(g string) int {
+		if i := slices.Index(j.relearnFrom, g); i >= 0 {
+			return i
+		}
+		return len(j.relearnFrom)
+	}
+	slices.SortStableFunc(gpus, func(a, b string) int {
+		if c := cmp.Compare(rank(a), rank(b)); c != 0 {
+			return c
+		}
+		return cmp.Compare(a, b)
+	})
+	return gpus
 }
 
 // sharesWanted is how many GPUs a job runs on when whole: a training
