@@ -92,6 +92,10 @@ type Scheduler struct {
 	// stored are the submissions the memory journal has stored in this
 	// step, for the core to hear it before the step ends (step).
 	stored []string
+	// held says the input being handled came with a hold on the clock (a
+	// message or a virtual timer), released once it is handled: a
+	// scheduler that panicked while handling it still has it (HoldsClock).
+	held bool
 }
 
 // New validates the config and subscribes; Run starts the loop.
@@ -175,6 +179,11 @@ func (s *Scheduler) unsubscribe() {
 		sub.Unsubscribe()
 	}
 }
+
+// HoldsClock says whether a scheduler whose Run ended in a panic died
+// holding the clock for the input it was handling: its supervisor takes
+// that hold over instead of taking one of its own.
+func (s *Scheduler) HoldsClock() bool { return s.held }
 
 // Subscriptions are the scheduler's subscriptions, for a virtual clock to watch.
 func (s *Scheduler) Subscriptions() []*nats.Subscription { return s.subs }
@@ -322,7 +331,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		if wake != nil {
 			wakeC = wake.C()
 		}
-		held := true // a message or a virtual timer: released below
+		s.held = true // a message or a virtual timer: released below
 		select {
 		case <-ctx.Done():
 			if s.cfg.Journal != nil {
@@ -353,32 +362,32 @@ func (s *Scheduler) Run(ctx context.Context) error {
 				return ErrKilled
 			}
 		case in := <-s.internal:
+			s.held = false
 			s.step(in)
-			held = false
 		case <-callsWall:
+			s.held = false
 			s.step(core.Input{Timer: core.TimerCalls})
 			s.sweepBatches()
-			held = false
 		case <-callsC:
 			calls, callsAt = nil, time.Time{}
 			s.step(core.Input{Timer: core.TimerCalls})
 			s.sweepBatches()
 		case <-leaseWall:
+			s.held = false
 			s.step(core.Input{Timer: core.TimerLease})
-			held = false
 		case <-leaseC:
 			lease, leaseAt = nil, time.Time{}
 			s.step(core.Input{Timer: core.TimerLease})
 		case <-metricsWall:
+			s.held = false
 			s.step(core.Input{Timer: core.TimerMetrics})
 			if s.cfg.Journal != nil {
 				s.cfg.Journal.PutClock(s.cfg.Clock.Now())
 				s.cfg.Journal.PutTotals(s.core.Totals())
 			}
-			held = false
 		case <-agingWall:
+			s.held = false
 			s.step(core.Input{Timer: core.TimerAging})
-			held = false
 		case <-trainC:
 			s.step(core.Input{Timer: core.TimerTraining})
 			armTraining()
@@ -406,7 +415,8 @@ func (s *Scheduler) Run(ctx context.Context) error {
 			s.step(core.Input{Timer: core.TimerPass})
 		}
 		s.flushBatches()
-		if held {
+		if s.held {
+			s.held = false
 			s.cfg.Clock.Release()
 		}
 	}
