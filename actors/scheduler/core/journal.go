@@ -42,19 +42,11 @@ func (s *Core) record(j *job) *durable.Record {
 		progress = max(progress, model.KeptProgress(j.estimate(now), j.spec.Checkpoint))
 		j.storedProgress = progress
 	}
-	gpus := j.gpus
-	if j.relearning {
-		// Read back on part of its GPUs so far: the record keeps every GPU
-		// it may run on, for a successor that restarts before the rest
-		// are read (a gang recorded on the GPUs read by then was taken
-		// for whole, or broken, by the next one: seed 517).
-		gpus = slices.Clone(j.gpus)
-		for _, g := range j.relearnFrom {
-			if !slices.Contains(gpus, g) {
-				gpus = append(gpus, g)
-			}
-		}
-	}
+	// Read back on part of its GPUs so far, the record keeps every GPU it
+	// may run on, for a successor that restarts before the rest are read
+	// (a gang recorded on the GPUs read by then was taken for whole, or
+	// broken, by the next one: seed 517).
+	gpus := j.mayRunOn()
 	return &durable.Record{JobID: j.id, Spec: j.spec, Seq: j.seq, Submitted: j.submitted, State: j.state, Reason: j.reason,
 		ProgressS: progress, Placement: j.placement, Node: j.node, GPUs: gpus, Preemptions: j.preemptions, LostWorkS: j.lostS,
 		Started: j.started, Ended: j.ended, History: j.history, Awaiting: j.awaiting, At: now}

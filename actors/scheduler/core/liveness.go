@@ -647,6 +647,21 @@ func (s *Core) relearned(j *job) {
 	j.relearning, j.relearnFrom = false, nil
 }
 
+// mayRunOn are the GPUs a job runs on and, while it is read back after a
+// restart, those its record names that have not been read yet.
+func (j *job) mayRunOn() []string {
+	if !j.relearning {
+		return j.gpus
+	}
+	gpus := slices.Clone(j.gpus)
+	for _, g := range j.relearnFrom {
+		if !slices.Contains(gpus, g) {
+			gpus = append(gpus, g)
+		}
+	}
+	return gpus
+}
+
 // appendShare adds gpu to the GPUs a job being read back runs on, in the
 // order its record names them (then by id): the GPUs answer a restarted
 // scheduler in any order, and what it records must not depend on it.

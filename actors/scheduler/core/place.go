@@ -302,18 +302,10 @@ func (s *Core) stop(j *job, op string, then func()) {
 		return
 	}
 	st := &stopping{job: j, op: op, at: s.now, then: then}
-	gpus := j.gpus
-	if j.relearning {
-		// Being read back after a restart: a GPU its record names and not
-		// read yet (hung, cut off) may run a share of it too, and must be
-		// stopped as well before the job runs anywhere again (seed 11).
-		gpus = slices.Clone(j.gpus)
-		for _, g := range j.relearnFrom {
-			if !slices.Contains(gpus, g) {
-				gpus = append(gpus, g)
-			}
-		}
-	}
+	// Being read back after a restart, a GPU its record names and not
+	// read yet (hung, cut off) may run a share of it too, and is stopped
+	// as well before the job runs anywhere again (seed 11).
+	gpus := j.mayRunOn()
 	for _, g := range gpus {
 		if gs, ok := s.view.gpus[g]; ok && max(j.incarnationOn(g), gs.status.Incarnation) <= gs.dead {
 			continue // the incarnation that ran it is dead: the job went with it
