@@ -1953,3 +1953,26 @@ func TestAGangStoppedWhileOneOfItsGPUsIsUnreadIsStoppedThereToo(t *testing.T) {
 		t.Fatalf("after the unanswered stop the job awaits %v, want n1-gpu-1 at incarnation 1", h2.Core.jobs[id].awaiting)
 	}
 }
+
+// TestAGangWithOneShareCompletedMeanwhileRunsOnUntilTheOtherDoes: read
+// back after a restart, one GPU of a gang says its share completed while
+// no scheduler watched and the other still runs its share. The gang runs
+// on: it completes with its last share, not its first. Before, the share
+// read first completed the whole job when it was the completed one.
+func TestAGangWithOneShareCompletedMeanwhileRunsOnUntilTheOtherDoes(t *testing.T) {
+	h2, id, share := restartedWithAGang(t)
+	for _, d := range h2.Sends(events.OpDescribe) {
+		_, gpu, _ := events.ParseGPUCtl(d.Subject)
+		st := h2.GPUs[gpu].Status
+		st.Jobs, st.Ended = []events.GPUJob{share}, []events.EndedJob{}
+		if gpu == "n1-gpu-0" { // read first
+			st.Jobs = []events.GPUJob{}
+			st.Ended = []events.EndedJob{{JobID: id, Change: events.ChangeCompleted, ProgressS: 3600, Assignment: share.Assignment}}
+		}
+		h2.Step(Input{Msg: &Msg{Subject: d.Reply, Data: encode(events.ControlReply{OK: true, Status: &st})}})
+	}
+	h2.Step(Input{Timer: TimerAging})
+	if s := h2.JobState(id); s.State != events.JobRunning || len(s.GPUIDs) != 2 {
+		t.Fatalf("the gang with one share still running: %s on %v, want running on both GPUs", s.State, s.GPUIDs)
+	}
+}
