@@ -403,6 +403,12 @@ func (s *Core) adopt(st events.GPUStatus, gj events.GPUJob) {
 	if j.state != stateRunning || j.node != st.Node || slices.Contains(j.gpus, st.GPU) || a.Placement != j.placement {
 		return
 	}
+	if len(j.gpus) > 0 && j.relearning {
+		// A further share of a gang being read back: the gang is where
+		// its slowest share is, whichever GPU was read first.
+		j.progress, j.lastProgress = min(j.progress, gj.ProgressS), min(j.lastProgress, gj.ProgressS)
+		j.stintFrom, j.lastRate = min(j.stintFrom, gj.ProgressS), min(j.lastRate, gj.Rate)
+	}
 	j.gpus = appendShare(j, st.GPU)
 	j.shardsLeft++
 	if j.incarnations == nil {
