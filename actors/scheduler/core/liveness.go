@@ -420,7 +420,16 @@ func (s *Core) adopt(st events.GPUStatus, gj events.GPUJob) {
 
 // adopted counts a job re-learned from a GPU as running there.
 func (s *Core) adopted(j *job, st events.GPUStatus) {
-	s.running = append(s.running, j)
+	// The running jobs are in the order they began running; those a
+	// restart reads back all begin at one instant, and among them the
+	// order is their submission's, not the order their GPUs answered in:
+	// it is the order a lost GPU's jobs are listed in its gpu.down and
+	// queued again in (two runs of one seed differed there).
+	i := len(s.running)
+	for i > 0 && s.running[i-1].stintAt.Equal(j.stintAt) && s.running[i-1].seq > j.seq {
+		i--
+	}
+	s.running = slices.Insert(s.running, i, j)
 	if n, ok := s.view.nodes[st.Node]; ok {
 		n.CPUUsedMilli += j.spec.CPUMilli()
 		n.MemUsed += int64(j.spec.Memory)

@@ -687,12 +687,24 @@ func (s *Core) applyStatus(st events.GPUStatus, at time.Time) {
 	}
 	gs.status, gs.statusAt = st, at
 	if authoritative {
+		adopted := s.stats.adopted
 		s.reconcile(gs, st)
+		if s.stats.adopted != adopted {
+			// The shares were built above, before reconcile read back the
+			// jobs the GPU runs: as strangers' (low priority, no util, no
+			// CPU). Left so until the GPU's next status, a medium job
+			// preempted a high one read back after a restart, which then
+			// preempted it back, at one instant again and again.
+			s.rebuildShares(g)
+		}
 	}
 	for _, sj := range st.Jobs {
 		if j, ok := s.jobs[sj.JobID]; ok && j.state == stateRunning && sj.State == events.GPUJobRunning {
 			j.lastProgress, j.lastRate, j.lastAt = sj.ProgressS, sj.Rate, at
-			if len(j.gpus) > 1 {
+			// A gang's every share, also the first read back after a
+			// restart (its only GPU so far): without its mark the gang
+			// went at the pace of the shares read after it.
+			if len(j.gpus) > 1 || j.spec.GPUs > 1 {
 				if j.shareMarks == nil {
 					j.shareMarks = map[string]progressMark{}
 				}
