@@ -21,8 +21,9 @@ import (
 type Violation struct {
 	// Time is the wall time of the event that showed it.
 	Time time.Time `json:"time"`
-	// Kind is "vram", "double-run", "lifecycle", "seq-gap", "seq-order" or
-	// "ran-after-death".
+	// Kind is "vram", "double-run", "lifecycle", "seq-gap", "seq-order",
+	// "ran-after-death" or "priority" (a job preempted for one that does
+	// not outrank it).
 	Kind    string `json:"kind"`
 	Message string `json:"message"`
 }
@@ -156,6 +157,7 @@ type gpuSeen struct {
 
 type jobSeen struct {
 	name      string
+	priority  model.Priority
 	state     string
 	gang      int
 	lostAt    time.Time
@@ -541,7 +543,7 @@ func (c *Checker) job(ev *events.Decoded, typ string, in events.JobInfo) {
 			c.violate(ev.Time, "lifecycle", "job %s submitted twice", id)
 			return
 		}
-		j = &jobSeen{name: in.Name, state: typ, gang: in.GPUs}
+		j = &jobSeen{name: in.Name, priority: in.Priority, state: typ, gang: in.GPUs}
 		c.jobs[id] = j
 		c.c.Jobs++
 		return
@@ -555,7 +557,7 @@ func (c *Checker) job(ev *events.Decoded, typ string, in events.JobInfo) {
 			if state == events.JobPlaced || state == events.JobStarted {
 				state = events.JobRunning
 			}
-			c.jobs[id] = &jobSeen{name: in.Name, state: state, gang: in.GPUs}
+			c.jobs[id] = &jobSeen{name: in.Name, priority: in.Priority, state: state, gang: in.GPUs}
 			c.c.Jobs++
 			c.c.Restored++
 		}
@@ -591,6 +593,13 @@ func (c *Checker) job(ev *events.Decoded, typ string, in events.JobInfo) {
 		}
 	case events.JobPreempted:
 		c.c.Preemptions++
+		// Preemption (not a round's re-allocation, which names no
+		// preemptor) stops only jobs of lower priority than the one it
+		// makes room for.
+		if p, ok := c.jobs[in.Preemptor]; ok && p.priority <= in.Priority {
+			c.violate(ev.Time, "priority", "job %s (%s, priority %s) preempted for %s (%s, priority %s), which does not outrank it",
+				id, j.name, in.Priority, in.Preemptor, p.name, p.priority)
+		}
 	}
 	state := typ
 	if typ == events.JobStarted {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gpusched/gpusched/events"
+	"github.com/gpusched/gpusched/model"
 )
 
 // feeder builds events for a Checker, one source sequence at a time.
@@ -154,6 +155,28 @@ func TestCheckerLifecycleAndLostInQueue(t *testing.T) {
 	s := f.c.Summary()
 	if s.LostInQueue != 1 || s.Running != 1 || s.Completed != 1 {
 		t.Fatalf("lost-in-queue %d running %d completed %d; want the queued job lost, the running one running", s.LostInQueue, s.Running, s.Completed)
+	}
+}
+
+// TestCheckerPriority: a job preempted for one of higher priority is
+// fine; one preempted for a job of its own priority or lower is a
+// violation (a restarted scheduler once took jobs it read back for low
+// priority ones); a round's preemption names no preemptor and is not
+// judged so.
+func TestCheckerPriority(t *testing.T) {
+	f := newFeeder(t)
+	for id, p := range map[string]model.Priority{"low": model.PriorityLow, "medium": model.PriorityMedium, "high": model.PriorityHigh} {
+		f.emit("/scheduler/1", "job.submitted", events.JobInfo{JobID: id, Priority: p})
+		f.emit("/scheduler/1", "job.started", events.JobInfo{JobID: id, Priority: p})
+	}
+	f.emit("/scheduler/1", "job.preempted", events.JobInfo{JobID: "low", Priority: model.PriorityLow, Preemptor: "medium"})
+	f.emit("/scheduler/1", "job.preempted", events.JobInfo{JobID: "medium", Priority: model.PriorityMedium})
+	if got := kinds(f.c.Violations()); got != "" {
+		t.Fatalf("violations %q, want none", got)
+	}
+	f.emit("/scheduler/1", "job.preempted", events.JobInfo{JobID: "high", Priority: model.PriorityHigh, Preemptor: "medium"})
+	if got := kinds(f.c.Violations()); got != "priority" {
+		t.Fatalf("violations %q, want a high job preempted for a medium one", got)
 	}
 }
 
