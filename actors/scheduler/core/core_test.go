@@ -2136,3 +2136,33 @@ func TestJobsReadBackAfterARestartRunInSubmissionOrderWhicheverGPUAnswersFirst(t
 		}
 	}
 }
+
+// TestAMetricsSampleIsTheSameWhicheverOrderTheGPUsJoinedIn: three GPUs
+// whose reported energies sum to a different last digit in different
+// orders join in one order and in the other. The sample's energy is the
+// same both times (summed in id order). Before, it was summed in join
+// order, and after a restart GPUs join in the order they answer: two
+// runs of one seed differed in a sample's energy_kwh (simtest with
+// scheduler kills drawn, seed 18).
+func TestAMetricsSampleIsTheSameWhicheverOrderTheGPUsJoinedIn(t *testing.T) {
+	energy := map[string]float64{"n1-gpu-0": 0.1, "n1-gpu-1": 0.2, "n1-gpu-2": 0.3}
+	ids := []string{"n1-gpu-0", "n1-gpu-1", "n1-gpu-2"}
+	var samples []float64
+	for _, reverse := range []bool{false, true} {
+		h := newHarness(t, Config{})
+		order := slices.Clone(ids)
+		if reverse {
+			slices.Reverse(order)
+		}
+		for _, id := range order {
+			g := h.AddGPU("n1", id, "A100-40GB")
+			g.Status.EnergyJ, g.Status.Change = energy[id], ""
+			g.Status.Version++
+			h.GPUEvent(g.Status, events.GPUStatusType)
+		}
+		samples = append(samples, h.Core.metrics().EnergyKWh)
+	}
+	if samples[0] != samples[1] {
+		t.Fatalf("energy %v kWh with the GPUs joining in id order, %v in reverse: want the same", samples[0], samples[1])
+	}
+}

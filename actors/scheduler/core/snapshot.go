@@ -14,6 +14,11 @@ import (
 // energy plus its last reported power for the simulated time since.
 func (s *Core) metrics() events.Metrics {
 	now := s.now
+	// The sums below are of floats, whose last digit depends on their
+	// order: the GPUs' id order, not the order they joined in (after a
+	// restart, the order they answered in: two runs of one seed differed
+	// in a sample's energy_kwh).
+	s.view.sorted()
 	m := events.Metrics{Policy: s.policy.Name(), Queue: s.queueSort.Name(), GPUs: len(s.view.cluster.GPUs), JobsQueued: len(s.queue),
 		Incarnation: s.cfg.Incarnation}
 	for _, n := range s.view.cluster.Nodes {
