@@ -38,7 +38,10 @@ type Case struct {
 	// 500 ms to the GPU's messages, a drop loses a fifth of them).
 	Hangs, Partitions, Delays, Drops float64
 	FaultFor                         time.Duration
-	Arrivals                         []jobgen.Arrival
+	// SchedulerKills is the rate of scheduler kills per simulated hour
+	// (0: none): the run keeps a memory journal, so none may lose a job.
+	SchedulerKills float64
+	Arrivals       []jobgen.Arrival
 	// Sample is the period of the metrics samples whose totals must never
 	// go back (DefaultSample when zero). Not drawn: a setting of the run.
 	Sample time.Duration
@@ -60,7 +63,10 @@ func (c Case) String() string {
 	if c.Hangs+c.Partitions+c.Delays+c.Drops > 0 {
 		s += fmt.Sprintf(" hang=%g/h partition=%g/h delay=%g/h drop=%g/h for=%s", c.Hangs, c.Partitions, c.Delays, c.Drops, c.FaultFor)
 	}
-	if c.Kills+c.Hangs+c.Partitions+c.Delays+c.Drops > 0 {
+	if c.SchedulerKills > 0 {
+		s += fmt.Sprintf(" kill-scheduler=%g/h", c.SchedulerKills)
+	}
+	if c.Kills+c.Hangs+c.Partitions+c.Delays+c.Drops+c.SchedulerKills > 0 {
 		s += fmt.Sprintf(" until=%gh", c.Hours)
 	}
 	return s
@@ -117,6 +123,11 @@ func Draw(seed uint64, hours float64) Case {
 		c.Hangs, c.Partitions = float64(rng.IntN(3)), float64(rng.IntN(3))
 		c.Delays, c.Drops = float64(rng.IntN(2)), float64(rng.IntN(2))
 		c.FaultFor = time.Duration(1+rng.IntN(30)) * time.Minute
+	}
+	// Drawn after everything else, for the same reason: a quarter of the
+	// seeds kill their scheduler once or twice an hour.
+	if rng.IntN(4) == 0 {
+		c.SchedulerKills = float64(1 + rng.IntN(2))
 	}
 	return c
 }
@@ -225,8 +236,10 @@ type Outcome struct {
 	History []string
 	Summary sim.Summary
 	Events  int
-	Wall    time.Duration
-	Err     error
+	// SchedulerKills counts the scheduler kills carried out.
+	SchedulerKills int
+	Wall           time.Duration
+	Err            error
 }
 
 // historyLimit bounds the history printed for a problem.
@@ -258,7 +271,7 @@ func Run(ctx context.Context, c Case) Outcome {
 			mu.Unlock()
 		}}
 	rates := map[string]float64{events.ChaosKillAction: c.Kills, events.ChaosHang: c.Hangs, events.ChaosPartition: c.Partitions,
-		events.ChaosDelay: c.Delays, events.ChaosDrop: c.Drops}
+		events.ChaosDelay: c.Delays, events.ChaosDrop: c.Drops, events.ChaosKillScheduler: c.SchedulerKills}
 	for kind, r := range rates {
 		if r <= 0 {
 			delete(rates, kind)
@@ -286,7 +299,7 @@ func Run(ctx context.Context, c Case) Outcome {
 	}
 	out.Summary = sim.Summarize(res)
 	cs := checker.Summary()
-	out.Events = cs.Events
+	out.Events, out.SchedulerKills = cs.Events, cs.SchedulerKills
 	for _, v := range cs.Violations {
 		out.Problems = append(out.Problems, v.String())
 	}

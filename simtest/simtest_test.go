@@ -18,7 +18,7 @@ import (
 func TestSeedsKeepEveryInvariant(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	faults := 0
+	faults, schedulerKills := 0, 0
 	for seed := uint64(1); seed <= 4; seed++ {
 		o := Run(ctx, Draw(seed, 4))
 		if o.Err != nil {
@@ -32,16 +32,22 @@ func TestSeedsKeepEveryInvariant(t *testing.T) {
 			t.Errorf("%s: %d events checked, %d jobs: the checker saw nothing", o.Case, o.Events, o.Summary.Submitted)
 		}
 		faults += o.Summary.Faults
+		schedulerKills += o.SchedulerKills
 	}
 	if faults == 0 {
 		t.Error("no seed's faults took a job down: the faults did not bite")
 	}
+	if schedulerKills == 0 {
+		t.Error("no seed killed its scheduler")
+	}
 }
 
 // TestASeedReplaysExactly: the same seed draws the same case and gives
-// the same outcome.
+// the same outcome. Seed 6 over 4 hours kills its scheduler (6 times):
+// its restarts replay too, although a restarted scheduler's reads of its
+// GPUs are answered in any order.
 func TestASeedReplaysExactly(t *testing.T) {
-	a, b := Draw(6, 3), Draw(6, 3)
+	a, b := Draw(6, 4), Draw(6, 4)
 	if !reflect.DeepEqual(a, b) {
 		t.Fatalf("the same seed drew two cases:\n%s\n%s", a, b)
 	}
@@ -49,8 +55,12 @@ func TestASeedReplaysExactly(t *testing.T) {
 	defer cancel()
 	x, y := Run(ctx, a), Run(ctx, b)
 	x.Summary.Wall, y.Summary.Wall = 0, 0
-	if x.Err != nil || y.Err != nil || !reflect.DeepEqual(x.Summary, y.Summary) || x.Events != y.Events {
-		t.Fatalf("two runs of seed 6 differ:\n%+v (%d events, %v)\n%+v (%d events, %v)", x.Summary, x.Events, x.Err, y.Summary, y.Events, y.Err)
+	if x.Err != nil || y.Err != nil || !reflect.DeepEqual(x.Summary, y.Summary) || x.Events != y.Events || x.SchedulerKills != y.SchedulerKills {
+		t.Fatalf("two runs of seed 6 differ:\n%+v (%d events, %d scheduler kills, %v)\n%+v (%d events, %d scheduler kills, %v)",
+			x.Summary, x.Events, x.SchedulerKills, x.Err, y.Summary, y.Events, y.SchedulerKills, y.Err)
+	}
+	if x.SchedulerKills == 0 {
+		t.Fatal("seed 6 did not kill its scheduler: the replay of restarts was not tried")
 	}
 }
 
