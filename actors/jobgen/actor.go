@@ -3,6 +3,7 @@ package jobgen
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -52,6 +53,15 @@ type Config struct {
 	// the generator has no more to submit (before it releases the clock).
 	Finished func(submitted int)
 }
+
+// retryFirst and retryMax bound the clock's time between two tries of a
+// submission no scheduler received: a restarted scheduler is back within
+// its supervisor's backoff (100 ms first, doubling for a scheduler that
+// crashes again soon).
+const (
+	retryFirst = 100 * time.Millisecond
+	retryMax   = 5 * time.Second
+)
 
 // DefaultRate keeps the reference cluster busy without an ever-growing
 // queue: 6 jobs an hour, half of them long trainings, load the 8 GPUs to
@@ -139,8 +149,33 @@ func Run(ctx context.Context, cfg Config) {
 			cfg.Finished(sent)
 		}
 	}()
+	// pause waits d of the clock's time with the clock released (a
+	// virtual clock moves on meanwhile); false when ctx ended first.
+	pause := func(d time.Duration) bool {
+		t := cfg.Clock.NewTimer(d)
+		release()
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return false
+		case <-t.C():
+			holding = true // a fired timer is held until handled
+			return true
+		}
+	}
 	submit := func(a Arrival) bool {
 		msg, err := cfg.Conn.RequestWithContext(ctx, cfg.Subjects.JobSubmit(), a.Body)
+		for wait := retryFirst; errors.Is(err, nats.ErrNoResponders); wait = min(2*wait, retryMax) {
+			// No scheduler listens (one is restarting): nobody received
+			// the submission, so sending it again cannot submit it twice.
+			// Dropping it lost an arrival of a trace or a seed (simtest
+			// seed 389 with scheduler kills: 768 of its 769 jobs).
+			log.Warn("no scheduler to submit to; trying again", zap.String("job", a.Name), zap.Duration("after", wait))
+			if !pause(wait) {
+				return false
+			}
+			msg, err = cfg.Conn.RequestWithContext(ctx, cfg.Subjects.JobSubmit(), a.Body)
+		}
 		if err != nil {
 			if ctx.Err() == nil {
 				log.Warn("submit failed", zap.String("job", a.Name), zap.Error(err))
@@ -163,18 +198,10 @@ func Run(ctx context.Context, cfg Config) {
 		if !ok || (cfg.Until > 0 && a.At > cfg.Until) {
 			return
 		}
-		if d := start.Add(a.At).Sub(cfg.Clock.Now()); d > 0 {
-			// The next timer is armed before the clock is released, so a
-			// virtual clock always knows the generator's next arrival.
-			t := cfg.Clock.NewTimer(d)
-			release()
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				return
-			case <-t.C():
-				holding = true // a fired timer is held until handled
-			}
+		// The next timer is armed before the clock is released, so a
+		// virtual clock always knows the generator's next arrival.
+		if d := start.Add(a.At).Sub(cfg.Clock.Now()); d > 0 && !pause(d) {
+			return
 		}
 		if !submit(a) {
 			return
