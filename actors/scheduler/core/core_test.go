@@ -1702,14 +1702,8 @@ func freedAtNode(h *Harness, node, id string) bool {
 // seed 517: one job ran on four GPUs at once).
 func TestAGangIsRelearnedWholeFromEachGPUThatRunsIt(t *testing.T) {
 	h2, id, share := restartedWithAGang(t)
-	ds := h2.Sends(events.OpDescribe)
-	slices.Reverse(ds) // answered in the other order: the record's order stays
-	for _, d := range ds {
-		_, gpu, _ := events.ParseGPUCtl(d.Subject)
-		st := h2.GPUs[gpu].Status
-		st.Jobs, st.Ended = []events.GPUJob{share}, []events.EndedJob{}
-		h2.Step(Input{Msg: &Msg{Subject: d.Reply, Data: encode(events.ControlReply{OK: true, Status: &st})}})
-	}
+	// Answered in the other order: the record's order stays.
+	answerDescribes(h2, true, func(string) []events.GPUJob { return []events.GPUJob{share} })
 	h2.Step(Input{Timer: TimerAging})
 	if s := h2.JobState(id); s.State != events.JobRunning || !slices.Equal(s.GPUIDs, []string{"n1-gpu-0", "n1-gpu-1"}) {
 		t.Fatalf("the gang after the restart: %s on %v, want running on n1-gpu-0 and n1-gpu-1, in that order", s.State, s.GPUIDs)
@@ -1798,6 +1792,61 @@ func restartedWithAGang(t *testing.T, gpus ...string) (h2 *Harness, id string, s
 	}
 	return h2, a.JobID, events.GPUJob{JobID: a.JobID, Name: "gang", State: events.GPUJobRunning, VRAM: 10e9, Util: 20, ProgressS: 60,
 		WorkS: 3600, Rate: 1, Assignment: as}
+}
+
+// journaledOnTwoGPUs places each job on a scheduler of two A100-40GB GPUs
+// and returns the jobs' journal records and, by GPU, the shares that GPU
+// reports running after a restart (a minute in, each with its assignment).
+func journaledOnTwoGPUs(t *testing.T, bodies ...map[string]any) ([]durable.Record, map[string][]events.GPUJob) {
+	t.Helper()
+	h := newHarness(t, Config{})
+	h.AddGPU("n1", "n1-gpu-0", "A100-40GB")
+	h.AddGPU("n1", "n1-gpu-1", "A100-40GB")
+	var recs []durable.Record
+	shares := map[string][]events.GPUJob{}
+	for _, body := range bodies {
+		a := h.Submit(body)
+		if a.State != events.JobPlaced {
+			t.Fatalf("submit: %+v", a)
+		}
+		j := h.Core.jobs[a.JobID]
+		recs = append(recs, *h.Core.record(j))
+		as := &events.Assignment{Name: j.spec.Name, VRAM: int64(j.spec.VRAM), Util: j.spec.Util, WorkS: 3600, Placement: j.placement,
+			Submitted: j.submitted, Seq: j.seq, Spec: &j.spec}
+		g := j.gpus[0]
+		shares[g] = append(shares[g], events.GPUJob{JobID: j.id, Name: j.spec.Name, State: events.GPUJobRunning, VRAM: int64(j.spec.VRAM),
+			Offset: 30e9 * int64(len(shares[g])), Util: j.spec.Util, ProgressS: 60, WorkS: 3600, Rate: 1, Assignment: as})
+	}
+	return recs, shares
+}
+
+// restartedReadingBack is a scheduler restarted on recs whose two GPUs
+// answer its describes (in reverse order when asked) with shares.
+func restartedReadingBack(t *testing.T, recs []durable.Record, shares map[string][]events.GPUJob, reverse bool) *Harness {
+	t.Helper()
+	h, err := NewHarness(Config{Policy: "binpack", Restored: &durable.State{Incarnation: 1, Jobs: recs}}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.AddGPU("n1", "n1-gpu-0", "A100-40GB")
+	h.AddGPU("n1", "n1-gpu-1", "A100-40GB")
+	answerDescribes(h, reverse, func(gpu string) []events.GPUJob { return shares[gpu] })
+	return h
+}
+
+// answerDescribes answers the describes h has sent, in the order sent or
+// reversed, with each GPU's full status: jobs(gpu) running, nothing ended.
+func answerDescribes(h *Harness, reverse bool, jobs func(gpu string) []events.GPUJob) {
+	ds := h.Sends(events.OpDescribe)
+	if reverse {
+		slices.Reverse(ds)
+	}
+	for _, d := range ds {
+		_, gpu, _ := events.ParseGPUCtl(d.Subject)
+		st := h.GPUs[gpu].Status
+		st.Jobs, st.Ended = jobs(gpu), []events.EndedJob{}
+		h.Step(Input{Msg: &Msg{Subject: d.Reply, Data: encode(events.ControlReply{OK: true, Status: &st})}})
+	}
 }
 
 // gangStoppedAndQueued checks the gang is no longer running and was told
@@ -1987,18 +2036,11 @@ func TestAGangReadBackIsWhereItsSlowestShareIsInEitherOrder(t *testing.T) {
 	progress := map[string]float64{"n1-gpu-0": 300, "n1-gpu-1": 120}
 	for _, reverse := range []bool{false, true} {
 		h2, id, share := restartedWithAGang(t)
-		ds := h2.Sends(events.OpDescribe)
-		if reverse {
-			slices.Reverse(ds)
-		}
-		for _, d := range ds {
-			_, gpu, _ := events.ParseGPUCtl(d.Subject)
-			st := h2.GPUs[gpu].Status
+		answerDescribes(h2, reverse, func(gpu string) []events.GPUJob {
 			sh := share
 			sh.ProgressS = progress[gpu]
-			st.Jobs, st.Ended = []events.GPUJob{sh}, []events.EndedJob{}
-			h2.Step(Input{Msg: &Msg{Subject: d.Reply, Data: encode(events.ControlReply{OK: true, Status: &st})}})
-		}
+			return []events.GPUJob{sh}
+		})
 		j := h2.Core.jobs[id]
 		if j.progress != 120 || j.stintFrom != 120 {
 			t.Fatalf("read back in reverse order %v: progress %g from %g, want 120 (the slowest share's)", reverse, j.progress, j.stintFrom)
@@ -2023,36 +2065,9 @@ func TestAGangReadBackIsWhereItsSlowestShareIsInEitherOrder(t *testing.T) {
 // instant (simtest with scheduler kills drawn, seed 1: two runs of the
 // seed differed there).
 func TestAJobReadBackAfterARestartKeepsItsPriority(t *testing.T) {
-	h := newHarness(t, Config{})
-	h.AddGPU("n1", "n1-gpu-0", "A100-40GB")
-	h.AddGPU("n1", "n1-gpu-1", "A100-40GB")
-	var recs []durable.Record
-	shares := map[string][]events.GPUJob{}
-	for _, body := range []map[string]any{spec("high-1", "30GB", "priority", "high", "util", 60),
-		spec("high-2", "30GB", "priority", "high", "util", 60), spec("low", "5GB", "priority", "low", "util", 10)} {
-		a := h.Submit(body)
-		if a.State != events.JobPlaced {
-			t.Fatalf("submit: %+v", a)
-		}
-		j := h.Core.jobs[a.JobID]
-		recs = append(recs, *h.Core.record(j))
-		as := &events.Assignment{Name: j.spec.Name, VRAM: int64(j.spec.VRAM), Util: j.spec.Util, WorkS: 3600, Placement: j.placement,
-			Submitted: j.submitted, Seq: j.seq, Spec: &j.spec}
-		shares[j.gpus[0]] = append(shares[j.gpus[0]], events.GPUJob{JobID: j.id, Name: j.spec.Name, State: events.GPUJobRunning,
-			VRAM: int64(j.spec.VRAM), Offset: 30e9 * int64(len(shares[j.gpus[0]])), Util: j.spec.Util, ProgressS: 60, WorkS: 3600, Rate: 1, Assignment: as})
-	}
-	h2, err := NewHarness(Config{Policy: "binpack", Restored: &durable.State{Incarnation: 1, Jobs: recs}}, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h2.AddGPU("n1", "n1-gpu-0", "A100-40GB")
-	h2.AddGPU("n1", "n1-gpu-1", "A100-40GB")
-	for _, d := range h2.Sends(events.OpDescribe) {
-		_, gpu, _ := events.ParseGPUCtl(d.Subject)
-		st := h2.GPUs[gpu].Status
-		st.Jobs, st.Ended = shares[gpu], []events.EndedJob{}
-		h2.Step(Input{Msg: &Msg{Subject: d.Reply, Data: encode(events.ControlReply{OK: true, Status: &st})}})
-	}
+	recs, shares := journaledOnTwoGPUs(t, spec("high-1", "30GB", "priority", "high", "util", 60),
+		spec("high-2", "30GB", "priority", "high", "util", 60), spec("low", "5GB", "priority", "low", "util", 10))
+	h2 := restartedReadingBack(t, recs, shares, false)
 	for _, r := range recs {
 		if s := h2.JobState(r.JobID); s.State != events.JobRunning {
 			t.Fatalf("%s after the restart: %s, want running", s.Name, s.State)
@@ -2089,50 +2104,18 @@ func TestAJobReadBackAfterARestartKeepsItsPriority(t *testing.T) {
 // two runs of one seed differed there (simtest with scheduler kills
 // drawn, seed 1: two gangs sharing a GPU that was then declared dead).
 func TestJobsReadBackAfterARestartRunInSubmissionOrderWhicheverGPUAnswersFirst(t *testing.T) {
-	h := newHarness(t, Config{})
-	h.AddGPU("n1", "n1-gpu-0", "A100-40GB")
-	h.AddGPU("n1", "n1-gpu-1", "A100-40GB")
-	var recs []durable.Record
-	var ids []string
-	shares := map[string][]events.GPUJob{}
-	for _, name := range []string{"first", "second"} {
-		a := h.Submit(spec(name, "30GB"))
-		if a.State != events.JobPlaced {
-			t.Fatalf("submit: %+v", a)
-		}
-		j := h.Core.jobs[a.JobID]
-		recs, ids = append(recs, *h.Core.record(j)), append(ids, j.id)
-		as := &events.Assignment{Name: name, VRAM: int64(j.spec.VRAM), Util: j.spec.Util, WorkS: 3600, Placement: j.placement,
-			Submitted: j.submitted, Seq: j.seq, Spec: &j.spec}
-		shares[j.gpus[0]] = []events.GPUJob{{JobID: j.id, Name: name, State: events.GPUJobRunning, VRAM: int64(j.spec.VRAM),
-			Util: j.spec.Util, ProgressS: 60, WorkS: 3600, Rate: 1, Assignment: as}}
-	}
+	recs, shares := journaledOnTwoGPUs(t, spec("first", "30GB"), spec("second", "30GB"))
 	if len(shares) != 2 {
 		t.Fatalf("the two jobs on %d GPUs, want one each", len(shares))
 	}
 	for _, reverse := range []bool{false, true} {
-		h2, err := NewHarness(Config{Policy: "binpack", Restored: &durable.State{Incarnation: 1, Jobs: recs}}, true)
-		if err != nil {
-			t.Fatal(err)
-		}
-		h2.AddGPU("n1", "n1-gpu-0", "A100-40GB")
-		h2.AddGPU("n1", "n1-gpu-1", "A100-40GB")
-		ds := h2.Sends(events.OpDescribe)
-		if reverse {
-			slices.Reverse(ds)
-		}
-		for _, d := range ds {
-			_, gpu, _ := events.ParseGPUCtl(d.Subject)
-			st := h2.GPUs[gpu].Status
-			st.Jobs, st.Ended = shares[gpu], []events.EndedJob{}
-			h2.Step(Input{Msg: &Msg{Subject: d.Reply, Data: encode(events.ControlReply{OK: true, Status: &st})}})
-		}
+		h2 := restartedReadingBack(t, recs, shares, reverse)
 		var running []string
 		for _, j := range h2.Core.running {
 			running = append(running, j.id)
 		}
-		if !slices.Equal(running, ids) {
-			t.Fatalf("GPUs answering in reverse order %v: running %v, want %v (submission order)", reverse, running, ids)
+		if want := []string{recs[0].JobID, recs[1].JobID}; !slices.Equal(running, want) {
+			t.Fatalf("GPUs answering in reverse order %v: running %v, want %v (submission order)", reverse, running, want)
 		}
 	}
 }
