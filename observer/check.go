@@ -21,7 +21,8 @@ import (
 type Violation struct {
 	// Time is the wall time of the event that showed it.
 	Time time.Time `json:"time"`
-	// Kind is "vram", "double-run", "lifecycle", "seq-gap", "seq-order",
+	// Kind is "vram", "share" (a GPU's jobs holding more than all of its
+	// compute), "double-run", "lifecycle", "seq-gap", "seq-order",
 	// "ran-after-death" or "priority" (a job preempted for one that does
 	// not outrank it).
 	Kind    string `json:"kind"`
@@ -487,7 +488,20 @@ func (c *Checker) checkVRAM(ev *events.Decoded, g *gpuSeen) {
 	if g.total > 0 && sum > g.total {
 		c.violate(ev.Time, "vram", "%s: %d bytes allocated on a %d-byte GPU", gpuKey(g.node, g.id), sum, g.total)
 	}
+	// A GPU's compute is shared in thousandths (gpu_milli; a job sized by
+	// its VRAM holds its VRAM's share): its jobs hold 1000 at most.
+	milli := 0
+	for _, j := range jobs {
+		milli += j.Milli
+	}
+	if milli > milliPerGPU {
+		c.violate(ev.Time, "share", "%s: jobs hold %d/%d of the GPU", gpuKey(g.node, g.id), milli, milliPerGPU)
+	}
 }
+
+// milliPerGPU is a whole GPU in the thousandths gpu_milli counts in
+// (policy.MilliPerGPU; the checker reads only events).
+const milliPerGPU = 1000
 
 // checkPlaces asserts that each job g runs runs nowhere else: a gang's
 // shards share one node and number no more than the GPUs it asked for.

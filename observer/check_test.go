@@ -60,6 +60,25 @@ func TestCheckerVRAM(t *testing.T) {
 	}
 }
 
+// TestCheckerShare: a GPU's jobs may hold all of its compute between
+// them (1000 thousandths), not more.
+func TestCheckerShare(t *testing.T) {
+	f := newFeeder(t)
+	share := func(id string, offset int64, milli int) events.GPUJob {
+		j := running(id, offset, 10)
+		j.Milli = milli
+		return j
+	}
+	f.emit("/gpu/n0/g0/1", "gpu.status", gpuStatus("n0", "g0", 1, share("a", 0, 500), share("b", 10, 500)))
+	if got := kinds(f.c.Violations()); got != "" {
+		t.Fatalf("violations %q, want none: two halves make a GPU", got)
+	}
+	f.emit("/gpu/n0/g0/1", "gpu.status", gpuStatus("n0", "g0", 1, share("a", 0, 500), share("b", 10, 500), share("c", 20, 250)))
+	if got := kinds(f.c.Violations()); got != "share" {
+		t.Fatalf("violations %q, want 1250/1000 of a GPU held", got)
+	}
+}
+
 func TestCheckerDoubleRun(t *testing.T) {
 	f := newFeeder(t)
 	f.emit("/scheduler/1", "job.submitted", events.JobInfo{JobID: "gang", GPUs: 2})
