@@ -152,6 +152,7 @@ func New(cfg Config) (*Scheduler, error) {
 			case s.mailbox <- m:
 			case <-s.done:
 				cfg.Clock.Release()
+				s.unhandled(m)
 			}
 		})
 		if err != nil {
@@ -439,17 +440,37 @@ func (s *Scheduler) rearm(t simclock.Timer, at, next time.Time) (simclock.Timer,
 }
 
 // Drain empties the mailbox of a dead scheduler, releasing the clock for
-// each message (their requests go unanswered, as a crash leaves them).
+// each message; each request in it is answered as one nobody received
+// (unhandled).
 func (s *Scheduler) Drain() int {
 	n := 0
 	for {
 		select {
-		case <-s.mailbox:
+		case m := <-s.mailbox:
 			s.cfg.Clock.Release()
+			s.unhandled(m)
 			n++
 		default:
 			return n
 		}
+	}
+}
+
+// unhandled answers a request the scheduler received but will never
+// handle (it died first) the way NATS answers a request nobody received:
+// "no responders" (status 503, no body). Nothing was done with it, so its
+// client may send it again at once: the job generator does. Before, it
+// went unanswered, and a client waiting without a deadline (the job
+// generator) waited for good: no job was generated again. Events and
+// answers to the scheduler's own requests are not requests.
+func (s *Scheduler) unhandled(m *nats.Msg) {
+	if m.Reply == "" || strings.HasPrefix(m.Subject, s.cfg.Subjects.Prefix+".evt.") || strings.HasPrefix(m.Subject, s.inbox) {
+		return
+	}
+	nr := nats.NewMsg(m.Reply)
+	nr.Header.Set("Status", "503") // what nats.go reads as ErrNoResponders
+	if err := s.cfg.Conn.PublishMsg(nr); err != nil {
+		s.log.Debug("no-responders answer not sent", zap.String("subject", m.Subject), zap.Error(err))
 	}
 }
 
