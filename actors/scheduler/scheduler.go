@@ -461,8 +461,9 @@ func (s *Scheduler) Drain() int {
 // "no responders" (status 503, no body). Nothing was done with it, so its
 // client may send it again at once: the job generator does. Before, it
 // went unanswered, and a client waiting without a deadline (the job
-// generator) waited for good: no job was generated again. Events and
-// answers to the scheduler's own requests are not requests.
+// generator) would have waited for good (by reading the code; no run
+// showed it). Events and answers to the scheduler's own requests are not
+// requests.
 func (s *Scheduler) unhandled(m *nats.Msg) {
 	if m.Reply == "" || strings.HasPrefix(m.Subject, s.cfg.Subjects.Prefix+".evt.") || strings.HasPrefix(m.Subject, s.inbox) {
 		return

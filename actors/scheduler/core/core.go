@@ -243,6 +243,13 @@ type Unstored struct {
 	JobID, Why string
 }
 
+// heardGPU is a GPU as a node's last heartbeat named it: the node and the
+// incarnation it gave (the GPU may not have been read yet: hung).
+type heardGPU struct {
+	node        string
+	incarnation int
+}
+
 // Core is the scheduler's deterministic core.
 type Core struct {
 	cfg  Config
@@ -315,15 +322,12 @@ type Core struct {
 	relearning int
 	// nodeBeats is when each node's last heartbeat came (wall time);
 	// heardGPUs the GPUs some heartbeat named, alive or not, each with
-	// the node that named it.
+	// the node that named it and the incarnation it gave.
 	nodeBeats map[string]time.Time
 	// batchCtl is, per node, whether its last heartbeat said it takes its
 	// controls batched (the shell's concern: BatchesControls).
 	batchCtl  map[string]bool
-	heardGPUs map[string]string
-	// heardIncarnation is each heard GPU's incarnation as its node's last
-	// heartbeat gave it.
-	heardIncarnation map[string]int
+	heardGPUs map[string]heardGPU
 	// inbox is the prefix of the reply subjects of the core's own requests
 	// (calls.go). calls are those in flight by reply subject, describing
 	// the describe in flight per GPU, callsTo their count per node.
@@ -455,35 +459,34 @@ func New(cfg Config, bus Bus) (*Core, error) {
 		log = zap.NewNop()
 	}
 	s := &Core{
-		cfg:              cfg,
-		log:              log.With(zap.String("actor", "scheduler")),
-		bus:              bus,
-		now:              cfg.Now,
-		wall:             cfg.Wall,
-		policy:           p,
-		queueSort:        qs,
-		preempt:          pre,
-		round:            round,
-		training:         newTraining(cfg.Training),
-		view:             newView(cfg.VRAMModel, cfg.Seed, cfg.NodeRank),
-		jobs:             map[string]*job{},
-		classes:          map[policy.ClassKey]int{},
-		byVRAM:           map[vramClass]int{},
-		virtual:          virtual,
-		started:          cfg.Wall,
-		inherited:        map[string]string{},
-		awaiting:         map[*job]bool{},
-		journaled:        map[string]*durable.Record{},
-		nodeBeats:        map[string]time.Time{},
-		batchCtl:         map[string]bool{},
-		heardGPUs:        map[string]string{},
-		heardIncarnation: map[string]int{},
-		inbox:            cfg.Inbox,
-		calls:            map[string]*call{},
-		describing:       map[string]string{},
-		callsTo:          map[string]int{},
-		msgIDs:           map[string]msgIDJob{},
-		allowance:        map[string]*bucket{},
+		cfg:        cfg,
+		log:        log.With(zap.String("actor", "scheduler")),
+		bus:        bus,
+		now:        cfg.Now,
+		wall:       cfg.Wall,
+		policy:     p,
+		queueSort:  qs,
+		preempt:    pre,
+		round:      round,
+		training:   newTraining(cfg.Training),
+		view:       newView(cfg.VRAMModel, cfg.Seed, cfg.NodeRank),
+		jobs:       map[string]*job{},
+		classes:    map[policy.ClassKey]int{},
+		byVRAM:     map[vramClass]int{},
+		virtual:    virtual,
+		started:    cfg.Wall,
+		inherited:  map[string]string{},
+		awaiting:   map[*job]bool{},
+		journaled:  map[string]*durable.Record{},
+		nodeBeats:  map[string]time.Time{},
+		batchCtl:   map[string]bool{},
+		heardGPUs:  map[string]heardGPU{},
+		inbox:      cfg.Inbox,
+		calls:      map[string]*call{},
+		describing: map[string]string{},
+		callsTo:    map[string]int{},
+		msgIDs:     map[string]msgIDJob{},
+		allowance:  map[string]*bucket{},
 	}
 	for _, r := range cfg.Inherited {
 		s.inherited[r.JobID] = r.Placement
@@ -866,8 +869,7 @@ func (s *Core) onNodeEvent(m *Msg) {
 		s.dirty = true
 	}
 	for _, g := range hb.GPUs {
-		s.heardGPUs[g.GPU] = hb.Node
-		s.heardIncarnation[g.GPU] = g.Incarnation
+		s.heardGPUs[g.GPU] = heardGPU{node: hb.Node, incarnation: g.Incarnation}
 		st, ok := s.view.gpus[g.GPU]
 		if !ok || g.Incarnation > st.status.Incarnation {
 			// Unknown, or restarted without this scheduler hearing its up:

@@ -1703,7 +1703,7 @@ func freedAtNode(h *Harness, node, id string) bool {
 func TestAGangIsRelearnedWholeFromEachGPUThatRunsIt(t *testing.T) {
 	h2, id, share := restartedWithAGang(t)
 	// Answered in the other order: the record's order stays.
-	answerDescribes(h2, true, func(string) []events.GPUJob { return []events.GPUJob{share} })
+	answerDescribes(h2, true, runningThere(share))
 	h2.Step(Input{Timer: TimerAging})
 	if s := h2.JobState(id); s.State != events.JobRunning || !slices.Equal(s.GPUIDs, []string{"n1-gpu-0", "n1-gpu-1"}) {
 		t.Fatalf("the gang after the restart: %s on %v, want running on n1-gpu-0 and n1-gpu-1, in that order", s.State, s.GPUIDs)
@@ -1720,16 +1720,13 @@ func TestAGangIsRelearnedWholeFromEachGPUThatRunsIt(t *testing.T) {
 // back to the queue. Before, it ran on alone (seed 517).
 func TestAGangThatLostAShareWhileNoSchedulerWatchedIsStoppedAndQueued(t *testing.T) {
 	h2, id, share := restartedWithAGang(t)
-	for i, d := range h2.Sends(events.OpDescribe) {
-		_, gpu, _ := events.ParseGPUCtl(d.Subject)
-		st := h2.GPUs[gpu].Status
-		st.Jobs, st.Ended = []events.GPUJob{share}, []events.EndedJob{}
-		if i == 1 {
-			st.Jobs = []events.GPUJob{}
+	answerDescribes(h2, false, func(gpu string, st *events.GPUStatus) {
+		if gpu == "n1-gpu-1" { // read second
 			st.Ended = []events.EndedJob{{JobID: id, Change: events.ChangeFenced, ProgressS: 60, Assignment: share.Assignment}}
+			return
 		}
-		h2.Step(Input{Msg: &Msg{Subject: d.Reply, Data: encode(events.ControlReply{OK: true, Status: &st})}})
-	}
+		st.Jobs = []events.GPUJob{share}
+	})
 	gangStoppedAndQueued(t, h2, id)
 }
 
@@ -1739,11 +1736,7 @@ func TestAGangThatLostAShareWhileNoSchedulerWatchedIsStoppedAndQueued(t *testing
 // the gang is stopped where it runs and queued again.
 func TestAGangReadBackOnPartOfItsGPUsIsStoppedOnceTheOthersAreGone(t *testing.T) {
 	h2, id, share := restartedWithAGang(t, "n1-gpu-0")
-	for _, d := range h2.Sends(events.OpDescribe) {
-		st := h2.GPUs["n1-gpu-0"].Status
-		st.Jobs, st.Ended = []events.GPUJob{share}, []events.EndedJob{}
-		h2.Step(Input{Msg: &Msg{Subject: d.Reply, Data: encode(events.ControlReply{OK: true, Status: &st})}})
-	}
+	answerDescribes(h2, false, runningThere(share))
 	h2.Step(Input{Timer: TimerAging})
 	if s := h2.JobState(id); s.State != events.JobRunning {
 		t.Fatalf("the gang before its other GPU counts as gone: %s, want running", s.State)
@@ -1830,13 +1823,14 @@ func restartedReadingBack(t *testing.T, recs []durable.Record, shares map[string
 	}
 	h.AddGPU("n1", "n1-gpu-0", "A100-40GB")
 	h.AddGPU("n1", "n1-gpu-1", "A100-40GB")
-	answerDescribes(h, reverse, func(gpu string) []events.GPUJob { return shares[gpu] })
+	answerDescribes(h, reverse, func(gpu string, st *events.GPUStatus) { st.Jobs = shares[gpu] })
 	return h
 }
 
 // answerDescribes answers the describes h has sent, in the order sent or
-// reversed, with each GPU's full status: jobs(gpu) running, nothing ended.
-func answerDescribes(h *Harness, reverse bool, jobs func(gpu string) []events.GPUJob) {
+// reversed, with each GPU's full status: no job and nothing ended, as
+// fill(gpu, status) leaves them.
+func answerDescribes(h *Harness, reverse bool, fill func(gpu string, st *events.GPUStatus)) {
 	ds := h.Sends(events.OpDescribe)
 	if reverse {
 		slices.Reverse(ds)
@@ -1844,9 +1838,15 @@ func answerDescribes(h *Harness, reverse bool, jobs func(gpu string) []events.GP
 	for _, d := range ds {
 		_, gpu, _ := events.ParseGPUCtl(d.Subject)
 		st := h.GPUs[gpu].Status
-		st.Jobs, st.Ended = jobs(gpu), []events.EndedJob{}
+		st.Jobs, st.Ended = []events.GPUJob{}, []events.EndedJob{}
+		fill(gpu, &st)
 		h.Step(Input{Msg: &Msg{Subject: d.Reply, Data: encode(events.ControlReply{OK: true, Status: &st})}})
 	}
+}
+
+// runningThere is a fill for answerDescribes: the GPU runs jobs.
+func runningThere(jobs ...events.GPUJob) func(string, *events.GPUStatus) {
+	return func(_ string, st *events.GPUStatus) { st.Jobs = jobs }
 }
 
 // gangStoppedAndQueued checks the gang is no longer running and was told
@@ -1944,16 +1944,13 @@ func TestAJournaledJobHoldsItsNodeInTheViewUntilSettled(t *testing.T) {
 		if u := used(h2); u != cpu {
 			t.Fatalf("before n1 is read: %d m CPU used in the view, want %d", u, cpu)
 		}
-		g := h2.AddGPU("n1", "n1-gpu-0", "A100-40GB")
-		for _, d := range h2.Sends(events.OpDescribe) {
-			st := g.Status
-			st.Ended = []events.EndedJob{}
+		h2.AddGPU("n1", "n1-gpu-0", "A100-40GB")
+		answerDescribes(h2, false, func(_ string, st *events.GPUStatus) {
 			if runs {
 				st.Jobs = []events.GPUJob{{JobID: j.id, Name: "a", State: events.GPUJobRunning, VRAM: 10e9, Util: 20, WorkS: 3600, Rate: 1,
 					Assignment: &events.Assignment{Name: "a", VRAM: 10e9, Util: 20, WorkS: 3600, Placement: j.placement, Spec: &j.spec}}}
 			}
-			h2.Step(Input{Msg: &Msg{Subject: d.Reply, Data: encode(events.ControlReply{OK: true, Status: &st})}})
-		}
+		})
 		h2.Step(Input{Timer: TimerAging})
 		want := cpu
 		if !runs {
@@ -2010,16 +2007,13 @@ func TestAGangStoppedWhileOneOfItsGPUsIsUnreadIsStoppedThereToo(t *testing.T) {
 // read first completed the whole job when it was the completed one.
 func TestAGangWithOneShareCompletedMeanwhileRunsOnUntilTheOtherDoes(t *testing.T) {
 	h2, id, share := restartedWithAGang(t)
-	for _, d := range h2.Sends(events.OpDescribe) {
-		_, gpu, _ := events.ParseGPUCtl(d.Subject)
-		st := h2.GPUs[gpu].Status
-		st.Jobs, st.Ended = []events.GPUJob{share}, []events.EndedJob{}
+	answerDescribes(h2, false, func(gpu string, st *events.GPUStatus) {
 		if gpu == "n1-gpu-0" { // read first
-			st.Jobs = []events.GPUJob{}
 			st.Ended = []events.EndedJob{{JobID: id, Change: events.ChangeCompleted, ProgressS: 3600, Assignment: share.Assignment}}
+			return
 		}
-		h2.Step(Input{Msg: &Msg{Subject: d.Reply, Data: encode(events.ControlReply{OK: true, Status: &st})}})
-	}
+		st.Jobs = []events.GPUJob{share}
+	})
 	h2.Step(Input{Timer: TimerAging})
 	if s := h2.JobState(id); s.State != events.JobRunning || len(s.GPUIDs) != 2 {
 		t.Fatalf("the gang with one share still running: %s on %v, want running on both GPUs", s.State, s.GPUIDs)
@@ -2036,10 +2030,10 @@ func TestAGangReadBackIsWhereItsSlowestShareIsInEitherOrder(t *testing.T) {
 	progress := map[string]float64{"n1-gpu-0": 300, "n1-gpu-1": 120}
 	for _, reverse := range []bool{false, true} {
 		h2, id, share := restartedWithAGang(t)
-		answerDescribes(h2, reverse, func(gpu string) []events.GPUJob {
+		answerDescribes(h2, reverse, func(gpu string, st *events.GPUStatus) {
 			sh := share
 			sh.ProgressS = progress[gpu]
-			return []events.GPUJob{sh}
+			st.Jobs = []events.GPUJob{sh}
 		})
 		j := h2.Core.jobs[id]
 		if j.progress != 120 || j.stintFrom != 120 {

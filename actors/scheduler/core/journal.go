@@ -298,7 +298,8 @@ func (s *Core) gpuSettled(g string, gone bool) bool {
 	if known {
 		return gs.described
 	}
-	return s.heardGPUs[g] == "" && gone
+	_, heard := s.heardGPUs[g]
+	return !heard && gone
 }
 
 // announceRestored publishes the job.restored events restore left.

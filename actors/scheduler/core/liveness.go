@@ -430,6 +430,14 @@ func (s *Core) adopted(j *job, st events.GPUStatus) {
 		i--
 	}
 	s.running = slices.Insert(s.running, i, j)
+	if gs, ok := s.view.gpus[st.GPU]; ok {
+		// Its share there was built from the GPU's status before the job
+		// was known, as a stranger's (low priority, no util, no CPU). Left
+		// so until the GPU's next status, a medium job preempted a high
+		// one read back after a restart, which then preempted it back, at
+		// one instant again and again.
+		s.rebuildShares(gs.g)
+	}
 	if n, ok := s.view.nodes[st.Node]; ok {
 		n.CPUUsedMilli += j.spec.CPUMilli()
 		n.MemUsed += int64(j.spec.Memory)

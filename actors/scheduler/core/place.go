@@ -372,7 +372,8 @@ func (s *Core) finishStop(st *stopping) {
 			// Unanswered (cut off, hung, restarting): the GPU may still run
 			// the job, so it is not placed again until the GPU shows it
 			// stopped or is declared dead (its fence stops it first).
-			inc, known := s.heardIncarnation[gpu] // named by a heartbeat, not read yet (hung)
+			heard, known := s.heardGPUs[gpu] // named by a heartbeat, not read yet (hung)
+			inc := heard.incarnation
 			if gs, ok := s.view.gpus[gpu]; ok {
 				inc, known = gs.status.Incarnation, true
 			}
@@ -687,16 +688,7 @@ func (s *Core) applyStatus(st events.GPUStatus, at time.Time) {
 	}
 	gs.status, gs.statusAt = st, at
 	if authoritative {
-		adopted := s.stats.adopted
 		s.reconcile(gs, st)
-		if s.stats.adopted != adopted {
-			// The shares were built above, before reconcile read back the
-			// jobs the GPU runs: as strangers' (low priority, no util, no
-			// CPU). Left so until the GPU's next status, a medium job
-			// preempted a high one read back after a restart, which then
-			// preempted it back, at one instant again and again.
-			s.rebuildShares(g)
-		}
 	}
 	for _, sj := range st.Jobs {
 		if j, ok := s.jobs[sj.JobID]; ok && j.state == stateRunning && sj.State == events.GPUJobRunning {

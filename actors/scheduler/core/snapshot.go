@@ -245,9 +245,9 @@ func (s *Core) onSnapshot(m *Msg, tenant string) {
 // rather than leaving them out as if they were gone.
 func (s *Core) unknownGPUs() []events.SnapshotGPU {
 	nodeOf := map[string]string{}
-	for id, node := range s.heardGPUs {
+	for id, heard := range s.heardGPUs {
 		if _, known := s.view.gpus[id]; !known {
-			nodeOf[id] = node
+			nodeOf[id] = heard.node
 		}
 	}
 	for _, r := range s.journaled {
