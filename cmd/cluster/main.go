@@ -480,53 +480,89 @@ func request(o *bus.Options, subject string, body any, out io.Writer) error {
 }
 
 func submit(args []string) error {
-	fs := newFlags("cluster submit")
-	url, prefix := clientFlags(fs)
-	name := fs.String("name", "", "job name (required)")
-	tenant := fs.String("tenant", "", "tenant")
-	priority := fs.String("priority", "medium", "high, medium, low or an integer")
-	gpus := fs.Int("gpus", 1, "GPUs (more than 1: a gang on one node)")
-	vramSize := fs.String("vram", "", "VRAM per GPU with its unit, e.g. 12GB or 512MB (a GB is 2^30 bytes, as on the GPU) (required)")
-	util := fs.Float64("util", model.DefaultUtil, "compute share per GPU, percent")
-	duration := fs.String("duration", "", "run time at reference speed, e.g. 30m (required)")
-	checkpoint := fs.String("checkpoint", "", "checkpoint interval, e.g. 10m")
-	models := fs.String("models", "", "allowed GPU models, comma-separated")
-	gpu := fs.String("gpu", "", "pin to this GPU id")
-	preemptible := fs.Bool("preemptible", true, "may be preempted by higher-priority jobs")
-	jobID := fs.String("job-id", "", "the job's id, an idempotency key (default: a new UUID); a retry with the same id is the same job")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if *jobID == "" {
-		*jobID = uuid.NewString()
-	}
-	body := events.SubmitRequest{JobID: *jobID, Name: *name, Tenant: *tenant, GPUs: gpus, Util: util, Preemptible: preemptible,
-		Duration: *duration, Checkpoint: *checkpoint, GPU: *gpu}
-	p, err := model.ParsePriority(*priority)
+	url, prefix, body, err := submitRequest(args)
 	if err != nil {
-		return fmt.Errorf("--priority: %v", err)
-	}
-	body.Priority = &p
-	if *vramSize != "" {
-		v, err := model.ParseBytes(*vramSize)
-		if err != nil {
-			return fmt.Errorf("--vram: %v", err)
-		}
-		body.VRAM = events.SizeOf(v)
-	}
-	if *models != "" {
-		body.Models = strings.Split(*models, ",")
+		return err
 	}
 	// A submission that timed out may have been accepted: it is sent again
 	// with the same job id, which the scheduler answers as the first
 	// (never a second job).
 	for attempt := 1; attempt <= submitAttempts; attempt++ {
-		if err = request(url, events.NewSubjects(*prefix).JobSubmit(), body, os.Stdout); !errors.Is(err, nats.ErrTimeout) {
+		if err = request(url, events.NewSubjects(prefix).JobSubmit(), body, os.Stdout); !errors.Is(err, nats.ErrTimeout) {
 			return err
 		}
 		fmt.Fprintf(os.Stderr, "no answer (attempt %d of %d); sending it again with the same job id %s\n", attempt, submitAttempts, body.JobID)
 	}
 	return err
+}
+
+// submitRequest reads `cluster submit`'s flags into the submission it
+// sends. A field whose flag is not given is left out, so the scheduler's
+// default applies (util is gpu_milli/10 when only --gpu-milli is given).
+func submitRequest(args []string) (*bus.Options, string, events.SubmitRequest, error) {
+	fs := newFlags("cluster submit")
+	url, prefix := clientFlags(fs)
+	name := fs.String("name", "", "job name (required)")
+	tenant := fs.String("tenant", "", "tenant")
+	priority := fs.String("priority", "medium", "high, medium, low or an integer")
+	gpus := fs.Int("gpus", 1, "GPUs (more than 1: a gang on one node; 0: CPU only)")
+	vramSize := fs.String("vram", "", "VRAM per GPU with its unit, e.g. 12GB or 512MB (a GB is 2^30 bytes, as on the GPU) (required)")
+	util := fs.Float64("util", 0, "compute share per GPU, percent (default 100, or gpu-milli/10)")
+	milli := fs.Float64("gpu-milli", 0, "share of each GPU the job reserves, in thousandths (1-1000; default: the share its VRAM takes)")
+	cpu := fs.Float64("cpu", model.DefaultCPU, "CPU cores the job holds on its node")
+	memory := fs.String("memory", model.Bytes(model.DefaultMemory).String(), "host memory the job holds on its node, with its unit, e.g. 64GB")
+	duration := fs.String("duration", "", "run time at reference speed, e.g. 30m (required)")
+	checkpoint := fs.String("checkpoint", "", "checkpoint interval, e.g. 10m")
+	models := fs.String("models", "", "allowed GPU models, comma-separated")
+	gpu := fs.String("gpu", "", "pin to this GPU id")
+	node := fs.String("node", "", "pin to this node")
+	preemptible := fs.Bool("preemptible", true, "may be preempted by higher-priority jobs")
+	jobID := fs.String("job-id", "", "the job's id, an idempotency key (default: a new UUID); a retry with the same id is the same job")
+	if err := fs.Parse(args); err != nil {
+		return nil, "", events.SubmitRequest{}, err
+	}
+	if fs.NArg() > 0 {
+		return nil, "", events.SubmitRequest{}, fmt.Errorf("cluster submit takes flags only, not %q", fs.Arg(0))
+	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	if *jobID == "" {
+		*jobID = uuid.NewString()
+	}
+	body := events.SubmitRequest{JobID: *jobID, Name: *name, Tenant: *tenant, GPUs: gpus, Preemptible: preemptible,
+		Duration: *duration, Checkpoint: *checkpoint, GPU: *gpu, Node: *node}
+	p, err := model.ParsePriority(*priority)
+	if err != nil {
+		return nil, "", body, fmt.Errorf("--priority: %v", err)
+	}
+	body.Priority = &p
+	if given["util"] {
+		body.Util = util
+	}
+	if given["gpu-milli"] {
+		body.GPUMilli = milli
+	}
+	if given["cpu"] {
+		body.CPU = cpu
+	}
+	for _, f := range []struct {
+		flag string
+		size *string
+		into **events.Size
+	}{{"vram", vramSize, &body.VRAM}, {"memory", memory, &body.Memory}} {
+		if !given[f.flag] {
+			continue
+		}
+		v, err := model.ParseBytes(*f.size)
+		if err != nil {
+			return nil, "", body, fmt.Errorf("--%s: %v", f.flag, err)
+		}
+		*f.into = events.SizeOf(v)
+	}
+	if *models != "" {
+		body.Models = strings.Split(*models, ",")
+	}
+	return url, *prefix, body, nil
 }
 
 // submitAttempts is how many times `cluster submit` sends a submission

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -119,6 +120,45 @@ func TestNodeFlagsSayWhatIsWrong(t *testing.T) {
 	spec, err := nodeSpec("rack2-node7", "8xA100-80GB")
 	if err != nil || len(spec.GPUs) != 8 || spec.GPUs[7].ID != "rack2-node7-gpu-7" || spec.ID != "rack2-node7" {
 		t.Fatalf("nodeSpec: %+v, %v", spec, err)
+	}
+}
+
+// TestSubmitFlagsFillTheSubmission: every flag of `cluster submit` lands
+// in its field, a flag not given leaves its field out (the scheduler's
+// default applies: util is gpu_milli/10 when only --gpu-milli is given),
+// and a bad size is named.
+func TestSubmitFlagsFillTheSubmission(t *testing.T) {
+	_, _, body, err := submitRequest([]string{"--name", "etl", "--vram", "4GB", "--duration", "10m", "--cpu", "30", "--memory", "64GB",
+		"--node", "node-1", "--gpu-milli", "300", "--gpus", "0", "--job-id", "j-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(body)
+	var got map[string]any
+	json.Unmarshal(b, &got)
+	want := map[string]any{"job_id": "j-1", "name": "etl", "priority": "medium", "gpus": 0.0, "vram": "4GB", "gpu_milli": 300.0, "duration": "10m",
+		"preemptible": true, "cpu": 30.0, "memory": "64GB", "node": "node-1"}
+	for k, v := range want {
+		if fmt.Sprint(got[k]) != fmt.Sprint(v) {
+			t.Errorf("%s: %v, want %v (submission %s)", k, got[k], v, b)
+		}
+	}
+	if _, ok := got["util"]; ok {
+		t.Errorf("util sent though --util was not given: %s", b)
+	}
+	_, _, body, err = submitRequest([]string{"--name", "x", "--vram", "4GB", "--duration", "1m"})
+	if err != nil || body.CPU != nil || body.Memory != nil || body.Util != nil || body.GPUMilli != nil || body.JobID == "" {
+		t.Fatalf("a submission with no host flags: %+v, %v; want cpu, memory, util and gpu_milli left out and a job id drawn", body, err)
+	}
+	for flag, args := range map[string][]string{
+		"--memory":   {"--name", "x", "--vram", "4GB", "--duration", "1m", "--memory", "lots"},
+		"--vram":     {"--name", "x", "--vram", "4 gigs", "--duration", "1m"},
+		"--priority": {"--name", "x", "--vram", "4GB", "--duration", "1m", "--priority", "urgent"},
+		"extra":      {"--name", "x", "--vram", "4GB", "--duration", "1m", "extra"},
+	} {
+		if _, _, _, err := submitRequest(args); err == nil || !strings.Contains(err.Error(), flag) {
+			t.Errorf("submit %v: error %v, want one naming %s", args, err, flag)
+		}
 	}
 }
 
