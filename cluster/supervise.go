@@ -60,8 +60,15 @@ func (c *Cluster) superviseScheduler(ctx context.Context, cfg scheduler.Config, 
 		}
 		died := now()
 		backoff = node.NextBackoff(backoff, base, died.Sub(started))
-		log.Warn("scheduler crashed; restarting it", zap.String("reason", rem.Reason), zap.Int("queued_lost", rem.Queued),
-			zap.Int("running", rem.Running), zap.Duration("backoff", backoff), zap.Int("incarnation", cfg.Incarnation+1))
+		// The queue is lost only without a journal; the successor's
+		// incarnation is the one the restart below gives it.
+		queuedLost := rem.Queued
+		if rem.Durable {
+			queuedLost = 0
+		}
+		log.Warn("scheduler crashed; restarting it", zap.String("reason", rem.Reason), zap.Int("queued", rem.Queued),
+			zap.Int("queued_lost", queuedLost), zap.Int("running", rem.Running), zap.Duration("backoff", backoff),
+			zap.Int("incarnation", max(cfg.Incarnation, 1)+1))
 		emit.Emit(cfg.Subjects.SchedEvent(events.SchedDown), events.Type("sched", events.SchedDown), "", c.Clock.Now(), rem)
 		if virtual {
 			t := c.Clock.NewTimer(backoff)
