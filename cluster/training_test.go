@@ -1,11 +1,19 @@
 package cluster_test
 
 import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/gpusched/gpusched/actors/scheduler/core"
 	"github.com/gpusched/gpusched/cluster"
+	"github.com/gpusched/gpusched/durable"
+	"github.com/gpusched/gpusched/events"
 	"github.com/gpusched/gpusched/internal/tracedir"
 	"github.com/gpusched/gpusched/pollux"
 	"github.com/gpusched/gpusched/sim"
@@ -54,5 +62,118 @@ func TestATrainingJobRunsOnAScaledClock(t *testing.T) {
 	st, _ := j["training_state"].(obj)
 	if st == nil || st["done"] != true || st["completion_s"].(float64) <= st["first_alloc_s"].(float64) || st["restarts"].(float64) != 0 {
 		t.Fatalf("completed with training state %v", st)
+	}
+}
+
+// TestATrainingJobAcrossNodesSurvivesASchedulerRestart: a training job
+// whose six replicas span both nodes runs; the scheduler is killed. The
+// restarted one, with or without a job journal, reads the job back from
+// every GPU that runs a replica, keeps its allocation (no restart charged,
+// no preemption), and the job completes there. Before, it was re-learned
+// from the first GPU that answered, its five other replicas were released
+// as strays, and the training rounds no longer knew it: it ran on one GPU.
+func TestATrainingJobAcrossNodesSurvivesASchedulerRestart(t *testing.T) {
+	m, err := pollux.Load(tracedir.Pollux(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, store := range []durable.Storage{durable.None, durable.Memory} {
+		t.Run("store="+string(store), func(t *testing.T) {
+			p, _ := pollux.NewPolicy("tiresias")
+			_, nc := startCluster(t, cluster.Config{Speed: 600, StarvationAge: 1000 * time.Hour, RestartBackoff: 20 * time.Millisecond, Store: store,
+				Shape:    sim.PolluxShape(pollux.Cluster{Nodes: 2, GPUsPerNode: 4}),
+				Training: &core.TrainingConfig{Model: m, Policy: p, Interval: time.Minute, Origin: time.Now()}})
+			released := subscribeReleases(t, nc)
+			id := submit(t, nc, `{"name":"cifar-6","training":{"app":"cifar10","batch":768,"replicas":6}}`)
+			j := waitState(t, nc, id, "running", 5*time.Second)
+			gpus := fmt.Sprint(j["gpu_ids"])
+			if rep := req(t, nc, "gpusched.chaos.kill-scheduler", `{}`); rep["ok"] != true {
+				t.Fatalf("kill-scheduler: %v", rep)
+			}
+			// (Without a journal the job is unknown until a GPU is read.)
+			waitFor(t, "the restarted scheduler to read the job back on all six GPUs", 10*time.Second, func() bool {
+				j = tryReq(nc, "gpusched.job.get", `{"job_id":"`+id+`"}`)
+				return j != nil && j["state"] == "running" && fmt.Sprint(j["gpu_ids"]) == gpus
+			})
+			j = waitState(t, nc, id, "completed", 20*time.Second)
+			st, _ := j["training_state"].(obj)
+			if st == nil || st["done"] != true || st["restarts"].(float64) != 0 || j["preemptions"].(float64) != 0 || fmt.Sprint(j["gpu_ids"]) != gpus {
+				t.Fatalf("completed on %v with %v preemptions and training state %v; want on %s, no restart, no preemption",
+					j["gpu_ids"], j["preemptions"], st, gpus)
+			}
+			if r := released(id); r != "" {
+				t.Fatalf("a replica was released after the restart: %s", r)
+			}
+		})
+	}
+}
+
+// TestAQueuedTrainingJobIsTakenBackFromTheJournal: a training job
+// waiting for its first round when the scheduler is killed is taken back
+// from the job journal into the training rounds, and runs and completes.
+// Before, the restarted scheduler put it in no round: queued for good.
+func TestAQueuedTrainingJobIsTakenBackFromTheJournal(t *testing.T) {
+	m, err := pollux.Load(tracedir.Pollux(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := pollux.NewPolicy("tiresias")
+	// 60×: a round every simulated minute is a second of wall time, so
+	// the kill comes before the round that would place the job.
+	_, nc := startCluster(t, cluster.Config{Speed: 60, StarvationAge: 1000 * time.Hour, RestartBackoff: 20 * time.Millisecond, Store: durable.Memory,
+		Shape:    sim.PolluxShape(pollux.Cluster{Nodes: 2, GPUsPerNode: 4}),
+		Training: &core.TrainingConfig{Model: m, Policy: p, Interval: time.Minute, Origin: time.Now().Add(-59 * time.Second / 60)}})
+	id := submit(t, nc, `{"name":"ncf-2","training":{"app":"ncf","batch":32768,"replicas":2}}`)
+	if rep := req(t, nc, "gpusched.chaos.kill-scheduler", `{}`); rep["ok"] != true || rep["queued"].(float64) != 1 {
+		t.Fatalf("kill-scheduler: %v, want the job queued then", rep)
+	}
+	waitFor(t, "the restarted scheduler to know the job", 5*time.Second, func() bool {
+		j := tryReq(nc, "gpusched.job.get", `{"job_id":"`+id+`"}`)
+		return j != nil && j["state"] != nil
+	})
+	j := waitState(t, nc, id, "completed", 30*time.Second)
+	if st, _ := j["training_state"].(obj); st == nil || st["done"] != true {
+		t.Fatalf("completed with training state %v", j["training_state"])
+	}
+}
+
+// subscribeReleases records the GPU statuses that say a job was released
+// there; the function it returns lists those of job id ("" if none).
+func subscribeReleases(t *testing.T, nc *nats.Conn) func(id string) string {
+	t.Helper()
+	var mu sync.Mutex
+	var seen []string
+	sub, err := nc.Subscribe("gpusched.evt.gpu.*.*.status", func(m *nats.Msg) {
+		var ev struct {
+			Data struct {
+				GPU    string `json:"gpu"`
+				Change string `json:"change"`
+				JobID  string `json:"job_id"`
+			} `json:"data"`
+		}
+		if json.Unmarshal(m.Data, &ev) == nil && ev.Data.Change == events.ChangeReleased {
+			mu.Lock()
+			seen = append(seen, ev.Data.JobID+" on "+ev.Data.GPU)
+			mu.Unlock()
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sub.Unsubscribe() })
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	return func(id string) string {
+		nc.Flush()
+		mu.Lock()
+		defer mu.Unlock()
+		var out []string
+		for _, s := range seen {
+			if strings.HasPrefix(s, id+" ") {
+				out = append(out, s)
+			}
+		}
+		return strings.Join(out, ", ")
 	}
 }

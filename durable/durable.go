@@ -180,6 +180,10 @@ type Record struct {
 	// that did not answer: the job is not placed again until each shows
 	// it stopped.
 	Awaiting map[string]int `json:"awaiting,omitempty"`
+	// Training is a training job's model state as the scheduler last knew
+	// it (its progress, epochs, restarts): a queued one taken back after
+	// a restart goes on from it.
+	Training *model.TrainingState `json:"training,omitempty"`
 	// At is the simulated time of the write.
 	At time.Time `json:"at"`
 }

@@ -550,6 +550,12 @@ type TrainingPart struct {
 	SubmitS   int                 `json:"submit_s"`
 	State     model.TrainingState `json:"state"`
 	IntervalS int                 `json:"interval_s"`
+	// Nodes is the job's allocation: the node of each of its replicas, in
+	// the order the training round listed them. A restarted scheduler
+	// reads it back from any one GPU: how many GPUs the job runs on, and
+	// the allocation its round keeps (so it is not re-allocated, and
+	// charged a restart, for nothing).
+	Nodes []string `json:"nodes,omitempty"`
 }
 
 // Control is a scheduler → actor request. Reserve carries the Assignment

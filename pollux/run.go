@@ -132,6 +132,28 @@ func (r *Rounds) Add(s Spec) (*Job, error) {
 	return j, nil
 }
 
+// New makes a job of spec as the policy runs it (elastic under Pollux),
+// without adding it to the workload (Insert does).
+func (r *Rounds) New(s Spec) (*Job, error) { return r.newJob(s) }
+
+// Insert puts j, taken back after the live cluster's scheduler restarted,
+// into the workload in submission order: after every job submitted at or
+// before its second. It holds no allocation until Assign gives it one.
+func (r *Rounds) Insert(j *Job) {
+	i := len(r.jobs)
+	for i > 0 && r.jobs[i-1].Submit > j.Submit {
+		i--
+	}
+	r.jobs = slices.Insert(r.jobs, i, j)
+}
+
+// Assign sets the allocation in force of the job named name (node indices,
+// one per replica, as Decide lists them): where a restarted scheduler
+// found it running. Unlike a decision, it charges no restart.
+func (r *Rounds) Assign(name string, nodes []int) {
+	r.alloc[name] = slices.Clone(nodes)
+}
+
 // Jobs are the run's jobs in workload order.
 func (r *Rounds) Jobs() []*Job { return r.jobs }
 

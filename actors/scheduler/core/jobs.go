@@ -50,6 +50,12 @@ type job struct {
 	// when only the predecessor's post-mortem vouched for it).
 	relearning  bool
 	relearnFrom []string
+	// replicas is how many GPUs a training job read back after a restart
+	// runs on (its allocation's length, from its GPUs), and allocNodes
+	// that allocation, node by replica, for the next training round to
+	// keep (assignTrainingBack).
+	replicas    int
+	allocNodes  []string
 	preemptions int
 	reason      string
 	started     *time.Time

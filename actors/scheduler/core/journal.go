@@ -49,7 +49,7 @@ func (s *Core) record(j *job) *durable.Record {
 	gpus := j.mayRunOn()
 	return &durable.Record{JobID: j.id, Spec: j.spec, Seq: j.seq, Submitted: j.submitted, State: j.state, Reason: j.reason,
 		ProgressS: progress, Placement: j.placement, Node: j.node, GPUs: gpus, Preemptions: j.preemptions, LostWorkS: j.lostS,
-		Started: j.started, Ended: j.ended, History: j.history, Awaiting: j.awaiting, At: now}
+		Started: j.started, Ended: j.ended, History: j.history, Awaiting: j.awaiting, Training: s.trainingState(j), At: now}
 }
 
 // store writes every changed record (see touch).
@@ -160,7 +160,8 @@ func (s *Core) restore(st *durable.State) {
 				s.await(j, g, inc)
 			}
 			j.state = events.JobQueued
-			j.unchecked = true // judged against the cluster once it has reported in
+			j.unchecked = true                 // judged against the cluster once it has reported in
+			s.trainingBack(j, r.Training, nil) // (a training job waits for a round)
 			s.enqueue(j)
 			s.dirty = true
 		}
@@ -181,7 +182,7 @@ func (s *Core) restore(st *durable.State) {
 		}
 		s.restoredNews = append(s.restoredNews, info)
 	}
-	s.log.Info("job journal restored", zap.Int("jobs", len(st.Jobs)), zap.Int("queued", len(s.queue)),
+	s.log.Info("job journal restored", zap.Int("jobs", len(st.Jobs)), zap.Int("queued", s.queued()),
 		zap.Int("ran", len(s.journaled)), zap.Int("predecessor", st.Incarnation))
 }
 
@@ -269,6 +270,7 @@ func (s *Core) settleJournaled() {
 		j.progress = r.ProgressS
 		s.transition(j, events.JobLost, "no GPU ran it after the restart (placement "+r.Placement+" on "+r.Node+")")
 		s.transition(j, events.JobQueued, "")
+		s.trainingBack(j, r.Training, nil) // (a training job waits for a round)
 		s.enqueue(j)
 		s.dirty = true
 	}

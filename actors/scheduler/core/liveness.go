@@ -303,7 +303,7 @@ func (s *Core) onCtl(m *Msg) bool {
 	}
 	s.killed = reason
 	s.respond(m, events.SchedLifecycle{Incarnation: s.cfg.Incarnation, Reason: reason,
-		Queued: len(s.queue), Running: len(s.running), Policy: s.policy.Name(), Queue: s.queueSort.Name(), Durable: s.cfg.Store != nil})
+		Queued: s.queued(), Running: len(s.running), Policy: s.policy.Name(), Queue: s.queueSort.Name(), Durable: s.cfg.Store != nil})
 	return true
 }
 
@@ -312,7 +312,7 @@ func (s *Core) onCtl(m *Msg) bool {
 func (s *Core) Remains() events.SchedLifecycle {
 	s.metrics() // brings the energy up to now
 	t := s.Totals()
-	r := events.SchedLifecycle{Incarnation: s.cfg.Incarnation, Reason: s.killed, Queued: len(s.queue),
+	r := events.SchedLifecycle{Incarnation: s.cfg.Incarnation, Reason: s.killed, Queued: s.queued(),
 		Running: len(s.running), Policy: s.policy.Name(), Queue: s.queueSort.Name(), Durable: s.cfg.Store != nil, Totals: &t}
 	for _, j := range s.running {
 		r.RunningJobs = append(r.RunningJobs, events.RunningJob{JobID: j.id, Placement: j.placement})
@@ -364,8 +364,9 @@ func (s *Core) adopt(st events.GPUStatus, gj events.GPUJob) {
 		delete(s.journaled, gj.JobID)
 		s.journalHold(r, -1) // counted again where the GPU says it runs (adopted)
 		j = s.fromRecord(r)
-		j.state, j.node, j.placement = stateRunning, st.Node, a.Placement
+		j.state, j.node, j.placement = stateRunning, adoptedNode(a, st), a.Placement
 		s.relearn(j, r.GPUs)
+		s.trainingBack(j, gj.Training, a)
 		j.gpus, j.shardsLeft, j.shardsDone, j.shareMarks, j.incarnations = nil, 0, nil, nil, nil
 		j.progress, j.lastProgress, j.lastRate, j.lastAt, j.stintAt = gj.ProgressS, gj.ProgressS, gj.Rate, now, now
 		j.stintFrom, j.stintSpeed = gj.ProgressS, 1
@@ -383,7 +384,7 @@ func (s *Core) adopt(st events.GPUStatus, gj events.GPUJob) {
 				zap.String("node", st.Node), zap.String("tenant_claimed", spec.Tenant))
 			spec.Tenant = ""
 		}
-		j = &job{id: gj.JobID, spec: spec, seq: a.Seq, submitted: a.Submitted, state: stateRunning, node: st.Node, placement: a.Placement,
+		j = &job{id: gj.JobID, spec: spec, seq: a.Seq, submitted: a.Submitted, state: stateRunning, node: adoptedNode(a, st), placement: a.Placement,
 			progress: gj.ProgressS, lastProgress: gj.ProgressS, lastRate: gj.Rate, lastAt: now, stintAt: now,
 			stintFrom: gj.ProgressS, stintSpeed: 1}
 		s.relearn(j, nil)
@@ -398,9 +399,10 @@ func (s *Core) adopt(st events.GPUStatus, gj events.GPUJob) {
 		s.order = append(s.order, j)
 		s.seq = max(s.seq, j.seq)
 		s.learnClass(&j.spec)
+		s.trainingBack(j, gj.Training, a)
 		s.adopted(j, st)
 	}
-	if j.state != stateRunning || j.node != st.Node || slices.Contains(j.gpus, st.GPU) || a.Placement != j.placement {
+	if j.state != stateRunning || !j.runsOnNode(st.Node) || slices.Contains(j.gpus, st.GPU) || a.Placement != j.placement {
 		return
 	}
 	if len(j.gpus) > 0 && j.relearning {
@@ -438,7 +440,9 @@ func (s *Core) adopted(j *job, st events.GPUStatus) {
 		// one instant again and again.
 		s.rebuildShares(gs.g)
 	}
-	if n, ok := s.view.nodes[st.Node]; ok {
+	// (A training job spans nodes and holds none of their CPU or memory:
+	// its node is "".)
+	if n, ok := s.view.nodes[j.node]; ok {
 		n.CPUUsedMilli += j.spec.CPUMilli()
 		n.MemUsed += int64(j.spec.Memory)
 		s.view.cluster.TouchNode(n)
@@ -476,7 +480,7 @@ func (s *Core) reconcile(gs *gpuState, st events.GPUStatus) {
 		switch {
 		case !ok:
 			unknown = append(unknown, gj.JobID)
-		case j.relearning && j.state == stateRunning && j.node == st.Node && !slices.Contains(j.gpus, st.GPU) &&
+		case j.relearning && j.state == stateRunning && j.runsOnNode(st.Node) && !slices.Contains(j.gpus, st.GPU) &&
 			len(j.gpus) < j.sharesWanted() && (j.relearnFrom == nil || slices.Contains(j.relearnFrom, st.GPU)) &&
 			(gj.Assignment == nil || gj.Assignment.Placement == j.placement):
 			// Another share of a gang being read back after a restart, on
@@ -639,7 +643,7 @@ func (s *Core) accountEnded(st events.GPUStatus) {
 func (s *Core) relearnEnded(full events.GPUStatus) {
 	for _, e := range full.Ended {
 		j, ok := s.jobs[e.JobID]
-		if !ok || !j.relearning || j.state != stateRunning || j.node != full.Node || slices.Contains(j.gpus, full.GPU) ||
+		if !ok || !j.relearning || j.state != stateRunning || !j.runsOnNode(full.Node) || slices.Contains(j.gpus, full.GPU) ||
 			e.Assignment == nil || e.Assignment.Placement != j.placement {
 			continue
 		}
@@ -706,10 +710,11 @@ func appendShare(j *job, gpu string) []string {
 }
 
 // sharesWanted is how many GPUs a job runs on when whole: a training
-// job's replicas may span nodes, and are not counted here (0).
+// job's, its allocation's (known when read back after a restart; 0
+// otherwise), as a round may give it other than the replicas it asked.
 func (j *job) sharesWanted() int {
 	if j.spec.Training != nil {
-		return 0
+		return j.replicas
 	}
 	return j.spec.GPUs
 }

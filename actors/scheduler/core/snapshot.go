@@ -19,7 +19,7 @@ func (s *Core) metrics() events.Metrics {
 	// restart, the order they answered in: two runs of one seed differed
 	// in a sample's energy_kwh).
 	s.view.sorted()
-	m := events.Metrics{Policy: s.policy.Name(), Queue: s.queueSort.Name(), GPUs: len(s.view.cluster.GPUs), JobsQueued: len(s.queue),
+	m := events.Metrics{Policy: s.policy.Name(), Queue: s.queueSort.Name(), GPUs: len(s.view.cluster.GPUs), JobsQueued: s.queued(),
 		Incarnation: s.cfg.Incarnation}
 	for _, n := range s.view.cluster.Nodes {
 		m.Nodes++

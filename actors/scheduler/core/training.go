@@ -94,11 +94,7 @@ func (s *Core) checkTraining(spec *model.Job) *model.FieldError {
 // submitTraining takes a training job on: it waits for the next round.
 func (s *Core) submitTraining(j *job, m *Msg) {
 	tr := s.training
-	// Its second, rounded up: a job submitted within a second is active
-	// from the round at or after it (the model's submission times are
-	// whole seconds; a virtual run submits at them exactly).
-	second := int(math.Ceil(s.now.Sub(tr.cfg.Origin).Seconds() - 1e-9))
-	mj, err := tr.rounds.Add(pollux.SpecOf(j.id, second, *j.spec.Training))
+	mj, err := tr.rounds.Add(pollux.SpecOf(j.id, s.submitSecond(s.now), *j.spec.Training))
 	if err != nil { // checked by checkTraining
 		s.log.Error("training job not added", zap.String("job", j.id), zap.Error(err))
 		return
@@ -212,6 +208,7 @@ func (s *Core) decideTraining() {
 		}
 	}
 	tr.nodes = s.trainingNodes()
+	s.assignTrainingBack()
 	tr.rounds.Resize(len(tr.nodes), s.gpusPerNode(tr.nodes))
 	changed, err := tr.rounds.Decide(tr.at)
 	if err != nil {
@@ -296,6 +293,12 @@ func (s *Core) placeTraining(j *job, mj *pollux.Job) {
 func (s *Core) trainingControls(j *job, p policy.Placement, op string) []ctlCall {
 	tr := s.training
 	calls := make([]ctlCall, 0, len(p.GPUs))
+	var nodes []string
+	if op == events.OpReserve {
+		for _, id := range p.GPUs {
+			nodes = append(nodes, s.gpuNode(j, id))
+		}
+	}
 	for _, id := range p.GPUs {
 		c := events.Control{Op: op, JobID: j.id}
 		if op == events.OpReserve {
@@ -305,7 +308,7 @@ func (s *Core) trainingControls(j *job, p policy.Placement, op string) []ctlCall
 			c.Job = &events.Assignment{Name: j.spec.Name, Priority: j.spec.Priority, VRAM: g.VRAMTotal, Milli: policy.MilliPerGPU,
 				Util: 100, Spec: &j.spec, Submitted: j.submitted, Seq: j.seq, Placement: j.placement,
 				Training: &events.TrainingPart{Job: *j.spec.Training, SubmitS: mj.Submit, State: mj.State(),
-					IntervalS: int(tr.cfg.Interval / time.Second)}}
+					IntervalS: int(tr.cfg.Interval / time.Second), Nodes: nodes}}
 		}
 		calls = append(calls, ctlCall{subject: s.cfg.Subjects.GPUCtl(s.gpuNode(j, id), id), ctl: c, gpu: id})
 	}
@@ -402,6 +405,117 @@ func digits(s string) int {
 	n := 0
 	for n < len(s) && s[n] >= '0' && s[n] <= '9' {
 		n++
+	}
+	return n
+}
+
+// Reading training jobs back after a restart. A training job's replicas
+// span nodes: it is read back from every GPU of its placement, whatever
+// node (runsOnNode), as many as its allocation lists (sharesWanted), and
+// it goes back into the training rounds with the model state its GPU
+// reports and the allocation it runs on, so the next round neither
+// forgets it (its replicas were released as strays, and it ran on one
+// GPU alone) nor re-allocates it for nothing.
+
+// adoptedNode is the node a job read back from a GPU of node st.Node
+// runs on: none for a training job (its replicas span nodes).
+func adoptedNode(a *events.Assignment, st events.GPUStatus) string {
+	if a.Spec != nil && a.Spec.Training != nil {
+		return ""
+	}
+	return st.Node
+}
+
+// runsOnNode says whether the job's placement may hold a GPU of node: its
+// own node's, or any for a training job.
+func (j *job) runsOnNode(node string) bool {
+	return j.node == node || j.spec.Training != nil
+}
+
+// trainingBack puts a training job taken back after a restart into the
+// training rounds, in submission order, with the model state st (nil:
+// as submitted) and, for one read back from a GPU, the allocation its
+// assignment a lists (kept at the next round: assignTrainingBack).
+func (s *Core) trainingBack(j *job, st *model.TrainingState, a *events.Assignment) {
+	tr := s.training
+	if tr == nil || j.spec.Training == nil {
+		return
+	}
+	if _, known := tr.mirror[j.id]; known {
+		return
+	}
+	second := s.submitSecond(j.submitted)
+	if a != nil && a.Training != nil {
+		second = a.Training.SubmitS
+		j.allocNodes = slices.Clone(a.Training.Nodes)
+		j.replicas = len(a.Training.Nodes)
+	}
+	if j.replicas == 0 && st != nil {
+		for _, n := range st.Placement {
+			j.replicas += n // (a GPU that ran it before the nodes were listed)
+		}
+	}
+	spec := pollux.SpecOf(j.id, second, *j.spec.Training)
+	mj, err := tr.rounds.New(spec)
+	if err == nil && st != nil {
+		mj, err = tr.cfg.Model.Restore(spec, *st)
+	}
+	if err != nil {
+		s.log.Error("training job not taken back into the rounds", zap.String("job", j.id), zap.Error(err))
+		return
+	}
+	tr.rounds.Insert(mj)
+	tr.mirror[j.id] = mj
+}
+
+// submitSecond is the run's second a training job submitted at is active
+// from: rounded up (a job submitted within a second is active from the
+// round at or after it; the model's submission times are whole seconds,
+// and a virtual run submits at them exactly).
+func (s *Core) submitSecond(at time.Time) int {
+	return int(math.Ceil(at.Sub(s.training.cfg.Origin).Seconds() - 1e-9))
+}
+
+// assignTrainingBack gives the rounds, before a decision, the allocation
+// each training job read back after a restart runs on, as node indices of
+// this round's nodes. One whose allocation names a node not heard from
+// gets none: the round allocates it again, stopping it first.
+func (s *Core) assignTrainingBack() {
+	tr := s.training
+	index := map[string]int{}
+	for i, n := range tr.nodes {
+		index[n.id] = i
+	}
+	for _, j := range s.running {
+		if j.allocNodes == nil {
+			continue
+		}
+		nodes := j.allocNodes
+		j.allocNodes = nil
+		list := make([]int, 0, len(nodes))
+		for _, n := range nodes {
+			i, ok := index[n]
+			if !ok {
+				break
+			}
+			list = append(list, i)
+		}
+		if len(list) == len(nodes) && len(list) > 0 {
+			tr.rounds.Assign(j.id, list)
+		}
+	}
+}
+
+// queued counts the jobs waiting: the queue's, and the training jobs
+// waiting for a round (which are in no queue).
+func (s *Core) queued() int {
+	n := len(s.queue)
+	if s.training != nil {
+		for id := range s.training.mirror {
+			if j, ok := s.jobs[id]; ok && j.state == events.JobQueued {
+				n++
+			}
+		}
 	}
 	return n
 }
