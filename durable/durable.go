@@ -184,6 +184,9 @@ type Record struct {
 	// it (its progress, epochs, restarts): a queued one taken back after
 	// a restart goes on from it.
 	Training *model.TrainingState `json:"training,omitempty"`
+	// CPUEnds is when a running CPU-only job ends (simulated time): no GPU
+	// knows it, so a restarted scheduler takes it back running from here.
+	CPUEnds *time.Time `json:"cpu_ends,omitempty"`
 	// At is the simulated time of the write.
 	At time.Time `json:"at"`
 }

@@ -2143,3 +2143,45 @@ func TestAMetricsSampleIsTheSameWhicheverOrderTheGPUsJoinedIn(t *testing.T) {
 		t.Fatalf("energy %v kWh with the GPUs joining in id order, %v in reverse: want the same", samples[0], samples[1])
 	}
 }
+
+// TestARunningCPUOnlyJobIsTakenBackFromTheJournal: a CPU-only job holds
+// only its node's CPU and memory, and no GPU knows it, so a restarted
+// scheduler has only the journal to go by. It is taken back running on
+// its node (counted there in the view) and completes when it would have
+// had no restart come. Before, no GPU read it back: it was reported lost
+// and queued again, losing its work.
+func TestARunningCPUOnlyJobIsTakenBackFromTheJournal(t *testing.T) {
+	h := newHarness(t, Config{})
+	h.AddGPU("n1", "n1-gpu-0", "A100-40GB")
+	h.Pass()
+	a := h.Submit(map[string]any{"name": "etl", "gpus": 0, "duration": "1h", "cpu": 8})
+	if a.State != events.JobPlaced || a.Node != "n1" {
+		t.Fatalf("submit: %+v, want placed on n1", a)
+	}
+	h.Advance(20 * time.Minute)
+	rec := *h.Core.record(h.Core.jobs[a.JobID])
+	h2, err := NewHarness(Config{Policy: "binpack", Restored: &durable.State{Incarnation: 1, Jobs: []durable.Record{rec}}}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h2.Now = h.Now
+	h2.AddGPU("n1", "n1-gpu-0", "A100-40GB")
+	answerDescribes(h2, false, func(string, *events.GPUStatus) {})
+	h2.Advance(h2.Core.journalGrace() + time.Second)
+	h2.Step(Input{Timer: TimerAging})
+	if s := h2.JobState(a.JobID); s.State != events.JobRunning || s.Node != "n1" || s.ProgressS < 20*60 {
+		t.Fatalf("after the restart the CPU-only job is %s on %q at %.0f s, want running on n1 at 1200 s or more (lost: %d)",
+			s.State, s.Node, s.ProgressS, h2.Core.stats.lostJobs)
+	}
+	if n := h2.Core.view.nodes["n1"]; n.CPUUsedMilli != 8000 {
+		t.Fatalf("n1's CPU in the view: %d milli, want the job's 8000", n.CPUUsedMilli)
+	}
+	h2.Advance(40 * time.Minute)
+	h2.Step(Input{Timer: TimerAging})
+	if s := h2.JobState(a.JobID); s.State != events.JobCompleted {
+		t.Fatalf("an hour after it started the job is %s, want completed", s.State)
+	}
+	if n := h2.Core.view.nodes["n1"]; n.CPUUsedMilli != 0 {
+		t.Fatalf("n1's CPU in the view after the job: %d milli, want 0", n.CPUUsedMilli)
+	}
+}

@@ -49,7 +49,7 @@ func (s *Core) record(j *job) *durable.Record {
 	gpus := j.mayRunOn()
 	return &durable.Record{JobID: j.id, Spec: j.spec, Seq: j.seq, Submitted: j.submitted, State: j.state, Reason: j.reason,
 		ProgressS: progress, Placement: j.placement, Node: j.node, GPUs: gpus, Preemptions: j.preemptions, LostWorkS: j.lostS,
-		Started: j.started, Ended: j.ended, History: j.history, Awaiting: j.awaiting, Training: s.trainingState(j), At: now}
+		Started: j.started, Ended: j.ended, History: j.history, Awaiting: j.awaiting, Training: s.trainingState(j), CPUEnds: j.cpuEnds, At: now}
 }
 
 // store writes every changed record (see touch).
@@ -138,6 +138,10 @@ func (s *Core) restore(st *durable.State) {
 		s.seq = max(s.seq, r.Seq)
 		switch r.State {
 		case events.JobPlaced, stateRunning:
+			if r.CPUEnds != nil && r.Node != "" && r.Spec.GPUs == 0 {
+				s.resumeCPUJob(r)
+				continue
+			}
 			// Accounted for like a predecessor's running job; the record
 			// waits for the warm-up's end in case no GPU knows it.
 			s.inherited[r.JobID] = r.Placement
@@ -175,6 +179,8 @@ func (s *Core) restore(st *durable.State) {
 		switch {
 		case s.journaled[r.JobID] == r:
 			info = s.info(s.recordJob(r), false)
+		case s.jobs[r.JobID] != nil && s.jobs[r.JobID].cpuEnds != nil:
+			info = s.info(s.jobs[r.JobID], false)
 		case s.jobs[r.JobID] != nil && s.jobs[r.JobID].state == events.JobQueued:
 			info = s.info(s.jobs[r.JobID], false)
 		default:
@@ -310,4 +316,28 @@ func (s *Core) announceRestored() {
 		s.bus.Emit(s.cfg.Subjects.JobEvent(events.JobRestored), events.Type("job", events.JobRestored), info.JobID, s.now, info)
 	}
 	s.restoredNews = nil
+}
+
+// resumeCPUJob takes a CPU-only job the journal says runs back as
+// running on its node, to end when its record says: it holds only its
+// node's CPU and memory, which the node actor keeps holding for it, and
+// no GPU knows it to read it back (settleJournaled would report it lost
+// and queue it again, its work lost).
+func (s *Core) resumeCPUJob(r *durable.Record) {
+	now := s.now
+	j := s.fromRecord(r)
+	ends := *r.CPUEnds
+	j.state, j.node, j.placement, j.cpuEnds = stateRunning, r.Node, r.Placement, &ends
+	// It runs at reference speed (placed): its progress is its work less
+	// what is left until its end.
+	left := max(0, ends.Sub(now).Seconds())
+	j.progress = max(0, j.work()-left)
+	j.lastProgress, j.lastRate, j.lastAt = j.progress, 1, now
+	j.stintAt, j.stintFrom, j.stintSpeed = now, j.progress, 1
+	j.history = append(j.history, events.Transition{State: stateRunning, SimTime: now,
+		Reason: "taken back from the job journal after a scheduler restart (CPU-only, on " + r.Node + ")"})
+	s.running = append(s.running, j)
+	s.journalHold(r, 1) // it holds its node's CPU and memory until it ends
+	s.stats.adopted++
+	s.log.Info("CPU-only job taken back from the journal", zap.String("job", j.id), zap.String("node", r.Node), zap.Time("ends", ends))
 }
