@@ -71,3 +71,30 @@ func TestGangReservesEveryGPUAndAbortsOnRefusal(t *testing.T) {
 		}
 	}
 }
+
+// TestANodeHoldNoJobRunsOnIsFreedAtTheNodesRefusal: node-1's actor holds
+// 30 of its 32 cores for a job no scheduler knows (committed behind the
+// scheduler's back, as a hold whose release was lost would be). A job
+// pinned there is refused for want of CPU; the refusal lists the node's
+// holds, the scheduler frees the stranger's, and the job runs there.
+// Before, the node refused it again at every pass, for good.
+func TestANodeHoldNoJobRunsOnIsFreedAtTheNodesRefusal(t *testing.T) {
+	_, nc := startCluster(t, cluster.Config{Speed: 60})
+	for _, op := range []string{`"op":"reserve","cpu":30,"memory":1000,"ttl_ms":60000`, `"op":"commit"`} {
+		if rep := req(t, nc, "gpusched.node.node-1.ctl", `{`+op+`,"job_id":"ghost"}`); rep["ok"] != true {
+			t.Fatalf("%s at node-1: %v", op, rep)
+		}
+	}
+	id := submit(t, nc, `{"name":"pinned","vram":"10GB","duration":"1h","cpu":8,"node":"node-1"}`)
+	j := waitState(t, nc, id, "running", 10*time.Second)
+	if j["node"] != "node-1" {
+		t.Fatalf("running on %v, want node-1", j["node"])
+	}
+	// The node holds the job's 8 cores now, not the ghost's 30: a reserve
+	// of 20 more is refused, naming what it holds.
+	rep := req(t, nc, "gpusched.node.node-1.ctl", `{"op":"reserve","cpu":30,"memory":1000,"ttl_ms":60000,"job_id":"probe"}`)
+	holds, _ := rep["holds"].([]any)
+	if rep["ok"] == true || len(holds) != 1 || holds[0].(obj)["job_id"] != id {
+		t.Fatalf("a 30-core reserve at node-1: %v, want refused with the job's hold alone listed", rep)
+	}
+}

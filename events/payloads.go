@@ -634,4 +634,19 @@ type ControlReply struct {
 	// its supervisor refused for it. The scheduler places nothing more
 	// there until the GPU speaks again (its gpu.up).
 	Down bool `json:"down,omitempty"`
+	// Holds are what a node actor that refused a reservation for want of
+	// CPU or memory holds, job by job: the scheduler frees there the holds
+	// of jobs it does not run on that node (a job no scheduler knows any
+	// more held them for good, and the node refused, again and again,
+	// what the scheduler's view saw room for).
+	Holds []NodeHold `json:"holds,omitempty"`
+}
+
+// NodeHold is one job's hold on a node actor's CPU and memory; Committed
+// says the job was committed there (an uncommitted one expires by itself).
+type NodeHold struct {
+	JobID     string  `json:"job_id"`
+	CPU       float64 `json:"cpu"`
+	Memory    int64   `json:"memory"`
+	Committed bool    `json:"committed,omitempty"`
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	gojson "github.com/goccy/go-json"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -283,6 +284,17 @@ func (a *Actor) expire() {
 	}
 }
 
+// holdList is what the node holds, job by job, in job id order (a
+// refusal's Holds).
+func (a *Actor) holdList() []events.NodeHold {
+	out := make([]events.NodeHold, 0, len(a.holds))
+	for id, h := range a.holds {
+		out = append(out, events.NodeHold{JobID: id, CPU: h.cpu, Memory: h.mem, Committed: h.committed})
+	}
+	slices.SortFunc(out, func(x, y events.NodeHold) int { return strings.Compare(x.JobID, y.JobID) })
+	return out
+}
+
 func (a *Actor) free(id string) {
 	if h, ok := a.holds[id]; ok {
 		a.cpuUsed -= h.cpu
@@ -320,12 +332,13 @@ func (a *Actor) handle(m *nats.Msg) {
 		}
 		a.expire()
 		if a.spec.CPU-a.cpuUsed < c.CPU-1e-9 {
-			reply(events.ControlReply{Reason: fmt.Sprintf("insufficient CPU: %.1f free, asked %.1f", a.spec.CPU-a.cpuUsed, c.CPU)})
+			reply(events.ControlReply{Reason: fmt.Sprintf("insufficient CPU: %.1f free, asked %.1f", a.spec.CPU-a.cpuUsed, c.CPU),
+				Holds: a.holdList()})
 			return
 		}
 		if int64(a.spec.Memory)-a.memUsed < c.Memory {
 			reply(events.ControlReply{Reason: fmt.Sprintf("insufficient memory: %s free, asked %s",
-				model.Bytes(int64(a.spec.Memory)-a.memUsed), model.Bytes(c.Memory))})
+				model.Bytes(int64(a.spec.Memory)-a.memUsed), model.Bytes(c.Memory)), Holds: a.holdList()})
 			return
 		}
 		ttl := gpu.DefaultReservationTTL

@@ -182,6 +182,39 @@ func (s *Core) refusalStatus(node, gpu string, r events.ControlReply) {
 	s.applyStatus(st, s.now)
 }
 
+// refusalHolds frees, at a node actor that refused a reservation, the
+// committed holds of jobs this scheduler neither runs nor is placing on
+// that node, nor waits to read back there: a job no scheduler knows any
+// more (one a restart lost, or a hold whose release was lost) held them
+// for good, and the node refused, again and again, what the view saw room
+// for (at one instant, for ever, on a virtual clock). The answer is to a
+// call made to that node: it speaks for itself only. A job the
+// predecessor ran and no GPU has shown yet is left alone while the
+// restart's grace lasts (its node is not known until then); an
+// uncommitted hold expires by itself.
+func (s *Core) refusalHolds(node string, holds []events.NodeHold) {
+	graceOver := s.wall.Sub(s.started) > s.journalGrace()
+	for _, h := range holds {
+		if !h.Committed {
+			continue
+		}
+		if j, known := s.jobs[h.JobID]; known && ((j.state == stateRunning && j.node == node) ||
+			(j.negotiating != nil && j.negotiating.place.Node == node)) {
+			continue
+		}
+		if r, journaled := s.journaled[h.JobID]; journaled && r.Node == node {
+			continue
+		}
+		if _, inherited := s.inherited[h.JobID]; inherited && !graceOver {
+			continue
+		}
+		s.log.Warn("node holds CPU and memory for a job that does not run there: freeing them", zap.String("node", node),
+			zap.String("job", h.JobID), zap.Float64("cpu", h.CPU), zap.Int64("memory", h.Memory))
+		s.stats.nodeStrays++
+		s.freeAtNode(node, h.JobID)
+	}
+}
+
 // onReply handles a reply to one of the scheduler's calls. A reply nobody
 // asked for (late, after its call timed out; a second answer; a forgery)
 // is dropped, and so is one about another GPU or node than the request

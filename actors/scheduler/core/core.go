@@ -658,8 +658,9 @@ type counters struct {
 	completed, rejected, cancelled, preemptions int
 	// deaths counts GPUs declared dead or reported down; lostJobs the
 	// running jobs they took down; adopted the jobs re-learned from GPUs
-	// after a restart; stale the messages ignored from dead incarnations.
-	deaths, lostJobs, adopted, stale int
+	// after a restart; stale the messages ignored from dead incarnations;
+	// nodeStrays the node holds freed for jobs that ran there no more.
+	deaths, lostJobs, adopted, stale, nodeStrays int
 }
 
 // NextWake is the next instant something is due without a message: a

@@ -2185,3 +2185,42 @@ func TestARunningCPUOnlyJobIsTakenBackFromTheJournal(t *testing.T) {
 		t.Fatalf("n1's CPU in the view after the job: %d milli, want 0", n.CPUUsedMilli)
 	}
 }
+
+// TestANodesRefusalFreesTheHoldsOfJobsThatDoNotRunThere: a node actor
+// refuses a reservation for want of CPU, listing what it holds: the
+// committed hold of a job no scheduler knows (lost with a restart) is
+// freed there; the holds of a job running there, and an uncommitted one
+// (it expires by itself), are not. Before, nothing freed such a hold and
+// the node refused, again and again, what the view saw room for.
+func TestANodesRefusalFreesTheHoldsOfJobsThatDoNotRunThere(t *testing.T) {
+	h := newHarness(t, Config{})
+	h.AddGPU("n1", "n1-gpu-0", "A100-40GB")
+	h.AddGPU("n1", "n1-gpu-1", "A100-40GB")
+	a := h.Submit(spec("a", "10GB"))
+	if a.State != events.JobPlaced {
+		t.Fatalf("submit: %+v", a)
+	}
+	h.Refuse["n1"] = "insufficient CPU: 2.0 free, asked 4.0"
+	h.NodeHolds = map[string][]events.NodeHold{"n1": {
+		{JobID: a.JobID, CPU: 4, Memory: 16 << 30, Committed: true},
+		{JobID: "ghost", CPU: 90, Memory: 16 << 30, Committed: true},
+		{JobID: "reserving", CPU: 2, Memory: 16 << 30},
+	}}
+	b := h.Submit(spec("b", "10GB"))
+	if b.State == events.JobPlaced {
+		t.Fatalf("submit b: %+v, want refused by the node", b)
+	}
+	if !freedAtNode(h, "n1", "ghost") {
+		t.Fatalf("no release of the ghost's hold sent to n1: %+v", h.Sends(events.OpRelease))
+	}
+	for _, id := range []string{a.JobID, "reserving"} {
+		if freedAtNode(h, "n1", id) {
+			t.Fatalf("%s's hold freed at n1: %+v", id, h.Sends(events.OpRelease))
+		}
+	}
+	delete(h.Refuse, "n1") // the ghost's CPU is back
+	h.Pass()
+	if s := h.JobState(b.JobID); s.State != events.JobRunning {
+		t.Fatalf("b after the ghost's hold was freed: %s, want running", s.State)
+	}
+}

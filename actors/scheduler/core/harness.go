@@ -40,6 +40,8 @@ type Harness struct {
 	// reason; Unanswered makes it answer nothing (a timeout).
 	Refuse     map[string]string
 	Unanswered map[string]bool
+	// NodeHolds are what a node's refusal says it holds (Refuse of a node).
+	NodeHolds map[string][]events.NodeHold
 	// Down makes a GPU's supervisor answer for it: the actor is down
 	// (between a crash and its restart).
 	Down map[string]bool
@@ -283,6 +285,9 @@ func (h *Harness) answer(subject string, ctl events.Control) (answer, bool) {
 		rep = events.ControlReply{Reason: "GPU actor " + who + " is down (restarting in 1s)", Down: true}
 	case ctl.Op == events.OpReserve && h.Refuse[who] != "":
 		rep = events.ControlReply{Reason: h.Refuse[who]}
+		if g == nil {
+			rep.Holds = h.NodeHolds[who]
+		}
 	case g == nil:
 		rep = events.ControlReply{OK: true} // the node actor
 	default:

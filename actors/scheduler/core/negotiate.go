@@ -241,8 +241,12 @@ func (s *Core) resolve(n *negotiation) {
 			a.held.remove(j)
 		}
 		for i, r := range n.replies {
-			// The refusing GPU's attached status corrects the view.
+			// The refusing GPU's attached status corrects the view; the
+			// refusing node's holds free what no job runs on any more.
 			s.refusalStatus(p.Node, n.calls[i].gpu, r)
+			if n.calls[i].gpu == "" && !r.OK {
+				s.refusalHolds(p.Node, r.Holds)
+			}
 		}
 		a.refusals = append(a.refusals, strings.Join(refused, "; "))
 		if j.spec.Training != nil {
