@@ -513,6 +513,20 @@ type SchedLifecycle struct {
 type RunningJob struct {
 	JobID     string `json:"job_id"`
 	Placement string `json:"placement"`
+	// CPUOnly is a running CPU-only job's own account: no GPU knows it to
+	// read it back, so the successor resumes it from here.
+	CPUOnly *CPUOnlyJob `json:"cpu_only,omitempty"`
+}
+
+// CPUOnlyJob is what a scheduler needs to go on running a CPU-only job
+// its predecessor ran: the job, where it runs, when it ends.
+type CPUOnlyJob struct {
+	Spec      model.Job `json:"spec"`
+	Seq       uint64    `json:"seq"`
+	Submitted time.Time `json:"submitted"`
+	Node      string    `json:"node"`
+	Started   time.Time `json:"started"`
+	Ends      time.Time `json:"ends"`
 }
 
 // Assignment is what a GPU actor needs to run a job's share.

@@ -489,6 +489,13 @@ func New(cfg Config, bus Bus) (*Core, error) {
 		allowance:  map[string]*bucket{},
 	}
 	for _, r := range cfg.Inherited {
+		if c := r.CPUOnly; c != nil {
+			// No GPU knows it: resumed from the predecessor's account.
+			started, ends := c.Started, c.Ends
+			s.resumeCPUJob(&durable.Record{JobID: r.JobID, Spec: c.Spec, Seq: c.Seq, Submitted: c.Submitted, State: stateRunning,
+				Placement: r.Placement, Node: c.Node, Started: &started, CPUEnds: &ends})
+			continue
+		}
 		s.inherited[r.JobID] = r.Placement
 	}
 	seed := cfg.IDSeed

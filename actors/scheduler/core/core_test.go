@@ -2224,3 +2224,35 @@ func TestANodesRefusalFreesTheHoldsOfJobsThatDoNotRunThere(t *testing.T) {
 		t.Fatalf("b after the ghost's hold was freed: %s, want running", s.State)
 	}
 }
+
+// TestARunningCPUOnlyJobIsTakenBackFromThePostMortem: without a journal,
+// the dead scheduler's post-mortem carries a running CPU-only job's
+// account (its spec, node and end), and the successor resumes it there.
+// Before, only its id came over; no GPU knew it, so it was never accounted
+// for again: gone without a word, its node's CPU held for good.
+func TestARunningCPUOnlyJobIsTakenBackFromThePostMortem(t *testing.T) {
+	h := newHarness(t, Config{})
+	h.AddGPU("n1", "n1-gpu-0", "A100-40GB")
+	h.Pass()
+	a := h.Submit(map[string]any{"name": "etl", "gpus": 0, "duration": "1h", "cpu": 8})
+	if a.State != events.JobPlaced {
+		t.Fatalf("submit: %+v", a)
+	}
+	h.Advance(20 * time.Minute)
+	rem := h.Core.Remains()
+	h2, err := NewHarness(Config{Policy: "binpack", Incarnation: 2, Inherited: rem.RunningJobs, Now: h.Now}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h2.Now = h.Now
+	h2.AddGPU("n1", "n1-gpu-0", "A100-40GB")
+	h2.Pass()
+	if s := h2.JobState(a.JobID); s.State != events.JobRunning || s.Node != "n1" || s.ProgressS < 20*60 {
+		t.Fatalf("after the restart the CPU-only job is %s on %q at %.0f s, want running on n1 at 1200 s or more", s.State, s.Node, s.ProgressS)
+	}
+	h2.Advance(40 * time.Minute)
+	h2.Step(Input{Timer: TimerAging})
+	if s := h2.JobState(a.JobID); s.State != events.JobCompleted {
+		t.Fatalf("an hour after it started the job is %s, want completed", s.State)
+	}
+}

@@ -325,6 +325,7 @@ func (s *Core) announceRestored() {
 // and queue it again, its work lost).
 func (s *Core) resumeCPUJob(r *durable.Record) {
 	now := s.now
+	s.seq = max(s.seq, r.Seq)
 	j := s.fromRecord(r)
 	ends := *r.CPUEnds
 	j.state, j.node, j.placement, j.cpuEnds = stateRunning, r.Node, r.Placement, &ends

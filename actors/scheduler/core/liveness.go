@@ -315,7 +315,14 @@ func (s *Core) Remains() events.SchedLifecycle {
 	r := events.SchedLifecycle{Incarnation: s.cfg.Incarnation, Reason: s.killed, Queued: s.queued(),
 		Running: len(s.running), Policy: s.policy.Name(), Queue: s.queueSort.Name(), Durable: s.cfg.Store != nil, Totals: &t}
 	for _, j := range s.running {
-		r.RunningJobs = append(r.RunningJobs, events.RunningJob{JobID: j.id, Placement: j.placement})
+		rj := events.RunningJob{JobID: j.id, Placement: j.placement}
+		if j.cpuEnds != nil && j.node != "" {
+			rj.CPUOnly = &events.CPUOnlyJob{Spec: j.spec, Seq: j.seq, Submitted: j.submitted, Node: j.node, Ends: *j.cpuEnds}
+			if j.started != nil {
+				rj.CPUOnly.Started = *j.started
+			}
+		}
+		r.RunningJobs = append(r.RunningJobs, rj)
 	}
 	for id, p := range s.inherited {
 		if _, known := s.jobs[id]; !known {
