@@ -47,6 +47,9 @@ func TestATrainingJobRunsOnAScaledClock(t *testing.T) {
 		`{"name":"x","training":{"app":"ncf","batch":1,"replicas":2}}`:                     "training.batch",
 		`{"name":"x","training":{"app":"ncf","batch":32768,"replicas":0}}`:                 "training.replicas",
 		`{"name":"x","duration":"1h","training":{"app":"ncf","batch":32768,"replicas":1}}`: "duration",
+		// 128 over 6 replicas is a local batch of 22, below any placement
+		// measured: its GPUs would refuse it at every round, for ever.
+		`{"name":"x","training":{"app":"cifar10","batch":128,"replicas":6}}`: "training.replicas",
 	} {
 		rep := req(t, nc, "gpusched.job.submit", body)
 		if e, _ := rep["error"].(obj); e == nil || e["field"] != field {

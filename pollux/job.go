@@ -193,3 +193,23 @@ func placementOf(nodes []int) []int {
 	}
 	return p
 }
+
+// CheckReplicas says whether a TunedJobs job of spec s can run on the
+// replicas it asks for: its batch size configured on them (Configure)
+// must be a local batch some placement of its application was measured
+// at (MinLocal..MaxLocal). Tiresias runs every job on exactly its
+// replicas, so a job that fails this would be refused by its GPUs at
+// every round, for ever; nil when it may run.
+func (m *Model) CheckReplicas(s Spec) error {
+	app := m.Apps[s.App]
+	if app == nil || s.Replicas <= 0 {
+		return nil // NewJob and the submission's own checks say so
+	}
+	c := app.Configure(s.Batch, s.Replicas)
+	if c.A >= app.MinLocal && c.A <= app.MaxLocal {
+		return nil
+	}
+	lo, hi := app.MinLocal*s.Replicas, app.MaxLocal*s.Replicas
+	return fmt.Errorf("%s at batch size %d on %d replicas has a local batch of %d, outside the %d..%d its placements were measured at (on %d replicas: a batch size of %d..%d)",
+		s.App, s.Batch, s.Replicas, c.A, app.MinLocal, app.MaxLocal, s.Replicas, lo, hi)
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/gpusched/gpusched/internal/tracedir"
@@ -135,5 +136,37 @@ func TestEveryPublishedRun(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestEveryPublishedJobRunsOnItsReplicas: every job of every published
+// workload passes CheckReplicas (a live cluster under Tiresias refuses a
+// submission that fails it, so the replays must not have one), and a job
+// whose batch spread over its replicas falls below what its placements
+// were measured at fails it, naming the batch sizes that would run.
+func TestEveryPublishedJobRunsOnItsReplicas(t *testing.T) {
+	m := loadModel(t)
+	dir := tracedir.Pollux(t)
+	files, _ := filepath.Glob(filepath.Join(dir, "workloads*", "*.csv"))
+	if len(files) == 0 {
+		t.Fatalf("no workloads under %s", dir)
+	}
+	jobs := 0
+	for _, f := range files {
+		specs, err := ReadWorkload(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range specs {
+			jobs++
+			if err := m.CheckReplicas(s); err != nil {
+				t.Errorf("%s: %s: %v", filepath.Base(f), s.Name, err)
+			}
+		}
+	}
+	t.Logf("%d jobs in %d workloads", jobs, len(files))
+	err := m.CheckReplicas(Spec{Name: "x", App: "cifar10", Batch: 128, Replicas: 6})
+	if err == nil || !strings.Contains(err.Error(), "local batch of 22") {
+		t.Fatalf("cifar10 at 128 on 6 replicas: %v, want refused (a local batch of 22)", err)
 	}
 }

@@ -88,6 +88,13 @@ func (s *Core) checkTraining(spec *model.Job) *model.FieldError {
 		}
 		return model.Errorf(field, "%v", err)
 	}
+	if _, fixed := s.training.cfg.Policy.(*pollux.Tiresias); fixed {
+		// Tiresias runs it on exactly its replicas: refused by its GPUs
+		// at every round otherwise, for ever.
+		if err := s.training.cfg.Model.CheckReplicas(pollux.SpecOf("check", 0, *spec.Training)); err != nil {
+			return model.Errorf("training.replicas", "%v", err)
+		}
+	}
 	return nil
 }
 
