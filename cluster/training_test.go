@@ -140,6 +140,30 @@ func TestAQueuedTrainingJobIsTakenBackFromTheJournal(t *testing.T) {
 	}
 }
 
+// TestATrainingJobTheRoundLeavesWaitingSaysWhy: a job asking for more
+// replicas than the cluster has GPUs waits under Tiresias (nodes may
+// join), and says why, where before it waited with no reason at all.
+func TestATrainingJobTheRoundLeavesWaitingSaysWhy(t *testing.T) {
+	m, err := pollux.Load(tracedir.Pollux(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := pollux.NewPolicy("tiresias")
+	_, nc := startCluster(t, cluster.Config{Speed: 600, StarvationAge: 1000 * time.Hour,
+		Shape:    sim.PolluxShape(pollux.Cluster{Nodes: 2, GPUsPerNode: 4}),
+		Training: &core.TrainingConfig{Model: m, Policy: p, Interval: time.Minute, Origin: time.Now()}})
+	id := submit(t, nc, `{"name":"big","training":{"app":"cifar10","batch":4096,"replicas":16}}`)
+	var j obj
+	waitFor(t, "the round to say why the job waits", 5*time.Second, func() bool {
+		j = tryReq(nc, "gpusched.job.get", `{"job_id":"`+id+`"}`)
+		r, _ := j["reason"].(string)
+		return strings.Contains(r, "asks for 16 replicas and the cluster has 8 GPUs")
+	})
+	if j["state"] != "queued" {
+		t.Fatalf("the job is %v, want queued", j["state"])
+	}
+}
+
 // subscribeReleases records the GPU statuses that say a job was released
 // there; the function it returns lists those of job id ("" if none).
 func subscribeReleases(t *testing.T, nc *nats.Conn) func(id string) string {

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"strconv"
@@ -251,6 +252,31 @@ func (s *Core) decideTraining() {
 	}
 	for _, mj := range now {
 		s.placeTraining(s.jobs[mj.Name], mj)
+	}
+	s.trainingPending()
+}
+
+// trainingPending gives each active training job the round left without
+// GPUs its reason (job.get, sched.pending; the same until it changes, so
+// each says it once).
+func (s *Core) trainingPending() {
+	tr := s.training
+	gpus := 0
+	for _, n := range tr.nodes {
+		gpus += len(n.gpus)
+	}
+	_, fixed := tr.cfg.Policy.(*pollux.Tiresias)
+	for _, mj := range tr.rounds.Jobs() {
+		j, ok := s.jobs[mj.Name]
+		if !ok || j.state != events.JobQueued || mj.Done || mj.Submit > tr.at || len(tr.rounds.Nodes(mj.Name)) > 0 {
+			continue
+		}
+		reason := "waits for the " + tr.cfg.Policy.Name() + " round to allocate it GPUs"
+		if want := j.spec.Training.Replicas; fixed && want > gpus {
+			reason = fmt.Sprintf("asks for %d replicas and the cluster has %d GPUs: %s runs a job on exactly its replicas",
+				want, gpus, tr.cfg.Policy.Name())
+		}
+		s.setPending(j, reason)
 	}
 }
 
