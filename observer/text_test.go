@@ -49,7 +49,24 @@ func TestTextViewShowsGPUsJobsAndQueue(t *testing.T) {
 	nc := start(t, model.DefaultGPUs)
 	submit(t, nc, `{"name":"GPT-fine-tune","priority":"high","vram":"38GB","util":82,"duration":"4h","gpu":"gpu-0"}`)
 	submit(t, nc, `{"name":"blocker","priority":"high","vram":"20GB","util":50,"duration":"4h","gpu":"gpu-6"}`)
-	submit(t, nc, `{"name":"too-big-now","priority":"low","vram":"70GiB","util":50,"duration":"1h","gpu":"gpu-6"}`)
+	submit(t, nc, `{"name":"too-big-now","priority":"low","vram":"70GiB","util":50,"duration":"1h","gpu":"gpu-6","job_id":"too-big-now"}`)
+	// A job not placed at once is answered "queued" and gets its reason at
+	// the scheduler's next pass: the frame is drawn once it has (under
+	// -race on a loaded CI machine the snapshot came first once).
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		m, err := nc.Request("gpusched.job.get", []byte(`{"job_id":"too-big-now"}`), 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bytes.Contains(m.Data, []byte(`"reason":"no GPU`)) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the queued job has no reason after 5 s: %s", m.Data)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	var out bytes.Buffer
 	if err := observer.Text(context.Background(), nc, events.NewSubjects(""), &out, observer.TextOptions{Once: true}); err != nil {
 		t.Fatal(err)
