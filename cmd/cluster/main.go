@@ -518,6 +518,10 @@ func submitRequest(args []string) (*bus.Options, string, events.SubmitRequest, e
 	node := fs.String("node", "", "pin to this node")
 	preemptible := fs.Bool("preemptible", true, "may be preempted by higher-priority jobs")
 	jobID := fs.String("job-id", "", "the job's id, an idempotency key (default: a new UUID); a retry with the same id is the same job")
+	trainingApp := fs.String("training-app", "", "a distributed training job of this application (cifar10, bert, ...; a cluster run with --training-data):\n"+
+		"its model says when it completes, so no --vram, --duration or --gpus")
+	trainingBatch := fs.Int("training-batch", 0, "with --training-app: the batch size")
+	trainingReplicas := fs.Int("training-replicas", 0, "with --training-app: the replicas (one whole GPU each, over any nodes)")
 	if err := fs.Parse(args); err != nil {
 		return nil, "", events.SubmitRequest{}, err
 	}
@@ -529,8 +533,16 @@ func submitRequest(args []string) (*bus.Options, string, events.SubmitRequest, e
 	if *jobID == "" {
 		*jobID = uuid.NewString()
 	}
-	body := events.SubmitRequest{JobID: *jobID, Name: *name, Tenant: *tenant, GPUs: gpus, Preemptible: preemptible,
+	body := events.SubmitRequest{JobID: *jobID, Name: *name, Tenant: *tenant, Preemptible: preemptible,
 		Duration: *duration, Checkpoint: *checkpoint, GPU: *gpu, Node: *node}
+	if given["gpus"] || *trainingApp == "" {
+		body.GPUs = gpus
+	}
+	if *trainingApp != "" {
+		body.Training = &model.Training{App: *trainingApp, Batch: *trainingBatch, Replicas: *trainingReplicas}
+	} else if given["training-batch"] || given["training-replicas"] {
+		return nil, "", body, errors.New("--training-batch and --training-replicas go with --training-app")
+	}
 	p, err := model.ParsePriority(*priority)
 	if err != nil {
 		return nil, "", body, fmt.Errorf("--priority: %v", err)

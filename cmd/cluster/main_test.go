@@ -16,6 +16,7 @@ import (
 
 	"github.com/gpusched/gpusched/bus"
 	"github.com/gpusched/gpusched/cluster"
+	"github.com/gpusched/gpusched/model"
 )
 
 // TestBadFlagsSayWhatIsWrong: a bad flag is a message a person
@@ -150,11 +151,16 @@ func TestSubmitFlagsFillTheSubmission(t *testing.T) {
 	if err != nil || body.CPU != nil || body.Memory != nil || body.Util != nil || body.GPUMilli != nil || body.JobID == "" {
 		t.Fatalf("a submission with no host flags: %+v, %v; want cpu, memory, util and gpu_milli left out and a job id drawn", body, err)
 	}
+	_, _, body, err = submitRequest([]string{"--name", "bert", "--training-app", "bert", "--training-batch", "384", "--training-replicas", "4"})
+	if err != nil || body.Training == nil || *body.Training != (model.Training{App: "bert", Batch: 384, Replicas: 4}) || body.GPUs != nil || body.VRAM != nil {
+		t.Fatalf("a training submission: %+v (training %+v), %v; want training bert/384/4 and no gpus or vram", body, body.Training, err)
+	}
 	for flag, args := range map[string][]string{
-		"--memory":   {"--name", "x", "--vram", "4GB", "--duration", "1m", "--memory", "lots"},
-		"--vram":     {"--name", "x", "--vram", "4 gigs", "--duration", "1m"},
-		"--priority": {"--name", "x", "--vram", "4GB", "--duration", "1m", "--priority", "urgent"},
-		"extra":      {"--name", "x", "--vram", "4GB", "--duration", "1m", "extra"},
+		"--training-app": {"--name", "x", "--training-batch", "384"},
+		"--memory":       {"--name", "x", "--vram", "4GB", "--duration", "1m", "--memory", "lots"},
+		"--vram":         {"--name", "x", "--vram", "4 gigs", "--duration", "1m"},
+		"--priority":     {"--name", "x", "--vram", "4GB", "--duration", "1m", "--priority", "urgent"},
+		"extra":          {"--name", "x", "--vram", "4GB", "--duration", "1m", "extra"},
 	} {
 		if _, _, _, err := submitRequest(args); err == nil || !strings.Contains(err.Error(), flag) {
 			t.Errorf("submit %v: error %v, want one naming %s", args, err, flag)
