@@ -164,6 +164,32 @@ func TestATrainingJobTheRoundLeavesWaitingSaysWhy(t *testing.T) {
 	}
 }
 
+// TestATrainingJobWhoseGPUsOtherJobsHoldSaysSo: the Pollux model counts
+// every GPU of the cluster as its own; a round allocates a job all eight,
+// and one is held by an ordinary job. The training job says so, and runs
+// once that job is cancelled. Before, its reason said nothing of it and
+// the scheduler logged an error at every round.
+func TestATrainingJobWhoseGPUsOtherJobsHoldSaysSo(t *testing.T) {
+	m, err := pollux.Load(tracedir.Pollux(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := pollux.NewPolicy("tiresias")
+	_, nc := startCluster(t, cluster.Config{Speed: 600, StarvationAge: 1000 * time.Hour,
+		Shape:    sim.PolluxShape(pollux.Cluster{Nodes: 2, GPUsPerNode: 4}),
+		Training: &core.TrainingConfig{Model: m, Policy: p, Interval: time.Minute, Origin: time.Now()}})
+	other := submit(t, nc, `{"name":"eval","vram":"4GB","duration":"100h","gpu":"gpu-0"}`)
+	waitState(t, nc, other, "running", 5*time.Second)
+	id := submit(t, nc, `{"name":"cifar-8","training":{"app":"cifar10","batch":1024,"replicas":8}}`)
+	waitFor(t, "the training job to say other jobs hold its GPUs", 5*time.Second, func() bool {
+		j := tryReq(nc, "gpusched.job.get", `{"job_id":"`+id+`"}`)
+		r, _ := j["reason"].(string)
+		return strings.Contains(r, "allocated it 8 GPUs and 7 were free of other jobs")
+	})
+	req(t, nc, "gpusched.job.cancel", `{"job_id":"`+other+`"}`)
+	waitState(t, nc, id, "running", 5*time.Second)
+}
+
 // subscribeReleases records the GPU statuses that say a job was released
 // there; the function it returns lists those of job id ("" if none).
 func subscribeReleases(t *testing.T, nc *nats.Conn) func(id string) string {

@@ -250,16 +250,19 @@ func (s *Core) decideTraining() {
 			}
 		})
 	}
+	short := map[string]bool{}
 	for _, mj := range now {
-		s.placeTraining(s.jobs[mj.Name], mj)
+		if !s.placeTraining(s.jobs[mj.Name], mj) {
+			short[mj.Name] = true
+		}
 	}
-	s.trainingPending()
+	s.trainingPending(short)
 }
 
 // trainingPending gives each active training job the round left without
 // GPUs its reason (job.get, sched.pending; the same until it changes, so
 // each says it once).
-func (s *Core) trainingPending() {
+func (s *Core) trainingPending(short map[string]bool) {
 	tr := s.training
 	gpus := 0
 	for _, n := range tr.nodes {
@@ -270,6 +273,9 @@ func (s *Core) trainingPending() {
 		j, ok := s.jobs[mj.Name]
 		if !ok || j.state != events.JobQueued || mj.Done || mj.Submit > tr.at || len(tr.rounds.Nodes(mj.Name)) > 0 {
 			continue
+		}
+		if short[mj.Name] {
+			continue // its allocation found too few free GPUs: placeTraining said so
 		}
 		reason := "waits for the " + tr.cfg.Policy.Name() + " round to allocate it GPUs"
 		if want := j.spec.Training.Replicas; fixed && want > gpus {
@@ -282,8 +288,9 @@ func (s *Core) trainingPending() {
 
 // placeTraining reserves a job's replicas on free GPUs of the nodes its
 // allocation names (in the cluster's node order, each node's GPUs in
-// order) and commits them: the placement of one job across nodes.
-func (s *Core) placeTraining(j *job, mj *pollux.Job) {
+// order) and commits them: the placement of one job across nodes. False:
+// too few of those GPUs were free (the job is un-allocated and says so).
+func (s *Core) placeTraining(j *job, mj *pollux.Job) bool {
 	tr := s.training
 	list := tr.rounds.Nodes(mj.Name)
 	nodes := tr.nodes
@@ -312,12 +319,20 @@ func (s *Core) placeTraining(j *job, mj *pollux.Job) {
 		i = k
 	}
 	if len(p.GPUs) != len(list) {
-		s.log.Error("training job's allocation has no free GPUs", zap.String("job", j.id), zap.Ints("nodes", list),
-			zap.Int("found", len(p.GPUs)))
+		// Other jobs hold them (the model counts every GPU of the cluster
+		// as its own): said once per reason, not logged at every round.
+		reason := fmt.Sprintf("the %s round allocated it %d GPUs and %d were free of other jobs there",
+			tr.cfg.Policy.Name(), len(list), len(p.GPUs))
+		if j.reason != reason {
+			s.log.Warn("training job's allocation has no free GPUs", zap.String("job", j.id), zap.Ints("nodes", list),
+				zap.Int("found", len(p.GPUs)))
+		}
+		s.setPending(j, reason)
 		tr.rounds.Unplace(mj.Name)
-		return
+		return false
 	}
 	s.negotiate(&attempt{job: j, preempting: true}, p, nil)
+	return true
 }
 
 // trainingControls are a training job's controls: one per GPU, on the
