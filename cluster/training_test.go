@@ -190,6 +190,46 @@ func TestATrainingJobWhoseGPUsOtherJobsHoldSaysSo(t *testing.T) {
 	waitState(t, nc, id, "running", 5*time.Second)
 }
 
+// TestATrainingJobThatLostAReplicaWhileNoSchedulerWatchedRunsAgain: the
+// scheduler is killed, and while it is down one GPU of a six-replica job
+// crashes. The restarted scheduler reads the job back on five GPUs of
+// six: it stops it there and the next round allocates it again (no
+// allocation kept from the read-back), from the model state the journal
+// kept, and it completes. Before, the GPU that lost it was read first and
+// the job went on from a model state of nothing: its progress was lost.
+func TestATrainingJobThatLostAReplicaWhileNoSchedulerWatchedRunsAgain(t *testing.T) {
+	m, err := pollux.Load(tracedir.Pollux(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := pollux.NewPolicy("tiresias")
+	_, nc := startCluster(t, cluster.Config{Speed: 600, StarvationAge: 1000 * time.Hour, RestartBackoff: 300 * time.Millisecond,
+		Store: durable.Memory, Shape: sim.PolluxShape(pollux.Cluster{Nodes: 2, GPUsPerNode: 4}),
+		Training: &core.TrainingConfig{Model: m, Policy: p, Interval: time.Minute, Origin: time.Now()}})
+	id := submit(t, nc, `{"name":"cifar-6","training":{"app":"cifar10","batch":768,"replicas":6}}`)
+	j := waitState(t, nc, id, "running", 5*time.Second)
+	gpus := j["gpu_ids"].([]any)
+	firstAlloc := j["training_state"].(obj)["first_alloc_s"]
+	if rep := req(t, nc, "gpusched.chaos.kill-scheduler", `{}`); rep["ok"] != true {
+		t.Fatalf("kill-scheduler: %v", rep)
+	}
+	if rep := req(t, nc, "gpusched.chaos.kill", `{"gpu":"`+gpus[len(gpus)-1].(string)+`"}`); rep["ok"] != true {
+		t.Fatalf("kill %v: %v", gpus[len(gpus)-1], rep)
+	}
+	waitFor(t, "the restarted scheduler to know the job", 5*time.Second, func() bool {
+		j := tryReq(nc, "gpusched.job.get", `{"job_id":"`+id+`"}`)
+		return j != nil && j["state"] != nil
+	})
+	j = waitState(t, nc, id, "completed", 30*time.Second)
+	st, _ := j["training_state"].(obj)
+	// Its model state came over (from the journal: the GPU that lost it
+	// says only that it did): its first allocation, and a restart since.
+	if st == nil || st["done"] != true || st["restarts"].(float64) < 1 || st["first_alloc_s"] != firstAlloc || len(j["gpu_ids"].([]any)) != 6 {
+		t.Fatalf("completed on %v with training state %v; want on six GPUs, first allocated at %v s, restarted at least once",
+			j["gpu_ids"], st, firstAlloc)
+	}
+}
+
 // subscribeReleases records the GPU statuses that say a job was released
 // there; the function it returns lists those of job id ("" if none).
 func subscribeReleases(t *testing.T, nc *nats.Conn) func(id string) string {

@@ -373,7 +373,13 @@ func (s *Core) adopt(st events.GPUStatus, gj events.GPUJob) {
 		j = s.fromRecord(r)
 		j.state, j.node, j.placement = stateRunning, adoptedNode(a, st), a.Placement
 		s.relearn(j, r.GPUs)
-		s.trainingBack(j, gj.Training, a)
+		trained := gj.Training
+		if trained == nil {
+			// Read back from a GPU that lost it (its ended jobs carry no
+			// model state): the journal's, as of the last round.
+			trained = r.Training
+		}
+		s.trainingBack(j, trained, a)
 		j.gpus, j.shardsLeft, j.shardsDone, j.shareMarks, j.incarnations = nil, 0, nil, nil, nil
 		j.progress, j.lastProgress, j.lastRate, j.lastAt, j.stintAt = gj.ProgressS, gj.ProgressS, gj.Rate, now, now
 		j.stintFrom, j.stintSpeed = gj.ProgressS, 1

@@ -173,6 +173,9 @@ func (s *Core) trainingReport(c *call, m *Msg) {
 				for _, gj := range rep.Status.Jobs {
 					if gj.JobID == c.report && gj.Training != nil {
 						s.restoreMirror(c.report, *gj.Training)
+						if j, ok := s.jobs[c.report]; ok {
+							s.touch(j) // the journal keeps the state as of each round
+						}
 					}
 				}
 			}
@@ -373,8 +376,15 @@ func (s *Core) trainingRefused(j *job, refused []string) {
 // trainingRequeued is a training job lost with a GPU (or otherwise sent
 // back): the next round allocates it again.
 func (s *Core) trainingRequeued(j *job) {
-	if s.training != nil {
-		s.training.rounds.Unplace(j.id)
+	j.allocNodes, j.replicas = nil, 0 // (a job read back: no allocation to keep now)
+	if s.training == nil {
+		return
+	}
+	s.training.rounds.Unplace(j.id)
+	if mj, ok := s.training.mirror[j.id]; ok && len(mj.Placement) > 0 {
+		// Placed by its GPUs' state (read back, or a journal record) but
+		// never by this scheduler's rounds: un-placed all the same.
+		mj.Reallocate(nil)
 	}
 }
 
