@@ -504,10 +504,16 @@ func (c *Checker) checkVRAM(ev *events.Decoded, g *gpuSeen) {
 const milliPerGPU = 1000
 
 // checkPlaces asserts that each job g runs runs nowhere else: a gang's
-// shards share one node and number no more than the GPUs it asked for.
+// shards share one node and number no more than the GPUs it asked for; a
+// distributed training job's replicas (over any nodes) are of one
+// placement (checkTrainingPlaces).
 func (c *Checker) checkPlaces(ev *events.Decoded, g *gpuSeen) {
 	for _, j := range g.jobs {
 		if j.State != events.GPUJobRunning {
+			continue
+		}
+		if j.Training != nil {
+			c.checkTrainingPlaces(ev, g, j)
 			continue
 		}
 		gang := 1
@@ -540,6 +546,38 @@ func (c *Checker) checkPlaces(ev *events.Decoded, g *gpuSeen) {
 			sort.Strings(places)
 			c.violate(ev.Time, "double-run", "job %s runs in %d places at once: %s", j.JobID, len(places), strings.Join(places, ", "))
 		}
+	}
+}
+
+// checkTrainingPlaces asserts that the GPUs running training job j's
+// replicas run one placement of it: the same restart of its model state
+// (each placement is one more restart: a replica of an earlier one still
+// running is the job run twice) on no more GPUs than that placement's
+// replicas. They may be on any nodes.
+func (c *Checker) checkTrainingPlaces(ev *events.Decoded, g *gpuSeen, j events.GPUJob) {
+	replicas := 0
+	for _, n := range j.Training.Placement {
+		replicas += n
+	}
+	var places []string
+	other := false
+	for k, o := range c.gpus {
+		if o.inc <= o.dead || (o != g && c.dropping[k]) {
+			continue // (as checkPlaces: a dead incarnation, or stale)
+		}
+		for _, oj := range o.jobs {
+			if oj.JobID != j.JobID || oj.State != events.GPUJobRunning || oj.Training == nil {
+				continue
+			}
+			places = append(places, fmt.Sprintf("%s (restart %d, incarnation %d, last %q at %s)", k, oj.Training.Restarts, o.inc, o.change,
+				o.at.Format("15:04:05.000")))
+			other = other || oj.Training.Restarts != j.Training.Restarts
+		}
+	}
+	if other || len(places) > replicas {
+		sort.Strings(places)
+		c.violate(ev.Time, "double-run", "training job %s runs in %d places at once, %d replicas in its placement: %s", j.JobID,
+			len(places), replicas, strings.Join(places, ", "))
 	}
 }
 

@@ -360,3 +360,32 @@ func TestAMarkWaitsForTheGap(t *testing.T) {
 		t.Fatalf("violations %v, missed %d, fell behind %d; want none, 2, 1", s.Violations, s.Missed, s.FellBehind)
 	}
 }
+
+// TestCheckerTrainingPlaces: a distributed training job's replicas may
+// span nodes, but all run one placement (the same restart of its model
+// state) on no more GPUs than that placement has replicas.
+func TestCheckerTrainingPlaces(t *testing.T) {
+	replica := func(restarts int, placement ...int) events.GPUJob {
+		j := running("bert", 0, 10)
+		j.Training = &model.TrainingState{Restarts: restarts, Placement: placement}
+		return j
+	}
+	f := newFeeder(t)
+	f.emit("/scheduler/1", "job.submitted", events.JobInfo{JobID: "bert", GPUs: 3})
+	f.emit("/gpu/n0/g0/1", "gpu.status", gpuStatus("n0", "g0", 1, replica(1, 2, 1)))
+	f.emit("/gpu/n0/g1/1", "gpu.status", gpuStatus("n0", "g1", 1, replica(1, 2, 1)))
+	f.emit("/gpu/n1/g2/1", "gpu.status", gpuStatus("n1", "g2", 1, replica(1, 2, 1)))
+	if v := f.c.Violations(); len(v) != 0 {
+		t.Fatalf("three replicas of one placement over two nodes are one place: %v", v)
+	}
+	f.emit("/gpu/n1/g3/1", "gpu.status", gpuStatus("n1", "g3", 1, replica(1, 2, 1)))
+	if got := kinds(f.c.Violations()); got != "double-run" {
+		t.Fatalf("violations %q, want a fourth replica of a 3-replica placement as a double run", got)
+	}
+	f2 := newFeeder(t)
+	f2.emit("/gpu/n0/g0/1", "gpu.status", gpuStatus("n0", "g0", 1, replica(1, 2)))
+	f2.emit("/gpu/n1/g2/1", "gpu.status", gpuStatus("n1", "g2", 1, replica(2, 1)))
+	if got := kinds(f2.c.Violations()); got != "double-run" {
+		t.Fatalf("violations %q, want a replica of an earlier placement still running as a double run", got)
+	}
+}

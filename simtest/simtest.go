@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gpusched/gpusched/actors/jobgen"
+	"github.com/gpusched/gpusched/actors/scheduler/core"
 	"github.com/gpusched/gpusched/chaos"
 	"github.com/gpusched/gpusched/events"
 	"github.com/gpusched/gpusched/model"
@@ -45,6 +46,9 @@ type Case struct {
 	// Sample is the period of the metrics samples whose totals must never
 	// go back (DefaultSample when zero). Not drawn: a setting of the run.
 	Sample time.Duration
+	// Training runs distributed training jobs (arrivals with "training").
+	// Not drawn (it needs a Pollux data folder): set by a test.
+	Training *core.TrainingConfig
 }
 
 // DefaultSample is how often a run samples its totals: every 10 simulated
@@ -251,7 +255,7 @@ func Run(ctx context.Context, c Case) Outcome {
 	checker := observer.NewChecker()
 	var mu sync.Mutex
 	var log []string // every event, briefly, for the history of a problem
-	cfg := sim.Config{Shape: c.Shape, Policy: c.Policy, Queue: c.Queue, Seed: c.Seed, Arrivals: c.Arrivals, Hours: c.Hours,
+	cfg := sim.Config{Shape: c.Shape, Policy: c.Policy, Queue: c.Queue, Seed: c.Seed, Arrivals: c.Arrivals, Hours: c.Hours, Training: c.Training,
 		Interference: model.DefaultInterference, Drain: sim.DefaultDrain, Sample: cmp.Or(c.Sample, DefaultSample),
 		Events: func(subject string, data []byte) {
 			ev, fe := events.DecodeEvent(data)
