@@ -137,12 +137,13 @@ func (r *Rounds) Add(s Spec) (*Job, error) {
 func (r *Rounds) New(s Spec) (*Job, error) { return r.newJob(s) }
 
 // Insert puts j, taken back after the live cluster's scheduler restarted,
-// into the workload in submission order: after every job submitted at or
-// before its second. It holds no allocation until Assign gives it one.
-func (r *Rounds) Insert(j *Job) {
-	i := len(r.jobs)
-	for i > 0 && r.jobs[i-1].Submit > j.Submit {
-		i--
+// into the workload in submission order: before the first job it precedes
+// (the caller knows the order among jobs of one second), else last. It
+// holds no allocation until Assign gives it one.
+func (r *Rounds) Insert(j *Job, precedes func(other *Job) bool) {
+	i := slices.IndexFunc(r.jobs, precedes)
+	if i < 0 {
+		i = len(r.jobs)
 	}
 	r.jobs = slices.Insert(r.jobs, i, j)
 }

@@ -522,7 +522,12 @@ func (s *Core) trainingBack(j *job, st *model.TrainingState, a *events.Assignmen
 		s.log.Error("training job not taken back into the rounds", zap.String("job", j.id), zap.Error(err))
 		return
 	}
-	tr.rounds.Insert(mj)
+	// In submission order, whichever GPU answered first (the order the
+	// policy reads the jobs in).
+	tr.rounds.Insert(mj, func(other *pollux.Job) bool {
+		o, ok := s.jobs[other.Name]
+		return other.Submit > mj.Submit || (other.Submit == mj.Submit && ok && o.seq > j.seq)
+	})
 	tr.mirror[j.id] = mj
 }
 
