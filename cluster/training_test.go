@@ -35,13 +35,7 @@ func TestATrainingJobWithoutATrainingClusterIsRefused(t *testing.T) {
 // them and completed; its job record carries its final state. An unknown
 // application and a batch size outside the application's are refused.
 func TestATrainingJobRunsOnAScaledClock(t *testing.T) {
-	m, err := pollux.Load(tracedir.Pollux(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, _ := pollux.NewPolicy("tiresias")
-	_, nc := startCluster(t, cluster.Config{Speed: 600, StarvationAge: 1000 * time.Hour, Shape: sim.PolluxShape(pollux.Cluster{Nodes: 2, GPUsPerNode: 4}),
-		Training: &core.TrainingConfig{Model: m, Policy: p, Interval: time.Minute, Origin: time.Now()}})
+	nc := trainingCluster(t, cluster.Config{Speed: 600}, time.Time{})
 	for body, field := range map[string]string{
 		`{"name":"x","training":{"app":"gpt9","batch":384,"replicas":2}}`:                  "training.app",
 		`{"name":"x","training":{"app":"ncf","batch":1,"replicas":2}}`:                     "training.batch",
@@ -76,16 +70,9 @@ func TestATrainingJobRunsOnAScaledClock(t *testing.T) {
 // from the first GPU that answered, its five other replicas were released
 // as strays, and the training rounds no longer knew it: it ran on one GPU.
 func TestATrainingJobAcrossNodesSurvivesASchedulerRestart(t *testing.T) {
-	m, err := pollux.Load(tracedir.Pollux(t))
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, store := range []durable.Storage{durable.None, durable.Memory} {
 		t.Run("store="+string(store), func(t *testing.T) {
-			p, _ := pollux.NewPolicy("tiresias")
-			_, nc := startCluster(t, cluster.Config{Speed: 600, StarvationAge: 1000 * time.Hour, RestartBackoff: 20 * time.Millisecond, Store: store,
-				Shape:    sim.PolluxShape(pollux.Cluster{Nodes: 2, GPUsPerNode: 4}),
-				Training: &core.TrainingConfig{Model: m, Policy: p, Interval: time.Minute, Origin: time.Now()}})
+			nc := trainingCluster(t, cluster.Config{Speed: 600, RestartBackoff: 20 * time.Millisecond, Store: store}, time.Time{})
 			released := subscribeReleases(t, nc)
 			id := submit(t, nc, `{"name":"cifar-6","training":{"app":"cifar10","batch":768,"replicas":6}}`)
 			j := waitState(t, nc, id, "running", 5*time.Second)
@@ -116,16 +103,9 @@ func TestATrainingJobAcrossNodesSurvivesASchedulerRestart(t *testing.T) {
 // from the job journal into the training rounds, and runs and completes.
 // Before, the restarted scheduler put it in no round: queued for good.
 func TestAQueuedTrainingJobIsTakenBackFromTheJournal(t *testing.T) {
-	m, err := pollux.Load(tracedir.Pollux(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, _ := pollux.NewPolicy("tiresias")
 	// 60×: a round every simulated minute is a second of wall time, so
 	// the kill comes before the round that would place the job.
-	_, nc := startCluster(t, cluster.Config{Speed: 60, StarvationAge: 1000 * time.Hour, RestartBackoff: 20 * time.Millisecond, Store: durable.Memory,
-		Shape:    sim.PolluxShape(pollux.Cluster{Nodes: 2, GPUsPerNode: 4}),
-		Training: &core.TrainingConfig{Model: m, Policy: p, Interval: time.Minute, Origin: time.Now().Add(-59 * time.Second / 60)}})
+	nc := trainingCluster(t, cluster.Config{Speed: 60, RestartBackoff: 20 * time.Millisecond, Store: durable.Memory}, time.Now().Add(-59*time.Second/60))
 	id := submit(t, nc, `{"name":"ncf-2","training":{"app":"ncf","batch":32768,"replicas":2}}`)
 	if rep := req(t, nc, "gpusched.chaos.kill-scheduler", `{}`); rep["ok"] != true || rep["queued"].(float64) != 1 {
 		t.Fatalf("kill-scheduler: %v, want the job queued then", rep)
@@ -144,14 +124,7 @@ func TestAQueuedTrainingJobIsTakenBackFromTheJournal(t *testing.T) {
 // replicas than the cluster has GPUs waits under Tiresias (nodes may
 // join), and says why, where before it waited with no reason at all.
 func TestATrainingJobTheRoundLeavesWaitingSaysWhy(t *testing.T) {
-	m, err := pollux.Load(tracedir.Pollux(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, _ := pollux.NewPolicy("tiresias")
-	_, nc := startCluster(t, cluster.Config{Speed: 600, StarvationAge: 1000 * time.Hour,
-		Shape:    sim.PolluxShape(pollux.Cluster{Nodes: 2, GPUsPerNode: 4}),
-		Training: &core.TrainingConfig{Model: m, Policy: p, Interval: time.Minute, Origin: time.Now()}})
+	nc := trainingCluster(t, cluster.Config{Speed: 600}, time.Time{})
 	id := submit(t, nc, `{"name":"big","training":{"app":"cifar10","batch":4096,"replicas":16}}`)
 	var j obj
 	waitFor(t, "the round to say why the job waits", 5*time.Second, func() bool {
@@ -170,14 +143,7 @@ func TestATrainingJobTheRoundLeavesWaitingSaysWhy(t *testing.T) {
 // once that job is cancelled. Before, its reason said nothing of it and
 // the scheduler logged an error at every round.
 func TestATrainingJobWhoseGPUsOtherJobsHoldSaysSo(t *testing.T) {
-	m, err := pollux.Load(tracedir.Pollux(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, _ := pollux.NewPolicy("tiresias")
-	_, nc := startCluster(t, cluster.Config{Speed: 600, StarvationAge: 1000 * time.Hour,
-		Shape:    sim.PolluxShape(pollux.Cluster{Nodes: 2, GPUsPerNode: 4}),
-		Training: &core.TrainingConfig{Model: m, Policy: p, Interval: time.Minute, Origin: time.Now()}})
+	nc := trainingCluster(t, cluster.Config{Speed: 600}, time.Time{})
 	other := submit(t, nc, `{"name":"eval","vram":"4GB","duration":"100h","gpu":"gpu-0"}`)
 	waitState(t, nc, other, "running", 5*time.Second)
 	id := submit(t, nc, `{"name":"cifar-8","training":{"app":"cifar10","batch":1024,"replicas":8}}`)
@@ -198,14 +164,7 @@ func TestATrainingJobWhoseGPUsOtherJobsHoldSaysSo(t *testing.T) {
 // kept, and it completes. Before, the GPU that lost it was read first and
 // the job went on from a model state of nothing: its progress was lost.
 func TestATrainingJobThatLostAReplicaWhileNoSchedulerWatchedRunsAgain(t *testing.T) {
-	m, err := pollux.Load(tracedir.Pollux(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, _ := pollux.NewPolicy("tiresias")
-	_, nc := startCluster(t, cluster.Config{Speed: 600, StarvationAge: 1000 * time.Hour, RestartBackoff: 300 * time.Millisecond,
-		Store: durable.Memory, Shape: sim.PolluxShape(pollux.Cluster{Nodes: 2, GPUsPerNode: 4}),
-		Training: &core.TrainingConfig{Model: m, Policy: p, Interval: time.Minute, Origin: time.Now()}})
+	nc := trainingCluster(t, cluster.Config{Speed: 600, RestartBackoff: 300 * time.Millisecond, Store: durable.Memory}, time.Time{})
 	id := submit(t, nc, `{"name":"cifar-6","training":{"app":"cifar10","batch":768,"replicas":6}}`)
 	j := waitState(t, nc, id, "running", 5*time.Second)
 	gpus := j["gpu_ids"].([]any)
@@ -228,6 +187,27 @@ func TestATrainingJobThatLostAReplicaWhileNoSchedulerWatchedRunsAgain(t *testing
 		t.Fatalf("completed on %v with training state %v; want on six GPUs, first allocated at %v s, restarted at least once",
 			j["gpu_ids"], st, firstAlloc)
 	}
+}
+
+// trainingCluster starts a cluster of two nodes of four A100s that runs
+// training jobs under Tiresias (the Pollux model from the traces: the
+// test skips without them), a round every simulated minute from origin
+// (zero: now), with cfg's other settings.
+func trainingCluster(t *testing.T, cfg cluster.Config, origin time.Time) *nats.Conn {
+	t.Helper()
+	m, err := pollux.Load(tracedir.Pollux(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := pollux.NewPolicy("tiresias")
+	if origin.IsZero() {
+		origin = time.Now()
+	}
+	cfg.StarvationAge = 1000 * time.Hour
+	cfg.Shape = sim.PolluxShape(pollux.Cluster{Nodes: 2, GPUsPerNode: 4})
+	cfg.Training = &core.TrainingConfig{Model: m, Policy: p, Interval: time.Minute, Origin: origin}
+	_, nc := startCluster(t, cfg)
+	return nc
 }
 
 // subscribeReleases records the GPU statuses that say a job was released
