@@ -193,7 +193,7 @@ func (s *Core) refusalStatus(node, gpu string, r events.ControlReply) {
 // restart's grace lasts (its node is not known until then); an
 // uncommitted hold expires by itself.
 func (s *Core) refusalHolds(node string, holds []events.NodeHold) {
-	graceOver := s.wall.Sub(s.started) > s.journalGrace()
+	graceOver := s.graceOver()
 	for _, h := range holds {
 		if !h.Committed {
 			continue

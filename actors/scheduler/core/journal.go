@@ -226,6 +226,10 @@ func (s *Core) journalGrace() time.Duration {
 	return 2 * lease
 }
 
+// graceOver says whether the restart's grace (journalGrace) is over: a
+// GPU no heartbeat has named by then counts as gone.
+func (s *Core) graceOver() bool { return s.wall.Sub(s.started) > s.journalGrace() }
+
 // settleJournaled re-queues the jobs the journal says ran that no GPU
 // has accounted for, once each GPU they ran on has shown that it does not
 // run them: read in full by this scheduler (a GPU that ran the job would
@@ -242,7 +246,7 @@ func (s *Core) settleJournaled() {
 	if len(s.journaled) == 0 {
 		return
 	}
-	gone := s.wall.Sub(s.started) > s.journalGrace()
+	gone := s.graceOver()
 	ids := make([]string, 0, len(s.journaled))
 	for id, r := range s.journaled {
 		settled := true

@@ -740,7 +740,7 @@ func (j *job) sharesWanted() int {
 // no longer answers: it is stopped where it runs and goes back to the
 // queue, not left running on part of its GPUs.
 func (s *Core) settleRelearned() {
-	gone := s.wall.Sub(s.started) > s.journalGrace()
+	gone := s.graceOver()
 	var broken, whole []*job
 	s.relearning = 0
 	for _, j := range s.running {
