@@ -3,6 +3,7 @@ package cluster_test
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -137,11 +138,11 @@ func TestATrainingJobTheRoundLeavesWaitingSaysWhy(t *testing.T) {
 	}
 }
 
-// TestATrainingJobWhoseGPUsOtherJobsHoldSaysSo: the Pollux model counts
-// every GPU of the cluster as its own; a round allocates a job all eight,
-// and one is held by an ordinary job. The training job says so, and runs
-// once that job is cancelled. Before, its reason said nothing of it and
-// the scheduler logged an error at every round.
+// TestATrainingJobWhoseGPUsOtherJobsHoldSaysSo: an ordinary job holds one
+// GPU of eight; a Tiresias job of eight replicas waits and says that 7
+// of the 8 GPUs are free of other kinds of job, and runs once that job is
+// cancelled. Before the rounds counted only the GPUs other jobs leave, a
+// round allocated it all eight and it said that 7 were free there.
 func TestATrainingJobWhoseGPUsOtherJobsHoldSaysSo(t *testing.T) {
 	nc := trainingCluster(t, cluster.Config{Speed: 600}, time.Time{})
 	other := submit(t, nc, `{"name":"eval","vram":"4GB","duration":"100h","gpu":"gpu-0"}`)
@@ -150,10 +151,40 @@ func TestATrainingJobWhoseGPUsOtherJobsHoldSaysSo(t *testing.T) {
 	waitFor(t, "the training job to say other jobs hold its GPUs", 5*time.Second, func() bool {
 		j := tryReq(nc, "gpusched.job.get", `{"job_id":"`+id+`"}`)
 		r, _ := j["reason"].(string)
-		return strings.Contains(r, "allocated it 8 GPUs and 7 were free of other jobs")
+		return strings.Contains(r, "asks for 8 replicas and 7 of the cluster's 8 GPUs are up and free of other kinds of job")
 	})
+	// The snapshot lists it in the queue its summary counts it in.
+	snap := req(t, nc, "gpusched.cluster.snapshot", `{}`)
+	queue, _ := snap["queue"].([]any)
+	if n := snap["summary"].(obj)["jobs_queued"]; len(queue) != 1 || queue[0].(obj)["job_id"] != id || n != 1.0 {
+		t.Fatalf("snapshot: queue %v, jobs_queued %v; want the training job alone", queue, n)
+	}
 	req(t, nc, "gpusched.job.cancel", `{"job_id":"`+other+`"}`)
 	waitState(t, nc, id, "running", 5*time.Second)
+}
+
+// TestATrainingRoundAllocatesAroundOtherJobs: an ordinary job holds a GPU
+// of node-0; the round places a four-replica job on node-1, whose four
+// GPUs are free, and it runs at the first round. Before, the model
+// counted every GPU as its own: Tiresias took node-0 (the first of two
+// nodes of four free GPUs), found one held there, and the job waited
+// round after round.
+func TestATrainingRoundAllocatesAroundOtherJobs(t *testing.T) {
+	nc := trainingCluster(t, cluster.Config{Speed: 600}, time.Time{})
+	other := submit(t, nc, `{"name":"eval","vram":"4GB","duration":"100h","gpu":"gpu-0"}`)
+	waitState(t, nc, other, "running", 5*time.Second)
+	id := submit(t, nc, `{"name":"cifar-4","training":{"app":"cifar10","batch":512,"replicas":4}}`)
+	j := waitState(t, nc, id, "running", 5*time.Second)
+	var gpus []string
+	for _, g := range j["gpu_ids"].([]any) {
+		gpus = append(gpus, g.(string))
+	}
+	if slices.Sort(gpus); !slices.Equal(gpus, []string{"gpu-4", "gpu-5", "gpu-6", "gpu-7"}) {
+		t.Fatalf("the training job runs on %v; want node-1's four GPUs", gpus)
+	}
+	if st := j["training_state"].(obj); st["restarts"].(float64) != 0 {
+		t.Fatalf("training state %v: want no restart", st)
+	}
 }
 
 // TestATrainingJobThatLostAReplicaWhileNoSchedulerWatchedRunsAgain: the

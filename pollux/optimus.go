@@ -86,7 +86,7 @@ func remaining(j *Job) (float64, error) {
 
 // Allocate is one call of §7.
 func (p *Optimus) Allocate(t int, active []*Job, c Cluster, current Alloc) (Alloc, error) {
-	free := c.Nodes * c.GPUsPerNode
+	free := c.TotalGPUs()
 	n := make([]int, len(active))
 	gain := make([]float64, len(active))
 	rem := make([]float64, len(active))

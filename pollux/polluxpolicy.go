@@ -68,13 +68,15 @@ type individual struct {
 
 // search is one interval's problem.
 type search struct {
-	p          *Pollux
-	jobs       []*Job
-	nodes, gpu int
-	base       genome
-	maxrep     []int
-	speedup    []func(n, r int) float64
-	t          int
+	p     *Pollux
+	jobs  []*Job
+	nodes int
+	// gpus is how many GPUs of each node the jobs may use.
+	gpus    []int
+	base    genome
+	maxrep  []int
+	speedup []func(n, r int) float64
+	t       int
 }
 
 // Allocate is one interval of §8.
@@ -87,8 +89,12 @@ func (p *Pollux) Allocate(t int, active []*Job, c Cluster, current Alloc) (Alloc
 	if c.GPUsPerNode > 255 {
 		return nil, fmt.Errorf("pollux: %d GPUs per node; the search counts at most 255", c.GPUsPerNode)
 	}
-	total := c.Nodes * c.GPUsPerNode
-	s := &search{p: p, jobs: jobs, nodes: c.Nodes, gpu: c.GPUsPerNode, t: t,
+	total := c.TotalGPUs()
+	gpus := make([]int, c.Nodes)
+	for n := range gpus {
+		gpus[n] = c.GPUs(n)
+	}
+	s := &search{p: p, jobs: jobs, nodes: c.Nodes, gpus: gpus, t: t,
 		base: make(genome, len(jobs)*c.Nodes), maxrep: make([]int, len(jobs)), speedup: make([]func(n, r int) float64, len(jobs))}
 	fair := (total + len(jobs) - 1) / len(jobs)
 	for i, j := range jobs {
@@ -202,7 +208,10 @@ func speedupOf(j *Job, fair, nodes, replicas int) func(n, r int) float64 {
 func (s *search) evaluate(ind *individual) {
 	var inverse, sum float64
 	used := make([]bool, s.nodes)
-	total := float64(s.nodes * s.gpu)
+	total, inUseGPUs := 0.0, 0
+	for _, g := range s.gpus {
+		total += float64(g)
+	}
 	for i, j := range s.jobs {
 		row := ind.x[i*s.nodes : (i+1)*s.nodes]
 		n, r := 0, 0
@@ -222,15 +231,16 @@ func (s *search) evaluate(ind *individual) {
 		inverse += 1 / (sp/total*float64(s.nodes) + speedupFloor)
 	}
 	inUse := 0
-	for _, u := range used {
+	for k, u := range used {
 		if u {
 			inUse++
+			inUseGPUs += s.gpus[k]
 		}
 	}
 	ind.obj[0] = -float64(len(s.jobs)) / inverse
 	ind.obj[1] = 0
-	if inUse > 0 {
-		ind.obj[1] = -sum / float64(inUse*s.gpu)
+	if inUse > 0 && inUseGPUs > 0 {
+		ind.obj[1] = -sum / float64(inUseGPUs)
 	}
 }
 
@@ -280,7 +290,7 @@ func (s *search) repair(x genome) {
 		}
 	}
 	for k := range s.nodes {
-		left := s.gpu
+		left := s.gpus[k]
 		for i := range s.jobs {
 			c := &x[i*s.nodes+k]
 			*c = uint8(min(int(*c), left))
@@ -388,7 +398,7 @@ func (s *search) mutate(x genome) {
 		for i := range s.jobs {
 			used += int(x[i*s.nodes+k])
 		}
-		if free[k] = used < s.gpu; free[k] {
+		if free[k] = used < s.gpus[k]; free[k] {
 			freeNodes++
 		}
 	}
@@ -414,7 +424,7 @@ func (s *search) mutate(x genome) {
 				p = p1 + p2 - p1*p2
 			}
 			if s.p.rng.Float64() < p {
-				row[k] += uint8(s.p.rng.IntN(max(s.gpu-int(row[k]), 0) + 1))
+				row[k] += uint8(s.p.rng.IntN(max(s.gpus[k]-int(row[k]), 0) + 1))
 			}
 		}
 	}

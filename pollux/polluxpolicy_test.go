@@ -8,14 +8,18 @@ import (
 )
 
 // TestRepairLeavesAnAllocationTheClusterHolds: whatever the search breeds,
-// repair leaves at most the node's GPUs on each node, each job within its
+// repair leaves at most the node's GPUs on each node (nodes of 0 to 5
+// GPUs, as a live cluster's other jobs leave them), each job within its
 // replica limit, and at most one job spanning nodes on any node.
 func TestRepairLeavesAnAllocationTheClusterHolds(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 3))
 	p := NewPollux(1)
 	for trial := range 200 {
 		jobs := 1 + rng.IntN(12)
-		s := &search{p: p, jobs: make([]*Job, jobs), nodes: 6, gpu: 4, maxrep: make([]int, jobs)}
+		s := &search{p: p, jobs: make([]*Job, jobs), nodes: 6, gpus: make([]int, 6), maxrep: make([]int, jobs)}
+		for k := range s.gpus {
+			s.gpus[k] = rng.IntN(6)
+		}
 		for i := range s.maxrep {
 			s.maxrep[i] = 1 + rng.IntN(10)
 		}
@@ -43,7 +47,7 @@ func TestRepairLeavesAnAllocationTheClusterHolds(t *testing.T) {
 			for i := range jobs {
 				used += int(x[i*s.nodes+k])
 			}
-			if used > s.gpu || spanning[k] > 1 {
+			if used > s.gpus[k] || spanning[k] > 1 {
 				t.Fatalf("trial %d: node %d holds %d replicas and %d jobs spanning nodes", trial, k, used, spanning[k])
 			}
 		}
@@ -97,5 +101,89 @@ func TestPolluxRunsRepeatAndAdapt(t *testing.T) {
 	}
 	if resized == 0 {
 		t.Error("no job ran on more than one replica count: the policy does not scale jobs")
+	}
+}
+
+// capped checks that each allocation of the policy it wraps puts no more
+// replicas on a node than the cluster lets the jobs use there.
+type capped struct {
+	Policy
+	t       *testing.T
+	decided int
+}
+
+// Elastic is the wrapped policy's: Pollux's jobs choose their batch sizes.
+func (p *capped) Elastic() bool {
+	e, ok := p.Policy.(elasticPolicy)
+	return ok && e.Elastic()
+}
+
+func (p *capped) Allocate(t int, active []*Job, c Cluster, current Alloc) (Alloc, error) {
+	next, err := p.Policy.Allocate(t, active, c, current)
+	used := make([]int, c.Nodes)
+	for _, nodes := range next {
+		for _, n := range nodes {
+			used[n]++
+		}
+	}
+	for n, u := range used {
+		if u > c.GPUs(n) {
+			p.t.Errorf("%s at %d s: %d replicas on node %d, which has %d GPUs for the jobs", p.Name(), t, u, n, c.GPUs(n))
+		}
+	}
+	p.decided++
+	return next, err
+}
+
+// TestPoliciesAllocateOnlyTheGPUsEachNodeHas: a cluster whose nodes each
+// say how many GPUs the jobs may use (a live cluster's other jobs hold
+// the rest) is decided within them by all three policies, and a cluster
+// that gives every node its GPUsPerNode is decided exactly as the
+// published runs' (the same JCTs).
+func TestPoliciesAllocateOnlyTheGPUsEachNodeHas(t *testing.T) {
+	m := loadModel(t)
+	specs, err := ReadWorkload(filepath.Join(LoadFolder(m.Dir, 1), "workload-6.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	specs = specs[:16]
+	uneven := make([]int, Reference.Nodes)
+	for n := range uneven {
+		uneven[n] = []int{4, 3, 0, 2}[n%4]
+	}
+	for _, name := range []string{"tiresias", "optimus", "pollux"} {
+		run := func(c Cluster) []int {
+			p, err := NewPolicy(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if pp, ok := p.(*Pollux); ok {
+				pp.Generations = 20
+			}
+			cp := &capped{Policy: p, t: t}
+			res, err := Run(m, specs, c, cp)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cp.decided == 0 {
+				t.Fatalf("%s decided nothing", name)
+			}
+			var jcts []int
+			for _, j := range res.Jobs {
+				jcts = append(jcts, j.JCT())
+			}
+			return jcts
+		}
+		published := run(Reference)
+		even := Reference
+		even.NodeGPUs = slices.Repeat([]int{Reference.GPUsPerNode}, Reference.Nodes)
+		if got := run(even); !slices.Equal(got, published) {
+			t.Errorf("%s: every node's GPUs given one by one changed the JCTs: %v, published cluster %v", name, got, published)
+		}
+		c := Reference
+		c.NodeGPUs = uneven
+		if got := run(c); slices.Equal(got, published) {
+			t.Errorf("%s: a cluster with a quarter of its nodes taken by other jobs gave the same JCTs as the whole cluster", name)
+		}
 	}
 }

@@ -9,6 +9,30 @@ import (
 // the scheduling interval Δ in seconds (MODEL.md §1: 16 × 4, 60).
 type Cluster struct {
 	Nodes, GPUsPerNode, Interval int
+	// NodeGPUs, when set, is how many GPUs of each node the jobs may use
+	// (a live cluster's: its alive GPUs that no other kind of job holds);
+	// nil is GPUsPerNode on every node, as in every published run.
+	NodeGPUs []int
+}
+
+// GPUs is how many GPUs of node n the jobs may use.
+func (c Cluster) GPUs(n int) int {
+	if c.NodeGPUs != nil {
+		return c.NodeGPUs[n]
+	}
+	return c.GPUsPerNode
+}
+
+// TotalGPUs is how many GPUs of the cluster the jobs may use.
+func (c Cluster) TotalGPUs() int {
+	if c.NodeGPUs == nil {
+		return c.Nodes * c.GPUsPerNode
+	}
+	total := 0
+	for _, g := range c.NodeGPUs {
+		total += g
+	}
+	return total
 }
 
 // Reference is the cluster of every published run.
@@ -216,7 +240,7 @@ func newFreeTable(c Cluster, kept Alloc) *freeTable {
 	}
 	t := &freeTable{free: map[int]int{}}
 	for n := 0; n < c.Nodes; n++ {
-		if f := c.GPUsPerNode - used[n]; f > 0 {
+		if f := c.GPUs(n) - used[n]; f > 0 {
 			t.nodes = append(t.nodes, n)
 			t.free[n] = f
 		}
@@ -271,8 +295,13 @@ func (r *Rounds) Remove(name string) {
 	r.jobs = slices.DeleteFunc(r.jobs, func(j *Job) bool { return j.Name == name })
 }
 
-// Resize sets the cluster's node count and GPUs per node (the live
-// cluster learns them from its GPUs).
-func (r *Rounds) Resize(nodes, gpusPerNode int) {
-	r.c.Nodes, r.c.GPUsPerNode = nodes, gpusPerNode
+// Resize sets the cluster's nodes: how many GPUs of each the jobs may
+// use (the live cluster learns them from its GPUs before each decision).
+// GPUsPerNode becomes the most any node has.
+func (r *Rounds) Resize(nodeGPUs []int) {
+	r.c.Nodes, r.c.NodeGPUs = len(nodeGPUs), slices.Clone(nodeGPUs)
+	r.c.GPUsPerNode = 0
+	for _, g := range nodeGPUs {
+		r.c.GPUsPerNode = max(r.c.GPUsPerNode, g)
+	}
 }

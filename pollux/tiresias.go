@@ -63,7 +63,7 @@ func (p *Tiresias) Allocate(t int, active []*Job, c Cluster, current Alloc) (All
 		}
 	}
 	// 4. Skip-fit admission in queue order.
-	free := c.Nodes * c.GPUsPerNode
+	free := c.TotalGPUs()
 	order := append(slices.Clone(p.q0), p.q1...)
 	for _, name := range order {
 		if q := byName[name].Replicas; q <= free {

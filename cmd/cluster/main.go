@@ -201,8 +201,8 @@ func run(args []string) error {
 	replicas := fs.Int("replicas", 1, "with --nats on a NATS cluster: replicas of the job journal and the event stream (3 survives a server's loss)")
 	noGPUs := fs.Bool("no-gpus", false, "control plane only: no local GPUs; GPU nodes join with 'cluster node'")
 	trainingData := fs.String("training-data", "", "a Pollux data folder (like ../shared/traces/pollux): the cluster then runs distributed training jobs\n"+
-		"(submissions with \"training\"), decided every 60 simulated seconds by --training-policy; the model counts every GPU as\n"+
-		"its own, so --rate 0 keeps the job generator's jobs off them")
+		"(submissions with \"training\"), decided every 60 simulated seconds by --training-policy over the GPUs no other kind\n"+
+		"of job holds (--rate 0 leaves them all to training jobs)")
 	trainingPolicy := fs.String("training-policy", "tiresias", "with --training-data: tiresias, optimus or pollux (its search drawn from seed 1)")
 	authPath := fs.String("auth", "", "roles file (or the directory 'cluster auth init' wrote): every client authenticates and gets its role's permissions")
 	insecure := fs.Bool("insecure", false, "let --listen reach beyond loopback without --auth (anyone who reaches the port may do anything)")

@@ -161,7 +161,7 @@ func (s *Core) onSnapshot(m *Msg, tenant string) {
 	if !s.validPage(m, req.Page) {
 		return
 	}
-	running, queue := s.running, s.queue
+	running, queue := s.running, s.queueShown()
 	if tenant != "" {
 		// A tenant sees the cluster (GPUs, summary) but only its own jobs.
 		running, queue = ofTenant(running, tenant), ofTenant(queue, tenant)

@@ -52,8 +52,10 @@ type training struct {
 	// placed jobs whose state has not come back yet.
 	at      int
 	waiting int
-	// nodes are the cluster's nodes as the round in progress numbers them.
-	nodes []trainingNode
+	// nodes are the cluster's nodes as the round in progress numbers them;
+	// usable how many GPUs of each the round may allocate.
+	nodes  []trainingNode
+	usable []int
 }
 
 func newTraining(cfg *TrainingConfig) *training {
@@ -220,7 +222,8 @@ func (s *Core) decideTraining() {
 	}
 	tr.nodes = s.trainingNodes()
 	s.assignTrainingBack()
-	tr.rounds.Resize(len(tr.nodes), s.gpusPerNode(tr.nodes))
+	tr.usable = s.trainingGPUs(tr.nodes)
+	tr.rounds.Resize(tr.usable)
 	changed, err := tr.rounds.Decide(tr.at)
 	if err != nil {
 		s.log.Error("training round failed", zap.Int("at_s", tr.at), zap.Error(err))
@@ -267,9 +270,10 @@ func (s *Core) decideTraining() {
 // each says it once).
 func (s *Core) trainingPending(short map[string]bool) {
 	tr := s.training
-	gpus := 0
-	for _, n := range tr.nodes {
+	gpus, usable := 0, 0
+	for i, n := range tr.nodes {
 		gpus += len(n.gpus)
+		usable += tr.usable[i]
 	}
 	_, fixed := tr.cfg.Policy.(*pollux.Tiresias)
 	for _, mj := range tr.rounds.Jobs() {
@@ -281,9 +285,13 @@ func (s *Core) trainingPending(short map[string]bool) {
 			continue // its allocation found too few free GPUs: placeTraining said so
 		}
 		reason := "waits for the " + tr.cfg.Policy.Name() + " round to allocate it GPUs"
-		if want := j.spec.Training.Replicas; fixed && want > gpus {
+		switch want := j.spec.Training.Replicas; {
+		case fixed && want > gpus:
 			reason = fmt.Sprintf("asks for %d replicas and the cluster has %d GPUs: %s runs a job on exactly its replicas",
 				want, gpus, tr.cfg.Policy.Name())
+		case fixed && want > usable:
+			reason = fmt.Sprintf("asks for %d replicas and %d of the cluster's %d GPUs are up and free of other kinds of job: %s runs a job on exactly its replicas",
+				want, usable, gpus, tr.cfg.Policy.Name())
 		}
 		s.setPending(j, reason)
 	}
@@ -322,8 +330,8 @@ func (s *Core) placeTraining(j *job, mj *pollux.Job) bool {
 		i = k
 	}
 	if len(p.GPUs) != len(list) {
-		// Other jobs hold them (the model counts every GPU of the cluster
-		// as its own): said once per reason, not logged at every round.
+		// Taken since the round counted them (trainingGPUs), or down:
+		// said once per reason, not logged at every round.
 		reason := fmt.Sprintf("the %s round allocated it %d GPUs and %d were free of other jobs there",
 			tr.cfg.Policy.Name(), len(list), len(p.GPUs))
 		if j.reason != reason {
@@ -411,16 +419,37 @@ func (s *Core) trainingNodes() []trainingNode {
 	return out
 }
 
-// gpusPerNode is the GPUs of the cluster's nodes (the model's cluster has
-// one count; a mixed cluster is decided as if each had the fewest).
-func (s *Core) gpusPerNode(nodes []trainingNode) int {
-	least := 0
+// trainingGPUs is how many GPUs of each node the round may allocate: the
+// GPUs that run a training job, and the alive ones no job holds. A GPU
+// another kind of job holds (the job generator's, a trace's) or that is
+// down or suspect is left out: the model counted every GPU as its own,
+// and allocated those GPUs to jobs that then waited a round for nothing.
+// A node's GPUs are counted one by one, so a cluster of nodes of
+// different sizes is decided with each node's own.
+func (s *Core) trainingGPUs(nodes []trainingNode) []int {
+	out := make([]int, len(nodes))
 	for i, n := range nodes {
-		if i == 0 || len(n.gpus) < least {
-			least = len(n.gpus)
+		for _, id := range n.gpus {
+			if s.trainingMayUse(s.view.gpus[id]) {
+				out[i]++
+			}
 		}
 	}
-	return least
+	return out
+}
+
+// trainingMayUse reports whether a round may allocate gs: it runs (or is
+// being placed with) only training jobs, or it is alive and free.
+func (s *Core) trainingMayUse(gs *gpuState) bool {
+	if len(gs.g.Allocs) == 0 {
+		return gs.g.Alive
+	}
+	for _, a := range gs.g.Allocs {
+		if j, ok := s.jobs[a.Owner]; !ok || j.spec.Training == nil {
+			return false
+		}
+	}
+	return true
 }
 
 // gpuNode is the node of a job's GPU: the job's node, or for a job across
@@ -567,6 +596,26 @@ func (s *Core) assignTrainingBack() {
 			tr.rounds.Assign(j.id, list)
 		}
 	}
+}
+
+// queueShown is the queue as a snapshot lists it: the queue, then the
+// training jobs that wait for a round (in no queue: the rounds order
+// them) in submission order. Before, jobs_queued counted them and the
+// snapshot's queue did not list them.
+func (s *Core) queueShown() []*job {
+	if s.training == nil {
+		return s.queue
+	}
+	var waiting []*job
+	for _, mj := range s.training.rounds.Jobs() {
+		if j, ok := s.jobs[mj.Name]; ok && j.state == events.JobQueued {
+			waiting = append(waiting, j)
+		}
+	}
+	if len(waiting) == 0 {
+		return s.queue
+	}
+	return append(slices.Clone(s.queue), waiting...)
 }
 
 // queued counts the jobs waiting: the queue's, and the training jobs
