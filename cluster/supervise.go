@@ -55,6 +55,7 @@ func (c *Cluster) superviseScheduler(ctx context.Context, cfg scheduler.Config, 
 		}
 		s.Drain()
 		rem := s.Remains()
+		unanswered := s.Unanswered()
 		if rem.Reason == "" && err != nil {
 			rem.Reason = err.Error()
 		}
@@ -86,6 +87,9 @@ func (c *Cluster) superviseScheduler(ctx context.Context, cfg scheduler.Config, 
 			}
 			cfg.Incarnation = max(cfg.Incarnation, 1) + 1
 			cfg.Policy, cfg.Queue = rem.Policy, rem.Queue
+			// What the dead one took and never answered: its clients
+			// wait, maybe without a deadline (the job generator).
+			cfg.Unanswered = unanswered
 			// The totals go on from the predecessor's (never backwards).
 			cfg.Carried = rem.Totals
 			// What ended on the GPUs since the predecessor died, no

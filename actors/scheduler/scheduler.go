@@ -468,12 +468,14 @@ func (s *Scheduler) unhandled(m *nats.Msg) {
 	if m.Reply == "" || strings.HasPrefix(m.Subject, s.cfg.Subjects.Prefix+".evt.") || strings.HasPrefix(m.Subject, s.inbox) {
 		return
 	}
-	nr := nats.NewMsg(m.Reply)
-	nr.Header.Set("Status", "503") // what nats.go reads as ErrNoResponders
-	if err := s.cfg.Conn.PublishMsg(nr); err != nil {
+	if err := (bus{s}).NoResponders(m.Reply); err != nil {
 		s.log.Debug("no-responders answer not sent", zap.String("subject", m.Subject), zap.Error(err))
 	}
 }
+
+// Unanswered are the submissions the scheduler took and has not answered
+// (core.Core.Unanswered): a dead one's, for its successor to answer.
+func (s *Scheduler) Unanswered() []core.Unanswered { return s.core.Unanswered() }
 
 // FlushJournal waits until every journal write so far is stored (a dead
 // scheduler's last writes, before its successor reads the journal).
@@ -517,6 +519,14 @@ func (b bus) Respond(reply string, data []byte) error {
 		return fmt.Errorf("%w: %w", core.ErrTooLarge, err)
 	}
 	return err
+}
+
+// NoResponders implements core.Bus: status 503 and no body, what nats.go
+// reads as ErrNoResponders.
+func (b bus) NoResponders(reply string) error {
+	nr := nats.NewMsg(reply)
+	nr.Header.Set("Status", "503")
+	return b.s.cfg.Conn.PublishMsg(nr)
 }
 
 // Emit implements core.Bus.

@@ -101,6 +101,10 @@ type Config struct {
 	// scheduler accounts for each: re-learned where a GPU still runs it,
 	// completed where a GPU finished it, re-queued where a GPU lost it.
 	Inherited []events.RunningJob
+	// Unanswered are the submissions the predecessor took and had not
+	// answered when it died (its supervisor's post-mortem, Unanswered):
+	// this scheduler answers them at its first step.
+	Unanswered []Unanswered
 	// Restored is what the journal held when this scheduler started: its
 	// jobs are put back, and it takes the incarnation after the stored one.
 	Restored *durable.State
@@ -156,6 +160,10 @@ type Bus interface {
 	Respond(reply string, data []byte) error
 	// Emit publishes an event (the shell's events.Emitter numbers it).
 	Emit(subject, typ, id string, at time.Time, data any) error
+	// NoResponders answers a request the way the NATS server answers one
+	// nobody received (status 503, no body): it was never taken, so its
+	// client may send it again.
+	NoResponders(reply string) error
 }
 
 // BatchesControls says whether node's last heartbeat said it takes its
@@ -352,7 +360,10 @@ type Core struct {
 	// restoredNews are the job.restored events restore left for the
 	// first step.
 	restoredNews []events.JobInfo
-	msgIDOrder   []string
+	// unanswered are the predecessor's unanswered submissions, answered
+	// at the first step (Config.Unanswered).
+	unanswered []Unanswered
+	msgIDOrder []string
 	// accepting are the submissions whose first record is being stored,
 	// in the order they came: each goes on (accepted) once it and every
 	// one before it has an answer from the store.
@@ -460,6 +471,7 @@ func New(cfg Config, bus Bus) (*Core, error) {
 	}
 	s := &Core{
 		cfg:        cfg,
+		unanswered: slices.Clone(cfg.Unanswered),
 		log:        log.With(zap.String("actor", "scheduler")),
 		bus:        bus,
 		now:        cfg.Now,
@@ -562,6 +574,9 @@ func (s *Core) Step(in Input) {
 	}
 	if s.restoredNews != nil {
 		s.announceRestored()
+	}
+	if s.unanswered != nil {
+		s.answerPredecessors()
 	}
 	switch {
 	case in.Msg != nil:

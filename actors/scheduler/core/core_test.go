@@ -2256,3 +2256,75 @@ func TestARunningCPUOnlyJobIsTakenBackFromThePostMortem(t *testing.T) {
 		t.Fatalf("an hour after it started the job is %s, want completed", s.State)
 	}
 }
+
+// TestASubmissionTheDeadSchedulerNeverAnsweredIsAnsweredByItsSuccessor: a
+// scheduler killed while a submission waits for the store's word on its
+// record (journal) or for its placement's answers (none) never answers
+// it, and a client without a deadline waits for good. Its successor does:
+// a job its journal kept with its state now, one it does not know with
+// "no responders" (never accepted: the client sends it again), and a
+// repeat of an idempotency key too.
+func TestASubmissionTheDeadSchedulerNeverAnsweredIsAnsweredByItsSuccessor(t *testing.T) {
+	// With a journal: the record was written, the store's word never came.
+	h, err := NewHarness(Config{Policy: "binpack"}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.AddGPU("n1", "n1-gpu-0", "A100-40GB")
+	h.HoldStore = true
+	h.Submit(spec("a", "10GB", "job_id", "key-a"))
+	first := h.LastReply
+	h.Submit(spec("a", "10GB", "job_id", "key-a")) // the client's retry
+	retry := h.LastReply
+	h.Submit(spec("b", "10GB"))
+	lost := h.LastReply
+	if len(h.Replies[first]) != 0 || len(h.Replies[retry]) != 0 || len(h.Replies[lost]) != 0 {
+		t.Fatal("answered before the records were stored")
+	}
+	un := h.Core.Unanswered()
+	if len(un) != 3 || un[0] != (Unanswered{JobID: "key-a", Reply: first}) || un[1] != (Unanswered{JobID: "key-a", Reply: retry}) ||
+		un[2].Reply != lost {
+		t.Fatalf("unanswered %+v; want a's two submissions, then b's", un)
+	}
+	// Only a's record reached the journal.
+	var kept []durable.Record
+	for _, r := range h.Records {
+		if r.JobID == "key-a" {
+			kept = append(kept, *r)
+		}
+	}
+	h2, err := NewHarness(Config{Policy: "binpack", Unanswered: un, Restored: &durable.State{Incarnation: 1, Jobs: kept[len(kept)-1:]}}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h2.Pass()
+	for _, reply := range []string{first, retry} {
+		var rep events.SubmitReply
+		if err := json.Unmarshal(h2.Replies[reply], &rep); err != nil || rep.JobID != "key-a" || rep.State != events.JobQueued {
+			t.Fatalf("the successor answered %s with %q, want key-a queued", reply, h2.Replies[reply])
+		}
+	}
+	if len(h2.NoResponse) != 1 || h2.NoResponse[0] != lost || h2.Replies[lost] != nil {
+		t.Fatalf("no-responders answers %v, replies to b %q; want b's submission answered no responders", h2.NoResponse, h2.Replies[lost])
+	}
+	h2.Pass()
+	if len(h2.NoResponse) != 1 {
+		t.Fatal("answered again at the next step")
+	}
+
+	// No journal: the placement's answers never came.
+	h = newHarness(t, Config{})
+	h.AddGPU("n1", "n1-gpu-0", "A100-40GB")
+	h.Hold = true
+	h.Submit(spec("c", "10GB"))
+	c := h.LastReply
+	un = h.Core.Unanswered()
+	if len(h.Replies[c]) != 0 || len(un) != 1 || un[0].Reply != c {
+		t.Fatalf("reply %q, unanswered %+v; want c unanswered while its reservations are in flight", h.Replies[c], un)
+	}
+	h2 = newHarness(t, Config{Unanswered: un})
+	h2.Pass()
+	if len(h2.NoResponse) != 1 || h2.NoResponse[0] != c {
+		t.Fatalf("no-responders answers %v; want c's submission", h2.NoResponse)
+	}
+}

@@ -31,8 +31,10 @@ type Harness struct {
 	// Events what it emitted, Records what it journaled.
 	Sent    []Sent
 	Replies map[string][]byte
-	Events  []Emitted
-	Records []*durable.Record
+	// NoResponse are the requests answered "no responders".
+	NoResponse []string
+	Events     []Emitted
+	Records    []*durable.Record
 
 	// GPUs are the harness's GPU actors by id.
 	GPUs map[string]*FakeGPU
@@ -227,6 +229,12 @@ func (h *Harness) Respond(reply string, data []byte) error {
 		return ErrTooLarge
 	}
 	h.Replies[reply] = data
+	return nil
+}
+
+// NoResponders implements Bus: recorded in NoResponse.
+func (h *Harness) NoResponders(reply string) error {
+	h.NoResponse = append(h.NoResponse, reply)
 	return nil
 }
 

@@ -346,3 +346,57 @@ func (s *Core) resumeCPUJob(r *durable.Record) {
 	s.stats.adopted++
 	s.log.Info("CPU-only job taken back from the journal", zap.String("job", j.id), zap.String("node", r.Node), zap.Time("ends", ends))
 }
+
+// Unanswered is a submission a scheduler took and had not answered when
+// it died: the job it made and the reply subject its client waits on.
+type Unanswered struct {
+	JobID, Reply string
+}
+
+// Unanswered lists the submissions this scheduler took and has not
+// answered, in the order they came: those waiting for the store's word
+// on their first record or for their placement's answers, and the
+// submissions repeating their idempotency keys. A scheduler killed then
+// never answers them, and a client waiting without a deadline (the job
+// generator) waits for good: its supervisor hands them to the successor
+// (Config.Unanswered). Found by reading: the window is one store or
+// reservation round trip, and no run showed it.
+func (s *Core) Unanswered() []Unanswered {
+	var out []Unanswered
+	for _, j := range s.order {
+		if j.answer != nil {
+			continue
+		}
+		if m := j.accepting; m != nil && m.Reply != "" {
+			out = append(out, Unanswered{JobID: j.id, Reply: m.Reply})
+		} else if n := j.negotiating; n != nil && n.a.submit != nil && n.a.submit.Reply != "" {
+			out = append(out, Unanswered{JobID: j.id, Reply: n.a.submit.Reply})
+		}
+		for _, w := range j.answerWaiters {
+			out = append(out, Unanswered{JobID: j.id, Reply: w})
+		}
+	}
+	return out
+}
+
+// answerPredecessors answers the submissions the predecessor took and
+// never answered (Config.Unanswered): a job this scheduler knows (its
+// journal kept it) as it is now, as a repeated submission is answered;
+// one it does not know was never accepted — its record never reached
+// the journal, or there is none — and is answered "no responders", so
+// that its client sends it again.
+func (s *Core) answerPredecessors() {
+	for _, u := range s.unanswered {
+		j, ok := s.jobs[u.JobID]
+		if !ok {
+			if err := s.bus.NoResponders(u.Reply); err != nil {
+				s.log.Warn("no-responders answer not sent", zap.String("job", u.JobID), zap.Error(err))
+			}
+			continue
+		}
+		b, _ := gojson.Marshal(events.SubmitReply{JobID: j.id, State: j.state, Node: j.node, GPUs: j.gpus, Reason: j.reason})
+		s.respondRaw(u.Reply, b)
+	}
+	s.log.Info("the predecessor's unanswered submissions answered", zap.Int("submissions", len(s.unanswered)))
+	s.unanswered = nil
+}
