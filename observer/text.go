@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -245,8 +246,13 @@ func Render(w io.Writer, snap *events.Snapshot, log []string, maxGPUs int) {
 		if j.WorkS > 0 {
 			pct = 100 * j.ProgressS / j.WorkS
 		}
-		fmt.Fprintf(w, "%-22s %-6s %8s %4.0f%% %9s %8.0f%%  %s\n", trunc(j.Name, 22), j.Priority, model.Bytes(j.VRAM).GBString(),
-			j.Util, j.Duration, pct, strings.Join(j.GPUIDs, ","))
+		progress := fmt.Sprintf("%8.0f%%", pct)
+		if j.TrainingState != nil {
+			// Its progress is in its application's steps, not seconds.
+			progress = fmt.Sprintf("%9s", "epoch "+strconv.Itoa(j.TrainingState.Epoch))
+		}
+		fmt.Fprintf(w, "%-22s %-6s %8s %4.0f%% %9s %s  %s\n", trunc(j.Name, 22), j.Priority, JobVRAM(j),
+			j.Util, JobDuration(j), progress, strings.Join(j.GPUIDs, ","))
 	}
 	fmt.Fprintf(w, "\nQUEUE (%d)\n", s.JobsQueued)
 	for i, j := range snap.Queue {
@@ -255,7 +261,7 @@ func Render(w io.Writer, snap *events.Snapshot, log []string, maxGPUs int) {
 			break
 		}
 		wait := snap.SimTime.Sub(j.SubmittedAt).Round(time.Minute)
-		fmt.Fprintf(w, "%-22s %-6s %8s %4.0f%%  waiting %-7s %s\n", trunc(j.Name, 22), j.Priority, model.Bytes(j.VRAM).GBString(),
+		fmt.Fprintf(w, "%-22s %-6s %8s %4.0f%%  waiting %-7s %s\n", trunc(j.Name, 22), j.Priority, JobVRAM(j),
 			j.Util, wait, j.Reason)
 	}
 	if len(log) > 0 {
@@ -264,6 +270,25 @@ func Render(w io.Writer, snap *events.Snapshot, log []string, maxGPUs int) {
 			fmt.Fprintln(w, l)
 		}
 	}
+}
+
+// JobVRAM is a job's VRAM as the views show it: a training job's
+// replicas each take a whole GPU ("8×GPU"), whatever its VRAM.
+func JobVRAM(j events.JobInfo) string {
+	if j.Training != nil {
+		return strconv.Itoa(j.Training.Replicas) + "×GPU"
+	}
+	return model.Bytes(j.VRAM).GBString()
+}
+
+// JobDuration is a job's duration as the views show it: a training job
+// has none (its application's model says when it completes), so its
+// application's name.
+func JobDuration(j events.JobInfo) string {
+	if j.Training != nil {
+		return trunc(j.Training.App, 9)
+	}
+	return j.Duration
 }
 
 // JobNames maps job id → name for the snapshot's running jobs.

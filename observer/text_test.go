@@ -123,3 +123,34 @@ func TestSummarize(t *testing.T) {
 		}
 	}
 }
+
+// TestTextViewShowsTrainingJobs: a training job has no VRAM, duration or
+// work in seconds of its own; the text view shows its replicas, its
+// application and its epoch instead of "0 GB", nothing and 0 %.
+func TestTextViewShowsTrainingJobs(t *testing.T) {
+	now := time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC)
+	running := events.JobInfo{JobID: "a", Name: "cifar-8", State: events.JobRunning, Util: 100,
+		GPUIDs: []string{"gpu-0", "gpu-1"}, Training: &model.Training{App: "cifar10", Batch: 1024, Replicas: 2},
+		TrainingState: &model.TrainingState{Epoch: 3}}
+	queued := events.JobInfo{JobID: "b", Name: "bert-6", State: events.JobQueued, Util: 100, SubmittedAt: now,
+		Training: &model.Training{App: "bert", Batch: 384, Replicas: 6}, Reason: "waits for the tiresias round to allocate it GPUs"}
+	var out bytes.Buffer
+	observer.Render(&out, &events.Snapshot{SimTime: now, Summary: events.Metrics{JobsQueued: 1, JobsRunning: 1},
+		Running: []events.JobInfo{running}, Queue: []events.JobInfo{queued}}, nil, 10)
+	lines := strings.Split(out.String(), "\n")
+	find := func(name string) string {
+		for _, l := range lines {
+			if strings.HasPrefix(l, name) {
+				return l
+			}
+		}
+		t.Fatalf("no line for %s in:\n%s", name, out.String())
+		return ""
+	}
+	if l := find("cifar-8"); !strings.Contains(l, "2×GPU") || !strings.Contains(l, "cifar10") || !strings.Contains(l, "epoch 3") || !strings.Contains(l, "gpu-0,gpu-1") {
+		t.Errorf("running training job: %q; want its replicas, application, epoch and GPUs", l)
+	}
+	if l := find("bert-6"); !strings.Contains(l, "6×GPU") || !strings.Contains(l, "waits for the tiresias round") {
+		t.Errorf("queued training job: %q; want its replicas and reason", l)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -478,8 +479,12 @@ func pane(st observer.State, p Pane, w, h int) []string {
 	case PaneRunning:
 		out = append(out, styleDim.Render(fit(fmt.Sprintf("%-20s %-6s %7s %5s %8s %5s  %s", "JOB", "PRIO", "VRAM", "UTIL", "DURATION", "DONE", "GPU"), w)))
 		for _, j := range s.Running {
-			out = append(out, fit(fmt.Sprintf("%-20s %-6s %7s %4.0f%% %8s %4.0f%%  %s", trunc(j.Name, 20), j.Priority,
-				model.Bytes(j.VRAM).GBString(), j.Util, j.Duration, pct(j.ProgressS, j.WorkS), strings.Join(j.GPUIDs, ",")), w))
+			done := fmt.Sprintf("%4.0f%%", pct(j.ProgressS, j.WorkS))
+			if j.TrainingState != nil {
+				done = fmt.Sprintf("%5s", "ep"+strconv.Itoa(j.TrainingState.Epoch)) // its progress is in its application's steps
+			}
+			out = append(out, fit(fmt.Sprintf("%-20s %-6s %7s %4.0f%% %8s %s  %s", trunc(j.Name, 20), j.Priority,
+				observer.JobVRAM(j), j.Util, trunc(observer.JobDuration(j), 8), done, strings.Join(j.GPUIDs, ",")), w))
 		}
 		more(len(s.Running) + 1)
 	case PaneQueue:
@@ -487,7 +492,7 @@ func pane(st observer.State, p Pane, w, h int) []string {
 		for _, j := range s.Queue {
 			wait := s.SimTime.Sub(j.SubmittedAt).Round(time.Second)
 			out = append(out, fit(fmt.Sprintf("%-20s %-6s %7s %7s  %s", trunc(j.Name, 20), j.Priority,
-				model.Bytes(j.VRAM).GBString(), shortDur(wait), j.Reason), w))
+				observer.JobVRAM(j), shortDur(wait), j.Reason), w))
 		}
 		if len(s.Queue) == 0 {
 			out = append(out, styleDim.Render(fit("0 waiting — add a job with a, or: cluster submit --name N --vram 20GB --duration 30m", w)))

@@ -172,3 +172,28 @@ func TestHelpScreenExplainsEachFigure(t *testing.T) {
 		t.Errorf("the help screen does not say what binpack costs:\n%s", frame)
 	}
 }
+
+// TestPanesShowTrainingJobs: a training job shows its replicas, its
+// application and its epoch, not "0 GB", nothing and 0 %.
+func TestPanesShowTrainingJobs(t *testing.T) {
+	st := fakeState(8)
+	st.Snapshot.Running = append(st.Snapshot.Running, events.JobInfo{JobID: "job-t", Name: "cifar-2", GPUIDs: []string{"gpu-6", "gpu-7"},
+		Training: &model.Training{App: "cifar10", Batch: 1024, Replicas: 2}, TrainingState: &model.TrainingState{Epoch: 12}})
+	st.Snapshot.Queue = append(st.Snapshot.Queue, events.JobInfo{JobID: "job-u", Name: "bert-6", SubmittedAt: st.Snapshot.SimTime,
+		Training: &model.Training{App: "bert", Batch: 384, Replicas: 6}})
+	line := func(p Pane, name string) string {
+		for _, l := range pane(st, p, 120, 20) {
+			if strings.HasPrefix(l, name) {
+				return l
+			}
+		}
+		t.Fatalf("no line for %s in pane %d", name, p)
+		return ""
+	}
+	if l := line(PaneRunning, "cifar-2"); !strings.Contains(l, "2×GPU") || !strings.Contains(l, "cifar10") || !strings.Contains(l, "ep12") {
+		t.Errorf("running training job: %q; want its replicas, application and epoch", l)
+	}
+	if l := line(PaneQueue, "bert-6"); !strings.Contains(l, "6×GPU") {
+		t.Errorf("queued training job: %q; want its replicas", l)
+	}
+}

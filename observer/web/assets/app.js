@@ -29,6 +29,8 @@ function colourOf(id) {
 function esc(s) { return String(s ?? "").replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" }[c])); }
 function gbNumber(b) { return b >= 10 * GB ? (b / GB).toFixed(0) : String(Math.round(10 * b / GB) / 10); }
 function gb(b) { return gbNumber(b) + " GB"; }
+// A training job's replicas each take a whole GPU, whatever its VRAM.
+function jobVRAM(j) { return j.training ? j.training.replicas + "×GPU" : gb(j.vram); }
 function utilClass(u) { return u >= 85 ? "hot" : u >= 50 ? "warn" : ""; }
 function ago(from, to) {
   const s = Math.max(0, (new Date(to) - new Date(from)) / 1000);
@@ -89,13 +91,14 @@ function renderTables(snap) {
   $("#running-count").textContent = `(${snap.summary.jobs_running})`;
   $("#queue-count").textContent = `(${snap.summary.jobs_queued})`;
   $("#running tbody").innerHTML = snap.running.map((j) => {
-    const done = j.work_s > 0 ? (100 * j.progress_s / j.work_s).toFixed(0) + " %" : "";
+    // A training job's progress is in its application's steps: its epoch.
+    const done = j.training_state ? "epoch " + j.training_state.epoch : j.work_s > 0 ? (100 * j.progress_s / j.work_s).toFixed(0) + " %" : "";
     return `<tr data-job="${esc(j.job_id)}" data-name="${esc(j.name)}"><td>${esc(j.name)}</td><td class="prio-${j.priority}">${j.priority}</td>
-      <td>${gb(j.vram)}</td><td>${j.util.toFixed(0)}</td><td>${esc(j.duration)}</td><td>${done}</td><td class="gpu">${esc((j.gpu_ids || []).join(", "))}</td></tr>`;
+      <td>${jobVRAM(j)}</td><td>${j.util.toFixed(0)}</td><td>${esc(j.training ? j.training.app : j.duration)}</td><td>${done}</td><td class="gpu">${esc((j.gpu_ids || []).join(", "))}</td></tr>`;
   }).join("");
   $("#queue tbody").innerHTML = snap.queue.map((j) =>
     `<tr data-job="${esc(j.job_id)}" data-name="${esc(j.name)}"><td>${esc(j.name)}</td><td class="prio-${j.priority}">${j.priority}</td>
-      <td>${gb(j.vram)}</td><td>${ago(j.submitted_at, snap.simtime)}</td><td class="reason">${esc(j.reason)}</td></tr>`).join("") ||
+      <td>${jobVRAM(j)}</td><td>${ago(j.submitted_at, snap.simtime)}</td><td class="reason">${esc(j.reason)}</td></tr>`).join("") ||
     `<tr class="empty"><td colspan="5" class="dim">0 waiting — add jobs with the form above</td></tr>`;
 }
 
