@@ -262,6 +262,16 @@ func TestMultiProcessClusterSurvivesServerAndControlPlaneLoss(t *testing.T) {
 	if !slices.IsSortedFunc(starts, func(a, b time.Time) int { return a.Compare(b) }) {
 		t.Errorf("the jobs waiting at the kill started at %v: not in their queue order %v", starts, waiting)
 	}
+	// The checker reads the kept stream on its own connection: job.get
+	// can say completed before the checker has read the completion (the
+	// test failed once that way in .ci/run, 21 of 24 seen, 0 missing).
+	// Its count is judged once it has caught up, or after a deadline.
+	caughtUp := func() bool {
+		sum := checker.Summary()
+		_, missing := seqGaps(sum)
+		return sum.Completed+missing >= len(accepted)
+	}
+	testbus.Await(15*time.Second, caughtUp) // judged below either way
 	stopCheck()
 	checkWG.Wait()
 	if checkErr != nil {
@@ -275,16 +285,11 @@ func TestMultiProcessClusterSurvivesServerAndControlPlaneLoss(t *testing.T) {
 	// stream, is what must not lose anything): the few a process had
 	// written to the server that was killed are gone, and the checker
 	// counts those as seq gaps. Every other invariant must hold.
-	gaps, missing := 0, 0
+	gaps, missing := seqGaps(sum)
 	for _, v := range sum.Violations {
-		if v.Kind == "seq-gap" {
-			gaps++
-			var n int
-			fmt.Sscanf(v.Message[strings.Index(v.Message, ": ")+2:], "%d", &n)
-			missing += max(n, 1)
-			continue
+		if v.Kind != "seq-gap" {
+			t.Errorf("invariant violated: %v", v)
 		}
-		t.Errorf("invariant violated: %v", v)
 	}
 	t.Logf("%d seq gaps, %d events missing (in flight to the killed NATS server)", gaps, missing)
 	if sum.Lost == 0 || sum.Recovered == 0 {
@@ -296,4 +301,17 @@ func TestMultiProcessClusterSurvivesServerAndControlPlaneLoss(t *testing.T) {
 	if sum.Completed+missing < len(accepted) {
 		t.Errorf("the checker saw %d completions for %d accepted jobs (%d events missing)", sum.Completed, len(accepted), missing)
 	}
+}
+
+// seqGaps counts the checker's seq gaps and the events they miss.
+func seqGaps(sum observer.CheckSummary) (gaps, missing int) {
+	for _, v := range sum.Violations {
+		if v.Kind == "seq-gap" {
+			gaps++
+			var n int
+			fmt.Sscanf(v.Message[strings.Index(v.Message, ": ")+2:], "%d", &n)
+			missing += max(n, 1)
+		}
+	}
+	return gaps, missing
 }

@@ -50,13 +50,22 @@ func start(t testing.TB, opts *server.Options) (*server.Server, *nats.Conn) {
 // WaitFor polls cond until it holds, failing the test after timeout.
 func WaitFor(t testing.TB, what string, timeout time.Duration, cond func() bool) {
 	t.Helper()
+	if !Await(timeout, cond) {
+		t.Fatalf("timed out after %s waiting for %s", timeout, what)
+	}
+}
+
+// Await polls cond until it holds (true) or timeout passes (false), for a
+// test that reports the failure itself, with what it found.
+func Await(timeout time.Duration, cond func() bool) bool {
 	deadline := time.Now().Add(timeout)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+			return false
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
+	return true
 }
 
 // FreePort returns a loopback TCP port free at the time of the call (for
