@@ -99,6 +99,38 @@ func TestATrainingJobAcrossNodesSurvivesASchedulerRestart(t *testing.T) {
 	}
 }
 
+// TestATrainingJobThatCompletedWhileNoSchedulerWatchedKeepsItsEnd: the
+// scheduler is killed and stays down (5 s, the leases 20 s) while a
+// six-replica job completes. The restarted scheduler learns of the
+// completion from the GPUs' ended jobs, which now carry the job's state
+// when it left: its completion second, done. Before, it was read back
+// with the state it was placed with, completed, and the next round
+// dropped that unfinished state: the job ended with no training state, no
+// JCT (with and without a journal).
+func TestATrainingJobThatCompletedWhileNoSchedulerWatchedKeepsItsEnd(t *testing.T) {
+	for _, store := range []durable.Storage{durable.None, durable.Memory} {
+		t.Run("store="+string(store), func(t *testing.T) {
+			nc := trainingCluster(t, cluster.Config{Speed: 600, RestartBackoff: 5 * time.Second, Lease: 20 * time.Second, Store: store}, time.Time{})
+			id := submit(t, nc, `{"name":"cifar-6","training":{"app":"cifar10","batch":768,"replicas":6}}`)
+			waitState(t, nc, id, "running", 5*time.Second)
+			if rep := req(t, nc, "gpusched.chaos.kill-scheduler", `{}`); rep["ok"] != true {
+				t.Fatalf("kill-scheduler: %v", rep)
+			}
+			var j obj
+			waitFor(t, "the restarted scheduler to know the job completed", 20*time.Second, func() bool {
+				j = tryReq(nc, "gpusched.job.get", `{"job_id":"`+id+`"}`)
+				return j != nil && j["state"] == "completed"
+			})
+			h := fmt.Sprint(j["history"])
+			st, _ := j["training_state"].(obj)
+			if st == nil || st["done"] != true || st["completion_s"] == nil || st["completion_s"].(float64) <= st["first_alloc_s"].(float64) ||
+				st["restarts"].(float64) != 0 || !strings.Contains(h, "re-learned") {
+				t.Fatalf("completed with training state %v, history %s; want done with its completion second, no restart, learned after the restart", st, h)
+			}
+		})
+	}
+}
+
 // TestAQueuedTrainingJobIsTakenBackFromTheJournal: a training job
 // waiting for its first round when the scheduler is killed is taken back
 // from the job journal into the training rounds, and runs and completes.

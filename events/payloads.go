@@ -260,6 +260,10 @@ type EndedJob struct {
 	// account for it.
 	At         time.Time   `json:"at"`
 	Assignment *Assignment `json:"assignment,omitempty"`
+	// Training is a training job's state when it left (a completion's
+	// carries its completion second), for a scheduler that learns of the
+	// end only from this list.
+	Training *model.TrainingState `json:"training,omitempty"`
 }
 
 // GPUOOMEvent is the payload of gpu.oom: a reservation the GPU refused.

@@ -891,6 +891,9 @@ func (a *Actor) remember(id, change string, progress float64) {
 	if s, ok := a.shares[id]; ok {
 		job := s.job
 		e.Assignment = &job
+		if s.train != nil {
+			e.Training = s.train.state()
+		}
 	}
 	a.ended = append(a.ended, e)
 }

@@ -572,6 +572,9 @@ func (s *Core) reconcile(gs *gpuState, st events.GPUStatus) {
 			// it). Not a fault on its own: the event, if it comes, is
 			// stale then.
 			s.log.Info("completion learned from the GPU's full status before its event", zap.String("job", j.id), zap.String("gpu", st.GPU))
+			if e.Training != nil {
+				s.restoreMirror(j.id, *e.Training)
+			}
 			s.shardDone(j.id, st.GPU)
 		case ok:
 			s.requeueLost(j, e.ProgressS, "GPU "+st.GPU+" no longer runs it ("+e.Change+"; its event was lost)")
@@ -621,7 +624,10 @@ func (s *Core) accountEnded(st events.GPUStatus) {
 		default:
 			continue // stopped by a scheduler: not this one's to account for
 		}
-		gj := events.GPUJob{JobID: e.JobID, ProgressS: e.ProgressS, Assignment: e.Assignment, State: events.GPUJobRunning}
+		// A training job's state when it left: a completion keeps its
+		// completion second (without it the job came back with the
+		// state it was placed with, and ended with none).
+		gj := events.GPUJob{JobID: e.JobID, ProgressS: e.ProgressS, Assignment: e.Assignment, State: events.GPUJobRunning, Training: e.Training}
 		s.adopt(st, gj)
 		j := s.jobs[e.JobID]
 		if j == nil {
@@ -662,6 +668,9 @@ func (s *Core) relearnEnded(full events.GPUStatus) {
 		}
 		switch e.Change {
 		case events.ChangeCompleted:
+			if e.Training != nil {
+				s.restoreMirror(j.id, *e.Training)
+			}
 			j.gpus = appendShare(j, full.GPU)
 			j.shardsDone = append(j.shardsDone, full.GPU)
 			s.touch(j)
