@@ -142,6 +142,16 @@ func (s *Core) runTrainingRound() {
 		s.log.Warn("training round skipped: the last one still waits for job states", zap.Int("waiting", tr.waiting))
 		return
 	}
+	for _, j := range s.running {
+		if j.spec.Training != nil && j.relearning {
+			// Read back after a restart from some of its GPUs only: the
+			// round would see it on fewer nodes than it runs on (or its
+			// other GPUs not at all) and stop it to place it again. The
+			// next round decides, once it is whole or stopped as broken.
+			s.log.Debug("training round skipped: a training job is still being read back", zap.String("job", j.id))
+			return
+		}
+	}
 	interval := int(tr.cfg.Interval / time.Second)
 	tr.at = int(math.Floor(s.now.Sub(tr.cfg.Origin).Seconds()/float64(interval)+1e-9)) * interval
 	for _, j := range s.running {
