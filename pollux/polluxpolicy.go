@@ -71,8 +71,9 @@ type search struct {
 	p     *Pollux
 	jobs  []*Job
 	nodes int
-	// gpus is how many GPUs of each node the jobs may use.
+	// gpus is how many GPUs of each node the jobs may use, total all of them.
 	gpus    []int
+	total   int
 	base    genome
 	maxrep  []int
 	speedup []func(n, r int) float64
@@ -94,7 +95,7 @@ func (p *Pollux) Allocate(t int, active []*Job, c Cluster, current Alloc) (Alloc
 	for n := range gpus {
 		gpus[n] = c.GPUs(n)
 	}
-	s := &search{p: p, jobs: jobs, nodes: c.Nodes, gpus: gpus, t: t,
+	s := &search{p: p, jobs: jobs, nodes: c.Nodes, gpus: gpus, total: total, t: t,
 		base: make(genome, len(jobs)*c.Nodes), maxrep: make([]int, len(jobs)), speedup: make([]func(n, r int) float64, len(jobs))}
 	fair := (total + len(jobs) - 1) / len(jobs)
 	for i, j := range jobs {
@@ -208,10 +209,7 @@ func speedupOf(j *Job, fair, nodes, replicas int) func(n, r int) float64 {
 func (s *search) evaluate(ind *individual) {
 	var inverse, sum float64
 	used := make([]bool, s.nodes)
-	total, inUseGPUs := 0.0, 0
-	for _, g := range s.gpus {
-		total += float64(g)
-	}
+	total, inUseGPUs := float64(s.total), 0
 	for i, j := range s.jobs {
 		row := ind.x[i*s.nodes : (i+1)*s.nodes]
 		n, r := 0, 0

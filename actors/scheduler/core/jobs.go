@@ -840,7 +840,13 @@ func (s *Core) resubmitted(m *Msg, j *job, tenant string) {
 		return
 	}
 	// Known from the journal after a restart: the answer is what it is now.
-	s.respond(m, events.SubmitReply{JobID: j.id, State: j.state, Node: j.node, GPUs: j.gpus, Reason: j.reason})
+	s.respond(m, answerNow(j))
+}
+
+// answerNow answers a submission of j as j is now (a repeated one, or one
+// a dead predecessor never answered).
+func answerNow(j *job) events.SubmitReply {
+	return events.SubmitReply{JobID: j.id, State: j.state, Node: j.node, GPUs: j.gpus, Reason: j.reason}
 }
 
 // bucket is a token bucket: tokens left, as of when.

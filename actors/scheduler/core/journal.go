@@ -394,8 +394,7 @@ func (s *Core) answerPredecessors() {
 			}
 			continue
 		}
-		b, _ := gojson.Marshal(events.SubmitReply{JobID: j.id, State: j.state, Node: j.node, GPUs: j.gpus, Reason: j.reason})
-		s.respondRaw(u.Reply, b)
+		s.respondTo(u.Reply, answerNow(j))
 	}
 	s.log.Info("the predecessor's unanswered submissions answered", zap.Int("submissions", len(s.unanswered)))
 	s.unanswered = nil

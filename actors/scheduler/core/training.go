@@ -52,10 +52,8 @@ type training struct {
 	// placed jobs whose state has not come back yet.
 	at      int
 	waiting int
-	// nodes are the cluster's nodes as the round in progress numbers them;
-	// usable how many GPUs of each the round may allocate.
-	nodes  []trainingNode
-	usable []int
+	// nodes are the cluster's nodes as the round in progress numbers them.
+	nodes []trainingNode
 }
 
 func newTraining(cfg *TrainingConfig) *training {
@@ -232,8 +230,8 @@ func (s *Core) decideTraining() {
 	}
 	tr.nodes = s.trainingNodes()
 	s.assignTrainingBack()
-	tr.usable = s.trainingGPUs(tr.nodes)
-	tr.rounds.Resize(tr.usable)
+	usable := s.trainingGPUs(tr.nodes)
+	tr.rounds.Resize(usable)
 	changed, err := tr.rounds.Decide(tr.at)
 	if err != nil {
 		s.log.Error("training round failed", zap.Int("at_s", tr.at), zap.Error(err))
@@ -272,18 +270,22 @@ func (s *Core) decideTraining() {
 			short[mj.Name] = true
 		}
 	}
-	s.trainingPending(short)
+	s.trainingPending(short, usable)
 }
 
 // trainingPending gives each active training job the round left without
 // GPUs its reason (job.get, sched.pending; the same until it changes, so
 // each says it once).
-func (s *Core) trainingPending(short map[string]bool) {
+// usable are the GPUs of each node the round could allocate.
+func (s *Core) trainingPending(short map[string]bool, usable []int) {
 	tr := s.training
-	gpus, usable := 0, 0
-	for i, n := range tr.nodes {
+	gpus := 0
+	for _, n := range tr.nodes {
 		gpus += len(n.gpus)
-		usable += tr.usable[i]
+	}
+	free := 0
+	for _, g := range usable {
+		free += g
 	}
 	_, fixed := tr.cfg.Policy.(*pollux.Tiresias)
 	for _, mj := range tr.rounds.Jobs() {
@@ -299,9 +301,9 @@ func (s *Core) trainingPending(short map[string]bool) {
 		case fixed && want > gpus:
 			reason = fmt.Sprintf("asks for %d replicas and the cluster has %d GPUs: %s runs a job on exactly its replicas",
 				want, gpus, tr.cfg.Policy.Name())
-		case fixed && want > usable:
+		case fixed && want > free:
 			reason = fmt.Sprintf("asks for %d replicas and %d of the cluster's %d GPUs are up and free of other kinds of job: %s runs a job on exactly its replicas",
-				want, usable, gpus, tr.cfg.Policy.Name())
+				want, free, gpus, tr.cfg.Policy.Name())
 		}
 		s.setPending(j, reason)
 	}
@@ -613,8 +615,18 @@ func (s *Core) assignTrainingBack() {
 // them) in submission order. Before, jobs_queued counted them and the
 // snapshot's queue did not list them.
 func (s *Core) queueShown() []*job {
-	if s.training == nil {
+	waiting := s.trainingWaiting()
+	if len(waiting) == 0 {
 		return s.queue
+	}
+	return append(slices.Clone(s.queue), waiting...)
+}
+
+// trainingWaiting are the training jobs that wait for a round, in
+// submission order.
+func (s *Core) trainingWaiting() []*job {
+	if s.training == nil {
+		return nil
 	}
 	var waiting []*job
 	for _, mj := range s.training.rounds.Jobs() {
@@ -622,22 +634,9 @@ func (s *Core) queueShown() []*job {
 			waiting = append(waiting, j)
 		}
 	}
-	if len(waiting) == 0 {
-		return s.queue
-	}
-	return append(slices.Clone(s.queue), waiting...)
+	return waiting
 }
 
 // queued counts the jobs waiting: the queue's, and the training jobs
 // waiting for a round (which are in no queue).
-func (s *Core) queued() int {
-	n := len(s.queue)
-	if s.training != nil {
-		for id := range s.training.mirror {
-			if j, ok := s.jobs[id]; ok && j.state == events.JobQueued {
-				n++
-			}
-		}
-	}
-	return n
-}
+func (s *Core) queued() int { return len(s.queue) + len(s.trainingWaiting()) }
