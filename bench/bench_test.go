@@ -40,7 +40,7 @@ func BenchmarkDecision(b *testing.B) {
 func BenchmarkSubmitToPlaced(b *testing.B) {
 	for _, st := range []durable.Storage{durable.None, durable.Memory, durable.File} {
 		for _, tcp := range []bool{false, true} {
-			b.Run(fmt.Sprintf("store=%s/%s", storeName(st), map[bool]string{false: "inprocess", true: "tcp"}[tcp]), func(b *testing.B) {
+			b.Run(fmt.Sprintf("store=%s/%s", st.String(), map[bool]string{false: "inprocess", true: "tcp"}[tcp]), func(b *testing.B) {
 				err := withCluster(context.Background(), Options{TempDir: b.TempDir()}, ClusterOptions{GPUs: "6xA100-40GB,2xA100-80GB", Policy: "binpack", Store: st}, tcp,
 					func(nc *nats.Conn, _ *cluster.Cluster) error {
 						b.ResetTimer()
@@ -91,7 +91,7 @@ func BenchmarkSubmitToPlacedSecured(b *testing.B) {
 // in flight on the reference cluster (binpack), per store.
 func BenchmarkPlacementThroughput(b *testing.B) {
 	for _, st := range []durable.Storage{durable.None, durable.Memory, durable.File} {
-		b.Run("store="+storeName(st), func(b *testing.B) {
+		b.Run("store="+st.String(), func(b *testing.B) {
 			err := withCluster(context.Background(), Options{TempDir: b.TempDir()}, ClusterOptions{GPUs: "6xA100-40GB,2xA100-80GB", Policy: "binpack", Store: st}, true,
 				func(nc *nats.Conn, _ *cluster.Cluster) error {
 					b.ResetTimer()

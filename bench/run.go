@@ -235,7 +235,7 @@ func pathSection(ctx context.Context, t *Table, o Options, say func(string, ...a
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			say("submit→placed on the idle reference cluster, store %s, %s", storeName(st), transport(tcp))
+			say("submit→placed on the idle reference cluster, store %s, %s", st.String(), transport(tcp))
 			err := withCluster(ctx, o, ClusterOptions{GPUs: "6xA100-40GB,2xA100-80GB", Policy: "binpack", Store: st}, tcp, func(nc *nats.Conn, c *cluster.Cluster) error {
 				lats, err := SubmitLatency(nc, n)
 				if err != nil {
@@ -255,7 +255,7 @@ func pathSection(ctx context.Context, t *Table, o Options, say func(string, ...a
 	}
 	for _, st := range []durable.Storage{durable.None, durable.Memory, durable.File} {
 		for _, tcp := range []bool{false, true} {
-			say("placements/s, binpack, reference cluster, store %s, %s", storeName(st), transport(tcp))
+			say("placements/s, binpack, reference cluster, store %s, %s", st.String(), transport(tcp))
 			err := withCluster(ctx, o, ClusterOptions{GPUs: "6xA100-40GB,2xA100-80GB", Policy: "binpack", Store: st}, tcp, func(nc *nats.Conn, c *cluster.Cluster) error {
 				rate, err := Throughput(nc, rounds*6, referenceRound, referenceWindow, true)
 				if err != nil {
@@ -286,7 +286,7 @@ func pathSection(ctx context.Context, t *Table, o Options, say func(string, ...a
 		variants = []variant{{durable.Memory, true}}
 	}
 	for _, v := range variants {
-		say("1,000 GPUs, binpack, %s, %s", storeName(v.st), transport(v.tcp))
+		say("1,000 GPUs, binpack, %s, %s", v.st.String(), transport(v.tcp))
 		err := withCluster(ctx, o, ClusterOptions{GPUs: "1000xA100-80GB", Policy: "binpack", Store: v.st}, v.tcp, func(nc *nats.Conn, c *cluster.Cluster) error {
 			lats, err := SubmitLatency(nc, n)
 			if err != nil {
@@ -317,7 +317,7 @@ func pathSection(ctx context.Context, t *Table, o Options, say func(string, ...a
 		variants = []variant{{durable.Memory, false}}
 	}
 	for _, v := range variants {
-		say("fgd, the openb cluster, %s, %s (a live replay, 64 in flight, then one at a time)", storeName(v.st), transport(v.tcp))
+		say("fgd, the openb cluster, %s, %s (a live replay, 64 in flight, then one at a time)", v.st.String(), transport(v.tcp))
 		lo := replay.LiveOptions{Logger: zap.NewNop(), TCP: v.tcp, Store: v.st}
 		if v.st == durable.File {
 			dir, err := os.MkdirTemp(o.TempDir, "gpusched-bench-")
@@ -615,13 +615,6 @@ func trace(dir string) ([]openb.Node, []openb.Pod, error) {
 		return nil, nil, err
 	}
 	return nodes, pods, nil
-}
-
-func storeName(st durable.Storage) string {
-	if st == durable.None {
-		return "none"
-	}
-	return string(st)
 }
 
 // storeWords names a store the way the cluster's flags do.

@@ -72,7 +72,7 @@ func TestATrainingJobRunsOnAScaledClock(t *testing.T) {
 // as strays, and the training rounds no longer knew it: it ran on one GPU.
 func TestATrainingJobAcrossNodesSurvivesASchedulerRestart(t *testing.T) {
 	for _, store := range []durable.Storage{durable.None, durable.Memory} {
-		t.Run("store="+string(store), func(t *testing.T) {
+		t.Run("store="+store.String(), func(t *testing.T) {
 			nc := trainingCluster(t, cluster.Config{Speed: 600, RestartBackoff: 20 * time.Millisecond, Store: store}, time.Time{})
 			released := subscribeReleases(t, nc)
 			id := submit(t, nc, `{"name":"cifar-6","training":{"app":"cifar10","batch":768,"replicas":6}}`)
@@ -109,7 +109,7 @@ func TestATrainingJobAcrossNodesSurvivesASchedulerRestart(t *testing.T) {
 // JCT (with and without a journal).
 func TestATrainingJobThatCompletedWhileNoSchedulerWatchedKeepsItsEnd(t *testing.T) {
 	for _, store := range []durable.Storage{durable.None, durable.Memory} {
-		t.Run("store="+string(store), func(t *testing.T) {
+		t.Run("store="+store.String(), func(t *testing.T) {
 			nc := trainingCluster(t, cluster.Config{Speed: 600, RestartBackoff: 5 * time.Second, Lease: 20 * time.Second, Store: store}, time.Time{})
 			id := submit(t, nc, `{"name":"cifar-6","training":{"app":"cifar10","batch":768,"replicas":6}}`)
 			waitState(t, nc, id, "running", 5*time.Second)

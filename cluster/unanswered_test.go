@@ -20,7 +20,7 @@ import (
 // job as the journal kept it. Before, it heard nothing, ever.
 func TestASubmissionAKilledSchedulerNeverAnsweredIsAnswered(t *testing.T) {
 	for _, store := range []durable.Storage{durable.None, durable.Memory} {
-		t.Run("store="+map[durable.Storage]string{durable.None: "none", durable.Memory: "memory"}[store], func(t *testing.T) {
+		t.Run("store="+store.String(), func(t *testing.T) {
 			_, nc := startCluster(t, cluster.Config{RestartBackoff: 200 * time.Millisecond, Store: store})
 			req(t, nc, "gpusched.chaos.delay", `{"gpu":"gpu-3","delay":"3s"}`)
 			submitted := make(chan *nats.Msg, 4)

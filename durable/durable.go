@@ -32,6 +32,14 @@ const (
 	File   Storage = "file"
 )
 
+// String names the storage: "none", "memory" or "file".
+func (s Storage) String() string {
+	if s == None {
+		return "none"
+	}
+	return string(s)
+}
+
 // Options configures the streams.
 type Options struct {
 	Storage Storage
