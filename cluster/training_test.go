@@ -313,3 +313,50 @@ func subscribeReleases(t *testing.T, nc *nats.Conn) func(id string) string {
 		return strings.Join(out, ", ")
 	}
 }
+
+// TestAHigherPriorityJobPreemptsAWholeTrainingJob: a Tiresias job of
+// eight replicas holds the whole cluster; a high-priority job that fits
+// nowhere else takes one of its GPUs. The training job stops on all eight
+// (a replica alone cannot go on) and waits, queued, for a round that has
+// eight GPUs for it. Submitted with "preemptible": false it is left alone
+// and the high-priority job waits instead (docs/POLICIES.md, "Training
+// rounds").
+func TestAHigherPriorityJobPreemptsAWholeTrainingJob(t *testing.T) {
+	for _, preemptible := range []bool{true, false} {
+		t.Run(fmt.Sprintf("preemptible=%v", preemptible), func(t *testing.T) {
+			nc := trainingCluster(t, cluster.Config{Speed: 600}, time.Time{})
+			id := submit(t, nc, fmt.Sprintf(`{"name":"cifar-8","preemptible":%v,"training":{"app":"cifar10","batch":1024,"replicas":8}}`, preemptible))
+			waitState(t, nc, id, "running", 5*time.Second)
+			high := submit(t, nc, `{"name":"urgent","priority":"high","vram":"4GB","duration":"100h"}`)
+			if !preemptible {
+				// The pass that found no victim says why the job waits.
+				waitFor(t, "the high-priority job to say why it waits", 5*time.Second, func() bool {
+					j := tryReq(nc, "gpusched.job.get", `{"job_id":"`+high+`"}`)
+					r, _ := j["reason"].(string)
+					return j["state"] == "queued" && r != ""
+				})
+				j := req(t, nc, "gpusched.job.get", `{"job_id":"`+id+`"}`)
+				if j["state"] != "running" || j["preemptions"] != 0.0 || len(j["gpu_ids"].([]any)) != 8 {
+					t.Fatalf("the training job that may not be preempted is %v on %v after %v preemptions; want running on 8 GPUs, none",
+						j["state"], j["gpu_ids"], j["preemptions"])
+				}
+				return
+			}
+			waitState(t, nc, high, "running", 5*time.Second)
+			var j obj
+			waitFor(t, "the training job to wait for eight GPUs again", 5*time.Second, func() bool {
+				j = tryReq(nc, "gpusched.job.get", `{"job_id":"`+id+`"}`)
+				r, _ := j["reason"].(string)
+				return j["state"] == "queued" && strings.Contains(r, "asks for 8 replicas and 7 of the cluster's 8 GPUs")
+			})
+			if ids, _ := j["gpu_ids"].([]any); j["preemptions"] != 1.0 || len(ids) != 0 {
+				t.Fatalf("the preempted training job: %v preemptions, on %v; want 1, on no GPU", j["preemptions"], j["gpu_ids"])
+			}
+			req(t, nc, "gpusched.job.cancel", `{"job_id":"`+high+`"}`)
+			j = waitState(t, nc, id, "running", 5*time.Second)
+			if st := j["training_state"].(obj); st["restarts"].(float64) < 1 || len(j["gpu_ids"].([]any)) != 8 {
+				t.Fatalf("running again on %v with training state %v; want on 8 GPUs, a restart charged", j["gpu_ids"], st)
+			}
+		})
+	}
+}
