@@ -85,7 +85,7 @@ func writeAccounts(b *strings.Builder, f *File, s ServerSettings) {
 		for _, subj := range TenantServices(p) {
 			fmt.Fprintf(b, "      {service: %q, accounts: %s}\n", subj, to)
 		}
-		fmt.Fprintf(b, "      {stream: %q, accounts: %s}\n", p+".evt.>", to)
+		fmt.Fprintf(b, "      {stream: %q, accounts: %s}\n", events.NewSubjects(p).AllEvents(), to)
 		b.WriteString("    ]\n")
 	}
 	b.WriteString("  }\n")
@@ -100,7 +100,7 @@ func writeAccounts(b *strings.Builder, f *File, s ServerSettings) {
 		for _, subj := range TenantServices(p) {
 			fmt.Fprintf(b, "      {service: {account: %s, subject: %q}}\n", ControlAccount, subj)
 		}
-		fmt.Fprintf(b, "      {stream: {account: %s, subject: %q}}\n", ControlAccount, p+".evt.>")
+		fmt.Fprintf(b, "      {stream: {account: %s, subject: %q}}\n", ControlAccount, events.NewSubjects(p).AllEvents())
 		b.WriteString("    ]\n  }\n")
 	}
 	b.WriteString("}\n")

@@ -123,6 +123,10 @@ func (s Subjects) Metrics() string { return s.Prefix + ".evt.metrics" }
 // AllEvents matches every event of the cluster.
 func (s Subjects) AllEvents() string { return s.Prefix + ".evt.>" }
 
+// IsEvent says whether subject is an event's (<p>.evt.…): what AllEvents
+// matches.
+func (s Subjects) IsEvent(subject string) bool { return strings.HasPrefix(subject, s.Prefix+".evt.") }
+
 // AllGPUEvents matches every GPU event.
 func (s Subjects) AllGPUEvents() string { return s.Prefix + ".evt.gpu.>" }
 

@@ -33,6 +33,16 @@ func TestSubjectsParseWhatTheyBuild(t *testing.T) {
 				t.Errorf("%s: EventNode(%q) = %q, want none", prefix, other, node)
 			}
 		}
+		for _, ev := range []string{s.JobEvent("placed"), s.GPUEvent("n", "g", GPUStatusType), s.NodeHeartbeat("n"), s.Metrics(), s.SchedEvent(SchedDown)} {
+			if !s.IsEvent(ev) {
+				t.Errorf("%s: IsEvent(%q) false", prefix, ev)
+			}
+		}
+		for _, other := range []string{s.JobSubmit(), s.NodeCtl("n"), s.GPUCtl("n", "g"), s.SchedExplain(), "other.evt.metrics", s.Prefix + "x.evt.metrics"} {
+			if s.IsEvent(other) {
+				t.Errorf("%s: IsEvent(%q) true", prefix, other)
+			}
+		}
 		if a := ChaosAction(s.Chaos(ChaosKillScheduler)); a != ChaosKillScheduler {
 			t.Errorf("%s: Chaos read back as %q", prefix, a)
 		}

@@ -37,7 +37,7 @@ func Text(ctx context.Context, nc *nats.Conn, subjects events.Subjects, out io.W
 		opt.MaxGPUs = 24
 	}
 	feed := &eventFeed{max: 8}
-	sub, err := nc.Subscribe(subjects.Prefix+".evt.>", feed.add)
+	sub, err := nc.Subscribe(subjects.AllEvents(), feed.add)
 	if err != nil {
 		return err
 	}

@@ -127,8 +127,15 @@ func newCollector(start time.Time) *collector {
 }
 
 func (c *collector) subscribe(nc *nats.Conn, subjects events.Subjects) error {
-	for _, subj := range []string{subjects.JobEvent("*"), subjects.Metrics(), subjects.SchedEvent(events.SchedDown)} {
-		sub, err := nc.Subscribe(subj, c.handle)
+	for _, s := range []struct {
+		subject string
+		handle  nats.MsgHandler
+	}{
+		{subjects.JobEvent("*"), func(m *nats.Msg) { c.foldTyped(false, m.Subject[strings.LastIndexByte(m.Subject, '.')+1:], m.Data) }},
+		{subjects.Metrics(), func(m *nats.Msg) { c.foldTyped(true, "metrics", m.Data) }},
+		{subjects.SchedEvent(events.SchedDown), func(m *nats.Msg) { c.schedulerDown(m.Data) }},
+	} {
+		sub, err := nc.Subscribe(s.subject, s.handle)
 		if err != nil {
 			return err
 		}
@@ -139,18 +146,6 @@ func (c *collector) subscribe(nc *nats.Conn, subjects events.Subjects) error {
 }
 
 func (c *collector) seconds(t time.Time) float64 { return t.Sub(c.start).Seconds() }
-
-func (c *collector) handle(m *nats.Msg) {
-	typ := ""
-	if i := strings.LastIndexByte(m.Subject, '.'); i >= 0 {
-		typ = m.Subject[i+1:]
-	}
-	if strings.HasSuffix(m.Subject, ".evt.sched."+events.SchedDown) {
-		c.schedulerDown(m.Data)
-		return
-	}
-	c.foldTyped(strings.HasSuffix(m.Subject, ".evt.metrics"), typ, m.Data)
-}
 
 // fold takes one event: a metrics sample, or a job event.
 func (c *collector) fold(isMetrics bool, data []byte) { c.foldTyped(isMetrics, "", data) }

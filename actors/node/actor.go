@@ -304,11 +304,12 @@ func (a *Actor) free(id string) {
 }
 
 func (a *Actor) handle(m *nats.Msg) {
-	if strings.HasSuffix(m.Subject, ".lease") {
+	_, what, _ := events.ParseNodeSubject(m.Subject)
+	if what == "lease" {
 		a.grant(m)
 		return
 	}
-	if !strings.HasSuffix(m.Subject, ".ctl") {
+	if what != "ctl" {
 		return
 	}
 	c, fe := events.DecodeControl(m.Data)

@@ -230,7 +230,7 @@ func (s *Scheduler) message(m *nats.Msg) (*core.Msg, bool) {
 		s.log.Warn("message replayed from a stream ignored", zap.String("subject", m.Subject))
 		return nil, false
 	}
-	if strings.HasPrefix(m.Subject, s.cfg.Subjects.Prefix+".evt.") || strings.HasPrefix(m.Subject, s.inbox) {
+	if s.cfg.Subjects.IsEvent(m.Subject) || strings.HasPrefix(m.Subject, s.inbox) {
 		return cm, true
 	}
 	t, err := auth.CallerTenant(m.Header, s.cfg.Tenants)
@@ -465,7 +465,7 @@ func (s *Scheduler) Drain() int {
 // showed it). Events and answers to the scheduler's own requests are not
 // requests.
 func (s *Scheduler) unhandled(m *nats.Msg) {
-	if m.Reply == "" || strings.HasPrefix(m.Subject, s.cfg.Subjects.Prefix+".evt.") || strings.HasPrefix(m.Subject, s.inbox) {
+	if m.Reply == "" || s.cfg.Subjects.IsEvent(m.Subject) || strings.HasPrefix(m.Subject, s.inbox) {
 		return
 	}
 	if err := (bus{s}).NoResponders(m.Reply); err != nil {
