@@ -173,7 +173,7 @@ func (h *Harness) AddGPU(node, id, gpuModel string) *FakeGPU {
 		panic(err)
 	}
 	g := &FakeGPU{Status: events.GPUStatus{GPU: id, Node: node, Model: m.Name, Incarnation: 1, VRAMModel: string(vram.Contiguous),
-		VRAMTotal: int64(m.VRAM), Change: "up"}, Progress: map[string]float64{}}
+		VRAMTotal: int64(m.VRAM), Change: events.ChangeUp}, Progress: map[string]float64{}}
 	h.GPUs[id] = g
 	h.GPUEvent(g.Status, events.GPUUp)
 	h.Heartbeat(node)
@@ -319,7 +319,7 @@ func (g *FakeGPU) control(c events.Control) events.ControlReply {
 			return events.ControlReply{Reason: "insufficient VRAM"}
 		}
 		st.Version++
-		st.Jobs = append(st.Jobs, events.GPUJob{JobID: c.JobID, Name: a.Name, Priority: a.Priority, State: "reserved", VRAM: a.VRAM,
+		st.Jobs = append(st.Jobs, events.GPUJob{JobID: c.JobID, Name: a.Name, Priority: a.Priority, State: events.GPUJobReserved, VRAM: a.VRAM,
 			Offset: off, Util: a.Util, Milli: a.Milli, ProgressS: a.ProgressS, WorkS: a.WorkS, Rate: 1})
 		slices.SortFunc(st.Jobs, func(a, b events.GPUJob) int { return int(a.Offset - b.Offset) })
 		st.VRAMUsed += a.VRAM
