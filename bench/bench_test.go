@@ -122,7 +122,8 @@ func TestMeasuresMeasure(t *testing.T) {
 			t.Fatalf("%s: %v per decision", name, cost.PerDecision)
 		}
 	}
-	err := withCluster(context.Background(), Options{TempDir: t.TempDir()}, ClusterOptions{GPUs: "6xA100-40GB,2xA100-80GB", Policy: "binpack", Store: durable.Memory}, true,
+	stages := &Stages{}
+	err := withCluster(context.Background(), Options{TempDir: t.TempDir()}, ClusterOptions{GPUs: "6xA100-40GB,2xA100-80GB", Policy: "binpack", Store: durable.Memory, Trace: stages.Trace}, true,
 		func(nc *nats.Conn, c *cluster.Cluster) error {
 			lats, err := SubmitLatency(nc, 20)
 			if err != nil {
@@ -130,6 +131,12 @@ func TestMeasuresMeasure(t *testing.T) {
 			}
 			if len(lats) != 20 || lats.P(0.5) <= 0 || lats.P(0.99) < lats.P(0.5) {
 				return fmt.Errorf("latencies %v", lats)
+			}
+			// Every submission (20 and 2 to warm up) followed through the
+			// scheduler: two answers (the node's, the GPU's) after the
+			// reservations went out, the record stored, then the reply.
+			if err := stages.check(22); err != nil {
+				return fmt.Errorf("%w: %s", err, stages)
 			}
 			stop, err := Observers(c, 2)
 			if err != nil {
@@ -168,4 +175,23 @@ func TestMeasuresMeasure(t *testing.T) {
 	if f.PerGPU <= 0 || f.StartUp <= 0 || f.StartUp > time.Minute {
 		t.Fatalf("footprint %+v", f)
 	}
+}
+
+// check says whether n submissions were followed through every stage, in
+// the order they must come (the tests').
+func (s *Stages) check(n int) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, l := range []Latencies{s.sent, s.firstAnswer, s.lastAnswer, s.stored, s.replied} {
+		if len(l) != n {
+			return fmt.Errorf("%d, %d, %d, %d and %d submissions seen sent, answered, answered in full, stored and replied to; want %d each",
+				len(s.sent), len(s.firstAnswer), len(s.lastAnswer), len(s.stored), len(s.replied), n)
+		}
+	}
+	for i := range n {
+		if !(s.sent[i] < s.firstAnswer[i] && s.firstAnswer[i] < s.lastAnswer[i] && s.lastAnswer[i] <= s.replied[i] && s.stored[i] <= s.replied[i]) {
+			return fmt.Errorf("submission %d: sent %v, answered %v and %v, stored %v, replied %v: out of order", i, s.sent[i], s.firstAnswer[i], s.lastAnswer[i], s.stored[i], s.replied[i])
+		}
+	}
+	return nil
 }

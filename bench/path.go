@@ -4,13 +4,17 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"go.uber.org/zap"
 
+	"github.com/gpusched/gpusched/actors/scheduler"
 	"github.com/gpusched/gpusched/cluster"
 	"github.com/gpusched/gpusched/durable"
 	"github.com/gpusched/gpusched/events"
@@ -25,6 +29,8 @@ type ClusterOptions struct {
 	Store  durable.Storage
 	// DataDir is where a file store keeps its files (a temp dir).
 	DataDir string
+	// Trace is the scheduler's (scheduler.Config.Trace): Stages.Trace.
+	Trace func(scheduler.Stage)
 }
 
 // StartCluster starts an idle cluster (no job generator) on a random
@@ -35,7 +41,7 @@ func StartCluster(ctx context.Context, o ClusterOptions) (*cluster.Cluster, erro
 		return nil, err
 	}
 	return cluster.Start(ctx, cluster.Config{Listen: "127.0.0.1:-1", Shape: shape, Policy: o.Policy, Speed: 1,
-		Store: o.Store, DataDir: o.DataDir, Fresh: true, Logger: zap.NewNop()})
+		Store: o.Store, DataDir: o.DataDir, Fresh: true, Logger: zap.NewNop(), SchedulerTrace: o.Trace})
 }
 
 // Client connects to c in-process (no socket) or over loopback TCP.
@@ -182,4 +188,87 @@ func Observers(c *cluster.Cluster, k int) (stop func() int64, err error) {
 		}
 	}
 	return stop, nil
+}
+
+// Stages follows the scheduler through submissions made one at a time
+// (SubmitLatency): for each, how long after the scheduler took it it sent
+// the reservations, heard the first and the last answer, heard the store
+// confirm the job's record, and replied. Its Trace is the scheduler's
+// (ClusterOptions.Trace).
+type Stages struct {
+	mu sync.Mutex
+	// on: a submission is being followed, taken at start.
+	on    bool
+	start time.Time
+	cur   stageTimes
+	// each is every followed submission's, where it happened.
+	sent, firstAnswer, lastAnswer, stored, replied Latencies
+}
+
+// stageTimes is one submission's stages so far (zero: not yet).
+type stageTimes struct{ sent, firstAnswer, lastAnswer, stored time.Duration }
+
+// Trace records stage (called on the scheduler's goroutine).
+func (s *Stages) Trace(stage scheduler.Stage) {
+	now := time.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if stage == scheduler.StageSubmit {
+		s.on, s.start, s.cur = true, now, stageTimes{}
+		return
+	}
+	if !s.on {
+		return // a cancel's, between two submissions
+	}
+	at := now.Sub(s.start)
+	switch stage {
+	case scheduler.StageSent:
+		if s.cur.sent == 0 {
+			s.cur.sent = at
+		}
+	case scheduler.StageAnswer:
+		if s.cur.sent == 0 {
+			return // a late answer to the last cancel
+		}
+		if s.cur.firstAnswer == 0 {
+			s.cur.firstAnswer = at
+		}
+		s.cur.lastAnswer = at
+	case scheduler.StageStored:
+		s.cur.stored = at
+	case scheduler.StageReplied:
+		s.on = false
+		for _, r := range []struct {
+			d  time.Duration
+			to *Latencies
+		}{{s.cur.sent, &s.sent}, {s.cur.firstAnswer, &s.firstAnswer}, {s.cur.lastAnswer, &s.lastAnswer}, {s.cur.stored, &s.stored}, {at, &s.replied}} {
+			if r.d > 0 {
+				*r.to = append(*r.to, r.d)
+			}
+		}
+	}
+}
+
+// String is the medians, in the order they come: "reservations out
+// 35 µs, answers 83 µs and 99 µs, stored 129 µs, reply 121 µs after the
+// scheduler took the submission (p50s)".
+func (s *Stages) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.replied) == 0 {
+		return "no submission followed"
+	}
+	p50 := func(l Latencies) string { return us(Latencies(slices.Sorted(slices.Values(l))).P(0.5)) }
+	var parts []string
+	if len(s.sent) > 0 {
+		parts = append(parts, "reservations out "+p50(s.sent))
+	}
+	if len(s.firstAnswer) > 0 {
+		parts = append(parts, "answers "+p50(s.firstAnswer)+" and "+p50(s.lastAnswer))
+	}
+	if len(s.stored) > 0 {
+		parts = append(parts, "stored "+p50(s.stored))
+	}
+	parts = append(parts, "reply "+p50(s.replied))
+	return strings.Join(parts, ", ") + " after the scheduler took the submission (p50s)"
 }

@@ -236,14 +236,15 @@ func pathSection(ctx context.Context, t *Table, o Options, say func(string, ...a
 				return ctx.Err()
 			}
 			say("submit→placed on the idle reference cluster, store %s, %s", st.String(), transport(tcp))
-			err := withCluster(ctx, o, ClusterOptions{GPUs: "6xA100-40GB,2xA100-80GB", Policy: "binpack", Store: st}, tcp, func(nc *nats.Conn, c *cluster.Cluster) error {
+			stages := &Stages{}
+			err := withCluster(ctx, o, ClusterOptions{GPUs: "6xA100-40GB,2xA100-80GB", Policy: "binpack", Store: st, Trace: stages.Trace}, tcp, func(nc *nats.Conn, c *cluster.Cluster) error {
 				lats, err := SubmitLatency(nc, n)
 				if err != nil {
 					return err
 				}
 				p50, p99 := lats.P(0.5), lats.P(0.99)
 				ratio := float64(p50) / float64(max(1, busRTT[tcp]))
-				fig := fmt.Sprintf("p50 %s (%.1f× the bus), p99 %s", us(p50), ratio, us(p99))
+				fig := fmt.Sprintf("p50 %s (%.1f× the bus), p99 %s; %s", us(p50), ratio, us(p99), stages)
 				what := fmt.Sprintf("submit→placed, reference cluster idle, %s, %s", storeWords(st), transport(tcp))
 				t.add(sec, what, fig, "p50 ≤ 3× bus, p99 < 1 ms", ok(ratio <= targetRTTRatio && p99 < targetP99))
 				return nil

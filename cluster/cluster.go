@@ -89,6 +89,9 @@ type Config struct {
 	Heartbeat     time.Duration
 	StarvationAge time.Duration
 	Logger        *zap.Logger
+	// SchedulerTrace goes to every incarnation of the scheduler
+	// (scheduler.Config.Trace): for benchmarks.
+	SchedulerTrace func(scheduler.Stage)
 	// NodeRank, Workload and DropUnschedulable go to the scheduler (see
 	// scheduler.Config); Seed also seeds the policies' draws and ranks.
 	NodeRank          map[string]int
@@ -385,7 +388,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	schedCfg := scheduler.Config{Conn: schedConn, Clock: c.Clock, Journal: c.journal, Config: core.Config{Subjects: subjects, Logger: log,
 		Policy: cfg.Policy, Queue: cfg.Queue, Admit: admitOf(cfg.TenantLimits), TenantRate: cfg.TenantRate, TenantBurst: cfg.TenantBurst, Preempt: cfg.Preempt, Filters: cfg.Filters, Oversubscribe: cfg.Oversubscribe, Round: cfg.Round, RoundEvery: cfg.RoundEvery, Training: cfg.Training, VRAMModel: cfg.VRAMModel, StarvationAge: cfg.StarvationAge, Seed: int64(cfg.Seed),
 		NodeRank: cfg.NodeRank, Workload: cfg.Workload, DropUnschedulable: cfg.DropUnschedulable, MetricsPeriod: cfg.MetricsPeriod,
-		Lease: lease, Restored: restored}}
+		Lease: lease, Restored: restored}, Trace: cfg.SchedulerTrace}
 	if c.virtual != nil && c.journal == nil && cfg.Chaos != nil && cfg.Chaos.Rates[events.ChaosKillScheduler] > 0 {
 		// A virtual run keeps no durable journal (nothing of it outlives
 		// the process); one that kills its scheduler keeps the records in

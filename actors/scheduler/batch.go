@@ -127,6 +127,7 @@ func (s *Scheduler) sendBatch(node string, items []events.BatchItem, now time.Ti
 	subject := s.cfg.Subjects.NodeBatch(node)
 	if reply != "" {
 		err = s.cfg.Conn.PublishRequest(subject, reply, data)
+		s.trace(StageSent)
 	} else {
 		err = s.cfg.Conn.Publish(subject, data)
 	}
@@ -159,6 +160,7 @@ func (s *Scheduler) batchAnswer(m *core.Msg) {
 		}
 		return
 	}
+	s.trace(StageAnswer)
 	var named struct {
 		Call string `json:"call"`
 	}
