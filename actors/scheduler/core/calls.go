@@ -154,8 +154,44 @@ func (s *Core) expireCalls(now time.Time) {
 			s.stopAnswered(c, late)
 		case c.report != "":
 			s.trainingReport(c, nil)
+		default:
+			s.silentSince[c.gpu] = now // a describe
 		}
 	}
+	for gpu, at := range s.silentSince {
+		if now.Sub(at) >= silenceMemory {
+			delete(s.silentSince, gpu)
+		}
+	}
+}
+
+// silenceMemory is how long a GPU whose describe went unanswered is
+// asked after the others: long next to a heartbeat period (a few seconds
+// of wall time), so that a node naming more GPUs that never answer than
+// maxDescribesPerNode does not keep its other GPUs unasked.
+const silenceMemory = time.Minute
+
+// describeOrder is the order a heartbeat's GPUs to describe are asked in:
+// those whose last describe was answered, or who were never asked, first,
+// in the heartbeat's order; then the unanswered ones, longest silent
+// first. With at most maxDescribesPerNode GPUs to ask it changes nothing:
+// all are asked. With more, the same first few silent ones no longer take
+// every slot at every heartbeat (a node naming ten GPUs that never
+// answer had its ninth and tenth never asked).
+func (s *Core) describeOrder(gpus []string) []string {
+	if len(s.silentSince) == 0 || len(gpus) <= maxDescribesPerNode {
+		return gpus // all are asked, in the heartbeat's order as before
+	}
+	var fresh, silent []string
+	for _, g := range gpus {
+		if _, ok := s.silentSince[g]; ok {
+			silent = append(silent, g)
+		} else {
+			fresh = append(fresh, g)
+		}
+	}
+	slices.SortStableFunc(silent, func(a, b string) int { return s.silentSince[a].Compare(s.silentSince[b]) })
+	return append(fresh, silent...)
 }
 
 // callNumber is the number a call's reply subject ends with.
@@ -247,6 +283,7 @@ func (s *Core) onReply(m *Msg) {
 		s.stopAnswered(c, rep)
 		return
 	}
+	delete(s.silentSince, c.gpu)
 	if m.NoResponders {
 		return // no responders: no such GPU actor (yet)
 	}

@@ -344,6 +344,10 @@ type Core struct {
 	describing map[string]string
 	callsTo    map[string]int
 	nextCall   uint64
+	// silentSince is when each GPU's last describe went unanswered: a
+	// heartbeat asks the GPUs that have not been silent before those
+	// that have (describeOrder).
+	silentSince map[string]time.Time
 	// inflight are the placements whose reservations are in flight, in the
 	// order they were decided; waiting the attempts that wait for them to
 	// resolve (to choose victims); pass the pass under way (negotiate.go).
@@ -470,35 +474,36 @@ func New(cfg Config, bus Bus) (*Core, error) {
 		log = zap.NewNop()
 	}
 	s := &Core{
-		cfg:        cfg,
-		unanswered: slices.Clone(cfg.Unanswered),
-		log:        log.With(zap.String("actor", "scheduler")),
-		bus:        bus,
-		now:        cfg.Now,
-		wall:       cfg.Wall,
-		policy:     p,
-		queueSort:  qs,
-		preempt:    pre,
-		round:      round,
-		training:   newTraining(cfg.Training),
-		view:       newView(cfg.VRAMModel, cfg.Seed, cfg.NodeRank),
-		jobs:       map[string]*job{},
-		classes:    map[policy.ClassKey]int{},
-		byVRAM:     map[vramClass]int{},
-		virtual:    virtual,
-		started:    cfg.Wall,
-		inherited:  map[string]string{},
-		awaiting:   map[*job]bool{},
-		journaled:  map[string]*durable.Record{},
-		nodeBeats:  map[string]time.Time{},
-		batchCtl:   map[string]bool{},
-		heardGPUs:  map[string]heardGPU{},
-		inbox:      cfg.Inbox,
-		calls:      map[string]*call{},
-		describing: map[string]string{},
-		callsTo:    map[string]int{},
-		msgIDs:     map[string]msgIDJob{},
-		allowance:  map[string]*bucket{},
+		cfg:         cfg,
+		unanswered:  slices.Clone(cfg.Unanswered),
+		log:         log.With(zap.String("actor", "scheduler")),
+		bus:         bus,
+		now:         cfg.Now,
+		wall:        cfg.Wall,
+		policy:      p,
+		queueSort:   qs,
+		preempt:     pre,
+		round:       round,
+		training:    newTraining(cfg.Training),
+		view:        newView(cfg.VRAMModel, cfg.Seed, cfg.NodeRank),
+		jobs:        map[string]*job{},
+		classes:     map[policy.ClassKey]int{},
+		byVRAM:      map[vramClass]int{},
+		virtual:     virtual,
+		started:     cfg.Wall,
+		inherited:   map[string]string{},
+		awaiting:    map[*job]bool{},
+		journaled:   map[string]*durable.Record{},
+		nodeBeats:   map[string]time.Time{},
+		batchCtl:    map[string]bool{},
+		heardGPUs:   map[string]heardGPU{},
+		inbox:       cfg.Inbox,
+		calls:       map[string]*call{},
+		describing:  map[string]string{},
+		callsTo:     map[string]int{},
+		silentSince: map[string]time.Time{},
+		msgIDs:      map[string]msgIDJob{},
+		allowance:   map[string]*bucket{},
 	}
 	for _, r := range cfg.Inherited {
 		if c := r.CPUOnly; c != nil {
@@ -891,6 +896,7 @@ func (s *Core) onNodeEvent(m *Msg) {
 		s.view.cluster.TouchNode(n)
 		s.dirty = true
 	}
+	var ask []string
 	for _, g := range hb.GPUs {
 		s.heardGPUs[g.GPU] = heardGPU{node: hb.Node, incarnation: g.Incarnation}
 		st, ok := s.view.gpus[g.GPU]
@@ -898,11 +904,7 @@ func (s *Core) onNodeEvent(m *Msg) {
 			// Unknown, or restarted without this scheduler hearing its up:
 			// asked once it answers its node, without waiting (calls.go).
 			if g.Alive {
-				beat := hb.Beat
-				if m.Reply == "" {
-					beat = 0 // a heartbeat that asks for no lease
-				}
-				s.describeAfter(hb.Node, g.GPU, beat)
+				ask = append(ask, g.GPU)
 			}
 			continue
 		}
@@ -918,6 +920,13 @@ func (s *Core) onNodeEvent(m *Msg) {
 			s.view.cluster.Touch(st.g)
 			s.dirty = true
 		}
+	}
+	beat := hb.Beat
+	if m.Reply == "" {
+		beat = 0 // a heartbeat that asks for no lease
+	}
+	for _, gpu := range s.describeOrder(ask) {
+		s.describeAfter(hb.Node, gpu, beat)
 	}
 	s.grantLeases(m, hb)
 }
