@@ -41,6 +41,9 @@ import (
 //	restart gpu=n1-gpu-0           (the GPU comes back as its next incarnation, empty)
 //	stale gpu=n1-gpu-0             (the status of its previous incarnation arrives late)
 //	heartbeat node=n1 [unknown=(g1,g2)]  (its heartbeat, naming GPUs the core never heard of too)
+//	describe-reply gpu=n2-x0 [about=n1-gpu-0 incarnation=9 planted=name]
+//	                               (an answer to the last describe sent to n2-x0: its own
+//	                               status, or one about another GPU, with a job planted in it)
 func TestScenarios(t *testing.T) {
 	datadriven.Walk(t, "testdata/scenarios", func(t *testing.T, path string) {
 		s := &scenario{}
@@ -220,6 +223,33 @@ func (s *scenario) run(t *testing.T, d *datadriven.TestData) string {
 			}
 		}
 		s.h.Heartbeat(arg("node", "n1"), extra...)
+	case "describe-reply":
+		gpu := arg("gpu", "")
+		var asked *Sent
+		for i, c := range s.h.Sent {
+			if _, g, ok := events.ParseGPUCtl(c.Subject); ok && g == gpu && c.Control.Op == events.OpDescribe {
+				asked = &s.h.Sent[i]
+			}
+		}
+		if asked == nil {
+			d.Fatalf(t, "no describe was sent to %s", gpu)
+		}
+		node, _, _ := events.ParseGPUCtl(asked.Subject)
+		st := events.GPUStatus{GPU: gpu, Node: node, Model: "A100-40GB", Incarnation: 1, VRAMTotal: 40e9, VRAMModel: "contiguous"}
+		if about := arg("about", ""); about != "" {
+			st = s.gpu(t, d, about).Status
+		}
+		if inc := arg("incarnation", ""); inc != "" {
+			n, err := strconv.Atoi(inc)
+			if err != nil {
+				d.Fatalf(t, "incarnation: %v", err)
+			}
+			st.Incarnation = n
+		}
+		if planted := arg("planted", ""); planted != "" {
+			st.Jobs = append(st.Jobs, events.GPUJob{JobID: planted, Name: planted, State: events.GPUJobRunning, VRAM: 1 << 30})
+		}
+		s.h.Step(Input{Msg: &Msg{Subject: asked.Reply, Data: encode(events.ControlReply{OK: true, Status: &st})}})
 	case "stale":
 		st, ok := s.previous[arg("gpu", "")]
 		if !ok {
