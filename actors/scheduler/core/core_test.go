@@ -2328,3 +2328,53 @@ func TestASubmissionTheDeadSchedulerNeverAnsweredIsAnsweredByItsSuccessor(t *tes
 		t.Fatalf("no-responders answers %v; want c's submission", h2.NoResponse)
 	}
 }
+
+// TestAGangOneGPUSaysLostWaitsForItsUnreadGPU: after a restart, the GPU
+// that ran one share of a journaled gang says it lost it (fenced) while
+// no scheduler watched; the gang's other GPU is named by its node but
+// cannot be read (hung). The gang is stopped there too, and is not placed
+// again while that GPU may still run its share — not when it is queued,
+// not after the unanswered stop. Before, it went back to the queue at
+// once and the next pass placed it again while the hung GPU, its lease
+// not run out, still held its share: the job ran in two places (simtest
+// seeds 1536 and 1575, with scheduler kills drawn).
+func TestAGangOneGPUSaysLostWaitsForItsUnreadGPU(t *testing.T) {
+	h2, id, share := restartedWithAGang(t, "n1-gpu-0")
+	h2.Unanswered["n1-gpu-1"] = true
+	h2.Heartbeat("n1", events.HeartbeatGPU{GPU: "n1-gpu-1", Incarnation: 1, Alive: true, Jobs: 1})
+	for _, d := range h2.Sends(events.OpDescribe) {
+		if _, gpu, _ := events.ParseGPUCtl(d.Subject); gpu == "n1-gpu-0" {
+			st := h2.GPUs[gpu].Status
+			st.Jobs, st.Ended = []events.GPUJob{}, []events.EndedJob{{JobID: id, Change: events.ChangeFenced, ProgressS: 60, Assignment: share.Assignment}}
+			h2.Step(Input{Msg: &Msg{Subject: d.Reply, Data: encode(events.ControlReply{OK: true, Status: &st})}})
+		}
+	}
+	if s := h2.JobState(id); !slices.ContainsFunc(s.History, func(tr events.Transition) bool { return tr.State == events.JobRunning }) {
+		t.Fatalf("the gang was not read back from n1-gpu-0's ended jobs: %s %+v", s.State, s.History)
+	}
+	stopped := false
+	for _, c := range h2.Sends(events.OpRelease) {
+		if c.Subject == h2.Subjects.GPUCtl("n1", "n1-gpu-1") && c.Control.JobID == id {
+			stopped = true
+		}
+	}
+	if !stopped {
+		t.Fatal("no stop sent to n1-gpu-1, which may run a share of the gang")
+	}
+	placedAgain := func() bool {
+		return slices.ContainsFunc(h2.Sends(events.OpReserve), func(c Sent) bool { return c.Control.JobID == id })
+	}
+	h2.Pass()
+	if placedAgain() {
+		t.Fatal("the gang was placed again while n1-gpu-1 may still run its share")
+	}
+	h2.Advance(h2.Core.CallTimeout() + time.Second)
+	h2.Step(Input{Timer: TimerCalls})
+	h2.Pass()
+	if placedAgain() {
+		t.Fatal("after the unanswered stop the gang was placed again while n1-gpu-1 may still run its share")
+	}
+	if inc, waits := h2.Core.jobs[id].awaiting["n1-gpu-1"]; !waits || inc != 1 {
+		t.Fatalf("the job awaits %v, want n1-gpu-1 at incarnation 1", h2.Core.jobs[id].awaiting)
+	}
+}

@@ -646,7 +646,13 @@ func (s *Core) accountEnded(st events.GPUStatus) {
 			s.freeAtNode(j.node, j.id)
 		}
 		j.node, j.gpus, j.shardsLeft, j.shardsDone = "", nil, 0, nil
-		s.relearned(j)
+		// A gang's other GPUs, which its record names, may still run
+		// their shares (one hung, unread): they are stopped, and the job
+		// waits for those that do not answer, before it runs anywhere
+		// again (requeueLost's stop). Queued at once, it ran twice: on a
+		// new placement and on a hung GPU whose lease had not run out
+		// (simtest seed 1575).
+		j.relearnFrom = slices.DeleteFunc(j.relearnFrom, func(g string) bool { return g == st.GPU })
 		s.ended(j)
 		s.releaseNode(j, st.Node)
 		s.stats.lostJobs++

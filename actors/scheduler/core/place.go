@@ -297,7 +297,8 @@ type stopping struct {
 // any reported — kept up to its last checkpoint on preemption — and then
 // runs. Stops resolve in the order they were sent.
 func (s *Core) stop(j *job, op string, then func()) {
-	if len(j.gpus) == 0 && j.node == "" {
+	if len(j.mayRunOn()) == 0 && j.node == "" {
+		s.relearned(j)
 		then()
 		return
 	}

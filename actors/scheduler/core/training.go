@@ -473,6 +473,9 @@ func (s *Core) gpuNode(j *job, g string) string {
 	if gs, ok := s.view.gpus[g]; ok {
 		return gs.status.Node
 	}
+	if h, ok := s.heardGPUs[g]; ok {
+		return h.node // named by its node's heartbeat, not read yet (hung)
+	}
 	return ""
 }
 
