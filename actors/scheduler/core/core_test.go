@@ -1787,6 +1787,26 @@ func restartedWithAGang(t *testing.T, gpus ...string) (h2 *Harness, id string, s
 		WorkS: 3600, Rate: 1, Assignment: as}
 }
 
+// restartedWithAGangAndAHungGPU is restartedWithAGang read back from
+// n1-gpu-0 alone: n1-gpu-1, which its node names alive, answers nothing
+// (hung), and n1-gpu-0 answers its describe with the status fill makes
+// (no job, nothing ended, unless fill adds them).
+func restartedWithAGangAndAHungGPU(t *testing.T, fill func(st *events.GPUStatus, id string, share events.GPUJob)) (h2 *Harness, id string, share events.GPUJob) {
+	t.Helper()
+	h2, id, share = restartedWithAGang(t, "n1-gpu-0")
+	h2.Unanswered["n1-gpu-1"] = true
+	h2.Heartbeat("n1", events.HeartbeatGPU{GPU: "n1-gpu-1", Incarnation: 1, Alive: true, Jobs: 1})
+	for _, d := range h2.Sends(events.OpDescribe) {
+		if _, gpu, _ := events.ParseGPUCtl(d.Subject); gpu == "n1-gpu-0" {
+			st := h2.GPUs[gpu].Status
+			st.Jobs, st.Ended = []events.GPUJob{}, []events.EndedJob{}
+			fill(&st, id, share)
+			h2.Step(Input{Msg: &Msg{Subject: d.Reply, Data: encode(events.ControlReply{OK: true, Status: &st})}})
+		}
+	}
+	return h2, id, share
+}
+
 // journaledOnTwoGPUs places each job on a scheduler of two A100-40GB GPUs
 // and returns the jobs' journal records and, by GPU, the shares that GPU
 // reports running after a restart (a minute in, each with its assignment).
@@ -1973,16 +1993,9 @@ func TestAJournaledJobHoldsItsNodeInTheViewUntilSettled(t *testing.T) {
 // went to the GPU read only, and the gang was placed again while the hung
 // GPU still ran its share (simtest with scheduler kills drawn, seed 11).
 func TestAGangStoppedWhileOneOfItsGPUsIsUnreadIsStoppedThereToo(t *testing.T) {
-	h2, id, share := restartedWithAGang(t, "n1-gpu-0")
-	h2.Unanswered["n1-gpu-1"] = true
-	h2.Heartbeat("n1", events.HeartbeatGPU{GPU: "n1-gpu-1", Incarnation: 1, Alive: true, Jobs: 1})
-	for _, d := range h2.Sends(events.OpDescribe) {
-		if _, gpu, _ := events.ParseGPUCtl(d.Subject); gpu == "n1-gpu-0" {
-			st := h2.GPUs[gpu].Status
-			st.Jobs, st.Ended = []events.GPUJob{share}, []events.EndedJob{}
-			h2.Step(Input{Msg: &Msg{Subject: d.Reply, Data: encode(events.ControlReply{OK: true, Status: &st})}})
-		}
-	}
+	h2, id, _ := restartedWithAGangAndAHungGPU(t, func(st *events.GPUStatus, _ string, share events.GPUJob) {
+		st.Jobs = []events.GPUJob{share}
+	})
 	h2.Request("job.cancel", "", map[string]string{"job_id": id})
 	stopped := false
 	for _, c := range append(h2.Sends(events.OpRelease), h2.Sends(events.OpPreempt)...) {
@@ -2339,16 +2352,9 @@ func TestASubmissionTheDeadSchedulerNeverAnsweredIsAnsweredByItsSuccessor(t *tes
 // not run out, still held its share: the job ran in two places (simtest
 // seeds 1536 and 1575, with scheduler kills drawn).
 func TestAGangOneGPUSaysLostWaitsForItsUnreadGPU(t *testing.T) {
-	h2, id, share := restartedWithAGang(t, "n1-gpu-0")
-	h2.Unanswered["n1-gpu-1"] = true
-	h2.Heartbeat("n1", events.HeartbeatGPU{GPU: "n1-gpu-1", Incarnation: 1, Alive: true, Jobs: 1})
-	for _, d := range h2.Sends(events.OpDescribe) {
-		if _, gpu, _ := events.ParseGPUCtl(d.Subject); gpu == "n1-gpu-0" {
-			st := h2.GPUs[gpu].Status
-			st.Jobs, st.Ended = []events.GPUJob{}, []events.EndedJob{{JobID: id, Change: events.ChangeFenced, ProgressS: 60, Assignment: share.Assignment}}
-			h2.Step(Input{Msg: &Msg{Subject: d.Reply, Data: encode(events.ControlReply{OK: true, Status: &st})}})
-		}
-	}
+	h2, id, _ := restartedWithAGangAndAHungGPU(t, func(st *events.GPUStatus, id string, share events.GPUJob) {
+		st.Ended = []events.EndedJob{{JobID: id, Change: events.ChangeFenced, ProgressS: 60, Assignment: share.Assignment}}
+	})
 	if s := h2.JobState(id); !slices.ContainsFunc(s.History, func(tr events.Transition) bool { return tr.State == events.JobRunning }) {
 		t.Fatalf("the gang was not read back from n1-gpu-0's ended jobs: %s %+v", s.State, s.History)
 	}
