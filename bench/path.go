@@ -258,7 +258,7 @@ func (s *Stages) String() string {
 	if len(s.replied) == 0 {
 		return "no submission followed"
 	}
-	p50 := func(l Latencies) string { return us(Latencies(slices.Sorted(slices.Values(l))).P(0.5)) }
+	p50 := func(l Latencies) string { return us(slices.Clone(l).sorted().P(0.5)) } // a copy: check pairs them by index
 	var parts []string
 	if len(s.sent) > 0 {
 		parts = append(parts, "reservations out "+p50(s.sent))

@@ -14,6 +14,7 @@ import (
 
 	"github.com/gpusched/gpusched/events"
 	"github.com/gpusched/gpusched/model"
+	"github.com/gpusched/gpusched/vram"
 )
 
 // TestScenarios runs the scenario files of testdata/scenarios: the core's
@@ -235,7 +236,7 @@ func (s *scenario) run(t *testing.T, d *datadriven.TestData) string {
 			d.Fatalf(t, "no describe was sent to %s", gpu)
 		}
 		node, _, _ := events.ParseGPUCtl(asked.Subject)
-		st := events.GPUStatus{GPU: gpu, Node: node, Model: "A100-40GB", Incarnation: 1, VRAMTotal: 40e9, VRAMModel: "contiguous"}
+		st := events.GPUStatus{GPU: gpu, Node: node, Model: "A100-40GB", Incarnation: 1, VRAMTotal: 40e9, VRAMModel: string(vram.Contiguous)}
 		if about := arg("about", ""); about != "" {
 			st = s.gpu(t, d, about).Status
 		}
