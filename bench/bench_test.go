@@ -3,6 +3,8 @@ package bench
 import (
 	"context"
 	"fmt"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -142,13 +144,13 @@ func TestMeasuresMeasure(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			rate, err := Throughput(nc, 2, 60, 16, true)
+			rate, cpu, err := ThroughputCPU(nc, 2, 60, 16, true)
 			got := stop()
 			if err != nil {
 				return err
 			}
-			if rate <= 0 {
-				return fmt.Errorf("rate %v", rate)
+			if rate <= 0 || cpu <= 0 {
+				return fmt.Errorf("rate %v, %v of CPU per placement", rate, cpu)
 			}
 			// Each placement is at least a job.placed and a job.running
 			// event, to each of the two observers.
@@ -194,4 +196,55 @@ func (s *Stages) check(n int) error {
 		}
 	}
 	return nil
+}
+
+// TestTheCeilingSendsAPlacementsMessages counts what the ceiling sends on
+// its own subjects: per placement the submission, three job events, the
+// reservation batch, the commit batch, the GPU's status and two job
+// events (the node's and the GPU's answers and the reply go to inboxes).
+func TestTheCeilingSendsAPlacementsMessages(t *testing.T) {
+	err := withCluster(context.Background(), Options{TempDir: t.TempDir()}, ClusterOptions{GPUs: "6xA100-40GB,2xA100-80GB", Policy: "binpack", Store: durable.None}, true,
+		func(nc *nats.Conn, c *cluster.Cluster) error {
+			var mu sync.Mutex
+			bySuffix := map[string]int{}
+			sub, err := nc.Subscribe("bench-ceiling.>", func(m *nats.Msg) {
+				mu.Lock()
+				defer mu.Unlock()
+				bySuffix[m.Subject[strings.IndexByte(m.Subject[len("bench-ceiling."):], '.')+len("bench-ceiling.")+1:]]++
+			})
+			if err != nil {
+				return err
+			}
+			sub.SetPendingLimits(-1, -1)
+			if err := nc.Flush(); err != nil {
+				return err
+			}
+			res, err := Ceiling(c, true, 20, 2, 40, 8)
+			if err != nil {
+				return err
+			}
+			if len(res.Latency) != 20 || res.Latency.P(0.5) <= 0 || res.Rate <= 0 || res.CPU <= 0 {
+				return fmt.Errorf("the ceiling measured %d latencies (p50 %v), %v placements/s and %v of CPU each", len(res.Latency), res.Latency.P(0.5), res.Rate, res.CPU)
+			}
+			const placements = 20 + 2 + 2*40 // two warm up
+			want := map[string]int{"job.submit": placements, "node.batch": 2 * placements, "evt.gpu.status": placements,
+				"evt.job.submitted": placements, "evt.job.queued": placements, "evt.sched.decision": placements,
+				"evt.job.placed": placements, "evt.job.started": placements}
+			deadline := time.Now().Add(10 * time.Second)
+			for {
+				mu.Lock()
+				got := fmt.Sprint(bySuffix)
+				mu.Unlock()
+				if got == fmt.Sprint(want) {
+					return nil
+				}
+				if time.Now().After(deadline) {
+					return fmt.Errorf("the ceiling sent %s for %d placements; want %s", got, placements, fmt.Sprint(want))
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
 }

@@ -258,7 +258,7 @@ func pathSection(ctx context.Context, t *Table, o Options, say func(string, ...a
 		for _, tcp := range []bool{false, true} {
 			say("placements/s, binpack, reference cluster, store %s, %s", st.String(), transport(tcp))
 			err := withCluster(ctx, o, ClusterOptions{GPUs: "6xA100-40GB,2xA100-80GB", Policy: "binpack", Store: st}, tcp, func(nc *nats.Conn, c *cluster.Cluster) error {
-				rate, err := Throughput(nc, rounds*6, referenceRound, referenceWindow, true)
+				rate, cpu, err := ThroughputCPU(nc, rounds*6, referenceRound, referenceWindow, true)
 				if err != nil {
 					return err
 				}
@@ -267,12 +267,31 @@ func pathSection(ctx context.Context, t *Table, o Options, say func(string, ...a
 					target, want = "≥ 20,000/s", targetNoJournalRate
 				}
 				t.add(sec, fmt.Sprintf("placements/s, binpack, reference cluster, %s, %s", storeWords(st), transport(tcp)),
-					thousands(rate)+"/s", target, ok(rate >= want))
+					fmt.Sprintf("%s/s (%s of CPU each)", thousands(rate), us(cpu)), target, ok(rate >= want))
 				return nil
 			})
 			if err != nil {
 				return err
 			}
+		}
+	}
+	// The ceiling: the same rounds and latency count, with the placement's
+	// messages only (ceiling.go).
+	for _, tcp := range []bool{false, true} {
+		say("the bus alone: a placement's 12 messages with no work behind them, %s", transport(tcp))
+		err := withCluster(ctx, o, ClusterOptions{GPUs: "6xA100-40GB,2xA100-80GB", Policy: "binpack", Store: durable.None}, tcp, func(nc *nats.Conn, c *cluster.Cluster) error {
+			res, err := Ceiling(c, tcp, n, rounds*6, referenceRound, referenceWindow)
+			if err != nil {
+				return err
+			}
+			p50 := res.Latency.P(0.5)
+			t.add(sec, "the bus alone: a placement's 12 messages, no work, "+transport(tcp),
+				fmt.Sprintf("%s placements/s (%s of CPU each); submit→placed p50 %s (%.1f× the bus), p99 %s", thousands(res.Rate), us(res.CPU), us(p50),
+					float64(p50)/float64(max(1, busRTT[tcp])), us(res.Latency.P(0.99))), "", nil)
+			return nil
+		})
+		if err != nil {
+			return err
 		}
 	}
 	// The 1,000-GPU cluster: latency one submit at a time (each cancelled
