@@ -4,6 +4,8 @@
 // through the whole path (client → NATS → scheduler → node and GPU actors
 // → reply), the raw bus beside them for the ratio, GPU actors' memory and
 // start-up, event fan-out to observers, and the openb replay live and
-// offline. The same functions sit under `go test -bench` in this package.
+// offline, and the ceiling: a placement's messages alone, with no work
+// behind them (Ceiling). The same functions sit under `go test -bench` in
+// this package.
 // Every figure comes from the run that prints it; nothing is a constant.
 package bench
