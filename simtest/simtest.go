@@ -308,7 +308,7 @@ func Run(ctx context.Context, c Case) Outcome {
 		out.Problems = append(out.Problems, v.String())
 	}
 	if out.Summary.Unended > 0 {
-		out.Problems = append(out.Problems, fmt.Sprintf("%d accepted jobs never ended (30 days of drain)", out.Summary.Unended))
+		out.Problems = append(out.Problems, fmt.Sprintf("%d accepted jobs never ended (30 days of drain): %s", out.Summary.Unended, unended(res.Jobs)))
 	}
 	if len(cs.Stuck) > 0 {
 		out.Problems = append(out.Problems, "jobs not ended at the end: "+strings.Join(cs.Stuck, ", "))
@@ -321,8 +321,7 @@ func Run(ctx context.Context, c Case) Outcome {
 	}
 	if len(out.Problems) > 0 {
 		mu.Lock()
-		// The first problem that names a job or a GPU ("N accepted jobs
-		// never ended" names none; the stuck jobs' line after it does).
+		// The first problem that names a job or a GPU.
 		for _, p := range out.Problems {
 			if out.History = history(log, p); len(out.History) > 0 {
 				break
@@ -380,6 +379,23 @@ func backwards(series []sim.Sample) []string {
 		}
 	}
 	return out
+}
+
+// unended names (up to 20) the jobs of a run that neither completed nor
+// were rejected, with the state the collector last had for each, so that
+// the problem's history shows their events.
+func unended(jobs []sim.JobResult) string {
+	var names []string
+	for i := range jobs {
+		if j := &jobs[i]; !j.Completed() && j.State != events.JobRejected {
+			if len(names) == 20 {
+				names = append(names, "…")
+				break
+			}
+			names = append(names, j.Job+" ("+j.State+")")
+		}
+	}
+	return strings.Join(names, ", ")
 }
 
 // history picks the events that mention what problem names (a job id or

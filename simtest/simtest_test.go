@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gpusched/gpusched/events"
+	"github.com/gpusched/gpusched/sim"
 )
 
 // TestSeedsKeepEveryInvariant runs a few drawn seeds (clusters of 1–64
@@ -98,5 +99,15 @@ func TestADrawnCaseGivesItsLargestGPUsNoMoreThanTheyCanFinish(t *testing.T) {
 	}
 	if limit := 24.0 + feasibleBudget; bigWork == 0 || bigWork > limit {
 		t.Fatalf("%s: %.0f GPU-hours of jobs over 32 GB for its one A100 80GB, want some and at most %.0f", c.GPUs, bigWork, limit)
+	}
+}
+
+// TestAnUnendedJobIsNamed: the problem "accepted jobs never ended" names
+// them (and their last state), so that the seed's history shows their
+// events. Before, it named none and the history was empty (seed 4100).
+func TestAnUnendedJobIsNamed(t *testing.T) {
+	jobs := []sim.JobResult{{Job: "a", State: events.JobCompleted}, {Job: "b", State: events.JobQueued}, {Job: "c", State: events.JobRejected}, {Job: "d", State: events.JobRunning}}
+	if got, want := unended(jobs), "b (queued), d (running)"; got != want {
+		t.Fatalf("unended: %q, want %q", got, want)
 	}
 }

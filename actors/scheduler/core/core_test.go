@@ -2384,3 +2384,42 @@ func TestAGangOneGPUSaysLostWaitsForItsUnreadGPU(t *testing.T) {
 		t.Fatalf("the job awaits %v, want n1-gpu-1 at incarnation 1", h2.Core.jobs[id].awaiting)
 	}
 }
+
+// TestAJobThatFitsNowhereTakenDuringTheWarmUpIsRejectedWhenItEndsOnAQuietVirtualClock:
+// a restarted scheduler takes a job that fits no GPU during its warm-up
+// (it cannot tell "fits nowhere" from "not heard of yet") and nothing else
+// happens. On a virtual clock no ticker makes a pass: the end of the
+// warm-up must be a wake of its own, or the job waits for ever (simtest
+// seed 4100: a 38 GB job on six V100-16GB, taken 7 minutes after a
+// restart, never ended in 30 days of drain).
+func TestAJobThatFitsNowhereTakenDuringTheWarmUpIsRejectedWhenItEndsOnAQuietVirtualClock(t *testing.T) {
+	const lease = 12 * time.Minute
+	// No starvation wake either: in seed 4100 the job's had passed when
+	// the scheduler that took it back from the journal started.
+	h, err := NewHarness(Config{Policy: "binpack", Virtual: true, Lease: lease, Since: HarnessEpoch, StarvationAge: -1,
+		Restored: &durable.State{Incarnation: 1}}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.AddGPU("n1", "n1-gpu-0", "A100-40GB")
+	h.Advance(7 * time.Minute)
+	a := h.Submit(spec("too-big", "60GB"))
+	if a.State != events.JobQueued {
+		t.Fatalf("submitted during the warm-up: %+v, want queued", a)
+	}
+	if h.Core.Dirty() {
+		h.Pass()
+	}
+	wake := h.Core.NextWake()
+	if wake.IsZero() || wake.After(HarnessEpoch.Add(lease+time.Second)) {
+		t.Fatalf("next wake %v; want the warm-up's end, %v", wake, HarnessEpoch.Add(lease))
+	}
+	h.Advance(wake.Sub(h.Now))
+	h.Step(Input{Timer: TimerWake})
+	if h.Core.Dirty() {
+		h.Pass()
+	}
+	if got := h.JobState(a.JobID); got.State != events.JobRejected {
+		t.Fatalf("after the warm-up: %s (%s), want rejected", got.State, got.Reason)
+	}
+}

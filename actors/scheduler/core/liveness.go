@@ -829,14 +829,21 @@ func (s *Core) warming() bool {
 	if len(s.view.gpus) == 0 {
 		return true
 	}
+	end, ok := s.warmUpEnds()
+	return ok && s.wall.Before(end)
+}
+
+// warmUpEnds is when a restarted scheduler's warm-up ends (wall time);
+// false for a scheduler that did not restart.
+func (s *Core) warmUpEnds() (time.Time, bool) {
 	if s.cfg.Since.IsZero() {
-		return false
+		return time.Time{}, false
 	}
 	warm := s.cfg.Lease
 	if warm <= 0 {
 		warm = DefaultLease
 	}
-	return s.wall.Sub(s.started) < warm
+	return s.started.Add(warm), true
 }
 
 // rejectUnfit rejects a job accepted during the warm-up that fits no GPU
