@@ -617,6 +617,7 @@ func (s *Core) Step(in Input) {
 		s.finishCPUJobs()
 		if s.virtual {
 			s.checkOverdue() // no aging ticker on a virtual clock
+			s.checkAwaiting()
 			s.settleJournaled()
 		}
 		if len(s.queue) > 0 {
@@ -637,6 +638,7 @@ func (s *Core) Step(in Input) {
 		s.settleJournaled()
 		s.checkpointsReached()
 		s.checkOverdue()
+		s.checkAwaiting()
 		s.finishCPUJobs()
 		if len(s.queue) > 0 {
 			s.dirty = true
@@ -718,6 +720,11 @@ func (s *Core) NextWake() time.Time {
 		// The journal's jobs whose GPUs no heartbeat names are settled
 		// once those GPUs count as gone (settleJournaled).
 		earlier(s.started.Add(s.journalGrace() + time.Nanosecond))
+	}
+	if s.virtual {
+		for j := range s.awaiting {
+			earlier(j.awaitAskAt) // checkAwaiting
+		}
 	}
 	if end, ok := s.warmUpEnds(); ok && s.virtual && slices.ContainsFunc(s.queue, func(j *job) bool { return j.unchecked }) {
 		// A job taken during the warm-up is judged against the cluster by

@@ -2423,3 +2423,106 @@ func TestAJobThatFitsNowhereTakenDuringTheWarmUpIsRejectedWhenItEndsOnAQuietVirt
 		t.Fatalf("after the warm-up: %s (%s), want rejected", got.State, got.Reason)
 	}
 }
+
+// TestAGPUThatReleasedAJobBeforeItsStopTimedOutIsAskedAgain: a gang loses
+// one GPU (it crashes); the scheduler stops it on the other, which
+// releases it and says so in a status event, but the answer to the stop
+// is lost (a drop fault). When the stop times out the job waits for that
+// GPU to show it stopped — and the GPU, idle, says nothing more. The
+// scheduler must ask it (a describe) rather than wait: simtest seed 4431
+// waited 30 days. On both clocks.
+func TestAGPUThatReleasedAJobBeforeItsStopTimedOutIsAskedAgain(t *testing.T) {
+	for _, virtual := range []bool{false, true} {
+		t.Run(fmt.Sprintf("virtual=%v", virtual), func(t *testing.T) {
+			h := newHarness(t, Config{Virtual: virtual})
+			g0 := h.AddGPU("n1", "n1-gpu-0", "A100-40GB")
+			g1 := h.AddGPU("n1", "n1-gpu-1", "A100-40GB")
+			gang := h.Submit(spec("gang", "10GB", "gpus", 2))
+			h.Pass() // (a virtual clock's submission waits for its pass)
+			if s := h.JobState(gang.JobID); s.State != events.JobRunning {
+				t.Fatalf("the gang is %s, want running", s.State)
+			}
+			h.Unanswered["n1-gpu-1"] = true
+			down := g0.Status
+			down.Change = events.ChangeCrashed
+			h.GPUEvent(down, events.GPUDown)
+			// n1-gpu-1 did release it: its status says so, before the
+			// stop's call times out; only its answer was lost.
+			g1.drop(gang.JobID)
+			released := g1.Status
+			released.Change, released.JobID = events.ChangeReleased, gang.JobID
+			h.GPUEvent(released, events.GPUStatusType)
+			h.Advance(h.Core.CallTimeout() + time.Second)
+			h.Step(Input{Timer: TimerCalls})
+			if _, waits := h.Core.jobs[gang.JobID].awaiting["n1-gpu-1"]; !waits {
+				t.Fatalf("after the unanswered stop the job awaits %v, want n1-gpu-1", h.Core.jobs[gang.JobID].awaiting)
+			}
+			delete(h.Unanswered, "n1-gpu-1") // the drop fault ended
+			h.Sent = nil
+			// Time passes with nothing else going on: the ticker's beats
+			// on a scaled clock, the core's own wake on a virtual one.
+			for range 4 {
+				if virtual {
+					wake := h.Core.NextWake()
+					if wake.IsZero() {
+						break
+					}
+					h.Advance(wake.Sub(h.Now))
+					h.Step(Input{Timer: TimerWake})
+				} else {
+					h.Advance(h.Core.CallTimeout())
+					h.Step(Input{Timer: TimerAging})
+				}
+			}
+			// Asked again each call timeout while it does not answer; the
+			// last ask is the one in flight.
+			var asks []Sent
+			for _, d := range h.Sends(events.OpDescribe) {
+				if _, gpu, _ := events.ParseGPUCtl(d.Subject); gpu == "n1-gpu-1" {
+					asks = append(asks, d)
+				}
+			}
+			if len(asks) == 0 {
+				t.Fatalf("n1-gpu-1 was never asked whether it still runs the job")
+			}
+			st := g1.Status
+			h.Step(Input{Msg: &Msg{Subject: asks[len(asks)-1].Reply, Data: encode(events.ControlReply{OK: true, Status: &st})}})
+			if w := h.Core.jobs[gang.JobID].awaiting; len(w) != 0 {
+				t.Fatalf("after n1-gpu-1 answered without the job, the job still awaits %v", w)
+			}
+		})
+	}
+	// The other answer: the stop never reached the GPU, which still runs
+	// the job. Asked, it says so, and is told again to release it.
+	h := newHarness(t, Config{})
+	g0 := h.AddGPU("n1", "n1-gpu-0", "A100-40GB")
+	g1 := h.AddGPU("n1", "n1-gpu-1", "A100-40GB")
+	gang := h.Submit(spec("gang", "10GB", "gpus", 2))
+	h.Unanswered["n1-gpu-1"] = true
+	down := g0.Status
+	down.Change = events.ChangeCrashed
+	h.GPUEvent(down, events.GPUDown)
+	h.Advance(h.Core.CallTimeout() + time.Second)
+	h.Step(Input{Timer: TimerCalls})
+	delete(h.Unanswered, "n1-gpu-1")
+	h.Sent = nil
+	h.Advance(h.Core.CallTimeout())
+	h.Step(Input{Timer: TimerAging})
+	asks := h.Sends(events.OpDescribe)
+	if len(asks) != 1 {
+		t.Fatalf("%d describes sent, want one to n1-gpu-1", len(asks))
+	}
+	h.Sent = nil
+	st := g1.Status
+	st.Jobs = slices.Clone(st.Jobs)
+	st.Jobs[0].State = events.GPUJobRunning // (the harness's GPUs do not hear commits)
+	h.Step(Input{Msg: &Msg{Subject: asks[0].Reply, Data: encode(events.ControlReply{OK: true, Status: &st})}})
+	if !slices.ContainsFunc(h.Sends(events.OpRelease), func(c Sent) bool {
+		return c.Subject == h.Subjects.GPUCtl("n1", "n1-gpu-1") && slices.Contains(c.Control.Jobs, gang.JobID)
+	}) {
+		t.Fatalf("the GPU that still runs the job was sent %+v, want a release of it", h.Sent)
+	}
+	if _, waits := h.Core.jobs[gang.JobID].awaiting["n1-gpu-1"]; !waits {
+		t.Fatalf("the job no longer awaits n1-gpu-1, which still runs it")
+	}
+}

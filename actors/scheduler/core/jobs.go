@@ -107,6 +107,9 @@ type job struct {
 	// the job: a stop sent to them went unanswered. The job is not placed
 	// again until each shows it stopped, or is declared dead.
 	awaiting map[string]int
+	// awaitAskAt is when (wall time) the GPUs it awaits are next asked
+	// whether they still run it (checkAwaiting).
+	awaitAskAt time.Time
 	// touched says the journal record changed and is not written yet;
 	// storedProgress is the kept progress the last record of the running
 	// job holds.

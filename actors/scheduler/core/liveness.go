@@ -2,6 +2,7 @@ package core
 
 import (
 	"cmp"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -87,6 +88,40 @@ func (s *Core) checkLeases() {
 		}
 		late := now.Sub(gs.leaseUntil.Add(-s.cfg.Lease)).Round(time.Millisecond)
 		s.declareDead(gs, "lease expired: no heartbeat renewed it for "+late.String()+" (lease "+s.cfg.Lease.String()+")")
+	}
+}
+
+// checkAwaiting asks the GPUs a job awaits (a stop sent there went
+// unanswered) whether they still run it, a call timeout after the stop
+// timed out and every call timeout after that while the job still waits:
+// a describe, whose answer either shows the job gone (confirmed stopped)
+// or still running (released again, as a stray; reconcile). Waiting for
+// the GPU to speak of its own was not enough: a GPU that released the job
+// and said so before the stop timed out, and then had nothing more to
+// say, was waited for for ever (simtest seed 4431: the answer to the stop
+// was lost to a drop fault, the GPU's status saying it released the job
+// came first; 30 days). Jobs in submission order, their GPUs by id: the
+// describes go out in one order in every run.
+func (s *Core) checkAwaiting() {
+	if len(s.awaiting) == 0 {
+		return
+	}
+	var due []*job
+	for j := range s.awaiting {
+		if !s.wall.Before(j.awaitAskAt) {
+			due = append(due, j)
+		}
+	}
+	slices.SortFunc(due, func(a, b *job) int { return cmp.Compare(a.seq, b.seq) })
+	for _, j := range due {
+		j.awaitAskAt = s.wall.Add(s.cfg.CallTimeout)
+		for _, g := range slices.Sorted(maps.Keys(j.awaiting)) {
+			// A suspect GPU is asked too: its answer is what trusts it
+			// again (calls.go). One declared dead has confirmed already.
+			if gs, ok := s.view.gpus[g]; ok && gs.status.Incarnation > gs.dead {
+				s.describe(gs.status.Node, g)
+			}
+		}
 	}
 }
 
@@ -870,6 +905,9 @@ func (s *Core) rejectUnfit(j *job) bool {
 func (s *Core) await(j *job, gpu string, inc int) {
 	if j.awaiting == nil {
 		j.awaiting = map[string]int{}
+	}
+	if len(j.awaiting) == 0 {
+		j.awaitAskAt = s.wall.Add(s.cfg.CallTimeout)
 	}
 	j.awaiting[gpu] = inc
 	s.touch(j)
