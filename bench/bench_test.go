@@ -90,18 +90,20 @@ func BenchmarkSubmitToPlacedSecured(b *testing.B) {
 }
 
 // BenchmarkPlacementThroughput is placements per second with 32 submits
-// in flight on the reference cluster (binpack), per store.
+// in flight on the reference cluster (binpack), per store, and the
+// process's CPU time per placement (steadier than the rate on a shared VM).
 func BenchmarkPlacementThroughput(b *testing.B) {
 	for _, st := range []durable.Storage{durable.None, durable.Memory, durable.File} {
 		b.Run("store="+st.String(), func(b *testing.B) {
 			err := withCluster(context.Background(), Options{TempDir: b.TempDir()}, ClusterOptions{GPUs: "6xA100-40GB,2xA100-80GB", Policy: "binpack", Store: st}, true,
 				func(nc *nats.Conn, _ *cluster.Cluster) error {
 					b.ResetTimer()
-					rate, err := Throughput(nc, max(1, b.N/referenceRound), min(b.N, referenceRound), referenceWindow, true)
+					rate, cpu, err := ThroughputCPU(nc, max(1, b.N/referenceRound), min(b.N, referenceRound), referenceWindow, true)
 					if err != nil {
 						return err
 					}
 					b.ReportMetric(rate, "placements/s")
+					b.ReportMetric(float64(cpu.Nanoseconds())/1e3, "cpu-µs/placement")
 					return nil
 				})
 			if err != nil {
