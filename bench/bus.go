@@ -52,11 +52,21 @@ func RoundTrip(client, responder *nats.Conn, n int) (Latencies, error) {
 	if err := responder.Flush(); err != nil {
 		return nil, err
 	}
+	lats, err := requestLatencies(client, subject, n)
+	if err != nil {
+		return nil, fmt.Errorf("bus round trip: %w", err)
+	}
+	return lats, nil
+}
+
+// requestLatencies sends the submit body to subject n times one at a
+// time, after a tenth more to warm up, and returns the round trips sorted.
+func requestLatencies(client *nats.Conn, subject string, n int) (Latencies, error) {
 	lats := make(Latencies, 0, n)
 	for i := 0; i < n+n/10; i++ {
 		start := time.Now()
 		if _, err := client.Request(subject, []byte(submitBody), 5*time.Second); err != nil {
-			return nil, fmt.Errorf("bus round trip: %w", err)
+			return nil, fmt.Errorf("request %d: %w", i, err)
 		}
 		if i >= n/10 { // the first tenth warms up
 			lats = append(lats, time.Since(start))

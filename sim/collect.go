@@ -61,6 +61,10 @@ func (j *JobResult) JCT() float64 { return j.End - j.Submit }
 // QueueDelay is the wait before the job first ran (start − submit), in seconds.
 func (j *JobResult) QueueDelay() float64 { return j.Start - j.Submit }
 
+// Unended reports whether the job neither completed nor was rejected (a
+// run's summary counts it as never ended).
+func (j *JobResult) Unended() bool { return !j.Completed() && j.State != events.JobRejected }
+
 // Completed reports whether the job did all its work.
 func (j *JobResult) Completed() bool { return j.State == events.JobCompleted }
 

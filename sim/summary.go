@@ -6,6 +6,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/gpusched/gpusched/events"
 	"github.com/gpusched/gpusched/model"
 )
 
@@ -97,7 +98,7 @@ func Summarize(r *Result) Summary {
 			if j.GPUCount > 0 {
 				slow = append(slow, j.Slowdown)
 			}
-		case j.State == "rejected":
+		case j.State == events.JobRejected:
 			s.Rejected++
 		default:
 			s.Unended++

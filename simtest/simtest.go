@@ -387,7 +387,7 @@ func backwards(series []sim.Sample) []string {
 func unended(jobs []sim.JobResult) string {
 	var names []string
 	for i := range jobs {
-		if j := &jobs[i]; !j.Completed() && j.State != events.JobRejected {
+		if j := &jobs[i]; j.Unended() {
 			if len(names) == 20 {
 				names = append(names, "…")
 				break

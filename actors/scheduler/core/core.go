@@ -726,7 +726,7 @@ func (s *Core) NextWake() time.Time {
 			earlier(j.awaitAskAt) // checkAwaiting
 		}
 	}
-	if end, ok := s.warmUpEnds(); ok && s.virtual && slices.ContainsFunc(s.queue, func(j *job) bool { return j.unchecked }) {
+	if end, ok := s.warmUpEnds(); ok && s.virtual && end.After(now) && slices.ContainsFunc(s.queue, func(j *job) bool { return j.unchecked }) {
 		// A job taken during the warm-up is judged against the cluster by
 		// the first pass after it; on a quiet virtual clock nothing else
 		// may make one (simtest seed 4100: a job that fit no GPU waited

@@ -98,9 +98,10 @@ func (s *Core) checkLeases() {
 // or still running (released again, as a stray; reconcile). Waiting for
 // the GPU to speak of its own was not enough: a GPU that released the job
 // and said so before the stop timed out, and then had nothing more to
-// say, was waited for for ever (simtest seed 4431: the answer to the stop
-// was lost to a drop fault, the GPU's status saying it released the job
-// came first; 30 days). Jobs in submission order, their GPUs by id: the
+// say, was waited for for ever (simtest seed 4431, under a drop fault:
+// the GPU's status saying it released the job came first, the stop then
+// timed out — its answer lost, by inference: answers are not events;
+// 30 days). Jobs in submission order, their GPUs by id: the
 // describes go out in one order in every run.
 func (s *Core) checkAwaiting() {
 	if len(s.awaiting) == 0 {
@@ -116,8 +117,9 @@ func (s *Core) checkAwaiting() {
 	for _, j := range due {
 		j.awaitAskAt = s.wall.Add(s.cfg.CallTimeout)
 		for _, g := range slices.Sorted(maps.Keys(j.awaiting)) {
-			// A suspect GPU is asked too: its answer is what trusts it
-			// again (calls.go). One declared dead has confirmed already.
+			// A suspect GPU is asked too (on a virtual clock its answer
+			// is what trusts it again: calls.go). One declared dead has
+			// confirmed the stop already (confirmStopped).
 			if gs, ok := s.view.gpus[g]; ok && gs.status.Incarnation > gs.dead {
 				s.describe(gs.status.Node, g)
 			}
