@@ -47,6 +47,13 @@ var catalog = map[string]GPUModel{
 		Source: "NVIDIA T4 datasheet (65 TFLOPS FP16 mixed precision, 70 W)"},
 	"P100-16GB": {Name: "P100-16GB", VRAM: 16 * GiB, Speed: 21.2 / 312, IdleWatts: 30, MaxWatts: 250,
 		Source: "NVIDIA Tesla P100 datasheet (SXM2: 21.2 TFLOPS FP16, no tensor cores; PCIe 250 W)"},
+	// A K80 board carries two GPUs that the host sees as two devices; the
+	// entry is one of them: half the board's 24 GB and 300 W, and half its
+	// 8.73 TFLOPS FP32 at boost. The K80 has no fast FP16 path, so its FP32
+	// rate is its training rate. Gavel's throughput table (docs/POLICIES.md)
+	// measures it as "k80".
+	"K80-12GB": {Name: "K80-12GB", VRAM: 12 * GiB, Speed: 4.365 / 312, IdleWatts: 25, MaxWatts: 150,
+		Source: "NVIDIA Tesla K80 datasheet (per GPU of the dual-GPU board: 12 GB GDDR5, 4.37 TFLOPS FP32 at boost, 150 W of the board's 300 W)"},
 	"A10-24GB": {Name: "A10-24GB", VRAM: 24 * GiB, Speed: 125.0 / 312, IdleWatts: 20, MaxWatts: 150,
 		Source: "NVIDIA A10 datasheet (125 TFLOPS FP16 tensor dense, 150 W)"},
 	"L4-24GB": {Name: "L4-24GB", VRAM: 24 * GiB, Speed: 121.0 / 312, IdleWatts: 16, MaxWatts: 72,
@@ -64,6 +71,8 @@ var catalog = map[string]GPUModel{
 var catalogAliases = map[string]string{
 	"V100M16": "V100-16GB", "V100M32": "V100-32GB", "P100": "P100-16GB", "T4": "T4-16GB",
 	"A10": "A10-24GB", "L4": "L4-24GB", "H100": "H100-80GB", "H200": "H200-141GB",
+	// Gavel's worker types: its simulated V100s are AWS p3 V100-SXM2-16GB.
+	"V100": "V100-16GB", "K80": "K80-12GB",
 }
 
 // LookupModel finds a catalog model by name (case-insensitive; trace names accepted).

@@ -1,5 +1,5 @@
 // Package tracedir finds the public traces for tests and benchmarks (the
-// openb trace, the Pollux artifact's data): in
+// openb trace, the Pollux and Gavel artifacts' data): in
 // $GPUSCHED_TRACES, or in ../shared/traces beside the repository (where
 // CI has it). Never copy the trace into the project.
 package tracedir
@@ -49,6 +49,14 @@ func Pollux(t testing.TB) string {
 	t.Helper()
 	return find(t, "pollux", "MODEL.md", "the Pollux data is not here: put it in ../shared/traces/pollux or set GPUSCHED_TRACES "+
 		"(github.com/petuum/adaptdl, branch osdi21-artifact, simulator/: workloads*/, traces/, results-jobload/, with MODEL.md)")
+}
+
+// Gavel returns the Gavel artifact's data folder (data/, runs/,
+// MODEL.md), or skips t with a message saying where to get it.
+func Gavel(t testing.TB) string {
+	t.Helper()
+	return find(t, "gavel", "MODEL.md", "the Gavel data is not here: put it in ../shared/traces/gavel or set GPUSCHED_TRACES "+
+		"(github.com/stanford-futuredata/gavel: scheduler/simulation_throughputs.json and job_table.py, with MODEL.md and the reference runs/)")
 }
 
 // find returns the folder sub of the traces that holds marker, or skips t
