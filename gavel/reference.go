@@ -206,3 +206,97 @@ func pyFloat(f float64) string {
 	}
 	return s
 }
+
+// FindReference is the name of the reference run in dir/runs made with
+// c: the name RunName gives it, or, in runs/INDEX.csv, a run whose name
+// spells the same configuration (the paper's run is paper_allox_…).
+func FindReference(dir string, c Config) (string, bool) {
+	if _, err := os.Stat(filepath.Join(dir, "runs", RunName(c)+".csv")); err == nil {
+		return RunName(c), true
+	}
+	names, err := ReferenceNames(dir)
+	if err != nil {
+		return "", false
+	}
+	for _, name := range names {
+		if rc, err := ParseRunName(name); err == nil && rc == c {
+			return name, true
+		}
+	}
+	return "", false
+}
+
+// ReferenceNames are the runs listed in dir/runs/INDEX.csv, in its order.
+func ReferenceNames(dir string) ([]string, error) {
+	f, err := os.Open(filepath.Join(dir, "runs", "INDEX.csv"))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	rows, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", f.Name(), err)
+	}
+	var names []string
+	for _, row := range rows[1:] {
+		names = append(names, row[0])
+	}
+	return names, nil
+}
+
+// JCTTolerance is how far apart two JCTs may be and count as equal
+// (MODEL.md §8: the C library's pow and log may differ from ours in the
+// last bit where they are not correctly rounded, which moves a JCT by
+// about 1e-9 s).
+const JCTTolerance = 1e-6
+
+// Comparison is a run of ours beside the reference's, job by job.
+type Comparison struct {
+	// Jobs counts the jobs both generated; Equal those whose JCTs are
+	// within JCTTolerance (two unfinished jobs are equal).
+	Jobs, Equal int
+	// MaxDiff is the largest |ΔJCT| in seconds among jobs both finished.
+	MaxDiff float64
+	// FirstDiffer is the first job whose JCT differs (−1: none).
+	FirstDiffer int
+}
+
+// Compare sets res beside ref job by job.
+func Compare(res *Result, ref *Reference) Comparison {
+	c := Comparison{Jobs: min(len(res.Jobs), len(ref.Jobs)), FirstDiffer: -1}
+	for i := range c.Jobs {
+		got, want := res.Jobs[i].JCT, ref.Jobs[i].JCT
+		same := math.IsNaN(got) && math.IsNaN(want)
+		if !math.IsNaN(got) && !math.IsNaN(want) {
+			d := math.Abs(got - want)
+			c.MaxDiff = max(c.MaxDiff, d)
+			same = d <= JCTTolerance
+		}
+		if same {
+			c.Equal++
+		} else if c.FirstDiffer < 0 {
+			c.FirstDiffer = i
+		}
+	}
+	if len(res.Jobs) != len(ref.Jobs) && c.FirstDiffer < 0 {
+		c.FirstDiffer = c.Jobs
+	}
+	return c
+}
+
+// WriteSummary writes res's figures as JSON, in the reference summaries'
+// field names where they have one.
+func WriteSummary(w io.Writer, res *Result, wall float64) error {
+	c := res.Config
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", " ")
+	return enc.Encode(map[string]any{
+		"policy_arg": c.Policy, "policy_name": res.PolicyName, "seed": c.Seed, "lam": c.Lam,
+		"cluster_spec":            map[string]int{"v100": c.Counts[V100], "p100": c.Counts[P100], "k80": c.Counts[K80]},
+		"window":                  []int{c.WindowStart, c.WindowEnd},
+		"generate_multi_gpu_jobs": c.MultiGPU, "interval_s": Round,
+		"average_jct_s": res.AverageJCT, "utilization": res.Utilization, "final_timestamp_s": res.Makespan,
+		"num_jobs_generated": len(res.Jobs), "num_jobs_completed": res.Completed,
+		"num_window_jobs": c.WindowEnd - c.WindowStart, "rounds": res.Rounds, "wall_seconds": wall,
+	})
+}

@@ -60,6 +60,7 @@ const usage = `usage:
   cluster replay [flags]        replay the FGD paper's protocol on an openb trace (live or --offline)
   cluster replay --timed [...]  replay a trace in time (arrivals, run times, priorities) on a virtual clock
   cluster replay --pollux DIR   the Pollux paper's workloads under Tiresias, Optimus or Pollux, each JCT beside the published one
+  cluster replay --gavel DIR --offline   the Gavel paper's simulator runs (FIFO, Isolated, AlloX, Gandiva), each JCT beside the reference's
   cluster compare [flags]       the same seeded workload under several policies, side by side
   cluster compare --pollux DIR  one of the Pollux paper's workloads under its three policies, side by side
   cluster auth init [--tenants a,b] [--nodes n1]   write a roles file, keys and a self-signed TLS set (docs/SECURITY.md)
@@ -110,6 +111,8 @@ func runMain(args []string, stdout io.Writer) int {
 			err = timedCommand("replay", args)
 		} else if hasValueFlag(args, "pollux") {
 			err = polluxCommand(args)
+		} else if hasValueFlag(args, "gavel") {
+			err = gavelCommand(args)
 		} else {
 			err = replayCommand(args)
 		}
