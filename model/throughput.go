@@ -127,11 +127,11 @@ func ParseThroughputs(data []byte) (*ThroughputTable, error) {
 				if otherScale != scale {
 					return nil, fmt.Errorf("%s: a packed pair shares the same GPUs, so both scale factors must be %d", where, scale)
 				}
-				var rates [2]float64
-				if err := json.Unmarshal(value, &rates); err != nil || !validRate(rates[0]) || !validRate(rates[1]) {
+				var rates []float64
+				if err := json.Unmarshal(value, &rates); err != nil || len(rates) != 2 || !validRate(rates[0]) || !validRate(rates[1]) {
 					return nil, fmt.Errorf("%s: a packed pair is [this job's steps/s, the other's steps/s], both ≥ 0, not %s", where, value)
 				}
-				t.packed[pairKey{gpu.Name, jobType, otherType, scale}] = rates
+				t.packed[pairKey{gpu.Name, jobType, otherType, scale}] = [2]float64{rates[0], rates[1]}
 			}
 		}
 	}

@@ -1,0 +1,56 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gpusched/gpusched/internal/tracedir"
+)
+
+// TestGavelReplay (issue 40): `cluster replay --gavel DIR --offline`
+// writes NAME.csv in the reference runs' columns, byte for byte the
+// reference's for a run whose draws are exact, and with --compare says
+// how many JCTs equal the reference's.
+func TestGavelReplay(t *testing.T) {
+	dir := tracedir.Gavel(t)
+	out := t.TempDir()
+	table := captureStdout(t, func() error {
+		return gavelCommand([]string{"--gavel", dir, "--policy", "fifo,gandiva", "--static", "60", "--cluster", "8:8:8", "--seed", "1",
+			"--offline", "--out", out, "--compare"})
+	})
+	if !strings.Contains(table, "static_fifo_c8-8-8_n60_seed1") || !strings.Contains(table, "120 of 120 jobs' JCTs equal") {
+		t.Fatalf("the comparison does not show both runs with every JCT equal:\n%s", table)
+	}
+	for _, name := range []string{"static_fifo_c8-8-8_n60_seed1", "static_gandiva_c8-8-8_n60_seed1"} {
+		got, err := os.ReadFile(filepath.Join(out, name+".csv"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := os.ReadFile(filepath.Join(dir, "runs", name+".csv"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != string(want) {
+			t.Errorf("%s.csv differs from the reference's", name)
+		}
+		if _, err := os.Stat(filepath.Join(out, name+".json")); err != nil {
+			t.Errorf("no summary: %v", err)
+		}
+	}
+	for want, args := range map[string][]string{
+		"--offline":   {"--gavel", dir, "--static", "60"},
+		"--policy":    {"--gavel", dir, "--policy", "lottery", "--static", "60", "--offline"},
+		"--cluster":   {"--gavel", dir, "--cluster", "8:8", "--static", "60", "--offline"},
+		"--window":    {"--gavel", dir, "--lam", "4800", "--window", "150-50", "--offline"},
+		"--static N":  {"--gavel", dir, "--offline"},
+		"--seed":      {"--gavel", dir, "--static", "60", "--seed", "x", "--offline"},
+		"--multi-gpu": {"--gavel", dir, "--policy", "allox", "--static", "60", "--multi-gpu", "--offline"},
+		"--gavel":     {"--gavel", filepath.Join(dir, "nowhere"), "--static", "60", "--offline"},
+	} {
+		if err := gavelCommand(args); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%v: error %v, want one naming %s", args, err, want)
+		}
+	}
+}
