@@ -2,37 +2,11 @@ package gavel
 
 import (
 	"context"
-	"encoding/csv"
 	"math"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/gpusched/gpusched/internal/tracedir"
 )
-
-// referenceRuns are the names in dir/runs/INDEX.csv.
-func referenceRuns(t *testing.T, dir string) []string {
-	t.Helper()
-	f, err := os.Open(filepath.Join(dir, "runs", "INDEX.csv"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	rows, err := csv.NewReader(f).ReadAll()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, row := range rows[1:] {
-		names = append(names, row[0])
-	}
-	return names
-}
-
-// jctTolerance is MODEL.md §8's: the C library's pow and log and Go's
-// may differ in the last bit, which moves a JCT by about 1e-9 s.
-const jctTolerance = 1e-6
 
 // TestEveryReferenceRunJobForJob runs every reference run of the Gavel
 // data folder and compares each job's draw and JCT, the average JCT and
@@ -43,7 +17,11 @@ func TestEveryReferenceRunJobForJob(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range referenceRuns(t, dir) {
+	names, err := ReferenceNames(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range names {
 		t.Run(name, func(t *testing.T) {
 			if testing.Short() && name[:5] == "paper" {
 				t.Skip("the paper's 5,089-job run; without -short")
@@ -64,7 +42,6 @@ func TestEveryReferenceRunJobForJob(t *testing.T) {
 			if len(res.Jobs) != len(ref.Jobs) {
 				t.Errorf("%d jobs generated, the reference %d", len(res.Jobs), len(ref.Jobs))
 			}
-			differ := 0
 			for i := range min(len(res.Jobs), len(ref.Jobs)) {
 				got, want := res.Jobs[i], ref.Jobs[i]
 				// The draws are the reference's (CPython's generators,
@@ -78,14 +55,10 @@ func TestEveryReferenceRunJobForJob(t *testing.T) {
 				if got.InWindow != want.InWindow {
 					t.Errorf("job %d in the window: %v, the reference %v", i, got.InWindow, want.InWindow)
 				}
-				if !sameJCT(got.JCT, want.JCT) {
-					if differ++; differ <= 5 {
-						t.Errorf("job %d: JCT %v, the reference %v", i, got.JCT, want.JCT)
-					}
-				}
 			}
-			if differ > 0 {
-				t.Errorf("%d of %d JCTs differ", differ, len(ref.Jobs))
+			if c := Compare(res, ref); c.Equal != len(ref.Jobs) {
+				t.Errorf("%d of %d JCTs equal; the first that differs, job %d: %v, the reference %v", c.Equal, len(ref.Jobs),
+					c.FirstDiffer, res.Jobs[c.FirstDiffer].JCT, ref.Jobs[c.FirstDiffer].JCT)
 			}
 			if math.Abs(res.AverageJCT/ref.AverageJCT-1) > 1e-9 {
 				t.Errorf("average JCT %v, the reference %v", res.AverageJCT, ref.AverageJCT)
@@ -100,12 +73,3 @@ func TestEveryReferenceRunJobForJob(t *testing.T) {
 // withinUlps reports whether a and b are within a few units in the last
 // place of each other.
 func withinUlps(a, b float64) bool { return math.Abs(a-b) <= 1e-15*math.Abs(b) }
-
-// sameJCT compares two JCTs within jctTolerance; two unfinished jobs
-// (NaN) are the same.
-func sameJCT(a, b float64) bool {
-	if math.IsNaN(a) || math.IsNaN(b) {
-		return math.IsNaN(a) && math.IsNaN(b)
-	}
-	return math.Abs(a-b) <= jctTolerance
-}

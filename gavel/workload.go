@@ -1,7 +1,6 @@
 package gavel
 
 import (
-
 	"github.com/gpusched/gpusched/internal/crmath"
 	"github.com/gpusched/gpusched/internal/pyrand"
 )
