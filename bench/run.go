@@ -18,6 +18,7 @@ import (
 	"github.com/gpusched/gpusched/actors/scheduler"
 	"github.com/gpusched/gpusched/cluster"
 	"github.com/gpusched/gpusched/durable"
+	"github.com/gpusched/gpusched/gavel"
 	"github.com/gpusched/gpusched/model"
 	"github.com/gpusched/gpusched/openb"
 	"github.com/gpusched/gpusched/policy"
@@ -553,6 +554,59 @@ func polluxRows(t *Table, o Options, say func(string, ...any)) error {
 	return nil
 }
 
+// gavelSpeedUp is how many times faster than the Gavel artifact's
+// simulator (its runs' own wall_seconds, on this machine) ours is to run
+// offline (issue 40).
+const gavelSpeedUp = 50
+
+// gavelRows times the Gavel simulator offline on two reference runs — a
+// static 8:8:8 FIFO run (the mean of 10) and the paper's AlloX run —
+// each against the reference simulator's time for it, and checks every
+// JCT equals the reference's.
+func gavelRows(t *Table, o Options, say func(string, ...any)) error {
+	const sec = "6 replay"
+	dir := filepath.Join(o.Traces, "..", "gavel")
+	data, err := gavel.Load(dir)
+	if err != nil {
+		t.skip(sec, "gavel, offline", err.Error())
+		return nil
+	}
+	for _, name := range []string{"static_fifo_c8-8-8_n60_seed0", "paper_allox_c36-36-36_lam4500_w4000-5000_seed42"} {
+		if o.Quick && name[:5] == "paper" {
+			t.skip(sec, "gavel "+name+", offline", "not in --quick")
+			continue
+		}
+		cfg, err := gavel.ParseRunName(name)
+		if err != nil {
+			return err
+		}
+		ref, err := gavel.ReadReference(dir, name)
+		if err != nil {
+			return err
+		}
+		runs := 10
+		if name[:5] == "paper" {
+			runs = 1
+		}
+		say("gavel %s, offline ×%d", name, runs)
+		var res *gavel.Result
+		start := time.Now()
+		for range runs {
+			if res, err = gavel.Run(context.Background(), data, cfg); err != nil {
+				return err
+			}
+		}
+		each := time.Since(start) / time.Duration(runs)
+		refWall := time.Duration(ref.Wall * float64(time.Second))
+		c := gavel.Compare(res, ref)
+		t.add(sec, fmt.Sprintf("gavel %s, offline (mean of %d)", name, runs),
+			fmt.Sprintf("%s (the artifact's simulator: %s, ×%s; %d of %d JCTs equal)", each.Round(100*time.Microsecond), refWall,
+				thousands(float64(refWall)/float64(each)), c.Equal, len(ref.Jobs)),
+			fmt.Sprintf("≥ %d× faster, every JCT equal", gavelSpeedUp), ok(each*gavelSpeedUp <= refWall && c.Equal == len(ref.Jobs)))
+	}
+	return nil
+}
+
 func replaySection(ctx context.Context, t *Table, o Options, say func(string, ...any)) error {
 	const sec = "6 replay"
 	if o.openb.err != nil {
@@ -579,6 +633,9 @@ func replaySection(ctx context.Context, t *Table, o Options, say func(string, ..
 	t.add(sec, "the same, offline (the pure core)",
 		fmt.Sprintf("%s (×%s the paper's simulator)", offline.Round(time.Millisecond), thousands(float64(paperSimulator)/float64(offline))),
 		"< 1 s", ok(offline < targetOfflineReplay))
+	if err := gavelRows(t, o, say); err != nil {
+		return err
+	}
 	if err := polluxRows(t, o, say); err != nil {
 		return err
 	}
