@@ -149,6 +149,9 @@ func Run(ctx context.Context, data *Data, c Config) (*Result, error) {
 		}
 		for gen.NextArrival() <= now && (!c.Static() || len(order) < c.WindowEnd) {
 			job := gen.Next()
+			if job.ID >= c.WindowStart && job.ID < c.WindowEnd && !runnableOn(data, c.Counts, job) {
+				return nil, fmt.Errorf("job %d (%s on %d GPUs) can never run on this cluster: its rate is 0 on every GPU type the cluster has, or it needs more GPUs of one type than there are; the run would never end", job.ID, job.Type, job.Scale)
+			}
 			rounds.Add(job)
 			order = append(order, rounds.jobs[job.ID])
 		}
@@ -181,6 +184,17 @@ func Run(ctx context.Context, data *Data, c Config) (*Result, error) {
 	}
 	res.Utilization = pairwiseSum(shares) / float64(gpus)
 	return res, nil
+}
+
+// runnableOn reports whether job can run on some type of the cluster:
+// enough GPUs of it and a positive rate there.
+func runnableOn(data *Data, counts [numTypes]int, job Job) bool {
+	for w := range numTypes {
+		if counts[w] >= job.Scale && data.alone[w][job.Template][scaleIndex(job.Scale)] > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // pairwiseSum is numpy's sum of a float64 array (pairwise_sum in

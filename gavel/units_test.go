@@ -1,7 +1,9 @@
 package gavel
 
 import (
+	"context"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/gpusched/gpusched/model"
@@ -101,5 +103,24 @@ func TestAPairRunsAtItsPackedRates(t *testing.T) {
 	// a: 1 step/s for 360 s; b: 0.5 step/s, so its 90 steps take 180 s.
 	if task.Steps != [2]float64{360, 90} || task.Finish != 360 {
 		t.Errorf("pair task %+v, want steps [360 90] finishing at 360", task)
+	}
+}
+
+// TestAJobThatCanNeverRunIsAnError: a measured job whose rate is 0 on
+// every type the cluster has would keep the run going for ever; Run says
+// so instead.
+func TestAJobThatCanNeverRunIsAnError(t *testing.T) {
+	table, err := model.ParseThroughputs([]byte(`{
+		"v100": {"('a', 1)": {"null": 2}}, "p100": {"('a', 1)": {"null": 1}}, "k80": {"('a', 1)": {"null": 0}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := NewData([]Template{{Name: "a"}}, table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Run(context.Background(), d, Config{Policy: "isolated", Counts: [numTypes]int{K80: 4}, WindowEnd: 3})
+	if err == nil || !strings.Contains(err.Error(), "can never run") {
+		t.Fatalf("error %v, want one saying job 0 can never run", err)
 	}
 }
