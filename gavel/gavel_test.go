@@ -23,9 +23,6 @@ func TestEveryReferenceRunJobForJob(t *testing.T) {
 	}
 	for _, name := range names {
 		t.Run(name, func(t *testing.T) {
-			if testing.Short() && name[:5] == "paper" {
-				t.Skip("the paper's 5,089-job run; without -short")
-			}
 			t.Parallel()
 			cfg, err := ParseRunName(name)
 			if err != nil {

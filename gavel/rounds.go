@@ -199,8 +199,8 @@ func (r *Rounds) Finish(t Task, roundStart float64, busy []float64) []int {
 		e.jobTime[t.Type] += exec
 	}
 	r.workerTime[t.Type] += exec
-	for _, g := range t.GPUs {
-		if busy != nil {
+	if busy != nil {
+		for _, g := range t.GPUs {
 			busy[g] += exec
 		}
 	}

@@ -30,8 +30,7 @@ type Config struct {
 
 // Validate says what is wrong with c, naming the field.
 func (c Config) Validate() error {
-	if _, ok := policies[c.Policy]; !ok {
-		_, err := NewPolicy(c.Policy, 0)
+	if _, err := NewPolicy(c.Policy, 0); err != nil {
 		return err
 	}
 	if c.Counts[K80]+c.Counts[P100]+c.Counts[V100] == 0 {

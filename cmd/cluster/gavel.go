@@ -206,7 +206,11 @@ flags:
 		fmt.Fprintf(os.Stderr, "wrote %s: NAME.csv and NAME.json for %d runs\n", *out, len(finished))
 	}
 	if ctx.Err() != nil {
-		return fmt.Errorf("interrupted: %d of %d runs finished (kept above%s)", len(finished), len(runs), map[bool]string{true: " and in " + *out, false: ""}[*out != ""])
+		kept := "kept above"
+		if *out != "" {
+			kept += " and in " + *out
+		}
+		return fmt.Errorf("interrupted: %d of %d runs finished (%s)", len(finished), len(runs), kept)
 	}
 	return nil
 }
