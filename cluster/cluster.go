@@ -48,6 +48,10 @@ type Config struct {
 	// Training runs distributed training jobs (core.TrainingConfig); its
 	// Model is the GPUs' too. nil: none.
 	Training *core.TrainingConfig
+	// Throughputs is the cluster's throughput table: the GPUs run typed
+	// jobs at its rates and the scheduler places them as its pairs allow
+	// (core.Config.Throughputs). Nil: typed jobs are refused.
+	Throughputs *model.ThroughputTable
 	// Round names the scheduler's round (policy.Round) and RoundEvery its
 	// period of simulated time; no round when RoundEvery is zero.
 	Round      string
@@ -386,7 +390,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		gpuLease, lease = 0, -1
 	}
 	schedCfg := scheduler.Config{Conn: schedConn, Clock: c.Clock, Journal: c.journal, Config: core.Config{Subjects: subjects, Logger: log,
-		Policy: cfg.Policy, Queue: cfg.Queue, Admit: admitOf(cfg.TenantLimits), TenantRate: cfg.TenantRate, TenantBurst: cfg.TenantBurst, Preempt: cfg.Preempt, Filters: cfg.Filters, Oversubscribe: cfg.Oversubscribe, Round: cfg.Round, RoundEvery: cfg.RoundEvery, Training: cfg.Training, VRAMModel: cfg.VRAMModel, StarvationAge: cfg.StarvationAge, Seed: int64(cfg.Seed),
+		Policy: cfg.Policy, Queue: cfg.Queue, Admit: admitOf(cfg.TenantLimits), TenantRate: cfg.TenantRate, TenantBurst: cfg.TenantBurst, Preempt: cfg.Preempt, Filters: cfg.Filters, Oversubscribe: cfg.Oversubscribe, Round: cfg.Round, RoundEvery: cfg.RoundEvery, Training: cfg.Training, Throughputs: cfg.Throughputs, VRAMModel: cfg.VRAMModel, StarvationAge: cfg.StarvationAge, Seed: int64(cfg.Seed),
 		NodeRank: cfg.NodeRank, Workload: cfg.Workload, DropUnschedulable: cfg.DropUnschedulable, MetricsPeriod: cfg.MetricsPeriod,
 		Lease: lease, Restored: restored}, Trace: cfg.SchedulerTrace}
 	if c.virtual != nil && c.journal == nil && cfg.Chaos != nil && cfg.Chaos.Rates[events.ChaosKillScheduler] > 0 {
@@ -433,7 +437,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	}
 	for i, spec := range cfg.Shape.Nodes {
 		h, err := node.Start(runCtx, node.HostConfig{Spec: spec, VRAMModel: cfg.VRAMModel, Clock: c.Clock,
-			Subjects: subjects, Conn: nodeConn, Logger: log, Heartbeat: cfg.Heartbeat, Interference: cfg.Interference, Training: trainingModel(cfg.Training),
+			Subjects: subjects, Conn: nodeConn, Logger: log, Heartbeat: cfg.Heartbeat, Interference: cfg.Interference, Training: trainingModel(cfg.Training), Throughputs: cfg.Throughputs,
 			Lease: gpuLease, RestartBackoff: cfg.RestartBackoff, Router: router, FirstIncarnation: firstIncarnation})
 		if err != nil {
 			return fail(err)

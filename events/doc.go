@@ -68,6 +68,12 @@
 //	checkpoint   interval of work between checkpoints, e.g. "10m"; none by default (a preempted job then restarts from zero)
 //	cpu          cores (default 4); memory: size (default 16GB), held by the node actor
 //	gpu, node    pin the job to one GPU or one node
+//	job_type     a typed job: its type as the cluster's throughput table names it (a cluster started
+//	             with --throughputs); it runs at the table's rate for the GPU model it lands on (the
+//	             packed pair's while it shares a GPU with a typed job the table pairs it with), gpus
+//	             is its scale factor, and without vram or gpu_milli it takes whole GPUs
+//	steps        with job_type, required: the steps it runs to complete (a whole number ≥ 1); its
+//	             progress_s and work_s then count steps, and duration and checkpoint are not given
 //
 // Unknown fields are errors, so a typo never silently changes a job; so are
 // a field given twice, a field name in another case ("Name"), a wrong type

@@ -86,6 +86,10 @@ type JobInfo struct {
 	// its state as the scheduler last had it from its GPUs.
 	Training      *model.Training      `json:"training,omitempty"`
 	TrainingState *model.TrainingState `json:"training_state,omitempty"`
+	// JobType and Steps are a typed job's type and steps in all (then
+	// ProgressS and WorkS count steps, not seconds, and duration is "").
+	JobType string  `json:"job_type,omitempty"`
+	Steps   float64 `json:"steps,omitempty"`
 }
 
 // JobListRequest filters job.list; every field is optional.
@@ -215,6 +219,10 @@ type GPUJob struct {
 	// its GPU has run (then ProgressS and WorkS are in the application's
 	// progress units, not seconds, and Rate is 0).
 	Training *model.TrainingState `json:"training,omitempty"`
+	// JobType is a typed job's type: then ProgressS and WorkS count steps
+	// and Rate is steps per second, the throughput table's rate for it on
+	// this GPU (alone, or packed with the typed job it shares the GPU with).
+	JobType string `json:"job_type,omitempty"`
 }
 
 // GPUStatus is the payload of gpu.status (published on every change) and

@@ -59,6 +59,15 @@ type SubmitRequest struct {
 	// time comes from its application's model, so duration, vram, gpus,
 	// gpu_milli, util, checkpoint, gpu and node are not given with it.
 	Training *model.Training `json:"training,omitempty"`
+	// JobType makes the job a typed job, run at the rate the cluster's
+	// throughput table gives that type on each GPU model (and its packed
+	// pair's when it shares a GPU); gpus is its scale factor. Its work is
+	// Steps steps, so duration and checkpoint are not given with it (a
+	// typed job keeps every step it has run). Without vram or gpu_milli it
+	// takes whole GPUs; gpu_milli 500 lets two typed jobs of a pair the
+	// table measured share one.
+	JobType string   `json:"job_type,omitempty"`
+	Steps   *float64 `json:"steps,omitempty"`
 }
 
 // Bounds of a submission's fields: what no real job needs, so that no
@@ -220,6 +229,9 @@ func (r *SubmitRequest) Job() (model.Job, *model.FieldError) {
 		return model.Job{}, model.Errorf("util", "must be a percentage between 0 and 100, not %v", job.Util)
 	}
 	if job.GPUs > 0 {
+		if r.VRAM == nil && job.Milli == 0 && (r.JobType != "" || r.Steps != nil) {
+			job.Milli = 1000 // a whole GPU (policy.MilliPerGPU): a typed job's unless told
+		}
 		if r.VRAM == nil && job.Milli == 0 {
 			return model.Job{}, model.Errorf("vram", "required for a GPU job: the VRAM per GPU, e.g. \"12GB\" (or give gpu_milli, the share of each GPU)")
 		}
@@ -241,29 +253,36 @@ func (r *SubmitRequest) Job() (model.Job, *model.FieldError) {
 	} else if r.VRAM != nil && *r.VRAM != 0 {
 		return model.Job{}, model.Errorf("vram", "a CPU-only job (gpus 0) takes no VRAM")
 	}
-	if r.Duration == "" {
-		return model.Job{}, model.Errorf("duration", "required: the run time at reference speed, e.g. \"30m\"")
-	}
-	d, err := time.ParseDuration(r.Duration)
-	if err != nil {
-		return model.Job{}, model.Errorf("duration", "%q is not a duration (use Go durations such as 4h or 30m)", r.Duration)
-	}
-	if d <= 0 {
-		return model.Job{}, model.Errorf("duration", "must be positive, not %s", r.Duration)
-	}
-	if d > MaxDuration {
-		return model.Job{}, model.Errorf("duration", "at most %s (ten years), not %s", MaxDuration, r.Duration)
-	}
-	job.Duration = d
-	if r.Checkpoint != "" {
-		c, err := time.ParseDuration(r.Checkpoint)
-		if err != nil || c < 0 {
-			return model.Job{}, model.Errorf("checkpoint", "%q is not a non-negative duration", r.Checkpoint)
+	if r.JobType != "" || r.Steps != nil {
+		var fe *model.FieldError
+		if job, fe = r.typedJob(job); fe != nil {
+			return model.Job{}, fe
 		}
-		if c > MaxDuration {
-			return model.Job{}, model.Errorf("checkpoint", "at most %s, not %s", MaxDuration, r.Checkpoint)
+	} else {
+		if r.Duration == "" {
+			return model.Job{}, model.Errorf("duration", "required: the run time at reference speed, e.g. \"30m\"")
 		}
-		job.Checkpoint = c
+		d, err := time.ParseDuration(r.Duration)
+		if err != nil {
+			return model.Job{}, model.Errorf("duration", "%q is not a duration (use Go durations such as 4h or 30m)", r.Duration)
+		}
+		if d <= 0 {
+			return model.Job{}, model.Errorf("duration", "must be positive, not %s", r.Duration)
+		}
+		if d > MaxDuration {
+			return model.Job{}, model.Errorf("duration", "at most %s (ten years), not %s", MaxDuration, r.Duration)
+		}
+		job.Duration = d
+		if r.Checkpoint != "" {
+			c, err := time.ParseDuration(r.Checkpoint)
+			if err != nil || c < 0 {
+				return model.Job{}, model.Errorf("checkpoint", "%q is not a non-negative duration", r.Checkpoint)
+			}
+			if c > MaxDuration {
+				return model.Job{}, model.Errorf("checkpoint", "at most %s, not %s", MaxDuration, r.Checkpoint)
+			}
+			job.Checkpoint = c
+		}
 	}
 	if job.CPU < 0 || job.CPU > MaxCPU || job.CPU != job.CPU {
 		return model.Job{}, model.Errorf("cpu", "must be a number of cores from 0 to %d, not %v", MaxCPU, job.CPU)
@@ -290,6 +309,34 @@ func (r *SubmitRequest) Job() (model.Job, *model.FieldError) {
 	return job, nil
 }
 
+// MaxSteps bounds a typed job's steps (10^15: beyond any run's).
+const MaxSteps = 1e15
+
+// typedJob finishes Job for a typed job: its type and steps checked, the
+// fields its rate decides refused.
+func (r *SubmitRequest) typedJob(job model.Job) (model.Job, *model.FieldError) {
+	switch {
+	case r.JobType == "":
+		return model.Job{}, model.Errorf("job_type", "required with steps: the job's type, as the cluster's throughput table names it (e.g. \"ResNet-18 (batch size 64)\")")
+	case r.Steps == nil:
+		return model.Job{}, model.Errorf("steps", "required with job_type: the steps the job runs to complete")
+	case r.Duration != "":
+		return model.Job{}, model.Errorf("duration", "not given with job_type: a typed job's run time comes from its steps and the throughput table's rates")
+	case r.Checkpoint != "":
+		return model.Job{}, model.Errorf("checkpoint", "not given with job_type: a typed job keeps every step it has run when stopped")
+	case job.GPUs < 1:
+		return model.Job{}, model.Errorf("gpus", "a typed job runs on GPUs: gpus (its scale factor) must be 1 or more, not %d", job.GPUs)
+	}
+	if fe := boundedText("job_type", r.JobType, MaxNameBytes); fe != nil {
+		return model.Job{}, fe
+	}
+	if s := *r.Steps; !(s >= 1 && s <= MaxSteps) || s != float64(int64(s)) {
+		return model.Job{}, model.Errorf("steps", "must be a whole number of steps from 1 to %g, not %v", float64(MaxSteps), s)
+	}
+	job.JobType, job.Steps = r.JobType, *r.Steps
+	return job, nil
+}
+
 // MaxReplicas bounds a training job's replicas (one GPU each).
 const MaxReplicas = 4096
 
@@ -303,7 +350,8 @@ func (r *SubmitRequest) trainingJob() (model.Job, *model.FieldError) {
 		given bool
 	}{{"duration", r.Duration != ""}, {"vram", r.VRAM != nil}, {"gpus", r.GPUs != nil}, {"gpu_milli", r.GPUMilli != nil},
 		{"util", r.Util != nil}, {"checkpoint", r.Checkpoint != ""}, {"gpu", r.GPU != ""}, {"node", r.Node != ""},
-		{"models", len(r.Models) > 0}, {"cpu", r.CPU != nil}, {"memory", r.Memory != nil}} {
+		{"models", len(r.Models) > 0}, {"cpu", r.CPU != nil}, {"memory", r.Memory != nil},
+		{"job_type", r.JobType != ""}, {"steps", r.Steps != nil}} {
 		if f.given {
 			return model.Job{}, model.Errorf(f.name, "not given with training: a training job's %s comes from its application's model and its placement", f.name)
 		}

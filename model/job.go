@@ -61,6 +61,36 @@ type Job struct {
 	// replica count, whole GPUs over any nodes; Duration is 0: its
 	// application's model says when it completes).
 	Training *Training `json:"training,omitempty"`
+	// JobType makes it a typed job: its speed on a GPU is the cluster's
+	// throughput table's rate for that GPU model, job type and scale
+	// factor (GPUs), or the packed pair's when it shares the GPU with
+	// another typed job; its work is Steps steps, not a Duration.
+	JobType string `json:"job_type,omitempty"`
+	// Steps is a typed job's work: the steps it runs to complete.
+	Steps float64 `json:"steps,omitempty"`
+}
+
+// Typed reports whether the job is a typed job (JobType).
+func (j *Job) Typed() bool { return j.JobType != "" }
+
+// Work is the job's work in its own unit: steps for a typed job, seconds
+// at reference speed for any other (a training job's model counts its own).
+func (j *Job) Work() float64 {
+	if j.Typed() {
+		return j.Steps
+	}
+	return j.Duration.Seconds()
+}
+
+// Kept is the work the job keeps when stopped after done of it: a typed
+// job every whole step it has run (a step is its checkpoint: Gavel's jobs
+// save their state at the end of every lease), any other job up to its
+// last checkpoint (KeptProgress).
+func (j *Job) Kept(done float64) float64 {
+	if j.Typed() {
+		return math.Floor(max(0, done))
+	}
+	return KeptProgress(done, j.Checkpoint)
 }
 
 // Job defaults for fields a submission leaves out.

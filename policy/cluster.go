@@ -26,6 +26,8 @@ type Share struct {
 	Milli int
 	// GPUs is how many GPUs the job holds (1, or its gang size).
 	GPUs int
+	// JobType is a typed job's type ("" for any other).
+	JobType string
 }
 
 // GPU is one GPU in a snapshot.
@@ -114,7 +116,17 @@ type Cluster struct {
 	// limit is Oversubscribe × 100 % (1, the default, when zero; +Inf:
 	// no limit). It bounds ComputeBound policies and the capacity filter.
 	Oversubscribe float64
+	// Throughputs, when set, is the cluster's throughput table: a typed
+	// job (Request.JobType) fits only a GPU whose model the table gives
+	// it a rate on, and a GPU holding a typed job is shared only by the
+	// pair the table measured (ThroughputRule).
+	Throughputs *model.ThroughputTable
 }
+
+// scans reports whether a placement must look at every GPU: a filter or
+// the throughput table's rule is in force, which the index and the memo
+// cannot know.
+func (c *Cluster) scans() bool { return len(c.Filters) > 0 || c.Throughputs != nil }
 
 // UtilLimit is the summed utilisation, in percent, past which a GPU has no
 // compute to spare: 100 × Oversubscribe.
@@ -174,6 +186,8 @@ type Request struct {
 	PinGPU, PinNode string
 	// Held marks GPUs held for an older job: the request may not use them.
 	Held map[int]bool
+	// JobType is a typed job's type (model.Job.JobType; "" for any other).
+	JobType string
 }
 
 // Placement is one way to place a request: a node and the GPUs on it.

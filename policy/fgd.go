@@ -56,7 +56,7 @@ func (fgd) PickGPUs(c *Cluster, r *Request, n *Node) []int {
 // use (a cluster index; -1 for whole-GPU and CPU-only jobs). It goes
 // through the cluster's Memo when there is one.
 func (c *Cluster) fgdNode(r *Request, n *Node) (int, int) {
-	if c.Memo != nil && len(c.Filters) == 0 { // a filter's rule is not in the memo's key
+	if c.Memo != nil && !c.scans() { // a filter's rule is not in the memo's key
 		return c.Memo.fgd(c, r, n)
 	}
 	var buf [16]int

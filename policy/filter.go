@@ -86,6 +86,9 @@ func (capacity) Allows(c *Cluster, g *GPU, r *Request) bool { return c.ComputeFi
 // allowed reports whether every filter in force lets r go on g, and
 // otherwise names the first that does not.
 func (c *Cluster) allowed(g *GPU, r *Request) (bool, string) {
+	if c.Throughputs != nil && !c.throughputAllows(g, r) {
+		return false, ThroughputRule
+	}
 	for _, f := range c.Filters {
 		if !f.Allows(c, g, r) {
 			return false, f.Name()

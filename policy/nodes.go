@@ -70,7 +70,7 @@ func (c *Cluster) NodeFeasible(n *Node, r *Request) bool {
 func placeByNode(c *Cluster, r *Request, p NodeScorer) []Placement {
 	var nodes []*Node
 	var scores []int
-	if rs, ok := p.(RawNodeScorer); ok && c.Index != nil && indexable(r) && len(c.Filters) == 0 {
+	if rs, ok := p.(RawNodeScorer); ok && c.Index != nil && indexable(r) && !c.scans() {
 		nodes, scores = c.Index.topNodes(c, r, rs, MaxCandidates)
 		if VerifyIndex {
 			sn, ss := scanNodes(c, r, p)

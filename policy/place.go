@@ -32,7 +32,7 @@ func Place(c *Cluster, r *Request, p Policy) []Placement {
 
 func placeSingle(c *Cluster, r *Request, p GPURanker) []Placement {
 	var best []*GPU
-	if kr, ok := p.(KeyedRanker); ok && c.Index != nil && len(c.Filters) == 0 {
+	if kr, ok := p.(KeyedRanker); ok && c.Index != nil && !c.scans() {
 		best = c.Index.topGPUs(c, r, kr, MaxCandidates)
 		if VerifyIndex {
 			verifyGPUs(best, scanSingle(c, r, p), p, r)
@@ -412,7 +412,7 @@ func Hold(c *Cluster, r *Request, held map[int]bool) []int {
 // refuses it, which filter and how many GPUs ("" when no filter is what
 // stands in the way).
 func (c *Cluster) filteredOut(r *Request) string {
-	if len(c.Filters) == 0 || r.GPUs == 0 {
+	if !c.scans() || r.GPUs == 0 {
 		return ""
 	}
 	refused := map[string]int{}

@@ -55,6 +55,10 @@ type Config struct {
 	// Training is the application model this GPU runs distributed
 	// training jobs on (the Pollux data folder's); nil: it refuses them.
 	Training *pollux.Model
+	// Throughputs is the table this GPU runs typed jobs at (a job type and
+	// steps): their rate alone, or packed with the typed job they share
+	// the GPU with, for this GPU's model. Nil: it refuses typed jobs.
+	Throughputs *model.ThroughputTable
 }
 
 // Liveness is a GPU's answer to its node actor's ping.
@@ -484,6 +488,9 @@ func (a *Actor) runningUtil() float64 {
 // job s: its model's relative speed (a heterogeneous cluster runs the same
 // job at different speeds) times its slowdown from co-location.
 func (a *Actor) rate(s *share, sum float64) float64 {
+	if r, ok := a.typedRate(s); ok {
+		return r
+	}
 	return a.cfg.Model.Speed * a.slowdown(s.job.Util, sum)
 }
 
@@ -808,6 +815,12 @@ func (a *Actor) reserve(c events.Control) events.ControlReply {
 			return events.ControlReply{Error: fe}
 		}
 	}
+	if reason, fe := a.refuseTyped(c.Job); fe != nil {
+		return events.ControlReply{Error: fe}
+	} else if reason != "" {
+		st := a.status("", "")
+		return events.ControlReply{Reason: reason, Version: a.version, Status: &st}
+	}
 	if used := a.milliUsed(); used+c.Job.Milli > MilliPerGPU {
 		reason := "insufficient GPU share: " + strconv.Itoa(MilliPerGPU-used) + "/1000 free, asked " + strconv.Itoa(c.Job.Milli)
 		a.emit.Emit(a.cfg.Subjects.GPUEvent(a.cfg.Node, a.cfg.ID, events.GPUOOM), events.Type("gpu", events.GPUOOM),
@@ -876,6 +889,7 @@ func (a *Actor) status(change, jobID string) events.GPUStatus {
 		if s.train != nil {
 			j.Rate, j.WorkS, j.Training = 0, s.train.job.Target(), s.train.state()
 		}
+		j.JobType, _ = s.jobType()
 		st.Jobs = append(st.Jobs, j)
 	}
 	st.PowerW = a.cfg.Model.Power(util, busy)

@@ -34,6 +34,8 @@ type HostConfig struct {
 	Interference float64
 	// Training is the model the GPUs run training jobs on (gpu.Config).
 	Training *pollux.Model
+	// Throughputs is the table the GPUs run typed jobs at (gpu.Config).
+	Throughputs *model.ThroughputTable
 	// Lease is the GPUs' lease (gpu.Config.Lease; zero: none).
 	Lease time.Duration
 	// FirstIncarnation is the incarnation the node actor and each GPU
@@ -80,7 +82,7 @@ func Start(ctx context.Context, cfg HostConfig) (*Host, error) {
 		h.gpus[g.ID] = s
 		slots = append(slots, s)
 		gc := gpu.Config{ID: g.ID, Node: cfg.Spec.ID, Model: g.Model, VRAMModel: cfg.VRAMModel,
-			Clock: cfg.Clock, Subjects: cfg.Subjects, Bus: cfg.Conn, Logger: log, Interference: cfg.Interference, Training: cfg.Training,
+			Clock: cfg.Clock, Subjects: cfg.Subjects, Bus: cfg.Conn, Logger: log, Interference: cfg.Interference, Training: cfg.Training, Throughputs: cfg.Throughputs,
 			Lease: cfg.Lease, Incarnation: max(1, cfg.FirstIncarnation)}
 		// The first incarnation exists before the subscription does: a
 		// message may wait in its mailbox until it runs, never find it missing.

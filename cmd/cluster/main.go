@@ -206,6 +206,8 @@ func run(args []string) error {
 	trainingData := fs.String("training-data", "", "a Pollux data folder (like ../shared/traces/pollux): the cluster then runs distributed training jobs\n"+
 		"(submissions with \"training\"), decided every 60 simulated seconds by --training-policy over the GPUs no other kind\n"+
 		"of job holds (--rate 0 leaves them all to training jobs)")
+	throughputs := fs.String("throughputs", "", "a throughput table (Gavel's data/simulation_throughputs.json, or a file in its shape): the GPUs run typed jobs\n"+
+		"(a job_type and steps) at its rates for their model, packed pairs at the pair's; without it typed jobs are refused")
 	trainingPolicy := fs.String("training-policy", "tiresias", "with --training-data: tiresias, optimus or pollux (its search drawn from seed 1)")
 	authPath := fs.String("auth", "", "roles file (or the directory 'cluster auth init' wrote): every client authenticates and gets its role's permissions")
 	insecure := fs.Bool("insecure", false, "let --listen reach beyond loopback without --auth (anyone who reaches the port may do anything)")
@@ -393,6 +395,11 @@ func run(args []string) error {
 			return err
 		}
 	}
+	if *throughputs != "" {
+		if cfg.Throughputs, err = model.LoadThroughputs(*throughputs); err != nil {
+			return fmt.Errorf("--throughputs: %w", err)
+		}
+	}
 	wallStart := time.Now()
 	if clock != nil {
 		cfg.Clock, cfg.Epoch = clock, epoch
@@ -524,6 +531,9 @@ func submitRequest(args []string) (*bus.Options, string, events.SubmitRequest, e
 	jobID := fs.String("job-id", "", "the job's id, an idempotency key (default: a new UUID); a retry with the same id is the same job")
 	trainingApp := fs.String("training-app", "", "a distributed training job of this application (cifar10, bert, ...; a cluster run with --training-data):\n"+
 		"its model says when it completes, so no --vram, --duration or --gpus")
+	jobType := fs.String("job-type", "", "a typed job of this type, as the cluster's throughput table names it (a cluster run with --throughputs):\n"+
+		"it runs --steps steps at the table's rate on its GPU model, so no --duration; --gpus is its scale factor")
+	steps := fs.Float64("steps", 0, "with --job-type: the steps the job runs to complete")
 	trainingBatch := fs.Int("training-batch", 0, "with --training-app: the batch size")
 	trainingReplicas := fs.Int("training-replicas", 0, "with --training-app: the replicas (one whole GPU each, over any nodes)")
 	if err := fs.Parse(args); err != nil {
@@ -554,6 +564,12 @@ func submitRequest(args []string) (*bus.Options, string, events.SubmitRequest, e
 	body.Priority = &p
 	if given["util"] {
 		body.Util = util
+	}
+	if *jobType != "" || given["steps"] {
+		body.JobType = *jobType
+		if given["steps"] {
+			body.Steps = steps
+		}
 	}
 	if given["gpu-milli"] {
 		body.GPUMilli = milli

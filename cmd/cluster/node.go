@@ -38,6 +38,7 @@ func nodeCommand(args []string) error {
 	speed := fs.Float64("speed", 0, "simulated seconds per wall second (default: the control plane's, read from its snapshot)")
 	lease := fs.Duration("lease", scheduler.DefaultLease, "the GPUs' lease: the control plane's --lease")
 	heartbeat := fs.Duration("heartbeat", 0, "wall-time period of the node's heartbeats (default: a third of --lease, at most 2s)")
+	throughputs := fs.String("throughputs", "", "the control plane's throughput table (its --throughputs): the GPUs run typed jobs at its rates")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	var busOpt bus.Options
 	busOpt.AddFlags(fs, "nats://"+cluster.DefaultListen, "NATS URL of the cluster (several: comma-separated)")
@@ -58,6 +59,12 @@ func nodeCommand(args []string) error {
 	vm, err := vram.ParseModel(*vramModel)
 	if err != nil {
 		return fmt.Errorf("--vram-model: %v", err)
+	}
+	var table *model.ThroughputTable
+	if *throughputs != "" {
+		if table, err = model.LoadThroughputs(*throughputs); err != nil {
+			return fmt.Errorf("--throughputs: %w", err)
+		}
 	}
 	if *speed < 0 || *interference < 0 {
 		return fmt.Errorf("--speed and --interference must not be negative")
@@ -114,7 +121,7 @@ func nodeCommand(args []string) error {
 	}
 	clock := simclock.NewScaled(epoch, *speed)
 	h, err := node.Start(ctx, node.HostConfig{Spec: spec, VRAMModel: vm, Clock: clock, Subjects: subjects, Conn: nc,
-		Logger: log, Heartbeat: *heartbeat, Interference: *interference, Lease: *lease})
+		Logger: log, Heartbeat: *heartbeat, Interference: *interference, Lease: *lease, Throughputs: table})
 	if err != nil {
 		return err
 	}

@@ -42,6 +42,10 @@ type Config struct {
 	// Training runs distributed training jobs in rounds (nil: such
 	// submissions are refused).
 	Training *TrainingConfig
+	// Throughputs is the cluster's throughput table: typed jobs (a
+	// job_type and steps) run at its rates and share a GPU only as its
+	// pairs say (policy.Cluster.Throughputs). Nil: typed jobs are refused.
+	Throughputs *model.ThroughputTable
 	// Queue is the queue order (policy.QueueSort; policy.DefaultQueue when empty).
 	Queue string
 	// Filters are the filters in force (policy.Filter), comma-separated
@@ -526,6 +530,7 @@ func New(cfg Config, bus Bus) (*Core, error) {
 	s.ids = rand.NewChaCha8(seed)
 	s.view.cluster.Workload = cfg.Workload
 	s.view.cluster.Filters = filters
+	s.view.cluster.Throughputs = cfg.Throughputs
 	s.view.cluster.Oversubscribe = cmp.Or(cfg.Oversubscribe, 1)
 	s.view.cluster.ComputeBound = policy.BindsCapacity(p)
 	if cfg.Restored != nil {

@@ -145,7 +145,7 @@ func (j *job) slowdown() float64 {
 	return j.runS / j.idealS
 }
 
-func (j *job) work() float64 { return j.spec.Duration.Seconds() }
+func (j *job) work() float64 { return j.spec.Work() }
 
 // incarnationOn is the incarnation of gpu the job was placed on (0 if
 // unknown: then any incarnation of that GPU is taken to run it).
@@ -287,6 +287,9 @@ func (s *Core) info(j *job, history bool) events.JobInfo {
 		in.Duration = ""
 		in.Training, in.TrainingState = j.spec.Training, s.trainingState(j)
 	}
+	if j.spec.Typed() {
+		in.Duration, in.JobType, in.Steps = "", j.spec.JobType, j.spec.Steps
+	}
 	if history {
 		in.History = j.history
 	}
@@ -312,7 +315,7 @@ func (s *Core) transition(j *job, state, reason string) {
 func (s *Core) request(j *job) *policy.Request {
 	return &policy.Request{JobID: j.id, Priority: j.spec.Priority, GPUs: j.spec.GPUs, VRAM: int64(j.spec.VRAM),
 		Milli: j.spec.Milli, Util: j.spec.Util, CPUMilli: j.spec.CPUMilli(), Memory: int64(j.spec.Memory), Models: j.spec.Models,
-		PinGPU: j.spec.GPU, PinNode: j.spec.Node, Held: s.view.held}
+		PinGPU: j.spec.GPU, PinNode: j.spec.Node, Held: s.view.held, JobType: j.spec.JobType}
 }
 
 func (s *Core) onSubmit(m *Msg, tenant string) {
@@ -334,6 +337,9 @@ func (s *Core) onSubmit(m *Msg, tenant string) {
 	}
 	if fe == nil && spec.Training != nil {
 		fe = s.checkTraining(&spec)
+	}
+	if fe == nil && spec.Typed() {
+		fe = s.checkTyped(&spec)
 	}
 	if fe != nil {
 		s.respond(m, events.ErrorReply{Error: fe})

@@ -39,7 +39,7 @@ func (s *Core) record(j *job) *durable.Record {
 	progress := j.progress
 	if j.state == stateRunning || j.state == events.JobPlaced {
 		// While it runs, the work it would keep if lost now.
-		progress = max(progress, model.KeptProgress(j.estimate(now), j.spec.Checkpoint))
+		progress = max(progress, j.spec.Kept(j.estimate(now)))
 		j.storedProgress = progress
 	}
 	// Read back on part of its GPUs so far, the record keeps every GPU it
@@ -79,7 +79,7 @@ func (s *Core) checkpointsReached() {
 	}
 	now := s.now
 	for _, j := range s.running {
-		if j.spec.Checkpoint > 0 && model.KeptProgress(j.estimate(now), j.spec.Checkpoint) > j.storedProgress {
+		if j.spec.Checkpoint > 0 && j.spec.Kept(j.estimate(now)) > j.storedProgress {
 			s.touch(j)
 		}
 	}

@@ -132,6 +132,7 @@ func (s *Core) rebuildShares(g *policy.GPU) {
 			sh.Priority, sh.Preemptible, sh.Util = j.spec.Priority, j.spec.Preemptible, j.spec.Util
 			sh.CPUMilli, sh.Memory, sh.GPUs = j.spec.CPUMilli(), int64(j.spec.Memory), j.spec.GPUs
 			sh.Milli = policy.MilliOf(j.spec.Milli, int64(j.spec.VRAM), g.VRAMTotal)
+			sh.JobType = j.spec.JobType
 		}
 		g.MilliUsed += sh.Milli
 		g.Shares = append(g.Shares, sh)
@@ -159,7 +160,7 @@ func (s *Core) refreshLostWork() {
 				continue
 			}
 			p := j.estimate(now)
-			sh.LostWork = p - model.KeptProgress(p, j.spec.Checkpoint)
+			sh.LostWork = p - j.spec.Kept(p)
 			sh.Preemptible = j.spec.Preemptible && j.state == stateRunning && j.stopping == nil && slices.Contains(j.gpus, g.ID)
 		}
 	}
@@ -229,7 +230,7 @@ func (s *Core) placed(j *job, p policy.Placement, cands []policy.Placement, rank
 		end := now.Add(time.Duration((j.work() - j.progress) * float64(time.Second)))
 		j.cpuEnds = &end
 	} else if gs, ok := s.view.gpus[p.GPUs[0]]; ok {
-		j.lastRate = gs.model.Speed
+		j.lastRate = s.aloneRate(j, gs)
 	}
 	if j.firstStarted == nil {
 		first := now
@@ -395,7 +396,7 @@ func (s *Core) finishStop(st *stopping) {
 	}
 	j.endStint(st.at, done)
 	if st.op == events.OpPreempt {
-		j.progress = model.KeptProgress(done, j.spec.Checkpoint)
+		j.progress = j.spec.Kept(done)
 		j.lostS += done - j.progress
 	} else {
 		j.progress = done
@@ -763,7 +764,7 @@ func (s *Core) requeueLost(j *job, lostAt float64, reason string) {
 		if lostAt >= 0 {
 			progress = min(progress, lostAt)
 		}
-		kept := model.KeptProgress(progress, j.spec.Checkpoint)
+		kept := j.spec.Kept(progress)
 		j.lostS += progress - kept
 		j.progress = kept
 		s.transition(j, events.JobLost, reason)

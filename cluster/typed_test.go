@@ -1,0 +1,120 @@
+package cluster_test
+
+import (
+	"context"
+	"encoding/json"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/gpusched/gpusched/actors/jobgen"
+	"github.com/gpusched/gpusched/cluster"
+	"github.com/gpusched/gpusched/model"
+	"github.com/gpusched/gpusched/sim"
+)
+
+// smallTable is a throughput table in Gavel's shape, made for these
+// tests: type A runs 10 steps/s alone on a V100 and 2 on a K80; B 5 on a
+// V100 and not at all on a K80; packed on a V100, A keeps 6 and B 4.
+const smallTable = `{
+ "v100": {"('A', 1)": {"null": 10, "('B', 1)": [6, 4]},
+          "('B', 1)": {"null": 5, "('A', 1)": [4, 6]}},
+ "k80":  {"('A', 1)": {"null": 2},
+          "('B', 1)": {"null": 0}}
+}`
+
+func loadSmallTable(t *testing.T) *model.ThroughputTable {
+	t.Helper()
+	table, err := model.ParseThroughputs([]byte(smallTable))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return table
+}
+
+// TestATypedJobWithoutAThroughputTableIsRefused: a cluster started
+// without a table refuses a typed job, naming job_type; one with it
+// refuses what the table cannot run, naming the field.
+func TestATypedJobWithoutAThroughputTableIsRefused(t *testing.T) {
+	_, plain := startCluster(t, cluster.Config{Speed: 60})
+	rep := req(t, plain, "gpusched.job.submit", `{"name":"a","job_type":"A","steps":100}`)
+	if e, _ := rep["error"].(obj); e == nil || e["field"] != "job_type" {
+		t.Fatalf("reply %v, want an error naming job_type", rep)
+	}
+	shape, err := model.ParseGPUs("1xV100-16GB,1xK80-12GB")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, nc := startCluster(t, cluster.Config{Speed: 60, Shape: shape, Throughputs: loadSmallTable(t)})
+	for body, field := range map[string]string{
+		`{"name":"x","job_type":"C","steps":100}`:                                "job_type",
+		`{"name":"x","job_type":"A"}`:                                            "steps",
+		`{"name":"x","steps":100}`:                                               "job_type",
+		`{"name":"x","job_type":"A","steps":0.5}`:                                "steps",
+		`{"name":"x","job_type":"A","steps":100,"duration":"1h"}`:                "duration",
+		`{"name":"x","job_type":"A","steps":100,"gpus":2}`:                       "gpus",
+		`{"name":"x","job_type":"B","steps":100,"models":["K80-12GB"]}`:          "gpus",
+		`{"name":"x","job_type":"A","steps":100,"checkpoint":"10m"}`:             "checkpoint",
+		`{"name":"x","training":{"app":"ncf","batch":1,"replicas":1},"steps":1}`: "steps",
+	} {
+		rep := req(t, nc, "gpusched.job.submit", body)
+		if e, _ := rep["error"].(obj); e == nil || e["field"] != field {
+			t.Errorf("%s: reply %v, want an error naming %s", body, rep, field)
+		}
+	}
+	id := submit(t, nc, `{"name":"a","job_type":"A","steps":60000}`)
+	j := waitState(t, nc, id, "running", 5*time.Second)
+	if j["job_type"] != "A" || j["steps"] != 60000.0 || j["duration"] != "" {
+		t.Fatalf("job.get %v: want job_type A, steps 60000 and no duration", j)
+	}
+}
+
+// TestTypedJobsRunAtTheTablesRates: on a virtual clock, typed jobs run
+// at the table's rates for the model they land on and, packed on one
+// GPU, at the pair's; an untyped job does not share a GPU with a typed
+// one. Every time below follows from the table by hand.
+func TestTypedJobsRunAtTheTablesRates(t *testing.T) {
+	shape, err := model.ParseGPUs("1xV100-16GB,1xK80-12GB")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := func(v map[string]any) []byte {
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	arrivals := []jobgen.Arrival{
+		// 1000 steps at 2/s on the K80: 500 s.
+		{At: 0, Name: "a-k80", Body: body(map[string]any{"name": "a-k80", "job_type": "A", "steps": 1000, "models": []string{"K80-12GB"}})},
+		// Packed on the V100: A at 6/s does its 600 steps in 100 s; B
+		// runs 400 of its 1000 at 4/s meanwhile, then 600 alone at 5/s:
+		// 120 s more, 220 s in all.
+		{At: 0, Name: "a-packed", Body: body(map[string]any{"name": "a-packed", "job_type": "A", "steps": 600, "gpu_milli": 500, "models": []string{"V100-16GB"}})},
+		{At: 0, Name: "b-packed", Body: body(map[string]any{"name": "b-packed", "job_type": "B", "steps": 1000, "gpu_milli": 500, "models": []string{"V100-16GB"}})},
+		// Half a V100 is free after a-packed ends, but B holds the other
+		// half: an untyped job waits for it to end.
+		{At: time.Second, Name: "plain", Body: body(map[string]any{"name": "plain", "gpu_milli": 500, "duration": "10m", "models": []string{"V100-16GB"}})},
+	}
+	res, err := sim.Run(context.Background(), sim.Config{Shape: shape, Policy: "binpack", Arrivals: arrivals, Throughputs: loadSmallTable(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]sim.JobResult{}
+	for _, j := range res.Jobs {
+		got[j.Name] = j
+	}
+	for name, end := range map[string]float64{"a-k80": 500, "a-packed": 100, "b-packed": 220} {
+		j := got[name]
+		if j.State != "completed" || math.Abs(j.End-end) > 1e-6 || j.Start != 0 {
+			t.Errorf("%s: %s, ran %v–%v s, want completed 0–%v s", name, j.State, j.Start, j.End, end)
+		}
+	}
+	if j := got["plain"]; j.State != "completed" || j.Start < 220-1e-6 {
+		t.Errorf("plain: %s, started at %v s, want after b-packed left the V100 at 220 s", j.State, j.Start)
+	}
+	if j := got["a-k80"]; j.WorkS != 1000 {
+		t.Errorf("a-k80's work is %v, want 1000 steps", j.WorkS)
+	}
+}
