@@ -55,6 +55,13 @@ var policies = map[string]func(seed uint64) Policy{
 	"isolated": func(uint64) Policy { return isolated{} },
 	"allox":    func(uint64) Policy { return &allox{} },
 	"gandiva":  func(seed uint64) Policy { return newGandiva(seed) },
+	// The linear-programming policies (lppolicies.go).
+	"max_min_fairness":          func(uint64) Policy { return maxMinFairness{} },
+	"max_min_fairness_perf":     func(uint64) Policy { return maxMinFairness{perf: true} },
+	"finish_time_fairness":      func(uint64) Policy { return finishTimeFairness{} },
+	"finish_time_fairness_perf": func(uint64) Policy { return finishTimeFairness{perf: true} },
+	"min_total_duration":        func(uint64) Policy { return minTotalDuration{} },
+	"max_sum_throughput_perf":   func(uint64) Policy { return maxSumThroughput{} },
 }
 
 // PolicyNames are the policies NewPolicy knows, sorted.

@@ -1,0 +1,107 @@
+package gavel
+
+import (
+	"fmt"
+	"math"
+
+	"gonum.org/v1/gonum/mat"
+	"gonum.org/v1/gonum/optimize/convex/lp"
+)
+
+// program is a linear program in the form every LP policy here writes:
+// maximise objective·x subject to rows·x ≤ bounds and x ≥ 0, with every
+// bound ≥ 0. Written so, the slack of each row is a feasible first basis
+// (x = 0), and the simplex needs no first phase.
+type program struct {
+	objective []float64
+	rows      [][]float64
+	bounds    []float64
+}
+
+// newProgram is a program over n variables.
+func newProgram(n int) *program { return &program{objective: make([]float64, n)} }
+
+// row adds the constraint coefficients·x ≤ bound (bound ≥ 0), scaled so
+// that its largest coefficient is 1 in magnitude: the same constraint,
+// and pivots the simplex can take without losing digits (a job's
+// remaining steps, 10^6 and more, beside time fractions of 1 made the
+// dual's first phase stall).
+func (p *program) row(coefficients []float64, bound float64) {
+	scale := 0.0
+	for _, c := range coefficients {
+		scale = max(scale, math.Abs(c))
+	}
+	if scale > 0 {
+		for j := range coefficients {
+			coefficients[j] /= scale
+		}
+		bound /= scale
+	}
+	p.rows = append(p.rows, coefficients)
+	p.bounds = append(p.bounds, bound)
+}
+
+// simplexTolerance is the simplex's tolerance on reduced costs and
+// pivots: far below the 1e-6 relative the policies' optima are checked
+// to, far above float64's rounding on these problems' sizes.
+const simplexTolerance = 1e-10
+
+// solve is the program's optimum: x and its objective value. It runs
+// gonum's simplex (lp.Simplex, which minimises c·x subject to A·x = b,
+// x ≥ 0) on the program with a slack per row, starting from the slack
+// basis.
+func (p *program) solve() (x []float64, value float64, err error) {
+	n, m := len(p.objective), len(p.rows)
+	if m == 0 {
+		return make([]float64, n), 0, nil
+	}
+	a := mat.NewDense(m, n+m, nil)
+	c := make([]float64, n+m)
+	basis := make([]int, m)
+	for j, v := range p.objective {
+		c[j] = -v
+	}
+	for i, r := range p.rows {
+		for j, v := range r {
+			a.Set(i, j, v)
+		}
+		a.Set(i, n+i, 1)
+		basis[i] = n + i
+		if p.bounds[i] < 0 {
+			return nil, 0, fmt.Errorf("gavel: row %d has a negative bound %v: the slack basis would not be feasible", i, p.bounds[i])
+		}
+	}
+	optF, optX, err := lp.Simplex(c, a, p.bounds, simplexTolerance, basis)
+	if err != nil {
+		return nil, 0, err
+	}
+	if verifySolution != nil {
+		verifySolution(p, optX[:n], -optF)
+	}
+	return optX[:n], -optF, nil
+}
+
+// verifySolution, when set (by tests), is shown every program solved
+// with its solution and value.
+var verifySolution func(p *program, x []float64, value float64)
+
+// dualValue is the optimum of the program's dual — minimise bounds·y
+// subject to rowsᵀ·y ≥ objective, y ≥ 0 — solved as a program of its
+// own, in standard form with a surplus per column (rowsᵀ·y − s =
+// objective) from gonum's first phase. By strong duality it equals the
+// primal's optimum: the independent check the policies' tests make of
+// every optimum they find.
+func (p *program) dualValue() (float64, error) {
+	n, m := len(p.objective), len(p.rows)
+	a := mat.NewDense(n, m+n, nil)
+	c := make([]float64, m+n)
+	copy(c, p.bounds)
+	for j := range n {
+		for i := range m {
+			a.Set(j, i, p.rows[i][j])
+		}
+		a.Set(j, m+j, -1)
+	}
+	optF, _, err := lp.Simplex(c, a, p.objective, simplexTolerance, nil)
+	return optF, err
+}

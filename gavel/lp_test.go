@@ -1,0 +1,186 @@
+package gavel
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/gpusched/gpusched/internal/tracedir"
+)
+
+// lpPolicies are the linear-programming policies by command-line name.
+var lpPolicies = []string{"max_min_fairness", "max_min_fairness_perf", "finish_time_fairness", "finish_time_fairness_perf",
+	"min_total_duration", "max_sum_throughput_perf"}
+
+// checkOptima sets verifySolution for the test: every program solved must
+// have its solution within its limits and its value equal to its dual's
+// optimum (strong duality, found by a second program) to 1e-6 relative.
+// It returns how many programs were checked.
+func checkOptima(t *testing.T) *int {
+	t.Helper()
+	n := 0
+	verifySolution = func(p *program, x []float64, value float64) {
+		n++
+		for j, v := range x {
+			if v < -1e-9 {
+				t.Fatalf("program %d: x[%d] = %v < 0", n, j, v)
+			}
+		}
+		got := 0.0
+		for j, c := range p.objective {
+			got += c * x[j]
+		}
+		if math.Abs(got-value) > 1e-9*max(1, math.Abs(value)) {
+			t.Fatalf("program %d: objective·x = %v, the solver says %v", n, got, value)
+		}
+		for i, r := range p.rows {
+			lhs := 0.0
+			for j, c := range r {
+				lhs += c * x[j]
+			}
+			if lhs > p.bounds[i]+1e-9*max(1, p.bounds[i]) {
+				t.Fatalf("program %d: row %d is %v, over its bound %v", n, i, lhs, p.bounds[i])
+			}
+		}
+		dual, err := p.dualValue()
+		if err != nil {
+			t.Fatalf("program %d: the dual: %v", n, err)
+		}
+		if math.Abs(dual-value) > 1e-6*max(1e-12, math.Abs(value)) && math.Abs(dual-value) > 1e-12 {
+			t.Fatalf("program %d: optimum %v, the dual's %v (relative gap %.2e)", n, value, dual, math.Abs(dual-value)/math.Abs(value))
+		}
+	}
+	t.Cleanup(func() { verifySolution = nil })
+	return &n
+}
+
+// randomView is a recomputation of the project's own making: up to 8
+// jobs (the dual's check is slow beyond: gonum's simplex is dense) of
+// random rates (some types unrunnable), scale factors, remaining steps
+// and ages on a random cluster, drawn from seed.
+func randomView(seed uint64) *View {
+	rng := rand.New(rand.NewPCG(seed, 40))
+	v := &View{Now: 1e5}
+	for w := range numTypes {
+		v.Counts[w] = rng.IntN(9) // a type may be missing
+	}
+	if v.Counts[V100] == 0 {
+		v.Counts[V100] = 4
+	}
+	for id := range 1 + rng.IntN(8) {
+		j := JobView{ID: id, Scale: []int{1, 1, 1, 2, 4}[rng.IntN(5)], Arrival: rng.Float64() * v.Now, Remaining: 1 + rng.Float64()*1e6}
+		for w := range numTypes {
+			if rng.IntN(6) > 0 {
+				j.Rates[w] = 0.1 + rng.Float64()*20
+			}
+		}
+		j.Rates[V100] = 0.1 + rng.Float64()*20 // runs somewhere
+		v.Jobs = append(v.Jobs, j)
+	}
+	return v
+}
+
+// TestLPPoliciesFindTheOptimum: on 25 random recomputations each LP
+// policy's every program is feasible and optimal (its dual agrees), its
+// allocation keeps the limits, and the finish-time-fairness bisection
+// ends at the least ρ: an allocation reaching it exists and none 1e-6
+// below it does.
+func TestLPPoliciesFindTheOptimum(t *testing.T) {
+	checked := checkOptima(t)
+	for seed := range uint64(25) {
+		v := randomView(seed)
+		for _, name := range lpPolicies {
+			p, err := NewPolicy(name, seed)
+			if err != nil {
+				t.Fatal(err)
+			}
+			x := p.Allocate(v)
+			if err := withinLimits(v, x); err != nil {
+				t.Fatalf("seed %d, %s: %v", seed, name, err)
+			}
+		}
+		for _, perf := range []bool{false, true} {
+			s := newLPJobs(v)
+			_, rho, err := s.finishTimeFairness(perf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rates := unitRate
+			if perf {
+				rates = s.rate
+			}
+			iso, _ := s.isolatedRates(rates)
+			since, expected := make([]float64, len(v.Jobs)), make([]float64, len(v.Jobs))
+			for i, j := range v.Jobs {
+				since[i] = v.Now - j.Arrival
+				expected[i] = since[i] + j.Remaining/iso[i]
+			}
+			if _, ok, _ := s.ftfFeasible(rates, since, expected, rho*(1+1e-6)); !ok && rho < 1 {
+				t.Errorf("seed %d: ρ %v found, but no allocation reaches ρ×(1+1e-6)", seed, rho)
+			}
+			if _, ok, _ := s.ftfFeasible(rates, since, expected, rho*(1-1e-6)); ok {
+				t.Errorf("seed %d: ρ %v found, but an allocation reaches ρ×(1−1e-6)", seed, rho)
+			}
+		}
+	}
+	if *checked < 25*len(lpPolicies) {
+		t.Fatalf("%d programs checked, want at least one per policy and view", *checked)
+	}
+}
+
+// withinLimits checks an allocation against the two limits.
+func withinLimits(v *View, x Allocation) error {
+	var used [numTypes]float64
+	for _, j := range v.Jobs {
+		a, ok := x[Single(j.ID)]
+		if !ok {
+			return fmt.Errorf("job %d has no allocation", j.ID)
+		}
+		sum := 0.0
+		for w := range numTypes {
+			if a[w] < 0 || (v.Counts[w] == 0 && a[w] != 0) {
+				return fmt.Errorf("job %d: %v on %s", j.ID, a[w], TypeNames[w])
+			}
+			sum += a[w]
+			used[w] += float64(j.Scale) * a[w]
+		}
+		if sum > 1+1e-9 {
+			return fmt.Errorf("job %d has %v of the time", j.ID, sum)
+		}
+	}
+	for w := range numTypes {
+		if used[w] > float64(v.Counts[w])+1e-6 {
+			return fmt.Errorf("%s: %v GPUs allocated of %d", TypeNames[w], used[w], v.Counts[w])
+		}
+	}
+	return nil
+}
+
+// TestLPPoliciesOnAGeneratedRun: every program the heterogeneity-aware
+// max-min, finish-time-fairness and makespan policies solve over a
+// static run of the Gavel workload (10 multi-GPU jobs on 8:2:2; the dual's check is slow beyond, see randomView) is
+// optimal, and the run completes every job.
+func TestLPPoliciesOnAGeneratedRun(t *testing.T) {
+	data, err := Load(tracedir.Gavel(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked := checkOptima(t)
+	for _, name := range []string{"max_min_fairness_perf", "finish_time_fairness_perf", "min_total_duration"} {
+		res, err := Run(context.Background(), data, Config{Policy: name, Counts: [numTypes]int{K80: 2, P100: 2, V100: 8}, WindowEnd: 10, MultiGPU: true})
+		if err != nil {
+			t.Fatal(name, err)
+		}
+		for _, j := range res.Jobs {
+			if j.InWindow && math.IsNaN(j.JCT) {
+				t.Fatalf("%s: job %d did not complete", name, j.ID)
+			}
+		}
+	}
+	if *checked < 50 {
+		t.Fatalf("only %d programs checked", *checked)
+	}
+	t.Logf("%d programs checked", *checked)
+}
