@@ -77,10 +77,14 @@ func (niceTicks) Ticks(lo, hi float64) []plot.Tick {
 			break
 		}
 	}
+	// As many decimals as the step has (a step of 0.2 labels 0.6, not
+	// 3 × 0.2 = 0.6000000000000001).
+	decimals := max(0, -int(math.Floor(math.Log10(step))))
 	var out []plot.Tick
 	for v := math.Ceil(lo/step) * step; v <= hi+step/1e9; v += step {
 		x := math.Round(v/step) * step
-		out = append(out, plot.Tick{Value: x, Label: strconv.FormatFloat(x, 'f', -1, 64)})
+		rounded, _ := strconv.ParseFloat(strconv.FormatFloat(x, 'f', decimals, 64), 64)
+		out = append(out, plot.Tick{Value: x, Label: strconv.FormatFloat(rounded, 'f', -1, 64)})
 	}
 	return out
 }

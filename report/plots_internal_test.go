@@ -17,6 +17,11 @@ func TestPlotsReadable(t *testing.T) {
 	if small := (niceTicks{}).Ticks(0.1, 0.45); len(small) < 6 || small[0].Label != "0.1" {
 		t.Fatalf("ticks of 0.1–0.45: %+v", small)
 	}
+	for _, tk := range (niceTicks{}).Ticks(0, 1) {
+		if len(tk.Label) > 3 {
+			t.Fatalf("ticks of 0–1: label %q, want 0.6 not 3 × 0.2's float", tk.Label)
+		}
+	}
 	if p := cdfPlot("x"); p.Legend.Top {
 		t.Fatal("a CDF's legend is at the top, over the curves' ends")
 	}

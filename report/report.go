@@ -56,6 +56,10 @@ func Make(in, out string, opt Options) (*Written, error) {
 		w.Kind = KindRecording
 		return w, recording(in, out, opt, w)
 	}
+	if files, _ := filepath.Glob(filepath.Join(in, "gavel-*.csv")); len(files) > 0 {
+		w.Kind = KindGavel
+		return w, gavelReport(in, out, files, opt, w)
+	}
 	if jobs, _ := filepath.Glob(filepath.Join(in, "jobs-*.csv")); len(jobs) > 0 {
 		w.Kind = KindCompare
 		return w, compare(in, out, jobs, opt, w)
@@ -64,7 +68,7 @@ func Make(in, out string, opt Options) (*Written, error) {
 		w.Kind = KindReplay
 		return w, replayCurves(in, out, curves, opt, w)
 	}
-	return nil, fmt.Errorf("%s: neither a recording nor an output folder of cluster compare (jobs-<policy>.csv) or cluster replay (<workload>_<policy>_<seed>.csv)", in)
+	return nil, fmt.Errorf("%s: neither a recording nor an output folder of cluster compare (jobs-<policy>.csv, or gavel-<policy>-<seed>.csv with --gavel) or cluster replay (<workload>_<policy>_<seed>.csv)", in)
 }
 
 func (w *Written) write(opt Options, path string, fill func(f *os.File) error) error {

@@ -222,3 +222,34 @@ func TestReportOfAReplayFolder(t *testing.T) {
 		t.Fatalf("an empty folder: %v, want an error saying what a report reads", err)
 	}
 }
+
+// TestAGavelCompareFolderIsDrawn (issue 40): a cluster compare --gavel
+// folder gets a JCT CDF and a ρ CDF per policy; a file with a bad number
+// is an error naming its line and column.
+func TestAGavelCompareFolderIsDrawn(t *testing.T) {
+	in, out := t.TempDir(), t.TempDir()
+	files := map[string]string{
+		"gavel-isolated-0.csv": "job_id,submit_s,jct_s,job_type,scale_factor,rho\n0,0,3600,\"A3C\",1,1\n1,0,7200,\"A3C\",1,1\n",
+		"gavel-fifo-0.csv":     "job_id,submit_s,jct_s,job_type,scale_factor,rho\n0,0,1800,\"A3C\",1,0.5\n1,0,14400,\"A3C\",1,2\n",
+		"summary.txt":          "figure fifo isolated\n",
+	}
+	for name, text := range files {
+		if err := os.WriteFile(filepath.Join(in, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w, err := report.Make(in, out, report.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.Kind != report.KindGavel {
+		t.Fatalf("kind %s, want gavel", w.Kind)
+	}
+	checkPNGs(t, w, "jct-cdf.png", "rho-cdf.png", "summary.txt")
+	if err := os.WriteFile(filepath.Join(in, "gavel-fifo-1.csv"), []byte("job_id,submit_s,jct_s,job_type,scale_factor,rho\n0,0,soon,\"A3C\",1,1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := report.Make(in, t.TempDir(), report.Options{}); err == nil || !strings.Contains(err.Error(), "line 2, jct_s") {
+		t.Fatalf("a bad JCT: error %v, want one naming line 2, jct_s", err)
+	}
+}

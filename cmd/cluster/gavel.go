@@ -107,29 +107,9 @@ flags:
 		}
 		*compare = true
 	} else {
-		base := gavel.Config{MultiGPU: *multiGPU}
-		if base.Counts, err = gavel.ParseCluster(*clusterText); err != nil {
-			return fmt.Errorf("--cluster: %w", err)
-		}
-		switch {
-		case *static > 0 && (*lam != 0 || *window != ""):
-			return errors.New("--static N and --lam S --window A-B are two kinds of trace: give one")
-		case *static > 0:
-			base.WindowEnd = *static
-		case *static < 0:
-			return fmt.Errorf("--static: %d is not a number of jobs", *static)
-		case *lam > 0:
-			a, b, ok := strings.Cut(*window, "-")
-			lo, errA := strconv.Atoi(a)
-			hi, errB := strconv.Atoi(b)
-			if !ok || errA != nil || errB != nil || lo < 0 || hi <= lo {
-				return fmt.Errorf("--window: %q is not A-B, the ids of the measured jobs (e.g. 50-150)", *window)
-			}
-			base.Lam, base.WindowStart, base.WindowEnd = *lam, lo, hi
-		case *lam < 0:
-			return fmt.Errorf("--lam: %v is not a mean inter-arrival time in seconds", *lam)
-		default:
-			return errors.New("say which trace: --static N (N jobs at time 0) or --lam S --window A-B (arrivals S seconds apart on average)")
+		base, err := gavelTrace(*clusterText, *static, *lam, *window, *multiGPU)
+		if err != nil {
+			return err
 		}
 		seeds, err := parseSeeds(*seedsText)
 		if err != nil || len(seeds) == 0 || seeds[0] < 0 {
@@ -213,6 +193,37 @@ flags:
 		return fmt.Errorf("interrupted: %d of %d runs finished (%s)", len(finished), len(runs), kept)
 	}
 	return nil
+}
+
+// gavelTrace is the trace the flags --cluster, --static, --lam, --window
+// and --multi-gpu describe, with no policy or seed yet.
+func gavelTrace(clusterText string, static int, lam float64, window string, multiGPU bool) (gavel.Config, error) {
+	base := gavel.Config{MultiGPU: multiGPU}
+	var err error
+	if base.Counts, err = gavel.ParseCluster(clusterText); err != nil {
+		return base, fmt.Errorf("--cluster: %w", err)
+	}
+	switch {
+	case static > 0 && (lam != 0 || window != ""):
+		return base, errors.New("--static N and --lam S --window A-B are two kinds of trace: give one")
+	case static > 0:
+		base.WindowEnd = static
+	case static < 0:
+		return base, fmt.Errorf("--static: %d is not a number of jobs", static)
+	case lam > 0:
+		a, b, ok := strings.Cut(window, "-")
+		lo, errA := strconv.Atoi(a)
+		hi, errB := strconv.Atoi(b)
+		if !ok || errA != nil || errB != nil || lo < 0 || hi <= lo {
+			return base, fmt.Errorf("--window: %q is not A-B, the ids of the measured jobs (e.g. 50-150)", window)
+		}
+		base.Lam, base.WindowStart, base.WindowEnd = lam, lo, hi
+	case lam < 0:
+		return base, fmt.Errorf("--lam: %v is not a mean inter-arrival time in seconds", lam)
+	default:
+		return base, errors.New("say which trace: --static N (N jobs at time 0) or --lam S --window A-B (arrivals S seconds apart on average)")
+	}
+	return base, nil
 }
 
 // writeGavelRun writes a finished run's CSV and summary into dir.

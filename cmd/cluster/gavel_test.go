@@ -54,3 +54,44 @@ func TestGavelReplay(t *testing.T) {
 		}
 	}
 }
+
+// TestGavelCompare (issue 40): `cluster compare --gavel` prints one
+// column per policy with JCT, makespan, utilisation and ρ (Isolated's ρ
+// is 1 for every job, by definition; FIFO's is not), writes each run's
+// jobs with their ρ, and observer report draws the folder.
+func TestGavelCompare(t *testing.T) {
+	dir := tracedir.Gavel(t)
+	out := t.TempDir()
+	table := captureStdout(t, func() error {
+		return gavelCompareCommand([]string{"--gavel", dir, "--policies", "fifo,isolated,max_min_fairness_perf", "--static", "20",
+			"--cluster", "4:4:4", "--seeds", "0-1", "--out", out})
+	})
+	for _, want := range []string{"max_min_fairness_perf", "makespan", "ρ p90", "jobs with ρ > 1"} {
+		if !strings.Contains(table, want) {
+			t.Fatalf("the table lacks %q:\n%s", want, table)
+		}
+	}
+	iso, err := os.ReadFile(filepath.Join(out, "gavel-isolated-1.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(iso)), "\n")
+	if len(lines) != 21 || lines[0] != "job_id,submit_s,jct_s,job_type,scale_factor,rho" {
+		t.Fatalf("gavel-isolated-1.csv: %d lines, header %q", len(lines), lines[0])
+	}
+	for _, l := range lines[1:] {
+		if !strings.HasSuffix(l, ",1") {
+			t.Fatalf("Isolated's ρ against itself is not 1: %s", l)
+		}
+	}
+	fifo, err := os.ReadFile(filepath.Join(out, "gavel-fifo-0.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Count(string(fifo), ",1\n") == 20 {
+		t.Fatal("FIFO's ρ is 1 for every job: ρ is not computed against Isolated")
+	}
+	if err := gavelCompareCommand([]string{"--gavel", dir, "--policies", "lottery", "--static", "20"}); err == nil || !strings.Contains(err.Error(), "--policies") {
+		t.Errorf("an unknown policy: error %v, want one naming --policies", err)
+	}
+}

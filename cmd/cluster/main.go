@@ -119,6 +119,8 @@ func runMain(args []string, stdout io.Writer) int {
 	case "compare":
 		if hasValueFlag(args, "pollux") {
 			err = polluxCompareCommand(args)
+		} else if hasValueFlag(args, "gavel") {
+			err = gavelCompareCommand(args)
 		} else {
 			err = timedCommand("compare", args)
 		}

@@ -13,9 +13,10 @@ import (
 const reportUsage = `usage: observer report RUN --out DIR [--published DIR]
 
 RUN is a recording (observer record --out run.jsonl), or the output folder
-of cluster compare (jobs-<policy>.csv, series-<policy>.csv) or of cluster
-replay (<workload>_<policy>_<seed>.csv). DIR gets summary.txt,
-summary.json, the per-job CSV and PNG plots.
+of cluster compare (jobs-<policy>.csv, series-<policy>.csv), of cluster
+compare --gavel (gavel-<policy>-<seed>.csv: JCT and finish-time fairness ρ
+CDFs per policy) or of cluster replay (<workload>_<policy>_<seed>.csv).
+DIR gets summary.txt, summary.json, the per-job CSV and PNG plots.
 
   --published DIR   the FGD paper's results (fgd-expected-results), drawn
                     dashed beside a replay's curves; by default looked for

@@ -1,0 +1,358 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"gonum.org/v1/gonum/stat"
+
+	"github.com/gpusched/gpusched/gavel"
+)
+
+// gavelComparePolicies are the policies `cluster compare --gavel` runs
+// unless told: the exact four and the heterogeneity-agnostic and -aware
+// max-min fairness.
+const gavelComparePolicies = "fifo,isolated,allox,gandiva,max_min_fairness,max_min_fairness_perf,min_total_duration"
+
+// gavelCompareCommand is `cluster compare --gavel DIR`: one Gavel trace
+// under several policies and seeds, side by side — JCT, makespan,
+// utilisation and finish-time fairness ρ (each job's JCT over its JCT
+// under Isolated on the same trace).
+func gavelCompareCommand(args []string) error {
+	fs := flag.NewFlagSet("cluster compare --gavel", flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), `usage: cluster compare --gavel DIR [--policies P,...] (--static N | --lam S --window A-B) [--cluster V:P:K] [--seeds S] [--multi-gpu] [--out DIR] [--json]
+
+Runs one Gavel trace (as cluster replay --gavel draws it) under each policy
+for each seed, on the pure model, and prints one column per policy, the
+mean over the seeds: the measured jobs' JCT (mean, p50, p90, p99), the
+makespan (when the last measured job completed), utilisation, and
+finish-time fairness: each job's ρ, its JCT over its JCT under Isolated on
+the same trace (Isolated is run for it whether listed or not), as mean,
+p50, p90, max and the share of jobs with ρ > 1. Percentiles pool the
+seeds' jobs. --out writes gavel-<policy>-<seed>.csv (each measured job's
+JCT and ρ) as each run finishes, and summary.txt; observer report draws
+them (JCT and ρ CDFs per policy).
+
+  cluster compare --gavel ../shared/traces/gavel --static 60 --multi-gpu --seeds 0-2
+  cluster compare --gavel ../shared/traces/gavel --lam 4800 --window 50-150 --policies gandiva,max_min_fairness,max_min_fairness_perf
+
+flags:
+`)
+		fs.PrintDefaults()
+	}
+	dir := fs.String("gavel", filepath.Join(tracesDir(), "..", "gavel"), "the Gavel data folder (data/, runs/, MODEL.md)")
+	policies := fs.String("policies", gavelComparePolicies, "policies, comma-separated: "+strings.Join(gavel.PolicyNames(), ", "))
+	static := fs.Int("static", 0, "a static trace: this many jobs, all arriving at time 0")
+	lam := fs.Float64("lam", 0, "mean inter-arrival time in seconds (continuous arrivals; with --window)")
+	window := fs.String("window", "", "with --lam: the measured jobs A-B (ids A to B-1)")
+	clusterText := fs.String("cluster", "8:8:8", "V100:P100:K80 GPU counts, one GPU per server")
+	seedsText := fs.String("seeds", "0", "seeds: one, a range or a list (0, 0-2, 0,42)")
+	multiGPU := fs.Bool("multi-gpu", false, "draw multi-GPU jobs (scale factors 2, 4, 8)")
+	out := fs.String("out", "", "folder for gavel-<policy>-<seed>.csv and summary.txt")
+	asJSON := fs.Bool("json", false, "print the comparison as JSON")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	base, err := gavelTrace(*clusterText, *static, *lam, *window, *multiGPU)
+	if err != nil {
+		return err
+	}
+	seeds, err := parseSeeds(*seedsText)
+	if err != nil || len(seeds) == 0 || seeds[0] < 0 {
+		return fmt.Errorf("--seeds: %q is not a seed, a range or a list (0, 0-2, 0,42)", *seedsText)
+	}
+	var names []string
+	for _, p := range strings.Split(*policies, ",") {
+		p = strings.TrimSpace(p)
+		if _, err := gavel.NewPolicy(p, 0); err != nil {
+			return fmt.Errorf("--policies: %w", err)
+		}
+		if !slices.Contains(names, p) {
+			names = append(names, p)
+		}
+	}
+	runPolicies := names
+	if !slices.Contains(runPolicies, "isolated") {
+		runPolicies = append(slices.Clone(names), "isolated") // ρ's baseline
+	}
+	data, err := gavel.Load(*dir)
+	if err != nil {
+		return fmt.Errorf("--gavel: %w", err)
+	}
+	var runs []*gavelRun
+	for _, p := range runPolicies {
+		for _, seed := range seeds {
+			cfg := base
+			cfg.Policy, cfg.Seed = p, uint64(seed)
+			if err := cfg.Validate(); err != nil {
+				return fmt.Errorf("--%w", err)
+			}
+			runs = append(runs, &gavelRun{cfg: cfg})
+		}
+	}
+	if *out != "" {
+		if err := os.MkdirAll(*out, 0o755); err != nil {
+			return fmt.Errorf("--out: %w", err)
+		}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	workers := min(runtime.GOMAXPROCS(0), len(runs))
+	fmt.Fprintf(os.Stderr, "gavel compare: %d runs, %d at a time\n", len(runs), workers)
+	// Isolated first, so that each other run can write its ρ when it ends.
+	slices.SortStableFunc(runs, func(a, b *gavelRun) int {
+		return boolOrder(b.cfg.Policy == "isolated") - boolOrder(a.cfg.Policy == "isolated")
+	})
+	inParallel(len(runs), workers, func(i int) {
+		r := runs[i]
+		if ctx.Err() != nil {
+			return
+		}
+		start := time.Now()
+		r.res, r.err = gavel.Run(ctx, data, r.cfg)
+		r.took = time.Since(start)
+		if r.err == nil {
+			fmt.Fprintf(os.Stderr, "gavel compare: %s done in %s\n", gavel.RunName(r.cfg), r.took.Round(time.Millisecond))
+		}
+	})
+	baseline := map[uint64]*gavel.Result{}
+	for _, r := range runs {
+		if r.err == nil && r.res != nil && r.cfg.Policy == "isolated" {
+			baseline[r.cfg.Seed] = r.res
+		}
+	}
+	var cols []gavelColumn
+	for _, p := range names {
+		col := gavelColumn{Policy: p}
+		for _, r := range runs {
+			if r.cfg.Policy != p || r.res == nil || r.err != nil {
+				continue
+			}
+			col.add(r, baseline[r.cfg.Seed])
+			if *out != "" {
+				if err := writeGavelRho(*out, r, baseline[r.cfg.Seed]); err != nil {
+					return err
+				}
+			}
+		}
+		if col.Runs > 0 {
+			cols = append(cols, col)
+		}
+	}
+	for _, r := range runs {
+		if r.err != nil && ctx.Err() == nil {
+			return fmt.Errorf("%s: %w", gavel.RunName(r.cfg), r.err)
+		}
+	}
+	if *asJSON {
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(cols); err != nil {
+			return err
+		}
+	} else {
+		writeGavelColumns(os.Stdout, cols)
+	}
+	if *out != "" {
+		if err := writeFile(filepath.Join(*out, "summary.txt"), func(f *os.File) error { writeGavelColumns(f, cols); return nil }); err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "wrote %s: gavel-<policy>-<seed>.csv, summary.txt (observer report %s draws them)\n", *out, *out)
+	}
+	if ctx.Err() != nil {
+		return fmt.Errorf("interrupted: the table shows the runs that finished")
+	}
+	return nil
+}
+
+func boolOrder(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// gavelColumn is one policy's figures over its seeds: means of the
+// per-run figures, percentiles over the pooled jobs.
+type gavelColumn struct {
+	Policy       string  `json:"policy"`
+	Runs         int     `json:"runs"`
+	Jobs         int     `json:"jobs"`
+	JCTMeanS     float64 `json:"jct_mean_s"`
+	JCTP50S      float64 `json:"jct_p50_s"`
+	JCTP90S      float64 `json:"jct_p90_s"`
+	JCTP99S      float64 `json:"jct_p99_s"`
+	MakespanS    float64 `json:"makespan_s"`
+	Utilisation  float64 `json:"utilisation"`
+	RhoMean      float64 `json:"rho_mean"`
+	RhoP50       float64 `json:"rho_p50"`
+	RhoP90       float64 `json:"rho_p90"`
+	RhoMax       float64 `json:"rho_max"`
+	RhoOverOne   float64 `json:"rho_over_1"`
+	WallS        float64 `json:"wall_s"`
+	jcts, rhos   []float64
+	avg, mk, utl float64
+}
+
+// add takes one seed's run (and its Isolated baseline, nil when none).
+func (c *gavelColumn) add(r *gavelRun, base *gavel.Result) {
+	c.Runs++
+	c.avg += r.res.AverageJCT
+	c.mk += r.res.Makespan
+	c.utl += r.res.Utilization
+	c.WallS += r.took.Seconds()
+	c.jcts = append(c.jcts, r.res.WindowJCTs()...)
+	if base != nil {
+		for _, rho := range gavel.Rho(r.res, base) {
+			c.rhos = append(c.rhos, rho)
+		}
+	}
+	n := float64(c.Runs)
+	c.Jobs = len(c.jcts)
+	c.JCTMeanS, c.MakespanS, c.Utilisation = c.avg/n, c.mk/n, c.utl/n
+	c.JCTP50S, c.JCTP90S, c.JCTP99S = quantile(c.jcts, 0.5), quantile(c.jcts, 0.9), quantile(c.jcts, 0.99)
+	c.RhoMean, c.RhoP50, c.RhoP90, c.RhoMax, c.RhoOverOne = math.NaN(), math.NaN(), math.NaN(), math.NaN(), math.NaN()
+	if len(c.rhos) > 0 {
+		over := 0
+		for _, x := range c.rhos {
+			if x > 1 {
+				over++
+			}
+		}
+		c.RhoMean, c.RhoP50, c.RhoP90 = stat.Mean(c.rhos, nil), quantile(c.rhos, 0.5), quantile(c.rhos, 0.9)
+		c.RhoMax, c.RhoOverOne = slices.Max(c.rhos), float64(over)/float64(len(c.rhos))
+	}
+}
+
+// MarshalJSON writes NaN (no ρ) as null.
+func (c gavelColumn) MarshalJSON() ([]byte, error) {
+	type plain gavelColumn
+	m := map[string]any{}
+	b, err := json.Marshal(struct {
+		plain
+		RhoMean, RhoP50, RhoP90, RhoMax, RhoOverOne *float64
+	}{plain: plain(c)})
+	if err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	for k, v := range map[string]float64{"rho_mean": c.RhoMean, "rho_p50": c.RhoP50, "rho_p90": c.RhoP90, "rho_max": c.RhoMax, "rho_over_1": c.RhoOverOne} {
+		if math.IsNaN(v) {
+			m[k] = nil
+		} else {
+			m[k] = v
+		}
+	}
+	for _, k := range []string{"RhoMean", "RhoP50", "RhoP90", "RhoMax", "RhoOverOne"} {
+		delete(m, k)
+	}
+	return json.Marshal(m)
+}
+
+// quantile is the q-quantile of xs (gonum's stat.Quantile, linear
+// interpolation); NaN for none.
+func quantile(xs []float64, q float64) float64 {
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return stat.Quantile(q, stat.LinInterp, s, nil)
+}
+
+// writeGavelColumns prints the comparison: a row per figure, a column
+// per policy, with names and units.
+func writeGavelColumns(w io.Writer, cols []gavelColumn) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	header := "figure\t"
+	for _, c := range cols {
+		header += c.Policy + "\t"
+	}
+	fmt.Fprintln(tw, header)
+	row := func(name string, value func(c gavelColumn) string) {
+		line := name + "\t"
+		for _, c := range cols {
+			line += value(c) + "\t"
+		}
+		fmt.Fprintln(tw, line)
+	}
+	hours := func(s float64) string {
+		if math.IsNaN(s) {
+			return "-"
+		}
+		return strconv.FormatFloat(s/3600, 'f', 2, 64) + "h"
+	}
+	ratio := func(x float64) string {
+		if math.IsNaN(x) {
+			return "-"
+		}
+		return strconv.FormatFloat(x, 'f', 3, 64)
+	}
+	row("seeds", func(c gavelColumn) string { return strconv.Itoa(c.Runs) })
+	row("measured jobs completed", func(c gavelColumn) string { return strconv.Itoa(c.Jobs) })
+	row("JCT mean", func(c gavelColumn) string { return hours(c.JCTMeanS) })
+	row("JCT p50", func(c gavelColumn) string { return hours(c.JCTP50S) })
+	row("JCT p90", func(c gavelColumn) string { return hours(c.JCTP90S) })
+	row("JCT p99", func(c gavelColumn) string { return hours(c.JCTP99S) })
+	row("makespan", func(c gavelColumn) string { return hours(c.MakespanS) })
+	row("utilisation", func(c gavelColumn) string { return strconv.FormatFloat(100*c.Utilisation, 'f', 1, 64) + "%" })
+	row("ρ mean (JCT / Isolated's)", func(c gavelColumn) string { return ratio(c.RhoMean) })
+	row("ρ p50", func(c gavelColumn) string { return ratio(c.RhoP50) })
+	row("ρ p90", func(c gavelColumn) string { return ratio(c.RhoP90) })
+	row("ρ max", func(c gavelColumn) string { return ratio(c.RhoMax) })
+	row("jobs with ρ > 1", func(c gavelColumn) string {
+		if math.IsNaN(c.RhoOverOne) {
+			return "-"
+		}
+		return strconv.FormatFloat(100*c.RhoOverOne, 'f', 1, 64) + "%"
+	})
+	row("wall time (mean)", func(c gavelColumn) string {
+		return (time.Duration(c.WallS / float64(max(c.Runs, 1)) * float64(time.Second))).Round(time.Millisecond).String()
+	})
+	tw.Flush()
+}
+
+// writeGavelRho writes a run's measured jobs with their JCT and ρ as
+// gavel-<policy>-<seed>.csv.
+func writeGavelRho(dir string, r *gavelRun, base *gavel.Result) error {
+	var rho map[int]float64
+	if base != nil {
+		rho = gavel.Rho(r.res, base)
+	}
+	name := fmt.Sprintf("gavel-%s-%d.csv", r.cfg.Policy, r.cfg.Seed)
+	return writeFile(filepath.Join(dir, name), func(f *os.File) error {
+		fmt.Fprintln(f, "job_id,submit_s,jct_s,job_type,scale_factor,rho")
+		for _, j := range r.res.Jobs {
+			if !j.InWindow || math.IsNaN(j.JCT) {
+				continue
+			}
+			x, ok := rho[j.ID]
+			rs := ""
+			if ok {
+				rs = strconv.FormatFloat(x, 'g', -1, 64)
+			}
+			fmt.Fprintf(f, "%d,%s,%s,%q,%d,%s\n", j.ID, strconv.FormatFloat(j.Arrival, 'g', -1, 64), strconv.FormatFloat(j.JCT, 'g', -1, 64), j.Type, j.Scale, rs)
+		}
+		return nil
+	})
+}

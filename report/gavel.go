@@ -1,0 +1,116 @@
+package report
+
+import (
+	"encoding/csv"
+	"fmt"
+	"io"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+
+	"gonum.org/v1/plot/plotter"
+)
+
+// KindGavel is an output folder of `cluster compare --gavel`
+// (gavel-<policy>-<seed>.csv).
+const KindGavel Kind = "gavel"
+
+// gavelName matches gavel-<policy>-<seed>.csv.
+var gavelName = regexp.MustCompile(`^gavel-(.+)-(\d+)\.csv$`)
+
+// gavelJobs are one policy's measured jobs over its seeds: JCTs in
+// seconds and finish-time fairness ρ (JCT over Isolated's).
+type gavelJobs struct {
+	policy    string
+	jct, rhos []float64
+}
+
+// gavelReport draws a cluster compare --gavel folder: the JCT CDF and the
+// ρ CDF of each policy, its seeds' jobs pooled, and copies its summary.
+func gavelReport(in, out string, files []string, opt Options, w *Written) error {
+	var pols []*gavelJobs
+	for _, f := range files {
+		m := gavelName.FindStringSubmatch(filepath.Base(f))
+		if m == nil {
+			continue
+		}
+		k := slices.IndexFunc(pols, func(p *gavelJobs) bool { return p.policy == m[1] })
+		if k < 0 {
+			pols = append(pols, &gavelJobs{policy: m[1]})
+			k = len(pols) - 1
+		}
+		if err := readFile(f, func(r io.Reader) error { return readGavelJobs(r, pols[k]) }); err != nil {
+			return fmt.Errorf("%s: %w", f, err)
+		}
+	}
+	if len(pols) == 0 {
+		return fmt.Errorf("%s: no gavel-<policy>-<seed>.csv", in)
+	}
+	if err := copyFile(filepath.Join(in, "summary.txt"), filepath.Join(out, "summary.txt"), opt, w); err != nil {
+		return err
+	}
+	jct := cdfPlot("JCT of the measured jobs, per policy")
+	rho := newPlot("Finish-time fairness ρ (JCT over Isolated's), per policy", "ρ", "fraction of measured jobs")
+	rho.Legend.Top = false
+	for i, p := range pols {
+		if err := addLine(jct, i, p.policy, cdfOf(p.jct, 1.0/3600), false); err != nil {
+			return err
+		}
+		if err := addLine(rho, i, p.policy, cdfOf(p.rhos, 1), false); err != nil {
+			return err
+		}
+	}
+	headroom(jct, len(pols))
+	if err := w.save(jct, opt, filepath.Join(out, "jct-cdf.png")); err != nil {
+		return err
+	}
+	return w.save(rho, opt, filepath.Join(out, "rho-cdf.png"))
+}
+
+// readGavelJobs reads one gavel-<policy>-<seed>.csv into p.
+func readGavelJobs(r io.Reader, p *gavelJobs) error {
+	rows, err := csv.NewReader(r).ReadAll()
+	if err != nil {
+		return err
+	}
+	if len(rows) == 0 {
+		return fmt.Errorf("empty: want the header job_id,submit_s,jct_s,job_type,scale_factor,rho")
+	}
+	col := map[string]int{}
+	for i, name := range rows[0] {
+		col[name] = i
+	}
+	jc, ok1 := col["jct_s"]
+	rc, ok2 := col["rho"]
+	if !ok1 || !ok2 {
+		return fmt.Errorf("header %v lacks jct_s or rho", rows[0])
+	}
+	for n, row := range rows[1:] {
+		x, err := strconv.ParseFloat(row[jc], 64)
+		if err != nil {
+			return fmt.Errorf("line %d, jct_s: %q is not a number", n+2, row[jc])
+		}
+		p.jct = append(p.jct, x)
+		if row[rc] == "" {
+			continue // no Isolated baseline for it
+		}
+		rho, err := strconv.ParseFloat(row[rc], 64)
+		if err != nil {
+			return fmt.Errorf("line %d, rho: %q is not a number", n+2, row[rc])
+		}
+		p.rhos = append(p.rhos, rho)
+	}
+	return nil
+}
+
+// cdfOf is the empirical CDF of xs, each scaled by scale.
+func cdfOf(xs []float64, scale float64) plotter.XYs {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	out := make(plotter.XYs, len(s))
+	for i, x := range s {
+		out[i] = plotter.XY{X: x * scale, Y: float64(i+1) / float64(len(s))}
+	}
+	return out
+}
