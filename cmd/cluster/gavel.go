@@ -31,7 +31,7 @@ type gavelRun struct {
 
 // gavelCommand is `cluster replay --gavel DIR`: the Gavel paper's
 // simulator runs — generated jobs on V100, P100 and K80 GPUs in 360-second
-// rounds — under FIFO, Isolated, AlloX or Gandiva, each job's JCT beside
+// rounds — under FIFO, Isolated, AlloX, Gandiva or an LP policy, each job's JCT beside
 // the reference simulator's.
 func gavelCommand(args []string) error {
 	fs := flag.NewFlagSet("cluster replay --gavel", flag.ContinueOnError)

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -121,23 +122,47 @@ flags:
 	slices.SortStableFunc(runs, func(a, b *gavelRun) int {
 		return boolOrder(b.cfg.Policy == "isolated") - boolOrder(a.cfg.Policy == "isolated")
 	})
+	// Each run's file is written as soon as it and its seed's Isolated run
+	// have finished, so that Ctrl-C keeps every finished run.
+	var mu sync.Mutex
+	baseline := map[uint64]*gavel.Result{}
+	written := map[*gavelRun]bool{}
+	var writeErr error
+	flush := func() {
+		for _, r := range runs {
+			b := baseline[r.cfg.Seed]
+			if *out == "" || written[r] || r.res == nil || r.err != nil || b == nil || !slices.Contains(names, r.cfg.Policy) {
+				continue
+			}
+			written[r] = true
+			if err := writeGavelRho(*out, r, b); err != nil && writeErr == nil {
+				writeErr = err
+			}
+		}
+	}
+	done := 0
 	inParallel(len(runs), workers, func(i int) {
 		r := runs[i]
 		if ctx.Err() != nil {
 			return
 		}
 		start := time.Now()
-		r.res, r.err = gavel.Run(ctx, data, r.cfg)
-		r.took = time.Since(start)
-		if r.err == nil {
-			fmt.Fprintf(os.Stderr, "gavel compare: %s done in %s\n", gavel.RunName(r.cfg), r.took.Round(time.Millisecond))
+		res, err := gavel.Run(ctx, data, r.cfg)
+		mu.Lock()
+		defer mu.Unlock()
+		r.res, r.err, r.took = res, err, time.Since(start)
+		if err != nil {
+			return
 		}
+		done++
+		fmt.Fprintf(os.Stderr, "gavel compare: %s done in %s (%d of %d)\n", gavel.RunName(r.cfg), r.took.Round(time.Millisecond), done, len(runs))
+		if r.cfg.Policy == "isolated" {
+			baseline[r.cfg.Seed] = res
+		}
+		flush()
 	})
-	baseline := map[uint64]*gavel.Result{}
-	for _, r := range runs {
-		if r.err == nil && r.res != nil && r.cfg.Policy == "isolated" {
-			baseline[r.cfg.Seed] = r.res
-		}
+	if writeErr != nil {
+		return writeErr
 	}
 	var cols []gavelColumn
 	for _, p := range names {
@@ -147,11 +172,6 @@ flags:
 				continue
 			}
 			col.add(r, baseline[r.cfg.Seed])
-			if *out != "" {
-				if err := writeGavelRho(*out, r, baseline[r.cfg.Seed]); err != nil {
-					return err
-				}
-			}
 		}
 		if col.Runs > 0 {
 			cols = append(cols, col)

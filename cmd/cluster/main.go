@@ -60,9 +60,10 @@ const usage = `usage:
   cluster replay [flags]        replay the FGD paper's protocol on an openb trace (live or --offline)
   cluster replay --timed [...]  replay a trace in time (arrivals, run times, priorities) on a virtual clock
   cluster replay --pollux DIR   the Pollux paper's workloads under Tiresias, Optimus or Pollux, each JCT beside the published one
-  cluster replay --gavel DIR --offline   the Gavel paper's simulator runs (FIFO, Isolated, AlloX, Gandiva), each JCT beside the reference's
+  cluster replay --gavel DIR --offline   the Gavel paper's simulator runs (FIFO, Isolated, AlloX, Gandiva, the LP policies), each JCT beside the reference's
   cluster compare [flags]       the same seeded workload under several policies, side by side
   cluster compare --pollux DIR  one of the Pollux paper's workloads under its three policies, side by side
+  cluster compare --gavel DIR   one Gavel trace under its policies and seeds: JCT, makespan, utilisation, finish-time fairness ρ
   cluster auth init [--tenants a,b] [--nodes n1]   write a roles file, keys and a self-signed TLS set (docs/SECURITY.md)
   cluster simtest [--seeds 1-1000] [--hours 24]   many seeds, each a drawn cluster, workload and faults on the
                                 virtual clock, every event checked; a failing seed prints how to replay it
