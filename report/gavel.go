@@ -1,6 +1,7 @@
 package report
 
 import (
+	"cmp"
 	"encoding/csv"
 	"fmt"
 	"io"
@@ -113,4 +114,57 @@ func cdfOf(xs []float64, scale float64) plotter.XYs {
 		out[i] = plotter.XY{X: x * scale, Y: float64(i+1) / float64(len(s))}
 	}
 	return out
+}
+
+// KindGavelSweep is an output folder of `cluster compare --gavel` over
+// several rates (sweep.csv).
+const KindGavelSweep Kind = "gavel-sweep"
+
+// gavelSweep draws a sweep's mean JCT against the input rate, a line per
+// policy (the paper's Figure 8), and copies sweep.csv.
+func gavelSweep(in, out string, opt Options, w *Written) error {
+	path := filepath.Join(in, "sweep.csv")
+	var rows [][]string
+	if err := readFile(path, func(r io.Reader) (err error) { rows, err = csv.NewReader(r).ReadAll(); return }); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if len(rows) < 2 {
+		return fmt.Errorf("%s: no rows under the header", path)
+	}
+	col := map[string]int{}
+	for i, name := range rows[0] {
+		col[name] = i
+	}
+	for _, need := range []string{"jobs_per_hour", "policy", "jct_mean_s"} {
+		if _, ok := col[need]; !ok {
+			return fmt.Errorf("%s: the header lacks %s", path, need)
+		}
+	}
+	var order []string
+	lines := map[string]plotter.XYs{}
+	for n, row := range rows[1:] {
+		rate, err1 := strconv.ParseFloat(row[col["jobs_per_hour"]], 64)
+		jct, err2 := strconv.ParseFloat(row[col["jct_mean_s"]], 64)
+		if err1 != nil || err2 != nil {
+			return fmt.Errorf("%s: line %d: jobs_per_hour and jct_mean_s must be numbers", path, n+2)
+		}
+		p := row[col["policy"]]
+		if _, ok := lines[p]; !ok {
+			order = append(order, p)
+		}
+		lines[p] = append(lines[p], plotter.XY{X: rate, Y: jct / 3600})
+	}
+	pl := newPlot("Average JCT of the measured jobs by input rate", "input rate (jobs/hour)", "average JCT (hours)")
+	for i, p := range order {
+		xys := lines[p]
+		slices.SortFunc(xys, func(a, b plotter.XY) int { return cmp.Compare(a.X, b.X) })
+		if err := addLine(pl, i, p, xys, false); err != nil {
+			return err
+		}
+	}
+	headroom(pl, len(order))
+	if err := copyFile(path, filepath.Join(out, "sweep.csv"), opt, w); err != nil {
+		return err
+	}
+	return w.save(pl, opt, filepath.Join(out, "jct-by-rate.png"))
 }

@@ -56,6 +56,10 @@ func Make(in, out string, opt Options) (*Written, error) {
 		w.Kind = KindRecording
 		return w, recording(in, out, opt, w)
 	}
+	if _, err := os.Stat(filepath.Join(in, "sweep.csv")); err == nil {
+		w.Kind = KindGavelSweep
+		return w, gavelSweep(in, out, opt, w)
+	}
 	if files, _ := filepath.Glob(filepath.Join(in, "gavel-*.csv")); len(files) > 0 {
 		w.Kind = KindGavel
 		return w, gavelReport(in, out, files, opt, w)

@@ -253,3 +253,23 @@ func TestAGavelCompareFolderIsDrawn(t *testing.T) {
 		t.Fatalf("a bad JCT: error %v, want one naming line 2, jct_s", err)
 	}
 }
+
+// TestAGavelSweepIsDrawn (issue 40): a sweep folder (sweep.csv) gets the
+// mean JCT by input rate, a line per policy.
+func TestAGavelSweepIsDrawn(t *testing.T) {
+	in, out := t.TempDir(), t.TempDir()
+	csv := "lam_s,jobs_per_hour,policy,seeds,jct_mean_s,jct_p50_s,jct_p90_s,makespan_s,utilisation,rho_mean,rho_p90\n" +
+		"7200,0.5,gandiva,3,60000,1,1,1,0.3,,\n14400,0.25,gandiva,3,58000,1,1,1,0.2,,\n" +
+		"7200,0.5,max_min_fairness_perf,3,50000,1,1,1,0.3,,\n14400,0.25,max_min_fairness_perf,3,49000,1,1,1,0.2,,\n"
+	if err := os.WriteFile(filepath.Join(in, "sweep.csv"), []byte(csv), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w, err := report.Make(in, out, report.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.Kind != report.KindGavelSweep {
+		t.Fatalf("kind %s, want gavel-sweep", w.Kind)
+	}
+	checkPNGs(t, w, "jct-by-rate.png", "sweep.csv")
+}

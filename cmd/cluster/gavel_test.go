@@ -95,3 +95,32 @@ func TestGavelCompare(t *testing.T) {
 		t.Errorf("an unknown policy: error %v, want one naming --policies", err)
 	}
 }
+
+// TestGavelCompareSweep (issue 40): --lam with several rates runs each,
+// writes each rate's files under lam-S/ and sweep.csv with a row per
+// rate and policy, and prints the JCT by rate with each policy's ratio
+// to the last one named.
+func TestGavelCompareSweep(t *testing.T) {
+	dir := tracedir.Gavel(t)
+	out := t.TempDir()
+	table := captureStdout(t, func() error {
+		return gavelCompareCommand([]string{"--gavel", dir, "--policies", "max_min_fairness,max_min_fairness_perf", "--lam", "14400,7200",
+			"--window", "5-15", "--cluster", "2:2:2", "--out", out})
+	})
+	if !strings.Contains(table, "max_min_fairness ÷ max_min_fairness_perf") || !strings.Contains(table, "jobs/h") {
+		t.Fatalf("no sweep table:\n%s", table)
+	}
+	sweep, err := os.ReadFile(filepath.Join(out, "sweep.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lines := strings.Split(strings.TrimSpace(string(sweep)), "\n"); len(lines) != 5 || !strings.HasPrefix(lines[1], "14400,0.25,max_min_fairness,1,") {
+		t.Fatalf("sweep.csv:\n%s", sweep)
+	}
+	if _, err := os.Stat(filepath.Join(out, "lam-7200", "gavel-max_min_fairness_perf-0.csv")); err != nil {
+		t.Fatal(err)
+	}
+	if err := gavelCompareCommand([]string{"--gavel", dir, "--lam", "7200,soon", "--window", "5-15"}); err == nil || !strings.Contains(err.Error(), "--lam") {
+		t.Errorf("a bad rate: error %v, want one naming --lam", err)
+	}
+}

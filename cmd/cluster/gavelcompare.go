@@ -36,7 +36,7 @@ const gavelComparePolicies = "fifo,isolated,allox,gandiva,max_min_fairness,max_m
 func gavelCompareCommand(args []string) error {
 	fs := flag.NewFlagSet("cluster compare --gavel", flag.ContinueOnError)
 	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), `usage: cluster compare --gavel DIR [--policies P,...] (--static N | --lam S --window A-B) [--cluster V:P:K] [--seeds S] [--multi-gpu] [--out DIR] [--json]
+		fmt.Fprint(fs.Output(), `usage: cluster compare --gavel DIR [--policies P,...] (--static N | --lam S[,S...] --window A-B) [--cluster V:P:K] [--seeds S] [--multi-gpu] [--out DIR] [--json]
 
 Runs one Gavel trace (as cluster replay --gavel draws it) under each policy
 for each seed, on the pure model, and prints one column per policy, the
@@ -47,10 +47,16 @@ the same trace (Isolated is run for it whether listed or not), as mean,
 p50, p90, max and the share of jobs with ρ > 1. Percentiles pool the
 seeds' jobs. --out writes gavel-<policy>-<seed>.csv (each measured job's
 JCT and ρ) as each run finishes, and summary.txt; observer report draws
-them (JCT and ρ CDFs per policy).
+them (JCT and ρ CDFs per policy). Several rates (--lam 14400,7200,3600)
+sweep the input rate as the paper's Figure 8 does: a table per rate, then
+the mean JCT by rate with each policy's over the last one named; --out
+gets lam-S/ per rate and sweep.csv, which observer report draws (JCT by
+rate).
 
   cluster compare --gavel ../shared/traces/gavel --static 60 --multi-gpu --seeds 0-2
   cluster compare --gavel ../shared/traces/gavel --lam 4800 --window 50-150 --policies gandiva,max_min_fairness,max_min_fairness_perf
+  cluster compare --gavel ../shared/traces/gavel --lam 14400,7200,4800,3600 --window 50-150 --seeds 0-2 \
+      --policies gandiva,max_min_fairness,max_min_fairness_perf --out sweep/
 
 flags:
 `)
@@ -59,7 +65,7 @@ flags:
 	dir := fs.String("gavel", filepath.Join(tracesDir(), "..", "gavel"), "the Gavel data folder (data/, runs/, MODEL.md)")
 	policies := fs.String("policies", gavelComparePolicies, "policies, comma-separated: "+strings.Join(gavel.PolicyNames(), ", "))
 	static := fs.Int("static", 0, "a static trace: this many jobs, all arriving at time 0")
-	lam := fs.Float64("lam", 0, "mean inter-arrival time in seconds (continuous arrivals; with --window)")
+	lamText := fs.String("lam", "", "mean inter-arrival time in seconds (continuous arrivals; with --window); a list (14400,7200,3600) sweeps the input rate")
 	window := fs.String("window", "", "with --lam: the measured jobs A-B (ids A to B-1)")
 	clusterText := fs.String("cluster", "8:8:8", "V100:P100:K80 GPU counts, one GPU per server")
 	seedsText := fs.String("seeds", "0", "seeds: one, a range or a list (0, 0-2, 0,42)")
@@ -72,9 +78,32 @@ flags:
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
-	base, err := gavelTrace(*clusterText, *static, *lam, *window, *multiGPU)
-	if err != nil {
-		return err
+	var traces []gavel.Config
+	lams := []float64{0}
+	if *lamText != "" {
+		lams = nil
+		for _, f := range strings.Split(*lamText, ",") {
+			v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+			if err != nil || v <= 0 {
+				return fmt.Errorf("--lam: %q is not a mean inter-arrival time in seconds (or a list of them)", f)
+			}
+			lams = append(lams, v)
+		}
+	}
+	for _, lam := range lams {
+		base, err := gavelTrace(*clusterText, *static, lam, *window, *multiGPU)
+		if err != nil {
+			return err
+		}
+		traces = append(traces, base)
+	}
+	sweep := len(traces) > 1
+	// outFor is the folder a trace's files go in: out, or out/lam-S in a sweep.
+	outFor := func(c gavel.Config) string {
+		if *out == "" || !sweep {
+			return *out
+		}
+		return filepath.Join(*out, "lam-"+strconv.FormatFloat(c.Lam, 'f', -1, 64))
 	}
 	seeds, err := parseSeeds(*seedsText)
 	if err != nil || len(seeds) == 0 || seeds[0] < 0 {
@@ -99,19 +128,21 @@ flags:
 		return fmt.Errorf("--gavel: %w", err)
 	}
 	var runs []*gavelRun
-	for _, p := range runPolicies {
-		for _, seed := range seeds {
-			cfg := base
-			cfg.Policy, cfg.Seed = p, uint64(seed)
-			if err := cfg.Validate(); err != nil {
-				return fmt.Errorf("--%w", err)
+	for _, base := range traces {
+		for _, p := range runPolicies {
+			for _, seed := range seeds {
+				cfg := base
+				cfg.Policy, cfg.Seed = p, uint64(seed)
+				if err := cfg.Validate(); err != nil {
+					return fmt.Errorf("--%w", err)
+				}
+				runs = append(runs, &gavelRun{cfg: cfg})
 			}
-			runs = append(runs, &gavelRun{cfg: cfg})
 		}
-	}
-	if *out != "" {
-		if err := os.MkdirAll(*out, 0o755); err != nil {
-			return fmt.Errorf("--out: %w", err)
+		if *out != "" {
+			if err := os.MkdirAll(outFor(base), 0o755); err != nil {
+				return fmt.Errorf("--out: %w", err)
+			}
 		}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -125,17 +156,23 @@ flags:
 	// Each run's file is written as soon as it and its seed's Isolated run
 	// have finished, so that Ctrl-C keeps every finished run.
 	var mu sync.Mutex
-	baseline := map[uint64]*gavel.Result{}
+	// baseline is each trace's and seed's Isolated run.
+	type traceSeed struct {
+		lam  float64
+		seed uint64
+	}
+	baseline := map[traceSeed]*gavel.Result{}
+	baselineOf := func(c gavel.Config) *gavel.Result { return baseline[traceSeed{c.Lam, c.Seed}] }
 	written := map[*gavelRun]bool{}
 	var writeErr error
 	flush := func() {
 		for _, r := range runs {
-			b := baseline[r.cfg.Seed]
+			b := baselineOf(r.cfg)
 			if *out == "" || written[r] || r.res == nil || r.err != nil || b == nil || !slices.Contains(names, r.cfg.Policy) {
 				continue
 			}
 			written[r] = true
-			if err := writeGavelRho(*out, r, b); err != nil && writeErr == nil {
+			if err := writeGavelRho(outFor(r.cfg), r, b); err != nil && writeErr == nil {
 				writeErr = err
 			}
 		}
@@ -157,50 +194,141 @@ flags:
 		done++
 		fmt.Fprintf(os.Stderr, "gavel compare: %s done in %s (%d of %d)\n", gavel.RunName(r.cfg), r.took.Round(time.Millisecond), done, len(runs))
 		if r.cfg.Policy == "isolated" {
-			baseline[r.cfg.Seed] = res
+			baseline[traceSeed{r.cfg.Lam, r.cfg.Seed}] = res
 		}
 		flush()
 	})
 	if writeErr != nil {
 		return writeErr
 	}
-	var cols []gavelColumn
-	for _, p := range names {
-		col := gavelColumn{Policy: p}
-		for _, r := range runs {
-			if r.cfg.Policy != p || r.res == nil || r.err != nil {
-				continue
-			}
-			col.add(r, baseline[r.cfg.Seed])
-		}
-		if col.Runs > 0 {
-			cols = append(cols, col)
-		}
-	}
 	for _, r := range runs {
 		if r.err != nil && ctx.Err() == nil {
 			return fmt.Errorf("%s: %w", gavel.RunName(r.cfg), r.err)
 		}
 	}
+	var all []gavelTable
+	for _, base := range traces {
+		t := gavelTable{LamS: base.Lam}
+		if base.Lam > 0 {
+			t.JobsPerHour = 3600 / base.Lam
+		}
+		for _, p := range names {
+			col := gavelColumn{Policy: p}
+			for _, r := range runs {
+				if r.cfg.Lam != base.Lam || r.cfg.Policy != p || r.res == nil || r.err != nil {
+					continue
+				}
+				col.add(r, baselineOf(r.cfg))
+			}
+			if col.Runs > 0 {
+				t.Columns = append(t.Columns, col)
+			}
+		}
+		all = append(all, t)
+	}
 	if *asJSON {
 		enc := json.NewEncoder(os.Stdout)
 		enc.SetIndent("", "  ")
-		if err := enc.Encode(cols); err != nil {
+		var v any = all[0].Columns
+		if sweep {
+			v = all
+		}
+		if err := enc.Encode(v); err != nil {
 			return err
 		}
 	} else {
-		writeGavelColumns(os.Stdout, cols)
+		for _, t := range all {
+			if sweep {
+				fmt.Printf("\nmean inter-arrival %s s (%.3g jobs/h):\n", strconv.FormatFloat(t.LamS, 'f', -1, 64), t.JobsPerHour)
+			}
+			writeGavelColumns(os.Stdout, t.Columns)
+		}
+		if sweep {
+			fmt.Println()
+			writeGavelSweep(os.Stdout, all, names)
+		}
 	}
 	if *out != "" {
-		if err := writeFile(filepath.Join(*out, "summary.txt"), func(f *os.File) error { writeGavelColumns(f, cols); return nil }); err != nil {
-			return err
+		for i, base := range traces {
+			if err := writeFile(filepath.Join(outFor(base), "summary.txt"), func(f *os.File) error { writeGavelColumns(f, all[i].Columns); return nil }); err != nil {
+				return err
+			}
 		}
-		fmt.Fprintf(os.Stderr, "wrote %s: gavel-<policy>-<seed>.csv, summary.txt (observer report %s draws them)\n", *out, *out)
+		if sweep {
+			if err := writeFile(filepath.Join(*out, "sweep.csv"), func(f *os.File) error { return writeGavelSweepCSV(f, all) }); err != nil {
+				return err
+			}
+			fmt.Fprintf(os.Stderr, "wrote %s: lam-S/gavel-<policy>-<seed>.csv and summary.txt per rate, sweep.csv (observer report %s draws JCT by rate)\n", *out, *out)
+		} else {
+			fmt.Fprintf(os.Stderr, "wrote %s: gavel-<policy>-<seed>.csv, summary.txt (observer report %s draws them)\n", *out, *out)
+		}
 	}
 	if ctx.Err() != nil {
 		return fmt.Errorf("interrupted: the table shows the runs that finished")
 	}
 	return nil
+}
+
+// gavelTable is one trace's comparison: its rate (none for a static
+// trace) and a column per policy.
+type gavelTable struct {
+	LamS        float64       `json:"lam_s"`
+	JobsPerHour float64       `json:"jobs_per_hour"`
+	Columns     []gavelColumn `json:"policies"`
+}
+
+// writeGavelSweep prints the sweep: a row per rate, each policy's mean
+// JCT, and each policy's over the last one's (the last named is the
+// yardstick: max_min_fairness_perf in the paper's Figure 8 order).
+func writeGavelSweep(w io.Writer, all []gavelTable, names []string) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	last := names[len(names)-1]
+	header := "jobs/h\t"
+	for _, n := range names {
+		header += n + " JCT\t"
+	}
+	for _, n := range names[:len(names)-1] {
+		header += n + " ÷ " + last + "\t"
+	}
+	fmt.Fprintln(tw, header)
+	for _, t := range all {
+		mean := map[string]float64{}
+		for _, c := range t.Columns {
+			mean[c.Policy] = c.JCTMeanS
+		}
+		line := strconv.FormatFloat(t.JobsPerHour, 'g', 3, 64) + "\t"
+		for _, n := range names {
+			line += strconv.FormatFloat(mean[n]/3600, 'f', 2, 64) + "h\t"
+		}
+		for _, n := range names[:len(names)-1] {
+			line += strconv.FormatFloat(mean[n]/mean[last], 'f', 2, 64) + "×\t"
+		}
+		fmt.Fprintln(tw, line)
+	}
+	tw.Flush()
+}
+
+// writeGavelSweepCSV writes the sweep's figures, a row per rate and policy.
+func writeGavelSweepCSV(w io.Writer, all []gavelTable) error {
+	fmt.Fprintln(w, "lam_s,jobs_per_hour,policy,seeds,jct_mean_s,jct_p50_s,jct_p90_s,makespan_s,utilisation,rho_mean,rho_p90")
+	for _, t := range all {
+		for _, c := range t.Columns {
+			_, err := fmt.Fprintf(w, "%s,%s,%s,%d,%s,%s,%s,%s,%s,%s,%s\n", g(t.LamS), g(t.JobsPerHour), c.Policy, c.Runs, g(c.JCTMeanS), g(c.JCTP50S),
+				g(c.JCTP90S), g(c.MakespanS), g(c.Utilisation), g(c.RhoMean), g(c.RhoP90))
+			if err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// g writes a float as it reads back (empty for NaN).
+func g(x float64) string {
+	if math.IsNaN(x) {
+		return ""
+	}
+	return strconv.FormatFloat(x, 'g', -1, 64)
 }
 
 func boolOrder(b bool) int {
