@@ -104,20 +104,20 @@ func TestGavelCompareSweep(t *testing.T) {
 	dir := tracedir.Gavel(t)
 	out := t.TempDir()
 	table := captureStdout(t, func() error {
-		return gavelCompareCommand([]string{"--gavel", dir, "--policies", "max_min_fairness,max_min_fairness_perf", "--lam", "14400,7200",
-			"--window", "5-15", "--cluster", "2:2:2", "--out", out})
+		return gavelCompareCommand([]string{"--gavel", dir, "--policies", "fifo,gandiva", "--lam", "14400,7200",
+			"--window", "5-15", "--cluster", "8:8:8", "--out", out})
 	})
-	if !strings.Contains(table, "max_min_fairness ÷ max_min_fairness_perf") || !strings.Contains(table, "jobs/h") {
+	if !strings.Contains(table, "fifo ÷ gandiva") || !strings.Contains(table, "jobs/h") {
 		t.Fatalf("no sweep table:\n%s", table)
 	}
 	sweep, err := os.ReadFile(filepath.Join(out, "sweep.csv"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if lines := strings.Split(strings.TrimSpace(string(sweep)), "\n"); len(lines) != 5 || !strings.HasPrefix(lines[1], "14400,0.25,max_min_fairness,1,") {
+	if lines := strings.Split(strings.TrimSpace(string(sweep)), "\n"); len(lines) != 5 || !strings.HasPrefix(lines[1], "14400,0.25,fifo,1,") {
 		t.Fatalf("sweep.csv:\n%s", sweep)
 	}
-	if _, err := os.Stat(filepath.Join(out, "lam-7200", "gavel-max_min_fairness_perf-0.csv")); err != nil {
+	if _, err := os.Stat(filepath.Join(out, "lam-7200", "gavel-gandiva-0.csv")); err != nil {
 		t.Fatal(err)
 	}
 	if err := gavelCompareCommand([]string{"--gavel", dir, "--lam", "7200,soon", "--window", "5-15"}); err == nil || !strings.Contains(err.Error(), "--lam") {
