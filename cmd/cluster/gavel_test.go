@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -90,6 +91,13 @@ func TestGavelCompare(t *testing.T) {
 	}
 	if strings.Count(string(fifo), ",1\n") == 20 {
 		t.Fatal("FIFO's ρ is 1 for every job: ρ is not computed against Isolated")
+	}
+	js := captureStdout(t, func() error {
+		return gavelCompareCommand([]string{"--gavel", dir, "--policies", "isolated", "--static", "10", "--cluster", "4:4:4", "--json"})
+	})
+	var cols []map[string]any
+	if err := json.Unmarshal([]byte(js), &cols); err != nil || len(cols) != 1 || cols[0]["policy"] != "isolated" || cols[0]["rho_p90"] != 1.0 {
+		t.Fatalf("--json: %v %v", err, js)
 	}
 	if err := gavelCompareCommand([]string{"--gavel", dir, "--policies", "lottery", "--static", "20"}); err == nil || !strings.Contains(err.Error(), "--policies") {
 		t.Errorf("an unknown policy: error %v, want one naming --policies", err)

@@ -341,21 +341,21 @@ func boolOrder(b bool) int {
 // gavelColumn is one policy's figures over its seeds: means of the
 // per-run figures, percentiles over the pooled jobs.
 type gavelColumn struct {
-	Policy       string  `json:"policy"`
-	Runs         int     `json:"runs"`
-	Jobs         int     `json:"jobs"`
-	JCTMeanS     float64 `json:"jct_mean_s"`
-	JCTP50S      float64 `json:"jct_p50_s"`
-	JCTP90S      float64 `json:"jct_p90_s"`
-	JCTP99S      float64 `json:"jct_p99_s"`
-	MakespanS    float64 `json:"makespan_s"`
-	Utilisation  float64 `json:"utilisation"`
-	RhoMean      float64 `json:"rho_mean"`
-	RhoP50       float64 `json:"rho_p50"`
-	RhoP90       float64 `json:"rho_p90"`
-	RhoMax       float64 `json:"rho_max"`
-	RhoOverOne   float64 `json:"rho_over_1"`
-	WallS        float64 `json:"wall_s"`
+	Policy       string
+	Runs         int
+	Jobs         int
+	JCTMeanS     float64
+	JCTP50S      float64
+	JCTP90S      float64
+	JCTP99S      float64
+	MakespanS    float64
+	Utilisation  float64
+	RhoMean      float64
+	RhoP50       float64
+	RhoP90       float64
+	RhoMax       float64
+	RhoOverOne   float64
+	WallS        float64
 	jcts, rhos   []float64
 	avg, mk, utl float64
 }
@@ -390,31 +390,33 @@ func (c *gavelColumn) add(r *gavelRun, base *gavel.Result) {
 	}
 }
 
-// MarshalJSON writes NaN (no ρ) as null.
+// MarshalJSON writes the column with names and units, ρ's figures null
+// when there is no Isolated baseline.
 func (c gavelColumn) MarshalJSON() ([]byte, error) {
-	type plain gavelColumn
-	m := map[string]any{}
-	b, err := json.Marshal(struct {
-		plain
-		RhoMean, RhoP50, RhoP90, RhoMax, RhoOverOne *float64
-	}{plain: plain(c)})
-	if err != nil {
-		return nil, err
-	}
-	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, err
-	}
-	for k, v := range map[string]float64{"rho_mean": c.RhoMean, "rho_p50": c.RhoP50, "rho_p90": c.RhoP90, "rho_max": c.RhoMax, "rho_over_1": c.RhoOverOne} {
-		if math.IsNaN(v) {
-			m[k] = nil
-		} else {
-			m[k] = v
+	orNull := func(x float64) *float64 {
+		if math.IsNaN(x) {
+			return nil
 		}
+		return &x
 	}
-	for _, k := range []string{"RhoMean", "RhoP50", "RhoP90", "RhoMax", "RhoOverOne"} {
-		delete(m, k)
-	}
-	return json.Marshal(m)
+	return json.Marshal(struct {
+		Policy      string   `json:"policy"`
+		Runs        int      `json:"runs"`
+		Jobs        int      `json:"jobs"`
+		JCTMeanS    float64  `json:"jct_mean_s"`
+		JCTP50S     float64  `json:"jct_p50_s"`
+		JCTP90S     float64  `json:"jct_p90_s"`
+		JCTP99S     float64  `json:"jct_p99_s"`
+		MakespanS   float64  `json:"makespan_s"`
+		Utilisation float64  `json:"utilisation"`
+		RhoMean     *float64 `json:"rho_mean"`
+		RhoP50      *float64 `json:"rho_p50"`
+		RhoP90      *float64 `json:"rho_p90"`
+		RhoMax      *float64 `json:"rho_max"`
+		RhoOverOne  *float64 `json:"rho_over_1"`
+		WallS       float64  `json:"wall_s"`
+	}{c.Policy, c.Runs, c.Jobs, c.JCTMeanS, c.JCTP50S, c.JCTP90S, c.JCTP99S, c.MakespanS, c.Utilisation,
+		orNull(c.RhoMean), orNull(c.RhoP50), orNull(c.RhoP90), orNull(c.RhoMax), orNull(c.RhoOverOne), c.WallS})
 }
 
 // quantile is the q-quantile of xs (gonum's stat.Quantile, linear
