@@ -244,7 +244,13 @@ func printGavelTable(runs []*gavelRun) {
 	if len(runs) == 0 {
 		return
 	}
-	fmt.Printf("%-50s %6s %16s %12s %9s %11s", "run", "jobs", "avg JCT (s)", "utilisation", "wall", "makespan (s)")
+	// The run column as wide as the longest name (an LP policy's run
+	// name is longer than the reference's).
+	width := len("run")
+	for _, r := range runs {
+		width = max(width, len(gavel.RunName(r.cfg)), len(r.refName))
+	}
+	fmt.Printf("%-*s %6s %16s %12s %9s %11s", width, "run", "jobs", "avg JCT (s)", "utilisation", "wall", "makespan (s)")
 	compared := false
 	for _, r := range runs {
 		compared = compared || r.ref != nil
@@ -259,7 +265,7 @@ func printGavelTable(runs []*gavelRun) {
 		if r.refName != "" {
 			name = r.refName
 		}
-		fmt.Printf("%-50s %6d %16.6f %12.9f %9s %11.1f", name, len(r.res.Jobs), r.res.AverageJCT, r.res.Utilization, r.took.Round(time.Millisecond), r.res.Makespan)
+		fmt.Printf("%-*s %6d %16.6f %12.9f %9s %11.1f", width, name, len(r.res.Jobs), r.res.AverageJCT, r.res.Utilization, r.took.Round(time.Millisecond), r.res.Makespan)
 		if r.ref != nil {
 			c := gavel.Compare(r.res, r.ref)
 			totalEqual += c.Equal
