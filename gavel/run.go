@@ -99,75 +99,146 @@ const maxIdleRounds = 3
 // ends of rounds, the clock jumps to the latest finish of the round's
 // tasks (or to the next arrival when nothing ran), finished tasks are
 // accounted, arrivals added, and the next round scheduled. ctx stops it
-// between rounds.
+// between rounds. The loop is a Driver fed by the generator.
 func Run(ctx context.Context, data *Data, c Config) (*Result, error) {
+	d, err := NewDriver(data, c)
+	if err != nil {
+		return nil, err
+	}
+	gen := NewGenerator(data, c.Seed, c.Lam, c.MultiGPU)
+	for !d.Done() {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		now := d.RoundEnded(gen.NextArrival())
+		if d.Done() {
+			break
+		}
+		for gen.NextArrival() <= now && (!c.Static() || d.Arrived() < c.WindowEnd) {
+			if err := d.Arrive(gen.Next()); err != nil {
+				return nil, err
+			}
+		}
+		if err := d.Schedule(); err != nil {
+			return nil, err
+		}
+	}
+	return d.Result(), nil
+}
+
+// Driver is the reference simulator's main loop (§3) stepped from
+// outside: whoever holds it says when a round has ended (every task of
+// the last round finished) and which jobs arrive, and it accounts the
+// round, adds the arrivals and schedules the next round's tasks. Run
+// drives it from the generator; a live scheduler can drive it from its
+// GPUs' reports and its submissions. The reference's quirks live here
+// once: a round's start is the last round's end, also across a gap when
+// nothing ran (its tasks' execution time then counts the gap).
+type Driver struct {
+	cfg    Config
+	data   *Data
+	policy Policy
+	rounds *Rounds
+	busy   []float64
+	order  []*jobState
+	tasks  []Task
+
+	now, roundStart, roundEnd float64
+	hasRoundEnd               bool
+	windowLeft                int
+	completed, scheduled      int
+	idle                      int
+}
+
+// NewDriver is the loop of c on data, before its first round.
+func NewDriver(data *Data, c Config) (*Driver, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
 	policy, _ := NewPolicy(c.Policy, c.Seed)
-	rounds := NewRounds(data, c.Counts, policy, c.Seed)
-	gen := NewGenerator(data, c.Seed, c.Lam, c.MultiGPU)
-	gpus := c.Counts[K80] + c.Counts[P100] + c.Counts[V100]
-	busy := make([]float64, gpus)
-	var order []*jobState
-	now, roundStart, roundEnd, hasRoundEnd := 0.0, 0.0, 0.0, false
-	windowLeft := c.WindowEnd - c.WindowStart
-	var tasks []Task
-	res := &Result{Config: c, PolicyName: policy.Name()}
-	idle := 0
-	for windowLeft > 0 {
-		if err := ctx.Err(); err != nil {
-			return nil, err
+	return &Driver{cfg: c, data: data, policy: policy, rounds: NewRounds(data, c.Counts, policy, c.Seed),
+		busy: make([]float64, c.Counts[K80]+c.Counts[P100]+c.Counts[V100]), windowLeft: c.WindowEnd - c.WindowStart}, nil
+}
+
+// Tasks are the round in progress: what Schedule last chose.
+func (d *Driver) Tasks() []Task { return d.tasks }
+
+// Now is the loop's time in seconds.
+func (d *Driver) Now() float64 { return d.now }
+
+// Arrived counts the jobs added so far.
+func (d *Driver) Arrived() int { return len(d.order) }
+
+// Done reports whether every measured job has completed.
+func (d *Driver) Done() bool { return d.windowLeft <= 0 }
+
+// RoundEnded ends the round in progress: the clock moves to the latest
+// finish of its tasks, or, when it had none, to nextArrival (the next
+// job's arrival); each finished task is accounted, the latest finish
+// first and equal finishes by id, as the reference does. It returns the
+// new time.
+func (d *Driver) RoundEnded(nextArrival float64) float64 {
+	if len(d.tasks) > 0 {
+		latest := d.tasks[0].Finish
+		for _, t := range d.tasks {
+			latest = max(latest, t.Finish)
 		}
-		if len(tasks) > 0 {
-			latest := tasks[0].Finish
-			for _, t := range tasks {
-				latest = max(latest, t.Finish)
-			}
-			if hasRoundEnd {
-				roundStart = roundEnd
-			}
-			roundEnd, hasRoundEnd, now = latest, true, latest
-		} else {
-			now = gen.NextArrival()
+		if d.hasRoundEnd {
+			d.roundStart = d.roundEnd
 		}
-		// Completions: latest finish first, equal finishes by id.
-		slices.SortFunc(tasks, func(a, b Task) int {
-			return cmp.Or(cmp.Compare(b.Finish, a.Finish), compareIDs(a.ID, b.ID))
-		})
-		for _, t := range tasks {
-			for _, j := range rounds.Finish(t, roundStart, busy) {
-				res.Completed++
-				if j >= c.WindowStart && j < c.WindowEnd {
-					windowLeft--
-				}
+		d.roundEnd, d.hasRoundEnd, d.now = latest, true, latest
+	} else {
+		d.now = nextArrival
+	}
+	slices.SortFunc(d.tasks, func(a, b Task) int {
+		return cmp.Or(cmp.Compare(b.Finish, a.Finish), compareIDs(a.ID, b.ID))
+	})
+	for _, t := range d.tasks {
+		for _, j := range d.rounds.Finish(t, d.roundStart, d.busy) {
+			d.completed++
+			if j >= d.cfg.WindowStart && j < d.cfg.WindowEnd {
+				d.windowLeft--
 			}
-		}
-		if windowLeft == 0 {
-			break
-		}
-		for gen.NextArrival() <= now && (!c.Static() || len(order) < c.WindowEnd) {
-			job := gen.Next()
-			if job.ID >= c.WindowStart && job.ID < c.WindowEnd && !runnableOn(data, c.Counts, job) {
-				return nil, fmt.Errorf("job %d (%s on %d GPUs) can never run on this cluster: its rate is 0 on every GPU type the cluster has, or it needs more GPUs of one type than there are; the run would never end", job.ID, job.Type, job.Scale)
-			}
-			rounds.Add(job)
-			order = append(order, rounds.jobs[job.ID])
-		}
-		tasks = rounds.Schedule(now)
-		res.Rounds++
-		if len(tasks) == 0 && c.Static() {
-			if idle++; idle > maxIdleRounds {
-				return nil, fmt.Errorf("%s at %.0f s: %d rounds in a row ran nothing while jobs wait, and a static trace has no arrival to wait for (the reference would move its clock back to 0 and loop)", policy.Name(), now, idle)
-			}
-		} else {
-			idle = 0
 		}
 	}
-	res.Makespan = now
+	d.tasks = nil
+	return d.now
+}
+
+// Arrive adds a job that has arrived by now. A measured job that can run
+// on no type of the cluster is an error: the run would never end.
+func (d *Driver) Arrive(job Job) error {
+	if job.ID >= d.cfg.WindowStart && job.ID < d.cfg.WindowEnd && !runnableOn(d.data, d.cfg.Counts, job) {
+		return fmt.Errorf("job %d (%s on %d GPUs) can never run on this cluster: its rate is 0 on every GPU type the cluster has, or it needs more GPUs of one type than there are; the run would never end", job.ID, job.Type, job.Scale)
+	}
+	d.rounds.Add(job)
+	d.order = append(d.order, d.rounds.jobs[job.ID])
+	return nil
+}
+
+// Schedule chooses the next round's tasks at now (Tasks). A static trace
+// whose rounds run nothing while jobs wait is an error after
+// maxIdleRounds: it has no arrival to wait for.
+func (d *Driver) Schedule() error {
+	d.tasks = d.rounds.Schedule(d.now)
+	d.scheduled++
+	if len(d.tasks) == 0 && d.cfg.Static() {
+		if d.idle++; d.idle > maxIdleRounds {
+			return fmt.Errorf("%s at %.0f s: %d rounds in a row ran nothing while jobs wait, and a static trace has no arrival to wait for (the reference would move its clock back to 0 and loop)", d.policy.Name(), d.now, d.idle)
+		}
+	} else {
+		d.idle = 0
+	}
+	return nil
+}
+
+// Result is the run's outcome so far (§6): every added job, the window's
+// average JCT, utilisation over the time reached.
+func (d *Driver) Result() *Result {
+	res := &Result{Config: d.cfg, PolicyName: d.policy.Name(), Makespan: d.now, Completed: d.completed, Rounds: d.scheduled}
 	var jcts []float64
-	for _, js := range order {
-		jr := JobResult{Job: js.Job, JCT: math.NaN(), InWindow: js.ID >= c.WindowStart && js.ID < c.WindowEnd}
+	for _, js := range d.order {
+		jr := JobResult{Job: js.Job, JCT: math.NaN(), InWindow: js.ID >= d.cfg.WindowStart && js.ID < d.cfg.WindowEnd}
 		if js.completed {
 			jr.JCT = js.end - js.Arrival
 		}
@@ -177,12 +248,12 @@ func Run(ctx context.Context, data *Data, c Config) (*Result, error) {
 		res.Jobs = append(res.Jobs, jr)
 	}
 	res.AverageJCT = pairwiseSum(jcts) / float64(len(jcts))
-	shares := make([]float64, gpus)
-	for g := range busy {
-		shares[g] = busy[g] / (now - 0)
+	shares := make([]float64, len(d.busy))
+	for g := range d.busy {
+		shares[g] = d.busy[g] / (d.now - 0)
 	}
-	res.Utilization = pairwiseSum(shares) / float64(gpus)
-	return res, nil
+	res.Utilization = pairwiseSum(shares) / float64(len(d.busy))
+	return res
 }
 
 // runnableOn reports whether job can run on some type of the cluster:
