@@ -1,6 +1,7 @@
 package pollux
 
 import (
+	"context"
 	"fmt"
 	"slices"
 )
@@ -93,6 +94,19 @@ func (r *Result) MeanJCT() float64 {
 // the active jobs (Rounds.Decide), and reallocate each job whose list
 // changed.
 func Run(m *Model, specs []Spec, c Cluster, p Policy) (*Result, error) {
+	return RunContext(context.Background(), m, specs, c, p, nil)
+}
+
+// Progress is how far a run has got: the simulated second reached and
+// the jobs completed of all.
+type Progress struct {
+	Second, Completed, Jobs int
+}
+
+// RunContext is Run that ctx stops between intervals (its error then)
+// and that reports its progress after every interval (progress may be
+// nil; it is called from the run's goroutine).
+func RunContext(ctx context.Context, m *Model, specs []Spec, c Cluster, p Policy, progress func(Progress)) (*Result, error) {
 	r := NewRounds(m, c, p)
 	for _, s := range specs {
 		if _, err := r.Add(s); err != nil {
@@ -111,6 +125,12 @@ func Run(m *Model, specs []Spec, c Cluster, p Policy) (*Result, error) {
 			}
 		}
 		t += c.Interval
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if progress != nil {
+			progress(Progress{Second: t, Completed: len(r.jobs) - left, Jobs: len(r.jobs)})
+		}
 		if _, err := r.Decide(t); err != nil {
 			return nil, err
 		}

@@ -2,15 +2,19 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/gpusched/gpusched/actors/scheduler/core"
@@ -49,7 +53,10 @@ per workload, workload-N_<policy>_<load>.csv (name,submit_s,jct_s,restarts);
 --compare prints each workload's average JCT beside the published one and
 how many jobs' JCTs are equal. Tiresias and Optimus are deterministic and
 reproduce every published JCT; Pollux's search is random (the reference's
-unseeded), so it is drawn from --seeds and compared on average.
+unseeded), so it is drawn from --seeds and compared on average. Each run's
+CSV is written as it finishes; every 10 s a line says how many runs are
+done, where each running one is (simulated time, jobs completed) and about
+how long is left; Ctrl-C stops, keeping and tabling the finished runs.
 
 Without --offline the workload runs live on a virtual clock: an embedded
 NATS server, 64 GPU actors on 16 nodes, the scheduler; each job is
@@ -131,6 +138,10 @@ flags:
 		res  *pollux.Result
 		took time.Duration
 		err  error
+		// second and completed are how far the run has got (progress);
+		// jobs its workload's size.
+		second, completed, jobs atomic.Int64
+		started                 atomic.Int64 // unix nanoseconds; 0: not yet
 	}
 	var runs []*run
 	for _, f := range files {
@@ -146,55 +157,127 @@ flags:
 		workers = runtime.GOMAXPROCS(0)
 		fmt.Fprintf(os.Stderr, "pollux: %d runs (%d workloads × %d seeds), %d at a time; a run takes minutes\n", len(runs), len(files), len(seeds), workers)
 	}
-	var doneMu sync.Mutex
-	done := 0
-	inParallel(len(runs), workers, func(i int) {
-		r := runs[i]
-		specs, err := pollux.ReadWorkload(filepath.Join(folder, r.name+".csv"))
-		if err != nil {
-			r.err = err
-			return
-		}
-		p, _ := pollux.NewSeededPolicy(*pol, uint64(r.seed))
-		start := time.Now()
-		if *offline {
-			r.res, r.err = pollux.Run(model, specs, pollux.Reference, p)
-		} else {
-			var live *sim.PolluxRun
-			if live, r.err = sim.RunPollux(context.Background(), model, specs, pollux.Reference, p, nil, nil); r.err == nil {
-				r.res = live.Result
-				fmt.Fprintf(os.Stderr, "pollux: %s live: %s simulated in %s\n", r.name, live.Run.Length.Round(time.Second), live.Run.Wall.Round(time.Millisecond))
-			}
-		}
-		r.took = time.Since(start)
-		if workers > 1 {
-			doneMu.Lock()
-			done++
-			fmt.Fprintf(os.Stderr, "pollux: %s seed %d done in %s (%d of %d)\n", r.name, r.seed, r.took.Round(time.Second), done, len(runs))
-			doneMu.Unlock()
-		}
-	})
-	for _, r := range runs {
-		if r.err != nil {
-			return fmt.Errorf("%s: %w", r.name, r.err)
-		}
+	ctx, stop := interruptContext()
+	defer stop()
+	// Each run's CSV is written as soon as it finishes, so that Ctrl-C
+	// keeps every finished run.
+	writeRun := func(r *run) error {
 		if *out == "" {
-			continue
+			return nil
 		}
 		name := fmt.Sprintf("%s_%s_%s.csv", r.name, *pol, loadName)
 		if len(seeds) > 1 {
 			name = fmt.Sprintf("%s_%s_%s_seed-%d.csv", r.name, *pol, loadName, r.seed)
 		}
-		if err := writeFile(filepath.Join(*out, name), func(w *os.File) error {
+		return writeFile(filepath.Join(*out, name), func(w *os.File) error {
 			fmt.Fprintln(w, "name,submit_s,jct_s,restarts")
 			for _, j := range r.res.Jobs {
 				fmt.Fprintf(w, "%s,%d,%d,%d\n", j.Name, j.Submit, j.JCT(), max(j.Restarts, 0))
 			}
 			return nil
-		}); err != nil {
-			return err
+		})
+	}
+	var doneMu sync.Mutex
+	done := 0
+	var walls []time.Duration
+	progressDone := make(chan struct{})
+	go func() {
+		// Progress every 10 s of wall time: runs done, where each running
+		// one is, and an estimate of what is left.
+		tick := time.NewTicker(progressEvery)
+		defer tick.Stop()
+		for {
+			select {
+			case <-progressDone:
+				return
+			case <-tick.C:
+			}
+			doneMu.Lock()
+			line := fmt.Sprintf("pollux: %d of %d runs done", done, len(runs))
+			for _, r := range runs {
+				if r.started.Load() == 0 || r.res != nil || r.err != nil {
+					continue
+				}
+				line += fmt.Sprintf("; %s seed %d at %s simulated", r.name, r.seed, (time.Duration(r.second.Load()) * time.Second).String())
+				if n := r.jobs.Load(); n > 0 {
+					line += fmt.Sprintf(", %d of %d jobs done", r.completed.Load(), n)
+				}
+			}
+			if len(walls) > 0 {
+				var sum time.Duration
+				for _, w := range walls {
+					sum += w
+				}
+				left := time.Duration(float64(sum) / float64(len(walls)) * float64(len(runs)-done) / float64(workers))
+				line += fmt.Sprintf("; about %s left", left.Round(time.Second))
+			}
+			doneMu.Unlock()
+			fmt.Fprintln(os.Stderr, line)
+		}
+	}()
+	var writeErr error
+	inParallel(len(runs), workers, func(i int) {
+		r := runs[i]
+		if ctx.Err() != nil {
+			return
+		}
+		specs, err := pollux.ReadWorkload(filepath.Join(folder, r.name+".csv"))
+		if err != nil {
+			doneMu.Lock()
+			r.err = err
+			doneMu.Unlock()
+			return
+		}
+		p, _ := pollux.NewSeededPolicy(*pol, uint64(r.seed))
+		start := time.Now()
+		r.jobs.Store(int64(len(specs)))
+		r.started.Store(start.UnixNano())
+		var res *pollux.Result
+		if *offline {
+			res, err = pollux.RunContext(ctx, model, specs, pollux.Reference, p, func(pr pollux.Progress) {
+				r.second.Store(int64(pr.Second))
+				r.completed.Store(int64(pr.Completed))
+			})
+		} else {
+			var live *sim.PolluxRun
+			if live, err = sim.RunPollux(ctx, model, specs, pollux.Reference, p, nil, func(d time.Duration) { r.second.Store(int64(d / time.Second)) }); err == nil {
+				res = live.Result
+				fmt.Fprintf(os.Stderr, "pollux: %s live: %s simulated in %s\n", r.name, live.Run.Length.Round(time.Second), live.Run.Wall.Round(time.Millisecond))
+			}
+		}
+		doneMu.Lock()
+		defer doneMu.Unlock()
+		r.res, r.err, r.took = res, err, time.Since(start)
+		if err != nil {
+			return
+		}
+		done++
+		walls = append(walls, r.took)
+		if err := writeRun(r); err != nil && writeErr == nil {
+			writeErr = err
+		}
+		if workers > 1 {
+			fmt.Fprintf(os.Stderr, "pollux: %s seed %d done in %s (%d of %d)\n", r.name, r.seed, r.took.Round(time.Second), done, len(runs))
+		}
+		if polluxRunFinished != nil {
+			polluxRunFinished(done)
+		}
+	})
+	close(progressDone)
+	if writeErr != nil {
+		return writeErr
+	}
+	interrupted := ctx.Err() != nil
+	var finished []*run
+	for _, r := range runs {
+		if r.err != nil && !(interrupted && errors.Is(r.err, context.Canceled)) {
+			return fmt.Errorf("%s: %w", r.name, r.err)
+		}
+		if r.res != nil {
+			finished = append(finished, r)
 		}
 	}
+	runs = finished
 	if published == nil {
 		for _, r := range runs {
 			avg, _, approx := runFigures(r.res, nil)
@@ -208,8 +291,13 @@ flags:
 		fmt.Printf("%-12s %6s %16s %16s %8s %12s %7s %8s\n", "workload", "jobs", "avg JCT ours", "published", "diff", "equal JCTs", "interp", "wall")
 		totalEqual, totalJobs, totalApprox := 0, 0, 0
 		var diffs []float64
-		for i := 0; i < len(runs); i += len(seeds) {
-			group := runs[i : i+len(seeds)]
+		for i := 0; i < len(runs); {
+			k := i
+			for k < len(runs) && runs[k].name == runs[i].name {
+				k++
+			}
+			group := runs[i:k]
+			i = k
 			name := group[0].name
 			want, ok := published.JCTs[name]
 			var avgs []float64
@@ -261,11 +349,31 @@ flags:
 			fmt.Printf("%d jobs ran on shapes outside MODEL.md's Appendix B (interpolated step times, column interp): their JCTs are approximate\n", totalApprox)
 		}
 	}
-	if *out != "" {
+	if *out != "" && len(runs) > 0 {
 		fmt.Fprintf(os.Stderr, "wrote %s: workload-N_%s_%s.csv\n", *out, *pol, loadName)
+	}
+	if interrupted {
+		kept := "kept above"
+		if *out != "" {
+			kept += " and in " + *out
+		}
+		return fmt.Errorf("interrupted: %d of %d runs finished (%s)", len(runs), len(files)*len(seeds), kept)
 	}
 	return nil
 }
+
+// progressEvery is how often a long replay says where it is, in wall time.
+const progressEvery = 10 * time.Second
+
+// interruptContext is the context a long command stops on: Ctrl-C or
+// SIGTERM (tests put their own).
+var interruptContext = func() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+}
+
+// polluxRunFinished, when set (by tests), hears each finished run of
+// cluster replay --pollux, with how many have finished.
+var polluxRunFinished func(done int)
 
 // runFigures are a run's average JCT, how many of its jobs' JCTs equal
 // want's, and how many jobs ran at an interpolated step time.

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"context"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/gpusched/gpusched/internal/tracedir"
@@ -150,5 +153,42 @@ func TestPolluxCompare(t *testing.T) {
 	}
 	if err := polluxCompareCommand([]string{"--pollux", dir, "--policies", "binpack"}); err == nil || !strings.Contains(err.Error(), "--policies") {
 		t.Errorf("--policies binpack: %v, want an error naming --policies", err)
+	}
+}
+
+// TestPolluxReplayInterruptedKeepsFinishedRuns (issue 45 item 1): a
+// replay stopped after its first run (as Ctrl-C stops it) has written
+// that run's CSV when it finished, prints the table of what finished and
+// says how many of how many runs did.
+func TestPolluxReplayInterruptedKeepsFinishedRuns(t *testing.T) {
+	dir := tracedir.Pollux(t)
+	out := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	interruptContext = func() (context.Context, context.CancelFunc) { return ctx, cancel }
+	polluxRunFinished = func(done int) {
+		if done == 1 {
+			cancel()
+		}
+	}
+	t.Cleanup(func() {
+		interruptContext = func() (context.Context, context.CancelFunc) {
+			return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		}
+		polluxRunFinished = nil
+	})
+	var err error
+	table := captureStdout(t, func() error {
+		err = polluxCommand([]string{"--pollux", dir, "--policy", "tiresias", "--load", "1.0", "--offline", "--out", out, "--compare"})
+		return nil
+	})
+	if err == nil || !strings.Contains(err.Error(), "interrupted: 1 of 8 runs finished") {
+		t.Fatalf("error %v, want one saying 1 of 8 runs finished", err)
+	}
+	if !strings.Contains(table, "workload-1 ") {
+		t.Fatalf("the table lacks the finished run:\n%s", table)
+	}
+	files, _ := filepath.Glob(filepath.Join(out, "*.csv"))
+	if len(files) != 1 || filepath.Base(files[0]) != "workload-1_tiresias_1.0.csv" {
+		t.Fatalf("kept %v, want workload-1's CSV alone", files)
 	}
 }
