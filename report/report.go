@@ -21,6 +21,9 @@ type Options struct {
 	// Published is the FGD paper's results folder (fgd-expected-results),
 	// drawn beside an FGD replay's curves when set.
 	Published string
+	// Pollux is the Pollux data folder (its results-jobload), whose
+	// published JCTs are drawn beside a Pollux replay's.
+	Pollux string
 	// Log, when set, gets one line per file written.
 	Log io.Writer
 }
@@ -68,11 +71,15 @@ func Make(in, out string, opt Options) (*Written, error) {
 		w.Kind = KindCompare
 		return w, compare(in, out, jobs, opt, w)
 	}
+	if files := polluxFiles(in); len(files) > 0 {
+		w.Kind = KindPollux
+		return w, polluxReport(in, out, files, opt, w)
+	}
 	if curves := replayFiles(in); len(curves) > 0 {
 		w.Kind = KindReplay
 		return w, replayCurves(in, out, curves, opt, w)
 	}
-	return nil, fmt.Errorf("%s: neither a recording nor an output folder of cluster compare (jobs-<policy>.csv, or gavel-<policy>-<seed>.csv with --gavel) or cluster replay (<workload>_<policy>_<seed>.csv)", in)
+	return nil, fmt.Errorf("%s: neither a recording nor an output folder of cluster compare (jobs-<policy>.csv, or gavel-<policy>-<seed>.csv with --gavel) or cluster replay (with --pollux: workload-N_<policy>_<load>.csv) (<workload>_<policy>_<seed>.csv)", in)
 }
 
 func (w *Written) write(opt Options, path string, fill func(f *os.File) error) error {

@@ -273,3 +273,35 @@ func TestAGavelSweepIsDrawn(t *testing.T) {
 	}
 	checkPNGs(t, w, "jct-by-rate.png", "sweep.csv")
 }
+
+// TestAPolluxReplayFolderIsDrawn (issue 45 item 2): a cluster replay
+// --pollux folder is no longer refused: it gets the JCT CDF and each
+// workload's average JCT, with the published ones (a results-jobload
+// summary of our own making) beside them.
+func TestAPolluxReplayFolderIsDrawn(t *testing.T) {
+	in, out, data := t.TempDir(), t.TempDir(), t.TempDir()
+	for name, text := range map[string]string{
+		"workload-1_tiresias_1.0.csv": "name,submit_s,jct_s,restarts\ncifar10-0,53,902,0\nbert-1,60,7200,1\n",
+		"workload-2_tiresias_1.0.csv": "name,submit_s,jct_s,restarts\nncf-0,0,600,0\n",
+	} {
+		if err := os.WriteFile(filepath.Join(in, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pub := filepath.Join(data, "results-jobload", "tiresias-1.0")
+	if err := os.MkdirAll(pub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	summary := `{"jcts":{"workload-1":{"cifar10-0":902,"bert-1":7000},"workload-2":{"ncf-0":600}},"avgs":{"workload-1":3951,"workload-2":600}}`
+	if err := os.WriteFile(filepath.Join(pub, "summary.json"), []byte(summary), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w, err := report.Make(in, out, report.Options{Pollux: data})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.Kind != report.KindPollux {
+		t.Fatalf("kind %s, want pollux", w.Kind)
+	}
+	checkPNGs(t, w, "jct-cdf.png", "avg-jct-by-workload.png", "workload-1_tiresias_1.0.csv")
+}

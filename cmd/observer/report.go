@@ -15,9 +15,14 @@ const reportUsage = `usage: observer report RUN --out DIR [--published DIR]
 RUN is a recording (observer record --out run.jsonl), or the output folder
 of cluster compare (jobs-<policy>.csv, series-<policy>.csv), of cluster
 compare --gavel (gavel-<policy>-<seed>.csv: JCT and finish-time fairness ρ
-CDFs per policy) or of cluster replay (<workload>_<policy>_<seed>.csv).
+CDFs per policy), of cluster replay --pollux (workload-N_<policy>_<load>.csv:
+the JCT CDF and each workload's average JCT, the published ones dashed
+beneath) or of cluster replay (<workload>_<policy>_<seed>.csv).
 DIR gets summary.txt, summary.json, the per-job CSV and PNG plots.
 
+  --pollux DIR      the Pollux data folder (results-jobload), drawn beside a
+                    Pollux replay's; by default $GPUSCHED_TRACES/pollux or
+                    ../shared/traces/pollux
   --published DIR   the FGD paper's results (fgd-expected-results), drawn
                     dashed beside a replay's curves; by default looked for
                     in $GPUSCHED_TRACES and ../shared/traces/alibaba-openb
@@ -40,11 +45,28 @@ func publishedDir() string {
 	return ""
 }
 
+// polluxDataDir finds the Pollux data folder beside the project, as
+// publishedDir finds the FGD paper's results ("" when absent).
+func polluxDataDir() string {
+	var dirs []string
+	if d := os.Getenv("GPUSCHED_TRACES"); d != "" {
+		dirs = append(dirs, filepath.Join(d, "pollux"))
+	}
+	dirs = append(dirs, filepath.Join("..", "shared", "traces", "pollux"))
+	for _, d := range dirs {
+		if _, err := os.Stat(filepath.Join(d, "results-jobload")); err == nil {
+			return d
+		}
+	}
+	return ""
+}
+
 func reportCommand(args []string) int {
 	fs := flag.NewFlagSet("observer report", flag.ContinueOnError)
 	fs.Usage = func() { fmt.Fprint(os.Stderr, reportUsage) }
 	out := fs.String("out", "", "folder to write the report into")
 	published := fs.String("published", "", "the FGD paper's results folder (fgd-expected-results)")
+	polluxDir := fs.String("pollux", "", "the Pollux data folder, whose published JCTs are drawn beside a --pollux replay's")
 	// The run may come before or after the flags.
 	var inputs []string
 	for {
@@ -72,7 +94,11 @@ func reportCommand(args []string) int {
 	if pub == "" {
 		pub = publishedDir()
 	}
-	w, err := report.Make(inputs[0], *out, report.Options{Published: pub, Log: os.Stderr})
+	px := *polluxDir
+	if px == "" {
+		px = polluxDataDir()
+	}
+	w, err := report.Make(inputs[0], *out, report.Options{Published: pub, Pollux: px, Log: os.Stderr})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "observer report:", err)
 		return 1
