@@ -72,25 +72,36 @@ func (s lpJobs) allocation(x []float64) Allocation {
 	return out
 }
 
-// maxMin solves max t subject to t ≤ Σ_w coef[i][w]·x[i][w] for every
-// job i and the limits: the max-min program. It returns the solution and
-// the level t.
-func (s lpJobs) maxMin(coef func(i, w int) float64) ([]float64, float64, *program, error) {
+// levelProgram is the shape every level-seeking program here has:
+// maximise a level L subject to the limits and, for each job i whose
+// weight(i) is not 0, weight(i)·L ≤ Σ_w coef(i, w)·x[i][w]. L is the
+// last variable. It returns the solution and L.
+func (s lpJobs) levelProgram(weight func(i int) float64, coef func(i, w int) float64) ([]float64, float64, error) {
 	n := s.vars() + 1
 	level := n - 1
 	p := newProgram(n)
 	p.objective[level] = 1
 	s.limits(p, n)
 	for i := range s.v.Jobs {
+		wi := weight(i)
+		if wi == 0 {
+			continue
+		}
 		r := make([]float64, n)
-		r[level] = 1
+		r[level] = wi
 		for k, w := range s.types {
 			r[s.x(i, k)] = -coef(i, w)
 		}
 		p.row(r, 0)
 	}
-	x, t, err := p.solve()
-	return x, t, p, err
+	return p.solve()
+}
+
+// maxMin solves max t subject to t ≤ Σ_w coef[i][w]·x[i][w] for every
+// job i and the limits: the max-min program. It returns the solution and
+// the level t.
+func (s lpJobs) maxMin(coef func(i, w int) float64) ([]float64, float64, error) {
+	return s.levelProgram(func(int) float64 { return 1 }, coef)
 }
 
 // typeNeutral spreads each job's total time in x over the types in
@@ -120,30 +131,35 @@ func (s lpJobs) typeNeutral(x []float64) {
 // agnostic is max-min fairness blind to heterogeneity (the reference's
 // MaxMinFairness, the paper's LAS baseline): every rate taken as 1, so
 // job i's objective is scale_i × its total time; type-neutral.
-func (s lpJobs) agnostic() ([]float64, float64, error) {
-	x, t, _, err := s.maxMin(func(i, _ int) float64 { return float64(s.v.Jobs[i].Scale) })
+func (s lpJobs) agnostic() ([]float64, error) {
+	x, _, err := s.maxMin(func(i, _ int) float64 { return float64(s.v.Jobs[i].Scale) })
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	s.typeNeutral(x)
-	return x, t, nil
+	return x, nil
 }
 
 // isolatedRates are each job's steps/s under the agnostic allocation
 // (rates as measured): what "isolated" means to the _Perf policies,
 // which normalise by it.
 func (s lpJobs) isolatedRates(rates func(i, w int) float64) ([]float64, error) {
-	x, _, err := s.agnostic()
+	x, err := s.agnostic()
 	if err != nil {
 		return nil, err
 	}
+	return s.ratesUnder(x, rates), nil
+}
+
+// ratesUnder are each job's steps/s under allocation x.
+func (s lpJobs) ratesUnder(x []float64, rates func(i, w int) float64) []float64 {
 	out := make([]float64, len(s.v.Jobs))
 	for i := range s.v.Jobs {
 		for k, w := range s.types {
 			out[i] += rates(i, w) * x[s.x(i, k)]
 		}
 	}
-	return out, nil
+	return out
 }
 
 func (s lpJobs) rate(i, w int) float64 { return s.v.Jobs[i].Rates[w] }
@@ -172,14 +188,14 @@ func (p maxMinFairness) Allocate(v *View) Allocation {
 		return Allocation{}
 	}
 	if !p.perf {
-		x, _, err := s.agnostic()
+		x, err := s.agnostic()
 		return s.mustAllocation(p, x, err)
 	}
 	iso, err := s.isolatedRates(s.rate)
 	if err != nil {
 		return s.mustAllocation(p, nil, err)
 	}
-	x, _, _, err := s.maxMin(func(i, w int) float64 {
+	x, _, err := s.maxMin(func(i, w int) float64 {
 		if iso[i] <= 0 {
 			return 0 // it runs on no type it was given time on
 		}
@@ -240,34 +256,21 @@ func (p minTotalDuration) Allocate(v *View) Allocation {
 	if len(v.Jobs) == 0 {
 		return Allocation{}
 	}
-	x, _, _, err := s.minTotalDuration()
+	x, _, err := s.minTotalDuration()
 	return s.mustAllocation(p, x, err)
 }
 
-// minTotalDuration is the makespan program: its solution, z and itself.
-func (s lpJobs) minTotalDuration() ([]float64, float64, *program, error) {
-	// The variable is z × the largest remaining steps, so that its
+// minTotalDuration is the makespan program: its solution and z (1/T).
+func (s lpJobs) minTotalDuration() ([]float64, float64, error) {
+	// The level is z × the largest remaining steps, so that its
 	// coefficients (remaining over the largest, ≤ 1) sit beside the
 	// rates (steps/s) rather than 10^6 times over them.
 	largest := 0.0
 	for _, j := range s.v.Jobs {
 		largest = max(largest, j.Remaining)
 	}
-	n := s.vars() + 1
-	z := n - 1
-	prog := newProgram(n)
-	prog.objective[z] = 1
-	s.limits(prog, n)
-	for i, j := range s.v.Jobs {
-		r := make([]float64, n)
-		r[z] = j.Remaining / largest
-		for k, w := range s.types {
-			r[s.x(i, k)] = -s.rate(i, w)
-		}
-		prog.row(r, 0)
-	}
-	x, v, err := prog.solve()
-	return x, v / largest, prog, err
+	x, v, err := s.levelProgram(func(i int) float64 { return s.v.Jobs[i].Remaining / largest }, s.rate)
+	return x, v / largest, err
 }
 
 // finishTimeFairness is Themis's finish-time fairness (§4.1): minimise
@@ -318,14 +321,11 @@ func (s lpJobs) finishTimeFairness(perf bool) ([]float64, float64, error) {
 	if perf {
 		rates = s.rate
 	}
-	iso, err := s.isolatedRates(rates)
+	isoX, err := s.agnostic()
 	if err != nil {
 		return nil, 0, err
 	}
-	isoX, _, err := s.agnostic()
-	if err != nil {
-		return nil, 0, err
-	}
+	iso := s.ratesUnder(isoX, rates)
 	since := make([]float64, len(s.v.Jobs))
 	expected := make([]float64, len(s.v.Jobs))
 	lo := 0.0
@@ -374,32 +374,14 @@ func (s lpJobs) ftfFeasible(rates func(i, w int) float64, since, expected []floa
 		largest = max(largest, need[i])
 	}
 	if largest == 0 {
-		return s.allocation0(), true, nil
+		return make([]float64, s.vars()+1), true, nil // nothing needs anything: x = 0 will do
 	}
 	// The level is s × the largest need, for the conditioning's sake
-	// (as in minTotalDuration): feasible when it reaches that need.
-	n := s.vars() + 1
-	level := n - 1
-	prog := newProgram(n)
-	prog.objective[level] = 1
-	s.limits(prog, n)
-	for i := range s.v.Jobs {
-		if need[i] == 0 {
-			continue
-		}
-		r := make([]float64, n)
-		r[level] = need[i] / largest
-		for k, w := range s.types {
-			r[s.x(i, k)] = -rates(i, w)
-		}
-		prog.row(r, 0)
-	}
-	x, reached, err := prog.solve()
+	// (as in minTotalDuration): feasible when it reaches that need. A
+	// job with no need (it runs nowhere it was given time) has no row.
+	x, reached, err := s.levelProgram(func(i int) float64 { return need[i] / largest }, rates)
 	if err != nil {
 		return nil, false, err
 	}
 	return x, reached >= largest, nil
 }
-
-// allocation0 is the all-zero solution.
-func (s lpJobs) allocation0() []float64 { return make([]float64, s.vars()+1) }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 )
 
 // ReadWorkload reads a workload CSV: name,time,application,num_replicas,
@@ -83,4 +84,12 @@ func ReadPublished(dir, policy string, load float64) (*Published, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return &p, nil
+}
+
+// WorkloadNumber is N of a workload-N name or workload-N.csv path (0
+// when it has none).
+func WorkloadNumber(name string) int {
+	base := strings.TrimSuffix(filepath.Base(name), ".csv")
+	n, _ := strconv.Atoi(base[strings.LastIndex(base, "-")+1:])
+	return n
 }

@@ -242,16 +242,10 @@ func timePlots(out string, runs []run, sums []sim.Summary, opt Options, w *Writt
 
 // cdf is the empirical distribution of a priority's JCTs, in hours.
 func cdf(d *sim.Delays) plotter.XYs {
-	if d == nil || len(d.JCT) == 0 {
+	if d == nil {
 		return nil
 	}
-	xs := slices.Clone(d.JCT)
-	sort.Float64s(xs)
-	out := make(plotter.XYs, len(xs))
-	for i, x := range xs {
-		out[i] = plotter.XY{X: x / 3600, Y: float64(i+1) / float64(len(xs))}
-	}
-	return out
+	return cdfOf(d.JCT, 1.0/3600)
 }
 
 // policyBars draws, per percentile, the JCT of each priority (groups) for

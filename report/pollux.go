@@ -13,6 +13,7 @@ import (
 	"gonum.org/v1/plot/plotter"
 
 	"github.com/gpusched/gpusched/pollux"
+	"github.com/gpusched/gpusched/sim"
 )
 
 // KindPollux is an output folder of `cluster replay --pollux`
@@ -23,17 +24,7 @@ const KindPollux Kind = "pollux"
 var polluxName = regexp.MustCompile(`^(workload-\d+)_([a-z]+)_(\d\.\d)(?:_seed-(\d+))?\.csv$`)
 
 // polluxFiles are the Pollux replay CSVs in dir.
-func polluxFiles(dir string) []string {
-	all, _ := filepath.Glob(filepath.Join(dir, "workload-*_*_*.csv"))
-	var out []string
-	for _, f := range all {
-		if polluxName.MatchString(filepath.Base(f)) {
-			out = append(out, f)
-		}
-	}
-	slices.Sort(out)
-	return out
-}
+func polluxFiles(dir string) []string { return filesNamed(dir, "workload-*_*_*.csv", polluxName) }
 
 // polluxRun is one policy and load's jobs over the folder's workloads
 // and seeds: JCTs pooled, and each workload's mean JCT over its seeds.
@@ -61,7 +52,7 @@ func polluxReport(in, out string, files []string, opt Options, w *Written) error
 			return fmt.Errorf("%s: %w", f, err)
 		}
 		runs[k].jcts = append(runs[k].jcts, jcts...)
-		runs[k].byWorkload[m[1]] = append(runs[k].byWorkload[m[1]], mean(jcts))
+		runs[k].byWorkload[m[1]] = append(runs[k].byWorkload[m[1]], sim.Mean(jcts))
 		if err := copyFile(f, filepath.Join(out, filepath.Base(f)), opt, w); err != nil {
 			return err
 		}
@@ -90,9 +81,9 @@ func polluxReport(in, out string, files []string, opt Options, w *Written) error
 			return err
 		}
 		var ours, theirs plotter.XYs
-		for _, wl := range slices.SortedFunc(maps.Keys(r.byWorkload), compareWorkloads) {
-			n := workloadNumber(wl)
-			ours = append(ours, plotter.XY{X: float64(n), Y: mean(r.byWorkload[wl]) / 3600})
+		for _, wl := range slices.SortedFunc(maps.Keys(r.byWorkload), func(a, b string) int { return pollux.WorkloadNumber(a) - pollux.WorkloadNumber(b) }) {
+			n := pollux.WorkloadNumber(wl)
+			ours = append(ours, plotter.XY{X: float64(n), Y: sim.Mean(r.byWorkload[wl]) / 3600})
 			if pub != nil {
 				if a, ok := pub.Avgs[wl]; ok {
 					theirs = append(theirs, plotter.XY{X: float64(n), Y: a / 3600})
@@ -134,19 +125,3 @@ func readPolluxJCTs(r io.Reader) ([]float64, error) {
 	}
 	return out, nil
 }
-
-func mean(xs []float64) float64 {
-	s := 0.0
-	for _, x := range xs {
-		s += x
-	}
-	return s / float64(max(len(xs), 1))
-}
-
-// workloadNumber is N of workload-N.
-func workloadNumber(name string) int {
-	n, _ := strconv.Atoi(name[len("workload-"):])
-	return n
-}
-
-func compareWorkloads(a, b string) int { return workloadNumber(a) - workloadNumber(b) }

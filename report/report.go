@@ -236,11 +236,15 @@ func copyFile(from, to string, opt Options, w *Written) error {
 // underscore; a workload name may).
 var replayName = regexp.MustCompile(`^(.+)_([^_]+)_(\d+)\.csv$`)
 
-func replayFiles(dir string) []string {
-	all, _ := filepath.Glob(filepath.Join(dir, "*_*_*.csv"))
+func replayFiles(dir string) []string { return filesNamed(dir, "*_*_*.csv", replayName) }
+
+// filesNamed are the files of dir that glob finds and whose base name
+// name matches, sorted.
+func filesNamed(dir, glob string, name *regexp.Regexp) []string {
+	all, _ := filepath.Glob(filepath.Join(dir, glob))
 	var out []string
 	for _, f := range all {
-		if replayName.MatchString(filepath.Base(f)) {
+		if name.MatchString(filepath.Base(f)) {
 			out = append(out, f)
 		}
 	}

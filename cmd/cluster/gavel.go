@@ -6,13 +6,11 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/gpusched/gpusched/gavel"
@@ -115,19 +113,16 @@ flags:
 		if err != nil || len(seeds) == 0 || seeds[0] < 0 {
 			return fmt.Errorf("--seed: %q is not a seed, a range or a list (0, 0-2, 0,42)", *seedsText)
 		}
+		var names []string
 		for _, p := range strings.Split(*policies, ",") {
 			p = strings.TrimSpace(p)
 			if _, err := gavel.NewPolicy(p, 0); err != nil {
 				return fmt.Errorf("--policy: %w", err)
 			}
-			for _, seed := range seeds {
-				cfg := base
-				cfg.Policy, cfg.Seed = p, uint64(seed)
-				if err := cfg.Validate(); err != nil {
-					return fmt.Errorf("--%w", err)
-				}
-				runs = append(runs, &gavelRun{cfg: cfg})
-			}
+			names = append(names, p)
+		}
+		if runs, err = gavelRuns([]gavel.Config{base}, names, seeds); err != nil {
+			return err
 		}
 	}
 	if *out != "" {
@@ -135,7 +130,7 @@ flags:
 			return fmt.Errorf("--out: %w", err)
 		}
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := interruptContext()
 	defer stop()
 	var mu sync.Mutex
 	done := 0
@@ -224,6 +219,25 @@ func gavelTrace(clusterText string, static int, lam float64, window string, mult
 		return base, errors.New("say which trace: --static N (N jobs at time 0) or --lam S --window A-B (arrivals S seconds apart on average)")
 	}
 	return base, nil
+}
+
+// gavelRuns are the runs of each trace under each policy and seed, in
+// that order, each configuration checked (gavel.Config.Validate).
+func gavelRuns(traces []gavel.Config, policies []string, seeds []int64) ([]*gavelRun, error) {
+	var runs []*gavelRun
+	for _, base := range traces {
+		for _, p := range policies {
+			for _, seed := range seeds {
+				cfg := base
+				cfg.Policy, cfg.Seed = p, uint64(seed)
+				if err := cfg.Validate(); err != nil {
+					return nil, fmt.Errorf("--%w", err)
+				}
+				runs = append(runs, &gavelRun{cfg: cfg})
+			}
+		}
+	}
+	return runs, nil
 }
 
 // writeGavelRun writes a finished run's CSV and summary into dir.

@@ -1,21 +1,19 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -127,25 +125,18 @@ flags:
 	if err != nil {
 		return fmt.Errorf("--gavel: %w", err)
 	}
-	var runs []*gavelRun
+	runs, err := gavelRuns(traces, runPolicies, seeds)
+	if err != nil {
+		return err
+	}
 	for _, base := range traces {
-		for _, p := range runPolicies {
-			for _, seed := range seeds {
-				cfg := base
-				cfg.Policy, cfg.Seed = p, uint64(seed)
-				if err := cfg.Validate(); err != nil {
-					return fmt.Errorf("--%w", err)
-				}
-				runs = append(runs, &gavelRun{cfg: cfg})
-			}
-		}
 		if *out != "" {
 			if err := os.MkdirAll(outFor(base), 0o755); err != nil {
 				return fmt.Errorf("--out: %w", err)
 			}
 		}
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := interruptContext()
 	defer stop()
 	workers := min(runtime.GOMAXPROCS(0), len(runs))
 	fmt.Fprintf(os.Stderr, "gavel compare: %d runs, %d at a time\n", len(runs), workers)
@@ -213,15 +204,14 @@ flags:
 			t.JobsPerHour = 3600 / base.Lam
 		}
 		for _, p := range names {
-			col := gavelColumn{Policy: p}
+			var finished []*gavelRun
 			for _, r := range runs {
-				if r.cfg.Lam != base.Lam || r.cfg.Policy != p || r.res == nil || r.err != nil {
-					continue
+				if r.cfg.Lam == base.Lam && r.cfg.Policy == p && r.res != nil && r.err == nil {
+					finished = append(finished, r)
 				}
-				col.add(r, baselineOf(r.cfg))
 			}
-			if col.Runs > 0 {
-				t.Columns = append(t.Columns, col)
+			if len(finished) > 0 {
+				t.Columns = append(t.Columns, gavelColumnOf(p, finished, baselineOf))
 			}
 		}
 		all = append(all, t)
@@ -341,53 +331,59 @@ func boolOrder(b bool) int {
 // gavelColumn is one policy's figures over its seeds: means of the
 // per-run figures, percentiles over the pooled jobs.
 type gavelColumn struct {
-	Policy       string
-	Runs         int
-	Jobs         int
-	JCTMeanS     float64
-	JCTP50S      float64
-	JCTP90S      float64
-	JCTP99S      float64
-	MakespanS    float64
-	Utilisation  float64
-	RhoMean      float64
-	RhoP50       float64
-	RhoP90       float64
-	RhoMax       float64
-	RhoOverOne   float64
-	WallS        float64
-	jcts, rhos   []float64
-	avg, mk, utl float64
+	Policy      string
+	Runs        int
+	Jobs        int
+	JCTMeanS    float64
+	JCTP50S     float64
+	JCTP90S     float64
+	JCTP99S     float64
+	MakespanS   float64
+	Utilisation float64
+	RhoMean     float64
+	RhoP50      float64
+	RhoP90      float64
+	RhoMax      float64
+	RhoOverOne  float64
+	WallS       float64
 }
 
-// add takes one seed's run (and its Isolated baseline, nil when none).
-func (c *gavelColumn) add(r *gavelRun, base *gavel.Result) {
-	c.Runs++
-	c.avg += r.res.AverageJCT
-	c.mk += r.res.Makespan
-	c.utl += r.res.Utilization
-	c.WallS += r.took.Seconds()
-	c.jcts = append(c.jcts, r.res.WindowJCTs()...)
-	if base != nil {
-		for _, rho := range gavel.Rho(r.res, base) {
-			c.rhos = append(c.rhos, rho)
+// gavelColumnOf is policy's column over its finished runs (one per
+// seed), each run's ρ against baseline's run of its trace and seed (nil:
+// none).
+func gavelColumnOf(policy string, runs []*gavelRun, baseline func(gavel.Config) *gavel.Result) gavelColumn {
+	c := gavelColumn{Policy: policy, Runs: len(runs)}
+	var jcts, rhos []float64
+	var avg, makespan, util float64
+	for _, r := range runs {
+		avg += r.res.AverageJCT
+		makespan += r.res.Makespan
+		util += r.res.Utilization
+		c.WallS += r.took.Seconds()
+		jcts = append(jcts, r.res.WindowJCTs()...)
+		if base := baseline(r.cfg); base != nil {
+			rho := gavel.Rho(r.res, base)
+			for _, id := range slices.Sorted(maps.Keys(rho)) {
+				rhos = append(rhos, rho[id])
+			}
 		}
 	}
-	n := float64(c.Runs)
-	c.Jobs = len(c.jcts)
-	c.JCTMeanS, c.MakespanS, c.Utilisation = c.avg/n, c.mk/n, c.utl/n
-	c.JCTP50S, c.JCTP90S, c.JCTP99S = quantile(c.jcts, 0.5), quantile(c.jcts, 0.9), quantile(c.jcts, 0.99)
+	n := float64(len(runs))
+	c.Jobs = len(jcts)
+	c.JCTMeanS, c.MakespanS, c.Utilisation = avg/n, makespan/n, util/n
+	c.JCTP50S, c.JCTP90S, c.JCTP99S = quantile(jcts, 0.5), quantile(jcts, 0.9), quantile(jcts, 0.99)
 	c.RhoMean, c.RhoP50, c.RhoP90, c.RhoMax, c.RhoOverOne = math.NaN(), math.NaN(), math.NaN(), math.NaN(), math.NaN()
-	if len(c.rhos) > 0 {
+	if len(rhos) > 0 {
 		over := 0
-		for _, x := range c.rhos {
+		for _, x := range rhos {
 			if x > 1 {
 				over++
 			}
 		}
-		c.RhoMean, c.RhoP50, c.RhoP90 = stat.Mean(c.rhos, nil), quantile(c.rhos, 0.5), quantile(c.rhos, 0.9)
-		c.RhoMax, c.RhoOverOne = slices.Max(c.rhos), float64(over)/float64(len(c.rhos))
+		c.RhoMean, c.RhoP50, c.RhoP90 = stat.Mean(rhos, nil), quantile(rhos, 0.5), quantile(rhos, 0.9)
+		c.RhoMax, c.RhoOverOne = slices.Max(rhos), float64(over)/float64(len(rhos))
 	}
+	return c
 }
 
 // MarshalJSON writes the column with names and units, ρ's figures null

@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -14,7 +13,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/gpusched/gpusched/actors/scheduler/core"
@@ -117,7 +115,7 @@ flags:
 	if len(files) == 0 {
 		return fmt.Errorf("--load %s: no workload-N.csv in %s", loadName, folder)
 	}
-	slices.SortFunc(files, func(a, b string) int { return workloadNumber(a) - workloadNumber(b) })
+	slices.SortFunc(files, func(a, b string) int { return pollux.WorkloadNumber(a) - pollux.WorkloadNumber(b) })
 	if *out != "" {
 		if err := os.MkdirAll(*out, 0o755); err != nil {
 			return fmt.Errorf("--out: %w", err)
@@ -365,12 +363,6 @@ flags:
 // progressEvery is how often a long replay says where it is, in wall time.
 const progressEvery = 10 * time.Second
 
-// interruptContext is the context a long command stops on: Ctrl-C or
-// SIGTERM (tests put their own).
-var interruptContext = func() (context.Context, context.CancelFunc) {
-	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-}
-
 // polluxRunFinished, when set (by tests), hears each finished run of
 // cluster replay --pollux, with how many have finished.
 var polluxRunFinished func(done int)
@@ -425,13 +417,6 @@ func inParallel(n, workers int, do func(i int)) {
 	}
 	close(next)
 	wg.Wait()
-}
-
-// workloadNumber is N of a workload-N.csv path (0 when it has none).
-func workloadNumber(path string) int {
-	base := strings.TrimSuffix(filepath.Base(path), ".csv")
-	n, _ := strconv.Atoi(base[strings.LastIndex(base, "-")+1:])
-	return n
 }
 
 // loadPolluxModel reads the Pollux data folder dir, saying where the data

@@ -3,10 +3,8 @@ package main
 import (
 	"context"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/gpusched/gpusched/internal/tracedir"
@@ -164,6 +162,7 @@ func TestPolluxReplayInterruptedKeepsFinishedRuns(t *testing.T) {
 	dir := tracedir.Pollux(t)
 	out := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
+	before := interruptContext
 	interruptContext = func() (context.Context, context.CancelFunc) { return ctx, cancel }
 	polluxRunFinished = func(done int) {
 		if done == 1 {
@@ -171,9 +170,7 @@ func TestPolluxReplayInterruptedKeepsFinishedRuns(t *testing.T) {
 		}
 	}
 	t.Cleanup(func() {
-		interruptContext = func() (context.Context, context.CancelFunc) {
-			return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-		}
+		interruptContext = before
 		polluxRunFinished = nil
 	})
 	var err error

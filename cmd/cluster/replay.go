@@ -42,6 +42,12 @@ func paperPolicies() []string {
 	return out
 }
 
+// interruptContext is the context a long command (a paper replay or comparison) stops on: Ctrl-C or
+// SIGTERM (tests put their own).
+var interruptContext = func() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+}
+
 // parseSeeds reads "42", "42-51" or "42,44,50".
 func parseSeeds(s string) ([]int64, error) {
 	var out []int64
