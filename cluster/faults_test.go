@@ -65,6 +65,23 @@ func chaosOK(t *testing.T, nc *nats.Conn, action, body string) obj {
 	return rep
 }
 
+// waitCommitted waits for the GPU's own word that the job's commit reached
+// it. The scheduler calls a job running when it sends the commit (commits
+// are not awaited), so a partition begun right after could drop the commit
+// on its way: the reservation would then expire and the job be lost and
+// re-run — right, but not the case a partition test means to set up.
+func waitCommitted(t *testing.T, log *eventLog, gpu, jobID string) {
+	t.Helper()
+	waitFor(t, gpu+" to report "+jobID+" committed", 5*time.Second, func() bool {
+		for _, e := range log.find("gpusched.gpu.status", gpu) {
+			if d := e["data"].(obj); d["change"] == events.ChangeCommitted && d["job_id"] == jobID {
+				return true
+			}
+		}
+		return false
+	})
+}
+
 func history(j obj) string {
 	var states []string
 	for _, h := range j["history"].([]any) {
@@ -136,6 +153,7 @@ func TestShortPartitionHealsWithoutDeath(t *testing.T) {
 	nc, checker, log := faultClusterLeased(t, durable.None, 3*time.Second)
 	id := submit(t, nc, `{"name":"steady","vram":"10GB","duration":"2m","gpu":"gpu-2"}`)
 	waitState(t, nc, id, "running", 5*time.Second)
+	waitCommitted(t, log, "gpu-2", id)
 	chaosOK(t, nc, "partition", `{"gpu":"gpu-2","duration":"300ms"}`)
 	waitFor(t, "gpu-2 to rejoin", 3*time.Second, func() bool {
 		for _, e := range log.find("gpusched.gpu.status", "gpu-2") {
@@ -179,6 +197,7 @@ func TestLongPartitionFencesBeforeTheVerdict(t *testing.T) {
 	// the job ended before the partition and nothing stale was kept).
 	short := submit(t, nc, `{"name":"ends-in-the-dark","vram":"4GB","util":50,"duration":"40s","gpu":"`+gpu+`"}`)
 	waitState(t, nc, short, "running", 5*time.Second)
+	waitCommitted(t, log, gpu, short)
 	chaosOK(t, nc, "partition", `{"gpu":"`+gpu+`","duration":"2500ms"}`)
 	if s := getJob(t, nc, short)["state"]; s != "running" {
 		t.Fatalf("the short job was %s when the partition began: it must end in the dark (this machine was too slow for the test's timing)", s)
