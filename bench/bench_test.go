@@ -22,7 +22,7 @@ import (
 // the last decisions' changes) per policy as the cluster grows.
 func BenchmarkDecision(b *testing.B) {
 	for _, n := range []int{8, 1000, 10000, 100000} {
-		for _, name := range policy.Names() {
+		for _, name := range policy.Names[policy.Policy]() {
 			b.Run(fmt.Sprintf("%s/gpus=%d", name, n), func(b *testing.B) {
 				c := RandomCluster(n, 1, true)
 				b.ReportAllocs()
@@ -117,7 +117,7 @@ func BenchmarkPlacementThroughput(b *testing.B) {
 // figures: a broken driver, a refused submit or a policy that stops
 // placing fails here rather than in a bench run.
 func TestMeasuresMeasure(t *testing.T) {
-	for _, name := range policy.Names() {
+	for _, name := range policy.Names[policy.Policy]() {
 		cost, err := DecisionCost(RandomCluster(64, 1, true), name, 50)
 		if err != nil {
 			t.Fatal(err)

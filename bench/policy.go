@@ -88,7 +88,7 @@ type Cost struct {
 // placed ends once 64 (on 8 GPUs, 16) are running, so every decision sees the last
 // ones' changes. It returns the mean time and allocations per decision.
 func DecisionCost(c *policy.Cluster, name string, decisions int) (Cost, error) {
-	p, err := policy.Lookup(name)
+	p, err := policy.Lookup[policy.Policy](name)
 	if err != nil {
 		return Cost{}, err
 	}
@@ -143,7 +143,7 @@ func DecisionCost(c *policy.Cluster, name string, decisions int) (Cost, error) {
 // mean time of a decision (Place alone, index upkeep included; applying
 // and measuring fragmentation excluded).
 func ReplayDecisions(plan *replay.Plan, name string, indexed bool) (time.Duration, error) {
-	p, err := policy.Lookup(name)
+	p, err := policy.Lookup[policy.Policy](name)
 	if err != nil {
 		return 0, err
 	}

@@ -120,7 +120,7 @@ func policySection(ctx context.Context, t *Table, o Options, say func(string, ..
 		decisions = map[int]int{8: 500, 1000: 500, 10000: 200, 100000: 60}
 	}
 	indexed := map[string]bool{"binpack": true, "spread": true, "first-fit": true, "best-fit": true, "fgd": true}
-	for _, name := range policy.Names() {
+	for _, name := range policy.Names[policy.Policy]() {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -624,7 +624,7 @@ func replaySection(ctx context.Context, t *Table, o Options, say func(string, ..
 		fmt.Sprintf("%s (the paper's simulator: ~%s, ×%s)", live.Round(time.Millisecond), paperSimulator, thousands(float64(paperSimulator)/float64(live))),
 		"< 5 s", ok(live < targetLiveReplay))
 	say("the same replay offline")
-	fgd, _ := policy.Lookup("fgd")
+	fgd, _ := policy.Lookup[policy.Policy]("fgd")
 	start = time.Now()
 	if _, _, err := replay.Offline(plan, fgd, nil); err != nil {
 		return err
@@ -661,7 +661,7 @@ func replaySection(ctx context.Context, t *Table, o Options, say func(string, ..
 		})
 	}
 	for _, pp := range replay.PaperPolicies {
-		p, err := policy.Lookup(pp.Name)
+		p, err := policy.Lookup[policy.Policy](pp.Name)
 		if err != nil {
 			return err
 		}
@@ -780,7 +780,7 @@ func simtestSection(ctx context.Context, t *Table, o Options, say func(string, .
 	}
 	var days float64
 	var jobs, violations, done int
-	simtest.RunSeeds(ctx, seeds, 24, 0, runtime.GOMAXPROCS(0), func(out simtest.Outcome) {
+	simtest.RunSeeds(ctx, seeds, simtest.Options{Hours: 24, Workers: runtime.GOMAXPROCS(0)}, func(out simtest.Outcome) {
 		days += out.Summary.Length.Hours() / 24
 		jobs += out.Summary.Submitted
 		if out.Err != nil || len(out.Problems) > 0 {

@@ -1,10 +1,6 @@
 package gavel
 
-import (
-	"fmt"
-	"slices"
-	"strings"
-)
+import "github.com/gpusched/gpusched/policy"
 
 // View is what a policy sees when the allocation is recomputed: the time,
 // the cluster and the active jobs in id order (§7).
@@ -48,41 +44,57 @@ type Policy interface {
 	Allocate(v *View) Allocation
 }
 
-// policies are the policy constructors by the name the command line uses
-// (the reference's -p), each given the run's seed.
-var policies = map[string]func(seed uint64) Policy{
-	"fifo":     func(seed uint64) Policy { return newFIFO(seed) },
-	"isolated": func(uint64) Policy { return isolated{} },
-	"allox":    func(uint64) Policy { return &allox{} },
-	"gandiva":  func(seed uint64) Policy { return newGandiva(seed) },
-	// The linear-programming policies (lppolicies.go).
-	"max_min_fairness":          func(uint64) Policy { return maxMinFairness{} },
-	"max_min_fairness_perf":     func(uint64) Policy { return maxMinFairness{perf: true} },
-	"finish_time_fairness":      func(uint64) Policy { return finishTimeFairness{} },
-	"finish_time_fairness_perf": func(uint64) Policy { return finishTimeFairness{perf: true} },
-	"min_total_duration":        func(uint64) Policy { return minTotalDuration{} },
-	"max_sum_throughput_perf":   func(uint64) Policy { return maxSumThroughput{} },
+// Maker is the extension point of Gavel's policies (registered with
+// policy.Register[Maker], like every other extension): a maker of one
+// run's Policy under the name the command line uses (the reference's -p),
+// given the run's seed.
+type Maker interface {
+	policy.Plugin
+	// New makes the policy for one run.
+	New(seed uint64) Policy
+}
+
+var _ = policy.DeclarePoint[Maker]("Gavel policy", "", nil)
+
+// maker is a Maker from a name and a constructor.
+type maker struct {
+	name string
+	make func(seed uint64) Policy
+}
+
+func (m maker) Name() string           { return m.name }
+func (m maker) New(seed uint64) Policy { return m.make(seed) }
+
+func init() {
+	for _, m := range []maker{
+		{"fifo", func(seed uint64) Policy { return newFIFO(seed) }},
+		{"isolated", func(uint64) Policy { return isolated{} }},
+		{"allox", func(uint64) Policy { return &allox{} }},
+		{"gandiva", func(seed uint64) Policy { return newGandiva(seed) }},
+		// The linear-programming policies (lppolicies.go).
+		{"max_min_fairness", func(uint64) Policy { return maxMinFairness{} }},
+		{"max_min_fairness_perf", func(uint64) Policy { return maxMinFairness{perf: true} }},
+		{"finish_time_fairness", func(uint64) Policy { return finishTimeFairness{} }},
+		{"finish_time_fairness_perf", func(uint64) Policy { return finishTimeFairness{perf: true} }},
+		{"min_total_duration", func(uint64) Policy { return minTotalDuration{} }},
+		{"max_sum_throughput_perf", func(uint64) Policy { return maxSumThroughput{} }},
+	} {
+		policy.Register[Maker](m)
+	}
 }
 
 // PolicyNames are the policies NewPolicy knows, sorted.
-func PolicyNames() []string {
-	var out []string
-	for name := range policies {
-		out = append(out, name)
-	}
-	slices.Sort(out)
-	return out
-}
+func PolicyNames() []string { return policy.Names[Maker]() }
 
 // NewPolicy is the policy the reference calls name (its -p argument),
 // with its random choices drawn from seed (§0: FIFO's and Gandiva's
 // generators are seeded with the run's seed).
 func NewPolicy(name string, seed uint64) (Policy, error) {
-	mk, ok := policies[name]
-	if !ok {
-		return nil, fmt.Errorf("unknown Gavel policy %q (known: %s)", name, strings.Join(PolicyNames(), ", "))
+	m, err := policy.Lookup[Maker](name)
+	if err != nil {
+		return nil, err
 	}
-	return mk(seed), nil
+	return m.New(seed), nil
 }
 
 // isolatedShares is Isolated's (and Gandiva's) equal split (§7.2): each of

@@ -102,12 +102,12 @@ func HelpKeys() []string {
 // trade-off text.
 func unexplained() []string {
 	var out []string
-	for _, p := range policy.Names() {
+	for _, p := range policy.Names[policy.Policy]() {
 		if PolicyTradeoffs[p] == "" {
 			out = append(out, "policy:"+p)
 		}
 	}
-	for _, q := range policy.QueueNames() {
+	for _, q := range policy.Names[policy.QueueSort]() {
 		if QueueTradeoffs[q] == "" {
 			out = append(out, "queue:"+q)
 		}

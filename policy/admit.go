@@ -15,13 +15,25 @@ import (
 // than its tenant may ever have); a wait at placement says why, and the
 // job stays queued until the reason goes (its tenant's other jobs end).
 type Admit interface {
-	// Submit refuses a job as it is submitted, naming the field at fault;
-	// nil lets it in.
-	Submit(j *AdmitJob) *model.FieldError
-	// Place says why a waiting job may not be placed now ("" places it);
-	// held is what its tenant holds now.
-	Place(j *AdmitJob, held Usage) string
+	Plugin
+	// Submit refuses a job as it is submitted (a Refuse naming the field
+	// at fault); nil lets it in.
+	Submit(j *AdmitJob) *Status
+	// Place says why a waiting job may not be placed now (a Wait); nil
+	// places it. held is what its tenant holds now.
+	Place(j *AdmitJob, held Usage) *Status
 }
+
+// DefaultAdmit is the admission of a scheduler that names none: tenant
+// limits, which admit every job until limits are given (`--tenant-limits`).
+const DefaultAdmit = "tenant-limits"
+
+// The admission point. Its extensions are configured rather than only
+// named: the one registered is TenantLimits with no limits; a scheduler
+// given limits runs the TenantLimits they parse to.
+var _ = DeclarePoint[Admit]("admission", DefaultAdmit, nil)
+
+func init() { Register[Admit](TenantLimits(nil)) }
 
 // AdmitJob is what admission looks at: the job's tenant, priority and size.
 type AdmitJob struct {
@@ -58,29 +70,35 @@ func (l TenantLimits) limit(tenant string) (TenantLimit, bool) {
 	return lim, ok
 }
 
+// Name is the admission's name, DefaultAdmit.
+func (TenantLimits) Name() string { return DefaultAdmit }
+
 // Submit refuses a priority above the tenant's highest, and a job wider
 // than all the GPUs its tenant may hold.
-func (l TenantLimits) Submit(j *AdmitJob) *model.FieldError {
+func (l TenantLimits) Submit(j *AdmitJob) *Status {
 	lim, ok := l.limit(j.Tenant)
+	refuse := func(field, format string, args ...any) *Status {
+		return &Status{Code: Refuse, Plugin: DefaultAdmit, Field: field, Reason: fmt.Sprintf(format, args...)}
+	}
 	switch {
 	case !ok:
 		return nil
 	case lim.MaxPriority != nil && j.Priority > *lim.MaxPriority:
-		return model.Errorf("priority", "tenant %s may submit priority %s at most, not %s", j.Tenant, *lim.MaxPriority, j.Priority)
+		return refuse("priority", "tenant %s may submit priority %s at most, not %s", j.Tenant, *lim.MaxPriority, j.Priority)
 	case lim.MaxGPUs > 0 && j.GPUs > lim.MaxGPUs:
-		return model.Errorf("gpus", "tenant %s may hold %d GPUs at most, so a job of %d can never run", j.Tenant, lim.MaxGPUs, j.GPUs)
+		return refuse("gpus", "tenant %s may hold %d GPUs at most, so a job of %d can never run", j.Tenant, lim.MaxGPUs, j.GPUs)
 	}
 	return nil
 }
 
 // Place holds a job back while its tenant's running jobs hold so many
 // GPUs that it would pass the tenant's bound.
-func (l TenantLimits) Place(j *AdmitJob, held Usage) string {
+func (l TenantLimits) Place(j *AdmitJob, held Usage) *Status {
 	lim, ok := l.limit(j.Tenant)
 	if !ok || lim.MaxGPUs <= 0 || held.GPUs+j.GPUs <= lim.MaxGPUs {
-		return ""
+		return nil
 	}
-	return fmt.Sprintf("tenant %s holds %d of the %d GPUs it may hold; this job needs %d more", j.Tenant, held.GPUs, lim.MaxGPUs, j.GPUs)
+	return &Status{Code: Wait, Plugin: DefaultAdmit, Reason: fmt.Sprintf("tenant %s holds %d of the %d GPUs it may hold; this job needs %d more", j.Tenant, held.GPUs, lim.MaxGPUs, j.GPUs)}
 }
 
 // ParseTenantLimits reads limits written as on the command line:

@@ -34,14 +34,14 @@ func TestTenantLimits(t *testing.T) {
 		}
 	}
 	a := &AdmitJob{Tenant: "team-a", GPUs: 2}
-	if why := l.Place(a, Usage{GPUs: 2}); why != "" {
-		t.Errorf("2 held + 2 of 4: %q, want placed", why)
+	if st := l.Place(a, Usage{GPUs: 2}); st != nil {
+		t.Errorf("2 held + 2 of 4: %v, want placed", st)
 	}
-	if why := l.Place(a, Usage{GPUs: 3}); !strings.Contains(why, "holds 3 of the 4 GPUs") {
-		t.Errorf("3 held + 2 of 4: %q, want a wait saying why", why)
+	if st := l.Place(a, Usage{GPUs: 3}); st == nil || st.Code != Wait || !strings.Contains(st.Reason, "holds 3 of the 4 GPUs") {
+		t.Errorf("3 held + 2 of 4: %+v, want a wait saying why", st)
 	}
-	if why := (TenantLimits{}).Place(a, Usage{GPUs: 100}); why != "" {
-		t.Errorf("no limits: %q", why)
+	if st := (TenantLimits{}).Place(a, Usage{GPUs: 100}); st != nil {
+		t.Errorf("no limits: %v", st)
 	}
 	for _, bad := range []string{"team-a", "team-a=gpus:0", "team-a=gpus:x", "team-a=priority:urgent", "team-a=colour:red", "a=gpus:1;a=gpus:2", "=gpus:1"} {
 		if _, err := ParseTenantLimits(bad); err == nil {

@@ -9,7 +9,7 @@ package policy
 // GPUs: the "best" choice.
 type bestFit struct{}
 
-func init() { Register(bestFit{}) }
+func init() { Register[Policy](bestFit{}) }
 
 func (bestFit) Name() string { return "best-fit" }
 

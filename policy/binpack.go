@@ -4,7 +4,7 @@ package policy
 // util, then more VRAM used, then lower GPU id (DESIGN §4).
 type binpack struct{}
 
-func init() { Register(binpack{}) }
+func init() { Register[Policy](binpack{}) }
 
 func (binpack) Name() string                     { return "binpack" }
 func (binpack) Score(_ *Cluster, g *GPU) float64 { return min(g.Util, 100) }

@@ -1,6 +1,9 @@
-// Package policy owns the scheduler's pure decisions: placement policies
-// (binpack, spread, first-fit; the FGD paper's random, dotprod,
-// gpu-clustering, gpu-packing, best-fit and fgd; and a registry for more),
+// Package policy owns the scheduler's pure decisions and the plug-in
+// framework they are extensions of (framework.go: one base, Plugin; one
+// registry, Register/Lookup/Names; one result, Status; profile.go: the
+// extensions in force and the order the points run in). Its decisions:
+// placement policies (binpack, spread, first-fit; the FGD paper's random,
+// dotprod, gpu-clustering, gpu-packing, best-fit and fgd),
 // the fragmentation measure (F_n(m), F(M), typical workloads), queue order,
 // the head-of-line hold that keeps a big job from starving, preemption
 // victim choice and pending reasons. Everything is a plain function over a

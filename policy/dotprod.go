@@ -10,7 +10,7 @@ package policy
 // GPUs: the "best" choice (tightest fitting share).
 type dotprod struct{}
 
-func init() { Register(dotprod{}) }
+func init() { Register[Policy](dotprod{}) }
 
 func (dotprod) Name() string { return "dotprod" }
 

@@ -18,7 +18,7 @@ import (
 // lowest-index ones, which leaves the same F.
 type fgd struct{}
 
-func init() { Register(fgd{}) }
+func init() { Register[Policy](fgd{}) }
 
 func (fgd) Name() string { return "fgd" }
 

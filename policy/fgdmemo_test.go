@@ -14,7 +14,7 @@ func TestFGDDoesNotRememberAGPUThatWentDown(t *testing.T) {
 	c := demoState()
 	c.Memo = NewMemo() // as the scheduler's view has one
 	c.Workload = TypicalWorkload(map[ClassKey]int{{CPUMilli: 4000, Milli: 500, GPUs: 1}: 3, {CPUMilli: 4000, Milli: 1000, GPUs: 1}: 1})
-	p, err := Lookup("fgd")
+	p, err := Lookup[Policy]("fgd")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,22 +15,13 @@ import (
 // the index, which cannot know a filter's rule. `--filter` chooses them,
 // and sched.strategy {"filters":"capacity"} live.
 type Filter interface {
-	// Name is the filter's name on the command line.
-	Name() string
-	// Allows reports whether r may go on g, the cluster being c now.
-	Allows(c *Cluster, g *GPU, r *Request) bool
+	Plugin
+	// Filter says why r may not go on g, the cluster being c now (a
+	// Wait); nil lets it.
+	Filter(c *Cluster, g *GPU, r *Request) *Status
 }
 
-var filters = newExtensions[Filter]("filter", "")
-
-// RegisterFilter makes a filter selectable by its name.
-func RegisterFilter(f Filter) { filters.add(f) }
-
-// LookupFilter finds a filter by name.
-func LookupFilter(name string) (Filter, error) { return filters.lookup(name) }
-
-// FilterNames lists the filters there are.
-func FilterNames() []string { return filters.names() }
+var _ = DeclarePoint[Filter]("filter", "", nil)
 
 // ParseFilters reads a comma-separated list of filter names; "" and
 // "none" are no filter.
@@ -46,7 +37,7 @@ func ParseFilters(list string) ([]Filter, error) {
 			return nil, fmt.Errorf("filter %q named twice", name)
 		}
 		seen[name] = true
-		f, err := LookupFilter(name)
+		f, err := Lookup[Filter](name)
 		if err != nil {
 			return nil, err
 		}
@@ -68,7 +59,7 @@ func FiltersString(fs []Filter) string {
 }
 
 func init() {
-	RegisterFilter(capacity{})
+	Register[Filter](capacity{})
 }
 
 // capacity keeps a GPU's compute within capacity under any policy: a job
@@ -80,8 +71,17 @@ type capacity struct{}
 
 func (capacity) Name() string { return "capacity" }
 
-// Allows: the GPU's util (percent, summed over its jobs) plus the job's.
-func (capacity) Allows(c *Cluster, g *GPU, r *Request) bool { return c.ComputeFits(g, r) }
+// overCapacity is capacity's no, one for every GPU it refuses (a Status
+// is not changed after it is made, so it may be shared).
+var overCapacity = &Status{Code: Wait, Plugin: "capacity", Reason: "its compute would pass the cluster's limit"}
+
+// Filter: the GPU's util (percent, summed over its jobs) plus the job's.
+func (capacity) Filter(c *Cluster, g *GPU, r *Request) *Status {
+	if c.ComputeFits(g, r) {
+		return nil
+	}
+	return overCapacity
+}
 
 // allowed reports whether every filter in force lets r go on g, and
 // otherwise names the first that does not.
@@ -90,8 +90,8 @@ func (c *Cluster) allowed(g *GPU, r *Request) (bool, string) {
 		return false, ThroughputRule
 	}
 	for _, f := range c.Filters {
-		if !f.Allows(c, g, r) {
-			return false, f.Name()
+		if st := f.Filter(c, g, r); st != nil {
+			return false, st.Plugin
 		}
 	}
 	return true, ""

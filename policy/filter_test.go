@@ -22,7 +22,7 @@ func TestCapacityFilterKeepsGPUsWithinTheirCompute(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range Names() {
+	for _, name := range Names[Policy]() {
 		c := demoState()
 		c.Index = NewIndex()
 		c.Filters = capFilter

@@ -3,7 +3,7 @@ package policy
 // firstFit takes the lowest GPU id where the job fits.
 type firstFit struct{}
 
-func init() { Register(firstFit{}) }
+func init() { Register[Policy](firstFit{}) }
 
 func (firstFit) Name() string                      { return "first-fit" }
 func (firstFit) Score(_ *Cluster, _ *GPU) float64  { return 100 }

@@ -10,7 +10,7 @@ package policy
 // GPUs: the "best" choice.
 type gpuClustering struct{}
 
-func init() { Register(gpuClustering{}) }
+func init() { Register[Policy](gpuClustering{}) }
 
 func (gpuClustering) Name() string { return "gpu-clustering" }
 

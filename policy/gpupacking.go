@@ -10,7 +10,7 @@ package policy
 // GPUs: the "best" choice.
 type gpuPacking struct{}
 
-func init() { Register(gpuPacking{}) }
+func init() { Register[Policy](gpuPacking{}) }
 
 func (gpuPacking) Name() string { return "gpu-packing" }
 

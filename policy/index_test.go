@@ -110,7 +110,7 @@ func TestIndexDecidesAsTheScan(t *testing.T) {
 				rng := rand.New(rand.NewPCG(seed, 7))
 				c := mixedCluster(200, rng, vm)
 				c.Index = NewIndex()
-				p, _ := Lookup(name)
+				p, _ := Lookup[Policy](name)
 				// The compute bound where the policy has it, at a ratio
 				// that moves: the index skips busy subtrees as the scan
 				// refuses busy GPUs.
@@ -173,7 +173,7 @@ func TestIndexStartsOverWhenTheClusterGrows(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 1))
 	c := mixedCluster(16, rng, vram.Contiguous)
 	c.Index = NewIndex()
-	p, _ := Lookup("first-fit")
+	p, _ := Lookup[Policy]("first-fit")
 	r := &Request{GPUs: 1, VRAM: int64(70 * model.GiB)}
 	for _, g := range c.GPUs {
 		g.Alive = false
@@ -197,7 +197,7 @@ func TestIndexChangeLogsStayBounded(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 3))
 	c := mixedCluster(64, rng, vram.Contiguous)
 	c.Index = NewIndex()
-	p, _ := Lookup("binpack")
+	p, _ := Lookup[Policy]("binpack")
 	r := &Request{GPUs: 1, VRAM: int64(4 * model.GiB)}
 	Place(c, r, p)
 	for i := 0; i < 100000; i++ {

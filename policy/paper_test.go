@@ -49,7 +49,7 @@ func paperCluster(nodes []paperNode, w *Workload) *Cluster {
 
 func scoresOf(t *testing.T, name string, c *Cluster, r *Request) []int {
 	t.Helper()
-	p, err := Lookup(name)
+	p, err := Lookup[Policy](name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,7 +238,7 @@ func TestFGDPrefersTheGPUThatLeavesLeastFragmentation(t *testing.T) {
 		{model: "G2", cpu: 64000, rank: 1, used: []int{0, 400}, kinds: []int{1, 0}},
 	}
 	c := paperCluster(nodes, w)
-	fgdPolicy, _ := Lookup("fgd")
+	fgdPolicy, _ := Lookup[Policy]("fgd")
 	pl := Place(c, &Request{GPUs: 1, Milli: 500, CPUMilli: 1000}, fgdPolicy)
 	// n1's GPU g3 has 600 free: putting 500 there leaves 100 unusable
 	// (Δ = +100 − 0… but its 600 was usable before): the 1000-free GPUs keep
@@ -268,7 +268,7 @@ func TestNodeScorersHonourFilters(t *testing.T) {
 	}
 	for _, name := range []string{"random", "dotprod", "gpu-clustering", "gpu-packing", "best-fit", "fgd"} {
 		c := paperCluster(nodes, &Workload{Classes: []Class{{GPUs: 1, Milli: 1000, P: 1}}})
-		p, _ := Lookup(name)
+		p, _ := Lookup[Policy](name)
 		pl := Place(c, &Request{GPUs: 2, Milli: 1000, CPUMilli: 4000, Models: []string{"G2"}}, p)
 		if len(pl) != 1 || pl[0].Node != "n3" || !slices.Equal(pl[0].GPUs, []string{"g6", "g7"}) {
 			t.Errorf("%s placed a 2-GPU G2 job at %+v, want only n3 (g6, g7)", name, pl)

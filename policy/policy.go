@@ -1,18 +1,12 @@
 package policy
 
-import (
-	"fmt"
-	"sort"
-	"strings"
-	"sync"
-)
+import "errors"
 
 // Policy is a placement policy. It is either a GPURanker (binpack, spread,
 // first-fit: rank single GPUs) or a NodeScorer (the FGD paper's policies:
 // score nodes, then pick GPUs there); Place runs either.
 type Policy interface {
-	// Name is the policy's public name ("binpack").
-	Name() string
+	Plugin
 }
 
 // GPURanker ranks GPUs that passed the filter. Score puts a GPU on the
@@ -46,53 +40,17 @@ func BindsCapacity(p Policy) bool {
 	return ok
 }
 
-var (
-	registryMu sync.RWMutex
-	registry   = map[string]Policy{}
-)
-
-// Register adds a policy under its name; it panics on a duplicate or on a
-// policy that is neither a GPURanker nor a NodeScorer, programming errors
-// caught at start.
-func Register(p Policy) {
+// The placement point: its policies are listed sorted (the default is not
+// put first), and each must rank GPUs or score nodes, or Place could not
+// run it.
+var _ = DeclarePoint[Policy]("policy", "", func(p Policy) error {
 	_, ranker := p.(GPURanker)
 	_, scorer := p.(NodeScorer)
 	if !ranker && !scorer {
-		panic("policy: " + p.Name() + " is neither a GPURanker nor a NodeScorer")
+		return errors.New("neither a GPURanker nor a NodeScorer")
 	}
-	registryMu.Lock()
-	defer registryMu.Unlock()
-	if _, dup := registry[p.Name()]; dup {
-		panic("policy: duplicate registration of " + p.Name())
-	}
-	registry[p.Name()] = p
-}
-
-// Lookup finds a registered policy by name.
-func Lookup(name string) (Policy, error) {
-	registryMu.RLock()
-	defer registryMu.RUnlock()
-	if p, ok := registry[name]; ok {
-		return p, nil
-	}
-	return nil, fmt.Errorf("unknown policy %q (available: %s)", name, strings.Join(namesLocked(), ", "))
-}
-
-// Names lists the registered policies in order.
-func Names() []string {
-	registryMu.RLock()
-	defer registryMu.RUnlock()
-	return namesLocked()
-}
-
-func namesLocked() []string {
-	names := make([]string, 0, len(registry))
-	for n := range registry {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
-}
+	return nil
+})
 
 // DefaultPolicy is the policy a cluster starts with.
 const DefaultPolicy = "binpack"

@@ -90,7 +90,7 @@ func withV100s(c *Cluster) *Cluster {
 
 func mustPolicy(t *testing.T, name string) Policy {
 	t.Helper()
-	p, err := Lookup(name)
+	p, err := Lookup[Policy](name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,8 +213,8 @@ func TestChooseVictims(t *testing.T) {
 			// free: 10GiB at the end; freeing c gives a 20GiB hole, freeing a gives two 10GiB holes.
 			Request{GPUs: 1, VRAM: int64(20 * model.GiB), Priority: high, PinGPU: "gpu-0"}, "c", "gpu-0"},
 	}
-	fewest, _ := LookupPreempt(DefaultPreempt)
-	none, _ := LookupPreempt("none")
+	fewest, _ := Lookup[Preempt](DefaultPreempt)
+	none, _ := Lookup[Preempt]("none")
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			if _, ok := none.Victims(tc.cluster, &tc.req); ok {
@@ -261,7 +261,7 @@ func TestQueueOrders(t *testing.T) {
 		{"srtf", "short,twin,old-low,first,hi"},
 		{"sjf", "short,twin,old-low,hi,first"},
 	} {
-		q, err := LookupQueue(tc.queue)
+		q, err := Lookup[QueueSort](tc.queue)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -277,7 +277,7 @@ func TestQueueOrders(t *testing.T) {
 			t.Errorf("%s: %s, want %s", tc.queue, got, tc.want)
 		}
 	}
-	if _, err := LookupQueue("lottery"); err == nil || !strings.Contains(err.Error(), "priority, fifo, las, sjf, srtf") {
+	if _, err := Lookup[QueueSort]("lottery"); err == nil || !strings.Contains(err.Error(), "known: "+strings.Join(Names[QueueSort](), ", ")) {
 		t.Errorf("an unknown queue order: %v", err)
 	}
 }
@@ -301,11 +301,11 @@ func TestHoldPicksTheMostFreeGPU(t *testing.T) {
 // that fits nowhere does not block the ones behind it, a job that cannot
 // be stopped keeps its place, and the cluster itself is left unchanged.
 func TestSkipFitRound(t *testing.T) {
-	r, err := LookupRound(DefaultRound)
+	r, err := Lookup[Round](DefaultRound)
 	if err != nil {
 		t.Fatal(err)
 	}
-	binpack, _ := Lookup("binpack")
+	binpack, _ := Lookup[Policy]("binpack")
 	// One node of two 80 GB GPUs; 70 GiB jobs take a GPU each.
 	c := &Cluster{VRAMModel: vram.Contiguous}
 	n := &Node{ID: "n", CPUMilli: 64000, MemTotal: 1 << 40, Alive: true, GPUs: []int{0, 1}}
@@ -344,7 +344,7 @@ func TestSkipFitRound(t *testing.T) {
 	if got := r.Stop(c, []RoundJob{old, tail, {Request: req("late", 1)}}, binpack); len(got) != 0 {
 		t.Fatalf("stopped %v for a job behind them", got)
 	}
-	if _, err := LookupRound("optimus"); err == nil || !strings.Contains(err.Error(), DefaultRound) {
+	if _, err := Lookup[Round]("optimus"); err == nil || !strings.Contains(err.Error(), DefaultRound) {
 		t.Errorf("an unknown round: %v", err)
 	}
 }

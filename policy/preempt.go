@@ -5,8 +5,7 @@ package policy
 // only for a job that outranks some preemptible running job, and not when
 // a Round decides who runs. `--preempt` chooses it.
 type Preempt interface {
-	// Name is the rule's name on the command line.
-	Name() string
+	Plugin
 	// Victims finds the preemption that lets r fit, or reports there is none.
 	Victims(c *Cluster, r *Request) (Preemption, bool)
 }
@@ -14,17 +13,11 @@ type Preempt interface {
 // DefaultPreempt is the preemption rule of a scheduler that names none.
 const DefaultPreempt = "fewest-victims"
 
-var preempts = newExtensions[Preempt]("preemption rule", DefaultPreempt)
-
-// RegisterPreempt makes a preemption rule selectable by its name.
-func RegisterPreempt(p Preempt) { preempts.add(p) }
-
-// LookupPreempt finds a preemption rule by name.
-func LookupPreempt(name string) (Preempt, error) { return preempts.lookup(name) }
+var _ = DeclarePoint[Preempt]("preemption rule", DefaultPreempt, nil)
 
 func init() {
-	RegisterPreempt(fewestVictims{})
-	RegisterPreempt(noPreemption{})
+	Register[Preempt](fewestVictims{})
+	Register[Preempt](noPreemption{})
 }
 
 // fewestVictims is ChooseVictims: among strictly lower-priority

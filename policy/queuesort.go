@@ -11,10 +11,9 @@ import (
 // the ones behind it: they backfill until it has waited the starvation
 // age). One is in force at a time; `--queue` and sched.strategy
 // {"queue":…} choose it. Adding one is a type with these two methods and a
-// RegisterQueue call in an init function (docs/POLICIES.md).
+// `Register[QueueSort]` call in an init function (docs/POLICIES.md).
 type QueueSort interface {
-	// Name is the order's name on the command line and the bus.
-	Name() string
+	Plugin
 	// Less reports whether a waits ahead of b. It must be a strict weak
 	// order; ties are broken by the caller on acceptance order.
 	Less(a, b *Queued) bool
@@ -23,16 +22,7 @@ type QueueSort interface {
 // DefaultQueue is the queue order of a scheduler that names none.
 const DefaultQueue = "priority"
 
-var queueSorts = newExtensions[QueueSort]("queue order", DefaultQueue)
-
-// RegisterQueue makes a queue order selectable by its name.
-func RegisterQueue(q QueueSort) { queueSorts.add(q) }
-
-// LookupQueue finds a queue order by name.
-func LookupQueue(name string) (QueueSort, error) { return queueSorts.lookup(name) }
-
-// QueueNames lists the registered queue orders, the default first.
-func QueueNames() []string { return queueSorts.names() }
+var _ = DeclarePoint[QueueSort]("queue order", DefaultQueue, nil)
 
 // Compare orders a and b under q for slices.SortFunc and friends: q's
 // order, then acceptance order, so that the queue is a total order
@@ -48,11 +38,11 @@ func Compare(q QueueSort, a, b *Queued) int {
 }
 
 func init() {
-	RegisterQueue(priorityOrder{})
-	RegisterQueue(fifoOrder{})
-	RegisterQueue(lasOrder{})
-	RegisterQueue(srtfOrder{})
-	RegisterQueue(sjfOrder{})
+	Register[QueueSort](priorityOrder{})
+	Register[QueueSort](fifoOrder{})
+	Register[QueueSort](lasOrder{})
+	Register[QueueSort](srtfOrder{})
+	Register[QueueSort](sjfOrder{})
 }
 
 // priorityOrder is the default: higher priority first, then earlier

@@ -6,7 +6,7 @@ package policy
 // lowest-index free GPUs. Draws come from the cluster's seeded source.
 type random struct{}
 
-func init() { Register(random{}) }
+func init() { Register[Policy](random{}) }
 
 func (random) Name() string { return "random" }
 

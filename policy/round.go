@@ -15,8 +15,7 @@ import (
 // checkpoint and goes back to the queue), and the scheduling pass that
 // follows places the queue in order.
 type Round interface {
-	// Name is the round's name on the command line.
-	Name() string
+	Plugin
 	// Stop names the running jobs to stop. c is the cluster now (Stop must
 	// not change it: work on a copy, scratch(c)), jobs every running and waiting
 	// job in queue order, place the placement policy in force.
@@ -36,15 +35,9 @@ type RoundJob struct {
 // DefaultRound is the round of `--round` when none is named.
 const DefaultRound = "skip-fit"
 
-var rounds = newExtensions[Round]("round", DefaultRound)
+var _ = DeclarePoint[Round]("round", DefaultRound, nil)
 
-// RegisterRound makes a round selectable by its name.
-func RegisterRound(r Round) { rounds.add(r) }
-
-// LookupRound finds a round by name.
-func LookupRound(name string) (Round, error) { return rounds.lookup(name) }
-
-func init() { RegisterRound(skipFit{}) }
+func init() { Register[Round](skipFit{}) }
 
 // skipFit is Tiresias's admission in queue order (MODEL.md §6 step 4,
 // ../shared/traces/pollux) made placement-aware: on a scratch copy of the

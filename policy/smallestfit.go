@@ -7,7 +7,7 @@ package policy
 // jobs only they can hold (the reference demo's picture).
 type smallestFit struct{}
 
-func init() { Register(smallestFit{}) }
+func init() { Register[Policy](smallestFit{}) }
 
 func (smallestFit) Name() string { return "smallest-fit" }
 

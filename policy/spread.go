@@ -4,7 +4,7 @@ package policy
 // util, then less VRAM used, then lower GPU id (DESIGN §4).
 type spread struct{}
 
-func init() { Register(spread{}) }
+func init() { Register[Policy](spread{}) }
 
 func (spread) Name() string                     { return "spread" }
 func (spread) Score(_ *Cluster, g *GPU) float64 { return 100 - min(g.Util, 100) }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"slices"
+
+	"github.com/gpusched/gpusched/policy"
 )
 
 // Cluster is the simulated cluster: Nodes nodes of GPUsPerNode GPUs, and
@@ -58,15 +60,38 @@ func NewPolicy(name string) (Policy, error) { return NewSeededPolicy(name, 1) }
 // NewSeededPolicy is NewPolicy with pollux's search drawn from seed (the
 // other two draw nothing).
 func NewSeededPolicy(name string, seed uint64) (Policy, error) {
-	switch name {
-	case "tiresias":
-		return NewTiresias(), nil
-	case "optimus":
-		return NewOptimus(), nil
-	case "pollux":
-		return NewPollux(seed), nil
+	m, err := policy.Lookup[Maker](name)
+	if err != nil {
+		return nil, err
 	}
-	return nil, fmt.Errorf("unknown Pollux policy %q (tiresias, optimus, pollux)", name)
+	return m.New(seed), nil
+}
+
+// Maker is the extension point of the reproduction's training policies
+// (registered with policy.Register[Maker], like every other extension):
+// a named maker of one run's Policy, its random choices drawn from the
+// run's seed.
+type Maker interface {
+	policy.Plugin
+	// New makes the policy for one run.
+	New(seed uint64) Policy
+}
+
+var _ = policy.DeclarePoint[Maker]("Pollux policy", "", nil)
+
+// maker is a Maker from a name and a constructor.
+type maker struct {
+	name string
+	make func(seed uint64) Policy
+}
+
+func (m maker) Name() string           { return m.name }
+func (m maker) New(seed uint64) Policy { return m.make(seed) }
+
+func init() {
+	policy.Register[Maker](maker{"tiresias", func(uint64) Policy { return NewTiresias() }})
+	policy.Register[Maker](maker{"optimus", func(uint64) Policy { return NewOptimus() }})
+	policy.Register[Maker](maker{"pollux", func(seed uint64) Policy { return NewPollux(seed) }})
 }
 
 // elasticPolicy is a policy whose jobs choose their own batch sizes.

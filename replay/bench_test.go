@@ -18,7 +18,7 @@ func BenchmarkReplay(b *testing.B) {
 	nodes, pods := tracedir.Default(b)
 	plan := Prepare(nodes, pods, 42, DefaultInflate)
 	for _, name := range []string{"dotprod", "best-fit", "fgd"} {
-		pol, _ := policy.Lookup(name)
+		pol, _ := policy.Lookup[policy.Policy](name)
 		b.Run("offline/"+name, func(b *testing.B) {
 			for b.Loop() {
 				if _, _, err := Offline(&plan, pol, nil); err != nil {

@@ -118,7 +118,7 @@ func TestLiveMakesTheOfflinePlacements(t *testing.T) {
 	for _, name := range []string{"random", "dotprod", "gpu-clustering", "gpu-packing", "best-fit", "fgd", "binpack"} {
 		t.Run(name, func(t *testing.T) {
 			plan := Prepare(nodes, pods, 42, 1.3)
-			pol, err := policy.Lookup(name)
+			pol, err := policy.Lookup[policy.Policy](name)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -202,7 +202,7 @@ func TestPublishedPerSeed(t *testing.T) {
 	}
 	plan := Prepare(nodes, pods, 42, DefaultInflate)
 	for _, name := range []string{"dotprod", "gpu-clustering", "gpu-packing", "best-fit", "fgd"} {
-		pol, _ := policy.Lookup(name)
+		pol, _ := policy.Lookup[policy.Policy](name)
 		_, m, err := Offline(&plan, pol, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -232,7 +232,7 @@ func traceDir(t testing.TB) string {
 func TestFGDTieOfGpushare100Seed43(t *testing.T) {
 	nodes, pods := tracedir.Workload(t, "openb_pod_list_gpushare100.csv")
 	plan := Prepare(nodes, pods, 43, DefaultInflate)
-	fgd, _ := policy.Lookup("fgd")
+	fgd, _ := policy.Lookup[policy.Policy]("fgd")
 	m := NewMirror(&plan)
 	const pod = 611
 	for i := range pod {

@@ -37,11 +37,11 @@ var registerPanicsOnce sync.Once
 // version never landed).
 func TestASchedulerThatPanicsOnAVirtualClockIsRestartedAndTheRunGoesOn(t *testing.T) {
 	registerPanicsOnce.Do(func() {
-		bp, err := policy.Lookup("binpack")
+		bp, err := policy.Lookup[policy.Policy]("binpack")
 		if err != nil {
 			t.Fatal(err)
 		}
-		policy.Register(&panicsOnce{GPURanker: bp.(policy.GPURanker)})
+		policy.Register[policy.Policy](&panicsOnce{GPURanker: bp.(policy.GPURanker)})
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

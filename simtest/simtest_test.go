@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gpusched/gpusched/events"
+	"github.com/gpusched/gpusched/policy"
 	"github.com/gpusched/gpusched/sim"
 )
 
@@ -27,7 +28,7 @@ func TestSeedsKeepEveryInvariant(t *testing.T) {
 		}
 		if len(o.Problems) > 0 {
 			t.Errorf("%s:\n  %s\n  history:\n    %s\n  replay: %s", o.Case, strings.Join(o.Problems, "\n  "), strings.Join(o.History, "\n    "),
-				ReplayCommand(seed, 4, 0))
+				ReplayCommand(seed, Options{Hours: 4}))
 		}
 		if o.Events == 0 || o.Summary.Submitted == 0 {
 			t.Errorf("%s: %d events checked, %d jobs: the checker saw nothing", o.Case, o.Events, o.Summary.Submitted)
@@ -111,3 +112,44 @@ func TestAnUnendedJobIsNamed(t *testing.T) {
 		t.Fatalf("unended: %q, want %q", got, want)
 	}
 }
+
+// aaaNewcomer is a placement policy registered by a test, named to sort
+// first: dealt from the registry, it would shift every seed's policy.
+type aaaNewcomer struct{ policy.GPURanker }
+
+func (aaaNewcomer) Name() string { return "aaa-newcomer" }
+
+// TestANewPolicyRedealsNoSeed: the cases are dealt from simtest's own
+// lists, every name of which is registered; registering another policy
+// and queue order changes no seed's case.
+func TestANewPolicyRedealsNoSeed(t *testing.T) {
+	for _, name := range Placements {
+		if _, err := policy.Lookup[policy.Policy](name); err != nil {
+			t.Errorf("Placements: %v", err)
+		}
+	}
+	for _, name := range Queues {
+		if _, err := policy.Lookup[policy.QueueSort](name); err != nil {
+			t.Errorf("Queues: %v", err)
+		}
+	}
+	var before []string
+	for seed := uint64(1); seed <= 50; seed++ {
+		before = append(before, Draw(seed, 1).String())
+	}
+	bp, _ := policy.Lookup[policy.Policy]("binpack")
+	policy.Register[policy.Policy](aaaNewcomer{bp.(policy.GPURanker)})
+	fifo, _ := policy.Lookup[policy.QueueSort]("fifo")
+	policy.Register[policy.QueueSort](aaaQueue{fifo})
+	for seed := uint64(1); seed <= 50; seed++ {
+		if got := Draw(seed, 1).String(); got != before[seed-1] {
+			t.Fatalf("seed %d re-dealt by a new policy: %s, was %s", seed, got, before[seed-1])
+		}
+	}
+}
+
+// aaaQueue is a queue order registered by a test, named to sort first
+// after the default.
+type aaaQueue struct{ policy.QueueSort }
+
+func (aaaQueue) Name() string { return "aaa-queue" }

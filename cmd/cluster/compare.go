@@ -88,10 +88,10 @@ flags:
 	fs.Bool("timed", replayMode, "time-driven replay (cluster replay --timed)")
 	pol := fs.String("policy", "fgd", "placement policy of a single run (cluster replay --timed)")
 	pols := fs.String("policies", defPolicies, `policies to compare, comma-separated, or "all"`)
-	queue := fs.String("queue", policy.DefaultQueue, "queue order of every run: "+strings.Join(policy.QueueNames(), ", "))
+	queue := fs.String("queue", policy.DefaultQueue, "queue order of every run: "+strings.Join(policy.Names[policy.QueueSort](), ", "))
 	roundEvery := fs.Duration("round", 0, "re-allocate every this much simulated time in every run (0: never)")
 	preempt := fs.String("preempt", policy.DefaultPreempt, "preemption rule of every run: fewest-victims or none")
-	filters := fs.String("filter", "", "filters of every run, comma-separated: "+strings.Join(policy.FilterNames(), ", "))
+	filters := fs.String("filter", "", "filters of every run, comma-separated: "+strings.Join(policy.Names[policy.Filter](), ", "))
 	oversubscribe := fs.String("oversubscribe", "1", "oversubscription ratios, comma-separated (e.g. 1,inf): how far past 100% of its compute binpack, spread, first-fit and smallest-fit may fill a GPU; with several, each such policy runs once per ratio, as a column named like binpack-x2")
 	hours := fs.Float64("hours", defHours, "simulated hours of arrivals (a trace: all of it unless given)")
 	seed := fs.Uint64("seed", 1, "seed of the generated workload and of the policies' draws")
@@ -135,10 +135,10 @@ flags:
 	case "":
 		policies = []string{*pol}
 	case "all":
-		policies = policy.Names()
+		policies = policy.Names[policy.Policy]()
 	}
 	for _, p := range policies {
-		if _, err := policy.Lookup(p); err != nil {
+		if _, err := policy.Lookup[policy.Policy](p); err != nil {
 			return fmt.Errorf("--policies: %v", err)
 		}
 	}
@@ -252,7 +252,7 @@ flags:
 	var columns []column
 	capacityFilter := slices.Contains(strings.Split(*filters, ","), "capacity")
 	for _, name := range policies {
-		p, _ := policy.Lookup(name)
+		p, _ := policy.Lookup[policy.Policy](name)
 		if len(ratios) == 1 || !(policy.BindsCapacity(p) || capacityFilter) {
 			columns = append(columns, column{name, name, ratios[0]})
 			continue
@@ -431,16 +431,16 @@ func writeFile(path string, write func(*os.File) error) error {
 // checkSchedulerFlags checks the scheduler's extension-point flags that
 // `cluster` and `cluster compare` share, naming the flag at fault.
 func checkSchedulerFlags(queue, preempt, filters, roundName string, round time.Duration) error {
-	if _, err := policy.LookupQueue(queue); err != nil {
+	if _, err := policy.Lookup[policy.QueueSort](queue); err != nil {
 		return fmt.Errorf("--queue: %v", err)
 	}
 	if round < 0 {
 		return fmt.Errorf("--round: must not be negative, not %s", round)
 	}
-	if _, err := policy.LookupRound(roundName); err != nil {
+	if _, err := policy.Lookup[policy.Round](roundName); err != nil {
 		return fmt.Errorf("--round-policy: %v", err)
 	}
-	if _, err := policy.LookupPreempt(preempt); err != nil {
+	if _, err := policy.Lookup[policy.Preempt](preempt); err != nil {
 		return fmt.Errorf("--preempt: %v", err)
 	}
 	if _, err := policy.ParseFilters(filters); err != nil {

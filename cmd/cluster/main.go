@@ -35,6 +35,7 @@ import (
 	"github.com/gpusched/gpusched/observer/tui"
 	"github.com/gpusched/gpusched/openb"
 	"github.com/gpusched/gpusched/policy"
+	"github.com/gpusched/gpusched/pollux"
 	"github.com/gpusched/gpusched/sim"
 	"github.com/gpusched/gpusched/simclock"
 	"github.com/gpusched/gpusched/vram"
@@ -168,10 +169,10 @@ func run(args []string) error {
 	prefix := fs.String("prefix", events.DefaultPrefix, "subject prefix of this cluster")
 	gpus := fs.String("gpus", model.DefaultGPUs, "cluster shape: COUNTxMODEL,... (nodes of at most 8 GPUs of one model)")
 	clusterFile := fs.String("cluster", "", "cluster file: YAML (see docs/CLUSTERS.md) or an openb node list CSV; overrides --gpus")
-	pol := fs.String("policy", policy.DefaultPolicy, "placement policy: "+strings.Join(policy.Names(), ", "))
-	queue := fs.String("queue", policy.DefaultQueue, "queue order: "+strings.Join(policy.QueueNames(), ", "))
+	pol := fs.String("policy", policy.DefaultPolicy, "placement policy: "+strings.Join(policy.Names[policy.Policy](), ", "))
+	queue := fs.String("queue", policy.DefaultQueue, "queue order: "+strings.Join(policy.Names[policy.QueueSort](), ", "))
 	preempt := fs.String("preempt", policy.DefaultPreempt, "preemption rule: fewest-victims (of strictly lower priority) or none")
-	filters := fs.String("filter", "", "filters every placement must pass, comma-separated: "+strings.Join(policy.FilterNames(), ", ")+" (capacity: the compute limit below under any policy)")
+	filters := fs.String("filter", "", "filters every placement must pass, comma-separated: "+strings.Join(policy.Names[policy.Filter](), ", ")+" (capacity: the compute limit below under any policy)")
 	oversubscribe := ratioFlag(1)
 	fs.Var(&oversubscribe, "oversubscribe", "binpack, spread, first-fit and smallest-fit fill a GPU's compute to at most this ratio × 100%: 1 (a GPU past 100% slows all its jobs), 2, or inf for no limit")
 	roundEvery := fs.Duration("round", 0, "re-allocate every this much simulated time (0: never): running jobs the queue order puts behind waiting ones are preempted (docs/POLICIES.md)")
@@ -211,7 +212,7 @@ func run(args []string) error {
 		"of job holds (--rate 0 leaves them all to training jobs)")
 	throughputs := fs.String("throughputs", "", "a throughput table (Gavel's data/simulation_throughputs.json, or a file in its shape): the GPUs run typed jobs\n"+
 		"(a job_type and steps) at its rates for their model, packed pairs at the pair's; without it typed jobs are refused")
-	trainingPolicy := fs.String("training-policy", "tiresias", "with --training-data: tiresias, optimus or pollux (its search drawn from seed 1)")
+	trainingPolicy := fs.String("training-policy", "tiresias", "with --training-data: "+strings.Join(policy.Names[pollux.Maker](), ", ")+" (pollux's search drawn from seed 1)")
 	authPath := fs.String("auth", "", "roles file (or the directory 'cluster auth init' wrote): every client authenticates and gets its role's permissions")
 	insecure := fs.Bool("insecure", false, "let --listen reach beyond loopback without --auth (anyone who reaches the port may do anything)")
 	var busOpt bus.Options
@@ -294,7 +295,7 @@ func run(args []string) error {
 	if err != nil {
 		return fmt.Errorf("--node-event-budget: %v", err)
 	}
-	if _, err := policy.Lookup(*pol); err != nil {
+	if _, err := policy.Lookup[policy.Policy](*pol); err != nil {
 		return fmt.Errorf("--policy: %v", err)
 	}
 	vm, err := vram.ParseModel(*vramModel)
@@ -686,8 +687,8 @@ func list(args []string) error {
 func strategy(args []string) error {
 	fs := newFlags("cluster strategy")
 	url, prefix := clientFlags(fs)
-	queue := fs.String("queue", "", "switch the queue order too: "+strings.Join(policy.QueueNames(), ", "))
-	filters := fs.String("filter", "", "switch the filters too, comma-separated ("+strings.Join(policy.FilterNames(), ", ")+"; none clears them)")
+	queue := fs.String("queue", "", "switch the queue order too: "+strings.Join(policy.Names[policy.QueueSort](), ", "))
+	filters := fs.String("filter", "", "switch the filters too, comma-separated ("+strings.Join(policy.Names[policy.Filter](), ", ")+"; none clears them)")
 	var oversubscribe ratioFlag
 	fs.Var(&oversubscribe, "oversubscribe", "switch the oversubscription ratio too: 1 keeps every GPU within its compute, 2 lets it reach 200%, inf no limit")
 	if err := fs.Parse(args); err != nil {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/gpusched/gpusched/actors/scheduler/core"
+	"github.com/gpusched/gpusched/policy"
 	"github.com/gpusched/gpusched/pollux"
 	"github.com/gpusched/gpusched/sim"
 )
@@ -73,7 +74,7 @@ flags:
 		fs.PrintDefaults()
 	}
 	dir := fs.String("pollux", filepath.Join(tracesDir(), "..", "pollux"), "the Pollux data folder")
-	pol := fs.String("policy", "tiresias", "tiresias, optimus or pollux")
+	pol := fs.String("policy", "tiresias", "the training policy: "+strings.Join(policy.Names[pollux.Maker](), ", "))
 	loadText := fs.String("load", "1.0", "relative load: "+strings.Join(polluxLoads, ", ")+" (workloads/ for 1.0, else workloads-L/)")
 	workload := fs.Int("workload", 0, "run only workload-N.csv (0: every workload of the load)")
 	offline := fs.Bool("offline", false, "run on the pure model, without actors or bus")
@@ -91,7 +92,7 @@ flags:
 		return err
 	}
 	if _, err := pollux.NewPolicy(*pol); err != nil {
-		return fmt.Errorf("--policy: %q is not tiresias, optimus or pollux", *pol)
+		return fmt.Errorf("--policy: %w", err)
 	}
 	seeds, err := parseSeeds(*seedsText)
 	if err != nil {
@@ -435,7 +436,7 @@ func loadPolluxModel(dir string) (*pollux.Model, error) {
 func trainingConfig(dir, policy string) (*core.TrainingConfig, error) {
 	p, err := pollux.NewPolicy(policy)
 	if err != nil {
-		return nil, fmt.Errorf("--training-policy: %q is not tiresias, optimus or pollux", policy)
+		return nil, fmt.Errorf("--training-policy: %w", err)
 	}
 	m, err := pollux.Load(dir)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpusched/gpusched/policy"
 	"github.com/gpusched/gpusched/pollux"
 	"github.com/gpusched/gpusched/sim"
 )
@@ -44,7 +45,7 @@ flags:
 	dir := fs.String("pollux", filepath.Join(tracesDir(), "..", "pollux"), "the Pollux data folder")
 	loadText := fs.String("load", "1.0", "relative load: "+strings.Join(polluxLoads, ", "))
 	workload := fs.Int("workload", 6, "which workload-N.csv of the load")
-	pols := fs.String("policies", "tiresias,optimus,pollux", "policies to compare, comma-separated: tiresias, optimus, pollux")
+	pols := fs.String("policies", "tiresias,optimus,pollux", "policies to compare, comma-separated: "+strings.Join(policy.Names[pollux.Maker](), ", "))
 	seedsText := fs.String("seeds", "1", "pollux's search seeds (7, 1-3 or 1,5): its column is the mean over them")
 	out := fs.String("out", "", "folder for jobs-<policy>.csv (pollux: jobs-pollux-seed-K.csv) and summary.txt")
 	if err := fs.Parse(args); err != nil {
@@ -64,7 +65,7 @@ flags:
 	for i, p := range policies {
 		policies[i] = strings.TrimSpace(p)
 		if _, err := pollux.NewPolicy(policies[i]); err != nil {
-			return fmt.Errorf("--policies: %q is not tiresias, optimus or pollux", p)
+			return fmt.Errorf("--policies: %w", err)
 		}
 	}
 	seeds, err := parseSeeds(*seedsText)

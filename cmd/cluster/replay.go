@@ -131,7 +131,7 @@ flags:
 		}
 	}
 	for _, p := range policies {
-		if _, err := policy.Lookup(p); err != nil {
+		if _, err := policy.Lookup[policy.Policy](p); err != nil {
 			return fmt.Errorf("--policy: %v", err)
 		}
 	}
@@ -278,7 +278,7 @@ flags:
 }
 
 func mustPolicy(name string) policy.Policy {
-	p, err := policy.Lookup(name)
+	p, err := policy.Lookup[policy.Policy](name)
 	if err != nil {
 		panic(err) // names were checked when the flags were read
 	}

@@ -8,12 +8,14 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/pprof"
+	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
 
 	"github.com/gpusched/gpusched/cluster"
+	"github.com/gpusched/gpusched/policy"
 	"github.com/gpusched/gpusched/simtest"
 )
 
@@ -28,6 +30,8 @@ func simtestCommand(args []string) error {
 	verbose := fs.Bool("verbose", false, "print each seed's case and outcome")
 	quiet := fs.Bool("quiet", false, "no progress bar")
 	sample := fs.Duration("sample", simtest.DefaultSample, "simulated period of the samples whose totals must never go back")
+	pol := fs.String("policy", "", "run every seed under this placement policy instead of the one it was dealt: "+strings.Join(policy.Names[policy.Policy](), ", "))
+	queue := fs.String("queue", "", "run every seed under this queue order instead of the one it was dealt: "+strings.Join(policy.Names[policy.QueueSort](), ", "))
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof reads it)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -45,6 +49,16 @@ func simtestCommand(args []string) error {
 	}
 	if *workers < 1 {
 		return errors.New("--workers must be at least 1")
+	}
+	if *pol != "" {
+		if _, err := policy.Lookup[policy.Policy](*pol); err != nil {
+			return fmt.Errorf("--policy: %w", err)
+		}
+	}
+	if *queue != "" {
+		if _, err := policy.Lookup[policy.QueueSort](*queue); err != nil {
+			return fmt.Errorf("--queue: %w", err)
+		}
 	}
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
@@ -69,7 +83,8 @@ func simtestCommand(args []string) error {
 	for i, seed := range seeds {
 		drawn[i] = uint64(seed)
 	}
-	outcomes := simtest.RunSeeds(ctx, drawn, *hours, *sample, *workers, func(o simtest.Outcome) {
+	opts := simtest.Options{Hours: *hours, Sample: *sample, Workers: *workers, Policy: *pol, Queue: *queue}
+	outcomes := simtest.RunSeeds(ctx, drawn, opts, func(o simtest.Outcome) {
 		if bar != nil {
 			bar.Add(1)
 		}
@@ -129,7 +144,7 @@ func simtestCommand(args []string) error {
 				fmt.Printf("    %s\n", l)
 			}
 		}
-		fmt.Printf("  replay: %s\n", simtest.ReplayCommand(o.Seed, *hours, *sample))
+		fmt.Printf("  replay: %s\n", simtest.ReplayCommand(o.Seed, opts))
 	}
 	if len(failed) > 0 {
 		return fmt.Errorf("%d of %d seeds broke an invariant", len(failed), len(seeds))

@@ -72,7 +72,7 @@ func helpScreen(st observer.State, w, h int) []string {
 		lines = append(lines, wrap(styleBold.Render(topic.label)+"  "+observer.Explanations[topic.key], w, "    ")...)
 	}
 	lines = append(lines, "", styleBold.Render("queue orders")+" (cluster strategy --queue)")
-	for _, q := range policy.QueueNames() {
+	for _, q := range policy.Names[policy.QueueSort]() {
 		lines = append(lines, wrap("  "+q+" — "+observer.QueueTradeoffs[q], w, "    ")...)
 	}
 	return lines

@@ -270,13 +270,10 @@ type Core struct {
 	now  time.Time
 	wall time.Time
 
-	policy policy.Policy
-	// queueSort orders the queue (QueueSort, the queue-order extension point).
-	queueSort policy.QueueSort
-	// preempt chooses victims (the preemption extension point); round
-	// time-slices the cluster (nil: no round).
-	preempt policy.Preempt
-	round   policy.Round
+	// plugins are the extensions in force and the one place they run
+	// (policy.Profile: queue order, admission, filters, placement,
+	// preemption, round).
+	plugins *policy.Profile
 	// training is the state of training jobs (nil: none run here).
 	training *training
 	view     *view
@@ -445,33 +442,16 @@ func New(cfg Config, bus Bus) (*Core, error) {
 			cfg.Since = cfg.Wall
 		}
 	}
-	p, err := policy.Lookup(cfg.Policy)
-	if err != nil {
-		return nil, err
-	}
 	if cfg.Queue == "" {
 		cfg.Queue = policy.DefaultQueue
 	}
-	qs, err := policy.LookupQueue(cfg.Queue)
-	if err != nil {
-		return nil, err
-	}
-	pre, err := policy.LookupPreempt(cmp.Or(cfg.Preempt, policy.DefaultPreempt))
-	if err != nil {
-		return nil, err
-	}
-	filters, err := policy.ParseFilters(cfg.Filters)
+	plugins, err := policy.NewProfile(policy.ProfileConfig{Placement: cfg.Policy, Queue: cfg.Queue, Filters: cfg.Filters,
+		Preempt: cfg.Preempt, Round: cfg.Round, Admit: cfg.Admit, Rounds: cfg.RoundEvery > 0})
 	if err != nil {
 		return nil, err
 	}
 	if err := policy.CheckOversubscribe(cmp.Or(cfg.Oversubscribe, 1)); err != nil {
 		return nil, err
-	}
-	var round policy.Round
-	if cfg.RoundEvery > 0 {
-		if round, err = policy.LookupRound(cmp.Or(cfg.Round, policy.DefaultRound)); err != nil {
-			return nil, err
-		}
 	}
 	log := cfg.Logger
 	if log == nil {
@@ -484,10 +464,7 @@ func New(cfg Config, bus Bus) (*Core, error) {
 		bus:         bus,
 		now:         cfg.Now,
 		wall:        cfg.Wall,
-		policy:      p,
-		queueSort:   qs,
-		preempt:     pre,
-		round:       round,
+		plugins:     plugins,
 		training:    newTraining(cfg.Training),
 		view:        newView(cfg.VRAMModel, cfg.Seed, cfg.NodeRank),
 		jobs:        map[string]*job{},
@@ -529,10 +506,9 @@ func New(cfg Config, bus Bus) (*Core, error) {
 	}
 	s.ids = rand.NewChaCha8(seed)
 	s.view.cluster.Workload = cfg.Workload
-	s.view.cluster.Filters = filters
 	s.view.cluster.Throughputs = cfg.Throughputs
 	s.view.cluster.Oversubscribe = cmp.Or(cfg.Oversubscribe, 1)
-	s.view.cluster.ComputeBound = policy.BindsCapacity(p)
+	plugins.Apply(&s.view.cluster)
 	if cfg.Restored != nil {
 		s.restore(cfg.Restored)
 	}
@@ -679,7 +655,7 @@ func (s *Core) MetricsPeriod() time.Duration { return s.cfg.MetricsPeriod }
 
 // RoundEvery is the period of the Round in force (zero: no round).
 func (s *Core) RoundEvery() time.Duration {
-	if s.round == nil {
+	if s.plugins.Round == nil {
 		return 0
 	}
 	return s.cfg.RoundEvery

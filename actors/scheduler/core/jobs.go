@@ -217,7 +217,7 @@ func (m progressMark) reaches(work float64) (time.Time, bool) {
 // admitsNow reports whether admission lets j be placed now (the pass
 // asks the same over the usage it counts once for all its jobs).
 func (s *Core) admitsNow(j *job) bool {
-	return s.cfg.Admit == nil || s.cfg.Admit.Place(admitJob(&j.spec), s.tenantUsage()[j.spec.Tenant]) == ""
+	return s.plugins.Admit == nil || s.plugins.AdmitPlace(admitJob(&j.spec), s.tenantUsage()[j.spec.Tenant]) == nil
 }
 
 // usage is what each tenant's running jobs hold, for admission.
@@ -331,9 +331,11 @@ func (s *Core) onSubmit(m *Msg, tenant string) {
 	if fe == nil {
 		spec, fe = req.Job()
 	}
-	if fe == nil && s.cfg.Admit != nil {
+	if fe == nil && s.plugins.Admit != nil {
 		// Refused before it is a job: what its tenant may never have.
-		fe = s.cfg.Admit.Submit(admitJob(&spec))
+		if st := s.plugins.AdmitSubmit(admitJob(&spec)); st != nil {
+			fe = st.FieldError()
+		}
 	}
 	if fe == nil && spec.Training != nil {
 		fe = s.checkTraining(&spec)
@@ -485,7 +487,7 @@ func (s *Core) enqueue(j *job) {
 	q := j.queued()
 	i := sort.Search(len(s.queue), func(i int) bool {
 		other := s.queue[i].queued()
-		return policy.Compare(s.queueSort, &q, &other) < 0
+		return s.plugins.Order(&q, &other) < 0
 	})
 	s.queue = slices.Insert(s.queue, i, j)
 	j.inQueue = true
@@ -495,7 +497,7 @@ func (s *Core) enqueue(j *job) {
 func (s *Core) resort() {
 	slices.SortFunc(s.queue, func(a, b *job) int {
 		qa, qb := a.queued(), b.queued()
-		return policy.Compare(s.queueSort, &qa, &qb)
+		return s.plugins.Order(&qa, &qb)
 	})
 }
 
@@ -685,8 +687,8 @@ func (s *Core) onStrategy(m *Msg) {
 		return
 	}
 	c := &s.view.cluster
-	rep := events.StrategyReply{Policy: s.policy.Name(), Available: policy.Names(), Queue: s.queueSort.Name(), Queues: policy.QueueNames(),
-		Filters: policy.FiltersString(c.Filters), FilterNames: policy.FilterNames(),
+	rep := events.StrategyReply{Policy: s.plugins.Placement.Name(), Available: policy.Names[policy.Policy](), Queue: s.plugins.QueueSort.Name(), Queues: policy.Names[policy.QueueSort](),
+		Filters: policy.FiltersString(c.Filters), FilterNames: policy.Names[policy.Filter](),
 		Oversubscribe: events.Ratio(c.Oversubscribe), ComputeBound: c.ComputeBound}
 	// Every part is checked before any changes: a request is applied whole or not at all.
 	var p policy.Policy
@@ -694,14 +696,14 @@ func (s *Core) onStrategy(m *Msg) {
 	var fs []policy.Filter
 	switchFilters := false
 	var err error
-	if req.Policy != "" && req.Policy != s.policy.Name() {
-		if p, err = policy.Lookup(req.Policy); err != nil {
+	if req.Policy != "" && req.Policy != s.plugins.Placement.Name() {
+		if p, err = policy.Lookup[policy.Policy](req.Policy); err != nil {
 			s.replyError(m, "policy", err.Error())
 			return
 		}
 	}
-	if req.Queue != "" && req.Queue != s.queueSort.Name() {
-		if qs, err = policy.LookupQueue(req.Queue); err != nil {
+	if req.Queue != "" && req.Queue != s.plugins.QueueSort.Name() {
+		if qs, err = policy.Lookup[policy.QueueSort](req.Queue); err != nil {
 			s.replyError(m, "queue", err.Error())
 			return
 		}
@@ -725,29 +727,30 @@ func (s *Core) onStrategy(m *Msg) {
 		s.respond(m, rep)
 		return
 	}
-	changed := events.PolicyChanged{Policy: s.policy.Name(), Queue: s.queueSort.Name(), Oversubscribe: rep.Oversubscribe}
+	changed := events.PolicyChanged{Policy: s.plugins.Placement.Name(), Queue: s.plugins.QueueSort.Name(), Oversubscribe: rep.Oversubscribe}
 	if rep.Filters != "none" {
 		changed.Filters = rep.Filters
 	}
 	if p != nil {
-		rep.Previous, rep.Policy = s.policy.Name(), p.Name()
+		rep.Previous, rep.Policy = s.plugins.Placement.Name(), p.Name()
 		changed.Policy, changed.Previous = p.Name(), rep.Previous
-		s.policy = p
-		c.ComputeBound = policy.BindsCapacity(p)
+		s.plugins.Placement = p
+		s.plugins.Apply(c)
 		rep.ComputeBound = c.ComputeBound
 		s.log.Info("policy switched", zap.String("policy", p.Name()), zap.String("previous", rep.Previous))
 	}
 	if qs != nil {
-		rep.PreviousQueue, rep.Queue = s.queueSort.Name(), qs.Name()
+		rep.PreviousQueue, rep.Queue = s.plugins.QueueSort.Name(), qs.Name()
 		changed.Queue, changed.PreviousQueue = qs.Name(), rep.PreviousQueue
-		s.queueSort = qs
+		s.plugins.QueueSort = qs
 		s.resort()
 		s.log.Info("queue order switched", zap.String("queue", qs.Name()), zap.String("previous", rep.PreviousQueue))
 	}
 	if switchFilters {
 		rep.PreviousFilters, rep.Filters = rep.Filters, policy.FiltersString(fs)
 		changed.Filters, changed.PreviousFilters = rep.Filters, rep.PreviousFilters
-		c.Filters = fs
+		s.plugins.Filters = fs
+		s.plugins.Apply(c)
 		s.log.Info("filters switched", zap.String("filters", rep.Filters), zap.String("previous", rep.PreviousFilters))
 	}
 	if switchRatio {
@@ -768,7 +771,7 @@ func (s *Core) onExplain(m *Msg, tenant string) {
 	if j == nil {
 		return
 	}
-	d := events.Decision{JobID: j.id, Policy: s.policy.Name(), State: j.state, Reason: j.reason}
+	d := events.Decision{JobID: j.id, Policy: s.plugins.Placement.Name(), State: j.state, Reason: j.reason}
 	if j.decision != nil {
 		d = *j.decision
 		d.State = j.state

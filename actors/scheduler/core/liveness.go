@@ -340,7 +340,7 @@ func (s *Core) onCtl(m *Msg) bool {
 	}
 	s.killed = reason
 	s.respond(m, events.SchedLifecycle{Incarnation: s.cfg.Incarnation, Reason: reason,
-		Queued: s.queued(), Running: len(s.running), Policy: s.policy.Name(), Queue: s.queueSort.Name(), Durable: s.cfg.Store != nil})
+		Queued: s.queued(), Running: len(s.running), Policy: s.plugins.Placement.Name(), Queue: s.plugins.QueueSort.Name(), Durable: s.cfg.Store != nil})
 	return true
 }
 
@@ -350,7 +350,7 @@ func (s *Core) Remains() events.SchedLifecycle {
 	s.metrics() // brings the energy up to now
 	t := s.Totals()
 	r := events.SchedLifecycle{Incarnation: s.cfg.Incarnation, Reason: s.killed, Queued: s.queued(),
-		Running: len(s.running), Policy: s.policy.Name(), Queue: s.queueSort.Name(), Durable: s.cfg.Store != nil, Totals: &t}
+		Running: len(s.running), Policy: s.plugins.Placement.Name(), Queue: s.plugins.QueueSort.Name(), Durable: s.cfg.Store != nil, Totals: &t}
 	for _, j := range s.running {
 		rj := events.RunningJob{JobID: j.id, Placement: j.placement}
 		if j.cpuEnds != nil && j.node != "" {

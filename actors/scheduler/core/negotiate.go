@@ -99,7 +99,7 @@ func (s *Core) try(a *attempt) tryResult {
 	}
 	for a.n < policy.MaxCandidates {
 		a.n++
-		a.cands = policy.Place(s.view.sorted(), req, s.policy)
+		a.cands = s.plugins.Place(s.view.sorted(), req)
 		a.ranked = s.rankedBy(a.cands)
 		var next *policy.Placement
 		for i := range a.cands {
@@ -118,13 +118,13 @@ func (s *Core) try(a *attempt) tryResult {
 	// With a round, the round alone stops running jobs (in queue order):
 	// priority preemption beside it would undo what it decided, and the
 	// two would take turns stopping the same jobs.
-	if !a.preempting && len(a.cands) == 0 && !s.cfg.DropUnschedulable && s.round == nil && s.hasLowerPriorityRunning(j) {
+	if !a.preempting && len(a.cands) == 0 && !s.cfg.DropUnschedulable && s.plugins.Round == nil && s.hasLowerPriorityRunning(j) {
 		if len(s.inflight) > 0 || len(s.stops) > 0 {
 			a.n--
 			return tryWait
 		}
 		s.refreshLostWorkOnce()
-		if pre, ok := s.preempt.Victims(s.view.sorted(), req); ok {
+		if pre, ok := s.plugins.Victims(s.view.sorted(), req); ok {
 			s.preemptFor(j, pre.Victims)
 			a.preempting = true
 			a.cands = []policy.Placement{pre.Placement}

@@ -238,7 +238,7 @@ func (s *Core) placed(j *job, p policy.Placement, cands []policy.Placement, rank
 	}
 	j.stintAt, j.stintFrom, j.stintSpeed = now, j.progress, j.lastRate
 	j.victims = victims
-	d := &events.Decision{JobID: j.id, Policy: s.policy.Name(), Node: p.Node, GPUs: p.GPUs,
+	d := &events.Decision{JobID: j.id, Policy: s.plugins.Placement.Name(), Node: p.Node, GPUs: p.GPUs,
 		Candidates: candidates(cands, ranked), Victims: victims, Refusals: refusals}
 	j.decision = d
 	s.bus.Emit(s.cfg.Subjects.SchedEvent(events.SchedDecision), events.Type("sched", events.SchedDecision), j.id, now, d)
@@ -510,7 +510,7 @@ func (s *Core) schedule() {
 	}
 	s.view.sorted() // (a sort that renumbers the GPUs clears the holds too)
 	p := &pass{jobs: slices.Clone(s.queue)}
-	if s.cfg.Admit != nil {
+	if s.plugins.Admit != nil {
 		p.held = s.tenantUsage()
 	}
 	s.pass = p
@@ -546,8 +546,8 @@ func (s *Core) continuePass() {
 			continue
 		}
 		if p.held != nil {
-			if why := s.cfg.Admit.Place(admitJob(&j.spec), p.held[j.spec.Tenant]); why != "" {
-				s.setPending(j, why)
+			if st := s.plugins.AdmitPlace(admitJob(&j.spec), p.held[j.spec.Tenant]); st != nil {
+				s.setPending(j, st.Reason)
 				continue
 			}
 		}
@@ -568,7 +568,7 @@ func (s *Core) continuePass() {
 func (s *Core) failed(a *attempt) {
 	j := a.job
 	if len(a.refusals) > 0 {
-		j.decision = &events.Decision{JobID: j.id, Policy: s.policy.Name(), Refusals: a.refusals, Candidates: candidates(a.cands, a.ranked)}
+		j.decision = &events.Decision{JobID: j.id, Policy: s.plugins.Placement.Name(), Refusals: a.refusals, Candidates: candidates(a.cands, a.ranked)}
 	}
 	if a.submit != nil {
 		s.notPlacedAtOnce(j, a.submit)

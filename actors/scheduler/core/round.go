@@ -30,7 +30,7 @@ func (s *Core) runRound() {
 			all = append(all, entry{j, j.queuedAt(now)})
 		}
 	}
-	slices.SortFunc(all, func(a, b entry) int { return policy.Compare(s.queueSort, &a.q, &b.q) })
+	slices.SortFunc(all, func(a, b entry) int { return s.plugins.Order(&a.q, &b.q) })
 	c := s.view.sorted()
 	jobs := make([]policy.RoundJob, len(all))
 	for i, e := range all {
@@ -44,7 +44,7 @@ func (s *Core) runRound() {
 		}
 	}
 	s.refreshWorkload()
-	for _, id := range s.round.Stop(c, jobs, s.policy) {
+	for _, id := range s.plugins.Stop(c, jobs) {
 		v, ok := s.jobs[id]
 		if !ok || v.state != stateRunning || !v.spec.Preemptible || v.stopping != nil {
 			continue // a round names only running, preemptible jobs
@@ -53,8 +53,8 @@ func (s *Core) runRound() {
 			v.preemptions++
 			s.stats.preemptions++
 			s.log.Info("stopped by the round", zap.String("job", v.id), zap.String("name", v.spec.Name),
-				zap.String("round", s.round.Name()), zap.Float64("kept_progress_s", v.progress))
-			s.transition(v, events.JobPreempted, "round "+s.round.Name()+": jobs ahead of it in queue order ("+s.queueSort.Name()+") take its GPUs")
+				zap.String("round", s.plugins.Round.Name()), zap.Float64("kept_progress_s", v.progress))
+			s.transition(v, events.JobPreempted, "round "+s.plugins.Round.Name()+": jobs ahead of it in queue order ("+s.plugins.QueueSort.Name()+") take its GPUs")
 			s.transition(v, events.JobQueued, "")
 			s.enqueue(v)
 		})

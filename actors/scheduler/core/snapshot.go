@@ -19,7 +19,7 @@ func (s *Core) metrics() events.Metrics {
 	// restart, the order they answered in: two runs of one seed differed
 	// in a sample's energy_kwh).
 	s.view.sorted()
-	m := events.Metrics{Policy: s.policy.Name(), Queue: s.queueSort.Name(), GPUs: len(s.view.cluster.GPUs), JobsQueued: s.queued(),
+	m := events.Metrics{Policy: s.plugins.Placement.Name(), Queue: s.plugins.QueueSort.Name(), GPUs: len(s.view.cluster.GPUs), JobsQueued: s.queued(),
 		Incarnation: s.cfg.Incarnation}
 	for _, n := range s.view.cluster.Nodes {
 		m.Nodes++
@@ -167,7 +167,7 @@ func (s *Core) onSnapshot(m *Msg, tenant string) {
 		running, queue = ofTenant(running, tenant), ofTenant(queue, tenant)
 	}
 	if req.SummaryOnly {
-		s.respond(m, events.Snapshot{SimTime: s.now, Speed: s.cfg.Speed, Policy: s.policy.Name(),
+		s.respond(m, events.Snapshot{SimTime: s.now, Speed: s.cfg.Speed, Policy: s.plugins.Placement.Name(),
 			VRAMModel: string(s.view.cluster.VRAMModel), Summary: s.metrics(), Pages: 1,
 			GPUs: []events.SnapshotGPU{}, Running: []events.JobInfo{}, Queue: []events.JobInfo{}})
 		return
@@ -191,7 +191,7 @@ func (s *Core) onSnapshot(m *Msg, tenant string) {
 	if !s.pageExists(m, req.Page, pages) {
 		return
 	}
-	snap := events.Snapshot{SimTime: s.now, Speed: s.cfg.Speed, Policy: s.policy.Name(), VRAMModel: string(s.view.cluster.VRAMModel),
+	snap := events.Snapshot{SimTime: s.now, Speed: s.cfg.Speed, Policy: s.plugins.Placement.Name(), VRAMModel: string(s.view.cluster.VRAMModel),
 		Summary: s.metrics(), Page: req.Page, Pages: pages,
 		GPUs: []events.SnapshotGPU{}, Running: []events.JobInfo{}, Queue: []events.JobInfo{}}
 	frags := map[int][]float64{} // node index → its GPUs' parts of F_n(M)
