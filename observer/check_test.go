@@ -12,11 +12,10 @@ import (
 
 // feeder builds events for a Checker, one source sequence at a time.
 type feeder struct {
-	t    *testing.T
-	c    *Checker
-	seq  map[string]uint64
-	now  time.Time
-	skip map[string]bool
+	t   *testing.T
+	c   *Checker
+	seq map[string]uint64
+	now time.Time
 }
 
 func newFeeder(t *testing.T) *feeder {

@@ -3,7 +3,6 @@ package sim
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"maps"
 	"runtime"
 	"slices"
@@ -88,7 +87,7 @@ func TestEveryFaultKindOnAVirtualClockRepeats(t *testing.T) {
 			for _, n := range countsA {
 				total += n
 			}
-			t.Log(fmt.Sprintf("%s: %d events, %d saying %s", c.spec, total, said, c.says))
+			t.Logf("%s: %d events, %d saying %s", c.spec, total, said, c.says)
 		})
 	}
 }

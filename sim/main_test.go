@@ -1,8 +1,9 @@
 package sim
 
 import (
-	"os"
 	"testing"
+
+	"go.uber.org/goleak"
 
 	"github.com/gpusched/gpusched/policy"
 )
@@ -11,5 +12,5 @@ func TestMain(m *testing.M) {
 	// Every decision checks the scheduler's index against a scan (see
 	// policy.VerifyIndex).
 	policy.VerifyIndex = true
-	os.Exit(m.Run())
+	goleak.VerifyTestMain(m)
 }

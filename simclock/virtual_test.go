@@ -19,6 +19,7 @@ func TestVirtualClockWaitsForHeldWork(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	mailbox := make(chan time.Duration, 16)
+	defer close(mailbox) // the worker's end
 	var mu sync.Mutex
 	var log []string
 	record := func(s string, at time.Time) {
@@ -146,7 +147,11 @@ func TestVirtualStopWhenEndsAtASettledInstant(t *testing.T) {
 	tick = func() {
 		timer := v.NewTimer(time.Hour)
 		go func() {
-			<-timer.C()
+			select {
+			case <-timer.C():
+			case <-ctx.Done(): // the test is over: the sixth tick never fires
+				return
+			}
 			mu.Lock()
 			count++
 			mu.Unlock()

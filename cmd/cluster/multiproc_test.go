@@ -242,7 +242,7 @@ func TestMultiProcessClusterSurvivesServerAndControlPlaneLoss(t *testing.T) {
 		return len(rejoined) == 4
 	})
 	sub.Unsubscribe()
-	cp = startProcess(t, bin, "control-plane-2", plane...)
+	startProcess(t, bin, "control-plane-2", plane...) // stopped by the test's clean-up
 
 	for _, id := range accepted {
 		var j jobState

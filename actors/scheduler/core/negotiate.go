@@ -97,23 +97,19 @@ func (s *Core) try(a *attempt) tryResult {
 			return tryFailed
 		}
 	}
-	for a.n < policy.MaxCandidates {
+	if a.n < policy.MaxCandidates {
 		a.n++
 		a.cands = s.plugins.Place(s.view.sorted(), req)
 		a.ranked = s.rankedBy(a.cands)
-		var next *policy.Placement
+		// The best candidate not tried yet (a refusal tries again from a
+		// fresh ranking, up to MaxCandidates times).
 		for i := range a.cands {
 			if key := a.cands[i].Node + "/" + strings.Join(a.cands[i].GPUs, ","); !a.tried[key] {
 				a.tried[key] = true
-				next = &a.cands[i]
-				break
+				s.negotiate(a, a.cands[i], nil)
+				return tryStarted
 			}
 		}
-		if next == nil {
-			break
-		}
-		s.negotiate(a, *next, nil)
-		return tryStarted
 	}
 	// With a round, the round alone stops running jobs (in queue order):
 	// priority preemption beside it would undo what it decided, and the
