@@ -699,8 +699,10 @@ func (s *Core) NextWake() time.Time {
 	}
 	if s.virtual && (len(s.journaled) > 0 || s.relearning > 0) {
 		// The journal's jobs whose GPUs no heartbeat names are settled
-		// once those GPUs count as gone (settleJournaled).
+		// once those GPUs count as gone (settleJournaled); the hold on
+		// placements ends a lease after the restart (resumingJobs).
 		earlier(s.started.Add(s.journalGrace() + time.Nanosecond))
+		earlier(s.started.Add(s.lease() + time.Nanosecond))
 	}
 	if s.virtual {
 		for j := range s.awaiting {

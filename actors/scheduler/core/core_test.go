@@ -2526,3 +2526,64 @@ func TestAGPUThatReleasedAJobBeforeItsStopTimedOutIsAskedAgain(t *testing.T) {
 		t.Fatalf("the job no longer awaits n1-gpu-1, which still runs it")
 	}
 }
+
+// TestAResumeHoldsPlacementsUntilTheJournalIsSettled (issue 43 item 2):
+// after a restart the journal says a ran on n1-gpu-0. Until the GPU is
+// read (or a lease has passed) the scheduler places nothing, so b,
+// submitted meanwhile, does not take the GPU; once the GPU is read
+// without a, a is lost and placed again first, at its old place in the
+// queue, and b waits behind it: the restart cost no preemption and no
+// place in the queue.
+func TestAResumeHoldsPlacementsUntilTheJournalIsSettled(t *testing.T) {
+	h := newHarness(t, Config{})
+	h.AddGPU("n1", "n1-gpu-0", "A100-40GB")
+	a := h.Submit(spec("a", "30GB"))
+	if a.State != events.JobPlaced {
+		t.Fatalf("submit a: %+v", a)
+	}
+	rec := *h.Core.record(h.Core.jobs[a.JobID])
+	h2 := newHarness(t, Config{Restored: &durable.State{Incarnation: 1, Jobs: []durable.Record{rec}}})
+	g := h2.AddGPU("n1", "n1-gpu-0", "A100-40GB") // came back empty: it lost a
+	b := h2.Submit(spec("b", "30GB"))
+	h2.Pass()
+	if info := h2.JobState(b.JobID); info.State != events.JobQueued || !strings.Contains(info.Reason, "re-learning the 1 jobs its journal says ran") {
+		t.Fatalf("b while the journal is unsettled: %s (%s), want queued saying why", info.State, info.Reason)
+	}
+	for _, r := range h2.Sends(events.OpReserve) {
+		if r.Control.JobID == b.JobID {
+			t.Fatalf("b was offered a GPU before a was settled: %+v", r)
+		}
+	}
+	for _, d := range h2.Sends(events.OpDescribe) {
+		st := g.Status
+		h2.Step(Input{Msg: &Msg{Subject: d.Reply, Data: encode(events.ControlReply{OK: true, Status: &st})}})
+	}
+	h2.Step(Input{Timer: TimerAging})
+	h2.Pass()
+	ia, ib := h2.JobState(a.JobID), h2.JobState(b.JobID)
+	if ia.State != events.JobRunning || ib.State != events.JobQueued || h2.Core.stats.preemptions != 0 {
+		t.Fatalf("after the GPU was read: a %s, b %s, %d preemptions; want a running again first, b waiting, none", ia.State, ib.State, h2.Core.stats.preemptions)
+	}
+}
+
+// TestAResumeHoldLastsAtMostALease: a GPU the journal names that never
+// answers holds placements up for one lease, not for ever.
+func TestAResumeHoldLastsAtMostALease(t *testing.T) {
+	h := newHarness(t, Config{})
+	h.AddGPU("n1", "n1-gpu-0", "A100-40GB")
+	a := h.Submit(spec("a", "30GB"))
+	rec := *h.Core.record(h.Core.jobs[a.JobID])
+	h2 := newHarness(t, Config{Restored: &durable.State{Incarnation: 1, Jobs: []durable.Record{rec}}})
+	h2.AddGPU("n2", "n2-gpu-0", "A100-40GB") // another GPU; n1-gpu-0 is never heard from
+	b := h2.Submit(spec("b", "30GB"))
+	h2.Pass()
+	if s := h2.JobState(b.JobID).State; s != events.JobQueued {
+		t.Fatalf("b during the hold: %s, want queued", s)
+	}
+	h2.Advance(h2.Core.lease() + time.Millisecond)
+	h2.Step(Input{Timer: TimerAging})
+	h2.Pass()
+	if s := h2.JobState(b.JobID); s.State != events.JobRunning || !slices.Equal(s.GPUIDs, []string{"n2-gpu-0"}) {
+		t.Fatalf("b a lease after the restart: %s on %v, want running on n2-gpu-0", s.State, s.GPUIDs)
+	}
+}

@@ -440,7 +440,7 @@ func (s *Core) accepted(j *job, m *Msg) {
 	if j.terminal() {
 		return
 	}
-	if ((len(s.queue) == 0 && s.toQueue == 0 && !s.virtual) || s.cfg.DropUnschedulable) && s.admitsNow(j) {
+	if ((len(s.queue) == 0 && s.toQueue == 0 && !s.virtual) || s.cfg.DropUnschedulable) && s.admitsNow(j) && s.resumingJobs() == 0 {
 		if len(s.queue) == 0 {
 			clear(s.view.held) // holds belong to waiting jobs, and none wait
 		}

@@ -216,15 +216,42 @@ func (s *Core) fromRecord(r *durable.Record) *job {
 	return j
 }
 
+// resumingJobs settles what the GPUs read so far allow (settleJournaled)
+// and counts the jobs a restarted scheduler is still re-learning:
+// those its journal says were placed or running that no GPU has accounted
+// for yet (journaled) and those read back from some of their GPUs but not
+// all (relearning). While there are any, and for at most one lease from
+// the restart, it places nothing: a newcomer placed meanwhile could take
+// a GPU a job still being read back runs on, or the place in the queue of
+// one about to be found lost, which would then preempt it or wait behind
+// it — work the restart alone would have cost. Zero once the lease is
+// over: a GPU that never answers must not hold the cluster up (its jobs
+// are settled at journalGrace all the same).
+func (s *Core) resumingJobs() int {
+	if len(s.journaled)+s.relearning == 0 {
+		return 0
+	}
+	// What the GPUs read since says may settle some (relearning is an
+	// upper bound until then).
+	s.settleJournaled()
+	n := len(s.journaled) + s.relearning
+	if n == 0 || s.wall.Sub(s.started) > s.lease() {
+		return 0
+	}
+	return n
+}
+
+// lease is the GPUs' lease (DefaultLease when not configured).
+func (s *Core) lease() time.Duration {
+	if s.cfg.Lease <= 0 {
+		return DefaultLease
+	}
+	return s.cfg.Lease
+}
+
 // journalGrace is how long after its start a restarted scheduler waits
 // for a heartbeat to name a GPU the journal says ran a job: two leases.
-func (s *Core) journalGrace() time.Duration {
-	lease := s.cfg.Lease
-	if lease <= 0 {
-		lease = DefaultLease
-	}
-	return 2 * lease
-}
+func (s *Core) journalGrace() time.Duration { return 2 * s.lease() }
 
 // graceOver says whether the restart's grace (journalGrace) is over: a
 // GPU no heartbeat has named by then counts as gone.

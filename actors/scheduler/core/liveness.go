@@ -406,6 +406,7 @@ func (s *Core) adopt(st events.GPUStatus, gj events.GPUJob) {
 		// The journal's record (history, preemptions, lost work) with what
 		// the GPU says of it now.
 		delete(s.journaled, gj.JobID)
+		s.dirty = true       // the last one re-learned ends the hold on placements (resumingJobs)
 		s.journalHold(r, -1) // counted again where the GPU says it runs (adopted)
 		j = s.fromRecord(r)
 		j.state, j.node, j.placement = stateRunning, adoptedNode(a, st), a.Placement

@@ -508,6 +508,17 @@ func (s *Core) schedule() {
 	if len(s.queue) == 0 {
 		return // nothing to place (and no view to sort while GPUs join)
 	}
+	if n := s.resumingJobs(); n > 0 {
+		// The pass that follows the hold places in queue order, the jobs
+		// found lost at their old places among the newcomers.
+		reason := fmt.Sprintf("the scheduler restarted and is re-learning the %d jobs its journal says ran; it places nothing until each is found on its GPUs or lost (at most one lease)", n)
+		for _, j := range s.queue {
+			if j.state == events.JobQueued {
+				s.setPending(j, reason)
+			}
+		}
+		return
+	}
 	s.view.sorted() // (a sort that renumbers the GPUs clears the holds too)
 	p := &pass{jobs: slices.Clone(s.queue)}
 	if s.plugins.Admit != nil {
