@@ -90,6 +90,10 @@ type JobInfo struct {
 	// ProgressS and WorkS count steps, not seconds, and duration is "").
 	JobType string  `json:"job_type,omitempty"`
 	Steps   float64 `json:"steps,omitempty"`
+	// FinishS is, on a cluster running Gavel's rounds, when the job
+	// completed in seconds since the run's start, as Gavel's float times
+	// say it (ended_at is the clock's nanosecond at or after it).
+	FinishS *float64 `json:"finish_s,omitempty"`
 }
 
 // JobListRequest filters job.list; every field is optional.

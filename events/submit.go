@@ -68,6 +68,11 @@ type SubmitRequest struct {
 	// table measured share one.
 	JobType string   `json:"job_type,omitempty"`
 	Steps   *float64 `json:"steps,omitempty"`
+	// ArrivalS is, on a cluster running Gavel's rounds, the job's arrival
+	// in seconds since the run's start to more precision than the clock's
+	// nanoseconds (it must be the clock's now to the nanosecond): Gavel's
+	// arrivals are floats, and its decisions read them.
+	ArrivalS *float64 `json:"arrival_s,omitempty"`
 }
 
 // Bounds of a submission's fields: what no real job needs, so that no
@@ -213,7 +218,9 @@ func (r *SubmitRequest) Job() (model.Job, *model.FieldError) {
 		if *m < 1 || *m > 1000 || *m != float64(int(*m)) {
 			return model.Job{}, model.Errorf("gpu_milli", "must be a whole number of thousandths of a GPU from 1 to 1000, not %v", *m)
 		}
-		if job.GPUs > 1 && *m != 1000 {
+		// A typed gang may take half of each GPU: the two gangs of a
+		// packed pair the throughput table measured share their GPUs.
+		if job.GPUs > 1 && *m != 1000 && !(r.JobType != "" && *m == 500) {
 			return model.Job{}, model.Errorf("gpu_milli", "a job of %d GPUs takes whole GPUs: gpu_milli must be 1000 or left out", job.GPUs)
 		}
 		if job.GPUs == 0 {
@@ -330,8 +337,9 @@ func (r *SubmitRequest) typedJob(job model.Job) (model.Job, *model.FieldError) {
 	if fe := boundedText("job_type", r.JobType, MaxNameBytes); fe != nil {
 		return model.Job{}, fe
 	}
-	if s := *r.Steps; !(s >= 1 && s <= MaxSteps) || s != float64(int64(s)) {
-		return model.Job{}, model.Errorf("steps", "must be a whole number of steps from 1 to %g, not %v", float64(MaxSteps), s)
+	// Not necessarily whole: Gavel's jobs run duration × rate steps.
+	if s := *r.Steps; !(s >= 1 && s <= MaxSteps) {
+		return model.Job{}, model.Errorf("steps", "must be a number of steps from 1 to %g, not %v", float64(MaxSteps), s)
 	}
 	job.JobType, job.Steps = r.JobType, *r.Steps
 	return job, nil

@@ -145,9 +145,11 @@ type Driver struct {
 
 	now, roundStart, roundEnd float64
 	hasRoundEnd               bool
-	windowLeft                int
-	completed, scheduled      int
-	idle                      int
+	// lastCompleted are the jobs the last RoundEnded completed.
+	lastCompleted        []int
+	windowLeft           int
+	completed, scheduled int
+	idle                 int
 }
 
 // NewDriver is the loop of c on data, before its first round.
@@ -193,8 +195,10 @@ func (d *Driver) RoundEnded(nextArrival float64) float64 {
 	slices.SortFunc(d.tasks, func(a, b Task) int {
 		return cmp.Or(cmp.Compare(b.Finish, a.Finish), compareIDs(a.ID, b.ID))
 	})
+	d.lastCompleted = d.lastCompleted[:0]
 	for _, t := range d.tasks {
 		for _, j := range d.rounds.Finish(t, d.roundStart, d.busy) {
+			d.lastCompleted = append(d.lastCompleted, j)
 			d.completed++
 			if j >= d.cfg.WindowStart && j < d.cfg.WindowEnd {
 				d.windowLeft--
@@ -204,6 +208,16 @@ func (d *Driver) RoundEnded(nextArrival float64) float64 {
 	d.tasks = nil
 	return d.now
 }
+
+// Completed are the jobs the last RoundEnded completed, in the order it
+// accounted them.
+func (d *Driver) Completed() []int { return d.lastCompleted }
+
+// Progress is the steps job id has done so far.
+func (d *Driver) Progress(id int) float64 { return d.rounds.jobs[id].done }
+
+// End is when job id completed (its last task's finish), in seconds.
+func (d *Driver) End(id int) float64 { return d.rounds.jobs[id].end }
 
 // Arrive adds a job that has arrived by now. A measured job that can run
 // on no type of the cluster is an error: the run would never end.

@@ -41,6 +41,9 @@ type JobResult struct {
 	FaultLostWorkS float64
 	// Training is a training job's state as the scheduler last had it.
 	Training *model.TrainingState
+	// FinishS is a Gavel job's completion second as the rounds counted it
+	// (events.JobInfo.FinishS).
+	FinishS *float64
 }
 
 // FaultCost is what one fault cost: the jobs it took down (lost at one
@@ -228,6 +231,9 @@ func (c *collector) foldTyped(isMetrics bool, typ string, data []byte) {
 	j.Preemptions, j.Slowdown, j.RunS, j.LostWorkS, j.WorkS = preemptions, in.Slowdown, runS, lostS, in.WorkS
 	if in.TrainingState != nil {
 		j.Training = in.TrainingState
+	}
+	if in.FinishS != nil {
+		j.FinishS = in.FinishS
 	}
 	if terminal(j.State) && !wasTerminal {
 		c.terminal++

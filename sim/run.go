@@ -51,6 +51,13 @@ type Config struct {
 	Rate float64
 	// Arrivals replaces the generated mix (a trace); they are copied.
 	Arrivals []jobgen.Arrival
+	// Source, when set, replaces both: arrivals drawn as they come (it may
+	// never end; Hours bounds the run then, and StopWhen may end it).
+	Source jobgen.Source
+	// StopWhen, when set, also ends the run: asked at each settled instant.
+	StopWhen func() bool
+	// Gavel runs Gavel's rounds over the typed jobs (cluster.Config).
+	Gavel *core.GavelConfig
 	// Hours ends arrivals after this much simulated time (0 with Arrivals:
 	// all of them).
 	Hours float64
@@ -135,7 +142,12 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	horizon := time.Duration(cfg.Hours * float64(time.Hour))
 	var source jobgen.Source
-	if cfg.Arrivals != nil {
+	if cfg.Source != nil {
+		source = cfg.Source
+		if horizon <= 0 {
+			return nil, fmt.Errorf("sim: a source of arrivals needs hours to bound the run")
+		}
+	} else if cfg.Arrivals != nil {
 		source = jobgen.NewListSource(cfg.Arrivals)
 		if horizon == 0 && len(cfg.Arrivals) > 0 {
 			horizon = cfg.Arrivals[len(cfg.Arrivals)-1].At
@@ -159,12 +171,15 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	submitted.Store(-1) // arrivals not over yet
 	clock.StopAt(Epoch.Add(horizon + cfg.Drain))
 	clock.StopWhen(func() bool {
+		if cfg.StopWhen != nil && cfg.StopWhen() {
+			return true
+		}
 		n := submitted.Load()
 		return n >= 0 && col.done(int(n))
 	})
 	wallStart := time.Now()
-	c, err := cluster.Start(ctx, cluster.Config{Listen: "127.0.0.1:0", Shape: cfg.Shape, Policy: cfg.Policy, Queue: cfg.Queue, Preempt: cfg.Preempt, Filters: cfg.Filters, Oversubscribe: cfg.Oversubscribe, Round: cfg.Round, RoundEvery: cfg.RoundEvery, Training: cfg.Training, Throughputs: cfg.Throughputs,
-		Seed: cfg.Seed, Rate: cfg.Rate, Demo: cfg.Arrivals == nil, Clock: clock, Epoch: Epoch,
+	c, err := cluster.Start(ctx, cluster.Config{Listen: "127.0.0.1:0", Shape: cfg.Shape, Policy: cfg.Policy, Queue: cfg.Queue, Preempt: cfg.Preempt, Filters: cfg.Filters, Oversubscribe: cfg.Oversubscribe, Round: cfg.Round, RoundEvery: cfg.RoundEvery, Training: cfg.Training, Gavel: cfg.Gavel, Throughputs: cfg.Throughputs,
+		Seed: cfg.Seed, Rate: cfg.Rate, Demo: cfg.Arrivals == nil && cfg.Source == nil, Clock: clock, Epoch: Epoch,
 		Interference: cfg.Interference, StarvationAge: cfg.StarvationAge, Workload: cfg.Workload, Logger: log, MetricsPeriod: cfg.Sample,
 		Source: source, Until: horizon, HoldGenerator: true, Chaos: cfg.Chaos,
 		Finished: func(n int) { submitted.Store(int64(n)) }})

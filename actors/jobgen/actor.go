@@ -188,7 +188,13 @@ func Run(ctx context.Context, cfg Config) {
 			Error *json.RawMessage `json:"error"`
 		}
 		json.Unmarshal(msg.Data, &rep)
-		log.Info("submitted", zap.String("job", a.Name), zap.String("id", rep.JobID), zap.String("state", rep.State))
+		if rep.Error != nil {
+			// A refused arrival is a job of the workload that will not run:
+			// said, not counted as submitted quietly.
+			log.Warn("submission refused", zap.String("job", a.Name), zap.String("error", string(*rep.Error)))
+		} else {
+			log.Info("submitted", zap.String("job", a.Name), zap.String("id", rep.JobID), zap.String("state", rep.State))
+		}
 		sent++
 		return cfg.Limit == 0 || sent < cfg.Limit
 	}

@@ -307,7 +307,8 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	var calls simclock.Timer
 	var callsAt time.Time
 	period := s.core.MetricsPeriod()
-	var metrics, pass, wake, round, train simclock.Timer
+	var metrics, pass, wake, round, train, gavelRound simclock.Timer
+	var gavelAt time.Time
 	// A training round is a decision over what happened at its instant
 	// (completions, arrivals): it fires in the decide phase.
 	armTraining := func() {
@@ -335,14 +336,17 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	}
 	s.flushBatches() // what the core sent while it started
 	defer func() {
-		for _, t := range []simclock.Timer{metrics, pass, wake, round, calls, train, lease} {
+		for _, t := range []simclock.Timer{metrics, pass, wake, round, calls, train, lease, gavelRound} {
 			if t != nil {
 				t.Stop()
 			}
 		}
 	}()
 	for {
-		var metricsC, passC, wakeC, roundC, callsC, trainC, leaseC <-chan time.Time
+		var metricsC, passC, wakeC, roundC, callsC, trainC, leaseC, gavelC <-chan time.Time
+		if gavelRound != nil {
+			gavelC = gavelRound.C()
+		}
 		if lease != nil {
 			leaseC = lease.C()
 		}
@@ -430,6 +434,9 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		case <-trainC:
 			s.step(core.Input{Timer: core.TimerTraining})
 			armTraining()
+		case <-gavelC:
+			gavelRound, gavelAt = nil, time.Time{}
+			s.step(core.Input{Timer: core.TimerGavel})
 		case <-roundC:
 			s.step(core.Input{Timer: core.TimerRound})
 			round = simclock.NewPhasedTimer(s.cfg.Clock, s.core.RoundEvery(), simclock.PhaseEvent)
@@ -449,6 +456,17 @@ func (s *Scheduler) Run(ctx context.Context) error {
 			}
 			calls, callsAt = s.rearm(calls, callsAt, s.core.CallDeadline())
 			wake, wakeAt = s.rearm(wake, wakeAt, s.core.NextWake())
+			// A Gavel round decides over what happened at its instant (the
+			// arrivals, the round's ends): the decide phase.
+			if at := s.core.GavelRoundAt(); !at.Equal(gavelAt) {
+				if gavelRound != nil {
+					gavelRound.Stop()
+					gavelRound = nil
+				}
+				if gavelAt = at; !at.IsZero() {
+					gavelRound = simclock.NewPhasedTimer(s.cfg.Clock, at.Sub(s.cfg.Clock.Now()), simclock.PhaseDecide)
+				}
+			}
 			lease, leaseAt = s.rearm(lease, leaseAt, s.core.LeaseDeadline())
 		} else if s.core.Dirty() && len(s.mailbox) == 0 {
 			s.step(core.Input{Timer: core.TimerPass})

@@ -41,7 +41,6 @@ func TestGavelReplay(t *testing.T) {
 		}
 	}
 	for want, args := range map[string][]string{
-		"--offline":   {"--gavel", dir, "--static", "60"},
 		"--policy":    {"--gavel", dir, "--policy", "lottery", "--static", "60", "--offline"},
 		"--cluster":   {"--gavel", dir, "--cluster", "8:8", "--static", "60", "--offline"},
 		"--window":    {"--gavel", dir, "--lam", "4800", "--window", "150-50", "--offline"},
@@ -52,6 +51,34 @@ func TestGavelReplay(t *testing.T) {
 	} {
 		if err := gavelCommand(args); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%v: error %v, want one naming %s", args, err, want)
+		}
+	}
+}
+
+// TestGavelReplayLive (issue 40): without --offline the runs go through
+// the live cluster and write the same CSVs, byte for byte, as --offline:
+// the reference's own for FIFO and Gandiva on this configuration.
+func TestGavelReplayLive(t *testing.T) {
+	dir := tracedir.Gavel(t)
+	out := t.TempDir()
+	table := captureStdout(t, func() error {
+		return gavelCommand([]string{"--gavel", dir, "--policy", "fifo,gandiva", "--static", "60", "--cluster", "8:8:8", "--seed", "1",
+			"--out", out, "--compare"})
+	})
+	if !strings.Contains(table, "120 of 120 jobs' JCTs equal") {
+		t.Fatalf("the live runs' JCTs are not all the reference's:\n%s", table)
+	}
+	for _, name := range []string{"static_fifo_c8-8-8_n60_seed1", "static_gandiva_c8-8-8_n60_seed1"} {
+		got, err := os.ReadFile(filepath.Join(out, name+".csv"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := os.ReadFile(filepath.Join(dir, "runs", name+".csv"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != string(want) {
+			t.Errorf("%s.csv, run live, differs from the reference's", name)
 		}
 	}
 }

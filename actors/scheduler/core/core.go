@@ -42,6 +42,9 @@ type Config struct {
 	// Training runs distributed training jobs in rounds (nil: such
 	// submissions are refused).
 	Training *TrainingConfig
+	// Gavel runs Gavel's rounds over the typed jobs (GavelConfig; nil:
+	// typed jobs are placed like any other). Virtual clock only.
+	Gavel *GavelConfig
 	// Throughputs is the cluster's throughput table: typed jobs (a
 	// job_type and steps) run at its rates and share a GPU only as its
 	// pairs say (policy.Cluster.Throughputs). Nil: typed jobs are refused.
@@ -232,6 +235,8 @@ const (
 	TimerAging
 	// TimerTraining runs the training round (TrainingRoundAt).
 	TimerTraining
+	// TimerGavel runs the Gavel round due (GavelRoundAt; virtual clock).
+	TimerGavel
 )
 
 // Input is one step's input: a message, a timer, or a journal outcome,
@@ -276,10 +281,12 @@ type Core struct {
 	plugins *policy.Profile
 	// training is the state of training jobs (nil: none run here).
 	training *training
-	view     *view
-	jobs     map[string]*job
-	order    []*job // every accepted job, in acceptance order
-	queue    []*job // waiting jobs, in queue order
+	// gavel is the state of Gavel's rounds (nil: none run here).
+	gavel *gavelRounds
+	view  *view
+	jobs  map[string]*job
+	order []*job // every accepted job, in acceptance order
+	queue []*job // waiting jobs, in queue order
 	// running is the jobs placed and not yet ended, in placement order.
 	running []*job
 	seq     uint64
@@ -466,6 +473,7 @@ func New(cfg Config, bus Bus) (*Core, error) {
 		wall:        cfg.Wall,
 		plugins:     plugins,
 		training:    newTraining(cfg.Training),
+		gavel:       newGavelRounds(cfg.Gavel),
 		view:        newView(cfg.VRAMModel, cfg.Seed, cfg.NodeRank),
 		jobs:        map[string]*job{},
 		classes:     map[policy.ClassKey]int{},
@@ -608,6 +616,8 @@ func (s *Core) Step(in Input) {
 		s.runRound()
 	case TimerTraining:
 		s.runTrainingRound()
+	case TimerGavel:
+		s.runGavelRound()
 	case TimerMetrics:
 		s.publishMetrics()
 	case TimerLease:

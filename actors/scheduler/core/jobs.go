@@ -50,6 +50,9 @@ type job struct {
 	// when only the predecessor's post-mortem vouched for it).
 	relearning  bool
 	relearnFrom []string
+	// finishS is a Gavel job's completion second, as the rounds counted
+	// it (GavelConfig).
+	finishS *float64
 	// replicas is how many GPUs a training job read back after a restart
 	// runs on (its allocation's length, from its GPUs), and allocNodes
 	// that allocation, node by replica, for the next training round to
@@ -290,6 +293,7 @@ func (s *Core) info(j *job, history bool) events.JobInfo {
 	if j.spec.Typed() {
 		in.Duration, in.JobType, in.Steps = "", j.spec.JobType, j.spec.Steps
 	}
+	in.FinishS = j.finishS
 	if history {
 		in.History = j.history
 	}
@@ -365,6 +369,10 @@ func (s *Core) onSubmit(m *Msg, tenant string) {
 	s.remember(m.MsgID, j)
 	if spec.Training != nil {
 		s.submitTraining(j, m)
+		return
+	}
+	if s.gavel != nil && spec.Typed() {
+		s.submitGavel(j, m, req.ArrivalS)
 		return
 	}
 	if fe := s.view.feasible(s.request(j)); fe != nil && s.warming() {
@@ -483,6 +491,9 @@ func (s *Core) enqueue(j *job) {
 	if j.spec.Training != nil {
 		s.trainingRequeued(j)
 		return
+	}
+	if s.gavel.owns(j) {
+		return // the Gavel rounds place it, not the queue
 	}
 	q := j.queued()
 	i := sort.Search(len(s.queue), func(i int) bool {

@@ -538,6 +538,9 @@ func (s *Core) reconcile(gs *gpuState, st events.GPUStatus) {
 			// a GPU its record names (its placement, once read in full):
 			// re-learned, not a stray.
 			unknown = append(unknown, gj.JobID)
+		case j.stopping != nil && slices.ContainsFunc(j.stopping.calls, func(c ctlCall) bool { return c.gpu == st.GPU }):
+			// Being stopped there (a status sent before the stop arrived,
+			// about another job): its stop is on its way, not a stray.
 		case j.state != stateRunning || !slices.Contains(j.gpus, st.GPU):
 			stray = append(stray, gj.JobID)
 		}

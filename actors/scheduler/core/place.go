@@ -352,6 +352,12 @@ func (s *Core) stopAnswered(c *call, rep events.ControlReply) {
 	}
 	st.replies[c.index] = rep
 	st.waiting--
+	if gs, ok := s.view.gpus[c.gpu]; ok && rep.OK && rep.Version > 0 && (rep.Incarnation == 0 || rep.Incarnation == gs.status.Incarnation) {
+		// The GPU's state as of the stop: a status it sent before it (about
+		// another job, still listing this one) is older, not a word on
+		// what it runs now (it would be taken for a stray and released).
+		gs.version = max(gs.version, rep.Version)
+	}
 	for len(s.stops) > 0 && s.stops[0].waiting == 0 {
 		first := s.stops[0]
 		s.stops = slices.Delete(s.stops, 0, 1)
@@ -723,7 +729,11 @@ func (s *Core) applyStatus(st events.GPUStatus, at time.Time) {
 		if j, ok := s.jobs[st.JobID]; ok && st.Training != nil && slices.Contains(j.gpus, st.GPU) {
 			s.restoreMirror(st.JobID, *st.Training)
 		}
-		s.shardDone(st.JobID, st.GPU)
+		if j, ok := s.jobs[st.JobID]; ok && s.gavel.owns(j) {
+			s.gavelLeaseEnded(j, st.GPU)
+		} else {
+			s.shardDone(st.JobID, st.GPU)
+		}
 		s.dirty = true
 	case events.ChangeExpired:
 		s.lostCommit(st.JobID, st.GPU)

@@ -1,0 +1,158 @@
+package sim
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/gpusched/gpusched/actors/jobgen"
+	"github.com/gpusched/gpusched/actors/scheduler/core"
+	"github.com/gpusched/gpusched/events"
+	"github.com/gpusched/gpusched/gavel"
+	"github.com/gpusched/gpusched/model"
+)
+
+// gavelMilli is each Gavel job's share of each of its GPUs: half, so that
+// the two jobs of a packed pair fit one GPU (the scheduler's rounds, not
+// the shares, decide who shares).
+const gavelMilli = 500.0
+
+// gavelHours bounds a live Gavel run's simulated time (its end is the
+// driver's: every measured job completed): eleven years, far beyond any
+// of the reference's runs.
+const gavelHours = 100000
+
+// GavelShape is the cluster a Gavel run of counts GPUs runs on live: one
+// node per GPU type (K80s, P100s, V100s, in Gavel's worker order), so that
+// every task's GPUs, all of one type, are one node's; the GPUs are
+// numbered gpu-0, gpu-1, … in that order, Gavel's worker ids. The nodes'
+// CPU and memory bound nothing.
+func GavelShape(counts [3]int) (model.Shape, []string, error) {
+	var shape model.Shape
+	var ids []string
+	for w, name := range gavel.TypeNames {
+		if counts[w] == 0 {
+			continue
+		}
+		gm, err := model.LookupModel(name)
+		if err != nil {
+			return model.Shape{}, nil, err
+		}
+		// Room for two jobs a GPU (a packed pair) at a typed job's
+		// default CPU and memory, twice over.
+		n := model.NodeSpec{ID: name, CPU: float64(4*counts[w]) * model.DefaultCPU, Memory: model.Bytes(4*counts[w]) * model.DefaultMemory}
+		for range counts[w] {
+			id := "gpu-" + strconv.Itoa(len(ids))
+			n.GPUs = append(n.GPUs, model.GPUSpec{ID: id, Model: gm})
+			ids = append(ids, id)
+		}
+		shape.Nodes = append(shape.Nodes, n)
+	}
+	return shape, ids, nil
+}
+
+// gavelSource submits the generator's jobs as typed jobs at their arrival
+// times (their float arrival beside, for the rounds): a static trace's
+// WindowEnd jobs, or a continuous trace's for as long as the run lasts.
+type gavelSource struct {
+	gen    *gavel.Generator
+	static bool
+	left   int
+	// drawn are the jobs submitted, by id: what was drawn that a
+	// submission does not carry (the duration on V100s).
+	drawn []gavel.Job
+}
+
+func (s *gavelSource) Next() (jobgen.Arrival, bool) {
+	if s.static {
+		if s.left == 0 {
+			return jobgen.Arrival{}, false
+		}
+		s.left--
+	}
+	j := s.gen.Next()
+	s.drawn = append(s.drawn, j)
+	steps, gpus, arrival := j.TotalSteps, j.Scale, j.Arrival
+	name := "job-" + strconv.Itoa(j.ID)
+	req := events.SubmitRequest{Name: name, JobType: j.Type, Steps: &steps, GPUs: &gpus, ArrivalS: &arrival}
+	milli := gavelMilli
+	req.GPUMilli = &milli
+	body, err := json.Marshal(req)
+	if err != nil {
+		panic(err) // plain values: cannot fail
+	}
+	return jobgen.Arrival{At: time.Duration(j.Arrival * float64(time.Second)), Name: name, Body: body}, true
+}
+
+// GavelRun is a live Gavel run: the driver's result, with each job's JCT
+// as the cluster's job events said it, and the cluster's run.
+type GavelRun struct {
+	Result *gavel.Result
+	Run    *Result
+}
+
+// RunGavel runs c on data live: a cluster of GavelShape on the virtual
+// clock, every generated job submitted over the bus at its arrival, the
+// scheduler stepping Gavel's rounds (core.GavelConfig, the offline run's
+// driver) and enacting them on the GPU actors, which run the jobs at the
+// throughput table's rates. It ends when every measured job has
+// completed. Each JCT the result gives is checked against the
+// scheduler's job events (finish_s), which carry the rounds' floats.
+func RunGavel(ctx context.Context, data *gavel.Data, c gavel.Config, log *zap.Logger, progress func(time.Duration)) (*GavelRun, error) {
+	d, err := gavel.NewDriver(data, c)
+	if err != nil {
+		return nil, err
+	}
+	var missedMu sync.Mutex
+	var missed []string
+	shape, ids, err := GavelShape(c.Counts)
+	if err != nil {
+		return nil, err
+	}
+	src := &gavelSource{gen: gavel.NewGenerator(data, c.Seed, c.Lam, c.MultiGPU), static: c.Static(), left: c.WindowEnd}
+	run, err := Run(ctx, Config{Shape: shape, Policy: "binpack", Source: src, Hours: gavelHours, Logger: log, Progress: progress,
+		Throughputs: data.Table, StopWhen: d.Done, Gavel: &core.GavelConfig{Driver: d, Data: data, Origin: Epoch, GPUs: ids, Missed: func(job string, atS float64) {
+			missedMu.Lock()
+			defer missedMu.Unlock()
+			missed = append(missed, fmt.Sprintf("%s at %.3f s", job, atS))
+		}}})
+	if err != nil {
+		return nil, err
+	}
+	if len(missed) > 0 {
+		return nil, fmt.Errorf("%d tasks did not run on the cluster as their rounds said (first: %s): the live run is not the offline one", len(missed), missed[0])
+	}
+	if !d.Done() {
+		return nil, fmt.Errorf("the live run stopped at %s simulated before every measured job completed", run.Length)
+	}
+	res := d.Result()
+	byName := map[string]*JobResult{}
+	for i := range run.Jobs {
+		byName[run.Jobs[i].Name] = &run.Jobs[i]
+	}
+	for i := range res.Jobs {
+		jr := &res.Jobs[i]
+		if jr.ID >= len(src.drawn) || src.drawn[jr.ID].Type != jr.Type || src.drawn[jr.ID].TotalSteps != jr.TotalSteps {
+			return nil, fmt.Errorf("job %d: the rounds' job is not the one drawn with that id (submissions out of order?)", jr.ID)
+		}
+		jr.Duration = src.drawn[jr.ID].Duration
+		ev, ok := byName["job-"+strconv.Itoa(jr.ID)]
+		switch {
+		case !ok:
+			return nil, fmt.Errorf("job %d: no job events heard", jr.ID)
+		case ev.FinishS == nil:
+			if !math.IsNaN(jr.JCT) {
+				return nil, fmt.Errorf("job %d: the rounds completed it and its job events do not say so (state %s)", jr.ID, ev.State)
+			}
+		case *ev.FinishS-jr.Arrival != jr.JCT:
+			return nil, fmt.Errorf("job %d: its job events say it completed at %v s, the rounds at %v s", jr.ID, *ev.FinishS, jr.Arrival+jr.JCT)
+		}
+	}
+	return &GavelRun{Result: res, Run: run}, nil
+}
