@@ -23,6 +23,13 @@ type Exporter struct {
 	haveTotal bool
 	gpus      map[string]events.GPUStatus
 	alive     map[string]bool
+	// statusAt is when each GPU's status was reported (simulated time),
+	// simNow the latest simulated time of anything heard, and energy each
+	// GPU's meter as last exported: the meter runs on between a GPU's
+	// statuses at the power it last reported, and never goes back.
+	statusAt  map[string]time.Time
+	simNow    time.Time
+	energy    map[string]float64
 	submitted map[string]time.Time
 	states    map[string]string // job → its last state
 	latency   prometheus.Histogram
@@ -35,6 +42,7 @@ type Exporter struct {
 func New(gaps *observer.Gaps) *Exporter {
 	return &Exporter{
 		gpus: map[string]events.GPUStatus{}, alive: map[string]bool{}, submitted: map[string]time.Time{},
+		statusAt: map[string]time.Time{}, energy: map[string]float64{},
 		states: map[string]string{}, gaps: gaps,
 		latency: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "gpusched_placement_latency_seconds",
@@ -52,6 +60,25 @@ func New(gaps *observer.Gaps) *Exporter {
 	}
 }
 
+// heard moves the exporter's simulated now on to t.
+func (e *Exporter) heard(t time.Time) {
+	if t.After(e.simNow) {
+		e.simNow = t
+	}
+}
+
+// energyOf is a GPU's meter now: its last reported energy plus the power
+// it last reported since, never less than exported before.
+func (e *Exporter) energyOf(key string, g events.GPUStatus) float64 {
+	j := g.EnergyJ
+	if at, ok := e.statusAt[key]; ok && !at.IsZero() {
+		j += g.PowerW * max(0, e.simNow.Sub(at).Seconds())
+	}
+	j = max(j, e.energy[key])
+	e.energy[key] = j
+	return j
+}
+
 // SetGaps gives the exporter the watcher's gap counter (for the missed-events metric).
 func (e *Exporter) SetGaps(g *observer.Gaps) {
 	e.mu.Lock()
@@ -66,10 +93,13 @@ func (e *Exporter) OnSnapshot(snap *events.Snapshot) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.cluster, e.haveTotal = snap.Summary, true
+	e.heard(snap.SimTime)
 	for _, g := range snap.GPUs {
 		key := g.Node + "/" + g.GPU
-		if _, ok := e.gpus[key]; !ok {
-			e.gpus[key] = g.GPUStatus
+		if _, ok := e.gpus[key]; !ok || !e.statusAt[key].After(snap.SimTime) {
+			// A snapshot's GPU energy is as of its instant: newer than a
+			// status reported before it.
+			e.gpus[key], e.statusAt[key] = g.GPUStatus, snap.SimTime
 		}
 		e.alive[key] = g.Alive
 	}
@@ -80,6 +110,7 @@ func (e *Exporter) OnEvent(ev *events.Decoded, subject string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.events++
+	e.heard(ev.SimTime)
 	switch ev.Type {
 	case events.Type("metrics", "cluster"):
 		json.Unmarshal(ev.Data, &e.cluster)
@@ -88,6 +119,7 @@ func (e *Exporter) OnEvent(ev *events.Decoded, subject string) {
 		var st events.GPUStatus
 		if json.Unmarshal(ev.Data, &st) == nil {
 			e.gpus[st.Node+"/"+st.GPU] = st
+			e.statusAt[st.Node+"/"+st.GPU] = ev.SimTime
 			e.alive[st.Node+"/"+st.GPU] = true
 		}
 	case events.Type("gpu", events.GPUDown):
@@ -193,7 +225,7 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 		gauge(descGPUVRAM, float64(g.VRAMTotal), l...)
 		gauge(descGPUHole, float64(g.VRAMLargestFree), l...)
 		gauge(descGPUPower, g.PowerW, l...)
-		counter(descGPUEnergy, g.EnergyJ, l...)
+		counter(descGPUEnergy, e.energyOf(key, g), l...)
 		gauge(descGPUJobs, float64(len(g.Jobs)), l...)
 		up := 0.0
 		if e.alive[key] {

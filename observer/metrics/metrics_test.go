@@ -1,6 +1,7 @@
 package metrics_test
 
 import (
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -8,10 +9,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/goleak"
 
 	"github.com/gpusched/gpusched/cluster"
+	"github.com/gpusched/gpusched/events"
 	"github.com/gpusched/gpusched/internal/livetest"
 	"github.com/gpusched/gpusched/internal/testbus"
 	"github.com/gpusched/gpusched/observer"
@@ -73,5 +76,48 @@ func TestScrape(t *testing.T) {
 	}
 	for _, p := range problems {
 		t.Errorf("lint: %s: %s", p.Metric, p.Text)
+	}
+}
+
+// TestGPUEnergyRunsBetweenStatuses (issue 45 item 5): a GPU reports its
+// energy only when something changes on it; between reports its meter
+// runs on at the power it last reported (an idle GPU draws its idle
+// power), and never goes back.
+func TestGPUEnergyRunsBetweenStatuses(t *testing.T) {
+	exp := metrics.New(nil)
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	feed := func(typ string, at time.Time, data any) {
+		b, _ := json.Marshal(data)
+		exp.OnEvent(&events.Decoded{Type: typ, SimTime: at, Data: b}, "")
+	}
+	energy := func() float64 {
+		t.Helper()
+		reg := prometheus.NewPedanticRegistry()
+		reg.MustRegister(exp)
+		got, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range got {
+			if mf.GetName() == "gpusched_gpu_energy_joules_total" {
+				return mf.GetMetric()[0].GetCounter().GetValue()
+			}
+		}
+		t.Fatal("no gpusched_gpu_energy_joules_total")
+		return 0
+	}
+	status := events.GPUStatus{GPU: "gpu-0", Node: "node-0", Model: "A100-40GB", EnergyJ: 100, PowerW: 50}
+	feed(events.Type("gpu", events.GPUStatusType), t0, status)
+	if e := energy(); e != 100 {
+		t.Fatalf("at its report: %v J, want 100", e)
+	}
+	feed(events.Type("metrics", "cluster"), t0.Add(10*time.Second), events.Metrics{})
+	if e := energy(); e != 600 {
+		t.Fatalf("10 s later at 50 W: %v J, want 600", e)
+	}
+	status.EnergyJ, status.PowerW = 550, 0 // a late report below what was exported
+	feed(events.Type("gpu", events.GPUStatusType), t0.Add(5*time.Second), status)
+	if e := energy(); e != 600 {
+		t.Fatalf("after an older, lower report: %v J, want 600 (a counter never goes back)", e)
 	}
 }

@@ -2587,3 +2587,24 @@ func TestAResumeHoldLastsAtMostALease(t *testing.T) {
 		t.Fatalf("b a lease after the restart: %s on %v, want running on n2-gpu-0", s.State, s.GPUIDs)
 	}
 }
+
+// TestASnapshotsGPUEnergyIsAsOfNow (issue 45 item 5): a GPU reports its
+// energy only when something changes on it; the snapshot's per-GPU
+// energy_j runs on at the power it last reported, as the cluster's total
+// does (an idle GPU draws its idle power).
+func TestASnapshotsGPUEnergyIsAsOfNow(t *testing.T) {
+	h := newHarness(t, Config{})
+	g := h.AddGPU("n1", "n1-gpu-0", "A100-40GB")
+	st := g.Status
+	st.EnergyJ, st.PowerW, st.Version = 100, 50, st.Version+1
+	g.Status = st
+	h.GPUEvent(st, events.GPUStatusType)
+	h.Advance(10 * time.Second)
+	var snap events.Snapshot
+	if err := json.Unmarshal(h.Request("cluster.snapshot", "", map[string]any{}), &snap); err != nil {
+		t.Fatal(err)
+	}
+	if len(snap.GPUs) != 1 || snap.GPUs[0].EnergyJ != 600 {
+		t.Fatalf("snapshot GPUs %+v: want n1-gpu-0 at 600 J (100 J reported, then 10 s at 50 W)", snap.GPUs)
+	}
+}

@@ -204,6 +204,11 @@ func (s *Core) onSnapshot(m *Msg, tenant string) {
 		st.VRAMLargestFree = s.view.cluster.LargestFree(g)
 		st.Util = g.Util
 		st.MilliUsed = g.MilliUsed
+		// Its meter as of now: its last reported energy plus its last
+		// reported power since (as the cluster's total counts it); a GPU
+		// reports only when something changes on it, and an idle one draws
+		// its idle power all the while.
+		st.EnergyJ += st.PowerW * max(0, s.now.Sub(gs.statusAt).Seconds())
 		sg := events.SnapshotGPU{GPUStatus: st, Allocs: append(g.Allocs[:0:0], g.Allocs...), Alive: g.Alive}
 		if tenant != "" {
 			sg.Jobs = slices.DeleteFunc(slices.Clone(sg.Jobs), func(gj events.GPUJob) bool { return !s.owns(gj.JobID, tenant) })
