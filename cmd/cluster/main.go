@@ -478,7 +478,15 @@ func request(o *bus.Options, subject string, body any, out io.Writer) error {
 	if errors.Is(err, nats.ErrPermissionViolation) {
 		return err
 	}
-	if err != nil {
+	switch {
+	case errors.Is(err, nats.ErrTimeout):
+		// Someone took the request and did not answer: the cluster runs.
+		what := "the cluster received it and did not answer within 5 s"
+		if strings.Contains(subject, ".chaos.") {
+			what += " (a GPU that is hung or cut off answers nothing, and takes no other fault until it is back)"
+		}
+		return fmt.Errorf("%s: %s", subject, what)
+	case err != nil:
 		return fmt.Errorf("%s: %w (is a cluster with this prefix running?)", subject, err)
 	}
 	var probe struct {
@@ -628,6 +636,10 @@ func chaosCommand(args []string) error {
 		return errors.New(chaosUsage)
 	}
 	action := args[0]
+	if action == "-h" || action == "--help" || action == "-help" || action == "help" {
+		fmt.Fprintf(os.Stderr, "%s\n\nactions: %s\n", chaosUsage, strings.Join(events.ChaosActions, ", "))
+		return nil
+	}
 	known := false
 	for _, a := range events.ChaosActions {
 		known = known || a == action

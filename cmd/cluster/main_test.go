@@ -281,9 +281,15 @@ func TestHelpListsEveryCommandAndEachHasAnExample(t *testing.T) {
 			t.Errorf("%s -h:\n%s\nwant a usage line and an example", name, help.String())
 		}
 	}
-	for _, args := range [][]string{{"submit", "-h"}, {"run", "-h"}, {"chaos", "hang", "-h"}, {"auth", "init", "-h"}} {
+	for _, args := range [][]string{{"submit", "-h"}, {"run", "-h"}, {"chaos", "hang", "-h"}, {"chaos", "-h"}, {"auth", "init", "-h"}} {
 		if code := runMain(args, io.Discard); code != 0 {
 			t.Errorf("cluster %v exited %d, want 0", args, code)
+		}
+	}
+	// replay -h names its other modes, each with the flag that selects it.
+	for _, want := range []string{"--pollux DIR", "--load L", "--workload N", "--gavel DIR", "--timed"} {
+		if !strings.Contains(replayUsageHead, want) {
+			t.Errorf("cluster replay -h does not name %s:\n%s", want, replayUsageHead)
 		}
 	}
 	// The flag package takes a back-quoted word of a usage string as the

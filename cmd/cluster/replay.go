@@ -81,11 +81,18 @@ type replayRun struct {
 	dropped  int
 }
 
+// replayUsageHead is the first lines of cluster replay -h: every mode of
+// the command and the flag that selects it.
+const replayUsageHead = `usage: cluster replay [flags]                  the FGD paper's protocol (below)
+       cluster replay --pollux DIR --policy P --load L [--workload N] …   the Pollux paper's runs (cluster replay --pollux DIR -h)
+       cluster replay --gavel DIR --policy P (--static N | --lam S --window A-B) …   the Gavel paper's runs (cluster replay --gavel DIR -h)
+       cluster replay --timed --jobs FILE …           a trace of your own on the virtual clock (cluster replay --timed -h)
+`
+
 func replayCommand(args []string) error {
 	fs := flag.NewFlagSet("cluster replay", flag.ContinueOnError)
 	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), `usage: cluster replay [flags]
-
+		fmt.Fprint(fs.Output(), replayUsageHead+`
 Replays the FGD paper's protocol on an openb trace: shuffle the pods,
 resample them to --inflate times the cluster's GPUs, permute the nodes,
 schedule one pod at a time, nothing departs, a pod that fits nowhere is
