@@ -214,11 +214,20 @@ func bar(frac float64, width int) string {
 // gb writes a size in GB, the one unit of memory on screen (model.GB).
 func gb(b int64) string { return model.Bytes(b).GBNumber() }
 
+// Count is n things, the noun in the plural unless n is 1 ("1 GPU",
+// "8 GPUs").
+func Count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
 // Render writes one frame of the text view.
 func Render(w io.Writer, snap *events.Snapshot, log []string, maxGPUs int) {
 	s := snap.Summary
-	fmt.Fprintf(w, "gpusched · policy %s · sim %s · %d GPUs, %d busy · util %.0f%% · VRAM %s/%s GB\n",
-		snap.Policy, snap.SimTime.Format("2006-01-02 15:04"), s.GPUs, s.GPUsBusy, s.UtilMean, gb(s.VRAMUsed), gb(s.VRAMTotal))
+	fmt.Fprintf(w, "gpusched · policy %s · sim %s · %s, %d busy · util %.0f%% · VRAM %s/%s GB\n",
+		snap.Policy, snap.SimTime.Format("2006-01-02 15:04"), Count(s.GPUs, "GPU"), s.GPUsBusy, s.UtilMean, gb(s.VRAMUsed), gb(s.VRAMTotal))
 	fmt.Fprintf(w, "queue %d · running %d · done %d · preemptions %d · fragmented %s GB · %.0f W · %.2f kWh\n\n",
 		s.JobsQueued, s.JobsRunning, s.JobsCompleted, s.Preemptions, gb(s.FragmentedVRAM), s.PowerW, s.EnergyKWh)
 	names := JobNames(snap)

@@ -195,8 +195,8 @@ func header(st observer.State) string {
 	if q := s.Summary.Queue; q != "" && q != policy.DefaultQueue {
 		pol += ", queue " + q // said only when not the default: the line is short
 	}
-	return fmt.Sprintf(" gpusched │ policy %s │ %s │ %d GPUs, %d busy │ %s ", pol,
-		s.SimTime.Format("Jan 2 15:04:05"), s.Summary.GPUs, s.Summary.GPUsBusy, live)
+	return fmt.Sprintf(" gpusched │ policy %s │ %s │ %s, %d busy │ %s ", pol,
+		s.SimTime.Format("Jan 2 15:04:05"), observer.Count(s.Summary.GPUs, "GPU"), s.Summary.GPUsBusy, live)
 }
 
 // headlineLines are the cluster's figures, as many lines of at most w

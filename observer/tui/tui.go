@@ -214,13 +214,32 @@ func (m *Model) nextPolicy() tea.Cmd {
 		if len(cur.Available) == 0 {
 			return doneMsg("policy: the scheduler offers no policies")
 		}
-		next := cur.Available[(slices.Index(cur.Available, cur.Policy)+1)%len(cur.Available)]
+		order := policyCycle(cur.Available)
+		next := order[(slices.Index(order, cur.Policy)+1)%len(order)]
 		rep, err := ctl.Strategy(next)
 		if err != nil {
 			return doneMsg("policy: " + err.Error())
 		}
 		return doneMsg(fmt.Sprintf("policy %s → %s", rep.Previous, rep.Policy))
 	}
+}
+
+// policyCycle is the order p goes through the policies: the demo's two
+// (binpack, then spread) first, then the others as the scheduler lists
+// them.
+func policyCycle(available []string) []string {
+	var order []string
+	for _, p := range []string{"binpack", "spread"} {
+		if slices.Contains(available, p) {
+			order = append(order, p)
+		}
+	}
+	for _, p := range available {
+		if !slices.Contains(order, p) {
+			order = append(order, p)
+		}
+	}
+	return order
 }
 
 // setPolicy switches to the named policy (b and s: the demo's two).

@@ -51,12 +51,11 @@ func TestKeysDriveTheCluster(t *testing.T) {
 		return m.state.Snapshot != nil
 	})
 
-	before, err := ctl.Strategy("")
-	if err != nil {
-		t.Fatal(err)
+	if before, err := ctl.Strategy(""); err != nil || before.Policy != "binpack" {
+		t.Fatalf("the cluster starts under %v (%v), want binpack", before.Policy, err)
 	}
 	keys(t, m, runes("p"))
-	want := before.Available[(slices.Index(before.Available, before.Policy)+1)%len(before.Available)]
+	want := "spread" // the demo's second policy follows binpack (policyCycle)
 	if got, _ := ctl.Strategy(""); got.Policy != want || !strings.Contains(m.view.Status, "binpack → "+want) {
 		t.Fatalf("after p: policy %s, status %q; want %s", got.Policy, m.view.Status, want)
 	}
@@ -146,4 +145,13 @@ func TestTheEventPaneShowsWhatHappenedBeforeAttaching(t *testing.T) {
 		}
 		return n == 1
 	})
+}
+
+// TestPCyclesTheDemosPoliciesFirst (issue 45 item 9): p goes from binpack
+// to spread, the demo's two, then on through the others, and back.
+func TestPCyclesTheDemosPoliciesFirst(t *testing.T) {
+	got := policyCycle([]string{"best-fit", "binpack", "dotprod", "fgd", "spread"})
+	if want := []string{"binpack", "spread", "best-fit", "dotprod", "fgd"}; !slices.Equal(got, want) {
+		t.Fatalf("cycle %v, want %v", got, want)
+	}
 }
