@@ -184,6 +184,8 @@ type Record struct {
 	Started     *time.Time          `json:"started,omitempty"`
 	Ended       *time.Time          `json:"ended,omitempty"`
 	History     []events.Transition `json:"history,omitempty"`
+	// HistoryDropped counts what the history dropped (events.JobInfo).
+	HistoryDropped int `json:"history_dropped,omitempty"`
 	// Awaiting names the GPUs (with their incarnation) a stop was sent to
 	// that did not answer: the job is not placed again until each shows
 	// it stopped.

@@ -82,6 +82,9 @@ type JobInfo struct {
 	Preemptor string       `json:"preemptor,omitempty"`
 	Victims   []string     `json:"victims,omitempty"`
 	History   []Transition `json:"history,omitempty"`
+	// HistoryDropped counts the transitions dropped from the middle of a
+	// long history (its first few and its latest are kept: MaxHistory).
+	HistoryDropped int `json:"history_dropped,omitempty"`
 	// Training and TrainingState are a training job's description and
 	// its state as the scheduler last had it from its GPUs.
 	Training      *model.Training      `json:"training,omitempty"`

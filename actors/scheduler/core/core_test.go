@@ -2608,3 +2608,32 @@ func TestASnapshotsGPUEnergyIsAsOfNow(t *testing.T) {
 		t.Fatalf("snapshot GPUs %+v: want n1-gpu-0 at 600 J (100 J reported, then 10 s at 50 W)", snap.GPUs)
 	}
 }
+
+// TestAJobsHistoryIsBounded (issue 42 item 6): a job preempted again and
+// again keeps its first transitions and its latest, at most MaxHistory,
+// and says how many it dropped — in job.get and in its journal record.
+func TestAJobsHistoryIsBounded(t *testing.T) {
+	h := newHarness(t, Config{})
+	h.AddGPU("n1", "n1-gpu-0", "A100-40GB")
+	a := h.Submit(spec("a", "10GB"))
+	j := h.Core.jobs[a.JobID]
+	for i := range 3 * MaxHistory {
+		h.Core.transition(j, events.JobQueued, fmt.Sprint("round ", i))
+	}
+	var full events.JobInfo
+	if err := json.Unmarshal(h.Request("job.get", "", map[string]any{"job_id": a.JobID}), &full); err != nil {
+		t.Fatal(err)
+	}
+	if len(full.History) != MaxHistory || full.History[0].State != events.JobSubmitted {
+		t.Fatalf("history of %d transitions starting %+v, want %d starting with submitted", len(full.History), full.History[0], MaxHistory)
+	}
+	if last := full.History[MaxHistory-1]; last.Reason != fmt.Sprint("round ", 3*MaxHistory-1) {
+		t.Fatalf("the latest transition kept is %+v, want the last one made", last)
+	}
+	if want := len(j.history) + j.historyDropped; full.HistoryDropped == 0 || full.HistoryDropped+MaxHistory != want {
+		t.Fatalf("history_dropped %d, want the %d transitions beyond %d", full.HistoryDropped, want-MaxHistory, MaxHistory)
+	}
+	if rec := h.Core.record(j); rec.HistoryDropped != full.HistoryDropped || len(rec.History) != MaxHistory {
+		t.Fatalf("journal record: %d transitions, %d dropped; want what job.get says", len(rec.History), rec.HistoryDropped)
+	}
+}

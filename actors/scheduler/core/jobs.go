@@ -50,6 +50,8 @@ type job struct {
 	// when only the predecessor's post-mortem vouched for it).
 	relearning  bool
 	relearnFrom []string
+	// historyDropped counts the transitions addHistory dropped.
+	historyDropped int
 	// finishS is a Gavel job's completion second, as the rounds counted
 	// it (GavelConfig).
 	finishS *float64
@@ -295,9 +297,29 @@ func (s *Core) info(j *job, history bool) events.JobInfo {
 	}
 	in.FinishS = j.finishS
 	if history {
-		in.History = j.history
+		in.History, in.HistoryDropped = j.history, j.historyDropped
 	}
 	return in
+}
+
+// MaxHistory bounds a job's history: a job preempted, lost or re-placed
+// without end (a Gavel job is, every round; a submit-and-cancel loop on a
+// pinned GPU preempts its victim each time) would otherwise grow its
+// job.get reply and its journal record without bound. Its first
+// historyHead transitions (how it first ran) and its latest ones are
+// kept; the ones between are dropped and counted (history_dropped).
+const MaxHistory = 256
+
+// historyHead is how many of a job's first transitions its history keeps.
+const historyHead = 8
+
+// addHistory records a transition in j's history, within MaxHistory.
+func (j *job) addHistory(t events.Transition) {
+	if len(j.history) >= MaxHistory {
+		j.history = slices.Delete(j.history, historyHead, historyHead+1)
+		j.historyDropped++
+	}
+	j.history = append(j.history, t)
 }
 
 // transition moves a job to state and publishes the event for it.
@@ -309,7 +331,7 @@ func (s *Core) transition(j *job, state, reason string) {
 	}
 	j.state = state
 	j.reason = reason
-	j.history = append(j.history, events.Transition{State: state, SimTime: now, Reason: reason})
+	j.addHistory(events.Transition{State: state, SimTime: now, Reason: reason})
 	s.touch(j)
 	if err := s.bus.Emit(s.cfg.Subjects.JobEvent(evType), events.Type("job", evType), j.id, now, s.info(j, false)); err != nil {
 		s.log.Warn("publish failed", zap.String("job", j.id), zap.Error(err))
@@ -383,7 +405,7 @@ func (s *Core) onSubmit(m *Msg, tenant string) {
 	} else if fe != nil {
 		s.jobs[j.id] = j
 		s.order = append(s.order, j)
-		j.history = append(j.history, events.Transition{State: events.JobSubmitted, SimTime: now})
+		j.addHistory(events.Transition{State: events.JobSubmitted, SimTime: now})
 		s.transition(j, events.JobRejected, fe.Message)
 		j.ended = &now
 		s.stats.rejected++

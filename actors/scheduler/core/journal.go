@@ -49,7 +49,7 @@ func (s *Core) record(j *job) *durable.Record {
 	gpus := j.mayRunOn()
 	return &durable.Record{JobID: j.id, Spec: j.spec, Seq: j.seq, Submitted: j.submitted, State: j.state, Reason: j.reason,
 		ProgressS: progress, Placement: j.placement, Node: j.node, GPUs: gpus, Preemptions: j.preemptions, LostWorkS: j.lostS,
-		Started: j.started, Ended: j.ended, History: j.history, Awaiting: j.awaiting, Training: s.trainingState(j), CPUEnds: j.cpuEnds, At: now}
+		Started: j.started, Ended: j.ended, History: j.history, HistoryDropped: j.historyDropped, Awaiting: j.awaiting, Training: s.trainingState(j), CPUEnds: j.cpuEnds, At: now}
 }
 
 // store writes every changed record (see touch).
@@ -196,7 +196,7 @@ func (s *Core) restore(st *durable.State) {
 func (s *Core) recordJob(r *durable.Record) *job {
 	return &job{id: r.JobID, spec: r.Spec, seq: r.Seq, submitted: r.Submitted, state: r.State, reason: r.Reason,
 		progress: r.ProgressS, preemptions: r.Preemptions, lostS: r.LostWorkS, started: r.Started, ended: r.Ended,
-		history: slices.Clone(r.History), storedProgress: r.ProgressS, node: r.Node, gpus: r.GPUs, placement: r.Placement}
+		history: slices.Clone(r.History), historyDropped: r.HistoryDropped, storedProgress: r.ProgressS, node: r.Node, gpus: r.GPUs, placement: r.Placement}
 }
 
 // fromRecord makes a job from its record and adds it to the scheduler's
@@ -366,7 +366,7 @@ func (s *Core) resumeCPUJob(r *durable.Record) {
 	j.progress = max(0, j.work()-left)
 	j.lastProgress, j.lastRate, j.lastAt = j.progress, 1, now
 	j.stintAt, j.stintFrom, j.stintSpeed = now, j.progress, 1
-	j.history = append(j.history, events.Transition{State: stateRunning, SimTime: now,
+	j.addHistory(events.Transition{State: stateRunning, SimTime: now,
 		Reason: "taken back from the job journal after a scheduler restart (CPU-only, on " + r.Node + ")"})
 	s.running = append(s.running, j)
 	s.journalHold(r, 1) // it holds its node's CPU and memory until it ends

@@ -421,7 +421,7 @@ func (s *Core) adopt(st events.GPUStatus, gj events.GPUJob) {
 		j.gpus, j.shardsLeft, j.shardsDone, j.shareMarks, j.incarnations = nil, 0, nil, nil, nil
 		j.progress, j.lastProgress, j.lastRate, j.lastAt, j.stintAt = gj.ProgressS, gj.ProgressS, gj.Rate, now, now
 		j.stintFrom, j.stintSpeed = gj.ProgressS, 1
-		j.history = append(j.history, events.Transition{State: stateRunning, SimTime: now,
+		j.addHistory(events.Transition{State: stateRunning, SimTime: now,
 			Reason: "re-learned from GPU " + st.GPU + " after a scheduler restart"})
 		s.adopted(j, st)
 	} else if !ok {
@@ -444,7 +444,7 @@ func (s *Core) adopt(st events.GPUStatus, gj events.GPUJob) {
 		}
 		started := now
 		j.started, j.firstStarted = &started, &started
-		j.history = append(j.history, events.Transition{State: stateRunning, SimTime: now,
+		j.addHistory(events.Transition{State: stateRunning, SimTime: now,
 			Reason: "re-learned from GPU " + st.GPU + " after a scheduler restart"})
 		s.jobs[j.id] = j
 		s.order = append(s.order, j)
