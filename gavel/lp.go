@@ -87,11 +87,63 @@ var verifySolution func(p *program, x []float64, value float64)
 
 // dualValue is the optimum of the program's dual — minimise bounds·y
 // subject to rowsᵀ·y ≥ objective, y ≥ 0 — solved as a program of its
-// own, in standard form with a surplus per column (rowsᵀ·y − s =
-// objective) from gonum's first phase. By strong duality it equals the
-// primal's optimum: the independent check the policies' tests make of
-// every optimum they find.
+// own. By strong duality it equals the primal's optimum: the independent
+// check the policies' tests make of every optimum they find. It asks
+// gonum's first phase for a start (dualByFirstPhase); where that fails
+// it starts from a basis of its own making:
+//
+// In standard form each column j of the primal is a row rowsⱼᵀ·y − sⱼ =
+// objectiveⱼ with a surplus sⱼ. Where objectiveⱼ ≤ 0 the surplus is a
+// feasible first basic variable (sⱼ = −objectiveⱼ at y = 0); where it is
+// positive (a level's column) an artificial aⱼ joins the row, priced at
+// bigM in the objective, and starts the basis instead. So no first phase
+// is needed: gonum's failed on the packed program's dual, most of whose
+// right-hand side is 0. An optimum with an artificial left positive
+// would mean bigM was too small for this dual, and is an error.
 func (p *program) dualValue() (float64, error) {
+	if v, err := p.dualByFirstPhase(); err == nil {
+		return v, nil
+	}
+	n, m := len(p.objective), len(p.rows)
+	var artificial []int // the rows with a positive objective
+	for j, v := range p.objective {
+		if v > 0 {
+			artificial = append(artificial, j)
+		}
+	}
+	cols := m + n + len(artificial)
+	a := mat.NewDense(n, cols, nil)
+	c := make([]float64, cols)
+	copy(c, p.bounds)
+	basis := make([]int, n)
+	for j := range n {
+		for i := range m {
+			a.Set(j, i, p.rows[i][j])
+		}
+		a.Set(j, m+j, -1)
+		basis[j] = m + j
+	}
+	for k, j := range artificial {
+		col := m + n + k
+		a.Set(j, col, 1)
+		c[col] = bigM
+		basis[j] = col
+	}
+	optF, y, err := lp.Simplex(c, a, p.objective, simplexTolerance, basis)
+	if err != nil {
+		return 0, err
+	}
+	for k := range artificial {
+		if y[m+n+k] > 1e-9 {
+			return 0, fmt.Errorf("gavel: the dual's artificial %d stayed at %v: bigM is too small for it", k, y[m+n+k])
+		}
+	}
+	return optF, nil
+}
+
+// dualByFirstPhase is the dual's optimum from gonum's first phase, in
+// standard form with a surplus per column (rowsᵀ·y − s = objective).
+func (p *program) dualByFirstPhase() (float64, error) {
 	n, m := len(p.objective), len(p.rows)
 	a := mat.NewDense(n, m+n, nil)
 	c := make([]float64, m+n)
@@ -105,3 +157,9 @@ func (p *program) dualValue() (float64, error) {
 	optF, _, err := lp.Simplex(c, a, p.objective, simplexTolerance, nil)
 	return optF, err
 }
+
+// bigM prices dualValue's artificials: far above any dual optimum here
+// (rows are scaled to coefficients of at most 1, so a dual optimum is a
+// level of at most a few units times a bound of at most the cluster's
+// GPUs), far below where it would swamp float64's digits.
+const bigM = 1e6

@@ -78,6 +78,7 @@ func init() {
 		{"finish_time_fairness_perf", func(uint64) Policy { return finishTimeFairness{perf: true} }},
 		{"min_total_duration", func(uint64) Policy { return minTotalDuration{} }},
 		{"max_sum_throughput_perf", func(uint64) Policy { return maxSumThroughput{} }},
+		{"max_min_fairness_packed", func(uint64) Policy { return maxMinFairnessPacked{} }},
 	} {
 		policy.Register[Maker](m)
 	}
