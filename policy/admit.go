@@ -35,22 +35,33 @@ var _ = DeclarePoint[Admit]("admission", DefaultAdmit, nil)
 
 func init() { Register[Admit](TenantLimits(nil)) }
 
-// AdmitJob is what admission looks at: the job's tenant, priority and size.
+// AdmitJob is what admission looks at: the job's tenant, priority and
+// size — GPUs (a training job's replicas), CPU in thousandths of a core
+// and memory in bytes on its node.
 type AdmitJob struct {
 	Tenant   string
 	Priority model.Priority
 	GPUs     int
+	CPUMilli int64
+	Memory   int64
 }
 
-// Usage is what a tenant's running jobs hold.
+// Usage is what a tenant's running jobs hold: distinct GPUs (two jobs
+// sharing one GPU hold one), CPU in thousandths of a core and memory in
+// bytes.
 type Usage struct {
-	GPUs int
+	GPUs     int
+	CPUMilli int64
+	Memory   int64
 }
 
-// TenantLimit bounds one tenant: the GPUs its running jobs may hold at
-// once (0: no bound) and the highest priority it may submit (nil: any).
+// TenantLimit bounds one tenant: the GPUs, CPU (thousandths of a core) and
+// memory (bytes) its running jobs may hold at once (0: no bound) and the
+// highest priority it may submit (nil: any).
 type TenantLimit struct {
 	MaxGPUs     int
+	MaxCPUMilli int64
+	MaxMemory   int64
 	MaxPriority *model.Priority
 }
 
@@ -87,25 +98,44 @@ func (l TenantLimits) Submit(j *AdmitJob) *Status {
 		return refuse("priority", "tenant %s may submit priority %s at most, not %s", j.Tenant, *lim.MaxPriority, j.Priority)
 	case lim.MaxGPUs > 0 && j.GPUs > lim.MaxGPUs:
 		return refuse("gpus", "tenant %s may hold %d GPUs at most, so a job of %d can never run", j.Tenant, lim.MaxGPUs, j.GPUs)
+	case lim.MaxCPUMilli > 0 && j.CPUMilli > lim.MaxCPUMilli:
+		return refuse("cpu", "tenant %s may hold %s CPU cores at most, so a job of %s can never run", j.Tenant, Cores(lim.MaxCPUMilli), Cores(j.CPUMilli))
+	case lim.MaxMemory > 0 && j.Memory > lim.MaxMemory:
+		return refuse("memory", "tenant %s may hold %s of memory at most, so a job of %s can never run", j.Tenant, model.Bytes(lim.MaxMemory), model.Bytes(j.Memory))
 	}
 	return nil
 }
 
 // Place holds a job back while its tenant's running jobs hold so many
 // GPUs that it would pass the tenant's bound.
+//
+// What the tenant holds counts distinct GPUs (two of its jobs sharing one
+// hold one); the job asking is counted at its GPUs as new devices, though
+// it may land on one the tenant holds and take fewer: admission comes
+// before placement, so it errs on the side of the bound.
 func (l TenantLimits) Place(j *AdmitJob, held Usage) *Status {
 	lim, ok := l.limit(j.Tenant)
-	if !ok || lim.MaxGPUs <= 0 || held.GPUs+j.GPUs <= lim.MaxGPUs {
-		return nil
+	wait := func(format string, args ...any) *Status {
+		return &Status{Code: Wait, Plugin: DefaultAdmit, Reason: fmt.Sprintf(format, args...)}
 	}
-	return &Status{Code: Wait, Plugin: DefaultAdmit, Reason: fmt.Sprintf("tenant %s holds %d of the %d GPUs it may hold; this job needs %d more", j.Tenant, held.GPUs, lim.MaxGPUs, j.GPUs)}
+	switch {
+	case !ok:
+		return nil
+	case lim.MaxGPUs > 0 && held.GPUs+j.GPUs > lim.MaxGPUs:
+		return wait("tenant %s holds %d of the %d GPUs it may hold; this job needs %d more", j.Tenant, held.GPUs, lim.MaxGPUs, j.GPUs)
+	case lim.MaxCPUMilli > 0 && held.CPUMilli+j.CPUMilli > lim.MaxCPUMilli:
+		return wait("tenant %s holds %s of the %s CPU cores it may hold; this job needs %s more", j.Tenant, Cores(held.CPUMilli), Cores(lim.MaxCPUMilli), Cores(j.CPUMilli))
+	case lim.MaxMemory > 0 && held.Memory+j.Memory > lim.MaxMemory:
+		return wait("tenant %s holds %s of the %s of memory it may hold; this job needs %s more", j.Tenant, model.Bytes(held.Memory), model.Bytes(lim.MaxMemory), model.Bytes(j.Memory))
+	}
+	return nil
 }
 
 // ParseTenantLimits reads limits written as on the command line:
-// "team-a=gpus:8,priority:medium;*=gpus:4" — per tenant (or * for every
-// other), gpus (the most its running jobs may hold at once) and priority
-// (the highest it may submit: a level or an integer). An empty text is no
-// limits.
+// "team-a=gpus:8,cpu:64,memory:256GB,priority:medium;*=gpus:4" — per
+// tenant (or * for every other), gpus, cpu (cores) and memory (the most
+// its running jobs may hold at once) and priority (the highest it may
+// submit: a level or an integer). An empty text is no limits.
 func ParseTenantLimits(text string) (TenantLimits, error) {
 	out := TenantLimits{}
 	if strings.TrimSpace(text) == "" {
@@ -124,13 +154,25 @@ func ParseTenantLimits(text string) (TenantLimits, error) {
 			k, v, ok := strings.Cut(strings.TrimSpace(kv), ":")
 			switch {
 			case !ok:
-				return nil, fmt.Errorf("tenant %s: %q: want gpus:N or priority:P", tenant, kv)
+				return nil, fmt.Errorf("tenant %s: %q: want gpus:N, cpu:CORES, memory:SIZE or priority:P", tenant, kv)
 			case k == "gpus":
 				n, err := strconv.Atoi(v)
 				if err != nil || n < 1 {
 					return nil, fmt.Errorf("tenant %s: gpus:%s: want a whole number of GPUs, at least 1", tenant, v)
 				}
 				lim.MaxGPUs = n
+			case k == "cpu":
+				c, err := strconv.ParseFloat(v, 64)
+				if err != nil || !(c > 0) || c > 1e9 {
+					return nil, fmt.Errorf("tenant %s: cpu:%s: want a number of CPU cores above 0", tenant, v)
+				}
+				lim.MaxCPUMilli = model.CoresToMilli(c)
+			case k == "memory":
+				b, err := model.ParseBytes(v)
+				if err != nil || b <= 0 {
+					return nil, fmt.Errorf("tenant %s: memory:%s: want a size, e.g. 256GB", tenant, v)
+				}
+				lim.MaxMemory = int64(b)
 			case k == "priority":
 				p, err := model.ParsePriority(v)
 				if err != nil {
@@ -138,7 +180,7 @@ func ParseTenantLimits(text string) (TenantLimits, error) {
 				}
 				lim.MaxPriority = &p
 			default:
-				return nil, fmt.Errorf("tenant %s: unknown limit %q (known: gpus, priority)", tenant, k)
+				return nil, fmt.Errorf("tenant %s: unknown limit %q (known: gpus, cpu, memory, priority)", tenant, k)
 			}
 		}
 		out[tenant] = lim
@@ -159,6 +201,12 @@ func (l TenantLimits) String() string {
 		var kv []string
 		if l[t].MaxGPUs > 0 {
 			kv = append(kv, "gpus:"+strconv.Itoa(l[t].MaxGPUs))
+		}
+		if l[t].MaxCPUMilli > 0 {
+			kv = append(kv, "cpu:"+Cores(l[t].MaxCPUMilli))
+		}
+		if l[t].MaxMemory > 0 {
+			kv = append(kv, "memory:"+model.Bytes(l[t].MaxMemory).Exact())
 		}
 		if p := l[t].MaxPriority; p != nil {
 			kv = append(kv, "priority:"+p.String())

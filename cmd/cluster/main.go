@@ -179,7 +179,7 @@ func run(args []string) error {
 	roundName := fs.String("round-policy", policy.DefaultRound, "the round's rule (with --round)")
 	tenantRate := fs.Float64("tenant-rate", DefaultTenantRate, "with --auth: the submissions a second each tenant may make, in bursts of twice as many (0: no limit); a faster one is refused on tenant, saying when to try again")
 	nodeBudget := fs.String("node-event-budget", auth.DefaultEventBudget().String(), "with --auth: the events each node of the roles file may publish, RATE/s,BURST[,cool-off=DURATION] (or off); a node past it is shut out for the cool-off (doubled at each repeat, at most 1h), so that it cannot evict the event history")
-	limitsText := fs.String("tenant-limits", "", "per-tenant limits, e.g. 'team-a=gpus:8,priority:medium;*=gpus:4' (gpus its running jobs may hold, highest priority it may submit; * for every other tenant)")
+	limitsText := fs.String("tenant-limits", "", "per-tenant limits, e.g. 'team-a=gpus:8,cpu:64,memory:256GB,priority:medium;*=gpus:4' (the distinct GPUs, CPU cores and memory its running jobs may hold, the highest priority it may submit; * for every other tenant)")
 	vramModel := fs.String("vram-model", string(vram.Contiguous), "VRAM model: contiguous or pooled")
 	seed := fs.Uint64("seed", 1, "seed of the job generator")
 	rate := fs.Float64("rate", jobgen.DefaultRate, "generated jobs per simulated hour (0 turns the generator off)")

@@ -11,6 +11,7 @@ import (
 	"github.com/gpusched/gpusched/durable"
 	"github.com/gpusched/gpusched/events"
 	"github.com/gpusched/gpusched/model"
+	"github.com/gpusched/gpusched/policy"
 	"github.com/gpusched/gpusched/vram"
 )
 
@@ -2635,5 +2636,38 @@ func TestAJobsHistoryIsBounded(t *testing.T) {
 	}
 	if rec := h.Core.record(j); rec.HistoryDropped != full.HistoryDropped || len(rec.History) != MaxHistory {
 		t.Fatalf("journal record: %d transitions, %d dropped; want what job.get says", len(rec.History), rec.HistoryDropped)
+	}
+}
+
+// TestATenantLimitCountsGPUsHeldNotJobGPUs (issue 42 item 6): a tenant
+// bounded to 2 GPUs whose jobs share one GPU holds one GPU: a third
+// quarter-GPU job may be placed (it was held back: two jobs counted as two
+// GPUs, and the third's one more passed 2). Its CPU is bounded too: a
+// CPU-only job waits at the limit, saying why.
+func TestATenantLimitCountsGPUsHeldNotJobGPUs(t *testing.T) {
+	limits, err := policy.ParseTenantLimits("team-a=gpus:2,cpu:6")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, Config{Admit: limits})
+	h.AddGPU("n1", "n1-gpu-0", "A100-40GB")
+	h.AddGPU("n1", "n1-gpu-1", "A100-40GB")
+	half := func(name string) map[string]any {
+		return map[string]any{"name": name, "tenant": "team-a", "gpu_milli": 250.0, "util": 10.0, "duration": "1h", "gpu": "n1-gpu-0", "cpu": 1.0}
+	}
+	for _, name := range []string{"a", "b", "c"} {
+		if rep := h.Request("job.submit", "team-a", half(name)); !strings.Contains(string(rep), `"placed"`) {
+			t.Fatalf("%s: %s, want placed (the tenant holds one GPU, shared)", name, rep)
+		}
+	}
+	cpu := map[string]any{"name": "cpu-heavy", "tenant": "team-a", "gpus": 0.0, "cpu": 4.0, "duration": "1h"}
+	var rep events.SubmitReply
+	json.Unmarshal(h.Request("job.submit", "team-a", cpu), &rep)
+	if rep.State != events.JobQueued {
+		t.Fatalf("a 4-core job beside 3 cores of 6: %+v, want queued", rep)
+	}
+	h.Pass()
+	if info := h.JobState(rep.JobID); !strings.Contains(info.Reason, "holds 3 of the 6 CPU cores") {
+		t.Fatalf("its reason: %q, want one saying what the tenant holds", info.Reason)
 	}
 }

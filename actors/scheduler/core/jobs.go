@@ -222,38 +222,79 @@ func (m progressMark) reaches(work float64) (time.Time, bool) {
 // admitsNow reports whether admission lets j be placed now (the pass
 // asks the same over the usage it counts once for all its jobs).
 func (s *Core) admitsNow(j *job) bool {
-	return s.plugins.Admit == nil || s.plugins.AdmitPlace(admitJob(&j.spec), s.tenantUsage()[j.spec.Tenant]) == nil
+	return s.plugins.Admit == nil || s.plugins.AdmitPlace(admitJob(&j.spec), s.tenantUsage().of(j.spec.Tenant)) == nil
 }
 
 // usage is what each tenant's running jobs hold, for admission.
-type usage map[string]policy.Usage
+type usage map[string]*tenantHold
+
+// tenantHold is what one tenant's running jobs hold: each GPU with the
+// number of its jobs on it (two sharing one GPU hold one GPU), and the
+// CPU and memory they hold on their nodes.
+type tenantHold struct {
+	gpus     map[string]int
+	cpuMilli int64
+	memory   int64
+}
 
 // tenantUsage counts what each tenant's running jobs hold now.
 func (s *Core) tenantUsage() usage {
 	u := usage{}
 	for _, r := range s.running {
-		u.add(r)
+		u.add(r, r.gpus)
 	}
 	return u
 }
 
-// add counts j as running for its tenant.
-func (u usage) add(j *job) {
+// of is what tenant holds, as admission counts it.
+func (u usage) of(tenant string) policy.Usage {
+	t := u[tenant]
+	if t == nil {
+		return policy.Usage{}
+	}
+	return policy.Usage{GPUs: len(t.gpus), CPUMilli: t.cpuMilli, Memory: t.memory}
+}
+
+// add counts j as running on gpus for its tenant.
+func (u usage) add(j *job, gpus []string) {
 	t := u[j.spec.Tenant]
-	t.GPUs += j.spec.GPUs
-	u[j.spec.Tenant] = t
+	if t == nil {
+		t = &tenantHold{gpus: map[string]int{}}
+		u[j.spec.Tenant] = t
+	}
+	for _, g := range gpus {
+		t.gpus[g]++
+	}
+	if j.spec.Training == nil { // (a replica holds no CPU or memory of its node)
+		t.cpuMilli += j.spec.CPUMilli()
+		t.memory += int64(j.spec.Memory)
+	}
 }
 
 // remove takes back what add counted (a placement refused).
-func (u usage) remove(j *job) {
+func (u usage) remove(j *job, gpus []string) {
 	t := u[j.spec.Tenant]
-	t.GPUs -= j.spec.GPUs
-	u[j.spec.Tenant] = t
+	if t == nil {
+		return
+	}
+	for _, g := range gpus {
+		if t.gpus[g]--; t.gpus[g] <= 0 {
+			delete(t.gpus, g)
+		}
+	}
+	if j.spec.Training == nil {
+		t.cpuMilli -= j.spec.CPUMilli()
+		t.memory -= int64(j.spec.Memory)
+	}
 }
 
 // admitJob is what admission (policy.Admit) looks at.
 func admitJob(spec *model.Job) *policy.AdmitJob {
-	return &policy.AdmitJob{Tenant: spec.Tenant, Priority: spec.Priority, GPUs: spec.GPUs}
+	a := &policy.AdmitJob{Tenant: spec.Tenant, Priority: spec.Priority, GPUs: spec.GPUs}
+	if spec.Training == nil {
+		a.CPUMilli, a.Memory = spec.CPUMilli(), int64(spec.Memory)
+	}
+	return a
 }
 
 func (j *job) queued() policy.Queued {

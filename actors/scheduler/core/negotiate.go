@@ -150,7 +150,7 @@ func (s *Core) negotiate(a *attempt, p policy.Placement, victims []string) {
 	s.dequeue(j)
 	s.holdInView(n)
 	if a.held != nil {
-		a.held.add(j)
+		a.held.add(j, p.GPUs)
 	}
 	for i, c := range calls {
 		number, reply := s.newCall()
@@ -234,7 +234,7 @@ func (s *Core) resolve(n *negotiation) {
 		s.unholdInView(n)
 		s.abort(j, undo)
 		if a.held != nil {
-			a.held.remove(j)
+			a.held.remove(j, p.GPUs)
 		}
 		for i, r := range n.replies {
 			// The refusing GPU's attached status corrects the view; the

@@ -563,7 +563,7 @@ func (s *Core) continuePass() {
 			continue
 		}
 		if p.held != nil {
-			if st := s.plugins.AdmitPlace(admitJob(&j.spec), p.held[j.spec.Tenant]); st != nil {
+			if st := s.plugins.AdmitPlace(admitJob(&j.spec), p.held.of(j.spec.Tenant)); st != nil {
 				s.setPending(j, st.Reason)
 				continue
 			}
