@@ -13,6 +13,7 @@ import (
 	json "github.com/goccy/go-json" // every event of a run passes here: the standard decoder was ~6 % of a simtest run
 	"github.com/nats-io/nats.go"
 
+	"github.com/gpusched/gpusched/durable"
 	"github.com/gpusched/gpusched/events"
 	"github.com/gpusched/gpusched/model"
 )
@@ -64,8 +65,16 @@ type Checker struct {
 	sources  map[string]uint64
 	dropping map[string]bool
 	gpus     map[string]*gpuSeen
-	jobs     map[string]*jobSeen
-	faults   map[string]faultSeen
+	// nodeBoot is the latest boot (incarnation / IncarnationsPerBoot) any
+	// GPU of each node was heard at: a GPU of the node heard last at an
+	// earlier boot belongs to a process that has since restarted.
+	nodeBoot map[string]int
+	// nodeBootAt is when (the publisher's wall time) each node's latest
+	// boot was first heard: a word of an earlier boot sent before it is
+	// the dead process's, late, not a sign of life.
+	nodeBootAt map[string]time.Time
+	jobs       map[string]*jobSeen
+	faults     map[string]faultSeen
 	// schedDown is set from a sched.down to the next sched.up; schedUpAt
 	// is the last sched.up.
 	schedDown bool
@@ -209,6 +218,7 @@ func (c *Checker) Resync(snap *events.Snapshot) string {
 		}
 		gs := c.gpu(g.Node, g.GPU)
 		gs.inc, gs.total, gs.jobs, gs.change = g.Incarnation, g.VRAMTotal, g.Jobs, "resynced"
+		c.heardBoot(gs, time.Time{})
 	}
 	now := map[string]string{}
 	for _, j := range snap.Running {
@@ -285,7 +295,7 @@ func (c *Checker) markBehind() {
 
 // NewChecker returns an empty checker.
 func NewChecker() *Checker {
-	return &Checker{sources: map[string]uint64{}, dropping: map[string]bool{}, gpus: map[string]*gpuSeen{},
+	return &Checker{sources: map[string]uint64{}, dropping: map[string]bool{}, gpus: map[string]*gpuSeen{}, nodeBoot: map[string]int{}, nodeBootAt: map[string]time.Time{},
 		jobs: map[string]*jobSeen{}, faults: map[string]faultSeen{}}
 }
 
@@ -462,6 +472,7 @@ func (c *Checker) status(ev *events.Decoded, st events.GPUStatus) {
 		}
 	}
 	g.inc, g.total, g.jobs, g.change, g.at = st.Incarnation, st.VRAMTotal, st.Jobs, st.Change+" "+st.JobID, ev.Time
+	c.heardBoot(g, ev.Time)
 	if st.Change == events.ChangeCompleted && st.JobID != "" {
 		if j, ok := c.jobs[st.JobID]; ok {
 			j.finishedOnGPU = true
@@ -508,6 +519,9 @@ const milliPerGPU = 1000
 // distributed training job's replicas (over any nodes) are of one
 // placement (checkTrainingPlaces).
 func (c *Checker) checkPlaces(ev *events.Decoded, g *gpuSeen) {
+	if c.lateWord(g, ev.Time) {
+		return // judged when it speaks after the restart, if it does
+	}
 	for _, j := range g.jobs {
 		if j.State != events.GPUJobRunning {
 			continue
@@ -523,7 +537,7 @@ func (c *Checker) checkPlaces(ev *events.Decoded, g *gpuSeen) {
 		var places []string
 		otherNode := ""
 		for k, o := range c.gpus {
-			if o.inc <= o.dead {
+			if o.inc <= o.dead || c.earlierBoot(o, g) {
 				continue
 			}
 			if o != g && c.dropping[k] {
@@ -549,6 +563,32 @@ func (c *Checker) checkPlaces(ev *events.Decoded, g *gpuSeen) {
 	}
 }
 
+// heardBoot notes the boot g was heard at for its node, at time at.
+func (c *Checker) heardBoot(g *gpuSeen, at time.Time) {
+	if boot := g.inc / durable.IncarnationsPerBoot; boot > c.nodeBoot[g.node] {
+		c.nodeBoot[g.node], c.nodeBootAt[g.node] = boot, at
+	}
+}
+
+// lateWord reports whether a status of g, sent at t, is a word of an
+// earlier boot of its node's process sent before the later boot was
+// heard: the dead process's, delivered late.
+func (c *Checker) lateWord(g *gpuSeen, t time.Time) bool {
+	return g.inc/durable.IncarnationsPerBoot < c.nodeBoot[g.node] && !t.After(c.nodeBootAt[g.node])
+}
+
+// earlierBoot reports whether o, another GPU than g, was last heard at an
+// incarnation of an earlier boot than another GPU of its node since: the
+// process hosting that node restarted (kill -9 says nothing), and o's
+// last status stands only until it speaks again. It is not judged as
+// running anything meanwhile. When it speaks again it is alive, and this
+// check, run for it, counts the others (a job running in both is then
+// found). A GPU of another process (a remote node's, numbered by its own
+// boots) is unaffected by this one's restarts.
+func (c *Checker) earlierBoot(o, g *gpuSeen) bool {
+	return o != g && o.inc/durable.IncarnationsPerBoot < c.nodeBoot[o.node]
+}
+
 // checkTrainingPlaces asserts that the GPUs running training job j's
 // replicas run one placement of it: the same restart of its model state
 // (each placement is one more restart: a replica of an earlier one still
@@ -562,7 +602,7 @@ func (c *Checker) checkTrainingPlaces(ev *events.Decoded, g *gpuSeen, j events.G
 	var places []string
 	other := false
 	for k, o := range c.gpus {
-		if o.inc <= o.dead || (o != g && c.dropping[k]) {
+		if o.inc <= o.dead || (o != g && c.dropping[k]) || c.earlierBoot(o, g) {
 			continue // (as checkPlaces: a dead incarnation, or stale)
 		}
 		for _, oj := range o.jobs {

@@ -388,3 +388,38 @@ func TestCheckerTrainingPlaces(t *testing.T) {
 		t.Fatalf("violations %q, want a replica of an earlier placement still running as a double run", got)
 	}
 }
+
+// TestCheckerANewBootIsNotADoubleRun (issue 43 item 3): after kill -9 of
+// the process, a GPU of the dead boot (incarnation 20001) keeps its last
+// status, running j, until it speaks again; the new boot (30001) runs j
+// on another GPU. That is not a double run — unless the old incarnation
+// speaks again, alive, still running j.
+func TestCheckerANewBootIsNotADoubleRun(t *testing.T) {
+	f := newFeeder(t)
+	f.emit("/gpu/n0/g0/20001", "gpu.status", gpuStatus("n0", "g0", 20001, running("j", 0, 10)))
+	f.emit("/gpu/n0/g1/30001", "gpu.status", gpuStatus("n0", "g1", 30001)) // n0's process came back
+	f.emit("/gpu/n0/g1/30001", "gpu.status", gpuStatus("n0", "g1", 30001, running("j", 0, 10)))
+	if v := f.c.Violations(); len(v) != 0 {
+		t.Fatalf("the dead boot's last word and the new boot's run: %v, want no violation", v)
+	}
+	// A GPU of another process (its own boots) is judged as ever.
+	f.emit("/gpu/n9/g9/10001", "gpu.status", gpuStatus("n9", "g9", 10001, running("k", 0, 10)))
+	f.emit("/gpu/n0/g1/30001", "gpu.status", gpuStatus("n0", "g1", 30001, running("j", 0, 10), running("k", 20, 10)))
+	if got := kinds(f.c.Violations()); got != "double-run" {
+		t.Fatalf("k on another process's GPU and on the new boot's: violations %q, want a double run", got)
+	}
+	// The old boot's word sent before the restart, delivered late: not a
+	// sign of life.
+	late := gpuStatus("n0", "g0", 20001, running("j", 0, 10))
+	b, _ := json.Marshal(late)
+	f.seq["/gpu/n0/g0/20001"]++
+	f.c.Feed("gpusched.evt.x", &events.Decoded{SpecVersion: "1.0", Source: "/gpu/n0/g0/20001", Type: "gpusched.gpu.status",
+		Time: time.Date(2026, 1, 1, 0, 0, 0, 1, time.UTC), Seq: f.seq["/gpu/n0/g0/20001"], Data: b})
+	if got := kinds(f.c.Violations()); got != "double-run" {
+		t.Fatalf("a late word of the dead boot: violations %q, want only the one above", got)
+	}
+	f.emit("/gpu/n0/g0/20001", "gpu.status", gpuStatus("n0", "g0", 20001, running("j", 0, 10)))
+	if got := kinds(f.c.Violations()); got != "double-run,double-run" {
+		t.Fatalf("the old boot's GPU, alive, still running j: violations %q, want a second double run", got)
+	}
+}
