@@ -48,39 +48,26 @@ type Policy interface {
 // policy.Register[Maker], like every other extension): a maker of one
 // run's Policy under the name the command line uses (the reference's -p),
 // given the run's seed.
-type Maker interface {
-	policy.Plugin
-	// New makes the policy for one run.
-	New(seed uint64) Policy
-}
+type Maker = policy.Maker[Policy]
 
 var _ = policy.DeclarePoint[Maker]("Gavel policy", "", nil)
 
-// maker is a Maker from a name and a constructor.
-type maker struct {
-	name string
-	make func(seed uint64) Policy
-}
-
-func (m maker) Name() string           { return m.name }
-func (m maker) New(seed uint64) Policy { return m.make(seed) }
-
 func init() {
-	for _, m := range []maker{
-		{"fifo", func(seed uint64) Policy { return newFIFO(seed) }},
-		{"isolated", func(uint64) Policy { return isolated{} }},
-		{"allox", func(uint64) Policy { return &allox{} }},
-		{"gandiva", func(seed uint64) Policy { return newGandiva(seed) }},
-		// The linear-programming policies (lppolicies.go).
-		{"max_min_fairness", func(uint64) Policy { return maxMinFairness{} }},
-		{"max_min_fairness_perf", func(uint64) Policy { return maxMinFairness{perf: true} }},
-		{"finish_time_fairness", func(uint64) Policy { return finishTimeFairness{} }},
-		{"finish_time_fairness_perf", func(uint64) Policy { return finishTimeFairness{perf: true} }},
-		{"min_total_duration", func(uint64) Policy { return minTotalDuration{} }},
-		{"max_sum_throughput_perf", func(uint64) Policy { return maxSumThroughput{} }},
-		{"max_min_fairness_packed", func(uint64) Policy { return maxMinFairnessPacked{} }},
+	for name, make := range map[string]func(seed uint64) Policy{
+		"fifo":     func(seed uint64) Policy { return newFIFO(seed) },
+		"isolated": func(uint64) Policy { return isolated{} },
+		"allox":    func(uint64) Policy { return &allox{} },
+		"gandiva":  func(seed uint64) Policy { return newGandiva(seed) },
+		// The linear-programming policies (lppolicies.go, packed.go).
+		"max_min_fairness":          func(uint64) Policy { return maxMinFairness{} },
+		"max_min_fairness_perf":     func(uint64) Policy { return maxMinFairness{perf: true} },
+		"finish_time_fairness":      func(uint64) Policy { return finishTimeFairness{} },
+		"finish_time_fairness_perf": func(uint64) Policy { return finishTimeFairness{perf: true} },
+		"min_total_duration":        func(uint64) Policy { return minTotalDuration{} },
+		"max_sum_throughput_perf":   func(uint64) Policy { return maxSumThroughput{} },
+		"max_min_fairness_packed":   func(uint64) Policy { return maxMinFairnessPacked{} },
 	} {
-		policy.Register[Maker](m)
+		policy.Register(policy.NewMaker(name, make))
 	}
 }
 

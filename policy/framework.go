@@ -20,6 +20,29 @@ type Plugin interface {
 	Name() string
 }
 
+// Maker is the shape of a point whose extensions are made anew for each
+// run (a paper reproduction's policies keep state and draw from the run's
+// seed): a named maker of one run's T. Each package declares its own
+// instantiation as its point (pollux.Maker, gavel.Maker).
+type Maker[T any] interface {
+	Plugin
+	// New makes the extension for one run, its draws from seed.
+	New(seed uint64) T
+}
+
+// NewMaker is the Maker named name that makes with make.
+func NewMaker[T any](name string, make func(seed uint64) T) Maker[T] {
+	return maker[T]{name: name, make: make}
+}
+
+type maker[T any] struct {
+	name string
+	make func(seed uint64) T
+}
+
+func (m maker[T]) Name() string      { return m.name }
+func (m maker[T]) New(seed uint64) T { return m.make(seed) }
+
 // point is one extension point in the registry: what its extensions are
 // called in an error ("queue order"), which of them is listed first (the
 // default; "" lists them all sorted), a check an extension must pass to be

@@ -71,27 +71,14 @@ func NewSeededPolicy(name string, seed uint64) (Policy, error) {
 // (registered with policy.Register[Maker], like every other extension):
 // a named maker of one run's Policy, its random choices drawn from the
 // run's seed.
-type Maker interface {
-	policy.Plugin
-	// New makes the policy for one run.
-	New(seed uint64) Policy
-}
+type Maker = policy.Maker[Policy]
 
 var _ = policy.DeclarePoint[Maker]("Pollux policy", "", nil)
 
-// maker is a Maker from a name and a constructor.
-type maker struct {
-	name string
-	make func(seed uint64) Policy
-}
-
-func (m maker) Name() string           { return m.name }
-func (m maker) New(seed uint64) Policy { return m.make(seed) }
-
 func init() {
-	policy.Register[Maker](maker{"tiresias", func(uint64) Policy { return NewTiresias() }})
-	policy.Register[Maker](maker{"optimus", func(uint64) Policy { return NewOptimus() }})
-	policy.Register[Maker](maker{"pollux", func(seed uint64) Policy { return NewPollux(seed) }})
+	policy.Register(policy.NewMaker("tiresias", func(uint64) Policy { return NewTiresias() }))
+	policy.Register(policy.NewMaker("optimus", func(uint64) Policy { return NewOptimus() }))
+	policy.Register(policy.NewMaker("pollux", func(seed uint64) Policy { return NewPollux(seed) }))
 }
 
 // elasticPolicy is a policy whose jobs choose their own batch sizes.
