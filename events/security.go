@@ -9,7 +9,21 @@ import "time"
 const (
 	NodeCutOff     = "node-cut-off"
 	NodeReadmitted = "node-readmitted"
+	// JobMinted is the scheduler's word that a node reported a job no one
+	// submitted (neither the journal nor the predecessor scheduler knows
+	// it): the job is stopped there, never run.
+	JobMinted = "job-minted"
 )
+
+// MintedJob is the data of a job-minted event: the job a node reported
+// and where.
+type MintedJob struct {
+	JobID string `json:"job_id"`
+	Node  string `json:"node"`
+	GPU   string `json:"gpu"`
+	// TenantClaimed is the tenant the node's report named (not believed).
+	TenantClaimed string `json:"tenant_claimed,omitempty"`
+}
 
 // NodeBudget is the data of a node-cut-off or node-readmitted event.
 type NodeBudget struct {

@@ -283,10 +283,13 @@ type Core struct {
 	training *training
 	// gavel is the state of Gavel's rounds (nil: none run here).
 	gavel *gavelRounds
-	view  *view
-	jobs  map[string]*job
-	order []*job // every accepted job, in acceptance order
-	queue []*job // waiting jobs, in queue order
+	// mintedSeen are the jobs nodes reported that no one submitted,
+	// said once each (minted).
+	mintedSeen map[string]bool
+	view       *view
+	jobs       map[string]*job
+	order      []*job // every accepted job, in acceptance order
+	queue      []*job // waiting jobs, in queue order
 	// running is the jobs placed and not yet ended, in placement order.
 	running []*job
 	seq     uint64

@@ -859,25 +859,47 @@ func TestAJobRunsOnlyOnceItIsStored(t *testing.T) {
 	}
 }
 
-// TestAJobKnownOnlyFromANodeIsNoTenantsJob (issue 22 item 2): a job a GPU
-// runs that neither the journal nor the predecessor knows is re-learned
-// (it runs on), but its tenant is not taken from the node's data: no
-// tenant sees it, the control plane does.
-func TestAJobKnownOnlyFromANodeIsNoTenantsJob(t *testing.T) {
+// TestAJobKnownOnlyFromANodeIsStopped (issue 22 item 2, issue 42 item 4):
+// a job a GPU runs that neither the journal nor the predecessor knows —
+// top priority, not preemptible, any tenant the node likes — is no job: a
+// job exists only because a tenant submitted it. It is released on that
+// GPU, said once (evt.security.job-minted), and never queued or run.
+func TestAJobKnownOnlyFromANodeIsStopped(t *testing.T) {
 	h := newHarness(t, Config{Incarnation: 2})
 	g := h.AddGPU("n1", "n1-gpu-0", "A100-40GB")
 	var req events.SubmitRequest
-	json.Unmarshal(encode(spec("planted", "1GB", "tenant", "team-b")), &req)
+	json.Unmarshal(encode(spec("planted", "1GB", "tenant", "team-b", "priority", "high", "preemptible", false)), &req)
 	js, fe := req.Job()
 	if fe != nil {
 		t.Fatal(fe)
 	}
 	g.Status.Jobs = []events.GPUJob{{JobID: "planted", State: events.GPUJobRunning, VRAM: 1e9, Util: 10, WorkS: 3600, Rate: 1,
 		Assignment: &events.Assignment{Name: "planted", VRAM: 1e9, Util: 10, WorkS: 3600, Placement: "1.7", Spec: &js}}}
-	g.Status.Version++
-	h.GPUEvent(g.Status, events.GPUStatusType)
-	if s := h.JobState("planted"); s.State != events.JobRunning || s.Tenant != "" {
-		t.Fatalf("the node's job: %s, tenant %q; want running, no tenant", s.State, s.Tenant)
+	for range 2 { // said again: still said once
+		g.Status.Version++
+		h.GPUEvent(g.Status, events.GPUStatusType)
+	}
+	if _, known := h.Core.jobs["planted"]; known {
+		t.Fatal("the node's word made a job")
+	}
+	released := false
+	for _, r := range h.Sends(events.OpRelease) {
+		released = released || slices.Contains(r.Control.Jobs, "planted")
+	}
+	if !released {
+		t.Fatalf("the planted job was not released on its GPU: %+v", h.Sends(events.OpRelease))
+	}
+	said := 0
+	for _, e := range h.Events {
+		if e.Type == events.Type("security", events.JobMinted) {
+			said++
+			if m := e.Data.(events.MintedJob); m.JobID != "planted" || m.Node != "n1" || m.TenantClaimed != "team-b" {
+				t.Fatalf("job-minted %+v", m)
+			}
+		}
+	}
+	if said != 1 {
+		t.Fatalf("job-minted said %d times, want once", said)
 	}
 	var rep events.ErrorReply
 	json.Unmarshal(h.Request("job.get", "team-b", map[string]string{"job_id": "planted"}), &rep)

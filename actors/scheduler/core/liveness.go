@@ -392,9 +392,37 @@ func (s *Core) Remains() events.SchedLifecycle {
 	return r
 }
 
+// minted stops a job a node reports that neither the journal nor the
+// predecessor scheduler knows: all there is of it is the node's word, and
+// a job exists only because a tenant submitted it (a node could otherwise
+// mint top-priority, non-preemptible work that runs on everyone's GPUs
+// once its own lapse). It is released on the GPU and said once, in the
+// log and as an evt.security.job-minted event.
+func (s *Core) minted(st events.GPUStatus, gj events.GPUJob) {
+	s.publishAll([]ctlCall{{subject: s.cfg.Subjects.GPUCtl(st.Node, st.GPU), ctl: events.Control{Op: events.OpRelease, Jobs: []string{gj.JobID}}, gpu: st.GPU}})
+	if s.mintedSeen == nil {
+		s.mintedSeen = map[string]bool{}
+	}
+	if s.mintedSeen[gj.JobID] {
+		return
+	}
+	s.mintedSeen[gj.JobID] = true
+	claimed := ""
+	if gj.Assignment != nil && gj.Assignment.Spec != nil {
+		claimed = gj.Assignment.Spec.Tenant
+	}
+	s.log.Warn("a node reports a job no one submitted: stopped there", zap.String("job", gj.JobID),
+		zap.String("node", st.Node), zap.String("gpu", st.GPU), zap.String("tenant_claimed", claimed))
+	if err := s.bus.Emit(s.cfg.Subjects.SecurityEvent(events.JobMinted), events.Type("security", events.JobMinted), gj.JobID, s.now,
+		events.MintedJob{JobID: gj.JobID, Node: st.Node, GPU: st.GPU, TenantClaimed: claimed}); err != nil {
+		s.log.Warn("publish failed", zap.String("job", gj.JobID), zap.Error(err))
+	}
+}
+
 // adopt re-learns a job a GPU runs that this scheduler does not know (it
 // restarted and lost its records): the GPU kept the job as the scheduler
-// accepted it. A gang's shards are adopted one GPU at a time.
+// accepted it, and the journal or the predecessor scheduler vouches for
+// it (minted: otherwise). A gang's shards are adopted one GPU at a time.
 func (s *Core) adopt(st events.GPUStatus, gj events.GPUJob) {
 	a := gj.Assignment
 	if a == nil || a.Spec == nil {
@@ -425,16 +453,11 @@ func (s *Core) adopt(st events.GPUStatus, gj events.GPUJob) {
 			Reason: "re-learned from GPU " + st.GPU + " after a scheduler restart"})
 		s.adopted(j, st)
 	} else if !ok {
-		spec := *a.Spec
 		if _, vouched := s.inherited[gj.JobID]; !vouched {
-			// Neither the journal nor the predecessor's post-mortem knows
-			// it: all there is of it is the node's word, and a node does
-			// not say whose a job is. It runs on, seen by the control
-			// plane's credentials only.
-			s.log.Warn("job re-learned on a node's word only: its tenant is not believed", zap.String("job", gj.JobID),
-				zap.String("node", st.Node), zap.String("tenant_claimed", spec.Tenant))
-			spec.Tenant = ""
+			s.minted(st, gj)
+			return
 		}
+		spec := *a.Spec
 		j = &job{id: gj.JobID, spec: spec, seq: a.Seq, submitted: a.Submitted, state: stateRunning, node: adoptedNode(a, st), placement: a.Placement,
 			progress: gj.ProgressS, lastProgress: gj.ProgressS, lastRate: gj.Rate, lastAt: now, stintAt: now,
 			stintFrom: gj.ProgressS, stintSpeed: 1}
