@@ -65,7 +65,8 @@ type SubmitRequest struct {
 	// Steps steps, so duration and checkpoint are not given with it (a
 	// typed job keeps every step it has run). Without vram or gpu_milli it
 	// takes whole GPUs; gpu_milli 500 lets two typed jobs of a pair the
-	// table measured share one.
+	// table measured share one (two typed gangs of one scale factor, their
+	// GPUs). Steps need not be whole (Gavel's jobs run duration × rate).
 	JobType string   `json:"job_type,omitempty"`
 	Steps   *float64 `json:"steps,omitempty"`
 	// ArrivalS is, on a cluster running Gavel's rounds, the job's arrival

@@ -38,7 +38,7 @@ flags:
 		fs.PrintDefaults()
 	}
 	quick := fs.Bool("quick", false, "a reduced run (about a minute): fewer samples, no 100,000 GPU actors, no replay matrix, 20 simtest seeds")
-	traces := fs.String("traces", tracesDir(), "the openb trace folder (alibaba-openb); its rows are skipped when absent")
+	traces := fs.String("traces", tracesDir(), "the openb trace folder (alibaba-openb: $GPUSCHED_TRACES/alibaba-openb where that is set); the pollux/ and gavel/ folders beside it are read too; rows whose data is absent are skipped")
 	quiet := fs.Bool("quiet", false, "no progress lines")
 	if err := fs.Parse(args); err != nil {
 		return err

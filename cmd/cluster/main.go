@@ -182,7 +182,7 @@ func run(args []string) error {
 	limitsText := fs.String("tenant-limits", "", "per-tenant limits, e.g. 'team-a=gpus:8,cpu:64,memory:256GB,priority:medium;*=gpus:4' (the distinct GPUs, CPU cores and memory its running jobs may hold, the highest priority it may submit; * for every other tenant)")
 	vramModel := fs.String("vram-model", string(vram.Contiguous), "VRAM model: contiguous or pooled")
 	seed := fs.Uint64("seed", 1, "seed of the job generator")
-	rate := fs.Float64("rate", jobgen.DefaultRate, "generated jobs per simulated hour (0 turns the generator off)")
+	rate := fs.Float64("rate", jobgen.DefaultRate, "generated jobs per simulated hour (0 turns the generator off, the demo's five first jobs too)")
 	speed := fs.Float64("speed", simclock.DefaultSpeed, "simulated seconds per wall second (scaled clock)")
 	clockKind := fs.String("clock", "scaled", "scaled (--speed times the wall) or virtual (as fast as the machine allows, repeatable)")
 	hours := fs.Float64("hours", 0, "with --clock virtual: stop after this many simulated hours (0: run until interrupted)")
