@@ -1,7 +1,10 @@
 package scheduler
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -44,5 +47,65 @@ func TestARequestADeadSchedulerNeverHandledIsAnsweredNoResponders(t *testing.T) 
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("the client heard nothing")
+	}
+}
+
+// TestTheShellServesTheCoreOverTheBus runs the scheduler's shell on a
+// real server with no GPUs: a malformed submission is answered with an
+// error naming its field, a good one is queued (nothing to run it) and
+// job.get says why it waits, a cancel ends it, and the shell stops
+// cleanly when its context ends (no goroutine left: TestMain).
+func TestTheShellServesTheCoreOverTheBus(t *testing.T) {
+	_, nc := testbus.Start(t)
+	subjects := events.NewSubjects("")
+	s, err := New(Config{Config: core.Config{Subjects: subjects}, Conn: nc, Clock: simclock.NewScaled(time.Now(), 60)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan error, 1)
+	go func() { stopped <- s.Run(ctx) }()
+	request := func(subject, body string, into any) {
+		t.Helper()
+		m, err := nc.Request(subject, []byte(body), 5*time.Second)
+		if err != nil {
+			t.Fatalf("%s %s: %v", subject, body, err)
+		}
+		if err := json.Unmarshal(m.Data, into); err != nil {
+			t.Fatalf("%s: reply %s: %v", subject, m.Data, err)
+		}
+	}
+	var bad events.ErrorReply
+	request(subjects.JobSubmit(), `{"name":"bad","vram":"12GB","util":250,"duration":"1h"}`, &bad)
+	if bad.Error == nil || bad.Error.Field != "util" {
+		t.Fatalf("util 250: %+v, want an error naming util", bad)
+	}
+	var rep events.SubmitReply
+	request(subjects.JobSubmit(), `{"name":"waits","vram":"12GB","duration":"1h"}`, &rep)
+	if rep.JobID == "" || rep.State != events.JobQueued {
+		t.Fatalf("a job on a cluster with no GPU: %+v, want queued", rep)
+	}
+	var info events.JobInfo
+	testbus.WaitFor(t, "the job to say why it waits", 5*time.Second, func() bool {
+		request(subjects.JobGet(), `{"job_id":"`+rep.JobID+`"}`, &info)
+		return info.Reason != ""
+	})
+	if !strings.Contains(info.Reason, "no GPU") {
+		t.Fatalf("its reason: %q, want one saying no GPU has joined", info.Reason)
+	}
+	var cancelled events.JobInfo
+	request(subjects.JobCancel(), `{"job_id":"`+rep.JobID+`"}`, &cancelled)
+	request(subjects.JobGet(), `{"job_id":"`+rep.JobID+`"}`, &info)
+	if info.State != events.JobCancelled {
+		t.Fatalf("after the cancel: %s, want cancelled", info.State)
+	}
+	cancel()
+	select {
+	case err := <-stopped:
+		if err != nil {
+			t.Fatalf("the shell stopped with %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the shell did not stop when its context ended")
 	}
 }
