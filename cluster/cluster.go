@@ -286,6 +286,21 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		setupCtx, done := context.WithTimeout(ctx, 30*time.Second)
 		defer done()
 		if cfg.Fresh {
+			// Said: what the previous run left is gone for good.
+			if old, err := durable.Setup(setupCtx, jc, cfg.Prefix, opt); err == nil {
+				if st, err := old.Load(setupCtx); err == nil && len(st.Jobs) > 0 {
+					unfinished := 0
+					for _, r := range st.Jobs {
+						switch r.State {
+						case events.JobCompleted, events.JobCancelled, events.JobRejected:
+						default:
+							unfinished++
+						}
+					}
+					cfg.Logger.Info("--fresh: discarding the previous run's jobs and event history",
+						zap.Int("jobs", len(st.Jobs)), zap.Int("unfinished", unfinished), zap.String("store", storeName(cfg)))
+				}
+			}
 			if err := durable.Reset(setupCtx, jc, cfg.Prefix); err != nil {
 				return fail(err)
 			}

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"go.uber.org/zap"
+	zapobserver "go.uber.org/zap/zaptest/observer"
 
 	"github.com/gpusched/gpusched/cluster"
 	"github.com/gpusched/gpusched/durable"
@@ -300,9 +302,16 @@ func TestFreshStartsEmpty(t *testing.T) {
 	id := submit(t, nc, `{"name":"old","vram":"4GB","duration":"10h"}`)
 	c1.Stop()
 	cfg.Fresh = true
+	logs, seen := zapobserver.New(zap.InfoLevel)
+	cfg.Logger = zap.New(logs)
 	_, nc2 := livetest.Cluster(t, cfg)
 	if e := req(t, nc2, "gpusched.job.get", obj{"job_id": id})["error"]; e == nil {
 		t.Fatalf("job %s survived a fresh start", id)
+	}
+	// And it says what it discarded.
+	said := seen.FilterMessageSnippet("--fresh: discarding").All()
+	if len(said) != 1 || said[0].ContextMap()["jobs"] != int64(1) || said[0].ContextMap()["unfinished"] != int64(1) {
+		t.Fatalf("--fresh said %v, want once that it discards 1 job, 1 unfinished", said)
 	}
 }
 
