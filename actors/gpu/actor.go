@@ -945,6 +945,11 @@ func (a *Actor) statusWithSpecs() events.GPUStatus {
 // (a batch's answers share one reply subject).
 func (a *Actor) answer(m *nats.Msg, call string, r events.ControlReply) {
 	r.Call = call
+	if r.Incarnation == 0 {
+		// Every answer says which incarnation gave it: a stop's answer
+		// carries the GPU's version, which means nothing for another one.
+		r.Incarnation = a.cfg.Incarnation
+	}
 	a.reply(m, r)
 }
 

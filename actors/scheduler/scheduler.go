@@ -454,20 +454,12 @@ func (s *Scheduler) Run(ctx context.Context) error {
 			if s.core.Dirty() && pass == nil {
 				pass = simclock.NewPhasedTimer(s.cfg.Clock, 0, simclock.PhaseDecide)
 			}
-			calls, callsAt = s.rearm(calls, callsAt, s.core.CallDeadline())
-			wake, wakeAt = s.rearm(wake, wakeAt, s.core.NextWake())
+			calls, callsAt = s.rearm(calls, callsAt, s.core.CallDeadline(), simclock.PhaseEvent)
+			wake, wakeAt = s.rearm(wake, wakeAt, s.core.NextWake(), simclock.PhaseEvent)
 			// A Gavel round decides over what happened at its instant (the
 			// arrivals, the round's ends): the decide phase.
-			if at := s.core.GavelRoundAt(); !at.Equal(gavelAt) {
-				if gavelRound != nil {
-					gavelRound.Stop()
-					gavelRound = nil
-				}
-				if gavelAt = at; !at.IsZero() {
-					gavelRound = simclock.NewPhasedTimer(s.cfg.Clock, at.Sub(s.cfg.Clock.Now()), simclock.PhaseDecide)
-				}
-			}
-			lease, leaseAt = s.rearm(lease, leaseAt, s.core.LeaseDeadline())
+			gavelRound, gavelAt = s.rearm(gavelRound, gavelAt, s.core.GavelRoundAt(), simclock.PhaseDecide)
+			lease, leaseAt = s.rearm(lease, leaseAt, s.core.LeaseDeadline(), simclock.PhaseEvent)
 		} else if s.core.Dirty() && len(s.mailbox) == 0 {
 			s.step(core.Input{Timer: core.TimerPass})
 		}
@@ -479,9 +471,9 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	}
 }
 
-// rearm moves a virtual-clock timer armed at `at` to next (none when
-// next is zero), leaving it as it is when next has not changed.
-func (s *Scheduler) rearm(t simclock.Timer, at, next time.Time) (simclock.Timer, time.Time) {
+// rearm moves a virtual-clock timer armed at `at` to next, in phase (none
+// when next is zero), leaving it as it is when next has not changed.
+func (s *Scheduler) rearm(t simclock.Timer, at, next time.Time, phase simclock.Phase) (simclock.Timer, time.Time) {
 	if next.Equal(at) {
 		return t, at
 	}
@@ -490,7 +482,7 @@ func (s *Scheduler) rearm(t simclock.Timer, at, next time.Time) (simclock.Timer,
 		t = nil
 	}
 	if !next.IsZero() {
-		t = s.cfg.Clock.NewTimer(next.Sub(s.cfg.Clock.Now()))
+		t = simclock.NewPhasedTimer(s.cfg.Clock, next.Sub(s.cfg.Clock.Now()), phase)
 	}
 	return t, next
 }

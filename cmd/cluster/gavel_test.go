@@ -24,22 +24,7 @@ func TestGavelReplay(t *testing.T) {
 	if !strings.Contains(table, "static_fifo_c8-8-8_n60_seed1") || !strings.Contains(table, "120 of 120 jobs' JCTs equal") {
 		t.Fatalf("the comparison does not show both runs with every JCT equal:\n%s", table)
 	}
-	for _, name := range []string{"static_fifo_c8-8-8_n60_seed1", "static_gandiva_c8-8-8_n60_seed1"} {
-		got, err := os.ReadFile(filepath.Join(out, name+".csv"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		want, err := os.ReadFile(filepath.Join(dir, "runs", name+".csv"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if string(got) != string(want) {
-			t.Errorf("%s.csv differs from the reference's", name)
-		}
-		if _, err := os.Stat(filepath.Join(out, name+".json")); err != nil {
-			t.Errorf("no summary: %v", err)
-		}
-	}
+	sameAsReference(t, dir, out, "static_fifo_c8-8-8_n60_seed1", "static_gandiva_c8-8-8_n60_seed1")
 	for want, args := range map[string][]string{
 		"--policy":    {"--gavel", dir, "--policy", "lottery", "--static", "60", "--offline"},
 		"--cluster":   {"--gavel", dir, "--cluster", "8:8", "--static", "60", "--offline"},
@@ -68,7 +53,14 @@ func TestGavelReplayLive(t *testing.T) {
 	if !strings.Contains(table, "120 of 120 jobs' JCTs equal") {
 		t.Fatalf("the live runs' JCTs are not all the reference's:\n%s", table)
 	}
-	for _, name := range []string{"static_fifo_c8-8-8_n60_seed1", "static_gandiva_c8-8-8_n60_seed1"} {
+	sameAsReference(t, dir, out, "static_fifo_c8-8-8_n60_seed1", "static_gandiva_c8-8-8_n60_seed1")
+}
+
+// sameAsReference checks that out holds NAME.csv, byte for byte the
+// reference run's in dir/runs, and NAME.json, for each name.
+func sameAsReference(t *testing.T, dir, out string, names ...string) {
+	t.Helper()
+	for _, name := range names {
 		got, err := os.ReadFile(filepath.Join(out, name+".csv"))
 		if err != nil {
 			t.Fatal(err)
@@ -78,7 +70,10 @@ func TestGavelReplayLive(t *testing.T) {
 			t.Fatal(err)
 		}
 		if string(got) != string(want) {
-			t.Errorf("%s.csv, run live, differs from the reference's", name)
+			t.Errorf("%s.csv differs from the reference's", name)
+		}
+		if _, err := os.Stat(filepath.Join(out, name+".json")); err != nil {
+			t.Errorf("%s: no summary: %v", name, err)
 		}
 	}
 }

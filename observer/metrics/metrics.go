@@ -24,7 +24,8 @@ type Exporter struct {
 	gpus      map[string]events.GPUStatus
 	alive     map[string]bool
 	// statusAt is when each GPU's status was reported (simulated time),
-	// simNow the latest simulated time of anything heard, and energy each
+	// simNow the scheduler's latest simulated time (its metrics and
+	// snapshots), and energy each
 	// GPU's meter as last exported: the meter runs on between a GPU's
 	// statuses at the power it last reported, and never goes back.
 	statusAt  map[string]time.Time
@@ -110,9 +111,12 @@ func (e *Exporter) OnEvent(ev *events.Decoded, subject string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.events++
-	e.heard(ev.SimTime)
 	switch ev.Type {
 	case events.Type("metrics", "cluster"):
+		// The scheduler's clock moves the meters on, no one else's: a
+		// node's events carry the time it says, which vouches for nothing
+		// beyond its own GPUs.
+		e.heard(ev.SimTime)
 		json.Unmarshal(ev.Data, &e.cluster)
 		e.haveTotal = true
 	case events.Type("gpu", events.GPUStatusType), events.Type("gpu", events.GPUUp):

@@ -195,15 +195,19 @@ func (s *Core) gavelCompletions(ids []int) {
 // finished its steps.
 func (s *Core) gavelCheckRan() {
 	g := s.gavel
-	for j, gpus := range g.want {
-		if g.leaseDone[j] || (j.state == stateRunning && sameGPUs(j.gpus, gpus)) {
-			continue
-		}
-		at := s.now.Sub(g.cfg.Origin).Seconds()
-		s.log.Error("a Gavel task did not run as its round said", zap.String("job", j.id), zap.Strings("gpus", gpus),
-			zap.String("state", j.state), zap.String("reason", j.reason))
-		if g.cfg.Missed != nil {
-			g.cfg.Missed(j.id, at)
+	for _, t := range g.cfg.Driver.Tasks() { // the round ending, in its order (not the map's)
+		for _, id := range t.ID.Members() {
+			j := g.jobs[id]
+			gpus, ok := g.want[j]
+			if !ok || g.leaseDone[j] || (j.state == stateRunning && sameGPUs(j.gpus, gpus)) {
+				continue
+			}
+			at := s.now.Sub(g.cfg.Origin).Seconds()
+			s.log.Error("a Gavel task did not run as its round said", zap.String("job", j.id), zap.Strings("gpus", gpus),
+				zap.String("state", j.state), zap.String("reason", j.reason))
+			if g.cfg.Missed != nil {
+				g.cfg.Missed(j.id, at)
+			}
 		}
 	}
 }

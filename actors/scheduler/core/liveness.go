@@ -400,8 +400,8 @@ func (s *Core) Remains() events.SchedLifecycle {
 // log and as an evt.security.job-minted event.
 func (s *Core) minted(st events.GPUStatus, gj events.GPUJob) {
 	s.publishAll([]ctlCall{{subject: s.cfg.Subjects.GPUCtl(st.Node, st.GPU), ctl: events.Control{Op: events.OpRelease, Jobs: []string{gj.JobID}}, gpu: st.GPU}})
-	if s.mintedSeen == nil {
-		s.mintedSeen = map[string]bool{}
+	if s.mintedSeen == nil || len(s.mintedSeen) >= maxMintedSeen {
+		s.mintedSeen = map[string]bool{} // bounded: a node naming ever new ids is said of again, not remembered for ever
 	}
 	if s.mintedSeen[gj.JobID] {
 		return
@@ -418,6 +418,9 @@ func (s *Core) minted(st events.GPUStatus, gj events.GPUJob) {
 		s.log.Warn("publish failed", zap.String("job", gj.JobID), zap.Error(err))
 	}
 }
+
+// maxMintedSeen bounds the minted job ids remembered so as to be said once.
+const maxMintedSeen = 4096
 
 // adopt re-learns a job a GPU runs that this scheduler does not know (it
 // restarted and lost its records): the GPU kept the job as the scheduler

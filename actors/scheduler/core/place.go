@@ -352,7 +352,7 @@ func (s *Core) stopAnswered(c *call, rep events.ControlReply) {
 	}
 	st.replies[c.index] = rep
 	st.waiting--
-	if gs, ok := s.view.gpus[c.gpu]; ok && rep.OK && rep.Version > 0 && (rep.Incarnation == 0 || rep.Incarnation == gs.status.Incarnation) {
+	if gs, ok := s.view.gpus[c.gpu]; ok && rep.OK && rep.Version > 0 && rep.Incarnation == gs.status.Incarnation {
 		// The GPU's state as of the stop: a status it sent before it (about
 		// another job, still listing this one) is older, not a word on
 		// what it runs now (it would be taken for a stray and released).
