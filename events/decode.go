@@ -44,6 +44,8 @@ func DecodeStrict(data []byte, into any) *model.FieldError {
 	if errors.As(err, &syn) {
 		field := fieldOf(syn.JSONPointer)
 		switch {
+		case errors.Is(syn.Err, jsontext.ErrDuplicateName) && syn.JSONPointer.LastToken() == "":
+			return model.Errorf("body", "a field with an empty name, given twice")
 		case errors.Is(syn.Err, jsontext.ErrDuplicateName):
 			return model.Errorf(field, "given twice: each field may appear once")
 		case field == "":
