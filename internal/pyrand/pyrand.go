@@ -1,6 +1,9 @@
 package pyrand
 
-import "math/bits"
+import (
+	"math"
+	"math/bits"
+)
 
 // MT19937's parameters (Matsumoto and Nishimura 1998): state size n,
 // middle word offset m, and the twist and tempering constants.
@@ -145,25 +148,37 @@ func (r *Rand) Shuffle(count int, swap func(i, j int)) {
 }
 
 // Sample2 is random.sample(population, 2) over a population of size
-// count: the two indices drawn, in order. CPython keeps a pool for small
-// populations (setsize 21 for k = 2: count ≤ 21) and redraws repeats
-// from a set for larger ones; the draws differ, so both are copied.
+// count: the two indices drawn, in order.
 func (r *Rand) Sample2(count int) [2]int {
-	var out [2]int
-	if count <= 21 {
+	s := r.Sample(count, 2)
+	return [2]int{s[0], s[1]}
+}
+
+// Sample is random.sample(population, k) over a population of size count
+// (0 ≤ k ≤ count): the k indices drawn, in order. CPython keeps a pool
+// for small populations and redraws repeats from a set for larger ones;
+// the draws differ, so both are copied. "Small" is its setsize: 21 (the
+// size of a small set's table), plus 4^⌈log₄(3k)⌉ when k > 5.
+func (r *Rand) Sample(count, k int) []int {
+	out := make([]int, k)
+	setsize := 21
+	if k > 5 {
+		setsize += int(math.Pow(4, math.Ceil(math.Log(float64(k*3))/math.Log(4))))
+	}
+	if count <= setsize {
 		pool := make([]int, count)
 		for i := range pool {
 			pool[i] = i
 		}
-		for i := range 2 {
+		for i := range k {
 			j := r.RandBelow(count - i)
 			out[i] = pool[j]
 			pool[j] = pool[count-i-1]
 		}
 		return out
 	}
-	seen := map[int]bool{}
-	for i := range 2 {
+	seen := make(map[int]bool, k)
+	for i := range k {
 		j := r.RandBelow(count)
 		for seen[j] {
 			j = r.RandBelow(count)

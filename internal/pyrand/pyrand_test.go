@@ -51,3 +51,25 @@ func TestShuffleMatchesCPython(t *testing.T) {
 
 // wantShuffle11 is CPython's random.Random(11).shuffle(list(range(8))).
 var wantShuffle11 = []int{1, 0, 2, 5, 3, 4, 6, 7}
+
+// TestSampleMatchesCPython checks random.sample's both ways (a pool for
+// small populations, a set of draws for large ones, the boundary moving
+// with k) against CPython 3.11's random.Random(7).sample(range(n), k),
+// called in this order.
+func TestSampleMatchesCPython(t *testing.T) {
+	r := New(7)
+	cases := []struct {
+		n, k int
+		want []int
+	}{
+		{30, 3, []int{10, 4, 12}},
+		{10, 8, []int{0, 1, 8, 2, 4, 9, 7, 5}},
+		{64, 12, []int{11, 27, 26, 4, 15, 5, 35, 62, 3, 52, 36, 7}},
+		{200, 6, []int{57, 161, 160, 149, 15, 147}},
+	}
+	for _, c := range cases {
+		if got := r.Sample(c.n, c.k); !slices.Equal(got, c.want) {
+			t.Errorf("sample(range(%d), %d) = %v, CPython %v", c.n, c.k, got, c.want)
+		}
+	}
+}

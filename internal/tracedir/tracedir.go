@@ -1,5 +1,5 @@
 // Package tracedir finds the public traces for tests and benchmarks (the
-// openb trace, the Pollux and Gavel artifacts' data): in
+// openb trace, the Pollux, Gavel and PAL artifacts' data): in
 // $GPUSCHED_TRACES, or in ../shared/traces beside the repository (where
 // CI has it). Never copy the trace into the project.
 package tracedir
@@ -57,6 +57,14 @@ func Gavel(t testing.TB) string {
 	t.Helper()
 	return find(t, "gavel", "MODEL.md", "the Gavel data is not here: put it in ../shared/traces/gavel or set GPUSCHED_TRACES "+
 		"(github.com/stanford-futuredata/gavel: scheduler/simulation_throughputs.json and job_table.py, with MODEL.md and the reference runs/)")
+}
+
+// PAL returns the PAL artifact's data folder (data/, runs/, MODEL.md),
+// or skips t with a message saying where to get it.
+func PAL(t testing.TB) string {
+	t.Helper()
+	return find(t, "pal", "MODEL.md", "the PAL data is not here: put it in ../shared/traces/pal or set GPUSCHED_TRACES "+
+		"(github.com/hal-uw/blox-pal, branch artifact: workload-traces/philly/, aggregated_data/sim/, profiles.json, with MODEL.md and the reference runs/)")
 }
 
 // find returns the folder sub of the traces that holds marker, or skips t
