@@ -2,6 +2,7 @@ package pal
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -133,4 +134,95 @@ func ReadJobs(path string) (map[int]float64, error) {
 		}
 	}
 	return out, nil
+}
+
+// ShortName is a placement's short artifact name as the reference runs'
+// file names spell it (PAL, PMFirst, PackedS, PackedNS, RandomS,
+// RandomNS).
+func ShortName(placement string) string {
+	return strings.NewReplacer("Default-", "", "-", "").Replace(ArtifactPlacement(placement))
+}
+
+// RunName names a run of workload n under c as the reference runs are
+// named (w1_fifo_PAL), with what differs from the artifact's defaults
+// appended: _lf2.5 (locality), _ps7 (profile seed), _ws3 (workload
+// seed), _t6-59 (tracked ids, when not 0-159).
+func RunName(n int, c Config) string {
+	name := fmt.Sprintf("w%d_%s_%s", n, c.Queue, ShortName(c.Placement))
+	def := Defaults()
+	if c.Locality != def.Locality {
+		name += "_lf" + strconv.FormatFloat(c.Locality, 'f', -1, 64)
+	}
+	if c.ProfileSeed != def.ProfileSeed {
+		name += fmt.Sprintf("_ps%d", c.ProfileSeed)
+	}
+	if c.WorkloadSeed != def.WorkloadSeed {
+		name += fmt.Sprintf("_ws%d", c.WorkloadSeed)
+	}
+	if c.TrackStart != def.TrackStart || c.TrackEnd != def.TrackEnd {
+		name += fmt.Sprintf("_t%d-%d", c.TrackStart, c.TrackEnd)
+	}
+	return name
+}
+
+// FindReference is the reference run of workload n with configuration c
+// among refs (nil when there is none).
+func FindReference(refs []Reference, n int, c Config) *Reference {
+	for i, r := range refs {
+		rc := r.Config
+		if r.Workload == n && rc.Placement == c.Placement && rc.Queue == c.Queue && rc.Locality == c.Locality &&
+			rc.ProfileSeed == c.ProfileSeed && rc.WorkloadSeed == c.WorkloadSeed && rc.TrackStart == c.TrackStart &&
+			rc.TrackEnd == c.TrackEnd && rc.Machines == c.Machines && rc.PerMachine == c.PerMachine && c.Profile == nil {
+			return &refs[i]
+		}
+	}
+	return nil
+}
+
+// Summary is a run's summary file, in the keys of the reference runs'
+// NAME.summary.json.
+type Summary struct {
+	Name        string  `json:"name"`
+	Trace       string  `json:"trace"`
+	Tracked     [2]int  `json:"tracked_jobs"`
+	Jobs        int     `json:"n_jobs"`
+	Scheduler   string  `json:"scheduler"`
+	Placement   string  `json:"placement"`
+	Locality    float64 `json:"locality_penalty"`
+	Cluster     string  `json:"cluster"`
+	ProfileSeed uint64  `json:"profile_seed"`
+	WorkSeed    uint64  `json:"workload_seed"`
+	RoundS      float64 `json:"round_s"`
+	AvgJCT      float64 `json:"avg_jct_s"`
+	P99JCT      float64 `json:"p99_jct_s_artifact"`
+	MedianJCT   float64 `json:"median_jct_s"`
+	Makespan    float64 `json:"makespan_s"`
+	LastFinish  float64 `json:"last_finish_s"`
+	Rounds      int     `json:"sim_rounds"`
+	Utilisation float64 `json:"gpu_util_mean"`
+	Wall        float64 `json:"wall_s"`
+}
+
+// NewSummary is r's summary as run name on workload n, taking wall
+// seconds.
+func NewSummary(name string, n int, r *Result, wall float64) Summary {
+	c := r.Config
+	return Summary{Name: name, Trace: fmt.Sprintf("workload-%d", n), Tracked: [2]int{c.TrackStart, c.TrackEnd}, Jobs: len(r.Jobs),
+		Scheduler: ArtifactQueue(c.Queue), Placement: ArtifactPlacement(c.Placement), Locality: c.Locality,
+		Cluster: fmt.Sprintf("%dx%d", c.Machines, c.PerMachine), ProfileSeed: c.ProfileSeed, WorkSeed: c.WorkloadSeed, RoundS: Round,
+		AvgJCT: r.AvgJCT, P99JCT: r.P99JCT, MedianJCT: r.MedianJCT, Makespan: r.Makespan, LastFinish: r.LastFinish,
+		Rounds: r.Rounds, Utilisation: r.Utilisation, Wall: wall}
+}
+
+// ReadSummary reads a run's NAME.summary.json.
+func ReadSummary(path string) (Summary, error) {
+	var s Summary
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return s, err
+	}
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return s, fmt.Errorf("%s: %w", path, err)
+	}
+	return s, nil
 }

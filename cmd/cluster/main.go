@@ -115,6 +115,8 @@ func runMain(args []string, stdout io.Writer) int {
 			err = polluxCommand(args)
 		} else if hasValueFlag(args, "gavel") {
 			err = gavelCommand(args)
+		} else if hasValueFlag(args, "pal") {
+			err = palCommand(args)
 		} else {
 			err = replayCommand(args)
 		}
@@ -123,6 +125,8 @@ func runMain(args []string, stdout io.Writer) int {
 			err = polluxCompareCommand(args)
 		} else if hasValueFlag(args, "gavel") {
 			err = gavelCompareCommand(args)
+		} else if hasValueFlag(args, "pal") {
+			err = palCompareCommand(args)
 		} else {
 			err = timedCommand("compare", args)
 		}
