@@ -7,10 +7,6 @@ import (
 	"github.com/gpusched/gpusched/internal/pyrand"
 )
 
-// chooser picks n of the free GPUs (ascending ids) for a job of class
-// class, or nil when it cannot place it.
-type chooser func(free []int, class, n int) []int
-
 // topology is the cluster's layout: GPU g is on node g / perNode.
 type topology struct{ perNode int }
 

@@ -155,3 +155,30 @@ func itoa(i int) string { return strconv.Itoa(i) }
 
 // ulp is the gap between x and the next float64 above it.
 func ulp(x float64) float64 { return math.Nextafter(x, math.Inf(1)) - x }
+
+// TestWrittenProfileReadsBack writes a drawn profile with its levels and
+// reads it back: the same multipliers bit for bit, the levels ranked.
+func TestWrittenProfileReadsBack(t *testing.T) {
+	_, data := load(t)
+	p := DrawProfile(data, pyrand.New(7), 64)
+	var buf bytes.Buffer
+	if err := WriteProfile(&buf, p, NewLevels(p), 4); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "profile.csv")
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	back, err := ReadProfile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for g := range p {
+		if back[g] != p[g] {
+			t.Fatalf("GPU %d: wrote %v, read %v", g, p[g], back[g])
+		}
+	}
+	if !bytes.Contains(buf.Bytes(), []byte(",level_classD\n")) {
+		t.Errorf("header lacks the level columns: %s", bytes.SplitN(buf.Bytes(), []byte("\n"), 2)[0])
+	}
+}

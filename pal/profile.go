@@ -1,9 +1,12 @@
 package pal
 
 import (
+	"bufio"
 	"fmt"
+	"io"
 	"math"
 	"slices"
+	"strconv"
 
 	"github.com/gpusched/gpusched/internal/pyrand"
 )
@@ -226,4 +229,41 @@ func kmeans1D(sorted []float64, k int) []int {
 		j = from[g][j]
 	}
 	return bounds
+}
+
+// WriteProfile writes p and its levels in the columns of the artifact
+// copy's profile_seed42.csv (GPU_ID, Node_ID, PerfVar_* per class, sf_*
+// and level_* per class, level 0 the fastest), GPUs perNode to a node.
+func WriteProfile(w io.Writer, p Profile, lv Levels, perNode int) error {
+	bw := bufio.NewWriter(w)
+	fmt.Fprint(bw, "GPU_ID,Node_ID")
+	for _, c := range Classes {
+		fmt.Fprintf(bw, ",PerfVar_%s", c)
+	}
+	for _, c := range Classes {
+		fmt.Fprintf(bw, ",sf_%s,level_%s", c, c)
+	}
+	fmt.Fprintln(bw)
+	var ranks [NumClasses]map[float64]int
+	for c := range NumClasses {
+		levels := slices.Clone(lv.Factor[c])
+		slices.Sort(levels)
+		levels = slices.Compact(levels)
+		ranks[c] = map[float64]int{}
+		for i, s := range levels {
+			ranks[c][s] = i
+		}
+	}
+	for g, m := range p {
+		fmt.Fprintf(bw, "%d,%d", g, g/perNode)
+		for c := range NumClasses {
+			fmt.Fprintf(bw, ",%s", strconv.FormatFloat(m[c], 'g', 17, 64))
+		}
+		for c := range NumClasses {
+			s := lv.Factor[c][g]
+			fmt.Fprintf(bw, ",%s,%d", strconv.FormatFloat(s, 'g', 17, 64), ranks[c][s])
+		}
+		fmt.Fprintln(bw)
+	}
+	return bw.Flush()
 }

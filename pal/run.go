@@ -165,8 +165,16 @@ func NewDriver(data *Data, trace []TraceJob, c Config) (*Driver, error) {
 	return d, nil
 }
 
-// Profile is the run's variability profile; Levels its performance
-// levels.
+// ProfileOf is the variability profile a run under c uses: c.Profile,
+// or the one drawn from c.ProfileSeed.
+func ProfileOf(data *Data, c Config) Profile {
+	if c.Profile != nil {
+		return slices.Clone(c.Profile)
+	}
+	return DrawProfile(data, pyrand.New(c.ProfileSeed), c.Machines*c.PerMachine)
+}
+
+// Profile is the run's variability profile.
 func (d *Driver) Profile() Profile { return d.profile }
 
 // Levels are the run's performance levels (§5.1).

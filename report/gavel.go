@@ -122,15 +122,8 @@ const KindGavelSweep Kind = "gavel-sweep"
 
 // gavelSweep draws a sweep's mean JCT against the input rate, a line per
 // policy (the paper's Figure 8), and copies sweep.csv.
-func gavelSweep(in, out string, opt Options, w *Written) error {
+func gavelSweep(in, out string, rows [][]string, opt Options, w *Written) error {
 	path := filepath.Join(in, "sweep.csv")
-	var rows [][]string
-	if err := readFile(path, func(r io.Reader) (err error) { rows, err = csv.NewReader(r).ReadAll(); return }); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	if len(rows) < 2 {
-		return fmt.Errorf("%s: no rows under the header", path)
-	}
 	col := map[string]int{}
 	for i, name := range rows[0] {
 		col[name] = i

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -24,6 +25,9 @@ type Options struct {
 	// Pollux is the Pollux data folder (its results-jobload), whose
 	// published JCTs are drawn beside a Pollux replay's.
 	Pollux string
+	// PAL is the PAL data folder (its runs/), whose reference runs are
+	// drawn beside a PAL replay's.
+	PAL string
 	// Log, when set, gets one line per file written.
 	Log io.Writer
 }
@@ -60,8 +64,20 @@ func Make(in, out string, opt Options) (*Written, error) {
 		return w, recording(in, out, opt, w)
 	}
 	if _, err := os.Stat(filepath.Join(in, "sweep.csv")); err == nil {
+		path := filepath.Join(in, "sweep.csv")
+		var rows [][]string
+		if err := readFile(path, func(r io.Reader) (err error) { rows, err = csv.NewReader(r).ReadAll(); return }); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		if len(rows) < 2 {
+			return nil, fmt.Errorf("%s: no rows under the header", path)
+		}
+		if slices.Contains(rows[0], "locality_penalty") {
+			w.Kind = KindPALSweep
+			return w, palSweep(in, out, rows, opt, w)
+		}
 		w.Kind = KindGavelSweep
-		return w, gavelSweep(in, out, opt, w)
+		return w, gavelSweep(in, out, rows, opt, w)
 	}
 	if files, _ := filepath.Glob(filepath.Join(in, "gavel-*.csv")); len(files) > 0 {
 		w.Kind = KindGavel
@@ -71,6 +87,10 @@ func Make(in, out string, opt Options) (*Written, error) {
 		w.Kind = KindCompare
 		return w, compare(in, out, jobs, opt, w)
 	}
+	if files := palFiles(in); len(files) > 0 {
+		w.Kind = KindPAL
+		return w, palReport(in, out, files, opt, w)
+	}
 	if files := polluxFiles(in); len(files) > 0 {
 		w.Kind = KindPollux
 		return w, polluxReport(in, out, files, opt, w)
@@ -79,7 +99,7 @@ func Make(in, out string, opt Options) (*Written, error) {
 		w.Kind = KindReplay
 		return w, replayCurves(in, out, curves, opt, w)
 	}
-	return nil, fmt.Errorf("%s: neither a recording nor an output folder of cluster compare (jobs-<policy>.csv, or gavel-<policy>-<seed>.csv with --gavel) or cluster replay (with --pollux: workload-N_<policy>_<load>.csv) (<workload>_<policy>_<seed>.csv)", in)
+	return nil, fmt.Errorf("%s: neither a recording nor an output folder of cluster compare (jobs-<policy>.csv, or gavel-<policy>-<seed>.csv with --gavel) or cluster replay (with --pollux: workload-N_<policy>_<load>.csv; with --pal: NAME.jobs.csv) (<workload>_<policy>_<seed>.csv)", in)
 }
 
 func (w *Written) write(opt Options, path string, fill func(f *os.File) error) error {

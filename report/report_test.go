@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"image/png"
 	"os"
 	"path/filepath"
@@ -304,4 +305,45 @@ func TestAPolluxReplayFolderIsDrawn(t *testing.T) {
 		t.Fatalf("kind %s, want pollux", w.Kind)
 	}
 	checkPNGs(t, w, "jct-cdf.png", "avg-jct-by-workload.png", "workload-1_tiresias_1.0.csv")
+}
+
+// TestAPALReplayFolderIsDrawn (issue 44): a cluster replay --pal folder
+// gets the JCT CDF of each run and a heat map per class of its profile;
+// a cluster compare --pal sweep gets the normalised JCT by locality.
+func TestAPALReplayFolderIsDrawn(t *testing.T) {
+	in, out := t.TempDir(), t.TempDir()
+	profile := "GPU_ID,Node_ID,PerfVar_classA,PerfVar_classB,PerfVar_classC,PerfVar_classD,sf_classA,level_classA,sf_classB,level_classB,sf_classC,level_classC,sf_classD,level_classD\n"
+	for g := range 8 {
+		profile += fmt.Sprintf("%d,%d,%g,1,1,1,1,%d,1,0,1,0,1,0\n", g, g/4, 0.9+0.1*float64(g), g/6)
+	}
+	for name, text := range map[string]string{
+		"w1_fifo_PAL.jobs.csv":     "job_id,submit_s,finish_s,jct_s,num_gpus,model,perfclass,iter_time_s,total_iters,nominal_runtime_s,last_pm_penalty,last_locality_penalty\r\n6,421.0,1080,659.0,1,vgg19,classC,0.300610341,64.0,19.239062,0.98,1.0\r\n7,466.0,1440,974.0,16,PointNet,classD,0.28125,1042.0,293.0625,1.0,1.7\r\n",
+		"w1_fifo_PMFirst.jobs.csv": "job_id,submit_s,finish_s,jct_s,num_gpus,model,perfclass,iter_time_s,total_iters,nominal_runtime_s,last_pm_penalty,last_locality_penalty\r\n6,421.0,1440,1019.0,1,vgg19,classC,0.300610341,64.0,19.239062,0.98,1.0\r\n",
+		"profile-seed-42.csv":      profile,
+	} {
+		if err := os.WriteFile(filepath.Join(in, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w, err := report.Make(in, out, report.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.Kind != report.KindPAL {
+		t.Fatalf("kind %s, want pal", w.Kind)
+	}
+	checkPNGs(t, w, "jct-cdf.png", "profile-seed-42-classA.png", "profile-seed-42-classD.png", "w1_fifo_PAL.jobs.csv")
+
+	in, out = t.TempDir(), t.TempDir()
+	sweep := "locality_penalty,policy,geomean_avg_jct_normalised\n1,pal,0.64\n3,pal,0.63\n1,packed-nonsticky,1\n3,packed-nonsticky,1\n"
+	if err := os.WriteFile(filepath.Join(in, "sweep.csv"), []byte(sweep), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if w, err = report.Make(in, out, report.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if w.Kind != report.KindPALSweep {
+		t.Fatalf("kind %s, want pal-sweep", w.Kind)
+	}
+	checkPNGs(t, w, "jct-by-locality.png", "sweep.csv")
 }

@@ -157,7 +157,10 @@ DIR/runs (job_id,submit_s,finish_s,jct_s,num_gpus,model,perfclass,
 iter_time_s,total_iters,nominal_runtime_s,last_pm_penalty,
 last_locality_penalty) and NAME.summary.json, NAME as the reference names
 its runs (w1_fifo_PAL) with what differs from the artifact's defaults
-appended (_lf2.5, _ps7, _ws3, _t6-59). --compare sets each run beside the
+appended (_lf2.5, _ps7, _ws3, _t6-59), and profile-seed-S.csv, the
+variability profile and its performance levels in the columns of
+DIR/data/profile_seed42.csv. observer report draws the folder (JCT CDFs,
+the reference's dashed beneath, and the profile's heat maps). --compare sets each run beside the
 reference run of the same configuration in DIR/runs: how many JCTs are
 equal (within 1e-6 s) and both summaries. Ctrl-C stops; the runs that
 finished are kept and tabled.
@@ -257,6 +260,9 @@ flags:
 			if err := writePALRun(*out, r); err != nil {
 				return err
 			}
+			if err := writePALProfile(*out, data, r.cfg); err != nil {
+				return err
+			}
 		}
 		if len(runs) > 1 {
 			fmt.Fprintf(os.Stderr, "pal: %s done in %s (%d of %d)\n", r.name, r.took.Round(time.Millisecond), i+1, len(runs))
@@ -288,6 +294,17 @@ func writePALRun(dir string, r *palRun) error {
 		enc.SetIndent("", " ")
 		return enc.Encode(pal.NewSummary(r.name, r.workload, r.res, r.took.Seconds()))
 	})
+}
+
+// writePALProfile writes the run's variability profile and levels as
+// profile-seed-S.csv (once per seed: every run with the seed has it).
+func writePALProfile(dir string, data *pal.Data, c pal.Config) error {
+	path := filepath.Join(dir, fmt.Sprintf("profile-seed-%d.csv", c.ProfileSeed))
+	if _, err := os.Stat(path); err == nil {
+		return nil
+	}
+	p := pal.ProfileOf(data, c)
+	return writeFile(path, func(f *os.File) error { return pal.WriteProfile(f, p, pal.NewLevels(p), c.PerMachine) })
 }
 
 // palEqual counts r's JCTs equal to the reference's (within 1e-6 s) and

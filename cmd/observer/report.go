@@ -17,12 +17,19 @@ of cluster compare (jobs-<policy>.csv, series-<policy>.csv), of cluster
 compare --gavel (gavel-<policy>-<seed>.csv: JCT and finish-time fairness ρ
 CDFs per policy), of cluster replay --pollux (workload-N_<policy>_<load>.csv:
 the JCT CDF and each workload's average JCT, the published ones dashed
-beneath) or of cluster replay (<workload>_<policy>_<seed>.csv).
+beneath), of cluster replay --pal (NAME.jobs.csv: the JCT CDF of each run,
+the artifact's run dashed beneath, and a heat map per class of the
+variability profile with each GPU's performance level), of cluster compare
+--pal (sweep.csv: the normalised average JCT by locality penalty) or of
+cluster replay (<workload>_<policy>_<seed>.csv).
 DIR gets summary.txt, summary.json, the per-job CSV and PNG plots.
 
   --pollux DIR      the Pollux data folder (results-jobload), drawn beside a
                     Pollux replay's; by default $GPUSCHED_TRACES/pollux or
                     ../shared/traces/pollux
+  --pal DIR         the PAL data folder (runs/), whose reference runs are
+                    drawn beside a PAL replay's; by default
+                    $GPUSCHED_TRACES/pal or ../shared/traces/pal
   --published DIR   the FGD paper's results (fgd-expected-results), drawn
                     dashed beside a replay's curves; by default looked for
                     in $GPUSCHED_TRACES and ../shared/traces/alibaba-openb
@@ -47,14 +54,22 @@ func publishedDir() string {
 
 // polluxDataDir finds the Pollux data folder beside the project, as
 // publishedDir finds the FGD paper's results ("" when absent).
-func polluxDataDir() string {
+func polluxDataDir() string { return dataDir("pollux", "results-jobload") }
+
+// palDataDir finds the PAL data folder beside the project ("" when
+// absent).
+func palDataDir() string { return dataDir("pal", "runs") }
+
+// dataDir is the traces folder's sub (in $GPUSCHED_TRACES, or
+// ../shared/traces) when it holds marker, or "".
+func dataDir(sub, marker string) string {
 	var dirs []string
 	if d := os.Getenv("GPUSCHED_TRACES"); d != "" {
-		dirs = append(dirs, filepath.Join(d, "pollux"))
+		dirs = append(dirs, filepath.Join(d, sub))
 	}
-	dirs = append(dirs, filepath.Join("..", "shared", "traces", "pollux"))
+	dirs = append(dirs, filepath.Join("..", "shared", "traces", sub))
 	for _, d := range dirs {
-		if _, err := os.Stat(filepath.Join(d, "results-jobload")); err == nil {
+		if _, err := os.Stat(filepath.Join(d, marker)); err == nil {
 			return d
 		}
 	}
@@ -67,6 +82,7 @@ func reportCommand(args []string) int {
 	out := fs.String("out", "", "folder to write the report into")
 	published := fs.String("published", "", "the FGD paper's results folder (fgd-expected-results)")
 	polluxDir := fs.String("pollux", "", "the Pollux data folder, whose published JCTs are drawn beside a --pollux replay's")
+	palDir := fs.String("pal", "", "the PAL data folder, whose reference runs are drawn beside a --pal replay's")
 	// The run may come before or after the flags.
 	var inputs []string
 	for {
@@ -98,7 +114,11 @@ func reportCommand(args []string) int {
 	if px == "" {
 		px = polluxDataDir()
 	}
-	w, err := report.Make(inputs[0], *out, report.Options{Published: pub, Pollux: px, Log: os.Stderr})
+	pd := *palDir
+	if pd == "" {
+		pd = palDataDir()
+	}
+	w, err := report.Make(inputs[0], *out, report.Options{Published: pub, Pollux: px, PAL: pd, Log: os.Stderr})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "observer report:", err)
 		return 1
