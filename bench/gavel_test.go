@@ -28,3 +28,23 @@ func TestGavelRowsTimeTheReferenceRuns(t *testing.T) {
 		t.Fatalf("rows: %+v, want the static FIFO run offline and live with 60 of 60 JCTs equal and the paper's run skipped in --quick", table.Rows)
 	}
 }
+
+// TestPALRowsTimeTheReferenceRuns (issue 44): the PAL rows time two
+// reference runs offline, each reproducing every JCT (the verdict is a
+// speed target and depends on the machine), and say the live run is not
+// built.
+func TestPALRowsTimeTheReferenceRuns(t *testing.T) {
+	dir := tracedir.PAL(t)
+	var table Table
+	o := Options{Quick: true, Traces: filepath.Join(dir, "..", "alibaba-openb")}
+	if err := palRows(&table, o, func(string, ...any) {}); err != nil {
+		t.Fatal(err)
+	}
+	if len(table.Rows) != 3 || !strings.Contains(table.Rows[0].Figure, "54 of 54 JCTs equal") ||
+		!strings.Contains(table.Rows[1].Figure, "160 of 160 JCTs equal") || !strings.Contains(table.Rows[2].Figure, "not built") {
+		t.Fatalf("rows: %+v", table.Rows)
+	}
+	for _, r := range table.Rows {
+		t.Logf("%s: %s", r.Case, r.Figure)
+	}
+}

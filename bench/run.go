@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sync"
 	"time"
 
@@ -21,6 +22,7 @@ import (
 	"github.com/gpusched/gpusched/gavel"
 	"github.com/gpusched/gpusched/model"
 	"github.com/gpusched/gpusched/openb"
+	"github.com/gpusched/gpusched/pal"
 	"github.com/gpusched/gpusched/policy"
 	"github.com/gpusched/gpusched/pollux"
 	"github.com/gpusched/gpusched/replay"
@@ -620,6 +622,72 @@ func gavelRows(t *Table, o Options, say func(string, ...any)) error {
 	return nil
 }
 
+// palSpeedUp is how many times faster than the PAL artifact's simulator
+// (its runs' own wall_s, on this machine) ours is to run offline (issue
+// 44).
+const palSpeedUp = 50
+
+// palRows times the PAL simulation offline on two reference runs — the
+// first windowed one (w1_fifo_PAL, mean of 10) and a full 160-job one
+// (w4_full_fifo_PAL) — each against the artifact's time for it, and
+// checks every JCT equals the artifact's.
+func palRows(t *Table, o Options, say func(string, ...any)) error {
+	const sec = "6 replay"
+	dir := filepath.Join(o.Traces, "..", "pal")
+	data, err := pal.LoadData(dir)
+	if err != nil {
+		t.skip(sec, "pal, offline", err.Error())
+		return nil
+	}
+	refs, err := pal.ReadConfigs(dir)
+	if err != nil {
+		return err
+	}
+	for _, name := range []string{"w1_fifo_PAL", "w4_full_fifo_PAL"} {
+		i := slices.IndexFunc(refs, func(r pal.Reference) bool { return r.Name == name })
+		if i < 0 {
+			t.skip(sec, "pal "+name+", offline", "not in runs/configs.txt")
+			continue
+		}
+		ref := refs[i]
+		trace, err := pal.ReadTrace(pal.TracePath(dir, ref.Workload), data.Models)
+		if err != nil {
+			return err
+		}
+		want, err := pal.ReadJobs(filepath.Join(dir, "runs", name+".jobs.csv"))
+		if err != nil {
+			return err
+		}
+		sum, err := pal.ReadSummary(filepath.Join(dir, "runs", name+".summary.json"))
+		if err != nil {
+			return err
+		}
+		const runs = 10
+		say("pal %s, offline ×%d", name, runs)
+		var res *pal.Result
+		start := time.Now()
+		for range runs {
+			if res, err = pal.Run(context.Background(), data, trace, ref.Config); err != nil {
+				return err
+			}
+		}
+		each := time.Since(start) / runs
+		equal := 0
+		for _, j := range res.Jobs {
+			if w, ok := want[j.ID]; ok && math.Abs(w-j.JCT) <= 1e-6 {
+				equal++
+			}
+		}
+		refWall := time.Duration(sum.Wall * float64(time.Second))
+		t.add(sec, fmt.Sprintf("pal %s, offline (mean of %d)", name, runs),
+			fmt.Sprintf("%s (the artifact's simulator: %s, ×%s; %d of %d JCTs equal)", each.Round(10*time.Microsecond), refWall.Round(100*time.Millisecond),
+				thousands(float64(refWall)/float64(each)), equal, len(want)),
+			fmt.Sprintf("≥ %d× faster, every JCT equal", palSpeedUp), ok(each*palSpeedUp <= refWall && equal == len(want) && len(res.Jobs) == len(want)))
+	}
+	t.skip(sec, "pal, live", "the live PAL run is not built yet")
+	return nil
+}
+
 func replaySection(ctx context.Context, t *Table, o Options, say func(string, ...any)) error {
 	const sec = "6 replay"
 	if o.openb.err != nil {
@@ -650,6 +718,9 @@ func replaySection(ctx context.Context, t *Table, o Options, say func(string, ..
 		return err
 	}
 	if err := polluxRows(t, o, say); err != nil {
+		return err
+	}
+	if err := palRows(t, o, say); err != nil {
 		return err
 	}
 	if o.Quick {
