@@ -55,6 +55,10 @@ type Config struct {
 	// jobs at its rates and the scheduler places them as its pairs allow
 	// (core.Config.Throughputs). Nil: typed jobs are refused.
 	Throughputs *model.ThroughputTable
+	// LocalityPenalty is the multiplier on the iteration time of a job
+	// with a perf_class whose GPUs span nodes (core.Config.LocalityPenalty;
+	// the GPUs' own paces are in Shape: model.GPUSpec.Variability).
+	LocalityPenalty float64
 	// Round names the scheduler's round (policy.Round) and RoundEvery its
 	// period of simulated time; no round when RoundEvery is zero.
 	Round      string
@@ -413,7 +417,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		gpuLease, lease = 0, -1
 	}
 	schedCfg := scheduler.Config{Conn: schedConn, Clock: c.Clock, Journal: c.journal, Config: core.Config{Subjects: subjects, Logger: log,
-		Policy: cfg.Policy, Queue: cfg.Queue, Admit: admitOf(cfg.TenantLimits), TenantRate: cfg.TenantRate, TenantBurst: cfg.TenantBurst, Preempt: cfg.Preempt, Filters: cfg.Filters, Oversubscribe: cfg.Oversubscribe, Round: cfg.Round, RoundEvery: cfg.RoundEvery, Training: cfg.Training, Gavel: cfg.Gavel, Throughputs: cfg.Throughputs, VRAMModel: cfg.VRAMModel, StarvationAge: cfg.StarvationAge, Seed: int64(cfg.Seed),
+		Policy: cfg.Policy, Queue: cfg.Queue, Admit: admitOf(cfg.TenantLimits), TenantRate: cfg.TenantRate, TenantBurst: cfg.TenantBurst, Preempt: cfg.Preempt, Filters: cfg.Filters, Oversubscribe: cfg.Oversubscribe, Round: cfg.Round, RoundEvery: cfg.RoundEvery, Training: cfg.Training, Gavel: cfg.Gavel, Throughputs: cfg.Throughputs, LocalityPenalty: cfg.LocalityPenalty, VRAMModel: cfg.VRAMModel, StarvationAge: cfg.StarvationAge, Seed: int64(cfg.Seed),
 		NodeRank: cfg.NodeRank, Workload: cfg.Workload, DropUnschedulable: cfg.DropUnschedulable, MetricsPeriod: cfg.MetricsPeriod,
 		Lease: lease, Restored: restored}, Trace: cfg.SchedulerTrace}
 	if c.virtual != nil && c.journal == nil && cfg.Chaos != nil && cfg.Chaos.Rates[events.ChaosKillScheduler] > 0 {

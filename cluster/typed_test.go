@@ -118,3 +118,52 @@ func TestTypedJobsRunAtTheTablesRates(t *testing.T) {
 		t.Errorf("a-k80's work is %v, want 1000 steps", j.WorkS)
 	}
 }
+
+// TestAGangRunsAtItsSlowestGPUsPace (issue 44): on GPUs that carry their
+// own pace per application class (model.GPUSpec.Variability), a job of
+// that class runs at the pace of the slowest GPU of its gang; a job of
+// another class, or of none, at the model's. Times follow by hand.
+func TestAGangRunsAtItsSlowestGPUsPace(t *testing.T) {
+	shape, err := model.ParseGPUs("2xV100-16GB,2xV100-16GB")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(shape.Nodes) != 2 {
+		t.Fatalf("shape %+v: want two nodes", shape)
+	}
+	// node 0: one median GPU and one twice as slow for classA; node 1:
+	// both 1.25× slower for classA.
+	shape.Nodes[0].GPUs[0].Variability = map[string]float64{"classA": 1}
+	shape.Nodes[0].GPUs[1].Variability = map[string]float64{"classA": 2}
+	shape.Nodes[1].GPUs[0].Variability = map[string]float64{"classA": 1.25}
+	shape.Nodes[1].GPUs[1].Variability = map[string]float64{"classA": 1.25}
+	n0, n1 := shape.Nodes[0].ID, shape.Nodes[1].ID
+	body := func(v map[string]any) []byte {
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	arrivals := []jobgen.Arrival{
+		{At: 0, Name: "a-slow", Body: body(map[string]any{"name": "a-slow", "duration": "100s", "gpus": 2, "vram": "8GB", "perf_class": "classA", "node": n0})},
+		{At: 0, Name: "a-n1", Body: body(map[string]any{"name": "a-n1", "duration": "100s", "gpus": 2, "vram": "8GB", "perf_class": "classA", "node": n1})},
+		{At: 200 * time.Second, Name: "b-n0", Body: body(map[string]any{"name": "b-n0", "duration": "100s", "gpus": 2, "vram": "8GB", "perf_class": "classB", "node": n0})},
+		{At: 200 * time.Second, Name: "plain-n1", Body: body(map[string]any{"name": "plain-n1", "duration": "100s", "gpus": 2, "vram": "8GB", "node": n1})},
+	}
+	res, err := sim.Run(context.Background(), sim.Config{Shape: shape, Policy: "binpack", Arrivals: arrivals})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]sim.JobResult{}
+	for _, j := range res.Jobs {
+		got[j.Name] = j
+	}
+	speed := shape.Nodes[0].GPUs[0].Model.Speed
+	for name, ran := range map[string]float64{"a-slow": 200, "a-n1": 125, "b-n0": 100, "plain-n1": 100} {
+		j := got[name]
+		if want := ran / speed; j.State != "completed" || math.Abs(j.End-j.Start-want) > 1e-6 {
+			t.Errorf("%s: %s, ran %v–%v s, want %v s", name, j.State, j.Start, j.End, want)
+		}
+	}
+}

@@ -262,6 +262,9 @@ type GPUStatus struct {
 	// Training is the state of the training job the change took off the
 	// GPU (completed, preempted, released), stepped to when it left.
 	Training *model.TrainingState `json:"training,omitempty"`
+	// Variability is the GPU's own pace per application class
+	// (model.GPUSpec.Variability; absent: none), vouched for by its node.
+	Variability map[string]float64 `json:"variability,omitempty"`
 }
 
 // EndedJob is a job that left a GPU: how ("completed", "fenced",
@@ -570,6 +573,12 @@ type Assignment struct {
 	// GPU (one replica): the GPU steps the job's model instead of
 	// counting WorkS.
 	Training *TrainingPart `json:"training,omitempty"`
+	// Pace is the gang's iteration-time multiplier on its GPUs: the
+	// slowest GPU's multiplier for the job's perf_class × the locality
+	// penalty when the gang spans nodes (model.GangSlowdown), the same on
+	// every GPU of the gang. The GPU runs the job at its rate ÷ Pace. 0:
+	// 1 (no variability).
+	Pace float64 `json:"pace,omitempty"`
 }
 
 // TrainingPart is a distributed training job's part on one GPU: the job,

@@ -74,6 +74,10 @@ type SubmitRequest struct {
 	// nanoseconds (it must be the clock's now to the nanosecond): Gavel's
 	// arrivals are floats, and its decisions read them.
 	ArrivalS *float64 `json:"arrival_s,omitempty"`
+	// PerfClass is the job's application class for GPU variability
+	// (model.Job.PerfClass): on GPUs carrying a multiplier for it the job
+	// runs at the pace of the slowest of them.
+	PerfClass string `json:"perf_class,omitempty"`
 }
 
 // Bounds of a submission's fields: what no real job needs, so that no
@@ -190,6 +194,12 @@ func (r *SubmitRequest) Job() (model.Job, *model.FieldError) {
 	}
 	if len(r.Models) > 0 {
 		job.Models = append([]string(nil), r.Models...)
+	}
+	if r.PerfClass != "" {
+		if len(r.PerfClass) > MaxNameBytes || !model.ValidToken(r.PerfClass) {
+			return model.Job{}, model.Errorf("perf_class", "%q is not an application class: letters, digits, - and _ only (PAL's are classA to classD)", clip(r.PerfClass))
+		}
+		job.PerfClass = r.PerfClass
 	}
 	if r.JobID != "" && (len(r.JobID) > MaxJobIDBytes || !model.ValidToken(r.JobID)) {
 		return model.Job{}, model.Errorf("job_id", "%q is not a job id: letters, digits, - and _ only, at most %d of them (a UUID will do)", clip(r.JobID), MaxJobIDBytes)
@@ -360,7 +370,7 @@ func (r *SubmitRequest) trainingJob() (model.Job, *model.FieldError) {
 	}{{"duration", r.Duration != ""}, {"vram", r.VRAM != nil}, {"gpus", r.GPUs != nil}, {"gpu_milli", r.GPUMilli != nil},
 		{"util", r.Util != nil}, {"checkpoint", r.Checkpoint != ""}, {"gpu", r.GPU != ""}, {"node", r.Node != ""},
 		{"models", len(r.Models) > 0}, {"cpu", r.CPU != nil}, {"memory", r.Memory != nil},
-		{"job_type", r.JobType != ""}, {"steps", r.Steps != nil}} {
+		{"job_type", r.JobType != ""}, {"steps", r.Steps != nil}, {"perf_class", r.PerfClass != ""}} {
 		if f.given {
 			return model.Job{}, model.Errorf(f.name, "not given with training: a training job's %s comes from its application's model and its placement", f.name)
 		}

@@ -68,6 +68,12 @@ type Job struct {
 	JobType string `json:"job_type,omitempty"`
 	// Steps is a typed job's work: the steps it runs to complete.
 	Steps float64 `json:"steps,omitempty"`
+	// PerfClass is the job's application class for GPU variability: on
+	// GPUs that carry a multiplier for it (GPUSpec.Variability), the job
+	// runs at its speed ÷ the slowest of its GPUs' multipliers, and ÷ the
+	// cluster's locality penalty when its GPUs span nodes (GangSlowdown).
+	// Empty: every GPU runs it at its model's pace.
+	PerfClass string `json:"perf_class,omitempty"`
 }
 
 // Typed reports whether the job is a typed job (JobType).

@@ -11,6 +11,11 @@ import (
 type GPUSpec struct {
 	ID    string
 	Model GPUModel
+	// Variability is this GPU's own pace per application class: the
+	// multiplier on a job's iteration time here against the median GPU's
+	// (bigger is slower; a class it lacks runs at 1). Identical GPUs are
+	// not identical (PAL, SC'24: up to 2.8× on one supercomputer's V100s).
+	Variability map[string]float64
 }
 
 // NodeSpec describes one node: its id, labels, CPU cores, memory and GPUs.

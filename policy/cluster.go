@@ -46,6 +46,9 @@ type GPU struct {
 	// MilliUsed is the summed share of the GPU its jobs hold, in thousandths.
 	MilliUsed int
 	Alive     bool
+	// Variability is the GPU's pace per application class, as its status
+	// says (model.GPUSpec.Variability; nil: none).
+	Variability map[string]float64
 }
 
 // MilliPerGPU is a whole GPU in the shares jobs reserve (gpu_milli).

@@ -45,7 +45,9 @@ type Config struct {
 	Training *core.TrainingConfig
 	// Throughputs runs typed jobs at the table's rates (cluster.Config).
 	Throughputs *model.ThroughputTable
-	Seed        uint64
+	// LocalityPenalty is cluster.Config.LocalityPenalty.
+	LocalityPenalty float64
+	Seed            uint64
 	// Rate is generated jobs per simulated hour (the generated mix), used
 	// when Arrivals is nil.
 	Rate float64
@@ -178,7 +180,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return n >= 0 && col.done(int(n))
 	})
 	wallStart := time.Now()
-	c, err := cluster.Start(ctx, cluster.Config{Listen: "127.0.0.1:0", Shape: cfg.Shape, Policy: cfg.Policy, Queue: cfg.Queue, Preempt: cfg.Preempt, Filters: cfg.Filters, Oversubscribe: cfg.Oversubscribe, Round: cfg.Round, RoundEvery: cfg.RoundEvery, Training: cfg.Training, Gavel: cfg.Gavel, Throughputs: cfg.Throughputs,
+	c, err := cluster.Start(ctx, cluster.Config{Listen: "127.0.0.1:0", Shape: cfg.Shape, Policy: cfg.Policy, Queue: cfg.Queue, Preempt: cfg.Preempt, Filters: cfg.Filters, Oversubscribe: cfg.Oversubscribe, Round: cfg.Round, RoundEvery: cfg.RoundEvery, Training: cfg.Training, Gavel: cfg.Gavel, Throughputs: cfg.Throughputs, LocalityPenalty: cfg.LocalityPenalty,
 		Seed: cfg.Seed, Rate: cfg.Rate, Demo: cfg.Arrivals == nil && cfg.Source == nil, Clock: clock, Epoch: Epoch,
 		Interference: cfg.Interference, StarvationAge: cfg.StarvationAge, Workload: cfg.Workload, Logger: log, MetricsPeriod: cfg.Sample,
 		Source: source, Until: horizon, HoldGenerator: true, Chaos: cfg.Chaos,

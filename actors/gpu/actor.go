@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"strconv"
 	"sync/atomic"
@@ -59,6 +60,10 @@ type Config struct {
 	// steps): their rate alone, or packed with the typed job they share
 	// the GPU with, for this GPU's model. Nil: it refuses typed jobs.
 	Throughputs *model.ThroughputTable
+	// Variability is this GPU's pace per application class
+	// (model.GPUSpec.Variability), advertised in its status so that the
+	// scheduler can tell a gang its pace (events.Assignment.Pace).
+	Variability map[string]float64
 }
 
 // Liveness is a GPU's answer to its node actor's ping.
@@ -484,14 +489,20 @@ func (a *Actor) runningUtil() float64 {
 	return sum
 }
 
-// rate is reference seconds of work per simulated second for the running
-// job s: its model's relative speed (a heterogeneous cluster runs the same
-// job at different speeds) times its slowdown from co-location.
+// rate is reference seconds of work (steps, for a typed job) per
+// simulated second for the running job s: its model's relative speed (a
+// heterogeneous cluster runs the same job at different speeds) times its
+// slowdown from co-location, or its typed rate; either ÷ its gang's pace
+// (the slowest GPU of the gang and the cost of crossing nodes).
 func (a *Actor) rate(s *share, sum float64) float64 {
-	if r, ok := a.typedRate(s); ok {
-		return r
+	pace := 1.0
+	if s.job.Pace > 0 {
+		pace = s.job.Pace
 	}
-	return a.cfg.Model.Speed * a.slowdown(s.job.Util, sum)
+	if r, ok := a.typedRate(s); ok {
+		return r / pace
+	}
+	return a.cfg.Model.Speed * a.slowdown(s.job.Util, sum) / pace
 }
 
 // advance moves progress and energy to the clock's now.
@@ -794,6 +805,10 @@ func (a *Actor) source() string {
 // DefaultReservationTTL bounds an uncommitted reservation when the request gives none.
 const DefaultReservationTTL = 2 * time.Second
 
+// maxPace bounds a gang's pace: a job 10^6 times slower than nominal is
+// no job a variability profile describes (PAL's worst GPU is 2.8×).
+const maxPace = 1e6
+
 func (a *Actor) reserve(c events.Control) events.ControlReply {
 	if c.Job == nil || c.JobID == "" {
 		return events.ControlReply{Error: model.Errorf("job", "a reservation needs job_id and job")}
@@ -807,6 +822,9 @@ func (a *Actor) reserve(c events.Control) events.ControlReply {
 	}
 	if c.Job.VRAM <= 0 || c.Job.Milli < 0 || c.Job.Milli > MilliPerGPU {
 		return events.ControlReply{Error: model.Errorf("job", "a reservation needs positive vram and a gpu_milli of 0..1000")}
+	}
+	if p := c.Job.Pace; p < 0 || p > maxPace || math.IsNaN(p) {
+		return events.ControlReply{Error: model.Errorf("job.pace", "must be a multiplier above 0 and at most %g (0: none), not %v", float64(maxPace), p)}
 	}
 	var train *training
 	if c.Job.Training != nil {
@@ -877,7 +895,7 @@ func (a *Actor) status(change, jobID string) events.GPUStatus {
 		Version: a.version, VRAMModel: string(a.layout.Model), VRAMTotal: a.layout.Capacity,
 		VRAMUsed: a.layout.Used(), VRAMLargestFree: a.layout.LargestFree(), Util: util,
 		EnergyJ: a.energyJ, Change: change, JobID: jobID, Jobs: make([]events.GPUJob, 0, len(a.shares)),
-		MilliUsed: a.milliUsed(),
+		MilliUsed: a.milliUsed(), Variability: a.cfg.Variability,
 	}
 	for _, al := range a.layout.Allocs() {
 		s := a.shares[al.Owner]

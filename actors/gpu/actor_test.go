@@ -275,6 +275,13 @@ func TestMalformedControlGetsAnError(t *testing.T) {
 	if rep := ctl(t, nc, events.Control{Op: "explode"}); rep.Error == nil || rep.Error.Field != "op" {
 		t.Fatalf("unknown op: %+v", rep)
 	}
+	for _, pace := range []float64{-1, 2e6} {
+		rep := ctl(t, nc, events.Control{Op: events.OpReserve, JobID: "p", TTLMillis: 60000,
+			Job: &events.Assignment{Name: "p", VRAM: int64(model.GiB), Util: 10, WorkS: 60, Pace: pace}})
+		if rep.Error == nil || rep.Error.Field != "job.pace" {
+			t.Errorf("pace %v: %+v, want an error naming job.pace", pace, rep)
+		}
+	}
 	if rep := reserve(t, nc, "ok", model.GiB, 10, 60); !rep.OK {
 		t.Fatal("actor stopped serving after bad input")
 	}

@@ -83,7 +83,7 @@ func Start(ctx context.Context, cfg HostConfig) (*Host, error) {
 		slots = append(slots, s)
 		gc := gpu.Config{ID: g.ID, Node: cfg.Spec.ID, Model: g.Model, VRAMModel: cfg.VRAMModel,
 			Clock: cfg.Clock, Subjects: cfg.Subjects, Bus: cfg.Conn, Logger: log, Interference: cfg.Interference, Training: cfg.Training, Throughputs: cfg.Throughputs,
-			Lease: cfg.Lease, Incarnation: max(1, cfg.FirstIncarnation)}
+			Variability: g.Variability, Lease: cfg.Lease, Incarnation: max(1, cfg.FirstIncarnation)}
 		// The first incarnation exists before the subscription does: a
 		// message may wait in its mailbox until it runs, never find it missing.
 		s.cur.Store(gpu.New(gc))

@@ -45,6 +45,10 @@ type Config struct {
 	// Gavel runs Gavel's rounds over the typed jobs (GavelConfig; nil:
 	// typed jobs are placed like any other). Virtual clock only.
 	Gavel *GavelConfig
+	// LocalityPenalty is the multiplier on the iteration time of a job
+	// with a perf_class whose GPUs span nodes (model.GangSlowdown; PAL's
+	// default is 1.7). 0 or 1: none.
+	LocalityPenalty float64
 	// Throughputs is the cluster's throughput table: typed jobs (a
 	// job_type and steps) run at its rates and share a GPU only as its
 	// pairs say (policy.Cluster.Throughputs). Nil: typed jobs are refused.

@@ -56,7 +56,11 @@ func (s *Core) controls(j *job, p policy.Placement, op string) []ctlCall {
 	if op == events.OpReserve {
 		nodeCtl.CPU, nodeCtl.Memory, nodeCtl.TTLMillis = j.spec.CPU, int64(j.spec.Memory), ttl
 	}
-	calls = append(calls, ctlCall{subject: sj.NodeCtl(p.Node), ctl: nodeCtl})
+	// A gang across nodes (replayed rounds name no node) holds no CPU or
+	// memory of its nodes: its GPUs only.
+	if p.Node != "" {
+		calls = append(calls, ctlCall{subject: sj.NodeCtl(p.Node), ctl: nodeCtl})
+	}
 	req := s.request(j)
 	for _, id := range p.GPUs {
 		gpuCtl := events.Control{Op: op, JobID: j.id}
@@ -67,11 +71,44 @@ func (s *Core) controls(j *job, p policy.Placement, op string) []ctlCall {
 			gpuCtl.TTLMillis = ttl
 			gpuCtl.Job = &events.Assignment{Name: j.spec.Name, Priority: j.spec.Priority, VRAM: req.VRAMOn(g), Milli: req.MilliOn(g),
 				Util: j.spec.Util, WorkS: j.work(), ProgressS: j.progress, CheckpointS: j.spec.Checkpoint.Seconds(),
-				Spec: &j.spec, Submitted: j.submitted, Seq: j.seq, Placement: j.placement}
+				Spec: &j.spec, Submitted: j.submitted, Seq: j.seq, Placement: j.placement, Pace: s.pace(j, p.GPUs)}
 		}
-		calls = append(calls, ctlCall{subject: sj.GPUCtl(p.Node, id), ctl: gpuCtl, gpu: id})
+		calls = append(calls, ctlCall{subject: sj.GPUCtl(s.ctlNode(j, p, id), id), ctl: gpuCtl, gpu: id})
 	}
 	return calls
+}
+
+// ctlNode is the node whose subject reaches GPU id of placement p: the
+// placement's node, or, for a gang across nodes (no node named), the
+// GPU's own.
+func (s *Core) ctlNode(j *job, p policy.Placement, id string) string {
+	if p.Node != "" {
+		return p.Node
+	}
+	return s.gpuNode(j, id)
+}
+
+// pace is the gang's iteration-time multiplier on gpus for a job with a
+// perf_class (0 without one): the slowest GPU's multiplier for the class
+// (1 where a GPU has none) × the locality penalty when the GPUs span
+// nodes (model.GangSlowdown).
+func (s *Core) pace(j *job, gpus []string) float64 {
+	if j.spec.PerfClass == "" || len(gpus) == 0 {
+		return 0
+	}
+	mults := make([]float64, len(gpus))
+	nodes := make([]string, len(gpus))
+	for i, id := range gpus {
+		mults[i], nodes[i] = 1, s.gpuNode(j, id)
+		if gs, ok := s.view.gpus[id]; ok {
+			if m, ok := gs.g.Variability[j.spec.PerfClass]; ok {
+				mults[i] = m
+			}
+		}
+	}
+	penalty := max(s.cfg.LocalityPenalty, 1)
+	pm, loc := model.GangSlowdown(mults, nodes, penalty)
+	return pm * loc
 }
 
 func (s *Core) abort(j *job, calls []ctlCall) {

@@ -106,7 +106,7 @@ func (v *view) addGPU(st events.GPUStatus) (*gpuState, bool) {
 	if err != nil {
 		m = model.GPUModel{Name: st.Model, VRAM: model.Bytes(st.VRAMTotal), Speed: 1}
 	}
-	g := &policy.GPU{ID: st.GPU, Node: st.Node, Model: m.Name, VRAMTotal: st.VRAMTotal, Alive: true}
+	g := &policy.GPU{ID: st.GPU, Node: st.Node, Model: m.Name, VRAMTotal: st.VRAMTotal, Alive: true, Variability: st.Variability}
 	s := &gpuState{g: g, model: m}
 	v.gpus[st.GPU] = s
 	n := v.node(st.Node)
