@@ -48,9 +48,9 @@ type Config struct {
 	// Training runs distributed training jobs (core.TrainingConfig); its
 	// Model is the GPUs' too. nil: none.
 	Training *core.TrainingConfig
-	// Gavel runs Gavel's rounds over the typed jobs (core.GavelConfig;
+	// Replay runs a reproduced simulator's rounds over the typed jobs (core.ReplayConfig;
 	// virtual clock only); its Origin is the clock's start when zero.
-	Gavel *core.GavelConfig
+	Replay *core.ReplayConfig
 	// Throughputs is the cluster's throughput table: the GPUs run typed
 	// jobs at its rates and the scheduler places them as its pairs allow
 	// (core.Config.Throughputs). Nil: typed jobs are refused.
@@ -376,10 +376,10 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		t.Origin = c.Clock.Now()
 		cfg.Training = &t
 	}
-	if cfg.Gavel != nil && cfg.Gavel.Origin.IsZero() {
-		g := *cfg.Gavel
+	if cfg.Replay != nil && cfg.Replay.Origin.IsZero() {
+		g := *cfg.Replay
 		g.Origin = c.Clock.Now()
-		cfg.Gavel = &g
+		cfg.Replay = &g
 	}
 	if err := c.keepBudgets(runCtx, cfg); err != nil {
 		return fail(fmt.Errorf("node event budgets: %w", err))
@@ -417,7 +417,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		gpuLease, lease = 0, -1
 	}
 	schedCfg := scheduler.Config{Conn: schedConn, Clock: c.Clock, Journal: c.journal, Config: core.Config{Subjects: subjects, Logger: log,
-		Policy: cfg.Policy, Queue: cfg.Queue, Admit: admitOf(cfg.TenantLimits), TenantRate: cfg.TenantRate, TenantBurst: cfg.TenantBurst, Preempt: cfg.Preempt, Filters: cfg.Filters, Oversubscribe: cfg.Oversubscribe, Round: cfg.Round, RoundEvery: cfg.RoundEvery, Training: cfg.Training, Gavel: cfg.Gavel, Throughputs: cfg.Throughputs, LocalityPenalty: cfg.LocalityPenalty, VRAMModel: cfg.VRAMModel, StarvationAge: cfg.StarvationAge, Seed: int64(cfg.Seed),
+		Policy: cfg.Policy, Queue: cfg.Queue, Admit: admitOf(cfg.TenantLimits), TenantRate: cfg.TenantRate, TenantBurst: cfg.TenantBurst, Preempt: cfg.Preempt, Filters: cfg.Filters, Oversubscribe: cfg.Oversubscribe, Round: cfg.Round, RoundEvery: cfg.RoundEvery, Training: cfg.Training, Replay: cfg.Replay, Throughputs: cfg.Throughputs, LocalityPenalty: cfg.LocalityPenalty, VRAMModel: cfg.VRAMModel, StarvationAge: cfg.StarvationAge, Seed: int64(cfg.Seed),
 		NodeRank: cfg.NodeRank, Workload: cfg.Workload, DropUnschedulable: cfg.DropUnschedulable, MetricsPeriod: cfg.MetricsPeriod,
 		Lease: lease, Restored: restored}, Trace: cfg.SchedulerTrace}
 	if c.virtual != nil && c.journal == nil && cfg.Chaos != nil && cfg.Chaos.Rates[events.ChaosKillScheduler] > 0 {

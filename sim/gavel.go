@@ -99,7 +99,7 @@ type GavelRun struct {
 
 // RunGavel runs c on data live: a cluster of GavelShape on the virtual
 // clock, every generated job submitted over the bus at its arrival, the
-// scheduler stepping Gavel's rounds (core.GavelConfig, the offline run's
+// scheduler stepping Gavel's rounds (core.ReplayConfig over gavel.Live, the offline run's
 // driver) and enacting them on the GPU actors, which run the jobs at the
 // throughput table's rates. It ends when every measured job has
 // completed. Each JCT the result gives is checked against the
@@ -117,7 +117,7 @@ func RunGavel(ctx context.Context, data *gavel.Data, c gavel.Config, log *zap.Lo
 	}
 	src := &gavelSource{gen: gavel.NewGenerator(data, c.Seed, c.Lam, c.MultiGPU), static: c.Static(), left: c.WindowEnd}
 	run, err := Run(ctx, Config{Shape: shape, Policy: "binpack", Source: src, Hours: gavelHours, Logger: log, Progress: progress,
-		Throughputs: data.Table, StopWhen: d.Done, Gavel: &core.GavelConfig{Driver: d, Data: data, Origin: Epoch, GPUs: ids, Missed: func(job string, atS float64) {
+		Throughputs: data.Table, StopWhen: d.Done, Replay: &core.ReplayConfig{Driver: gavel.NewLive(d, data), Origin: Epoch, GPUs: ids, Missed: func(job string, atS float64) {
 			missedMu.Lock()
 			defer missedMu.Unlock()
 			missed = append(missed, fmt.Sprintf("%s at %.3f s", job, atS))

@@ -58,8 +58,8 @@ type Config struct {
 	Source jobgen.Source
 	// StopWhen, when set, also ends the run: asked at each settled instant.
 	StopWhen func() bool
-	// Gavel runs Gavel's rounds over the typed jobs (cluster.Config).
-	Gavel *core.GavelConfig
+	// Replay runs a reproduced simulator's rounds over the typed jobs (cluster.Config).
+	Replay *core.ReplayConfig
 	// Hours ends arrivals after this much simulated time (0 with Arrivals:
 	// all of them).
 	Hours float64
@@ -180,7 +180,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return n >= 0 && col.done(int(n))
 	})
 	wallStart := time.Now()
-	c, err := cluster.Start(ctx, cluster.Config{Listen: "127.0.0.1:0", Shape: cfg.Shape, Policy: cfg.Policy, Queue: cfg.Queue, Preempt: cfg.Preempt, Filters: cfg.Filters, Oversubscribe: cfg.Oversubscribe, Round: cfg.Round, RoundEvery: cfg.RoundEvery, Training: cfg.Training, Gavel: cfg.Gavel, Throughputs: cfg.Throughputs, LocalityPenalty: cfg.LocalityPenalty,
+	c, err := cluster.Start(ctx, cluster.Config{Listen: "127.0.0.1:0", Shape: cfg.Shape, Policy: cfg.Policy, Queue: cfg.Queue, Preempt: cfg.Preempt, Filters: cfg.Filters, Oversubscribe: cfg.Oversubscribe, Round: cfg.Round, RoundEvery: cfg.RoundEvery, Training: cfg.Training, Replay: cfg.Replay, Throughputs: cfg.Throughputs, LocalityPenalty: cfg.LocalityPenalty,
 		Seed: cfg.Seed, Rate: cfg.Rate, Demo: cfg.Arrivals == nil && cfg.Source == nil, Clock: clock, Epoch: Epoch,
 		Interference: cfg.Interference, StarvationAge: cfg.StarvationAge, Workload: cfg.Workload, Logger: log, MetricsPeriod: cfg.Sample,
 		Source: source, Until: horizon, HoldGenerator: true, Chaos: cfg.Chaos,

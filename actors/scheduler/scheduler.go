@@ -307,8 +307,8 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	var calls simclock.Timer
 	var callsAt time.Time
 	period := s.core.MetricsPeriod()
-	var metrics, pass, wake, round, train, gavelRound simclock.Timer
-	var gavelAt time.Time
+	var metrics, pass, wake, round, train, replayRound simclock.Timer
+	var replayAt time.Time
 	// A training round is a decision over what happened at its instant
 	// (completions, arrivals): it fires in the decide phase.
 	armTraining := func() {
@@ -336,16 +336,16 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	}
 	s.flushBatches() // what the core sent while it started
 	defer func() {
-		for _, t := range []simclock.Timer{metrics, pass, wake, round, calls, train, lease, gavelRound} {
+		for _, t := range []simclock.Timer{metrics, pass, wake, round, calls, train, lease, replayRound} {
 			if t != nil {
 				t.Stop()
 			}
 		}
 	}()
 	for {
-		var metricsC, passC, wakeC, roundC, callsC, trainC, leaseC, gavelC <-chan time.Time
-		if gavelRound != nil {
-			gavelC = gavelRound.C()
+		var metricsC, passC, wakeC, roundC, callsC, trainC, leaseC, replayC <-chan time.Time
+		if replayRound != nil {
+			replayC = replayRound.C()
 		}
 		if lease != nil {
 			leaseC = lease.C()
@@ -434,9 +434,9 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		case <-trainC:
 			s.step(core.Input{Timer: core.TimerTraining})
 			armTraining()
-		case <-gavelC:
-			gavelRound, gavelAt = nil, time.Time{}
-			s.step(core.Input{Timer: core.TimerGavel})
+		case <-replayC:
+			replayRound, replayAt = nil, time.Time{}
+			s.step(core.Input{Timer: core.TimerReplay})
 		case <-roundC:
 			s.step(core.Input{Timer: core.TimerRound})
 			round = simclock.NewPhasedTimer(s.cfg.Clock, s.core.RoundEvery(), simclock.PhaseEvent)
@@ -456,9 +456,9 @@ func (s *Scheduler) Run(ctx context.Context) error {
 			}
 			calls, callsAt = s.rearm(calls, callsAt, s.core.CallDeadline(), simclock.PhaseEvent)
 			wake, wakeAt = s.rearm(wake, wakeAt, s.core.NextWake(), simclock.PhaseEvent)
-			// A Gavel round decides over what happened at its instant (the
-			// arrivals, the round's ends): the decide phase.
-			gavelRound, gavelAt = s.rearm(gavelRound, gavelAt, s.core.GavelRoundAt(), simclock.PhaseDecide)
+			// A replayed round decides over what happened at its instant
+			// (the arrivals, the round's ends): the decide phase.
+			replayRound, replayAt = s.rearm(replayRound, replayAt, s.core.ReplayRoundAt(), simclock.PhaseDecide)
 			lease, leaseAt = s.rearm(lease, leaseAt, s.core.LeaseDeadline(), simclock.PhaseEvent)
 		} else if s.core.Dirty() && len(s.mailbox) == 0 {
 			s.step(core.Input{Timer: core.TimerPass})

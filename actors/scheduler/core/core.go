@@ -42,9 +42,10 @@ type Config struct {
 	// Training runs distributed training jobs in rounds (nil: such
 	// submissions are refused).
 	Training *TrainingConfig
-	// Gavel runs Gavel's rounds over the typed jobs (GavelConfig; nil:
-	// typed jobs are placed like any other). Virtual clock only.
-	Gavel *GavelConfig
+	// Replay runs a reproduced simulator's rounds over the typed jobs
+	// (ReplayConfig: Gavel's or PAL's; nil: typed jobs are placed like any
+	// other). Virtual clock only.
+	Replay *ReplayConfig
 	// LocalityPenalty is the multiplier on the iteration time of a job
 	// with a perf_class whose GPUs span nodes (model.GangSlowdown; PAL's
 	// default is 1.7). 0 or 1: none.
@@ -239,8 +240,9 @@ const (
 	TimerAging
 	// TimerTraining runs the training round (TrainingRoundAt).
 	TimerTraining
-	// TimerGavel runs the Gavel round due (GavelRoundAt; virtual clock).
-	TimerGavel
+	// TimerReplay runs the replayed round due (ReplayRoundAt; virtual
+	// clock).
+	TimerReplay
 )
 
 // Input is one step's input: a message, a timer, or a journal outcome,
@@ -285,8 +287,8 @@ type Core struct {
 	plugins *policy.Profile
 	// training is the state of training jobs (nil: none run here).
 	training *training
-	// gavel is the state of Gavel's rounds (nil: none run here).
-	gavel *gavelRounds
+	// replay is the state of the replayed rounds (nil: none run here).
+	replay *replayRounds
 	// mintedSeen are the jobs nodes reported that no one submitted,
 	// said once each (minted).
 	mintedSeen map[string]bool
@@ -480,7 +482,7 @@ func New(cfg Config, bus Bus) (*Core, error) {
 		wall:        cfg.Wall,
 		plugins:     plugins,
 		training:    newTraining(cfg.Training),
-		gavel:       newGavelRounds(cfg.Gavel),
+		replay:      newReplayRounds(cfg.Replay),
 		view:        newView(cfg.VRAMModel, cfg.Seed, cfg.NodeRank),
 		jobs:        map[string]*job{},
 		classes:     map[policy.ClassKey]int{},
@@ -623,8 +625,8 @@ func (s *Core) Step(in Input) {
 		s.runRound()
 	case TimerTraining:
 		s.runTrainingRound()
-	case TimerGavel:
-		s.runGavelRound()
+	case TimerReplay:
+		s.runReplayedRound()
 	case TimerMetrics:
 		s.publishMetrics()
 	case TimerLease:

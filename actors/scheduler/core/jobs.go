@@ -52,8 +52,8 @@ type job struct {
 	relearnFrom []string
 	// historyDropped counts the transitions addHistory dropped.
 	historyDropped int
-	// finishS is a Gavel job's completion second, as the rounds counted
-	// it (GavelConfig).
+	// finishS is a replayed job's completion second, as the rounds
+	// counted it (ReplayConfig).
 	finishS *float64
 	// replicas is how many GPUs a training job read back after a restart
 	// runs on (its allocation's length, from its GPUs), and allocNodes
@@ -434,8 +434,8 @@ func (s *Core) onSubmit(m *Msg, tenant string) {
 		s.submitTraining(j, m)
 		return
 	}
-	if s.gavel != nil && spec.Typed() {
-		s.submitGavel(j, m, req.ArrivalS)
+	if s.replay != nil && spec.Typed() {
+		s.submitReplayed(j, m, req.ArrivalS)
 		return
 	}
 	if fe := s.view.feasible(s.request(j)); fe != nil && s.warming() {
@@ -555,8 +555,8 @@ func (s *Core) enqueue(j *job) {
 		s.trainingRequeued(j)
 		return
 	}
-	if s.gavel.owns(j) {
-		return // the Gavel rounds place it, not the queue
+	if s.replay.owns(j) {
+		return // the replayed rounds place it, not the queue
 	}
 	q := j.queued()
 	i := sort.Search(len(s.queue), func(i int) bool {

@@ -766,8 +766,8 @@ func (s *Core) applyStatus(st events.GPUStatus, at time.Time) {
 		if j, ok := s.jobs[st.JobID]; ok && st.Training != nil && slices.Contains(j.gpus, st.GPU) {
 			s.restoreMirror(st.JobID, *st.Training)
 		}
-		if j, ok := s.jobs[st.JobID]; ok && s.gavel.owns(j) {
-			s.gavelLeaseEnded(j, st.GPU)
+		if j, ok := s.jobs[st.JobID]; ok && s.replay.owns(j) {
+			s.replayLeaseEnded(j, st.GPU)
 		} else {
 			s.shardDone(st.JobID, st.GPU)
 		}
