@@ -113,24 +113,23 @@ type RoundStat struct {
 // Driver is the artifact's round loop (§3), stepped one round at a time
 // so that a live scheduler can drive the same decisions.
 type Driver struct {
-	cfg      Config
-	data     *Data
-	trace    []TraceJob
-	top      topology
-	profile  Profile
-	levels   Levels
-	entries  [NumClasses][]palEntry
-	rng      *pyrand.Rand // the scheduler process's: profile, then Random
-	arrivals *pyrand.Rand // the simulator process's: generated arrivals
-	// jobs are every job arrived so far, by id; next is the next one to
-	// arrive.
+	cfg     Config
+	data    *Data
+	top     topology
+	profile Profile
+	levels  Levels
+	entries [NumClasses][]palEntry
+	rng     *pyrand.Rand // the scheduler process's: profile, then Random
+	// jobs are every job arrived so far, by id.
 	jobs      []*job
-	next      TraceJob
 	owner     []int // job id per GPU, −1 when free
 	now       float64
 	rounds    []RoundStat
+	pending   RoundStat // the round being decided
 	finished  bool
 	trackLeft int
+	// completed are the jobs the last RoundEnded completed.
+	completed []int
 }
 
 // NewDriver is the run of trace under c, at time 0 before its first
@@ -147,9 +146,8 @@ func NewDriver(data *Data, trace []TraceJob, c Config) (*Driver, error) {
 			return nil, fmt.Errorf("trace: job %d needs %d GPUs; the cluster has %d", tj.ID, tj.GPUs, gpus)
 		}
 	}
-	d := &Driver{cfg: c, data: data, trace: trace, top: topology{c.PerMachine},
-		rng: pyrand.New(c.ProfileSeed), arrivals: pyrand.New(c.WorkloadSeed),
-		owner: make([]int, gpus), trackLeft: c.TrackEnd - c.TrackStart + 1}
+	d := &Driver{cfg: c, data: data, top: topology{c.PerMachine},
+		rng: pyrand.New(c.ProfileSeed), owner: make([]int, gpus), trackLeft: c.TrackEnd - c.TrackStart + 1}
 	for g := range d.owner {
 		d.owner[g] = -1
 	}
@@ -161,7 +159,6 @@ func NewDriver(data *Data, trace []TraceJob, c Config) (*Driver, error) {
 	for cl := range NumClasses {
 		d.entries[cl] = palEntries(d.levels.Factor[cl], c.Locality)
 	}
-	d.next = trace[0]
 	return d, nil
 }
 
@@ -189,30 +186,76 @@ func (d *Driver) Done() bool { return d.finished }
 // Rounds are the rounds run so far.
 func (d *Driver) Rounds() []RoundStat { return d.rounds }
 
-// generate is the job after id's: a trace row, or past the trace a copy
-// of row id mod len arriving an exponential gap after the last (§2: the
-// artifact's poisson_next_arrival_time, −ln(1−U)/rate hours, ceiled to a
-// whole second).
-func (d *Driver) generate(prev TraceJob) TraceJob {
-	id := prev.ID + 1
-	if id < len(d.trace) {
-		return d.trace[id]
-	}
-	hours := -crmath.Log(1.0-d.arrivals.Random()) / d.cfg.Rate
-	next := d.trace[id%len(d.trace)]
-	next.ID = id
-	next.Submit = prev.Submit + math.Ceil(hours*60*60)
-	return next
+// Generator is the simulator process's workload (§2): the trace's jobs
+// at their submit times, then, past the trace, copies of row id mod
+// len(trace) arriving an exponential gap after the last (the artifact's
+// poisson_next_arrival_time: −ln(1−U)/rate hours, ceiled to a whole
+// second), U from CPython's generator seeded with the workload seed.
+type Generator struct {
+	trace []TraceJob
+	rng   *pyrand.Rand
+	rate  float64
+	next  TraceJob
 }
 
-// Step runs the round at Now (§3): the last round's progress and
-// completions, the end test, the arrivals, the order, the placement; then
-// the clock moves one round on.
-func (d *Driver) Step() {
-	if d.finished {
+// NewGenerator is the workload of trace under c's workload seed and rate.
+func NewGenerator(trace []TraceJob, c Config) *Generator {
+	return &Generator{trace: trace, rng: pyrand.New(c.WorkloadSeed), rate: c.Rate, next: trace[0]}
+}
+
+// Peek is the next job, not taken.
+func (g *Generator) Peek() TraceJob { return g.next }
+
+// Next takes the next job.
+func (g *Generator) Next() TraceJob {
+	out := g.next
+	id := out.ID + 1
+	if id < len(g.trace) {
+		g.next = g.trace[id]
+		return out
+	}
+	hours := -crmath.Log(1.0-g.rng.Random()) / g.rate
+	next := g.trace[id%len(g.trace)]
+	next.ID = id
+	next.Submit = out.Submit + math.Ceil(hours*60*60)
+	g.next = next
+	return out
+}
+
+// Step runs the round at Now (§3) with the generator's arrivals: the last
+// round's progress and completions, the end test, the arrivals, the
+// order, the placement; then the clock moves one round on.
+func (d *Driver) Step(gen *Generator) {
+	if d.RoundEnded(); d.finished {
 		return
 	}
+	for gen.Peek().Submit <= d.now {
+		if err := d.Arrive(gen.Next()); err != nil {
+			panic(err) // the trace's jobs were checked by NewDriver
+		}
+	}
+	d.Schedule()
+}
+
+// Completed are the jobs the last RoundEnded completed, in id order.
+func (d *Driver) Completed() []int { return d.completed }
+
+// Progress is the iterations job id has done.
+func (d *Driver) Progress(id int) float64 { return d.jobs[id].executed }
+
+// End is when job id completed, in seconds.
+func (d *Driver) End(id int) float64 { return d.jobs[id].finish }
+
+// RoundEnded is the first part of the round at Now (§3 steps 1–2): every
+// job that ran in the last round adds its iterations and service, those
+// done complete now and release their GPUs; if every tracked job is done
+// the run ends. It returns Now.
+func (d *Driver) RoundEnded() float64 {
+	if d.finished {
+		return d.now
+	}
 	t := d.now
+	d.completed = d.completed[:0]
 	for _, j := range d.jobs {
 		if !j.running() {
 			continue
@@ -224,23 +267,47 @@ func (d *Driver) Step() {
 		if j.executed >= j.totalIters {
 			j.done, j.finish = true, t
 			d.release(j)
+			d.completed = append(d.completed, j.id)
 			if d.tracked(j.id) {
 				d.trackLeft--
 			}
 		}
 	}
-	stat := RoundStat{T: t, FreeBefore: d.freeCount()}
+	d.pending = RoundStat{T: t, FreeBefore: d.freeCount()}
 	if d.trackLeft <= 0 {
-		d.rounds = append(d.rounds, stat)
+		d.rounds = append(d.rounds, d.pending)
 		d.finished = true
+	}
+	return t
+}
+
+// Arrive adds a job that has arrived by Now (§3 step 3). Its id must be
+// the next (arrival order), its model known and its GPUs no more than the
+// cluster has.
+func (d *Driver) Arrive(tj TraceJob) error {
+	m, ok := d.data.Models[tj.Model]
+	switch {
+	case tj.ID != len(d.jobs):
+		return fmt.Errorf("job %d arrives as the %d-th: ids are the arrival order", tj.ID, len(d.jobs))
+	case !ok:
+		return fmt.Errorf("job %d: model %q is not in models.csv", tj.ID, tj.Model)
+	case tj.GPUs < 1 || tj.GPUs > len(d.owner):
+		return fmt.Errorf("job %d needs %d GPUs; the cluster has %d", tj.ID, tj.GPUs, len(d.owner))
+	case tj.Submit > d.now:
+		return fmt.Errorf("job %d arrives at %v s, after now (%v s)", tj.ID, tj.Submit, d.now)
+	}
+	d.jobs = append(d.jobs, &job{id: tj.ID, model: tj.Model, class: m.Class, gpusWanted: tj.GPUs,
+		submit: tj.Submit, iterTime: m.IterTime, totalIters: tj.Duration})
+	return nil
+}
+
+// Schedule is the rest of the round at Now (§3 steps 4–7): the order, the
+// placement and its execution; then the clock moves one round on.
+func (d *Driver) Schedule() {
+	if d.finished {
 		return
 	}
-	for d.next.Submit <= t {
-		m := d.data.Models[d.next.Model]
-		d.jobs = append(d.jobs, &job{id: d.next.ID, model: d.next.Model, class: m.Class, gpusWanted: d.next.GPUs,
-			submit: d.next.Submit, iterTime: m.IterTime, totalIters: d.next.Duration})
-		d.next = d.generate(d.next)
-	}
+	stat := d.pending
 	var active []*job
 	for _, j := range d.jobs {
 		if !j.done {
@@ -465,11 +532,12 @@ func Run(ctx context.Context, data *Data, trace []TraceJob, c Config) (*Result, 
 	if err != nil {
 		return nil, err
 	}
+	gen := NewGenerator(trace, c)
 	for !d.Done() {
 		if err := ctx.Err(); err != nil {
 			return d.Result(), err
 		}
-		d.Step()
+		d.Step(gen)
 	}
 	return d.Result(), nil
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gpusched/gpusched/pal"
+	"github.com/gpusched/gpusched/sim"
 )
 
 // palRun is one run of `cluster replay --pal`: its workload and
@@ -135,8 +136,8 @@ func palUnknown(what, s string) error {
 func palCommand(args []string) error {
 	fs := flag.NewFlagSet("cluster replay --pal", flag.ContinueOnError)
 	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), `usage: cluster replay --pal DIR --policy P --queue Q --workload N [--locality L] [--profile-seed S] [--workload-seed W] [--track A-B] --offline [--out OUTDIR] [--compare]
-       cluster replay --pal DIR --reference --offline [--out OUTDIR]
+		fmt.Fprint(fs.Output(), `usage: cluster replay --pal DIR --policy P --queue Q --workload N [--locality L] [--profile-seed S] [--workload-seed W] [--track A-B] [--offline] [--out OUTDIR] [--compare]
+       cluster replay --pal DIR --reference [--offline] [--out OUTDIR]
 
 Runs the PAL paper's (SC'24) Sia-Philly simulation as DIR/MODEL.md
 specifies it: 16 nodes of 4 GPUs, each GPU with its own measured pace per
@@ -165,11 +166,18 @@ reference run of the same configuration in DIR/runs: how many JCTs are
 equal (within 1e-6 s) and both summaries. Ctrl-C stops; the runs that
 finished are kept and tabled.
 
---offline runs the pure model (package pal). A live run on the actors is
-not built yet: without --offline the command says so and stops.
+Without --offline each run is live, on a virtual clock: an embedded NATS
+server, 16 nodes of 4 V100 GPU actors each carrying its own multipliers,
+every job submitted over the bus at its submit time (its model as
+job_type, its iterations as steps, its class as perf_class), the
+scheduler stepping PAL's rounds and enacting each round's placement on
+the GPUs, which run each gang at its nominal pace ÷ its slowest GPU's
+multiplier × the locality penalty across nodes. Its JCTs are the offline
+run's, bit for bit (the scheduler's job events carry them). --offline
+runs the pure model (package pal), faster.
 
-  cluster replay --pal ../shared/traces/pal --reference --offline
-  cluster replay --pal ../shared/traces/pal --policy pal,pm-first --workload 8 --track 18-48 --offline --compare
+  cluster replay --pal ../shared/traces/pal --reference
+  cluster replay --pal ../shared/traces/pal --policy pal,pm-first --workload 8 --track 18-48 --compare
   cluster replay --pal ../shared/traces/pal --policy pal --workload 1-8 --locality 1,1.7,3 --offline --out pal-runs/
 
 flags:
@@ -178,7 +186,7 @@ flags:
 	}
 	var f palFlags
 	f.register(fs, "pal", "1")
-	offline := fs.Bool("offline", false, "run on the pure model, without actors or bus (required for now: the live run is not built yet)")
+	offline := fs.Bool("offline", false, "run on the pure model, without actors or bus (the same JCTs, faster)")
 	out := fs.String("out", "", "folder for NAME.jobs.csv and NAME.summary.json of each run, written as it finishes")
 	compare := fs.Bool("compare", false, "set each run beside the reference run of the same configuration in DIR/runs")
 	reference := fs.Bool("reference", false, "run every run of DIR/runs/configs.txt, each compared (instead of --policy, --workload …)")
@@ -187,9 +195,6 @@ flags:
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q (flags go before nothing else: cluster replay --pal DIR --policy pal …)", fs.Arg(0))
-	}
-	if !*offline {
-		return errors.New("a live PAL replay (the actors on the virtual clock) is not built yet: run it with --offline, the pure model of the artifact's simulation")
 	}
 	data, err := pal.LoadData(f.dir)
 	if err != nil {
@@ -240,7 +245,15 @@ flags:
 			traces[r.workload] = trace
 		}
 		start := time.Now()
-		r.res, r.err = pal.Run(ctx, data, trace, r.cfg)
+		if *offline {
+			r.res, r.err = pal.Run(ctx, data, trace, r.cfg)
+		} else {
+			var live *sim.PALRun
+			if live, r.err = sim.RunPAL(ctx, data, trace, r.cfg, sim.PALOptions{}); r.err == nil {
+				r.res = live.Result
+				fmt.Fprintf(os.Stderr, "pal: %s live: %s simulated in %s\n", r.name, live.Run.Length.Round(time.Second), live.Run.Wall.Round(time.Millisecond))
+			}
+		}
 		r.took = time.Since(start)
 		if errors.Is(r.err, context.Canceled) {
 			break

@@ -49,6 +49,21 @@ func TestPALReplay(t *testing.T) {
 			t.Errorf("%s.summary.json: %v %+v", name, err, sum)
 		}
 	}
+	// The same runs live: the same CSVs, byte for byte.
+	liveOut := t.TempDir()
+	table = captureStdout(t, func() error {
+		return palCommand([]string{"--pal", dir, "--policy", "pal,PMFirst", "--workload", "8", "--track", "18-48", "--out", liveOut, "--compare"})
+	})
+	if !strings.Contains(table, "62 of 62 jobs' JCTs equal") {
+		t.Fatalf("the live runs' JCTs are not all the reference's:\n%s", table)
+	}
+	for _, name := range []string{"w8_fifo_PAL_t18-48", "w8_fifo_PMFirst_t18-48"} {
+		a, errA := os.ReadFile(filepath.Join(out, name+".jobs.csv"))
+		b, errB := os.ReadFile(filepath.Join(liveOut, name+".jobs.csv"))
+		if errA != nil || errB != nil || string(a) != string(b) {
+			t.Errorf("%s.jobs.csv live is not the offline one byte for byte (%v %v)", name, errA, errB)
+		}
+	}
 	for want, args := range map[string][]string{
 		"--policy":    {"--pal", dir, "--policy", "tetris", "--offline"},
 		"--queue":     {"--pal", dir, "--queue", "edf", "--offline"},
@@ -56,7 +71,6 @@ func TestPALReplay(t *testing.T) {
 		"--locality":  {"--pal", dir, "--locality", "0.5", "--offline"},
 		"--track":     {"--pal", dir, "--track", "59", "--offline"},
 		"--pal":       {"--pal", filepath.Join(dir, "nowhere"), "--offline"},
-		"--offline":   {"--pal", dir},
 		"workload-99": {"--pal", dir, "--workload", "99", "--offline"},
 	} {
 		if err := palCommand(args); err == nil || !strings.Contains(err.Error(), want) {

@@ -86,7 +86,7 @@ type replayRun struct {
 const replayUsageHead = `usage: cluster replay [flags]                  the FGD paper's protocol (below)
        cluster replay --pollux DIR --policy P --load L [--workload N] …   the Pollux paper's runs (cluster replay --pollux DIR -h)
        cluster replay --gavel DIR --policy P (--static N | --lam S --window A-B) …   the Gavel paper's runs (cluster replay --gavel DIR -h)
-       cluster replay --pal DIR --policy P --queue Q --workload N --offline …   the PAL paper's runs (cluster replay --pal DIR -h)
+       cluster replay --pal DIR --policy P --queue Q --workload N …   the PAL paper's runs (cluster replay --pal DIR -h)
        cluster replay --timed --jobs FILE …           a trace of your own on the virtual clock (cluster replay --timed -h)
 `
 
