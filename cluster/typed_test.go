@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -165,5 +166,46 @@ func TestAGangRunsAtItsSlowestGPUsPace(t *testing.T) {
 		if want := ran / speed; j.State != "completed" || math.Abs(j.End-j.Start-want) > 1e-6 {
 			t.Errorf("%s: %s, ran %v–%v s, want %v s", name, j.State, j.Start, j.End, want)
 		}
+	}
+}
+
+// TestTheSnapshotShowsEachGPUsPerformanceLevel (issue 44 item 4): on a
+// cluster with a variability profile every GPU of the snapshot carries
+// its multipliers (variability) and its performance level per class
+// (perf_levels, 0 the fastest), and the snapshot how many levels each
+// class has; without a profile neither appears.
+func TestTheSnapshotShowsEachGPUsPerformanceLevel(t *testing.T) {
+	shape, err := model.ParseGPUs("4xV100-16GB")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := shape.SetVariability([]map[string]float64{{"classA": 0.9}, {"classA": 0.91}, {"classA": 1.0}, {"classA": 1.01}}); err != nil {
+		t.Fatal(err)
+	}
+	_, nc := startCluster(t, cluster.Config{Shape: shape})
+	var snap struct {
+		Counts map[string]int `json:"perf_level_counts"`
+		GPUs   []struct {
+			GPU         string             `json:"gpu"`
+			Variability map[string]float64 `json:"variability"`
+			Levels      map[string]int     `json:"perf_levels"`
+		} `json:"gpus"`
+	}
+	waitFor(t, "the snapshot to show four GPUs' levels", 5*time.Second, func() bool {
+		rep := req(t, nc, "gpusched.cluster.snapshot", `{}`)
+		b, _ := json.Marshal(rep)
+		return json.Unmarshal(b, &snap) == nil && len(snap.GPUs) == 4 && snap.Counts["classA"] == 2
+	})
+	want := map[float64]int{0.9: 0, 0.91: 0, 1.0: 1, 1.01: 1}
+	for _, g := range snap.GPUs {
+		if l, ok := g.Levels["classA"]; !ok || l != want[g.Variability["classA"]] {
+			t.Errorf("%s: multiplier %v at level %v, want level %d", g.GPU, g.Variability["classA"], g.Levels, want[g.Variability["classA"]])
+		}
+	}
+	_, plain := startCluster(t, cluster.Config{})
+	rep := req(t, plain, "gpusched.cluster.snapshot", `{}`)
+	b, _ := json.Marshal(rep)
+	if strings.Contains(string(b), "perf_level") || strings.Contains(string(b), "variability") {
+		t.Errorf("a cluster without a profile shows levels: %s", b)
 	}
 }

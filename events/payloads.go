@@ -411,6 +411,11 @@ type SnapshotGPU struct {
 	// share when the node's typical classes cannot use it, weighted by
 	// class popularity.
 	FragGPUs float64 `json:"frag_gpus"`
+	// PerfLevels is the GPU's performance level per application class
+	// (0 the fastest) among the cluster's GPUs with a multiplier for the
+	// class (its variability): PAL's K-means levels
+	// (model.PerformanceLevels). Absent on a cluster without variability.
+	PerfLevels map[string]int `json:"perf_levels,omitempty"`
 }
 
 // Snapshot answers cluster.snapshot: the summary, and page Page of Pages of
@@ -429,6 +434,9 @@ type Snapshot struct {
 	GPUs      []SnapshotGPU `json:"gpus"`
 	Running   []JobInfo     `json:"running"`
 	Queue     []JobInfo     `json:"queue"`
+	// PerfLevelCounts is how many performance levels each application
+	// class has (SnapshotGPU.PerfLevels); absent without variability.
+	PerfLevelCounts map[string]int `json:"perf_level_counts,omitempty"`
 }
 
 // Control operations on <p>.gpu.<node>.<gpu>.ctl and <p>.node.<node>.ctl.

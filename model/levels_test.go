@@ -3,6 +3,9 @@ package model
 import (
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -117,5 +120,34 @@ func BenchmarkPerformanceLevels100k(b *testing.B) {
 	}
 	for b.Loop() {
 		PerformanceLevels(values)
+	}
+}
+
+// TestReadVariabilityNamesWhatIsWrong: a profile file reads into one
+// map per GPU; a bad one gets an error naming the line and column.
+func TestReadVariabilityNamesWhatIsWrong(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	good := write("good.csv", "# a comment\nGPU_ID,Node_ID,PerfVar_classA,PerfVar_classB\n0,0,0.95,1.01\n1,0,1.05,0.99\n")
+	prof, err := ReadVariability(good)
+	if err != nil || len(prof) != 2 || prof[1]["classA"] != 1.05 || prof[0]["classB"] != 1.01 {
+		t.Fatalf("read %v, %v", prof, err)
+	}
+	for want, text := range map[string]string{
+		"PerfVar_<class>":        "GPU_ID,speed\n0,1\n",
+		"GPU_ID \"2\"":           "GPU_ID,PerfVar_a\n0,1\n2,1\n",
+		"column PerfVar_a":       "GPU_ID,PerfVar_a\n0,-1\n",
+		"no GPUs":                "GPU_ID,PerfVar_a\n",
+		"line 3, column PerfVar": "GPU_ID,PerfVar_a\n0,1\n1,x\n",
+	} {
+		if _, err := ReadVariability(write("bad.csv", text)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: error %v, want one naming %s", text, err, want)
+		}
 	}
 }

@@ -37,6 +37,8 @@ var Explanations = map[string]string{
 	"simulated":   "The cluster's own clock: it runs faster than real time, so hours of work pass in minutes.",
 	"gpu-unknown": "A GPU the scheduler knows is there but has not heard from since it (re)started: its state shows once the GPU answers.",
 	"gpu-card":    "One GPU: its model, how busy it is, how much of its memory jobs hold, and which jobs run on it.",
+	"perf-level": "This GPU's own speed for each kind of job (class A, B…) as a performance level, L0 the fastest. A job on " +
+		"several GPUs runs at its slowest GPU's pace, slower still across nodes; hover a class for its figure.",
 	"completed":   "Jobs that finished all their work since the cluster started.",
 	"frag-toggle": "Show each GPU's memory as a strip, one colour per job and hatching for free space: gaps between jobs are fragmentation.",
 	"gpus":        "How many GPUs the cluster has, and how many have a job on them.",

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -216,6 +217,10 @@ func run(args []string) error {
 		"of job holds (--rate 0 leaves them all to training jobs)")
 	throughputs := fs.String("throughputs", "", "a throughput table (Gavel's data/simulation_throughputs.json, or a file in its shape): the GPUs run typed jobs\n"+
 		"(a job_type and steps) at its rates for their model, packed pairs at the pair's; without it typed jobs are refused")
+	variability := fs.String("variability", "", "a variability profile (CSV: GPU_ID and a PerfVar_<class> column per application class, as the PAL data's\n"+
+		"profile_seed42.csv or what cluster replay --pal --out writes): each GPU, in the cluster's order, runs a job with that perf_class\n"+
+		"at its own pace, and a gang at its slowest GPU's")
+	locality := fs.Float64("locality-penalty", 1, "with --variability: the multiplier on the iteration time of a perf_class job whose GPUs span nodes (PAL's: 1.7; 1: none)")
 	trainingPolicy := fs.String("training-policy", "tiresias", "with --training-data: "+strings.Join(policy.Names[pollux.Maker](), ", ")+" (pollux's search drawn from seed 1)")
 	authPath := fs.String("auth", "", "roles file (or the directory 'cluster auth init' wrote): every client authenticates and gets its role's permissions")
 	insecure := fs.Bool("insecure", false, "let --listen reach beyond loopback without --auth (anyone who reaches the port may do anything)")
@@ -408,6 +413,19 @@ func run(args []string) error {
 			return fmt.Errorf("--throughputs: %w", err)
 		}
 	}
+	if *variability != "" {
+		profile, err := model.ReadVariability(*variability)
+		if err != nil {
+			return fmt.Errorf("--variability: %w", err)
+		}
+		if err := cfg.Shape.SetVariability(profile); err != nil {
+			return fmt.Errorf("--variability: %w (the cluster's GPUs, node by node: --gpus or --cluster)", err)
+		}
+	}
+	if !(*locality >= 1) || math.IsInf(*locality, 0) {
+		return fmt.Errorf("--locality-penalty: %v is not a multiplier of at least 1 (1 is none; PAL's is 1.7)", *locality)
+	}
+	cfg.LocalityPenalty = *locality
 	wallStart := time.Now()
 	if clock != nil {
 		cfg.Clock, cfg.Epoch = clock, epoch

@@ -60,6 +60,10 @@ func TestBadFlagsSayWhatIsWrong(t *testing.T) {
 		"--auth":              {"--auth", "/no/such/dir", "--memory"},
 		"--training-data":     {"--training-data", "/no/such/dir", "--memory", "--rate", "0"},
 		"--training-policy":   {"--training-data", "/no/such/dir", "--training-policy", "fifo", "--memory", "--rate", "0"},
+		"--variability":       {"--variability", "/no/such/profile.csv", "--memory", "--rate", "0"},
+		"--locality-penalty":  {"--locality-penalty", "0.5", "--memory", "--rate", "0"},
+		// A profile of 2 GPUs for the demo's 8.
+		"profile has 2 GPUs and the cluster 8": {"--variability", twoGPUProfile(t), "--memory", "--rate", "0"},
 		// An open bus beyond loopback is refused, saying how to secure it.
 		"cluster auth init": {"--listen", "0.0.0.0:0", "--memory", "--rate", "0"},
 		// Credentials without TLS beyond loopback cross the network in clear.
@@ -71,6 +75,15 @@ func TestBadFlagsSayWhatIsWrong(t *testing.T) {
 			t.Errorf("run %v: error %v, want one naming %s", args, err, flag)
 		}
 	}
+}
+
+// twoGPUProfile is a variability profile file of two GPUs.
+func twoGPUProfile(t *testing.T) string {
+	path := filepath.Join(t.TempDir(), "profile.csv")
+	if err := os.WriteFile(path, []byte("GPU_ID,PerfVar_classA\n0,0.95\n1,1.05\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 // TestAuthCommand: `cluster auth init` writes a set `--auth` accepts,

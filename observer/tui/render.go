@@ -55,7 +55,7 @@ var helpTopics = []struct{ key, label string }{
 	{"strategy", "policy (b, s, p)"}, {"queue", "queue"}, {"priority", "priority"}, {"preemption", "preempt"},
 	{"vram", "VRAM"}, {"fragmentation", "frag (f)"}, {"frag_gpus", "frag … GPUs"}, {"allocation", "alloc"},
 	{"utilisation", "util"}, {"power", "W"}, {"energy", "kWh"}, {"why", "Why pane"}, {"add-job", "add job (a)"},
-	{"kill", "kill GPU (k)"}, {"events", "Events pane"}, {"simulated", "the clock"},
+	{"kill", "kill GPU (k)"}, {"events", "Events pane"}, {"simulated", "the clock"}, {"perf-level", "lvl A0 B1 …"},
 }
 
 // helpScreen is the ? screen: what each figure and control means, and
@@ -340,8 +340,35 @@ func card(g events.SnapshotGPU, names map[string]string, frag bool) string {
 	} else {
 		lines = append(lines, "vram "+bar(frac(g.VRAMUsed, g.VRAMTotal), 10)+fit(used, cardInner-15))
 	}
+	if perf := perfLevels(g); perf != "" {
+		lines = append(lines, fit(perf, cardInner))
+	}
 	lines = append(lines, fit(jobsOn(g, names), cardInner))
 	return styleCard.Width(cardInner).Render(strings.Join(lines, "\n"))
+}
+
+// perfLevels is a GPU's performance level per application class ("lvl
+// A0 B1 C0 D1": L0 the fastest; ? explains), when the cluster has a
+// variability profile; "" otherwise.
+func perfLevels(g events.SnapshotGPU) string {
+	if len(g.Variability) == 0 {
+		return ""
+	}
+	classes := make([]string, 0, len(g.Variability))
+	for c := range g.Variability {
+		classes = append(classes, c)
+	}
+	slices.Sort(classes)
+	var b strings.Builder
+	b.WriteString("lvl")
+	for _, c := range classes {
+		level := "?"
+		if l, ok := g.PerfLevels[c]; ok {
+			level = strconv.Itoa(l)
+		}
+		b.WriteString(" " + strings.TrimPrefix(c, "class") + level)
+	}
+	return b.String()
 }
 
 func gpuLine(g events.SnapshotGPU, names map[string]string, frag bool, width int) string {

@@ -197,3 +197,18 @@ func TestPanesShowTrainingJobs(t *testing.T) {
 		t.Errorf("queued training job: %q; want its replicas", l)
 	}
 }
+
+// TestACardShowsItsPerformanceLevels (issue 44 item 4): a GPU with a
+// variability profile shows its level per class on its card (lvl A0 B1);
+// one without shows no such line.
+func TestACardShowsItsPerformanceLevels(t *testing.T) {
+	g := events.SnapshotGPU{GPUStatus: events.GPUStatus{GPU: "gpu-0", Model: "V100-16GB", VRAMTotal: 16 << 30,
+		Variability: map[string]float64{"classB": 1.01, "classA": 0.93}}, Alive: true, PerfLevels: map[string]int{"classA": 0, "classB": 1}}
+	if got := card(g, nil, false); !strings.Contains(got, "lvl A0 B1") {
+		t.Errorf("card:\n%s\nwant a line lvl A0 B1", got)
+	}
+	g.Variability, g.PerfLevels = nil, nil
+	if got := card(g, nil, false); strings.Contains(got, "lvl") {
+		t.Errorf("a GPU without variability shows levels:\n%s", got)
+	}
+}

@@ -194,6 +194,10 @@ func (s *Core) onSnapshot(m *Msg, tenant string) {
 	snap := events.Snapshot{SimTime: s.now, Speed: s.cfg.Speed, Policy: s.plugins.Placement.Name(), VRAMModel: string(s.view.cluster.VRAMModel),
 		Summary: s.metrics(), Page: req.Page, Pages: pages,
 		GPUs: []events.SnapshotGPU{}, Running: []events.JobInfo{}, Queue: []events.JobInfo{}}
+	levels := s.view.perfLevels()
+	if len(levels.count) > 0 {
+		snap.PerfLevelCounts = levels.count
+	}
 	frags := map[int][]float64{} // node index → its GPUs' parts of F_n(M)
 	// This page's GPUs: known ones, then unknown ones, by gpuStarts.
 	lo, hi := pageBounds(len(gpus)+len(unknown), gpuStarts, req.Page)
@@ -209,7 +213,7 @@ func (s *Core) onSnapshot(m *Msg, tenant string) {
 		// reports only when something changes on it, and an idle one draws
 		// its idle power all the while.
 		st.EnergyJ += st.PowerW * max(0, s.now.Sub(gs.statusAt).Seconds())
-		sg := events.SnapshotGPU{GPUStatus: st, Allocs: append(g.Allocs[:0:0], g.Allocs...), Alive: g.Alive}
+		sg := events.SnapshotGPU{GPUStatus: st, Allocs: append(g.Allocs[:0:0], g.Allocs...), Alive: g.Alive, PerfLevels: levels.of[g.ID]}
 		if tenant != "" {
 			sg.Jobs = slices.DeleteFunc(slices.Clone(sg.Jobs), func(gj events.GPUJob) bool { return !s.owns(gj.JobID, tenant) })
 			sg.Allocs = slices.DeleteFunc(sg.Allocs, func(a vram.Alloc) bool { return !s.owns(a.Owner, tenant) })

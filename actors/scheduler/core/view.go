@@ -49,6 +49,49 @@ type view struct {
 	held  map[int]bool
 	seed  int64
 	ranks map[string]int
+	// levels are the GPUs' performance levels per application class
+	// (perfLevels; nil: to be computed, after a GPU with variability
+	// joined).
+	levels *perfLevels
+}
+
+// perfLevels are the cluster's performance levels: per class, each
+// GPU's level (0 the fastest) among the GPUs with a multiplier for it,
+// and how many levels there are.
+type perfLevels struct {
+	of    map[string]map[string]int // GPU → class → level
+	count map[string]int
+}
+
+// perfLevels groups the GPUs that carry variability into performance
+// levels per class (model.PerformanceLevels), once per set of GPUs.
+func (v *view) perfLevels() *perfLevels {
+	if v.levels != nil {
+		return v.levels
+	}
+	lv := &perfLevels{of: map[string]map[string]int{}, count: map[string]int{}}
+	byClass := map[string][]string{}
+	for _, g := range v.cluster.GPUs {
+		for class := range g.Variability {
+			byClass[class] = append(byClass[class], g.ID)
+		}
+	}
+	for class, ids := range byClass {
+		values := make([]float64, len(ids))
+		for i, id := range ids {
+			values[i] = v.gpus[id].g.Variability[class]
+		}
+		_, level, count := model.PerformanceLevels(values)
+		lv.count[class] = count
+		for i, id := range ids {
+			if lv.of[id] == nil {
+				lv.of[id] = map[string]int{}
+			}
+			lv.of[id][class] = level[i]
+		}
+	}
+	v.levels = lv
+	return lv
 }
 
 func newView(m vram.Model, seed int64, ranks map[string]int) *view {
@@ -107,6 +150,9 @@ func (v *view) addGPU(st events.GPUStatus) (*gpuState, bool) {
 		m = model.GPUModel{Name: st.Model, VRAM: model.Bytes(st.VRAMTotal), Speed: 1}
 	}
 	g := &policy.GPU{ID: st.GPU, Node: st.Node, Model: m.Name, VRAMTotal: st.VRAMTotal, Alive: true, Variability: st.Variability}
+	if len(st.Variability) > 0 {
+		v.levels = nil
+	}
 	s := &gpuState{g: g, model: m}
 	v.gpus[st.GPU] = s
 	n := v.node(st.Node)

@@ -52,6 +52,27 @@ function renderHeadline(snap) {
   applyHelp($("#headline"));
 }
 
+// perfLine is a GPU's own pace per application class (its variability:
+// the multiplier on a job's iteration time against the median GPU's) and
+// its performance level for each (L0 the fastest), when the cluster has a
+// variability profile; each class says what it means on hover.
+function perfLine(g, counts) {
+  const v = g.variability || {};
+  const classes = Object.keys(v).sort();
+  if (!classes.length) return "";
+  const lv = g.perf_levels || {};
+  const parts = classes.map((c) => {
+    const short = c.replace(/^class/, "");
+    const level = lv[c] ?? "?";
+    const of = counts && counts[c] ? ` of ${counts[c]}` : "";
+    const pct = Math.round(100 * (v[c] - 1));
+    const pace = pct === 0 ? "as fast as the median GPU" : pct > 0 ? `${pct} % slower than the median GPU` : `${-pct} % faster than the median GPU`;
+    const fastest = level === 0 ? ", the fastest" : "";
+    return `<span class="level level-${esc(level)}" title="${esc(c)}: iterations take ${v[c].toFixed(3)}× the median GPU's time (${pace}); performance level ${esc(level)}${of}${fastest}">${esc(short)} L${esc(level)}</span>`;
+  });
+  return `<div class="perf" data-help="perf-level">${parts.join(" ")}</div>`;
+}
+
 function renderGPUs(snap) {
   const names = {};
   for (const j of snap.running) names[j.job_id] = j.name;
@@ -80,7 +101,7 @@ function renderGPUs(snap) {
         <button class="kill" data-gpu="${esc(g.gpu)}" data-help="kill">kill</button></div>
       <div data-help="utilisation">util ${g.util > 100 ? "100 % (saturated: " + g.util.toFixed(0) + " % asked)" : g.util.toFixed(0) + " %"}${g.alive ? "" : " · <b>DOWN</b>"}</div>
       <div class="bar util"><i class="${utilClass(g.util)}" style="width:${Math.min(100, g.util)}%"></i></div>
-      <div data-help="vram">VRAM ${gbNumber(used)}/${gb(total)}</div>${vram}
+      <div data-help="vram">VRAM ${gbNumber(used)}/${gb(total)}</div>${vram}${perfLine(g, snap.perf_level_counts)}
       <div class="jobs" title="${esc(jobs.join(", "))}">${jobs.length ? esc(jobs.join(", ")) : "idle"}</div>
     </div>`;
   }).join("");
