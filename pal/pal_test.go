@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"testing"
 
@@ -180,5 +181,55 @@ func TestWrittenProfileReadsBack(t *testing.T) {
 	}
 	if !bytes.Contains(buf.Bytes(), []byte(",level_classD\n")) {
 		t.Errorf("header lacks the level columns: %s", bytes.SplitN(buf.Bytes(), []byte("\n"), 2)[0])
+	}
+}
+
+// TestEveryRoundIsTheArtifacts compares every round of every reference
+// run with the artifact's rounds.jsonl (each round as it found the
+// cluster: the last placement less what completed): the same jobs on the
+// same GPUs, with the same slowest multiplier and locality penalty, and
+// as many GPUs free — the placement itself, not only its JCTs.
+func TestEveryRoundIsTheArtifacts(t *testing.T) {
+	dir, data := load(t)
+	refs, err := ReadConfigs(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ref := range refs {
+		trace, err := ReadTrace(TracePath(dir, ref.Workload), data.Models)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := NewDriver(data, trace, ref.Config)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for gen := NewGenerator(trace, ref.Config); !d.Done(); {
+			d.Step(gen)
+		}
+		want, err := ReadRounds(filepath.Join(dir, "runs", ref.Name+".rounds.jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := d.Rounds()
+		if len(got) != len(want) {
+			t.Errorf("%s: %d rounds, the artifact %d", ref.Name, len(got), len(want))
+			continue
+		}
+		for i := range got {
+			g, w := got[i], want[i]
+			same := g.T == w.T && g.Free == w.Free && len(g.Alloc) == len(w.Alloc)
+			for id, gpus := range w.Alloc {
+				mine := slices.Clone(g.Alloc[id])
+				theirs := slices.Clone(gpus)
+				slices.Sort(mine)
+				slices.Sort(theirs)
+				same = same && slices.Equal(mine, theirs) && g.PM[id] == w.PM[id] && g.Loc[id] == w.Loc[id]
+			}
+			if !same {
+				t.Errorf("%s round %d (t=%v): %v free, alloc %v; the artifact %v free, alloc %v", ref.Name, i, g.T, g.Free, g.Alloc, w.Free, w.Alloc)
+				break
+			}
+		}
 	}
 }

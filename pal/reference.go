@@ -226,3 +226,67 @@ func ReadSummary(path string) (Summary, error) {
 	}
 	return s, nil
 }
+
+// WriteRounds writes the run's rounds as JSON lines in the keys of the
+// reference runs' NAME.rounds.jsonl, each as the round found the cluster
+// (after the completions, before the placement): t, free_gpus,
+// jobs_running, jobs_in_queue (here: the jobs arrived and waiting), and
+// per running job id its GPUs (alloc), slowest multiplier (pm) and
+// locality penalty (loc).
+func WriteRounds(w io.Writer, rounds []RoundStat) error {
+	enc := json.NewEncoder(w)
+	for _, r := range rounds {
+		line := struct {
+			T       float64            `json:"t"`
+			Free    int                `json:"free_gpus"`
+			Running int                `json:"jobs_running"`
+			Waiting int                `json:"jobs_in_queue"`
+			Alloc   map[string][]int   `json:"alloc"`
+			PM      map[string]float64 `json:"pm"`
+			Loc     map[string]float64 `json:"loc"`
+		}{T: r.T, Free: r.Free, Running: len(r.Alloc), Waiting: r.Waiting,
+			Alloc: map[string][]int{}, PM: map[string]float64{}, Loc: map[string]float64{}}
+		for id, gpus := range r.Alloc {
+			k := strconv.Itoa(id)
+			line.Alloc[k], line.PM[k], line.Loc[k] = gpus, r.PM[id], r.Loc[id]
+		}
+		if err := enc.Encode(line); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ReadRounds reads a NAME.rounds.jsonl: each round's time and allocation.
+func ReadRounds(path string) ([]RoundStat, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []RoundStat
+	dec := json.NewDecoder(f)
+	for dec.More() {
+		var line struct {
+			T       float64            `json:"t"`
+			Free    int                `json:"free_gpus"`
+			Waiting int                `json:"jobs_in_queue"`
+			Alloc   map[string][]int   `json:"alloc"`
+			PM      map[string]float64 `json:"pm"`
+			Loc     map[string]float64 `json:"loc"`
+		}
+		if err := dec.Decode(&line); err != nil {
+			return nil, fmt.Errorf("%s: round %d: %w", path, len(out)+1, err)
+		}
+		r := RoundStat{T: line.T, Free: line.Free, Waiting: line.Waiting, Alloc: map[int][]int{}, PM: map[int]float64{}, Loc: map[int]float64{}}
+		for k, gpus := range line.Alloc {
+			id, err := strconv.Atoi(k)
+			if err != nil {
+				return nil, fmt.Errorf("%s: round %d: job id %q", path, len(out)+1, k)
+			}
+			r.Alloc[id], r.PM[id], r.Loc[id] = gpus, line.PM[k], line.Loc[k]
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}

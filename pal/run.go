@@ -101,13 +101,30 @@ type job struct {
 func (j *job) running() bool { return j.gpus != nil }
 
 // RoundStat is one round as the artifact's cluster statistics record it
-// (§6): the time, the GPUs free after the finished jobs left and before
-// the placement, and, after the placement, which job holds which GPUs.
+// (§6): at its time, after the finished jobs left and before the
+// placement, the GPUs free, which job holds which GPUs (the last round's
+// placement, less what completed) with its slowdowns, and the jobs that
+// wait.
 type RoundStat struct {
-	T          float64
-	FreeBefore int
-	Alloc      map[int][]int
-	PM, Loc    map[int]float64
+	T       float64
+	Free    int
+	Alloc   map[int][]int
+	PM, Loc map[int]float64
+	Waiting int
+}
+
+// record fills the round's allocation from the jobs now running.
+func (d *Driver) record(stat *RoundStat) {
+	stat.Alloc, stat.PM, stat.Loc = map[int][]int{}, map[int]float64{}, map[int]float64{}
+	for _, j := range d.jobs {
+		switch {
+		case j.running():
+			stat.Alloc[j.id], stat.PM[j.id], stat.Loc[j.id] = slices.Clone(j.gpus), j.pm, j.loc
+		case !j.done:
+			stat.Waiting++
+		}
+	}
+	stat.Free = d.freeCount()
 }
 
 // Driver is the artifact's round loop (§3), stepped one round at a time
@@ -125,7 +142,6 @@ type Driver struct {
 	owner     []int // job id per GPU, −1 when free
 	now       float64
 	rounds    []RoundStat
-	pending   RoundStat // the round being decided
 	finished  bool
 	trackLeft int
 	// completed are the jobs the last RoundEnded completed.
@@ -243,6 +259,10 @@ func (d *Driver) Completed() []int { return d.completed }
 // Progress is the iterations job id has done.
 func (d *Driver) Progress(id int) float64 { return d.jobs[id].executed }
 
+// Slowdown is job id's slowest multiplier and locality penalty from its
+// last launch (§1).
+func (d *Driver) Slowdown(id int) (pm, loc float64) { return d.jobs[id].pm, d.jobs[id].loc }
+
 // End is when job id completed, in seconds.
 func (d *Driver) End(id int) float64 { return d.jobs[id].finish }
 
@@ -273,11 +293,10 @@ func (d *Driver) RoundEnded() float64 {
 			}
 		}
 	}
-	d.pending = RoundStat{T: t, FreeBefore: d.freeCount()}
-	if d.trackLeft <= 0 {
-		d.rounds = append(d.rounds, d.pending)
-		d.finished = true
-	}
+	stat := RoundStat{T: t}
+	d.record(&stat)
+	d.rounds = append(d.rounds, stat)
+	d.finished = d.trackLeft <= 0
 	return t
 }
 
@@ -307,7 +326,6 @@ func (d *Driver) Schedule() {
 	if d.finished {
 		return
 	}
-	stat := d.pending
 	var active []*job
 	for _, j := range d.jobs {
 		if !j.done {
@@ -315,13 +333,6 @@ func (d *Driver) Schedule() {
 		}
 	}
 	d.place(order(d.cfg.Queue, active))
-	stat.Alloc, stat.PM, stat.Loc = map[int][]int{}, map[int]float64{}, map[int]float64{}
-	for _, j := range active {
-		if j.running() {
-			stat.Alloc[j.id], stat.PM[j.id], stat.Loc[j.id] = slices.Clone(j.gpus), j.pm, j.loc
-		}
-	}
-	d.rounds = append(d.rounds, stat)
 	d.now += Round
 }
 
@@ -482,11 +493,13 @@ type Result struct {
 	// Utilisation is the mean over the rounds of the share of GPUs held
 	// by unfinished jobs before the round's placement (§6).
 	Utilisation float64
+	// RoundStats are the rounds as each found the cluster (WriteRounds).
+	RoundStats []RoundStat
 }
 
 // Result is the run's outcome so far: the tracked jobs that completed.
 func (d *Driver) Result() *Result {
-	r := &Result{Config: d.cfg, Rounds: len(d.rounds)}
+	r := &Result{Config: d.cfg, Rounds: len(d.rounds), RoundStats: d.rounds}
 	first := math.Inf(1)
 	var jcts []float64
 	for _, j := range d.jobs {
@@ -517,7 +530,7 @@ func (d *Driver) Result() *Result {
 	}
 	var busy float64
 	for _, s := range d.rounds {
-		busy += 1 - float64(s.FreeBefore)/float64(len(d.owner))
+		busy += 1 - float64(s.Free)/float64(len(d.owner))
 	}
 	if len(d.rounds) > 0 {
 		r.Utilisation = busy / float64(len(d.rounds))

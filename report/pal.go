@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/csv"
 	"fmt"
+	"image/color"
 	"io"
 	"os"
 	"path/filepath"
@@ -58,6 +59,11 @@ func palReport(in, out string, files []string, opt Options, w *Written) error {
 		}
 		if err := copyFile(f, filepath.Join(out, filepath.Base(f)), opt, w); err != nil {
 			return err
+		}
+		if rounds := strings.TrimSuffix(f, ".jobs.csv") + ".rounds.jsonl"; fileExists(rounds) {
+			if err := palOccupancy(rounds, filepath.Join(out, name+"-gpus.png"), name, opt, w); err != nil {
+				return err
+			}
 		}
 	}
 	headroom(jct, len(files))
@@ -237,4 +243,71 @@ func palSweep(in, out string, rows [][]string, opt Options, w *Written) error {
 		return err
 	}
 	return w.save(pl, opt, filepath.Join(out, "jct-by-locality.png"))
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+// roundGrid is a run's GPUs round by round: x the round, y the GPU, the
+// value which job holds it (its id mod the palette's colours, from 1;
+// 0 free).
+type roundGrid struct {
+	t      []float64
+	gpus   int
+	holder [][]float64 // [round][gpu]
+}
+
+func (g roundGrid) Dims() (c, r int)   { return len(g.t), g.gpus }
+func (g roundGrid) X(c int) float64    { return g.t[c] / 3600 }
+func (g roundGrid) Y(r int) float64    { return float64(r) }
+func (g roundGrid) Z(c, r int) float64 { return g.holder[c][r] }
+
+// jobColours is the occupancy chart's palette: free first, then a colour
+// per job (ids cycle through them).
+type jobColours []color.Color
+
+func (p jobColours) Colors() []color.Color { return p }
+
+// palOccupancy draws which job holds each GPU in each round of a run
+// (its rounds.jsonl): a GPU by time chart, one colour per job (cycling
+// through eight), grey where the GPU is free — where each job's GPUs
+// were, and how a gang moves from round to round.
+func palOccupancy(path, png, name string, opt Options, w *Written) error {
+	rounds, err := pal.ReadRounds(path)
+	if err != nil {
+		return err
+	}
+	if len(rounds) < 2 {
+		return nil
+	}
+	g := roundGrid{}
+	for _, r := range rounds {
+		for _, gpus := range r.Alloc {
+			for _, x := range gpus {
+				g.gpus = max(g.gpus, x+1)
+			}
+		}
+	}
+	if g.gpus == 0 {
+		return nil
+	}
+	colours := jobColours{color.Gray{Y: 225}}
+	colours = append(colours, palette...)
+	for _, r := range rounds {
+		row := make([]float64, g.gpus)
+		for id, gpus := range r.Alloc {
+			for _, x := range gpus {
+				row[x] = float64(1 + id%(len(colours)-1))
+			}
+		}
+		g.t = append(g.t, r.T)
+		g.holder = append(g.holder, row)
+	}
+	hm := plotter.NewHeatMap(g, colours)
+	hm.Min, hm.Max = 0, float64(len(colours)-1)
+	p := newPlot(name+": which job holds each GPU, round by round (a colour per job, cycling; grey free)", "time (hours)", "GPU")
+	p.Add(hm)
+	return w.save(p, opt, png)
 }

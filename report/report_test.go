@@ -308,7 +308,8 @@ func TestAPolluxReplayFolderIsDrawn(t *testing.T) {
 }
 
 // TestAPALReplayFolderIsDrawn (issue 44): a cluster replay --pal folder
-// gets the JCT CDF of each run and a heat map per class of its profile;
+// gets the JCT CDF of each run, a heat map per class of its profile and,
+// per run with its rounds, which job held each GPU round by round;
 // a cluster compare --pal sweep gets the normalised JCT by locality.
 func TestAPALReplayFolderIsDrawn(t *testing.T) {
 	in, out := t.TempDir(), t.TempDir()
@@ -320,6 +321,9 @@ func TestAPALReplayFolderIsDrawn(t *testing.T) {
 		"w1_fifo_PAL.jobs.csv":     "job_id,submit_s,finish_s,jct_s,num_gpus,model,perfclass,iter_time_s,total_iters,nominal_runtime_s,last_pm_penalty,last_locality_penalty\r\n6,421.0,1080,659.0,1,vgg19,classC,0.300610341,64.0,19.239062,0.98,1.0\r\n7,466.0,1440,974.0,16,PointNet,classD,0.28125,1042.0,293.0625,1.0,1.7\r\n",
 		"w1_fifo_PMFirst.jobs.csv": "job_id,submit_s,finish_s,jct_s,num_gpus,model,perfclass,iter_time_s,total_iters,nominal_runtime_s,last_pm_penalty,last_locality_penalty\r\n6,421.0,1440,1019.0,1,vgg19,classC,0.300610341,64.0,19.239062,0.98,1.0\r\n",
 		"profile-seed-42.csv":      profile,
+		"w1_fifo_PAL.rounds.jsonl": `{"t":0,"free_gpus":8,"jobs_running":0,"jobs_in_queue":1,"alloc":{},"pm":{},"loc":{}}` + "\n" +
+			`{"t":360,"free_gpus":7,"jobs_running":1,"jobs_in_queue":1,"alloc":{"6":[0]},"pm":{"6":0.98},"loc":{"6":1}}` + "\n" +
+			`{"t":720,"free_gpus":3,"jobs_running":2,"jobs_in_queue":0,"alloc":{"6":[0],"7":[1,2,4,5]},"pm":{"6":0.98,"7":1.0},"loc":{"6":1,"7":1.7}}` + "\n",
 	} {
 		if err := os.WriteFile(filepath.Join(in, name), []byte(text), 0o644); err != nil {
 			t.Fatal(err)
@@ -332,7 +336,7 @@ func TestAPALReplayFolderIsDrawn(t *testing.T) {
 	if w.Kind != report.KindPAL {
 		t.Fatalf("kind %s, want pal", w.Kind)
 	}
-	checkPNGs(t, w, "jct-cdf.png", "profile-seed-42-classA.png", "profile-seed-42-classD.png", "w1_fifo_PAL.jobs.csv")
+	checkPNGs(t, w, "jct-cdf.png", "profile-seed-42-classA.png", "profile-seed-42-classD.png", "w1_fifo_PAL.jobs.csv", "w1_fifo_PAL-gpus.png")
 
 	in, out = t.TempDir(), t.TempDir()
 	sweep := "locality_penalty,policy,geomean_avg_jct_normalised\n1,pal,0.64\n3,pal,0.63\n1,packed-nonsticky,1\n3,packed-nonsticky,1\n"

@@ -52,20 +52,22 @@ func TestPALLiveIsOffline(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			// Every pace a placement gave a job in the offline run: its
+			// slowest multiplier × locality penalty, after each round.
+			paces := map[string][]float64{}
+			live0 := pal.NewLive(d, data)
 			for gen := pal.NewGenerator(trace, ref.Config); !d.Done(); {
 				d.Step(gen)
+				for _, task := range live0.Tasks() {
+					pm, loc := d.Slowdown(task.Jobs[0])
+					name := "job-" + strconv.Itoa(task.Jobs[0])
+					paces[name] = append(paces[name], pm*loc)
+				}
 			}
 			offline := d.Result()
 			// Every rate a GPU reports for a running job must be the job's
 			// nominal one ÷ its gang's pace in some round of the offline
 			// run: 1 / (iteration time × slowest multiplier × locality).
-			paces := map[string][]float64{}
-			for _, r := range d.Rounds() {
-				for id, p := range r.PM {
-					name := "job-" + strconv.Itoa(id)
-					paces[name] = append(paces[name], p*r.Loc[id])
-				}
-			}
 			iter := map[string]float64{}
 			for i, tj := range trace {
 				iter["job-"+strconv.Itoa(i)] = data.Models[tj.Model].IterTime

@@ -158,7 +158,9 @@ DIR/runs (job_id,submit_s,finish_s,jct_s,num_gpus,model,perfclass,
 iter_time_s,total_iters,nominal_runtime_s,last_pm_penalty,
 last_locality_penalty) and NAME.summary.json, NAME as the reference names
 its runs (w1_fifo_PAL) with what differs from the artifact's defaults
-appended (_lf2.5, _ps7, _ws3, _t6-59), and profile-seed-S.csv, the
+appended (_lf2.5, _ps7, _ws3, _t6-59), NAME.rounds.jsonl (each round's
+allocation as it found the cluster, in the reference's keys), and
+profile-seed-S.csv, the
 variability profile and its performance levels in the columns of
 DIR/data/profile_seed42.csv. observer report draws the folder (JCT CDFs,
 the reference's dashed beneath, and the profile's heat maps). --compare sets each run beside the
@@ -300,6 +302,9 @@ flags:
 // writePALRun writes a finished run's CSV and summary into dir.
 func writePALRun(dir string, r *palRun) error {
 	if err := writeFile(filepath.Join(dir, r.name+".jobs.csv"), func(f *os.File) error { return pal.WriteCSV(f, r.res) }); err != nil {
+		return err
+	}
+	if err := writeFile(filepath.Join(dir, r.name+".rounds.jsonl"), func(f *os.File) error { return pal.WriteRounds(f, r.res.RoundStats) }); err != nil {
 		return err
 	}
 	return writeFile(filepath.Join(dir, r.name+".summary.json"), func(f *os.File) error {

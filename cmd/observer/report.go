@@ -18,8 +18,9 @@ compare --gavel (gavel-<policy>-<seed>.csv: JCT and finish-time fairness ρ
 CDFs per policy), of cluster replay --pollux (workload-N_<policy>_<load>.csv:
 the JCT CDF and each workload's average JCT, the published ones dashed
 beneath), of cluster replay --pal (NAME.jobs.csv: the JCT CDF of each run,
-the artifact's run dashed beneath, and a heat map per class of the
-variability profile with each GPU's performance level), of cluster compare
+the artifact's run dashed beneath, which job held each GPU round by round,
+and a heat map per class of the variability profile with each GPU's
+performance level), of cluster compare
 --pal (sweep.csv: the normalised average JCT by locality penalty) or of
 cluster replay (<workload>_<policy>_<seed>.csv).
 DIR gets summary.txt, summary.json, the per-job CSV and PNG plots.
