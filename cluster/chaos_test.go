@@ -82,3 +82,34 @@ func TestKillGPURequeuesItsJob(t *testing.T) {
 		t.Fatalf("job resumed at %vs, want at least two checkpoints", kept)
 	}
 }
+
+// TestAPinOnceHoldsForTheFirstPlacementOnly (issue 45 item 6): a job
+// pinned with pin_once (as the demo draws its starting picture) is placed
+// where its pin says, its decision saying so and where the policy alone
+// would have put it; once its GPU is gone it runs elsewhere at once,
+// where a pin for life would wait for that GPU. pin_once without a pin
+// is refused naming it.
+func TestAPinOnceHoldsForTheFirstPlacementOnly(t *testing.T) {
+	_, nc := startCluster(t, cluster.Config{Speed: 600, StarvationAge: 1000 * time.Hour, RestartBackoff: time.Hour})
+	if rep := req(t, nc, "gpusched.job.submit", `{"name":"x","vram":"8GB","duration":"1h","pin_once":true}`); rep["error"] == nil || rep["error"].(obj)["field"] != "pin_once" {
+		t.Fatalf("pin_once without a pin: %v, want an error naming pin_once", rep)
+	}
+	id := submit(t, nc, `{"name":"bert","vram":"20GB","util":60,"duration":"10h","checkpoint":"10m","gpu":"gpu-2","pin_once":true}`)
+	j := waitState(t, nc, id, "running", 10*time.Second)
+	if fmt.Sprint(j["gpu_ids"]) != "[gpu-2]" {
+		t.Fatalf("first placement on %v, want gpu-2 (its pin)", j["gpu_ids"])
+	}
+	d := req(t, nc, "gpusched.sched.explain", `{"job_id":"`+id+`"}`)
+	if d["pinned"] != "gpu-2" || d["unpinned_choice"] == nil || d["unpinned_choice"] == "" {
+		t.Errorf("decision %v: want pinned gpu-2 and where binpack alone would have put it", d)
+	}
+	if rep := req(t, nc, "gpusched.chaos.kill", `{"gpu":"gpu-2"}`); rep["ok"] != true {
+		t.Fatalf("kill: %v", rep)
+	}
+	var gpus string
+	waitFor(t, "the job running on another GPU", 10*time.Second, func() bool {
+		j = getJob(t, nc, id)
+		gpus = fmt.Sprint(j["gpu_ids"])
+		return j["state"] == "running" && gpus != "[gpu-2]" && len(j["history"].([]any)) > 4
+	})
+}

@@ -175,6 +175,11 @@ type Decision struct {
 	Refusals   []string    `json:"refusals,omitempty"`
 	Reason     string      `json:"reason,omitempty"`
 	State      string      `json:"state,omitempty"`
+	// Pinned is the GPU (or node) the submission pinned the job to, when
+	// it did: the placement had that one candidate. Unpinned is where the
+	// policy alone would have put it ("": nowhere else fitted).
+	Pinned   string `json:"pinned,omitempty"`
+	Unpinned string `json:"unpinned_choice,omitempty"`
 }
 
 // PolicyChanged is the payload of sched.policy events.

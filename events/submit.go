@@ -78,6 +78,9 @@ type SubmitRequest struct {
 	// (model.Job.PerfClass): on GPUs carrying a multiplier for it the job
 	// runs at the pace of the slowest of them.
 	PerfClass string `json:"perf_class,omitempty"`
+	// PinOnce makes gpu and node hold for the job's first placement only
+	// (model.Job.PinOnce): a pin that draws a starting picture.
+	PinOnce *bool `json:"pin_once,omitempty"`
 }
 
 // Bounds of a submission's fields: what no real job needs, so that no
@@ -194,6 +197,12 @@ func (r *SubmitRequest) Job() (model.Job, *model.FieldError) {
 	}
 	if len(r.Models) > 0 {
 		job.Models = append([]string(nil), r.Models...)
+	}
+	if r.PinOnce != nil && *r.PinOnce {
+		if r.GPU == "" && r.Node == "" {
+			return model.Job{}, model.Errorf("pin_once", "needs gpu or node: it says the pin holds for the first placement only")
+		}
+		job.PinOnce = true
 	}
 	if r.PerfClass != "" {
 		if len(r.PerfClass) > MaxNameBytes || !model.ValidToken(r.PerfClass) {

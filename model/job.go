@@ -74,6 +74,10 @@ type Job struct {
 	// cluster's locality penalty when its GPUs span nodes (GangSlowdown).
 	// Empty: every GPU runs it at its model's pace.
 	PerfClass string `json:"perf_class,omitempty"`
+	// PinOnce makes GPU and Node pins hold for the first placement only
+	// (the demo's starting picture): after it the job goes where the
+	// policy puts it, as any other.
+	PinOnce bool `json:"pin_once,omitempty"`
 }
 
 // Typed reports whether the job is a typed job (JobType).

@@ -2,7 +2,9 @@ package observer
 
 import (
 	"sort"
+	"strings"
 
+	"github.com/gpusched/gpusched/events"
 	"github.com/gpusched/gpusched/policy"
 )
 
@@ -115,4 +117,23 @@ func unexplained() []string {
 		}
 	}
 	return out
+}
+
+// PinNote says what a pinned placement means ("" for one that was not):
+// the submission chose the GPU (the demo's starting picture is drawn
+// so), so its one candidate's score says nothing, and where the policy
+// alone would have put the job.
+func PinNote(d events.Decision) string {
+	if d.Pinned == "" {
+		return ""
+	}
+	alone := "would have found no other place for it"
+	if d.Unpinned != "" {
+		alone = "alone would have chosen " + d.Unpinned
+		if d.Unpinned == d.Pinned || d.Unpinned == strings.Join(d.GPUs, ",") {
+			alone = "alone would have chosen the same"
+		}
+	}
+	return "placed on " + d.Pinned + " because its submission pinned it there (as the demo draws its starting picture); " +
+		d.Policy + " " + alone
 }

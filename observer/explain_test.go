@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/gpusched/gpusched/events"
 )
 
 // TestEveryControlExplainsItself: every data-help key the web page (its
@@ -40,5 +42,22 @@ func TestEveryControlExplainsItself(t *testing.T) {
 		if n := strings.Count(v, ". ") + 1; n > 3 || len(v) > 260 {
 			t.Errorf("%s: %d sentences, %d characters: one or two plain sentences", k, n, len(v))
 		}
+	}
+}
+
+// TestAPinnedPlacementSaysSo (issue 45 item 6): a pinned placement's
+// explanation says the submission chose the GPU and where the policy
+// alone would have put the job; an unpinned one says nothing of pins.
+func TestAPinnedPlacementSaysSo(t *testing.T) {
+	d := events.Decision{JobID: "j", Policy: "binpack", GPUs: []string{"gpu-1"}, Pinned: "gpu-1", Unpinned: "gpu-4"}
+	if got := PinNote(d); !strings.Contains(got, "pinned it there") || !strings.Contains(got, "binpack alone would have chosen gpu-4") {
+		t.Errorf("note %q", got)
+	}
+	d.Unpinned = ""
+	if got := PinNote(d); !strings.Contains(got, "no other place") {
+		t.Errorf("note %q, want it to say nowhere else fitted", got)
+	}
+	if got := PinNote(events.Decision{JobID: "j", Policy: "binpack", GPUs: []string{"gpu-1"}}); got != "" {
+		t.Errorf("an unpinned placement's note %q", got)
 	}
 }

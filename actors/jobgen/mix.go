@@ -54,14 +54,17 @@ var DemoGPUs = map[string]string{"GPT-fine-tune": "gpu-0", "BERT-train": "gpu-1"
 
 // Demo returns the demo's five jobs, for a cluster that starts looking
 // like the demo; pinned, each asks for the GPU the demo shows it on
-// (DemoGPUs) through the job spec's "gpu", so the first screen is the
-// demo's whatever the policy (the policy places everything after).
+// (DemoGPUs) through the job spec's "gpu", for its first placement only
+// ("pin_once"), so the first screen is the demo's whatever the policy (the
+// policy places everything after, these jobs too once they move).
 func (m *Mix) Demo(pinned bool) []events.SubmitRequest {
 	out := make([]events.SubmitRequest, len(demoJobs))
 	for i, t := range demoJobs {
 		out[i] = m.fromTemplate(t)
 		if pinned {
-			out[i].GPU = DemoGPUs[t.name]
+			// The demo's picture is where they start: after that they go
+			// where the policy puts them (pin_once).
+			out[i].GPU, out[i].PinOnce = DemoGPUs[t.name], new(true)
 		}
 	}
 	return out

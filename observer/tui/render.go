@@ -550,6 +550,9 @@ func whyPlaced(d events.Decision, j events.JobInfo) string {
 	if d.JobID == "" {
 		return "on " + strings.Join(j.GPUIDs, ",") + " (decision not seen yet)"
 	}
+	if note := observer.PinNote(d); note != "" {
+		return note
+	}
 	s := fmt.Sprintf("→ %s by %s", strings.Join(d.GPUs, ","), d.Policy)
 	var others []string
 	for _, c := range d.Candidates {

@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"go.uber.org/zap"
 
+	"github.com/gpusched/gpusched/events"
 	"github.com/gpusched/gpusched/observer"
 )
 
@@ -192,7 +193,12 @@ func (s *Server) explain(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, rep)
+	// The decision, with what a pinned placement means in words (the
+	// terminal dashboard says the same: observer.PinNote).
+	writeJSON(w, http.StatusOK, struct {
+		events.Decision
+		PinNote string `json:"pin_note,omitempty"`
+	}{rep, observer.PinNote(rep)})
 }
 
 // help serves the plain-English texts every element explains itself with

@@ -380,9 +380,15 @@ func (s *Core) transition(j *job, state, reason string) {
 }
 
 func (s *Core) request(j *job) *policy.Request {
-	return &policy.Request{JobID: j.id, Priority: j.spec.Priority, GPUs: j.spec.GPUs, VRAM: int64(j.spec.VRAM),
+	r := &policy.Request{JobID: j.id, Priority: j.spec.Priority, GPUs: j.spec.GPUs, VRAM: int64(j.spec.VRAM),
 		Milli: j.spec.Milli, Util: j.spec.Util, CPUMilli: j.spec.CPUMilli(), Memory: int64(j.spec.Memory), Models: j.spec.Models,
 		PinGPU: j.spec.GPU, PinNode: j.spec.Node, Held: s.view.held, JobType: j.spec.JobType}
+	if j.spec.PinOnce && j.firstStarted != nil {
+		// Its pin drew its first placement only: it goes where the
+		// policy puts it from now on.
+		r.PinGPU, r.PinNode = "", ""
+	}
+	return r
 }
 
 func (s *Core) onSubmit(m *Msg, tenant string) {

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"cmp"
 	"slices"
 	"strconv"
 	"strings"
@@ -51,6 +52,10 @@ type attempt struct {
 	held   usage
 	// preempting marks the placement made by preemption: not retried.
 	preempting bool
+	// pinned is the GPU or node a pinned job's request named, unpinned
+	// where the policy alone would put it in the same view (the decision
+	// says both; "": nowhere).
+	pinned, unpinned string
 }
 
 // negotiation is one placement's reservations in flight.
@@ -101,6 +106,9 @@ func (s *Core) try(a *attempt) tryResult {
 		a.n++
 		a.cands = s.plugins.Place(s.view.sorted(), req)
 		a.ranked = s.rankedBy(a.cands)
+		if a.pinned = cmp.Or(req.PinGPU, req.PinNode); a.pinned != "" {
+			a.unpinned = s.unpinnedChoice(req)
+		}
 		// The best candidate not tried yet (a refusal tries again from a
 		// fresh ranking, up to MaxCandidates times).
 		for i := range a.cands {
@@ -265,7 +273,7 @@ func (s *Core) resolve(n *negotiation) {
 	// be lost, the reservation expires, the GPU reports "expired", and the
 	// job is re-queued as lost (applyStatus): nothing leaks, nothing is lost.
 	s.publishAll(s.controls(j, p, events.OpCommit))
-	s.placed(j, p, a.cands, a.ranked, a.refusals, n.victims)
+	s.placed(j, p, a, n.victims)
 	if a.submit != nil {
 		s.answer(a.submit.Reply, j, events.SubmitReply{JobID: j.id, State: events.JobPlaced, Node: j.node, GPUs: j.gpus})
 	}

@@ -255,7 +255,22 @@ func (s *Core) rankedBy(ps []policy.Placement) []rankFigures {
 	return out
 }
 
-func (s *Core) placed(j *job, p policy.Placement, cands []policy.Placement, ranked []rankFigures, refusals, victims []string) {
+// unpinnedChoice is where the policy alone would put a pinned request in
+// the view now: its best placement's GPUs (or node), "" when none fits.
+func (s *Core) unpinnedChoice(req *policy.Request) string {
+	free := *req
+	free.PinGPU, free.PinNode = "", ""
+	for _, alt := range s.plugins.Place(s.view.sorted(), &free) {
+		if len(alt.GPUs) > 0 {
+			return strings.Join(alt.GPUs, ",")
+		}
+		return alt.Node
+	}
+	return ""
+}
+
+func (s *Core) placed(j *job, p policy.Placement, a *attempt, victims []string) {
+	cands, ranked, refusals := a.cands, a.ranked, a.refusals
 	now := s.now
 	j.node, j.gpus = p.Node, p.GPUs
 	j.shardsLeft, j.shardsDone, j.shareMarks = len(p.GPUs), nil, nil
@@ -277,6 +292,9 @@ func (s *Core) placed(j *job, p policy.Placement, cands []policy.Placement, rank
 	j.victims = victims
 	d := &events.Decision{JobID: j.id, Policy: s.plugins.Placement.Name(), Node: p.Node, GPUs: p.GPUs,
 		Candidates: candidates(cands, ranked), Victims: victims, Refusals: refusals}
+	// A pinned placement has one candidate: say so, and where the policy
+	// alone would have put the job in the view it was placed from.
+	d.Pinned, d.Unpinned = a.pinned, a.unpinned
 	j.decision = d
 	s.bus.Emit(s.cfg.Subjects.SchedEvent(events.SchedDecision), events.Type("sched", events.SchedDecision), j.id, now, d)
 	s.transition(j, events.JobPlaced, "")
