@@ -389,6 +389,13 @@ type Metrics struct {
 	StaleIgnored int `json:"stale_ignored"`
 	// Incarnation is the scheduler's incarnation.
 	Incarnation int `json:"scheduler_incarnation"`
+	// GPUsUnknown counts the GPUs the scheduler knows exist but has not
+	// read yet (after a restart; not in GPUs). Settling says the scheduler
+	// is still re-learning the cluster (such GPUs, or running jobs not
+	// read back yet): the figures above are partial, not the cluster's —
+	// a dashboard keeps its last known ones, a series skips the sample.
+	GPUsUnknown int  `json:"gpus_unknown,omitempty"`
+	Settling    bool `json:"settling,omitempty"`
 }
 
 // SnapshotRequest asks for one page of the cluster state.
@@ -416,6 +423,10 @@ type SnapshotGPU struct {
 	// share when the node's typical classes cannot use it, weighted by
 	// class popularity.
 	FragGPUs float64 `json:"frag_gpus"`
+	// Stale marks a GPU the scheduler has not read yet (Unknown) shown
+	// with the last figures an observer knew of it: set by the observer,
+	// never by the scheduler.
+	Stale bool `json:"stale,omitempty"`
 	// PerfLevels is the GPU's performance level per application class
 	// (0 the fastest) among the cluster's GPUs with a multiplier for the
 	// class (its variability): PAL's K-means levels

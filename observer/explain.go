@@ -38,6 +38,8 @@ var Explanations = map[string]string{
 	"events":      "Everything that happens, as it happens: jobs placed, finished, preempted; GPUs failing and coming back.",
 	"simulated":   "The cluster's own clock: it runs faster than real time, so hours of work pass in minutes.",
 	"gpu-unknown": "A GPU the scheduler knows is there but has not heard from since it (re)started: its state shows once the GPU answers.",
+	"gpu-stale":   "The scheduler restarted and has not read this GPU again yet: these are the last figures known of it, greyed until it answers.",
+	"settling":    "The scheduler restarted and is re-reading the cluster: the figures shown are the last known ones until it has, never its partial zeros.",
 	"gpu-card":    "One GPU: its model, how busy it is, how much of its memory jobs hold, and which jobs run on it.",
 	"perf-level": "This GPU's own speed for each kind of job (class A, B…) as a performance level, L0 the fastest. A job on " +
 		"several GPUs runs at its slowest GPU's pace, slower still across nodes; hover a class for its figure.",

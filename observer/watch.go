@@ -69,6 +69,11 @@ type State struct {
 	// Resyncs counts the snapshots taken after a reconnect.
 	Resyncs int       `json:"resyncs"`
 	Updated time.Time `json:"updated"`
+	// Settling says the scheduler is re-learning the cluster (it
+	// restarted): GPUs it has not read yet show their last known figures
+	// (Stale), and the summary and job lists are the last ones from
+	// before, not the partial ones it has now.
+	Settling bool `json:"settling,omitempty"`
 }
 
 // Watcher keeps a State current from a cluster: it reads every event (the
@@ -88,6 +93,12 @@ type Watcher struct {
 	// firstLive is each source's first seq read live, until the backfill
 	// has merged the history before it (nil then).
 	firstLive map[string]uint64
+	// known is each GPU's last snapshot entry the scheduler had read, and
+	// settled the last snapshot taken while it was not re-learning the
+	// cluster: what a snapshot shows instead of unknowns and partial
+	// figures (never zero for unknown).
+	known   map[string]events.SnapshotGPU
+	settled *events.Snapshot
 }
 
 // NewWatcher subscribes to the cluster's events on nc; Run takes snapshots.
@@ -208,7 +219,7 @@ func (w *Watcher) Refresh() {
 		w.state.Err = err.Error()
 		return
 	}
-	w.state.Snapshot = snap
+	w.state.Snapshot, w.state.Settling = w.keepKnown(snap), snap.Summary.Settling
 	w.state.Updated = time.Now()
 	// Keep decisions only for the jobs still in the picture.
 	keep := map[string]bool{}
@@ -223,6 +234,62 @@ func (w *Watcher) Refresh() {
 			delete(w.dec, id)
 		}
 	}
+}
+
+// keepKnown is snap as a dashboard shows it: a GPU the scheduler has not
+// read yet (after its restart) keeps the last figures known of it,
+// marked stale, and while the scheduler re-learns the cluster the summary
+// and the job lists are the last settled ones (with the new snapshot's
+// time, incarnation and counts of unknowns) — unknown is never shown as
+// zero. It remembers what snap knows for the next one. w.mu is held.
+func (w *Watcher) keepKnown(snap *events.Snapshot) *events.Snapshot {
+	if w.known == nil {
+		w.known = map[string]events.SnapshotGPU{}
+	}
+	out := *snap
+	out.GPUs = make([]events.SnapshotGPU, len(snap.GPUs))
+	for i, g := range snap.GPUs {
+		if !g.Unknown {
+			w.known[g.GPU] = g
+		} else if last, ok := w.known[g.GPU]; ok {
+			g = last
+			g.Unknown, g.Stale = true, true
+		}
+		out.GPUs[i] = g
+	}
+	if !snap.Summary.Settling {
+		w.settled = snap
+		return &out
+	}
+	if w.settled != nil {
+		sum := w.settled.Summary
+		sum.Settling, sum.GPUsUnknown, sum.Incarnation = true, snap.Summary.GPUsUnknown, snap.Summary.Incarnation
+		out.Summary, out.Running, out.Queue = sum, w.settled.Running, w.settled.Queue
+		// Every GPU of the settled picture stays on it, in its order: one
+		// the restarted scheduler does not even name yet is unknown too.
+		now := map[string]events.SnapshotGPU{}
+		for _, g := range out.GPUs {
+			now[g.GPU] = g
+		}
+		gpus := make([]events.SnapshotGPU, 0, max(len(out.GPUs), len(w.settled.GPUs)))
+		for _, g := range w.settled.GPUs {
+			if cur, ok := now[g.GPU]; ok {
+				gpus = append(gpus, cur)
+				delete(now, g.GPU)
+				continue
+			}
+			last := w.known[g.GPU]
+			last.Unknown, last.Stale = true, true
+			gpus = append(gpus, last)
+		}
+		for _, g := range out.GPUs {
+			if _, left := now[g.GPU]; left {
+				gpus = append(gpus, g)
+			}
+		}
+		out.GPUs = gpus
+	}
+	return &out
 }
 
 // explainMissing asks the scheduler how the running jobs without a known

@@ -165,7 +165,10 @@ func (c *collector) foldTyped(isMetrics bool, typ string, data []byte) {
 			SimTime time.Time      `json:"simtime"`
 			Data    events.Metrics `json:"data"`
 		}
-		if json.Unmarshal(data, &ev) == nil {
+		// A sample taken while a restarted scheduler re-learns the
+		// cluster counts only what it has read so far: not a figure of
+		// the cluster (its utilisation would plunge for one sample).
+		if json.Unmarshal(data, &ev) == nil && !ev.Data.Settling {
 			c.mu.Lock()
 			c.samples = append(c.samples, Sample{T: c.seconds(ev.SimTime), Metrics: ev.Data})
 			c.mu.Unlock()

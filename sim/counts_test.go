@@ -30,3 +30,21 @@ func TestAJobsCountsCarryAcrossASchedulerThatRelearnedIt(t *testing.T) {
 		}
 	}
 }
+
+// TestASettlingSampleIsNotASample (issue 45 item 4): a metrics sample a
+// restarted scheduler takes while it re-learns the cluster (settling:
+// its utilisation and allocation count only the GPUs read so far) is
+// left out of the series, which would otherwise plunge for one sample.
+func TestASettlingSampleIsNotASample(t *testing.T) {
+	c := newCollector(Epoch)
+	for _, body := range []string{
+		`{"simtime":"2026-01-01T00:01:00Z","data":{"util_mean":60,"allocation":0.5}}`,
+		`{"simtime":"2026-01-01T00:02:00Z","data":{"util_mean":0,"allocation":0,"settling":true,"gpus_unknown":3}}`,
+		`{"simtime":"2026-01-01T00:03:00Z","data":{"util_mean":61,"allocation":0.5}}`,
+	} {
+		c.fold(true, []byte(body))
+	}
+	if len(c.samples) != 2 || c.samples[0].UtilMean != 60 || c.samples[1].UtilMean != 61 {
+		t.Fatalf("samples %+v: want the two settled ones", c.samples)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/charmbracelet/lipgloss"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/gpusched/gpusched/events"
 	"github.com/gpusched/gpusched/model"
@@ -203,10 +204,16 @@ func header(st observer.State) string {
 // cells as they need (a figure is never cut).
 func headlineLines(s *events.Snapshot, w int) []string {
 	m := s.Summary
-	figures := []string{fmt.Sprintf("util %.0f%%", m.UtilMean), fmt.Sprintf("alloc %.0f%%", 100*m.Allocation),
+	var figures []string
+	if m.Settling {
+		// A restarted scheduler re-learning the cluster: the figures are
+		// the last known ones, and say so first.
+		figures = append(figures, styleDim.Render(fmt.Sprintf("re-learning the cluster (%s not read yet): last known figures", observer.Count(m.GPUsUnknown, "GPU"))))
+	}
+	figures = append(figures, fmt.Sprintf("util %.0f%%", m.UtilMean), fmt.Sprintf("alloc %.0f%%", 100*m.Allocation),
 		fmt.Sprintf("frag %.2f GPUs, VRAM %.0f%%", m.FragAmount, 100*m.VRAMFragmentation), fmt.Sprintf("queue %d", m.JobsQueued),
 		fmt.Sprintf("running %d", m.JobsRunning), fmt.Sprintf("done %d", m.JobsCompleted), fmt.Sprintf("preempt %d", m.Preemptions),
-		fmt.Sprintf("%.0f W", m.PowerW), fmt.Sprintf("%.2f kWh", m.EnergyKWh)}
+		fmt.Sprintf("%.0f W", m.PowerW), fmt.Sprintf("%.2f kWh", m.EnergyKWh))
 	var lines []string
 	line := ""
 	for _, f := range figures {
@@ -325,8 +332,15 @@ func heatMap(gpus []events.SnapshotGPU, width int) string {
 func card(g events.SnapshotGPU, names map[string]string, frag bool) string {
 	title := g.GPU + " " + g.Model
 	switch {
+	case g.Unknown && !g.Stale:
+		// Nothing known of it: no figures, not zeros.
+		lines := []string{styleBold.Render(fit(g.GPU+" "+styleDim.Render("unknown yet"), cardInner)),
+			styleDim.Render(fit("not read since the", cardInner)), styleDim.Render(fit("scheduler restarted", cardInner))}
+		return styleCard.Width(cardInner).Render(strings.Join(lines, "\n"))
 	case g.Unknown:
-		title = g.GPU + " " + styleDim.Render("unknown yet")
+		// Its last known figures, greyed: the scheduler has not read it
+		// since it restarted.
+		title = g.GPU + " " + styleDim.Render("last known")
 	case !g.Alive:
 		title = g.GPU + " " + styleDown.Render("DOWN")
 	}
@@ -344,6 +358,11 @@ func card(g events.SnapshotGPU, names map[string]string, frag bool) string {
 		lines = append(lines, fit(perf, cardInner))
 	}
 	lines = append(lines, fit(jobsOn(g, names), cardInner))
+	if g.Stale {
+		for i := range lines[1:] {
+			lines[i+1] = styleDim.Render(ansi.Strip(lines[i+1]))
+		}
+	}
 	return styleCard.Width(cardInner).Render(strings.Join(lines, "\n"))
 }
 
@@ -380,6 +399,13 @@ func gpuLine(g events.SnapshotGPU, names map[string]string, frag bool, width int
 		state = styleDown.Render(" DOWN")
 	}
 	head := fmt.Sprintf("%-7s %-10s ", trunc(g.GPU, 7), trunc(g.Model, 10))
+	if g.Unknown && !g.Stale {
+		// Nothing known of it: no figures, not zeros.
+		return fit(head+styleDim.Render("unknown yet: not read since the scheduler restarted"), width)
+	}
+	if g.Stale {
+		state = styleDim.Render(" last known")
+	}
 	util := utilStyle(g.Util).Render(bar(g.Util/100, 8)) + " " + pctText(g.Util) + " "
 	var vr string
 	if frag {
@@ -388,7 +414,11 @@ func gpuLine(g events.SnapshotGPU, names map[string]string, frag bool, width int
 		vr = bar(frac(g.VRAMUsed, g.VRAMTotal), 8) + fmt.Sprintf(" %3s/%-3sGB ", gb(g.VRAMUsed), gb(g.VRAMTotal))
 	}
 	rest := width - lipgloss.Width(head+util+vr) - lipgloss.Width(state)
-	return fit(head+util+vr+fit(jobsOn(g, names), max(rest, 0))+state, width)
+	line := head + util + vr + fit(jobsOn(g, names), max(rest, 0))
+	if g.Stale {
+		line = styleDim.Render(ansi.Strip(line))
+	}
+	return fit(line+state, width)
 }
 
 func jobsOn(g events.SnapshotGPU, names map[string]string) string {

@@ -212,3 +212,27 @@ func TestACardShowsItsPerformanceLevels(t *testing.T) {
 		t.Errorf("a GPU without variability shows levels:\n%s", got)
 	}
 }
+
+// TestAnUnknownGPUIsNotZero (issue 45 item 4): a GPU the restarted
+// scheduler has not read shows "unknown yet", not "0/0GB · idle"; with
+// last known figures it shows them, marked last known; the headline of
+// a settling snapshot says its figures are the last known.
+func TestAnUnknownGPUIsNotZero(t *testing.T) {
+	g := events.SnapshotGPU{GPUStatus: events.GPUStatus{GPU: "gpu-3"}, Unknown: true}
+	for _, got := range []string{card(g, nil, false), gpuLine(g, nil, false, 80)} {
+		if !strings.Contains(got, "unknown yet") || strings.Contains(got, "0/0") || strings.Contains(got, "idle") {
+			t.Errorf("unknown GPU drawn as:\n%s", got)
+		}
+	}
+	g = events.SnapshotGPU{GPUStatus: events.GPUStatus{GPU: "gpu-3", Model: "A100-40GB", Util: 70, VRAMUsed: 20 << 30, VRAMTotal: 40 << 30},
+		Unknown: true, Stale: true}
+	for _, got := range []string{card(g, nil, false), gpuLine(g, nil, false, 100)} {
+		if !strings.Contains(got, "last known") || !strings.Contains(strings.ReplaceAll(got, " ", ""), "20/40GB") {
+			t.Errorf("stale GPU drawn as:\n%s", got)
+		}
+	}
+	lines := headlineLines(&events.Snapshot{Summary: events.Metrics{Settling: true, GPUsUnknown: 2, JobsRunning: 5}}, 200)
+	if !strings.Contains(strings.Join(lines, "\n"), "last known figures") {
+		t.Errorf("settling headline: %v", lines)
+	}
+}

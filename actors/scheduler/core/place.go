@@ -260,13 +260,14 @@ func (s *Core) rankedBy(ps []policy.Placement) []rankFigures {
 func (s *Core) unpinnedChoice(req *policy.Request) string {
 	free := *req
 	free.PinGPU, free.PinNode = "", ""
-	for _, alt := range s.plugins.Place(s.view.sorted(), &free) {
-		if len(alt.GPUs) > 0 {
-			return strings.Join(alt.GPUs, ",")
-		}
-		return alt.Node
+	alts := s.plugins.Place(s.view.sorted(), &free)
+	switch {
+	case len(alts) == 0:
+		return ""
+	case len(alts[0].GPUs) > 0:
+		return strings.Join(alts[0].GPUs, ",")
 	}
-	return ""
+	return alts[0].Node
 }
 
 func (s *Core) placed(j *job, p policy.Placement, a *attempt, victims []string) {

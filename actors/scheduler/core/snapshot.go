@@ -71,6 +71,8 @@ func (s *Core) metrics() events.Metrics {
 	// 3.6e6 joules make one kilowatt-hour.
 	m.EnergyKWh = t.EnergyJ / 3.6e6
 	m.JobsRunning = len(s.running)
+	m.GPUsUnknown = len(s.unknownGPUs())
+	m.Settling = m.GPUsUnknown > 0 || s.resumingJobs() > 0
 	return m
 }
 

@@ -49,6 +49,12 @@ function renderHeadline(snap) {
     ["queue", m.jobs_queued, "queue"], ["running", m.jobs_running, "running"], ["completed", m.jobs_completed, "completed"],
     ["preemptions", m.preemptions, "preemption"], ["power", m.power_w.toFixed(0) + " W", "power"], ["energy", m.energy_kwh.toFixed(2) + " kWh", "energy"],
   ].map(([k, v, h]) => `<span data-help="${h}">${k} <b>${v}</b></span>`).join("");
+  // A restarted scheduler re-learning the cluster: the figures are the
+  // last known ones (never its partial zeros), greyed, and say so.
+  $("#headline").classList.toggle("stale", !!m.settling);
+  if (m.settling) {
+    $("#headline").insertAdjacentHTML("afterbegin", `<span class="settling" data-help="settling">re-learning the cluster (${m.gpus_unknown || 0} GPU${m.gpus_unknown === 1 ? "" : "s"} not read yet): last known figures</span>`);
+  }
   applyHelp($("#headline"));
 }
 
@@ -90,14 +96,14 @@ function renderGPUs(snap) {
     } else {
       vram = `<div class="bar vram"><i style="width:${100 * used / total}%"></i></div>`;
     }
-    if (g.unknown) {
+    if (g.unknown && !g.stale) {
       return `<div class="gpu-card unknown" data-gpu="${esc(g.gpu)}" data-node="${esc(g.node)}" data-help="gpu-unknown">
       <div class="title"><span>${esc(g.gpu)} <span class="model">on ${esc(g.node)}</span></span></div>
       <div>state unknown yet</div><div class="dim">the scheduler has not read this GPU since it started</div>
     </div>`;
     }
-    return `<div class="gpu-card${g.alive ? "" : " dead"}" data-gpu="${esc(g.gpu)}" data-node="${esc(g.node)}" data-help="gpu-card">
-      <div class="title"><span>${esc(g.gpu)} <span class="model">${esc(g.model)}</span></span>
+    return `<div class="gpu-card${g.alive ? "" : " dead"}${g.stale ? " stale" : ""}" data-gpu="${esc(g.gpu)}" data-node="${esc(g.node)}" data-help="${g.stale ? "gpu-stale" : "gpu-card"}">
+      <div class="title"><span>${esc(g.gpu)} <span class="model">${g.stale ? "last known" : esc(g.model)}</span></span>
         <button class="kill" data-gpu="${esc(g.gpu)}" data-help="kill">kill</button></div>
       <div data-help="utilisation">util ${g.util > 100 ? "100 % (saturated: " + g.util.toFixed(0) + " % asked)" : g.util.toFixed(0) + " %"}${g.alive ? "" : " · <b>DOWN</b>"}</div>
       <div class="bar util"><i class="${utilClass(g.util)}" style="width:${Math.min(100, g.util)}%"></i></div>
