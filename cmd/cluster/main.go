@@ -635,20 +635,6 @@ func submitRequest(args []string) (*bus.Options, string, events.SubmitRequest, e
 // that is not answered in time.
 const submitAttempts = 3
 
-func jobCommand(cmd string, args []string) error {
-	fs := newFlags("cluster " + cmd)
-	url, prefix := clientFlags(fs)
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() != 1 {
-		return fmt.Errorf("usage: cluster %s JOB_ID", cmd)
-	}
-	s := events.NewSubjects(*prefix)
-	subject := map[string]string{"get": s.JobGet(), "cancel": s.JobCancel(), "explain": s.SchedExplain()}[cmd]
-	return request(url, subject, events.JobRef{JobID: fs.Arg(0)}, os.Stdout)
-}
-
 // chaosUsage is the usage line of cluster chaos.
 const chaosUsage = "usage: cluster chaos kill|hang|partition|delay|drop GPU_ID [--node NODE] [--duration D] [--delay D] [--drop F] [--seed N]\n" +
 	"       cluster chaos kill-scheduler"
@@ -706,18 +692,6 @@ func chaosCommand(args []string) error {
 	return request(url, events.NewSubjects(*prefix).Chaos(action), req, os.Stdout)
 }
 
-func list(args []string) error {
-	fs := newFlags("cluster list")
-	url, prefix := clientFlags(fs)
-	state := fs.String("state", "", "only jobs in this state (queued, running, completed...)")
-	tenant := fs.String("tenant", "", "only this tenant's jobs")
-	page := fs.Int("page", 0, "page")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	return request(url, events.NewSubjects(*prefix).JobList(), events.JobListRequest{State: *state, Tenant: *tenant, Page: *page}, os.Stdout)
-}
-
 func strategy(args []string) error {
 	fs := newFlags("cluster strategy")
 	url, prefix := clientFlags(fs)
@@ -762,16 +736,6 @@ func (r *ratioFlag) Set(s string) error {
 // what a person or a training pipeline submits, far below what floods the
 // scheduler (20,000 in 5 s were all accepted before).
 const DefaultTenantRate = 200
-
-func snapshot(args []string) error {
-	fs := newFlags("cluster snapshot")
-	url, prefix := clientFlags(fs)
-	page := fs.Int("page", 0, "page")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	return request(url, events.NewSubjects(*prefix).ClusterSnapshot(), events.SnapshotRequest{Page: *page}, os.Stdout)
-}
 
 // defaultDataDir is the per-user store directory: $XDG_STATE_HOME/gpusched,
 // else ~/.local/state/gpusched (empty when there is no home directory).

@@ -327,3 +327,51 @@ func TestHelpListsEveryCommandAndEachHasAnExample(t *testing.T) {
 		})
 	}
 }
+
+// TestClientCommandsSpeakInNames (issue 45 item 3): get, explain, list
+// and snapshot print sentences and tables with names, GB and times (JSON
+// with --json); a job is named by its id or by its name where unique, an
+// ambiguous or unknown one is refused saying so, and flags may come after
+// the job.
+func TestClientCommandsSpeakInNames(t *testing.T) {
+	c, err := cluster.Start(context.Background(), cluster.Config{Listen: "127.0.0.1:-1", Speed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop()
+	for _, name := range []string{"cli-a", "dup", "dup"} {
+		var out bytes.Buffer
+		if err := request(&bus.Options{URLs: c.URL()}, "gpusched.job.submit", map[string]any{"name": name, "vram": "12GB", "util": 30, "duration": "20m"}, &out); err != nil {
+			t.Fatal(err)
+		}
+	}
+	get := captureStdout(t, func() error { return jobCommand("get", []string{"cli-a", "--nats", c.URL()}) })
+	if !strings.Contains(get, "cli-a (id ") || !strings.Contains(get, "12GB VRAM") || !strings.Contains(get, "history (simulated time):") {
+		t.Errorf("cluster get cli-a printed:\n%s", get)
+	}
+	why := captureStdout(t, func() error { return jobCommand("explain", []string{"cli-a", "--nats", c.URL()}) })
+	if !strings.Contains(why, "cli-a was placed by binpack on gpu-") || !strings.Contains(why, "places weighed") {
+		t.Errorf("cluster explain cli-a printed:\n%s", why)
+	}
+	js := captureStdout(t, func() error { return jobCommand("get", []string{"--json", "cli-a", "--nats", c.URL()}) })
+	var j struct {
+		Name string `json:"name"`
+		VRAM int64  `json:"vram"`
+	}
+	if err := json.Unmarshal([]byte(js), &j); err != nil || j.Name != "cli-a" || j.VRAM != 12<<30 {
+		t.Errorf("cluster get --json printed %s (%v)", js, err)
+	}
+	tbl := captureStdout(t, func() error { return list([]string{"--nats", c.URL()}) })
+	if !strings.Contains(tbl, "NAME") || !strings.Contains(tbl, "cli-a") || !strings.Contains(tbl, "12GB") || !strings.Contains(tbl, "3 jobs on page 0") {
+		t.Errorf("cluster list printed:\n%s", tbl)
+	}
+	snap := captureStdout(t, func() error { return snapshot([]string{"--nats", c.URL()}) })
+	if !strings.Contains(snap, "gpusched · policy binpack") || !strings.Contains(snap, "RUNNING JOBS") {
+		t.Errorf("cluster snapshot printed:\n%s", snap)
+	}
+	for arg, want := range map[string]string{"dup": "2 jobs are named", "nobody": "no job has the id or the name"} {
+		if err := jobCommand("get", []string{arg, "--nats", c.URL()}); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("cluster get %s: %v, want an error saying %q", arg, err, want)
+		}
+	}
+}

@@ -193,12 +193,17 @@ func (s *Server) explain(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, err)
 		return
 	}
-	// The decision, with what a pinned placement means in words (the
-	// terminal dashboard says the same: observer.PinNote).
+	// The decision, and in words (cluster explain prints the same text:
+	// observer.ExplainText) under the name the page knows the job by.
+	name := r.URL.Query().Get("name")
+	if name == "" {
+		name = id
+	}
 	writeJSON(w, http.StatusOK, struct {
 		events.Decision
 		PinNote string `json:"pin_note,omitempty"`
-	}{rep, observer.PinNote(rep)})
+		Text    string `json:"text"`
+	}{rep, observer.PinNote(rep), observer.ExplainText(name, rep)})
 }
 
 // help serves the plain-English texts every element explains itself with

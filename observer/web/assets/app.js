@@ -202,17 +202,11 @@ $("#gpus").addEventListener("click", async (e) => {
 document.querySelector(".tables").addEventListener("click", async (e) => {
   const tr = e.target.closest("tr[data-job]");
   if (!tr) return;
-  const r = await fetch("api/explain?job=" + encodeURIComponent(tr.dataset.job));
+  const r = await fetch("api/explain?job=" + encodeURIComponent(tr.dataset.job) + "&name=" + encodeURIComponent(tr.dataset.name));
   const d = await r.json();
   if (!r.ok) { $("#explain").textContent = d.error; return; }
-  let s = `${tr.dataset.name} (${d.job_id}) is ${d.state}\n`;
-  if (d.state === "queued") s += `waits: ${d.reason || "its turn"}\n`;
-  if (d.pin_note) s += d.pin_note + "\n";
-  else if (d.gpus) s += `placed by ${d.policy} on ${d.node} ${d.gpus.join(", ")}\n`;
-  if (d.candidates) s += "candidates:\n" + d.candidates.map((c) => `  ${c.node} ${c.gpus.join("+")}  score ${c.score.toFixed(1)}${c.ranked ? "  (" + c.ranked + ")" : ""}`).join("\n") + "\n";
-  if (d.victims) s += `preempted: ${d.victims.join(", ")}\n`;
-  if (d.refusals) s += `refused: ${d.refusals.join("; ")}\n`;
-  $("#explain").textContent = s;
+  // The same sentences as cluster explain (observer.ExplainText).
+  $("#explain").textContent = d.text;
 });
 
 function connect() {
