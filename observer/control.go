@@ -45,8 +45,15 @@ func (c *Control) request(subject string, body []byte, out any) error {
 
 // Strategy switches the placement policy ("" only reads it).
 func (c *Control) Strategy(policy string) (events.StrategyReply, error) {
+	return c.SetStrategy(events.StrategyRequest{Policy: policy})
+}
+
+// SetStrategy switches what req names (policy, queue order, filters,
+// oversubscription; an empty request reads them) and answers what is in
+// force.
+func (c *Control) SetStrategy(req events.StrategyRequest) (events.StrategyReply, error) {
 	var rep events.StrategyReply
-	b, _ := json.Marshal(events.StrategyRequest{Policy: policy})
+	b, _ := json.Marshal(req)
 	err := c.request(c.subjects.SchedStrategy(), b, &rep)
 	return rep, err
 }

@@ -72,6 +72,12 @@ func helpScreen(st observer.State, w, h int) []string {
 	for _, topic := range helpTopics {
 		lines = append(lines, wrap(styleBold.Render(topic.label)+"  "+observer.Explanations[topic.key], w, "    ")...)
 	}
+	lines = append(lines, "", styleBold.Render("placement policies")+" (b, s, p; cluster strategy POLICY)")
+	for _, p := range policy.Names[policy.Policy]() {
+		if t := observer.Tradeoff(p); t != "" {
+			lines = append(lines, wrap("  "+p+" — "+t, w, "    ")...)
+		}
+	}
 	lines = append(lines, "", styleBold.Render("queue orders")+" (cluster strategy --queue)")
 	for _, q := range policy.Names[policy.QueueSort]() {
 		lines = append(lines, wrap("  "+q+" — "+observer.QueueTradeoffs[q], w, "    ")...)

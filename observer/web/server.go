@@ -133,17 +133,18 @@ func (s *Server) getStrategy(w http.ResponseWriter, r *http.Request) {
 func (s *Server) setStrategy(w http.ResponseWriter, r *http.Request) {
 	var req struct {
 		Policy string `json:"policy"`
+		Queue  string `json:"queue"`
 	}
 	if err := readBody(r, &req); err != nil {
 		writeError(w, http.StatusBadRequest, err)
 		return
 	}
-	rep, err := s.ctl.Strategy(req.Policy)
+	rep, err := s.ctl.SetStrategy(events.StrategyRequest{Policy: req.Policy, Queue: req.Queue})
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err)
 		return
 	}
-	s.log.Info("policy switched from the web", zap.String("policy", rep.Policy))
+	s.log.Info("strategy switched from the web", zap.String("policy", rep.Policy), zap.String("queue", rep.Queue))
 	s.watch.Refresh()
 	writeJSON(w, http.StatusOK, rep)
 }

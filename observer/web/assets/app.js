@@ -18,6 +18,9 @@ function applyHelp(root) {
 function showTradeoff(policy) {
   $("#strategy-note").textContent = help["policy:" + policy] || "";
 }
+function showQueueNote(queue) {
+  $("#queue-note").textContent = help["queue:" + queue] || "";
+}
 let lastState = null;
 const colours = ["#58a6ff", "#f0883e", "#bc8cff", "#3fb950", "#d29922", "#ff7b72", "#39c5cf", "#a371f7"];
 
@@ -120,17 +123,19 @@ function renderTables(snap) {
   $("#running tbody").innerHTML = snap.running.map((j) => {
     // A training job's progress is in its application's steps: its epoch.
     const done = j.training_state ? "epoch " + j.training_state.epoch : j.work_s > 0 ? (100 * j.progress_s / j.work_s).toFixed(0) + " %" : "";
-    return `<tr data-job="${esc(j.job_id)}" data-name="${esc(j.name)}"><td>${esc(j.name)}</td><td class="prio-${j.priority}">${j.priority}</td>
+    return `<tr data-job="${esc(j.job_id)}" data-name="${esc(j.name)}"><td>${esc(j.name)}</td><td class="prio-${j.priority}" data-help="priority">${j.priority}</td>
       <td>${jobVRAM(j)}</td><td>${j.util.toFixed(0)}</td><td>${esc(j.training ? j.training.app : j.duration)}</td><td>${done}</td><td class="gpu">${esc((j.gpu_ids || []).join(", "))}</td></tr>`;
   }).join("");
   $("#queue tbody").innerHTML = snap.queue.map((j) =>
-    `<tr data-job="${esc(j.job_id)}" data-name="${esc(j.name)}"><td>${esc(j.name)}</td><td class="prio-${j.priority}">${j.priority}</td>
+    `<tr data-job="${esc(j.job_id)}" data-name="${esc(j.name)}"><td>${esc(j.name)}</td><td class="prio-${j.priority}" data-help="priority">${j.priority}</td>
       <td>${jobVRAM(j)}</td><td>${ago(j.submitted_at, snap.simtime)}</td><td class="reason">${esc(j.reason)}</td></tr>`).join("") ||
     `<tr class="empty"><td colspan="5" class="dim">0 waiting — add jobs with the form above</td></tr>`;
+  applyHelp($(".tables"));
 }
 
 function renderEvents(st) {
-  $("#events").innerHTML = (st.log || []).slice().reverse().map((l) => `<li class="${esc(l.kind)}">${esc(l.text)}</li>`).join("");
+  $("#events").innerHTML = (st.log || []).slice().reverse().map((l) => `<li class="${esc(l.kind)}" data-help="event-line">${esc(l.text)}</li>`).join("");
+  applyHelp($("#events"));
 }
 
 function render(st) {
@@ -147,6 +152,8 @@ function render(st) {
   const sel = $("#strategy");
   if (document.activeElement !== sel && sel.value !== snap.policy && [...sel.options].some((o) => o.value === snap.policy)) sel.value = snap.policy;
   showTradeoff(snap.policy);
+  const qs = $("#queue-order"), q = snap.summary.queue;
+  if (q && document.activeElement !== qs && qs.value !== q && [...qs.options].some((o) => o.value === q)) { qs.value = q; showQueueNote(q); }
   renderHeadline(snap);
   renderGPUs(snap);
   renderTables(snap);
@@ -167,8 +174,20 @@ async function loadStrategies() {
     sel.innerHTML = (r.available || []).map((p) => `<option value="${esc(p)}" title="${esc(help["policy:" + p] || "")}">${esc(p)}</option>`).join("");
     sel.value = r.policy;
     showTradeoff(r.policy);
+    const qs = $("#queue-order");
+    qs.innerHTML = (r.queues || []).map((q) => `<option value="${esc(q)}" title="${esc(help["queue:" + q] || "")}">${esc(q)}</option>`).join("");
+    qs.value = r.queue;
+    showQueueNote(r.queue);
   } catch (e) { setTimeout(loadStrategies, 1000); }
 }
+$("#queue-order").addEventListener("change", async (e) => {
+  try {
+    showQueueNote(e.target.value);
+    const r = await post("api/strategy", { queue: e.target.value });
+    $("#form-result").textContent = `queue order ${r.previous_queue || r.queue} → ${r.queue}`;
+    $("#form-result").className = "result";
+  } catch (err) { $("#form-result").textContent = err.message; $("#form-result").className = "result error"; }
+});
 
 $("#strategy").addEventListener("change", async (e) => {
   try {
