@@ -250,3 +250,25 @@ func TestTheCeilingSendsAPlacementsMessages(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestPrintNarrowFitsTheTerminal (issue 45 item 7): the narrow layout
+// keeps every line within the terminal's width and every row's case,
+// figure and verdict.
+func TestPrintNarrowFitsTheTerminal(t *testing.T) {
+	tbl := Table{Machine: "test", Rows: []Row{
+		{Section: "1 placement", Case: "binpack, 8 GPUs, in-process bus, a long case name that goes on", Figure: strings.Repeat("12,345/s ", 12), Target: "≥ 10,000/s", Verdict: "met"},
+		{Section: "1 placement", Case: "spread", Figure: "1 ms", Target: "< 5 ms", Verdict: "MISSED"},
+	}}
+	var b strings.Builder
+	tbl.PrintNarrow(&b, 60)
+	for _, l := range strings.Split(b.String(), "\n") {
+		if n := len([]rune(l)); n > 60 && !strings.HasPrefix(l, "gpusched bench") {
+			t.Errorf("a line of %d cells: %q", n, l)
+		}
+	}
+	for _, want := range []string{"1 placement", "binpack, 8 GPUs", "target: ≥ 10,000/s — met", "target: < 5 ms — MISSED"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("narrow table lacks %q:\n%s", want, b.String())
+		}
+	}
+}

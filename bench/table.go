@@ -63,6 +63,50 @@ func (t *Table) Print(w io.Writer) {
 	tw.Flush()
 }
 
+// PrintNarrow writes the table for a terminal width cells wide: a block
+// per row under its section — the case, then its figure and its target
+// with the verdict on lines of their own, wrapped — where Print's one
+// line a row can run to hundreds of columns.
+func (t *Table) PrintNarrow(w io.Writer, width int) {
+	width = max(width, 40)
+	fmt.Fprintf(w, "gpusched bench on %s (%s)\n", t.Machine, t.Took.Round(time.Second))
+	last := ""
+	for _, r := range t.Rows {
+		if r.Section != last {
+			fmt.Fprintf(w, "\n%s\n", r.Section)
+			last = r.Section
+		}
+		writeWrapped(w, "  ", "  ", r.Case, width)
+		writeWrapped(w, "      ", "      ", r.Figure, width)
+		if r.Target != "" {
+			target := "target: " + r.Target
+			if r.Verdict != "" {
+				target += " — " + r.Verdict
+			}
+			writeWrapped(w, "      ", "        ", target, width)
+		}
+	}
+}
+
+// writeWrapped writes text in lines of at most width cells at spaces,
+// the first line after first, the others after rest.
+func writeWrapped(w io.Writer, first, rest, text string, width int) {
+	line := first
+	blank := true
+	for _, word := range strings.Fields(text) {
+		if !blank && len([]rune(line))+1+len([]rune(word)) > width {
+			fmt.Fprintln(w, line)
+			line, blank = rest, true
+		}
+		if !blank {
+			line += " "
+		}
+		line += word
+		blank = false
+	}
+	fmt.Fprintln(w, line)
+}
+
 // machine names this machine: CPU model, cores, memory, OS and Go.
 func machine() string {
 	cpu := ""

@@ -13,13 +13,15 @@ import (
 	"strings"
 	"syscall"
 
+	"golang.org/x/term"
+
 	"github.com/gpusched/gpusched/bench"
 )
 
 func benchCommand(args []string) error {
 	fs := flag.NewFlagSet("cluster bench", flag.ContinueOnError)
 	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), `usage: cluster bench [--quick] [--traces DIR]
+		fmt.Fprint(fs.Output(), `usage: cluster bench [--quick] [--traces DIR] [--wide]
 
 Measures, on this machine, in one run, and prints one table: each
 placement policy's decision cost at 8 to 100,000 GPUs; submit→placed
@@ -40,6 +42,7 @@ flags:
 	quick := fs.Bool("quick", false, "a reduced run (about a minute): fewer samples, no 100,000 GPU actors, no replay matrix, 20 simtest seeds")
 	traces := fs.String("traces", tracesDir(), "the openb trace folder (alibaba-openb: $GPUSCHED_TRACES/alibaba-openb where that is set); the pollux/ and gavel/ folders beside it are read too; rows whose data is absent are skipped")
 	quiet := fs.Bool("quiet", false, "no progress lines")
+	wide := fs.Bool("wide", false, "the table a line a row, however wide (what a file or a pipe gets); on a terminal it is printed a block a row, to its width")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -54,7 +57,11 @@ flags:
 	}
 	t, err := bench.Run(ctx, o)
 	if t != nil && len(t.Rows) > 0 {
-		t.Print(os.Stdout)
+		if width, _, err := term.GetSize(int(os.Stdout.Fd())); err == nil && !*wide {
+			t.PrintNarrow(os.Stdout, width)
+		} else {
+			t.Print(os.Stdout)
+		}
 	}
 	return err
 }
