@@ -816,7 +816,7 @@ func (c *Checker) Summary() CheckSummary {
 		case events.JobRunning:
 			s.Running++
 			if len(s.Stuck) < 20 {
-				s.Stuck = append(s.Stuck, id+" (running)")
+				s.Stuck = append(s.Stuck, jobLabel(id, j.name)+" (running)")
 			}
 		case "lost-in-queue":
 			s.LostInQueue++
@@ -829,7 +829,7 @@ func (c *Checker) Summary() CheckSummary {
 		default:
 			s.Queued++
 			if j.wasLost && len(s.Stuck) < 20 {
-				s.Stuck = append(s.Stuck, id+" (queued after a loss)")
+				s.Stuck = append(s.Stuck, jobLabel(id, j.name)+" (queued after a loss)")
 			}
 		}
 	}
@@ -1026,4 +1026,14 @@ func DrainChecker(nc *nats.Conn, sub *nats.Subscription) error {
 		time.Sleep(10 * time.Millisecond)
 	}
 	return sub.Unsubscribe()
+}
+
+// jobLabel names a job for a person: its name with its id's first eight
+// characters (ids are what make two jobs of one name apart), or the id
+// when the name is not known.
+func jobLabel(id, name string) string {
+	if name == "" {
+		return id
+	}
+	return name + " [" + id[:min(8, len(id))] + "]"
 }

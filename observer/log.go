@@ -65,3 +65,36 @@ func OpenRecording(path string) (*os.File, History, error) {
 	}
 	return f, h, nil
 }
+
+// Readable is a writer that takes event JSON lines (what Log writes) and
+// writes each as the readable line the dashboards show (Summarize):
+// names, simulated times and sentences, for a person at a terminal.
+// Events too frequent to list (statuses, heartbeats, metrics) are left
+// out; a line that is not an event passes through.
+func Readable(w io.Writer) io.Writer { return &readable{w: w} }
+
+type readable struct {
+	w    io.Writer
+	part []byte
+}
+
+func (r *readable) Write(p []byte) (int, error) {
+	r.part = append(r.part, p...)
+	for {
+		i := bytes.IndexByte(r.part, '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		line := r.part[:i]
+		if s := Summarize(line); s != "" {
+			if _, err := fmt.Fprintln(r.w, s); err != nil {
+				return 0, err
+			}
+		} else if !json.Valid(line) {
+			if _, err := r.w.Write(append(line, '\n')); err != nil {
+				return 0, err
+			}
+		}
+		r.part = r.part[i+1:]
+	}
+}

@@ -1,6 +1,7 @@
 package observer
 
 import (
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -37,4 +38,21 @@ func TestOpenRecordingResumesAfterTheLastWholeLine(t *testing.T) {
 		t.Fatalf("a new recording: %+v, %v; want live", h, err)
 	}
 	f.Close()
+}
+
+// TestReadableTurnsEventsIntoSentences (issue 45 item 3): observer log
+// on a terminal writes each event as the dashboards' line (names, not
+// raw CloudEvents), leaves out the too-frequent ones, and keeps lines
+// split across writes whole.
+func TestReadableTurnsEventsIntoSentences(t *testing.T) {
+	var b strings.Builder
+	w := Readable(&b)
+	placed := `{"specversion":"1.0","id":"1","source":"/sched/1","type":"gpusched.job.started","time":"2026-01-01T00:00:00Z","simtime":"2026-01-01T00:00:00Z","seq":1,"data":{"job_id":"b31af035","name":"BERT-train-49","state":"running","gpu_ids":["gpu-1"],"node":"node-0"}}`
+	status := `{"specversion":"1.0","id":"2","source":"/gpu/node-0/gpu-1/1","type":"gpusched.gpu.status","time":"2026-01-01T00:00:00Z","simtime":"2026-01-01T00:00:00Z","seq":2,"data":{"gpu":"gpu-1"}}`
+	io.WriteString(w, placed[:40])
+	io.WriteString(w, placed[40:]+"\n"+status+"\n")
+	got := b.String()
+	if !strings.Contains(got, "BERT-train-49") || strings.Contains(got, "specversion") || strings.Count(got, "\n") != 1 {
+		t.Errorf("readable log:\n%s", got)
+	}
 }

@@ -28,7 +28,8 @@ const usage = `usage:
   observer text [--once] [flags]         a refreshing plain-text view
   observer web --listen 127.0.0.1:8080   the web dashboard
   observer metrics --listen 127.0.0.1:9090   Prometheus metrics at /metrics
-  observer log [--out FILE]              every event as one JSON line; --since 10m or --from-start
+  observer log [--out FILE] [--json]     every event: a readable line on a terminal, one JSON line
+                                         into a pipe or a file (or with --json); --since 10m or --from-start
                                          replays the kept events first, --durable NAME resumes after a restart
   observer record --out run.jsonl        the same, into a file (for observer report); an existing file is
                                          continued after its last event, no gap (--overwrite: anew)
@@ -98,7 +99,7 @@ func main() {
 	listen := fs.String("listen", "", "web, metrics: HOST:PORT to serve on (default 127.0.0.1:8080 for web, 127.0.0.1:9090 for metrics)")
 	overwrite := fs.Bool("overwrite", false, "record: start the file anew (by default an existing recording is continued after its last event)")
 	checkFor := fs.Duration("for", 0, "check: stop after this long (default: until interrupted)")
-	checkJSON := fs.Bool("json", false, "check: print the summary as JSON")
+	checkJSON := fs.Bool("json", false, "check: print the summary as JSON; log: the events' JSON lines even on a terminal (a pipe or a file always gets them)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			os.Exit(0)
@@ -203,6 +204,11 @@ func main() {
 				case <-time.After(100 * time.Millisecond):
 				}
 			}
+		}
+		if cmd == "log" && *out == "" && !*checkJSON && term.IsTerminal(int(os.Stdout.Fd())) {
+			// A person at a terminal reads sentences; a pipe or a file
+			// (or --json) gets the events' JSON lines.
+			w = observer.Readable(w)
 		}
 		err = observer.Log(ctx, nc, subjects, hist, w)
 	}
