@@ -643,86 +643,95 @@ func palRows(t *Table, o Options, say func(string, ...any)) error {
 	if err != nil {
 		return err
 	}
-	for _, name := range []string{"w1_fifo_PAL", "w4_full_fifo_PAL"} {
-		i := slices.IndexFunc(refs, func(r pal.Reference) bool { return r.Name == name })
-		if i < 0 {
-			t.skip(sec, "pal "+name+", offline", "not in runs/configs.txt")
+	// equal counts a run's JCTs equal to the artifact's.
+	equal := func(res *pal.Result, want map[int]float64) int {
+		n := 0
+		for _, j := range res.Jobs {
+			if w, ok := want[j.ID]; ok && math.Abs(w-j.JCT) <= 1e-6 {
+				n++
+			}
+		}
+		return n
+	}
+	for _, row := range []struct {
+		name string
+		live bool
+	}{{"w1_fifo_PAL", false}, {"w4_full_fifo_PAL", false}, {"w4_full_fifo_PAL", true}} {
+		mode := "offline"
+		if row.live {
+			mode = "live"
+		}
+		run, err := palReferenceRun(dir, data, refs, row.name)
+		if err != nil {
+			return err
+		}
+		if run == nil {
+			t.skip(sec, "pal "+row.name+", "+mode, "not in runs/configs.txt")
 			continue
 		}
-		ref := refs[i]
-		trace, err := pal.ReadTrace(pal.TracePath(dir, ref.Workload), data.Models)
-		if err != nil {
-			return err
-		}
-		want, err := pal.ReadJobs(filepath.Join(dir, "runs", name+".jobs.csv"))
-		if err != nil {
-			return err
-		}
-		sum, err := pal.ReadSummary(filepath.Join(dir, "runs", name+".summary.json"))
-		if err != nil {
-			return err
+		if row.live {
+			// The actors, the bus and the scheduler stepping the same
+			// driver on the virtual clock, no slower than the artifact.
+			say("pal %s, live", row.name)
+			start := time.Now()
+			live, err := sim.RunPAL(context.Background(), data, run.trace, run.ref.Config, sim.PALOptions{})
+			if err != nil {
+				return err
+			}
+			took, n := time.Since(start), equal(live.Result, run.want)
+			t.add(sec, fmt.Sprintf("pal %s, live", row.name),
+				fmt.Sprintf("%s (the artifact's simulator: %s; %d of %d JCTs equal)", took.Round(time.Millisecond), run.wall.Round(100*time.Millisecond), n, len(run.want)),
+				"≤ the artifact's time, every JCT equal", ok(took <= run.wall && n == len(run.want)))
+			continue
 		}
 		const runs = 10
-		say("pal %s, offline ×%d", name, runs)
+		say("pal %s, offline ×%d", row.name, runs)
 		var res *pal.Result
 		start := time.Now()
 		for range runs {
-			if res, err = pal.Run(context.Background(), data, trace, ref.Config); err != nil {
+			if res, err = pal.Run(context.Background(), data, run.trace, run.ref.Config); err != nil {
 				return err
 			}
 		}
-		each := time.Since(start) / runs
-		equal := 0
-		for _, j := range res.Jobs {
-			if w, ok := want[j.ID]; ok && math.Abs(w-j.JCT) <= 1e-6 {
-				equal++
-			}
-		}
-		refWall := time.Duration(sum.Wall * float64(time.Second))
-		t.add(sec, fmt.Sprintf("pal %s, offline (mean of %d)", name, runs),
-			fmt.Sprintf("%s (the artifact's simulator: %s, ×%s; %d of %d JCTs equal)", each.Round(10*time.Microsecond), refWall.Round(100*time.Millisecond),
-				thousands(float64(refWall)/float64(each)), equal, len(want)),
-			fmt.Sprintf("≥ %d× faster, every JCT equal", palSpeedUp), ok(each*palSpeedUp <= refWall && equal == len(want) && len(res.Jobs) == len(want)))
+		each, n := time.Since(start)/runs, equal(res, run.want)
+		t.add(sec, fmt.Sprintf("pal %s, offline (mean of %d)", row.name, runs),
+			fmt.Sprintf("%s (the artifact's simulator: %s, ×%s; %d of %d JCTs equal)", each.Round(10*time.Microsecond), run.wall.Round(100*time.Millisecond),
+				thousands(float64(run.wall)/float64(each)), n, len(run.want)),
+			fmt.Sprintf("≥ %d× faster, every JCT equal", palSpeedUp), ok(each*palSpeedUp <= run.wall && n == len(run.want) && len(res.Jobs) == len(run.want)))
 	}
-	// A full run live: the actors, the bus and the scheduler stepping the
-	// same driver on the virtual clock, no slower than the artifact.
-	const name = "w4_full_fifo_PAL"
+	return nil
+}
+
+// palRun is a reference run of the PAL artifact ready to run again: its
+// configuration, trace, JCTs and the artifact's own time for it.
+type palRun struct {
+	ref   pal.Reference
+	trace []pal.TraceJob
+	want  map[int]float64
+	wall  time.Duration
+}
+
+// palReferenceRun reads reference run name of dir (nil when configs.txt
+// has no such run).
+func palReferenceRun(dir string, data *pal.Data, refs []pal.Reference, name string) (*palRun, error) {
 	i := slices.IndexFunc(refs, func(r pal.Reference) bool { return r.Name == name })
 	if i < 0 {
-		t.skip(sec, "pal "+name+", live", "not in runs/configs.txt")
-		return nil
+		return nil, nil
 	}
-	ref := refs[i]
-	trace, err := pal.ReadTrace(pal.TracePath(dir, ref.Workload), data.Models)
-	if err != nil {
-		return err
+	r := &palRun{ref: refs[i]}
+	var err error
+	if r.trace, err = pal.ReadTrace(pal.TracePath(dir, r.ref.Workload), data.Models); err != nil {
+		return nil, err
 	}
-	want, err := pal.ReadJobs(filepath.Join(dir, "runs", name+".jobs.csv"))
-	if err != nil {
-		return err
+	if r.want, err = pal.ReadJobs(filepath.Join(dir, "runs", name+".jobs.csv")); err != nil {
+		return nil, err
 	}
 	sum, err := pal.ReadSummary(filepath.Join(dir, "runs", name+".summary.json"))
 	if err != nil {
-		return err
+		return nil, err
 	}
-	say("pal %s, live", name)
-	start := time.Now()
-	live, err := sim.RunPAL(context.Background(), data, trace, ref.Config, sim.PALOptions{})
-	if err != nil {
-		return err
-	}
-	took := time.Since(start)
-	equal := 0
-	for _, j := range live.Result.Jobs {
-		if w, ok := want[j.ID]; ok && math.Abs(w-j.JCT) <= 1e-6 {
-			equal++
-		}
-	}
-	refWall := time.Duration(sum.Wall * float64(time.Second))
-	t.add(sec, fmt.Sprintf("pal %s, live", name),
-		fmt.Sprintf("%s (the artifact's simulator: %s; %d of %d JCTs equal)", took.Round(time.Millisecond), refWall.Round(100*time.Millisecond), equal, len(want)),
-		"≤ the artifact's time, every JCT equal", ok(took <= refWall && equal == len(want)))
-	return nil
+	r.wall = time.Duration(sum.Wall * float64(time.Second))
+	return r, nil
 }
 
 func replaySection(ctx context.Context, t *Table, o Options, say func(string, ...any)) error {

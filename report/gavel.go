@@ -123,12 +123,30 @@ const KindGavelSweep Kind = "gavel-sweep"
 // gavelSweep draws a sweep's mean JCT against the input rate, a line per
 // policy (the paper's Figure 8), and copies sweep.csv.
 func gavelSweep(in, out string, rows [][]string, opt Options, w *Written) error {
+	return sweepPlot(in, out, rows, sweepAxes{x: "jobs_per_hour", y: "jct_mean_s", yScale: 1.0 / 3600,
+		title: "Average JCT of the measured jobs by input rate", xLabel: "input rate (jobs/hour)", yLabel: "average JCT (hours)",
+		png: "jct-by-rate.png"}, opt, w)
+}
+
+// sweepAxes are what a sweep.csv plot draws: the x and y columns (y
+// times yScale), its labels and its file.
+type sweepAxes struct {
+	x, y                  string
+	yScale                float64
+	title, xLabel, yLabel string
+	png                   string
+}
+
+// sweepPlot draws a sweep.csv (a header, then rows of a policy and the
+// two columns a names), a line per policy in the rows' order, and
+// copies the file.
+func sweepPlot(in, out string, rows [][]string, a sweepAxes, opt Options, w *Written) error {
 	path := filepath.Join(in, "sweep.csv")
 	col := map[string]int{}
 	for i, name := range rows[0] {
 		col[name] = i
 	}
-	for _, need := range []string{"jobs_per_hour", "policy", "jct_mean_s"} {
+	for _, need := range []string{a.x, "policy", a.y} {
 		if _, ok := col[need]; !ok {
 			return fmt.Errorf("%s: the header lacks %s", path, need)
 		}
@@ -136,18 +154,18 @@ func gavelSweep(in, out string, rows [][]string, opt Options, w *Written) error 
 	var order []string
 	lines := map[string]plotter.XYs{}
 	for n, row := range rows[1:] {
-		rate, err1 := strconv.ParseFloat(row[col["jobs_per_hour"]], 64)
-		jct, err2 := strconv.ParseFloat(row[col["jct_mean_s"]], 64)
+		x, err1 := strconv.ParseFloat(row[col[a.x]], 64)
+		y, err2 := strconv.ParseFloat(row[col[a.y]], 64)
 		if err1 != nil || err2 != nil {
-			return fmt.Errorf("%s: line %d: jobs_per_hour and jct_mean_s must be numbers", path, n+2)
+			return fmt.Errorf("%s: line %d: %s and %s must be numbers", path, n+2, a.x, a.y)
 		}
 		p := row[col["policy"]]
 		if _, ok := lines[p]; !ok {
 			order = append(order, p)
 		}
-		lines[p] = append(lines[p], plotter.XY{X: rate, Y: jct / 3600})
+		lines[p] = append(lines[p], plotter.XY{X: x, Y: y * a.yScale})
 	}
-	pl := newPlot("Average JCT of the measured jobs by input rate", "input rate (jobs/hour)", "average JCT (hours)")
+	pl := newPlot(a.title, a.xLabel, a.yLabel)
 	for i, p := range order {
 		xys := lines[p]
 		slices.SortFunc(xys, func(a, b plotter.XY) int { return cmp.Compare(a.X, b.X) })
@@ -159,5 +177,5 @@ func gavelSweep(in, out string, rows [][]string, opt Options, w *Written) error 
 	if err := copyFile(path, filepath.Join(out, "sweep.csv"), opt, w); err != nil {
 		return err
 	}
-	return w.save(pl, opt, filepath.Join(out, "jct-by-rate.png"))
+	return w.save(pl, opt, filepath.Join(out, a.png))
 }

@@ -1,7 +1,6 @@
 package report
 
 import (
-	"cmp"
 	"encoding/csv"
 	"fmt"
 	"image/color"
@@ -206,43 +205,9 @@ func palHeatMaps(path, out string, opt Options, w *Written) error {
 // palSweep draws the geometric mean of each policy's normalised average
 // JCT against the locality penalty, and copies sweep.csv.
 func palSweep(in, out string, rows [][]string, opt Options, w *Written) error {
-	path := filepath.Join(in, "sweep.csv")
-	col := map[string]int{}
-	for i, name := range rows[0] {
-		col[name] = i
-	}
-	for _, need := range []string{"locality_penalty", "policy", "geomean_avg_jct_normalised"} {
-		if _, ok := col[need]; !ok {
-			return fmt.Errorf("%s: the header lacks %s", path, need)
-		}
-	}
-	var order []string
-	lines := map[string]plotter.XYs{}
-	for n, row := range rows[1:] {
-		lf, err1 := strconv.ParseFloat(row[col["locality_penalty"]], 64)
-		g, err2 := strconv.ParseFloat(row[col["geomean_avg_jct_normalised"]], 64)
-		if err1 != nil || err2 != nil {
-			return fmt.Errorf("%s: line %d: locality_penalty and geomean_avg_jct_normalised must be numbers", path, n+2)
-		}
-		p := row[col["policy"]]
-		if _, ok := lines[p]; !ok {
-			order = append(order, p)
-		}
-		lines[p] = append(lines[p], plotter.XY{X: lf, Y: g})
-	}
-	pl := newPlot("Average JCT over Packed-Sticky (Default-Packed-NS), geometric mean over the workloads", "locality penalty", "normalised average JCT")
-	for i, p := range order {
-		xys := lines[p]
-		slices.SortFunc(xys, func(a, b plotter.XY) int { return cmp.Compare(a.X, b.X) })
-		if err := addLine(pl, i, p, xys, false); err != nil {
-			return err
-		}
-	}
-	headroom(pl, len(order))
-	if err := copyFile(path, filepath.Join(out, "sweep.csv"), opt, w); err != nil {
-		return err
-	}
-	return w.save(pl, opt, filepath.Join(out, "jct-by-locality.png"))
+	return sweepPlot(in, out, rows, sweepAxes{x: "locality_penalty", y: "geomean_avg_jct_normalised", yScale: 1,
+		title: "Average JCT over Packed-Sticky (Default-Packed-NS), geometric mean over the workloads", xLabel: "locality penalty",
+		yLabel: "normalised average JCT", png: "jct-by-locality.png"}, opt, w)
 }
 
 func fileExists(path string) bool {

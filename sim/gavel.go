@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"strconv"
-	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -109,40 +108,29 @@ func RunGavel(ctx context.Context, data *gavel.Data, c gavel.Config, log *zap.Lo
 	if err != nil {
 		return nil, err
 	}
-	var missedMu sync.Mutex
-	var missed []string
+	var missed missedTasks
 	shape, ids, err := GavelShape(c.Counts)
 	if err != nil {
 		return nil, err
 	}
 	src := &gavelSource{gen: gavel.NewGenerator(data, c.Seed, c.Lam, c.MultiGPU), static: c.Static(), left: c.WindowEnd}
 	run, err := Run(ctx, Config{Shape: shape, Policy: "binpack", Source: src, Hours: gavelHours, Logger: log, Progress: progress,
-		Throughputs: data.Table, StopWhen: d.Done, Replay: &core.ReplayConfig{Driver: gavel.NewLive(d, data), Origin: Epoch, GPUs: ids, Missed: func(job string, atS float64) {
-			missedMu.Lock()
-			defer missedMu.Unlock()
-			missed = append(missed, fmt.Sprintf("%s at %.3f s", job, atS))
-		}}})
+		Throughputs: data.Table, StopWhen: d.Done, Replay: &core.ReplayConfig{Driver: gavel.NewLive(d, data), Origin: Epoch, GPUs: ids, Missed: missed.add}})
 	if err != nil {
 		return nil, err
 	}
-	if len(missed) > 0 {
-		return nil, fmt.Errorf("%d tasks did not run on the cluster as their rounds said (first: %s): the live run is not the offline one", len(missed), missed[0])
-	}
-	if !d.Done() {
-		return nil, fmt.Errorf("the live run stopped at %s simulated before every measured job completed", run.Length)
+	if err := missed.check(d.Done(), run.Length); err != nil {
+		return nil, err
 	}
 	res := d.Result()
-	byName := map[string]*JobResult{}
-	for i := range run.Jobs {
-		byName[run.Jobs[i].Name] = &run.Jobs[i]
-	}
+	byID := replayedJobs(run)
 	for i := range res.Jobs {
 		jr := &res.Jobs[i]
 		if jr.ID >= len(src.drawn) || src.drawn[jr.ID].Type != jr.Type || src.drawn[jr.ID].TotalSteps != jr.TotalSteps {
 			return nil, fmt.Errorf("job %d: the rounds' job is not the one drawn with that id (submissions out of order?)", jr.ID)
 		}
 		jr.Duration = src.drawn[jr.ID].Duration
-		ev, ok := byName["job-"+strconv.Itoa(jr.ID)]
+		ev, ok := byID[jr.ID]
 		switch {
 		case !ok:
 			return nil, fmt.Errorf("job %d: no job events heard", jr.ID)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"strconv"
-	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -109,32 +108,21 @@ func RunPAL(ctx context.Context, data *pal.Data, trace []pal.TraceJob, c pal.Con
 	if err != nil {
 		return nil, err
 	}
-	var missedMu sync.Mutex
-	var missed []string
+	var missed missedTasks
 	src := &palSource{gen: pal.NewGenerator(trace, c), data: data}
 	run, err := Run(ctx, Config{Shape: shape, Policy: "binpack", Source: src, Hours: palHours, Logger: opts.Logger, Progress: opts.Progress, Events: opts.Events,
 		Throughputs: table, LocalityPenalty: c.Locality, StopWhen: d.Done,
-		Replay: &core.ReplayConfig{Driver: pal.NewLive(d, data), Origin: Epoch, GPUs: ids, Missed: func(job string, atS float64) {
-			missedMu.Lock()
-			defer missedMu.Unlock()
-			missed = append(missed, fmt.Sprintf("%s at %.0f s", job, atS))
-		}}})
+		Replay: &core.ReplayConfig{Driver: pal.NewLive(d, data), Origin: Epoch, GPUs: ids, Missed: missed.add}})
 	if err != nil {
 		return nil, err
 	}
-	if len(missed) > 0 {
-		return nil, fmt.Errorf("%d tasks did not run on the cluster as their rounds said (first: %s): the live run is not the offline one", len(missed), missed[0])
-	}
-	if !d.Done() {
-		return nil, fmt.Errorf("the live run stopped at %s simulated before every tracked job completed", run.Length)
+	if err := missed.check(d.Done(), run.Length); err != nil {
+		return nil, err
 	}
 	res := d.Result()
-	byName := map[string]*JobResult{}
-	for i := range run.Jobs {
-		byName[run.Jobs[i].Name] = &run.Jobs[i]
-	}
+	byID := replayedJobs(run)
 	for _, jr := range res.Jobs {
-		ev, ok := byName["job-"+strconv.Itoa(jr.ID)]
+		ev, ok := byID[jr.ID]
 		switch {
 		case !ok:
 			return nil, fmt.Errorf("job %d: no job events heard", jr.ID)

@@ -69,7 +69,12 @@ func (c *client) call(subject string, body, out any) error {
 	case errors.Is(err, nats.ErrPermissionViolation):
 		return err
 	case errors.Is(err, nats.ErrTimeout):
-		return fmt.Errorf("%s: the cluster received it and did not answer within 5 s", subject)
+		// Someone took the request and did not answer: the cluster runs.
+		what := "the cluster received it and did not answer within 5 s"
+		if strings.Contains(subject, ".chaos.") {
+			what += " (a GPU that is hung or cut off answers nothing, and takes no other fault until it is back)"
+		}
+		return fmt.Errorf("%s: %s", subject, what)
 	case err != nil:
 		return fmt.Errorf("%s: %w (is a cluster with this prefix running?)", subject, err)
 	}
@@ -119,6 +124,24 @@ func (c *client) resolve(idOrName string) (string, error) {
 		return ids[0], nil
 	}
 	return "", fmt.Errorf("%d jobs are named %q (ids %s): give the id", len(ids), idOrName, strings.Join(ids, ", "))
+}
+
+// ask sends one request on the subject subject names and returns the
+// reply, or, asJSON, prints it and returns nil.
+func ask(o *bus.Options, prefix string, subject func(events.Subjects) string, body any, asJSON bool) (json.RawMessage, error) {
+	c, err := dial(o, prefix)
+	if err != nil {
+		return nil, err
+	}
+	defer c.nc.Close()
+	var raw json.RawMessage
+	if err := c.call(subject(c.s), body, &raw); err != nil {
+		return nil, err
+	}
+	if asJSON {
+		return nil, printJSON(os.Stdout, raw)
+	}
+	return raw, nil
 }
 
 func printJSON(out io.Writer, raw json.RawMessage) error {
@@ -193,17 +216,10 @@ func list(args []string) error {
 	if _, err := parseAround(fs, args); err != nil {
 		return err
 	}
-	c, err := dial(url, *prefix)
-	if err != nil {
+	raw, err := ask(url, *prefix, func(s events.Subjects) string { return s.JobList() },
+		events.JobListRequest{State: *state, Tenant: *tenant, Page: *page}, *asJSON)
+	if err != nil || raw == nil {
 		return err
-	}
-	defer c.nc.Close()
-	var raw json.RawMessage
-	if err := c.call(c.s.JobList(), events.JobListRequest{State: *state, Tenant: *tenant, Page: *page}, &raw); err != nil {
-		return err
-	}
-	if *asJSON {
-		return printJSON(os.Stdout, raw)
 	}
 	var rep events.JobListReply
 	if err := json.Unmarshal(raw, &rep); err != nil {
@@ -237,17 +253,9 @@ func snapshot(args []string) error {
 	if _, err := parseAround(fs, args); err != nil {
 		return err
 	}
-	c, err := dial(url, *prefix)
-	if err != nil {
+	raw, err := ask(url, *prefix, func(s events.Subjects) string { return s.ClusterSnapshot() }, events.SnapshotRequest{Page: *page}, *asJSON)
+	if err != nil || raw == nil {
 		return err
-	}
-	defer c.nc.Close()
-	var raw json.RawMessage
-	if err := c.call(c.s.ClusterSnapshot(), events.SnapshotRequest{Page: *page}, &raw); err != nil {
-		return err
-	}
-	if *asJSON {
-		return printJSON(os.Stdout, raw)
 	}
 	var snap events.Snapshot
 	if err := json.Unmarshal(raw, &snap); err != nil {

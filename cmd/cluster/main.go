@@ -483,45 +483,16 @@ func clientFlags(fs *flag.FlagSet) (*bus.Options, *string) {
 // request sends body to the cluster and prints the reply; an error reply
 // becomes the command's error.
 func request(o *bus.Options, subject string, body any, out io.Writer) error {
-	// A command does not wait for a cluster that is not there.
-	nc, err := o.Connect("gpusched-cli", 5*time.Second, nats.RetryOnFailedConnect(false), nats.MaxReconnects(0))
-	if err != nil {
-		if strings.Contains(err.Error(), "--") { // a flag's error, or what to do about refused credentials
-			return err
-		}
-		return fmt.Errorf("cannot reach the cluster: %v (is `cluster` running?)", err)
-	}
-	defer nc.Close()
-	b, err := json.Marshal(body)
+	c, err := dial(o, "")
 	if err != nil {
 		return err
 	}
-	msg, err := bus.Request(nc, subject, b, 5*time.Second)
-	if errors.Is(err, nats.ErrPermissionViolation) {
+	defer c.nc.Close()
+	var raw json.RawMessage
+	if err := c.call(subject, body, &raw); err != nil {
 		return err
 	}
-	switch {
-	case errors.Is(err, nats.ErrTimeout):
-		// Someone took the request and did not answer: the cluster runs.
-		what := "the cluster received it and did not answer within 5 s"
-		if strings.Contains(subject, ".chaos.") {
-			what += " (a GPU that is hung or cut off answers nothing, and takes no other fault until it is back)"
-		}
-		return fmt.Errorf("%s: %s", subject, what)
-	case err != nil:
-		return fmt.Errorf("%s: %w (is a cluster with this prefix running?)", subject, err)
-	}
-	var probe struct {
-		Error *model.FieldError `json:"error"`
-	}
-	json.Unmarshal(msg.Data, &probe)
-	if probe.Error != nil {
-		return fmt.Errorf("refused: %s", probe.Error.Error())
-	}
-	var pretty json.RawMessage = msg.Data
-	enc := json.NewEncoder(out)
-	enc.SetIndent("", "  ")
-	return enc.Encode(pretty)
+	return printJSON(out, raw)
 }
 
 func submit(args []string) error {
