@@ -101,17 +101,24 @@ func palChoose(top topology, sf []float64, entries []palEntry, free []int, n int
 	return nil
 }
 
-// withinNode is the within-node step of PAL's walk over eligible GPUs.
-func withinNode(top topology, sf []float64, eligible []int, n int) []int {
-	byNode := map[int][]int{}
+// byNode groups gpus (ascending) by node: each node's GPUs in order, and
+// the nodes in the order their first GPU came.
+func byNode(top topology, gpus []int) (map[int][]int, []int) {
+	of := map[int][]int{}
 	var nodes []int
-	for _, g := range eligible {
+	for _, g := range gpus {
 		nd := top.node(g)
-		if _, ok := byNode[nd]; !ok {
+		if _, ok := of[nd]; !ok {
 			nodes = append(nodes, nd)
 		}
-		byNode[nd] = append(byNode[nd], g)
+		of[nd] = append(of[nd], g)
 	}
+	return of, nodes
+}
+
+// withinNode is the within-node step of PAL's walk over eligible GPUs.
+func withinNode(top topology, sf []float64, eligible []int, n int) []int {
+	byNode, nodes := byNode(top, eligible)
 	nodes = slices.DeleteFunc(nodes, func(nd int) bool { return len(byNode[nd]) < n })
 	slices.SortStableFunc(nodes, func(a, b int) int {
 		return cmp.Or(cmp.Compare(len(byNode[b]), len(byNode[a])), cmp.Compare(a, b))
@@ -164,15 +171,7 @@ func combinations(items []int, n int, visit func([]int)) {
 // that still holds n (its lowest n); else, GPU count permitting, the
 // nodes with the most free GPUs first, each giving its lowest ones.
 func packed(top topology, free []int, n int) []int {
-	byNode := map[int][]int{}
-	var nodes []int
-	for _, g := range free {
-		nd := top.node(g)
-		if _, ok := byNode[nd]; !ok {
-			nodes = append(nodes, nd)
-		}
-		byNode[nd] = append(byNode[nd], g)
-	}
+	byNode, nodes := byNode(top, free)
 	for _, nd := range nodes {
 		if len(byNode[nd]) == n {
 			return slices.Clone(byNode[nd])
