@@ -375,3 +375,18 @@ func TestClientCommandsSpeakInNames(t *testing.T) {
 		}
 	}
 }
+
+// TestARestartedNodeStartsAboveItsLastIncarnation (issue 42 item 6): a
+// node process started later starts at a higher incarnation than any an
+// earlier process of the same name could have reached by re-fences (one
+// each), so the scheduler takes its GPUs at once.
+func TestARestartedNodeStartsAboveItsLastIncarnation(t *testing.T) {
+	first := nodeIncarnationBase(time.Date(2026, 12, 6, 8, 0, 0, 0, time.UTC))
+	// A thousand re-fences of the first process, then a restart a second later.
+	if later := nodeIncarnationBase(time.Date(2026, 12, 6, 8, 0, 1, 0, time.UTC)); later < first+1000 {
+		t.Errorf("restarted a second later at %d, below %d (the first process after 1,000 re-fences)", later, first+1000)
+	}
+	if got := nodeIncarnationBase(time.Date(2019, 1, 1, 0, 0, 0, 0, time.UTC)); got != 1 {
+		t.Errorf("a clock before 2020 starts at %d, want 1", got)
+	}
+}

@@ -121,7 +121,8 @@ func nodeCommand(args []string) error {
 	}
 	clock := simclock.NewScaled(epoch, *speed)
 	h, err := node.Start(ctx, node.HostConfig{Spec: spec, VRAMModel: vm, Clock: clock, Subjects: subjects, Conn: nc,
-		Logger: log, Heartbeat: *heartbeat, Interference: *interference, Lease: *lease, Throughputs: table})
+		Logger: log, Heartbeat: *heartbeat, Interference: *interference, Lease: *lease, Throughputs: table,
+		FirstIncarnation: nodeIncarnationBase(time.Now())})
 	if err != nil {
 		return err
 	}
@@ -188,4 +189,18 @@ func joinClock(ctx context.Context, nc *nats.Conn, subjects events.Subjects, log
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
+}
+
+// incarnationEpoch is the start of the milliseconds nodeIncarnationBase
+// counts.
+var incarnationEpoch = time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// nodeIncarnationBase is the first incarnation of a node process started
+// at now: the milliseconds since 2020, so that a node restarted under the
+// same name starts above every incarnation its previous process reached
+// (each re-fence adds one; a thousand a second would be needed to catch
+// up) and the scheduler takes it at once, where counting from 1 again it
+// was stale until its counter passed the old one (issue 42: minutes).
+func nodeIncarnationBase(now time.Time) int {
+	return max(1, int(now.Sub(incarnationEpoch).Milliseconds()))
 }
