@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gpusched/gpusched/bus"
 	"github.com/gpusched/gpusched/cluster"
