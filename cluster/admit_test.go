@@ -1,11 +1,13 @@
 package cluster_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/gpusched/gpusched/cluster"
+	"github.com/gpusched/gpusched/model"
 	"github.com/gpusched/gpusched/policy"
 )
 
@@ -46,4 +48,28 @@ func TestTenantLimitsAdmit(t *testing.T) {
 	if s := getJob(t, nc, a2)["state"]; s != "running" {
 		t.Errorf("a2 is %v", s)
 	}
+}
+
+// TestATenantsQueueIsBounded (issue 42 item 6): a tenant may have at
+// most TenantQueue jobs waiting; the next submission is refused on
+// tenant, saying so, while another tenant still queues; once one of its
+// jobs leaves the queue, the tenant may submit again.
+func TestATenantsQueueIsBounded(t *testing.T) {
+	shape, err := model.ParseGPUs("1xA100-40GB")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, nc := startCluster(t, cluster.Config{Speed: 60, StarvationAge: 1000 * time.Hour, Shape: shape, TenantQueue: 2})
+	submit(t, nc, `{"name":"big","tenant":"team-b","vram":"40GB","duration":"100h"}`)
+	q1 := submit(t, nc, `{"name":"q1","tenant":"team-a","vram":"40GB","duration":"1h"}`)
+	submit(t, nc, `{"name":"q2","tenant":"team-a","vram":"40GB","duration":"1h"}`)
+	rep := req(t, nc, "gpusched.job.submit", `{"name":"q3","tenant":"team-a","vram":"40GB","duration":"1h"}`)
+	if e, _ := rep["error"].(obj); e == nil || e["field"] != "tenant" || !strings.Contains(fmt.Sprint(e["message"]), "2 jobs waiting") {
+		t.Fatalf("a third waiting job of team-a: %v, want refused on tenant", rep)
+	}
+	submit(t, nc, `{"name":"other","tenant":"team-c","vram":"40GB","duration":"1h"}`)
+	if rep := req(t, nc, "gpusched.job.cancel", `{"job_id":"`+q1+`"}`); rep["error"] != nil {
+		t.Fatalf("cancel q1: %v", rep)
+	}
+	submit(t, nc, `{"name":"q3","tenant":"team-a","vram":"40GB","duration":"1h"}`)
 }

@@ -77,6 +77,8 @@ type Config struct {
 	// on an authenticated bus (core.Config; 0: no bound).
 	TenantRate  float64
 	TenantBurst int
+	// TenantQueue bounds each tenant's queued jobs (core.Config; 0: none).
+	TenantQueue int
 	// Queue is the scheduler's queue order (policy.QueueSort).
 	Queue     string
 	VRAMModel vram.Model
@@ -417,7 +419,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		gpuLease, lease = 0, -1
 	}
 	schedCfg := scheduler.Config{Conn: schedConn, Clock: c.Clock, Journal: c.journal, Config: core.Config{Subjects: subjects, Logger: log,
-		Policy: cfg.Policy, Queue: cfg.Queue, Admit: admitOf(cfg.TenantLimits), TenantRate: cfg.TenantRate, TenantBurst: cfg.TenantBurst, Preempt: cfg.Preempt, Filters: cfg.Filters, Oversubscribe: cfg.Oversubscribe, Round: cfg.Round, RoundEvery: cfg.RoundEvery, Training: cfg.Training, Replay: cfg.Replay, Throughputs: cfg.Throughputs, LocalityPenalty: cfg.LocalityPenalty, VRAMModel: cfg.VRAMModel, StarvationAge: cfg.StarvationAge, Seed: int64(cfg.Seed),
+		Policy: cfg.Policy, Queue: cfg.Queue, Admit: admitOf(cfg.TenantLimits), TenantRate: cfg.TenantRate, TenantBurst: cfg.TenantBurst, TenantQueue: cfg.TenantQueue, Preempt: cfg.Preempt, Filters: cfg.Filters, Oversubscribe: cfg.Oversubscribe, Round: cfg.Round, RoundEvery: cfg.RoundEvery, Training: cfg.Training, Replay: cfg.Replay, Throughputs: cfg.Throughputs, LocalityPenalty: cfg.LocalityPenalty, VRAMModel: cfg.VRAMModel, StarvationAge: cfg.StarvationAge, Seed: int64(cfg.Seed),
 		NodeRank: cfg.NodeRank, Workload: cfg.Workload, DropUnschedulable: cfg.DropUnschedulable, MetricsPeriod: cfg.MetricsPeriod,
 		Lease: lease, Restored: restored}, Trace: cfg.SchedulerTrace}
 	if c.virtual != nil && c.journal == nil && cfg.Chaos != nil && cfg.Chaos.Rates[events.ChaosKillScheduler] > 0 {

@@ -70,6 +70,9 @@ type Config struct {
 	// the control plane) are not bounded.
 	TenantRate  float64
 	TenantBurst int
+	// TenantQueue bounds the jobs one tenant may have waiting in the
+	// queue: a submission past it is refused on tenant (0: no bound).
+	TenantQueue int
 	VRAMModel   vram.Model
 	// StarvationAge is the simulated wait after which a head-of-line job
 	// holds GPUs (policy.DefaultStarvationAge when zero; negative disables).
@@ -378,6 +381,8 @@ type Core struct {
 	msgIDs map[string]msgIDJob
 	// allowance is each tenant's submission bucket (TenantRate).
 	allowance map[string]*bucket
+	// queuedOf counts each tenant's jobs in the queue (TenantQueue).
+	queuedOf map[string]int
 	// restoredNews are the job.restored events restore left for the
 	// first step.
 	restoredNews []events.JobInfo
@@ -502,6 +507,7 @@ func New(cfg Config, bus Bus) (*Core, error) {
 		silentSince: map[string]time.Time{},
 		msgIDs:      map[string]msgIDJob{},
 		allowance:   map[string]*bucket{},
+		queuedOf:    map[string]int{},
 	}
 	for _, r := range cfg.Inherited {
 		if c := r.CPUOnly; c != nil {

@@ -428,6 +428,12 @@ func (s *Core) onSubmit(m *Msg, tenant string) {
 		s.respond(m, events.ErrorReply{Error: fe})
 		return
 	}
+	if n := s.queuedOf[spec.Tenant]; s.cfg.TenantQueue > 0 && n >= s.cfg.TenantQueue {
+		// A tenant cannot grow the queue (and the scheduler's memory and
+		// every pass over it) without bound.
+		s.respond(m, events.ErrorReply{Error: model.Errorf("tenant", "%s has %d jobs waiting, the most one tenant may have queued: not accepted (cancel some, or wait for them to start)", spec.Tenant, n)})
+		return
+	}
 	s.seq++
 	now := s.now
 	id := req.JobID
@@ -571,6 +577,7 @@ func (s *Core) enqueue(j *job) {
 	})
 	s.queue = slices.Insert(s.queue, i, j)
 	j.inQueue = true
+	s.queuedOf[j.spec.Tenant]++
 }
 
 // resort puts the queue in the order in force (after a switch of order).
@@ -586,6 +593,9 @@ func (s *Core) dequeue(j *job) {
 		if q == j {
 			s.queue = slices.Delete(s.queue, i, i+1)
 			j.inQueue = false
+			if s.queuedOf[j.spec.Tenant]--; s.queuedOf[j.spec.Tenant] <= 0 {
+				delete(s.queuedOf, j.spec.Tenant)
+			}
 			return
 		}
 	}
