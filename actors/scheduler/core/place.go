@@ -327,7 +327,9 @@ func (s *Core) preemptFor(preemptor *job, victims []string) {
 			v.preemptor, v.victims = preemptor.id, victims
 			s.log.Info("preempted", zap.String("victim", v.spec.Name), zap.String("job", v.id),
 				zap.String("preemptor", preemptor.spec.Name), zap.Float64("kept_progress_s", v.progress))
-			s.transition(v, events.JobPreempted, "preempted by "+preemptor.spec.Name+" ("+preemptor.id+")")
+			// The words name the preemptor; the event's preemptor field
+			// carries its id.
+			s.transition(v, events.JobPreempted, "preempted by "+preemptor.spec.Name)
 			v.preemptor, v.victims = "", nil
 			s.transition(v, events.JobQueued, "")
 			s.enqueue(v)
