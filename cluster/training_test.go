@@ -16,6 +16,7 @@ import (
 	"github.com/gpusched/gpusched/durable"
 	"github.com/gpusched/gpusched/events"
 	"github.com/gpusched/gpusched/internal/tracedir"
+	"github.com/gpusched/gpusched/policy"
 	"github.com/gpusched/gpusched/pollux"
 	"github.com/gpusched/gpusched/sim"
 )
@@ -358,5 +359,33 @@ func TestAHigherPriorityJobPreemptsAWholeTrainingJob(t *testing.T) {
 				t.Fatalf("running again on %v with training state %v; want on 8 GPUs, a restart charged", j["gpu_ids"], st)
 			}
 		})
+	}
+}
+
+// TestATenantLimitBoundsTrainingReplicas (issue 42 item 4): a tenant
+// bounded to 2 GPUs runs one 2-replica training job, not two: the
+// round's second allocation is not placed, and that job waits saying the
+// tenant's limit stops it; another tenant's job runs.
+func TestATenantLimitBoundsTrainingReplicas(t *testing.T) {
+	limits, err := policy.ParseTenantLimits("team-a=gpus:2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc := trainingCluster(t, cluster.Config{Speed: 600, TenantLimits: limits}, time.Time{})
+	a1 := submit(t, nc, `{"name":"a1","tenant":"team-a","training":{"app":"ncf","batch":32768,"replicas":2}}`)
+	a2 := submit(t, nc, `{"name":"a2","tenant":"team-a","training":{"app":"ncf","batch":32768,"replicas":2}}`)
+	b := submit(t, nc, `{"name":"b","tenant":"team-b","training":{"app":"ncf","batch":32768,"replicas":2}}`)
+	waitState(t, nc, b, "running", 20*time.Second)
+	var first, second obj
+	waitFor(t, "one team-a job running and the other waiting on the tenant's limit", 20*time.Second, func() bool {
+		first, second = getJob(t, nc, a1), getJob(t, nc, a2)
+		if first["state"] != "running" {
+			first, second = second, first
+		}
+		r, _ := second["reason"].(string)
+		return first["state"] == "running" && second["state"] == "queued" && strings.Contains(r, "allocated it 2 GPUs")
+	})
+	if r := second["reason"].(string); !strings.Contains(r, "team-a") {
+		t.Errorf("the waiting job's reason %q does not name its tenant's limit", r)
 	}
 }

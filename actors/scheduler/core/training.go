@@ -260,13 +260,16 @@ func (s *Core) decideTraining() {
 			s.transition(j, events.JobPreempted, "round "+tr.cfg.Policy.Name()+" re-allocated its GPUs")
 			s.transition(j, events.JobQueued, "")
 			if again {
-				s.placeTraining(j, mj)
+				s.placeTraining(j, mj, s.tenantUsage())
 			}
 		})
 	}
 	short := map[string]bool{}
+	// What each tenant holds, the round's placements added as they are
+	// made (their reservations are still in flight).
+	held := s.tenantUsage()
 	for _, mj := range now {
-		if !s.placeTraining(s.jobs[mj.Name], mj) {
+		if !s.placeTraining(s.jobs[mj.Name], mj, held) {
 			short[mj.Name] = true
 		}
 	}
@@ -313,7 +316,7 @@ func (s *Core) trainingPending(short map[string]bool, usable []int) {
 // allocation names (in the cluster's node order, each node's GPUs in
 // order) and commits them: the placement of one job across nodes. False:
 // too few of those GPUs were free (the job is un-allocated and says so).
-func (s *Core) placeTraining(j *job, mj *pollux.Job) bool {
+func (s *Core) placeTraining(j *job, mj *pollux.Job, held usage) bool {
 	tr := s.training
 	list := tr.rounds.Nodes(mj.Name)
 	nodes := tr.nodes
@@ -353,6 +356,18 @@ func (s *Core) placeTraining(j *job, mj *pollux.Job) bool {
 		s.setPending(j, reason)
 		tr.rounds.Unplace(mj.Name)
 		return false
+	}
+	// The tenant's limits bound training replicas as any other GPUs held:
+	// an allocation past them is not placed (the job waits, saying why).
+	if s.plugins.Admit != nil {
+		a := admitJob(&j.spec)
+		a.GPUs = len(p.GPUs)
+		if st := s.plugins.AdmitPlace(a, held.of(j.spec.Tenant)); st != nil {
+			s.setPending(j, "the "+tr.cfg.Policy.Name()+" round allocated it "+strconv.Itoa(len(p.GPUs))+" GPUs: "+st.Reason)
+			tr.rounds.Unplace(mj.Name)
+			return false
+		}
+		held.add(j, p.GPUs)
 	}
 	s.negotiate(&attempt{job: j, preempting: true}, p, nil)
 	return true
