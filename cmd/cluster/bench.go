@@ -31,8 +31,8 @@ durable store, in-process and over loopback TCP; the raw bus beside them;
 GPU actors' memory and start-up at 10,000 and 100,000; event fan-out to
 1, 5 and 20 observers; the openb replay live and offline, and the 6×10
 matrix; the Pollux workloads; a node naming 1,000 silent GPUs; and
-cluster simtest over a thousand seeds (most of the full run's several
-minutes). Each target of docs/PERFORMANCE.md is checked: "met" or "MISSED".
+cluster simtest over a thousand seeds (most of the full run's quarter of
+an hour on 2 cores). Each target of docs/PERFORMANCE.md is checked: "met" or "MISSED".
 Progress goes to stderr, the table to stdout (a block a row on a
 terminal; --wide, a file or a pipe: a line a row). --quick is a reduced
 run of under a minute on a quiet machine.
