@@ -130,8 +130,7 @@ func Serve(nc *nats.Conn, subjects events.Subjects, shape model.Shape, clock int
 		return nil, err
 	}
 	// The server has the subscriptions once a round trip is done: a chaos
-	// request sent as soon as the cluster is up finds its responder (a
-	// loaded CI run saw "no responders" for kill-scheduler without it).
+	// request sent as soon as the cluster is up finds its responder.
 	if err := nc.Flush(); err != nil {
 		sub.Unsubscribe()
 		r.beats.Unsubscribe()

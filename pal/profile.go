@@ -32,37 +32,24 @@ func DrawProfile(data *Data, rng *pyrand.Rand, gpus int) Profile {
 	return p
 }
 
-// ReadProfile reads a profile file in the columns of the artifact copy's
-// profile_seed42.csv (GPU_ID, PerfVar_classA … PerfVar_classD; GPU ids
-// 0, 1, 2… in order): a profile given instead of drawn.
+// ReadProfile reads a profile file in the columns of the artifact
+// copy's profile_seed42.csv (model.ReadVariability: GPU_ID, and
+// PerfVar_classA … PerfVar_classD, every one of the four required): a
+// profile given instead of drawn.
 func ReadProfile(path string) (Profile, error) {
-	cols := []string{"GPU_ID"}
-	for _, c := range Classes {
-		cols = append(cols, "PerfVar_"+c)
-	}
-	rows, err := readCSV(path, cols...)
+	rows, err := model.ReadVariability(path)
 	if err != nil {
 		return nil, err
 	}
-	p := make(Profile, 0, len(rows))
-	for i, r := range rows {
-		id, err := r.integer("GPU_ID")
-		if err != nil {
-			return nil, err
-		}
-		if id != i {
-			return nil, r.errorf("GPU_ID", "%d where %d was expected (ids count from 0 in order)", id, i)
-		}
-		var m [NumClasses]float64
+	p := make(Profile, len(rows))
+	for g, r := range rows {
 		for c, name := range Classes {
-			if m[c], err = r.positive("PerfVar_" + name); err != nil {
-				return nil, err
+			m, ok := r[name]
+			if !ok {
+				return nil, fmt.Errorf("%s: no column PerfVar_%s (a PAL profile has the four classes)", path, name)
 			}
+			p[g][c] = m
 		}
-		p = append(p, m)
-	}
-	if len(p) == 0 {
-		return nil, fmt.Errorf("%s: no GPUs", path)
 	}
 	return p, nil
 }

@@ -92,23 +92,20 @@ func (c *client) call(subject string, body, out any) error {
 	return json.Unmarshal(msg.Data, out)
 }
 
-// resolve is the id of the job named by idOrName: the id itself when a
-// job has it, else the one job whose name it is (an error says when no
-// job or several have it).
-func (c *client) resolve(idOrName string) (string, error) {
+// resolve is the job named by idOrName: the job with that id, else the
+// one job whose name it is (an error says when no job or several have
+// it), as job.get answers it.
+func (c *client) resolve(idOrName string) (events.JobInfo, error) {
 	var j events.JobInfo
 	err := c.call(c.s.JobGet(), events.JobRef{JobID: idOrName}, &j)
-	if err == nil {
-		return j.JobID, nil
-	}
-	if !strings.Contains(err.Error(), "no job") {
-		return "", err
+	if err == nil || !strings.Contains(err.Error(), "no job") {
+		return j, err
 	}
 	var ids []string
 	for page, pages := 0, 1; page < pages; page++ {
 		var rep events.JobListReply
 		if err := c.call(c.s.JobList(), events.JobListRequest{Page: page}, &rep); err != nil {
-			return "", err
+			return j, err
 		}
 		pages = rep.Pages
 		for _, j := range rep.Jobs {
@@ -119,11 +116,11 @@ func (c *client) resolve(idOrName string) (string, error) {
 	}
 	switch len(ids) {
 	case 0:
-		return "", fmt.Errorf("no job has the id or the name %q", idOrName)
+		return j, fmt.Errorf("no job has the id or the name %q", idOrName)
 	case 1:
-		return ids[0], nil
+		return j, c.call(c.s.JobGet(), events.JobRef{JobID: ids[0]}, &j)
 	}
-	return "", fmt.Errorf("%d jobs are named %q (ids %s): give the id", len(ids), idOrName, strings.Join(ids, ", "))
+	return j, fmt.Errorf("%d jobs are named %q (ids %s): give the id", len(ids), idOrName, strings.Join(ids, ", "))
 }
 
 // ask sends one request on the subject subject names and returns the
@@ -167,40 +164,35 @@ func jobCommand(cmd string, args []string) error {
 		return err
 	}
 	defer c.nc.Close()
-	id, err := c.resolve(pos[0])
+	job, err := c.resolve(pos[0])
 	if err != nil {
 		return err
 	}
+	if cmd == "get" && !*asJSON {
+		fmt.Print(observer.JobText(job)) // resolve read it
+		return nil
+	}
 	subject := map[string]string{"get": c.s.JobGet(), "cancel": c.s.JobCancel(), "explain": c.s.SchedExplain()}[cmd]
 	var raw json.RawMessage
-	if err := c.call(subject, events.JobRef{JobID: id}, &raw); err != nil {
+	if err := c.call(subject, events.JobRef{JobID: job.JobID}, &raw); err != nil {
 		return err
 	}
 	if *asJSON {
 		return printJSON(os.Stdout, raw)
 	}
 	switch cmd {
-	case "get", "cancel":
+	case "cancel":
 		var j events.JobInfo
 		if err := json.Unmarshal(raw, &j); err != nil {
 			return printJSON(os.Stdout, raw)
 		}
-		if cmd == "cancel" {
-			fmt.Printf("%s (%s) is %s.\n", j.Name, j.JobID, j.State)
-			return nil
-		}
-		fmt.Print(observer.JobText(j))
+		fmt.Printf("%s (%s) is %s.\n", j.Name, j.JobID, j.State)
 	default:
 		var d events.Decision
 		if err := json.Unmarshal(raw, &d); err != nil {
 			return printJSON(os.Stdout, raw)
 		}
-		var j events.JobInfo
-		name := id
-		if c.call(c.s.JobGet(), events.JobRef{JobID: id}, &j) == nil {
-			name = j.Name
-		}
-		fmt.Print(observer.ExplainText(name, d))
+		fmt.Print(observer.ExplainText(job.Name, d))
 	}
 	return nil
 }

@@ -106,14 +106,18 @@ func (s *Core) try(a *attempt) tryResult {
 		a.n++
 		a.cands = s.plugins.Place(s.view.sorted(), req)
 		a.ranked = s.rankedBy(a.cands)
-		if a.pinned = cmp.Or(req.PinGPU, req.PinNode); a.pinned != "" {
-			a.unpinned = s.unpinnedChoice(req)
-		}
 		// The best candidate not tried yet (a refusal tries again from a
 		// fresh ranking, up to MaxCandidates times).
 		for i := range a.cands {
 			if key := a.cands[i].Node + "/" + strings.Join(a.cands[i].GPUs, ","); !a.tried[key] {
 				a.tried[key] = true
+				if a.pinned == "" {
+					// Asked once, when a pinned job is about to be placed
+					// (not at every pass it waits through).
+					if a.pinned = cmp.Or(req.PinGPU, req.PinNode); a.pinned != "" {
+						a.unpinned = s.unpinnedChoice(req)
+					}
+				}
 				s.negotiate(a, a.cands[i], nil)
 				return tryStarted
 			}

@@ -62,6 +62,10 @@ func (s *Core) controls(j *job, p policy.Placement, op string) []ctlCall {
 		calls = append(calls, ctlCall{subject: sj.NodeCtl(p.Node), ctl: nodeCtl})
 	}
 	req := s.request(j)
+	pace := 0.0
+	if op == events.OpReserve {
+		pace = s.pace(j, p.GPUs) // the gang's, the same on each of its GPUs
+	}
 	for _, id := range p.GPUs {
 		gpuCtl := events.Control{Op: op, JobID: j.id}
 		if op == events.OpReserve {
@@ -71,7 +75,7 @@ func (s *Core) controls(j *job, p policy.Placement, op string) []ctlCall {
 			gpuCtl.TTLMillis = ttl
 			gpuCtl.Job = &events.Assignment{Name: j.spec.Name, Priority: j.spec.Priority, VRAM: req.VRAMOn(g), Milli: req.MilliOn(g),
 				Util: j.spec.Util, WorkS: j.work(), ProgressS: j.progress, CheckpointS: j.spec.Checkpoint.Seconds(),
-				Spec: &j.spec, Submitted: j.submitted, Seq: j.seq, Placement: j.placement, Pace: s.pace(j, p.GPUs)}
+				Spec: &j.spec, Submitted: j.submitted, Seq: j.seq, Placement: j.placement, Pace: pace}
 		}
 		calls = append(calls, ctlCall{subject: sj.GPUCtl(s.ctlNode(j, p, id), id), ctl: gpuCtl, gpu: id})
 	}

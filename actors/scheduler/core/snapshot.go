@@ -71,7 +71,7 @@ func (s *Core) metrics() events.Metrics {
 	// 3.6e6 joules make one kilowatt-hour.
 	m.EnergyKWh = t.EnergyJ / 3.6e6
 	m.JobsRunning = len(s.running)
-	m.GPUsUnknown = len(s.unknownGPUs())
+	m.GPUsUnknown = len(s.unknownNodes())
 	m.Settling = m.GPUsUnknown > 0 || s.resumingJobs() > 0
 	return m
 }
@@ -255,6 +255,24 @@ func (s *Core) onSnapshot(m *Msg, tenant string) {
 // not answer). A snapshot shows them as unknown, in natural id order,
 // rather than leaving them out as if they were gone.
 func (s *Core) unknownGPUs() []events.SnapshotGPU {
+	nodeOf := s.unknownNodes()
+	ids := make([]string, 0, len(nodeOf))
+	for id := range nodeOf {
+		ids = append(ids, id)
+	}
+	sortByID(ids, func(id string) string { return id })
+	out := make([]events.SnapshotGPU, len(ids))
+	for i, id := range ids {
+		out[i] = events.SnapshotGPU{GPUStatus: events.GPUStatus{GPU: id, Node: nodeOf[id], Jobs: []events.GPUJob{}},
+			Allocs: []vram.Alloc{}, Unknown: true}
+	}
+	return out
+}
+
+// unknownNodes are the GPUs the scheduler knows exist and has not read,
+// each with its node: named by its node's heartbeat, or holding a job in
+// the journal.
+func (s *Core) unknownNodes() map[string]string {
 	nodeOf := map[string]string{}
 	for id, heard := range s.heardGPUs {
 		if _, known := s.view.gpus[id]; !known {
@@ -268,17 +286,7 @@ func (s *Core) unknownGPUs() []events.SnapshotGPU {
 			}
 		}
 	}
-	ids := make([]string, 0, len(nodeOf))
-	for id := range nodeOf {
-		ids = append(ids, id)
-	}
-	sortByID(ids, func(id string) string { return id })
-	out := make([]events.SnapshotGPU, len(ids))
-	for i, id := range ids {
-		out[i] = events.SnapshotGPU{GPUStatus: events.GPUStatus{GPU: id, Node: nodeOf[id], Jobs: []events.GPUJob{}},
-			Allocs: []vram.Alloc{}, Unknown: true}
-	}
-	return out
+	return nodeOf
 }
 
 // ofTenant are the jobs of jobs that are tenant's.
