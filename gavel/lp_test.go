@@ -271,3 +271,82 @@ func TestMaxMinFairnessPackedIsOptimalAndPacks(t *testing.T) {
 	}
 	t.Logf("%d programs checked; %d of 10 views packed; the static run's average JCT %.0f s", *checked, paired, res.AverageJCT)
 }
+
+// TestAlikeJobsAreSolvedAsOneGroup: on views of the Gavel workload with
+// many jobs of few kinds (up to 40 jobs of 3 templates at scale factors
+// 1 and 2), every level program — max-min fairness agnostic and
+// heterogeneity-aware, makespan, finish-time fairness — solved with alike
+// jobs grouped reaches the level the full program, job by job, reaches
+// (to 1e-9 relative), its solution keeps every row of the full program,
+// and alike jobs get the same time; and the grouped program is smaller.
+func TestAlikeJobsAreSolvedAsOneGroup(t *testing.T) {
+	data, err := Load(tracedir.Gavel(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	levels := map[string]func(s lpJobs) ([]float64, float64, error){
+		"max_min_fairness": func(s lpJobs) ([]float64, float64, error) {
+			return s.maxMin(func(i, _ int) float64 { return float64(s.v.Jobs[i].Scale) })
+		},
+		"max_min_fairness_perf": func(s lpJobs) ([]float64, float64, error) {
+			return s.maxMin(func(i, w int) float64 { return s.rate(i, w) * float64(s.v.Jobs[i].Scale) / s.v.Jobs[i].Rates[V100] })
+		},
+		"min_total_duration": func(s lpJobs) ([]float64, float64, error) { return s.minTotalDuration() },
+	}
+	for seed := range uint64(12) {
+		rng := rand.New(rand.NewPCG(seed, 41))
+		v := &View{Now: 0, Counts: [numTypes]int{K80: 1 + rng.IntN(12), P100: rng.IntN(12), V100: 1 + rng.IntN(12)}, data: data}
+		templates := []int{rng.IntN(len(data.Templates)), rng.IntN(len(data.Templates)), rng.IntN(len(data.Templates))}
+		for id := range 1 + rng.IntN(40) {
+			tpl := templates[rng.IntN(len(templates))]
+			scale := 1
+			if data.Templates[tpl].Distributed && rng.IntN(3) == 0 {
+				scale = 2
+			}
+			jv := JobView{ID: id, Template: tpl, Scale: scale, Remaining: 1000}
+			for w := range numTypes {
+				jv.Rates[w] = data.alone[w][tpl][scaleIndex(scale)]
+			}
+			if jv.Rates[V100] <= 0 {
+				continue
+			}
+			v.Jobs = append(v.Jobs, jv)
+		}
+		for name, solve := range levels {
+			s := newLPJobs(v)
+			var sizes []int
+			verifySolution = func(p *program, _ []float64, _ float64) { sizes = append(sizes, len(p.objective)) }
+			x, grouped, err := solve(s)
+			if err != nil {
+				t.Fatalf("seed %d, %s grouped: %v", seed, name, err)
+			}
+			ungroupedLevelPrograms = true
+			_, full, err := solve(s)
+			ungroupedLevelPrograms = false
+			verifySolution = nil
+			if err != nil {
+				t.Fatalf("seed %d, %s full: %v", seed, name, err)
+			}
+			if math.Abs(grouped-full) > 1e-9*max(1, math.Abs(full)) {
+				t.Fatalf("seed %d, %s: grouped level %v, full program's %v", seed, name, grouped, full)
+			}
+			if err := withinLimits(v, s.allocation(x)); err != nil {
+				t.Fatalf("seed %d, %s: %v", seed, name, err)
+			}
+			if len(v.Jobs) > 3*2 && sizes[0] >= sizes[1] {
+				t.Fatalf("seed %d, %s: grouped program of %d variables, the full one of %d", seed, name, sizes[0], sizes[1])
+			}
+			for i, a := range v.Jobs {
+				for k, b := range v.Jobs {
+					if a.Template == b.Template && a.Scale == b.Scale {
+						for t2 := range s.types {
+							if x[s.x(i, t2)] != x[s.x(k, t2)] {
+								t.Fatalf("seed %d, %s: jobs %d and %d are alike but get %v and %v", seed, name, a.ID, b.ID, x[s.x(i, t2)], x[s.x(k, t2)])
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}

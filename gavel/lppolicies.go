@@ -74,28 +74,106 @@ func (s lpJobs) allocation(x []float64) Allocation {
 
 // levelProgram is the shape every level-seeking program here has:
 // maximise a level L subject to the limits and, for each job i whose
-// weight(i) is not 0, weight(i)·L ≤ Σ_w coef(i, w)·x[i][w]. L is the
-// last variable. It returns the solution and L.
+// weight(i) is not 0, weight(i)·L ≤ Σ_w coef(i, w)·x[i][w]. It returns
+// the solution (in the job-by-type layout of x, with L last) and L.
+//
+// Jobs alike to the program — the same weight, scale factor and
+// coefficient on every type, as every job of one type and scale is
+// under max-min fairness — are solved as one group (levelGroups): a
+// variable per group and type, each member's time, under the capacity
+// rows Σ_g members_g·scale_g·y[g][w] ≤ N_w. The grouped program has the
+// full one's optimum: any optimal x, averaged over each group's members,
+// keeps every row (each is linear and the same for every member) and the
+// level; and each member given its group's y is a solution of the full
+// program. So the program's size is set by the distinct kinds of job,
+// not by how many are active (26 job types on a single-GPU trace, where
+// the paper's 108-GPU cluster has hundreds of jobs at a time). Among the
+// optima it picks one that treats alike jobs alike, as an interior-point
+// solver's (the reference's ECOS) central optimum does.
 func (s lpJobs) levelProgram(weight func(i int) float64, coef func(i, w int) float64) ([]float64, float64, error) {
-	n := s.vars() + 1
+	groups, of := s.levelGroups(weight, coef)
+	nt := len(s.types)
+	n := len(groups)*nt + 1
 	level := n - 1
 	p := newProgram(n)
 	p.objective[level] = 1
-	s.limits(p, n)
-	for i := range s.v.Jobs {
-		wi := weight(i)
-		if wi == 0 {
+	for g := range groups {
+		r := make([]float64, n)
+		for k := range s.types {
+			r[g*nt+k] = 1
+		}
+		p.row(r, 1)
+	}
+	for k, w := range s.types {
+		r := make([]float64, n)
+		for g, grp := range groups {
+			r[g*nt+k] = float64(grp.members * grp.scale)
+		}
+		p.row(r, float64(s.v.Counts[w]))
+	}
+	for g, grp := range groups {
+		if grp.weight == 0 {
 			continue
 		}
 		r := make([]float64, n)
-		r[level] = wi
-		for k, w := range s.types {
-			r[s.x(i, k)] = -coef(i, w)
+		r[level] = grp.weight
+		for k := range s.types {
+			r[g*nt+k] = -grp.coef[k]
 		}
 		p.row(r, 0)
 	}
-	return p.solve()
+	y, value, err := p.solve()
+	if err != nil {
+		return nil, 0, err
+	}
+	x := make([]float64, s.vars()+1)
+	for i := range s.v.Jobs {
+		for k := range s.types {
+			x[s.x(i, k)] = y[of[i]*nt+k]
+		}
+	}
+	x[len(x)-1] = y[level]
+	return x, value, nil
 }
+
+// levelGroup is one kind of job in a level program: its weight, its scale
+// factor and its coefficient on each of the cluster's types (in
+// lpJobs.types order), and how many active jobs are of it.
+type levelGroup struct {
+	weight  float64
+	scale   int
+	coef    [numTypes]float64
+	members int
+}
+
+// levelGroups groups the view's jobs by what the level program sees of
+// them, in order of each group's first job (so the program, and the
+// simplex's path through it, are the same for the same view). of[i] is
+// job i's group. ungroupedLevelPrograms (tests) gives every job a group
+// of its own: the full program, to check the grouped one against.
+func (s lpJobs) levelGroups(weight func(i int) float64, coef func(i, w int) float64) (groups []levelGroup, of []int) {
+	of = make([]int, len(s.v.Jobs))
+	index := map[levelGroup]int{}
+	for i, j := range s.v.Jobs {
+		key := levelGroup{weight: weight(i), scale: j.Scale}
+		for k, w := range s.types {
+			key.coef[k] = coef(i, w)
+		}
+		g, ok := index[key]
+		if !ok || ungroupedLevelPrograms {
+			g = len(groups)
+			index[key] = g
+			groups = append(groups, key)
+		}
+		groups[g].members++
+		of[i] = g
+	}
+	return groups, of
+}
+
+// ungroupedLevelPrograms, when set (by tests), solves every level program
+// job by job, as written, without grouping alike jobs.
+var ungroupedLevelPrograms bool
 
 // maxMin solves max t subject to t ≤ Σ_w coef[i][w]·x[i][w] for every
 // job i and the limits: the max-min program. It returns the solution and
