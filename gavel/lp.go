@@ -49,7 +49,7 @@ const simplexTolerance = 1e-10
 // solve is the program's optimum: x and its objective value. It runs
 // gonum's simplex (lp.Simplex, which minimises c·x subject to A·x = b,
 // x ≥ 0) on the program with a slack per row, starting from the slack
-// basis.
+// basis, or from gonum's first phase where that start fails.
 func (p *program) solve() (x []float64, value float64, err error) {
 	n, m := len(p.objective), len(p.rows)
 	if m == 0 {
@@ -73,7 +73,14 @@ func (p *program) solve() (x []float64, value float64, err error) {
 	}
 	optF, optX, err := lp.Simplex(c, a, p.bounds, simplexTolerance, basis)
 	if err != nil {
-		return nil, 0, err
+		// From the slack basis gonum's simplex can step onto a singular
+		// basis on degenerate programs (seen on a packed max-min program
+		// of 26 jobs: testdata/packed-singular-slack-basis.json.gz); its
+		// own first phase, which finds another start, solves them.
+		optF, optX, err = lp.Simplex(c, a, p.bounds, simplexTolerance, nil)
+		if err != nil {
+			return nil, 0, err
+		}
 	}
 	if verifySolution != nil {
 		verifySolution(p, optX[:n], -optF)
