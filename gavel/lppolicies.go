@@ -88,8 +88,9 @@ func (s lpJobs) allocation(x []float64) Allocation {
 // program. So the program's size is set by the distinct kinds of job,
 // not by how many are active (26 job types on a single-GPU trace, where
 // the paper's 108-GPU cluster has hundreds of jobs at a time). Among the
-// optima it picks one that treats alike jobs alike, as an interior-point
-// solver's (the reference's ECOS) central optimum does.
+// optima it picks one that treats alike jobs alike, as the analytic
+// centre of the optimal face, which an interior-point solver (the
+// reference's ECOS) approaches, does (reasoned, not checked against it).
 func (s lpJobs) levelProgram(weight func(i int) float64, coef func(i, w int) float64) ([]float64, float64, error) {
 	groups, of := s.levelGroups(weight, coef)
 	nt := len(s.types)
