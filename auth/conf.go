@@ -53,26 +53,41 @@ func ServerConfig(f *File, s ServerSettings) string {
 
 func writeAccounts(b *strings.Builder, f *File, s ServerSettings) {
 	p := s.Prefix
-	tenants := map[string][]User{}
-	var tenantNames []string
 	var control []User
+	// importers are the accounts outside the control account, in order:
+	// each tenant's, then each observer's and admin's.
+	var importers []string
+	members := map[string][]User{}
+	services := map[string][]string{} // account → the services it imports
 	for _, u := range f.Users {
-		if u.Role == Submitter {
-			if _, ok := tenants[u.Tenant]; !ok {
-				tenantNames = append(tenantNames, u.Tenant)
-			}
-			tenants[u.Tenant] = append(tenants[u.Tenant], u)
+		account := UserAccount(u)
+		if account == ControlAccount {
+			control = append(control, u)
 			continue
 		}
-		control = append(control, u)
+		if _, ok := members[account]; !ok {
+			importers = append(importers, account)
+			services[account] = importedServices(u.Role, p, s.EventStream)
+		}
+		members[account] = append(members[account], u)
 	}
-	slices.Sort(tenantNames)
+	slices.SortStableFunc(importers, func(a, b string) int {
+		return strings.Compare(a, b)
+	})
 	for _, k := range s.ControlKeys {
 		control = append(control, User{Name: "control-plane", Role: Control, NKey: k})
 	}
-	var importers []string
-	for _, t := range tenantNames {
-		importers = append(importers, strconv.Quote(TenantAccount(t)))
+	// exports: each service subject once, to every account importing it,
+	// in the order first asked for.
+	var exported []string
+	to := map[string][]string{}
+	for _, account := range importers {
+		for _, subj := range services[account] {
+			if _, ok := to[subj]; !ok {
+				exported = append(exported, subj)
+			}
+			to[subj] = append(to[subj], strconv.Quote(account))
+		}
 	}
 	fmt.Fprintf(b, "# gpusched accounts, users and permissions for subject prefix %q (docs/SECURITY.md).\n", p)
 	b.WriteString("# Generated from the roles file by gpusched: edit that file, not this one.\n")
@@ -80,30 +95,46 @@ func writeAccounts(b *strings.Builder, f *File, s ServerSettings) {
 	fmt.Fprintf(b, "  %s {\n    jetstream: enabled\n", ControlAccount)
 	writeUsers(b, control, s)
 	if len(importers) > 0 {
-		to := "[" + strings.Join(importers, ", ") + "]"
 		b.WriteString("    exports: [\n")
-		for _, subj := range TenantServices(p) {
-			fmt.Fprintf(b, "      {service: %q, accounts: %s}\n", subj, to)
+		for _, subj := range exported {
+			fmt.Fprintf(b, "      {service: %q, accounts: [%s]%s}\n", subj, strings.Join(to[subj], ", "), responseType(subj))
 		}
-		fmt.Fprintf(b, "      {stream: %q, accounts: %s}\n", events.NewSubjects(p).AllEvents(), to)
+		all := make([]string, len(importers))
+		for i, a := range importers {
+			all[i] = strconv.Quote(a)
+		}
+		fmt.Fprintf(b, "      {stream: %q, accounts: [%s]}\n", events.NewSubjects(p).AllEvents(), strings.Join(all, ", "))
 		b.WriteString("    ]\n")
 	}
 	b.WriteString("  }\n")
-	for _, t := range tenantNames {
-		fmt.Fprintf(b, "  %q {\n", TenantAccount(t))
-		// A tenant publishes requests only, each at most MaxRequestBytes,
-		// headers aside: the server refuses more (the cluster's own
-		// max_payload is 8 MiB, for snapshots and describes).
-		fmt.Fprintf(b, "    limits: {max_payload: %d}\n", TenantMaxPayload)
-		writeUsers(b, tenants[t], s)
+	for _, account := range importers {
+		fmt.Fprintf(b, "  %q {\n", account)
+		if members[account][0].Role == Submitter {
+			// A tenant publishes requests only, each at most
+			// MaxRequestBytes, headers aside: the server refuses more
+			// (the cluster's own max_payload is 8 MiB, for snapshots
+			// and describes).
+			fmt.Fprintf(b, "    limits: {max_payload: %d}\n", TenantMaxPayload)
+		}
+		writeUsers(b, members[account], s)
 		b.WriteString("    imports: [\n")
-		for _, subj := range TenantServices(p) {
+		for _, subj := range services[account] {
 			fmt.Fprintf(b, "      {service: {account: %s, subject: %q}}\n", ControlAccount, subj)
 		}
 		fmt.Fprintf(b, "      {stream: {account: %s, subject: %q}}\n", ControlAccount, events.NewSubjects(p).AllEvents())
 		b.WriteString("    ]\n  }\n")
 	}
 	b.WriteString("}\n")
+}
+
+// responseType is the export option of a service subject answered with
+// more than one message: a pull from the event stream (a batch, its
+// heartbeats and its end).
+func responseType(subject string) string {
+	if strings.HasPrefix(subject, "$JS.API.CONSUMER.MSG.NEXT.") {
+		return ", response_type: stream"
+	}
+	return ""
 }
 
 // TenantMaxPayload is the largest message a tenant's connection may

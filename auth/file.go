@@ -126,12 +126,18 @@ const fileHeader = `# gpusched roles file: who may do what on the cluster's bus 
 # The permissions of each role are fixed by gpusched; this file only names the users.
 `
 
-// Tenants returns each tenant account's tenant, for the scheduler.
+// Tenants returns the tenant each account outside the control account
+// acts for, for the scheduler (CallerTenant): a tenant account's tenant;
+// "" for an observer's or admin's own account, which, like the control
+// account, sees every tenant.
 func (f *File) Tenants() map[string]string {
 	m := map[string]string{}
 	for _, u := range f.Users {
-		if u.Role == Submitter {
+		switch u.Role {
+		case Submitter:
 			m[TenantAccount(u.Tenant)] = u.Tenant
+		case Observer, Admin:
+			m[UserAccount(u)] = ""
 		}
 	}
 	return m

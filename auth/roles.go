@@ -48,10 +48,56 @@ func ParseRole(s string) (Role, error) {
 	return "", fmt.Errorf("unknown role %q: use %s", s, strings.Join(names, ", "))
 }
 
-// ControlAccount is the account of the control plane, the nodes, the
-// admins and the observers: the one that holds the job services, the
-// actors' control subjects and JetStream.
+// ControlAccount is the account of the control plane and the nodes: the
+// one that holds the job services, the actors' control subjects and
+// JetStream.
 const ControlAccount = "GPUSCHED"
+
+// UserAccount is the account u signs into. The control plane and the
+// nodes share ControlAccount, the only account whose event subjects the
+// event stream stores and the event budgets count; a tenant's submitters
+// share TenantAccount; each observer and each admin has an account of
+// its own (ObserverAccount, AdminAccount) that imports what its role may
+// use. So a subject an observer or admin names as a reply — a pull from
+// the event stream, a snapshot — is one of its own account's: the server
+// delivers there, never under the control account's event subjects,
+// where it would be stored, charged to a node and judged as an event
+// (docs/SECURITY.md).
+func UserAccount(u User) string {
+	switch u.Role {
+	case Submitter:
+		return TenantAccount(u.Tenant)
+	case Observer:
+		return ObserverAccount(u.Name)
+	case Admin:
+		return AdminAccount(u.Name)
+	}
+	return ControlAccount
+}
+
+// ObserverAccount is observer user name's own account.
+func ObserverAccount(name string) string { return "OBSERVER_" + name }
+
+// AdminAccount is admin user name's own account.
+func AdminAccount(name string) string { return "ADMIN_" + name }
+
+// importedServices are the request subjects an account of role imports
+// from ControlAccount: a tenant's services; an observer's snapshot and
+// the event history; an admin's every request and the event history.
+// (Each role's permissions, RolePermissions, allow no more.)
+func importedServices(role Role, prefix, stream string) []string {
+	sj := events.NewSubjects(prefix)
+	switch role {
+	case Submitter:
+		return sj.TenantServices()
+	case Observer:
+		return append([]string{sj.ClusterSnapshot()}, eventHistory(stream)...)
+	case Admin:
+		return append([]string{sj.JobSubmit(), sj.JobCancel(), sj.JobGet(), sj.JobList(), sj.SchedStrategy(),
+			sj.SchedExplain(), sj.ClusterSnapshot(), sj.AllChaos()}, eventHistory(stream)...)
+	}
+	return nil
+}
 
 // TenantAccount is the account of tenant's submitters: it imports the job
 // services from ControlAccount and the event stream, and nothing else.

@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"go.uber.org/zap"
 
+	"github.com/gpusched/gpusched/auth"
 	"github.com/gpusched/gpusched/events"
 	"github.com/gpusched/gpusched/model"
 )
@@ -92,6 +93,7 @@ type Responder struct {
 	// few simulated minutes, so decoding them would be work for nothing.
 	localNodes map[string]bool
 	log        *zap.Logger
+	refusals   *zap.Logger // what a sender can repeat at will, once a minute
 	sub        *nats.Subscription
 	beats      *nats.Subscription
 	emit       *events.Emitter
@@ -112,7 +114,7 @@ func Serve(nc *nats.Conn, subjects events.Subjects, shape model.Shape, clock int
 		clock = wallClock{}
 	}
 	r := &Responder{nc: nc, subjects: subjects, nodesOf: map[string][]string{}, local: map[string]bool{}, localNodes: map[string]bool{},
-		log: log, emit: events.NewEmitter(nc, "/chaos/1"), clock: clock}
+		log: log, refusals: auth.RefusalLog(log), emit: events.NewEmitter(nc, "/chaos/1"), clock: clock}
 	for _, n := range shape.Nodes {
 		r.localNodes[n.ID] = true
 		for _, g := range n.GPUs {
@@ -177,7 +179,12 @@ func fail(m *nats.Msg, field, format string, args ...any) {
 
 func (r *Responder) on(m *nats.Msg) {
 	if events.Redelivered(m) {
-		r.log.Warn("chaos request replayed from a stream ignored", zap.String("subject", m.Subject))
+		r.refusals.Warn("chaos request replayed from a stream ignored (said once a minute)", zap.String("subject", m.Subject))
+		return
+	}
+	if m.Reply != "" && !r.subjects.Answerable(m.Reply) {
+		r.refusals.Warn("chaos request whose reply subject is the cluster's own or the server's ignored (said once a minute)",
+			zap.String("subject", m.Subject), zap.String("reply", m.Reply))
 		return
 	}
 	action := events.ChaosAction(m.Subject)

@@ -62,7 +62,11 @@ func (c *Cluster) keepBudgets(ctx context.Context, cfg Config) error {
 	cuts := make(chan cutOff, 16)
 	count := func(m *nats.Msg) {
 		node := k.subs.EventNode(m.Subject)
-		if !k.nodes[node] {
+		// A message JetStream delivered (a pull or a consumer whose
+		// deliver subject lies under the events) keeps its stored
+		// subject, but the node did not send it now: charging it would
+		// let whoever may read the stream cut any node off.
+		if !k.nodes[node] || events.Redelivered(m) {
 			return
 		}
 		k.mu.Lock()

@@ -127,6 +127,19 @@ func (s Subjects) AllEvents() string { return s.Prefix + ".evt.>" }
 // matches.
 func (s Subjects) IsEvent(subject string) bool { return strings.HasPrefix(subject, s.Prefix+".evt.") }
 
+// Answerable says whether the cluster's services answer a request whose
+// reply subject is reply: not when it lies under the prefix (an event's
+// subject, where the answer would be stored, charged to a node and judged
+// as that node's event; or a control subject) or is a server subject
+// ($JS.API…, $KV…: the answer would be a request to JetStream, or a
+// journal write, made with the control plane's own rights). A requester
+// in another account cannot name such a subject (its reply crosses the
+// import as the server's _R_ subject); one in the control account (a
+// node) could. A plain publish (no reply) asks for no answer.
+func (s Subjects) Answerable(reply string) bool {
+	return !strings.HasPrefix(reply, s.Prefix+".") && !strings.HasPrefix(reply, "$")
+}
+
 // AllGPUEvents matches every GPU event.
 func (s Subjects) AllGPUEvents() string { return s.Prefix + ".evt.gpu.>" }
 

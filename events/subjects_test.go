@@ -62,3 +62,26 @@ func TestSubjectsParseWhatTheyBuild(t *testing.T) {
 		}
 	}
 }
+
+// TestAnswerableReplySubjects: the cluster's services answer inboxes and
+// the server's import replies, and nothing under their own prefix or the
+// server's subjects.
+func TestAnswerableReplySubjects(t *testing.T) {
+	s := NewSubjects("gpusched")
+	for reply, want := range map[string]bool{
+		"_INBOX.abc.1":                      true,
+		"_INBOX_NODE.box2.x":                true,
+		"_R_.aBc.dEf":                       true,
+		"my.inbox.1":                        true,
+		"gpusched.evt.gpu.box2.x":           false,
+		"gpusched.evt.zz":                   false,
+		"gpusched.chaos.kill":               false,
+		"$JS.API.STREAM.DELETE.GPUSCHED_EV": false,
+		"$KV.GPUSCHED_JOBS.x":               false,
+		"gpuschedx.evt":                     true,
+	} {
+		if got := s.Answerable(reply); got != want {
+			t.Errorf("Answerable(%q) = %v, want %v", reply, got, want)
+		}
+	}
+}

@@ -104,12 +104,14 @@ const journalRetry = 250 * time.Millisecond
 // (package core). It turns what the bus delivers into the core's inputs,
 // one at a time, fires its timers, and carries out what the core sends.
 type Scheduler struct {
-	cfg     Config
-	log     *zap.Logger
-	core    *core.Core
-	emit    *events.Emitter
-	mailbox chan *nats.Msg
-	subs    []*nats.Subscription
+	cfg Config
+	log *zap.Logger
+	// refusals logs what a sender can repeat at will, once a minute.
+	refusals *zap.Logger
+	core     *core.Core
+	emit     *events.Emitter
+	mailbox  chan *nats.Msg
+	subs     []*nats.Subscription
 	// done closes when Run returns, releasing subscription callbacks
 	// waiting on a full mailbox and the journal's waits.
 	done chan struct{}
@@ -140,6 +142,7 @@ func New(cfg Config) (*Scheduler, error) {
 	s := &Scheduler{
 		cfg:      cfg,
 		log:      log.With(zap.String("actor", "scheduler")),
+		refusals: auth.RefusalLog(log.With(zap.String("actor", "scheduler"))),
 		mailbox:  make(chan *nats.Msg, mailboxSize),
 		done:     make(chan struct{}),
 		internal: make(chan core.Input, 64),
@@ -259,11 +262,18 @@ func (s *Scheduler) message(m *nats.Msg) (*core.Msg, bool) {
 		// A request, heartbeat or status replayed from a stream was sent
 		// by no one who may: a node's liveness, for one, must not be
 		// forgeable by replaying its old heartbeats.
-		s.log.Warn("message replayed from a stream ignored", zap.String("subject", m.Subject))
+		s.refusals.Warn("message replayed from a stream ignored (said once a minute)", zap.String("subject", m.Subject))
 		return nil, false
 	}
 	if s.cfg.Subjects.IsEvent(m.Subject) || strings.HasPrefix(m.Subject, s.inbox) {
+		// Events and answers are not answered on their reply subject (a
+		// heartbeat's lease goes to its node's lease subject).
 		return cm, true
+	}
+	if m.Reply != "" && !s.cfg.Subjects.Answerable(m.Reply) {
+		s.refusals.Warn("request whose reply subject is the cluster's own or the server's ignored (said once a minute)",
+			zap.String("subject", m.Subject), zap.String("reply", m.Reply))
+		return nil, false
 	}
 	t, err := auth.CallerTenant(m.Header, s.cfg.Tenants)
 	if err != nil {
