@@ -177,3 +177,25 @@ func TestRoutesUseTLS(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// TestARolesFileBoundsANodesGPUs: a node user's gpus is its node's
+// bound; gpus on another role, negative or past a heartbeat's 1,024 is
+// refused naming the user and the field.
+func TestARolesFileBoundsANodesGPUs(t *testing.T) {
+	f, err := auth.Parse([]byte("users:\n- {name: box2, role: node, node: box2, gpus: 8, password: p}\n- {name: box3, role: node, node: box3, password: p}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := f.NodeGPUs(); len(got) != 1 || got["box2"] != 8 {
+		t.Fatalf("NodeGPUs = %v, want box2: 8 only", got)
+	}
+	for _, bad := range []string{
+		"users:\n- {name: obs, role: observer, gpus: 4, password: p}\n",
+		"users:\n- {name: box2, role: node, node: box2, gpus: -1, password: p}\n",
+		"users:\n- {name: box2, role: node, node: box2, gpus: 5000, password: p}\n",
+	} {
+		if _, err := auth.Parse([]byte(bad)); err == nil || !strings.Contains(err.Error(), "gpus") {
+			t.Errorf("%q: %v, want an error naming gpus", bad, err)
+		}
+	}
+}

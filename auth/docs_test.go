@@ -11,7 +11,8 @@ import (
 // TestTheRoleTableSaysWhatTheCodeAllows (issue 22: the role × action
 // matrix in the docs is checked against the permissions the code builds):
 // every row of docs/SECURITY.md's role table lists exactly the subjects
-// RolePermissions gives that role, says "the event stream's JetStream
+// RolePermissions gives that role and the account UserAccount signs it
+// into, says "the event stream's JetStream
 // API" exactly when the role may read the stream, "allow_responses"
 // exactly when it may answer, and "everything" only for the role that has
 // no bounds.
@@ -20,7 +21,7 @@ func TestTheRoleTableSaysWhatTheCodeAllows(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	row := regexp.MustCompile("(?m)^\\| `([a-z]+)`[^|]*\\| `[A-Z_]+` \\| ([^|]*) \\| ([^|]*) \\|$")
+	row := regexp.MustCompile("(?m)^\\| `([a-z]+)`[^|]*\\| `([A-Za-z_<>]+)`[^|]*\\| ([^|]*) \\| ([^|]*) \\|$")
 	code := regexp.MustCompile("`([^`]+)`")
 	const prefix, node, stream = "gpusched", "N", "GPUSCHED_EVENTS"
 	subjects := func(cell string) (out []string) {
@@ -35,11 +36,14 @@ func TestTheRoleTableSaysWhatTheCodeAllows(t *testing.T) {
 	}
 	seen := map[Role]bool{}
 	for _, m := range row.FindAllStringSubmatch(string(doc), -1) {
-		role, publish, subscribe := Role(m[1]), m[2], m[3]
+		role, account, publish, subscribe := Role(m[1]), m[2], m[3], m[4]
 		if !slices.Contains(Roles, role) {
 			continue
 		}
 		seen[role] = true
+		if want := UserAccount(User{Name: "<user>", Role: role, Tenant: "T", Node: node}); account != want {
+			t.Errorf("%s signs into account %s by the code, %s by the docs", role, want, account)
+		}
 		perms := RolePermissions(role, prefix, node, stream)
 		if perms == nil {
 			if !strings.HasPrefix(publish, "everything") || !strings.HasPrefix(subscribe, "everything") {

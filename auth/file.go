@@ -30,6 +30,9 @@ type User struct {
 	Tenant string `yaml:"tenant,omitempty"`
 	// Node is the node a node user acts as.
 	Node string `yaml:"node,omitempty"`
+	// GPUs is how many GPUs a node user's node may have (0: the cluster's
+	// --node-max-gpus): the scheduler refuses GPU ids past it.
+	GPUs int `yaml:"gpus,omitempty"`
 	// NKey is the user's public nkey (U…); it signs in with the seed.
 	NKey string `yaml:"nkey,omitempty"`
 	// Password is a bcrypt hash ("$2a$…", e.g. from `nats server passwd`)
@@ -92,6 +95,9 @@ func (f *File) Check() error {
 		if u.Node != "" && !model.ValidToken(u.Node) {
 			return fmt.Errorf("%s: node %q: use letters, digits, - and _ only", at, u.Node)
 		}
+		if u.GPUs != 0 && (u.Role != Node || u.GPUs < 0 || u.GPUs > MaxNodeGPUs) {
+			return fmt.Errorf("%s: gpus: %d: only a node user has gpus, from 1 to %d", at, u.GPUs, MaxNodeGPUs)
+		}
 		switch {
 		case (u.NKey == "") == (u.Password == ""):
 			return fmt.Errorf("%s: give nkey or password (one of them)", at)
@@ -120,11 +126,28 @@ func (f *File) Marshal() ([]byte, error) {
 }
 
 const fileHeader = `# gpusched roles file: who may do what on the cluster's bus (docs/SECURITY.md).
-# Roles: observer, submitter (with a tenant), node (with a node), admin, control.
+# Roles: observer, submitter (with a tenant), node (with a node, and optionally
+# gpus: how many GPUs it may have), admin, control.
 # nkey is a user's public key (its seed, SU…, stays with the user: --nkey FILE);
 # password a bcrypt hash ("nats server passwd") or a plain password.
 # The permissions of each role are fixed by gpusched; this file only names the users.
 `
+
+// MaxNodeGPUs is the most GPUs the roles file may give one node: what one
+// heartbeat may name (core.MaxHeartbeatGPUs).
+const MaxNodeGPUs = 1024
+
+// NodeGPUs are the GPUs each node user's node may have, where the roles
+// file says (gpus).
+func (f *File) NodeGPUs() map[string]int {
+	out := map[string]int{}
+	for _, u := range f.Users {
+		if u.Role == Node && u.GPUs > 0 {
+			out[u.Node] = u.GPUs
+		}
+	}
+	return out
+}
 
 // Tenants returns the tenant each account outside the control account
 // acts for, for the scheduler (CallerTenant): a tenant account's tenant;

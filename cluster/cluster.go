@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
@@ -79,6 +80,10 @@ type Config struct {
 	TenantBurst int
 	// TenantQueue bounds each tenant's queued jobs (core.Config; 0: none).
 	TenantQueue int
+	// NodeMaxGPUs bounds the GPUs a node joining from elsewhere may have,
+	// unless the roles file gives its node user gpus (core.Config; 0:
+	// none). The nodes this process runs may have what their shape gives.
+	NodeMaxGPUs int
 	// Queue is the scheduler's queue order (policy.QueueSort).
 	Queue     string
 	VRAMModel vram.Model
@@ -432,8 +437,13 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		c.memoryJournal = durable.NewMemoryJournal()
 		schedCfg.MemoryJournal = c.memoryJournal
 	}
+	schedCfg.NodeGPUs, schedCfg.NodeMaxGPUs = map[string]int{}, cfg.NodeMaxGPUs
 	if cfg.Auth != nil {
 		schedCfg.Tenants = cfg.Auth.Tenants()
+		maps.Copy(schedCfg.NodeGPUs, cfg.Auth.NodeGPUs())
+	}
+	for _, n := range cfg.Shape.Nodes {
+		schedCfg.NodeGPUs[n.ID] = len(n.GPUs)
 	}
 	if cfg.NoGPUs {
 		// GPU nodes join from elsewhere: for one lease, a job that fits no

@@ -13,7 +13,19 @@ const (
 	// submitted (neither the journal nor the predecessor scheduler knows
 	// it): the job is stopped there, never run.
 	JobMinted = "job-minted"
+	// GPUsRefused is the scheduler's word that a node named more GPUs than
+	// it may have (the roles file's gpus, or the cluster's
+	// --node-max-gpus): the ones past its bound are not taken.
+	GPUsRefused = "gpus-refused"
 )
+
+// RefusedGPUs is the data of a gpus-refused event: the node, its bound,
+// and how many GPU ids the message that went past it named beyond it.
+type RefusedGPUs struct {
+	Node    string `json:"node"`
+	Bound   int    `json:"bound"`
+	Refused int    `json:"refused"`
+}
 
 // MintedJob is the data of a job-minted event: the job a node reported
 // and where.

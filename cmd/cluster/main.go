@@ -183,6 +183,7 @@ func run(args []string) error {
 	roundEvery := fs.Duration("round", 0, "re-allocate every this much simulated time (0: never): running jobs the queue order puts behind waiting ones are preempted (docs/POLICIES.md)")
 	roundName := fs.String("round-policy", policy.DefaultRound, "the round's rule (with --round)")
 	tenantQueue := fs.Int("tenant-queue", DefaultTenantQueue, "the jobs one tenant may have waiting in the queue; a submission past it is refused on tenant (0: no bound)")
+	nodeMaxGPUs := fs.Int("node-max-gpus", DefaultNodeMaxGPUs, "the GPUs a node joining from elsewhere may have, unless the roles file gives its node user gpus; GPU ids past it are refused (0: no bound)")
 	tenantRate := fs.Float64("tenant-rate", DefaultTenantRate, "with --auth: the submissions a second each tenant may make, in bursts of twice as many (0: no limit); a faster one is refused on tenant, saying when to try again")
 	nodeBudget := fs.String("node-event-budget", auth.DefaultEventBudget().String(), "with --auth: the events each node of the roles file may publish, RATE/s,BURST[,cool-off=DURATION] (or off); a node past it is shut out for the cool-off (doubled at each repeat, at most 1h), so that it cannot evict the event history")
 	limitsText := fs.String("tenant-limits", "", "per-tenant limits, e.g. 'team-a=gpus:8,cpu:64,memory:256GB,priority:medium;*=gpus:4' (the distinct GPUs, CPU cores and memory its running jobs may hold, the highest priority it may submit; * for every other tenant)")
@@ -260,6 +261,12 @@ func run(args []string) error {
 	}
 	if *tenantRate < 0 {
 		return fmt.Errorf("--tenant-rate must not be negative (0: no limit)")
+	}
+	if *tenantQueue < 0 {
+		return fmt.Errorf("--tenant-queue must not be negative (0: no bound)")
+	}
+	if *nodeMaxGPUs < 0 || *nodeMaxGPUs > auth.MaxNodeGPUs {
+		return fmt.Errorf("--node-max-gpus: %d: give 1 to %d GPUs (0: no bound)", *nodeMaxGPUs, auth.MaxNodeGPUs)
 	}
 	maxBytes, err := parseSize("--events-max-bytes", *eventsBytes)
 	if err != nil {
@@ -399,7 +406,7 @@ func run(args []string) error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	cfg := cluster.Config{Listen: *listen, Prefix: *prefix, Shape: shape, Policy: *pol, Queue: *queue, TenantLimits: limits, NodeEventBudget: eventBudget, TenantRate: *tenantRate, TenantBurst: int(2 * *tenantRate), TenantQueue: *tenantQueue, Preempt: *preempt, Filters: *filters, Oversubscribe: float64(oversubscribe), Round: *roundName, RoundEvery: *roundEvery, VRAMModel: vm, Seed: *seed,
+	cfg := cluster.Config{Listen: *listen, Prefix: *prefix, Shape: shape, Policy: *pol, Queue: *queue, TenantLimits: limits, NodeEventBudget: eventBudget, TenantRate: *tenantRate, TenantBurst: int(2 * *tenantRate), TenantQueue: *tenantQueue, NodeMaxGPUs: *nodeMaxGPUs, Preempt: *preempt, Filters: *filters, Oversubscribe: float64(oversubscribe), Round: *roundName, RoundEvery: *roundEvery, VRAMModel: vm, Seed: *seed,
 		Rate: *rate, Demo: *demo, PinDemo: *demo, Speed: *speed, StarvationAge: *starve, Logger: log, Interference: *interference,
 		Source: source, Lease: *lease, Heartbeat: *heartbeat, Chaos: monkeySpec,
 		Bus: busOpt, Store: store, DataDir: *dataDir, NoGPUs: *noGPUs, Fresh: *fresh, Resume: *resume, Auth: roles, TLS: serverTLS, Insecure: *insecure,
@@ -702,6 +709,11 @@ func (r *ratioFlag) Set(s string) error {
 	*r = ratioFlag(f)
 	return nil
 }
+
+// DefaultNodeMaxGPUs is the GPUs a node joining from elsewhere may have
+// unless --node-max-gpus or the roles file says otherwise: four times the
+// largest server sold (16 GPUs), far below the 1,024 a heartbeat may name.
+const DefaultNodeMaxGPUs = 64
 
 // DefaultTenantQueue is the jobs one tenant may have waiting unless
 // --tenant-queue says otherwise: far more than a team queues by hand or a

@@ -73,6 +73,14 @@ type Config struct {
 	// TenantQueue bounds the jobs one tenant may have waiting in the
 	// queue: a submission past it is refused on tenant (0: no bound).
 	TenantQueue int
+	// NodeGPUs bounds the GPUs each named node may have (the roles file's
+	// gpus, a node's own shape); NodeMaxGPUs bounds any other node's (0:
+	// no bound). A GPU id past its node's bound — in a heartbeat, a status
+	// or an up event — is refused, so a node naming ever new ids cannot
+	// grow the scheduler's view, and every snapshot and pass over it,
+	// without end (nodebound.go).
+	NodeGPUs    map[string]int
+	NodeMaxGPUs int
 	VRAMModel   vram.Model
 	// StarvationAge is the simulated wait after which a head-of-line job
 	// holds GPUs (policy.DefaultStarvationAge when zero; negative disables).
@@ -356,6 +364,11 @@ type Core struct {
 	// controls batched (the shell's concern: BatchesControls).
 	batchCtl  map[string]bool
 	heardGPUs map[string]heardGPU
+	// unread are, per node, the GPUs its heartbeats name that the view
+	// does not know yet (they count against its bound: nodebound.go);
+	// overBound the nodes whose last refusal was said.
+	unread    map[string]map[string]bool
+	overBound map[string]bool
 	// inbox is the prefix of the reply subjects of the core's own requests
 	// (calls.go). calls are those in flight by reply subject, describing
 	// the describe in flight per GPU, callsTo their count per node.
@@ -500,6 +513,8 @@ func New(cfg Config, bus Bus) (*Core, error) {
 		nodeBeats:   map[string]time.Time{},
 		batchCtl:    map[string]bool{},
 		heardGPUs:   map[string]heardGPU{},
+		unread:      map[string]map[string]bool{},
+		overBound:   map[string]bool{},
 		inbox:       cfg.Inbox,
 		calls:       map[string]*call{},
 		describing:  map[string]string{},
@@ -905,6 +920,7 @@ func (s *Core) onNodeEvent(m *Msg) {
 		st, ok := s.view.gpus[g.GPU]
 		return ok && st.status.Node != hb.Node
 	})
+	hb.GPUs = s.withinBound(hb.Node, hb.GPUs)
 	_, heard := s.nodeBeats[hb.Node]
 	n := s.view.node(hb.Node)
 	if !heard || !n.Alive {

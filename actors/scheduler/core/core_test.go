@@ -2693,3 +2693,75 @@ func TestATenantLimitCountsGPUsHeldNotJobGPUs(t *testing.T) {
 		t.Fatalf("its reason: %q, want one saying what the tenant holds", info.Reason)
 	}
 }
+
+// TestANodeMayHaveOnlyItsGPUs (issue 42, item 5): box2 may have 2 GPUs
+// (the roles file's gpus), any other node 3 (--node-max-gpus). box2's
+// third GPU's up event is refused; a heartbeat naming 1,000 fresh ids is
+// not described and leaves nothing behind; rogue, naming 5 new ids a
+// beat, gets 3 described, and a later beat naming 5 others frees the
+// first three (never read) for them: what the scheduler keeps of a node
+// stays within its bound however many ids it names. The refusal is said
+// once per node, as an evt.security.gpus-refused event.
+func TestANodeMayHaveOnlyItsGPUs(t *testing.T) {
+	h := newHarness(t, Config{NodeGPUs: map[string]int{"box2": 2}, NodeMaxGPUs: 3})
+	h.AddGPU("box2", "box2-gpu-0", "A100-40GB")
+	h.AddGPU("box2", "box2-gpu-1", "A100-40GB")
+	third := h.GPUs["box2-gpu-0"].Status
+	third.GPU = "box2-gpu-2"
+	h.GPUEvent(third, events.GPUUp)
+	if _, ok := h.Core.view.gpus["box2-gpu-2"]; ok {
+		t.Fatal("box2's third GPU joined past its bound of 2")
+	}
+	var phantoms []events.HeartbeatGPU
+	for i := range 1000 {
+		phantoms = append(phantoms, events.HeartbeatGPU{GPU: fmt.Sprintf("box2-gpu-%d", 100+i), Incarnation: 1, Alive: true})
+	}
+	h.Sent = nil
+	h.Heartbeat("box2", phantoms...)
+	if d := h.Sends(events.OpDescribe); len(d) != 0 {
+		t.Fatalf("%d describes of GPUs past box2's bound, e.g. %s", len(d), d[0].Subject)
+	}
+	if len(h.Core.heardGPUs) > 2 || len(h.Core.unread["box2"]) != 0 {
+		t.Fatalf("the scheduler keeps %d heard GPUs, %d unread of box2's", len(h.Core.heardGPUs), len(h.Core.unread["box2"]))
+	}
+	refusals := func(node string) (n int) {
+		for _, e := range h.Events {
+			if e.Type == events.Type("security", events.GPUsRefused) && e.ID == node {
+				n++
+			}
+		}
+		return n
+	}
+	if n := refusals("box2"); n != 1 {
+		t.Fatalf("box2's refusals said %d times, want once", n)
+	}
+	named := func(from int) (gpus []events.HeartbeatGPU) {
+		for i := from; i < from+5; i++ {
+			gpus = append(gpus, events.HeartbeatGPU{GPU: fmt.Sprintf("rogue-gpu-%d", i), Incarnation: 1, Alive: true})
+		}
+		return gpus
+	}
+	described := func() map[string]bool {
+		out := map[string]bool{}
+		for _, d := range h.Sends(events.OpDescribe) {
+			out[d.Subject] = true
+		}
+		return out
+	}
+	for _, from := range []int{0, 10} {
+		h.Sent = nil
+		h.Heartbeat("rogue", named(from)...)
+		if d := described(); len(d) != 3 {
+			t.Fatalf("rogue's beat of 5 new GPUs from %d: %d described, want its bound of 3: %v", from, len(d), d)
+		}
+		if n := len(h.Core.unread["rogue"]); n != 3 {
+			t.Fatalf("rogue: %d unread GPUs kept, want 3", n)
+		}
+	}
+	if len(h.Core.heardGPUs) > 2+3 {
+		t.Fatalf("the scheduler keeps %d heard GPUs: more than box2's 2 and rogue's 3", len(h.Core.heardGPUs))
+	}
+	if n := refusals("rogue"); n != 1 {
+		t.Fatalf("rogue's refusals said %d times, want once", n)
+	}
+}

@@ -716,6 +716,9 @@ func (s *Core) setPending(j *job, reason string) {
 // replace the layout, but its change (a job completed or stopped) is
 // always applied.
 func (s *Core) applyStatus(st events.GPUStatus, at time.Time) {
+	if _, known := s.view.gpus[st.GPU]; !known && !s.mayJoin(st.Node, st.GPU) {
+		return
+	}
 	gs, isNew := s.view.addGPU(st)
 	if isNew {
 		s.dirty = true
