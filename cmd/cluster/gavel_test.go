@@ -154,3 +154,25 @@ func TestGavelCompareSweep(t *testing.T) {
 		t.Errorf("a bad rate: error %v, want one naming --lam", err)
 	}
 }
+
+// TestAnInterruptedSweepTablesOnlyWhatFinished: a rate none of whose runs
+// finished has no row, and a policy of a rate that did not finish shows a
+// dash, not 0.00h and NaN×.
+func TestAnInterruptedSweepTablesOnlyWhatFinished(t *testing.T) {
+	all := []gavelTable{
+		{LamS: 654.5, JobsPerHour: 5.5, Columns: []gavelColumn{{Policy: "gandiva", JCTMeanS: 7200}, {Policy: "max_min_fairness_perf", JCTMeanS: 3600}}},
+		{LamS: 600, JobsPerHour: 6},
+	}
+	var b strings.Builder
+	writeGavelSweep(&b, all, []string{"gandiva", "max_min_fairness", "max_min_fairness_perf"})
+	out := b.String()
+	if strings.Contains(out, "NaN") || strings.Contains(out, "0.00h") || strings.Contains(out, "Inf") {
+		t.Fatalf("the sweep shows runs that never finished:\n%s", out)
+	}
+	if !strings.Contains(out, "2.00×") || !strings.Contains(out, "–") {
+		t.Fatalf("want gandiva at 2.00× and a dash for max_min_fairness:\n%s", out)
+	}
+	if lines := strings.Count(strings.TrimSpace(out), "\n"); lines != 1 {
+		t.Fatalf("%d rows, want the header and 5.5 jobs/h only:\n%s", lines, out)
+	}
+}

@@ -228,6 +228,9 @@ flags:
 		}
 	} else {
 		for _, t := range all {
+			if len(t.Columns) == 0 && ctx.Err() != nil {
+				continue // interrupted before any of its runs finished
+			}
 			if sweep {
 				fmt.Printf("\nmean inter-arrival %s s (%.3g jobs/h):\n", strconv.FormatFloat(t.LamS, 'f', -1, 64), t.JobsPerHour)
 			}
@@ -240,6 +243,9 @@ flags:
 	}
 	if *out != "" {
 		for i, base := range traces {
+			if len(all[i].Columns) == 0 {
+				continue
+			}
 			if err := writeFile(filepath.Join(outFor(base), "summary.txt"), func(f *os.File) error { writeGavelColumns(f, all[i].Columns); return nil }); err != nil {
 				return err
 			}
@@ -282,16 +288,29 @@ func writeGavelSweep(w io.Writer, all []gavelTable, names []string) {
 	}
 	fmt.Fprintln(tw, header)
 	for _, t := range all {
+		if len(t.Columns) == 0 {
+			continue // no run of it finished (an interrupted sweep)
+		}
 		mean := map[string]float64{}
 		for _, c := range t.Columns {
 			mean[c.Policy] = c.JCTMeanS
 		}
 		line := strconv.FormatFloat(t.JobsPerHour, 'g', 3, 64) + "\t"
 		for _, n := range names {
-			line += strconv.FormatFloat(mean[n]/3600, 'f', 2, 64) + "h\t"
+			if v, ok := mean[n]; ok {
+				line += strconv.FormatFloat(v/3600, 'f', 2, 64) + "h\t"
+			} else {
+				line += "–\t" // none of its runs finished
+			}
 		}
 		for _, n := range names[:len(names)-1] {
-			line += strconv.FormatFloat(mean[n]/mean[last], 'f', 2, 64) + "×\t"
+			a, okA := mean[n]
+			b, okB := mean[last]
+			if okA && okB {
+				line += strconv.FormatFloat(a/b, 'f', 2, 64) + "×\t"
+			} else {
+				line += "–\t"
+			}
 		}
 		fmt.Fprintln(tw, line)
 	}
