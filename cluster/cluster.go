@@ -391,6 +391,9 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	if err := c.keepBudgets(runCtx, cfg); err != nil {
 		return fail(fmt.Errorf("node event budgets: %w", err))
 	}
+	if err := c.watchStore(runCtx, cfg); err != nil {
+		return fail(fmt.Errorf("store watch: %w", err))
+	}
 	subjects := events.NewSubjects(cfg.Prefix)
 	log := cfg.Logger
 

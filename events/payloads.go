@@ -471,6 +471,12 @@ const (
 	// OpChaos applies Control.Chaos to a GPU actor: hang, partition, delay
 	// or drop.
 	OpChaos = "chaos"
+	// OpStoreDown and OpStoreUp, on the scheduler's ctl subject, are the
+	// control plane's word that the job journal's store cannot take
+	// writes (its disk is full; Control.Reason says so) and that it can
+	// again: meanwhile submissions are refused on "store" at once.
+	OpStoreDown = "store-down"
+	OpStoreUp   = "store-up"
 )
 
 // ChaosControl is what a GPU actor is told to suffer. DurationMS bounds

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -108,10 +109,13 @@ type Scheduler struct {
 	log *zap.Logger
 	// refusals logs what a sender can repeat at will, once a minute.
 	refusals *zap.Logger
-	core     *core.Core
-	emit     *events.Emitter
-	mailbox  chan *nats.Msg
-	subs     []*nats.Subscription
+	// journalFailing is set while the journal's writes go unconfirmed
+	// (failedWrite says so once), cleared by the next confirmed one.
+	journalFailing atomic.Bool
+	core           *core.Core
+	emit           *events.Emitter
+	mailbox        chan *nats.Msg
+	subs           []*nats.Subscription
 	// done closes when Run returns, releasing subscription callbacks
 	// waiting on a full mailbox and the journal's waits.
 	done chan struct{}
@@ -603,8 +607,7 @@ func (w journal) Put(rec *durable.Record, confirm bool) error {
 	s := w.s
 	fut, err := s.cfg.Journal.Put(rec)
 	if err != nil {
-		s.log.Error("job journal write failed; writing it again", zap.String("job", rec.JobID), zap.Error(err))
-		go s.rewriteLater(rec.JobID)
+		s.failedWrite(rec.JobID, err)
 		return err
 	}
 	if !confirm {
@@ -613,6 +616,9 @@ func (w journal) Put(rec *durable.Record, confirm bool) error {
 	go func() {
 		select {
 		case <-fut.Ok():
+			if s.journalFailing.CompareAndSwap(true, false) {
+				s.log.Info("job journal writes are confirmed again")
+			}
 			s.post(core.Input{Stored: rec.JobID})
 		case err := <-fut.Err():
 			s.post(core.Input{Unstored: &core.Unstored{JobID: rec.JobID, Why: err.Error()}})
@@ -639,7 +645,14 @@ func (w memoryJournal) Put(rec *durable.Record, confirm bool) error {
 // goroutines, which must not wait for the loop): the job's record is
 // written again from the loop, after a pause.
 func (s *Scheduler) failedWrite(jobID string, err error) {
-	s.log.Warn("job journal write unconfirmed; writing it again", zap.String("job", jobID), zap.Error(err))
+	// Said once while writes keep failing (a full disk fails every job's
+	// write, again at every retry), then per job at debug level.
+	if s.journalFailing.CompareAndSwap(false, true) {
+		s.log.Warn("job journal writes unconfirmed; each is written again every "+journalRetry.String()+" until the store takes it (said once)",
+			zap.String("job", jobID), zap.Error(err))
+	} else {
+		s.log.Debug("job journal write unconfirmed; writing it again", zap.String("job", jobID), zap.Error(err))
+	}
 	go s.rewriteLater(jobID)
 }
 

@@ -339,6 +339,10 @@ type Core struct {
 	ids     *rand.ChaCha8
 	// killed is set by a kill control: the shell stops the core.
 	killed string
+	// storeDown is why the job journal's store cannot take writes, as the
+	// control plane said (OpStoreDown; "" when it can): meanwhile a
+	// submission is refused on "store" at once (storeRefusal).
+	storeDown string
 	// started is when the core was made (wall time).
 	started time.Time
 	// inherited holds the predecessor's running jobs not accounted for

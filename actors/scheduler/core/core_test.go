@@ -2765,3 +2765,30 @@ func TestANodeMayHaveOnlyItsGPUs(t *testing.T) {
 		t.Fatalf("rogue's refusals said %d times, want once", n)
 	}
 }
+
+// TestAStoreSaidDownRefusesSubmissionsAtOnce (issue 43, item 1): while
+// the control plane says the job journal's store cannot take writes (its
+// disk is full), a submission is refused on "store" at once, naming why,
+// with no record written (a write would wait out the store's timeout to
+// fail); once it says the store is up again, the next is accepted.
+func TestAStoreSaidDownRefusesSubmissionsAtOnce(t *testing.T) {
+	h, err := NewHarness(Config{Policy: "binpack"}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.AddGPU("n1", "n1-gpu-0", "A100-40GB")
+	h.Request("sched.ctl", "", events.Control{Op: events.OpStoreDown, Reason: "the disk of /data has 0 bytes free"})
+	records := len(h.Records)
+	var refused events.ErrorReply
+	json.Unmarshal(h.Request("job.submit", "", spec("a", "10GB")), &refused)
+	if refused.Error == nil || refused.Error.Field != "store" || !strings.Contains(refused.Error.Message, "0 bytes free") {
+		t.Fatalf("a submission while the store is down: %+v, want refused on store saying why", refused.Error)
+	}
+	if len(h.Records) != records || len(h.Sends(events.OpReserve)) != 0 {
+		t.Fatal("a submission refused on a down store wrote a record or reserved a GPU")
+	}
+	h.Request("sched.ctl", "", events.Control{Op: events.OpStoreUp})
+	if rep := h.Submit(spec("b", "10GB")); rep.State != events.JobPlaced {
+		t.Fatalf("after the store is up: %+v", rep)
+	}
+}

@@ -424,6 +424,10 @@ func (s *Core) onSubmit(m *Msg, tenant string) {
 		s.resubmitted(m, j, tenant)
 		return
 	}
+	if fe := s.storeRefusal(); fe != nil {
+		s.respond(m, events.ErrorReply{Error: fe})
+		return
+	}
 	if fe := s.takeAllowance(tenant); fe != nil {
 		s.respond(m, events.ErrorReply{Error: fe})
 		return

@@ -103,6 +103,20 @@ func (s *Core) answer(reply string, j *job, v any) {
 	s.respondRaw(reply, b)
 }
 
+// storeRefusal is the error a submission gets while the control plane
+// says the job journal's store cannot take writes (OpStoreDown; nil while
+// it can, or without a journal): at once, where a write would wait out
+// the store's acknowledgement timeout to fail.
+func (s *Core) storeRefusal() *model.FieldError {
+	switch {
+	case s.cfg.Store == nil:
+		return nil
+	case s.storeDown != "":
+		return model.Errorf("store", "not accepted: the job journal cannot store it now (%s); submit it again once the store has room", s.storeDown)
+	}
+	return nil
+}
+
 // unstored handles a store's refusal of a job's record. A job still
 // being accepted is cancelled — it never ran — and its submission is
 // answered with an error naming "store"; a later write that failed is

@@ -324,14 +324,30 @@ func (s *Core) loseGPU(gs *gpuState, lost []events.GPUJob, reason string) {
 	s.dirty = true
 }
 
-// onCtl answers <p>.sched.ctl: kill crashes the scheduler (chaos).
+// onCtl answers <p>.sched.ctl: kill crashes the scheduler (chaos);
+// store-down and store-up say whether the job journal's store can take
+// writes (the control plane's store watch).
 func (s *Core) onCtl(m *Msg) bool {
 	var c events.Control
 	if !s.decodeRequest(m, &c) {
 		return false
 	}
-	if c.Op != events.OpKill {
-		s.replyError(m, "op", "unknown operation "+strconv.Quote(c.Op)+" (the scheduler's control knows kill)")
+	switch c.Op {
+	case events.OpStoreDown:
+		if s.storeDown == "" {
+			s.log.Warn("the job journal's store cannot take writes: submissions are refused until it can", zap.String("reason", c.Reason))
+		}
+		s.storeDown = cmp.Or(c.Reason, "the store cannot take writes")
+		return false
+	case events.OpStoreUp:
+		if s.storeDown != "" {
+			s.log.Info("the job journal's store takes writes again")
+		}
+		s.storeDown = ""
+		return false
+	case events.OpKill:
+	default:
+		s.replyError(m, "op", "unknown operation "+strconv.Quote(c.Op)+" (the scheduler's control knows kill, store-down and store-up)")
 		return false
 	}
 	reason := c.Reason
