@@ -201,6 +201,10 @@ func (r *Responder) on(m *nats.Msg) {
 		r.killScheduler(m, req)
 		return
 	}
+	if action == events.ChaosHangScheduler {
+		r.hangScheduler(m, req)
+		return
+	}
 	node, fe := r.target(req)
 	if fe != nil {
 		events.Reply(m, events.ErrorReply{Error: fe})
@@ -229,6 +233,22 @@ func Validate(action string, req Request) *model.FieldError {
 			return model.Errorf("gpu", "kill-scheduler targets the scheduler: give no gpu or node")
 		case req.Duration != "" || req.Delay != "" || req.Drop != nil:
 			return model.Errorf("duration", "kill-scheduler takes no duration, delay or drop")
+		}
+		return nil
+	}
+	if action == events.ChaosHangScheduler {
+		d, fe := duration("duration", req.Duration)
+		switch {
+		case fe != nil:
+			return fe
+		case req.GPU != "" || req.Node != "":
+			return model.Errorf("gpu", "hang-scheduler targets the scheduler: give no gpu or node")
+		case req.Duration == "" || d <= 0:
+			return model.Errorf("duration", "hang-scheduler needs a positive duration, e.g. {\"duration\":\"10s\"}")
+		case d > MaxDuration:
+			return model.Errorf("duration", "at most %s", MaxDuration)
+		case req.Delay != "" || req.Drop != nil:
+			return model.Errorf("delay", "hang-scheduler takes a duration only")
 		}
 		return nil
 	}
@@ -401,6 +421,31 @@ func (r *Responder) fault(m *nats.Msg, action string, req Request) {
 	r.log.Warn("chaos", zap.String("action", action), zap.String("gpu", req.GPU), zap.String("node", req.Node),
 		zap.String("duration", req.Duration), zap.String("delay", req.Delay), zap.Float64("drop", cc.Drop))
 	events.Reply(m, out)
+}
+
+// hangScheduler freezes the scheduler for the request's duration (on a
+// scaled clock; a virtual one refuses it, and the refusal is the reply).
+func (r *Responder) hangScheduler(m *nats.Msg, req Request) {
+	if req.Reason == "" {
+		req.Reason = "hung by a chaos command"
+	}
+	d, _ := duration("duration", req.Duration)
+	ev := events.ChaosEvent{Reason: req.Reason, Duration: req.Duration}
+	r.record(events.ChaosHangScheduler, ev)
+	var rep events.SchedLifecycle
+	if fe := r.call(r.subjects.SchedCtl(), events.Control{Op: events.OpChaos, Reason: req.Reason,
+		Chaos: &events.ChaosControl{Action: events.ChaosHang, DurationMS: d.Milliseconds()}}, &rep); fe != nil {
+		if fe.Field == "gpu" {
+			fe.Field = "scheduler"
+		}
+		ev.Failed = fe.Message
+		r.record(events.ChaosHangScheduler, ev)
+		events.Reply(m, events.ErrorReply{Error: fe})
+		return
+	}
+	r.log.Warn("chaos: scheduler hung", zap.Duration("for", d))
+	events.Reply(m, Reply{OK: true, Action: events.ChaosHangScheduler, Incarnation: rep.Incarnation, Duration: req.Duration,
+		Note: "the scheduler reads and answers nothing until then: requests wait out their deadlines, and GPUs whose leases lapse meanwhile stop their jobs, which are re-queued"})
 }
 
 func (r *Responder) killScheduler(m *nats.Msg, req Request) {

@@ -140,7 +140,7 @@ func Plan(spec MonkeySpec, seed uint64, targets []Target, horizon time.Duration)
 	sort.Strings(actions)
 	for _, a := range actions {
 		rate := spec.Rates[a]
-		if rate <= 0 || (len(targets) == 0 && a != events.ChaosKillScheduler) {
+		if rate <= 0 || (len(targets) == 0 && !events.SchedulerChaos(a)) {
 			continue
 		}
 		at := time.Duration(0)
@@ -151,7 +151,7 @@ func Plan(spec MonkeySpec, seed uint64, targets []Target, horizon time.Duration)
 				break
 			}
 			f := Fault{At: at, Action: a, Request: spec.request(a, rng)}
-			if a != events.ChaosKillScheduler {
+			if !events.SchedulerChaos(a) {
 				f.Target = targets[rng.IntN(len(targets))]
 				f.Request.GPU, f.Request.Node = f.Target.GPU, f.Target.Node
 			}
@@ -165,7 +165,7 @@ func Plan(spec MonkeySpec, seed uint64, targets []Target, horizon time.Duration)
 // drawsAny says whether the spec draws any fault with this many GPU targets.
 func (spec MonkeySpec) drawsAny(targets int) bool {
 	for a, r := range spec.Rates {
-		if r > 0 && (targets > 0 || a == events.ChaosKillScheduler) {
+		if r > 0 && (targets > 0 || events.SchedulerChaos(a)) {
 			return true
 		}
 	}
@@ -175,7 +175,7 @@ func (spec MonkeySpec) drawsAny(targets int) bool {
 func (spec MonkeySpec) request(action string, rng *rand.Rand) Request {
 	req := Request{Reason: "chaos monkey"}
 	switch action {
-	case events.ChaosHang, events.ChaosPartition:
+	case events.ChaosHang, events.ChaosPartition, events.ChaosHangScheduler:
 		req.Duration = spec.For.String()
 	case events.ChaosDelay:
 		req.Delay, req.Duration = spec.Delay.String(), spec.For.String()

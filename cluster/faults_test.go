@@ -291,3 +291,50 @@ func TestChaosRequestErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestAHungSchedulerAnswersNothingThenCatchesUp (issue 43, item 4): the
+// scheduler hung for 2.5 leases while a pinned job runs. Meanwhile it
+// answers nothing (a job.get times out), a submission waits in its mailbox
+// and is answered when it wakes, and gpu-3, whose lease no one renews,
+// stops its job itself; awake, the scheduler takes up what waited before
+// any timer, learns the job was stopped, and runs it again on gpu-3. The
+// live checker sees nothing run twice and nothing lost.
+func TestAHungSchedulerAnswersNothingThenCatchesUp(t *testing.T) {
+	nc, _, log := faultClusterOn(t, durable.Memory)
+	for body, field := range map[string]string{`{"gpu":"gpu-3","duration":"1s"}`: "gpu", `{}`: "duration", `{"duration":"-1s"}`: "duration"} {
+		rep := req(t, nc, "gpusched.chaos.hang-scheduler", body)
+		if e, _ := rep["error"].(obj); e == nil || e["field"] != field {
+			t.Fatalf("hang-scheduler %s: %v, want an error on %s", body, rep, field)
+		}
+	}
+	id := submit(t, nc, `{"name":"pinned","vram":"10GB","duration":"10h","checkpoint":"1m","gpu":"gpu-3"}`)
+	waitState(t, nc, id, "running", 5*time.Second)
+	waitCommitted(t, log, "gpu-3", id)
+	const hang = 2500 * time.Millisecond
+	start := time.Now()
+	rep := chaosOK(t, nc, "hang-scheduler", `{"duration":"2500ms"}`)
+	if rep["action"] != "hang-scheduler" {
+		t.Fatalf("reply %v", rep)
+	}
+	if _, err := nc.Request("gpusched.job.get", []byte(`{"job_id":"`+id+`"}`), 300*time.Millisecond); err != nats.ErrTimeout {
+		t.Fatalf("job.get of a hung scheduler: %v, want a timeout", err)
+	}
+	msg, err := nc.Request("gpusched.job.submit", []byte(`{"name":"waited","vram":"10GB","duration":"1h"}`), hang+5*time.Second)
+	if err != nil {
+		t.Fatalf("a submission sent during the hang: %v, want it answered once the scheduler wakes", err)
+	}
+	if took := time.Since(start); took < hang {
+		t.Fatalf("answered %s after the hang began, before it ended (%s)", took, hang)
+	}
+	var waited obj
+	if err := json.Unmarshal(msg.Data, &waited); err != nil || waited["error"] != nil {
+		t.Fatalf("the submission that waited: %s", msg.Data)
+	}
+	j := waitState(t, nc, id, "running", 10*time.Second)
+	if h := history(j); !strings.Contains(h, "running,lost,queued") {
+		t.Fatalf("the pinned job's history %s, want it lost (its GPU fenced while no lease was renewed) and run again", h)
+	}
+	if got := j["gpu_ids"].([]any); len(got) != 1 || got[0] != "gpu-3" {
+		t.Fatalf("the pinned job runs on %v, want gpu-3", got)
+	}
+}

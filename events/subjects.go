@@ -241,10 +241,19 @@ const (
 	ChaosDelay         = "delay"
 	ChaosDrop          = "drop"
 	ChaosKillScheduler = "kill-scheduler"
+	// ChaosHangScheduler freezes the scheduler for a duration (a scaled
+	// clock only): it reads nothing, runs no timer, answers nothing.
+	ChaosHangScheduler = "hang-scheduler"
 )
 
 // ChaosActions lists every chaos action, in the order the docs give them.
-var ChaosActions = []string{ChaosKillAction, ChaosHang, ChaosPartition, ChaosDelay, ChaosDrop, ChaosKillScheduler}
+var ChaosActions = []string{ChaosKillAction, ChaosHang, ChaosPartition, ChaosDelay, ChaosDrop, ChaosKillScheduler, ChaosHangScheduler}
+
+// SchedulerChaos says whether a chaos action targets the scheduler (no
+// GPU or node).
+func SchedulerChaos(action string) bool {
+	return action == ChaosKillScheduler || action == ChaosHangScheduler
+}
 
 // Scheduler lifecycle event types (published by its supervisor).
 const (

@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	crand "crypto/rand"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -394,15 +395,12 @@ func (s *Scheduler) Run(ctx context.Context) error {
 			}
 			return nil
 		case m := <-s.mailbox:
-			if s.cfg.Trace != nil && m.Subject == s.cfg.Subjects.JobSubmit() {
-				s.cfg.Trace(StageSubmit)
-			}
-			if cm, ok := s.message(m); ok {
-				if s.isBatchAnswer(cm.Subject) {
-					s.batchAnswer(cm)
-				} else {
-					s.step(core.Input{Msg: cm})
+			if d, ok := s.hangAsked(m); ok {
+				if !s.hang(ctx, m, d) {
+					return nil // stopped while hung
 				}
+			} else {
+				s.onMail(m)
 			}
 			if s.core.Killed() != "" {
 				s.flushBatches() // what it sent before it died goes out, as unbatched it would have
@@ -482,6 +480,75 @@ func (s *Scheduler) Run(ctx context.Context) error {
 			s.held = false
 			s.cfg.Clock.Release()
 		}
+	}
+}
+
+// onMail hands the core one message of the mailbox.
+func (s *Scheduler) onMail(m *nats.Msg) {
+	if s.cfg.Trace != nil && m.Subject == s.cfg.Subjects.JobSubmit() {
+		s.cfg.Trace(StageSubmit)
+	}
+	if cm, ok := s.message(m); ok {
+		if s.isBatchAnswer(cm.Subject) {
+			s.batchAnswer(cm)
+		} else {
+			s.step(core.Input{Msg: cm})
+		}
+	}
+}
+
+// hangAsked is the hang a message asks of the scheduler (the chaos
+// action hang-scheduler: op chaos, action hang, on its ctl subject).
+func (s *Scheduler) hangAsked(m *nats.Msg) (time.Duration, bool) {
+	if m.Subject != s.cfg.Subjects.SchedCtl() || events.Redelivered(m) {
+		return 0, false
+	}
+	var c events.Control
+	if json.Unmarshal(m.Data, &c) != nil || c.Op != events.OpChaos || c.Chaos == nil || c.Chaos.Action != events.ChaosHang {
+		return 0, false
+	}
+	return time.Duration(c.Chaos.DurationMS) * time.Millisecond, true
+}
+
+// hang is the chaos action hang-scheduler on a scaled clock: the
+// scheduler says it hangs, then does nothing for d — it reads no message
+// (they wait in its mailbox and its connection's buffers, as a hung
+// process's do), runs no timer and answers nothing, so its leases go
+// unrenewed and its clients wait out their deadlines — and then takes up
+// what waited, in the order it came, before any timer: a lease check
+// taken first would judge by a view the waiting heartbeats correct. False
+// when ctx ended while it hung. (On a virtual clock it is refused: a hung
+// loop there would hold simulated time still.)
+func (s *Scheduler) hang(ctx context.Context, m *nats.Msg, d time.Duration) bool {
+	if s.virtual {
+		events.Reply(m, events.ErrorReply{Error: model.Errorf("action", "hang-scheduler runs on a scaled clock only: on a virtual one the hung scheduler would hold simulated time still")})
+		return true
+	}
+	if d <= 0 {
+		events.Reply(m, events.ErrorReply{Error: model.Errorf("duration", "a hang needs a positive duration")})
+		return true
+	}
+	events.Reply(m, events.SchedLifecycle{Incarnation: s.core.Incarnation(), Reason: "hung for " + d.String()})
+	s.flushBatches()
+	s.log.Warn("scheduler hung (chaos)", zap.Duration("for", d))
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(d):
+	}
+	s.log.Warn("scheduler woke from a hang", zap.Duration("hung", d), zap.Int("messages_waiting", len(s.mailbox)))
+	for {
+		select {
+		case m := <-s.mailbox:
+			s.onMail(m)
+			s.flushBatches()
+			if s.core.Killed() != "" {
+				return true
+			}
+			continue
+		default:
+		}
+		return true
 	}
 }
 

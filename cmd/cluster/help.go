@@ -45,6 +45,7 @@ var chaosHelp = map[string]string{
 	"delay":          "cluster chaos delay gpu-3 --delay 200ms --duration 1m",
 	"drop":           "cluster chaos drop gpu-3 --drop 0.2 --duration 1m",
 	"kill-scheduler": "cluster chaos kill-scheduler",
+	"hang-scheduler": "cluster chaos hang-scheduler --duration 10s",
 }
 
 // newFlags returns the flag set of command name whose -h prints its usage

@@ -616,7 +616,8 @@ const submitAttempts = 3
 
 // chaosUsage is the usage line of cluster chaos.
 const chaosUsage = "usage: cluster chaos kill|hang|partition|delay|drop GPU_ID [--node NODE] [--duration D] [--delay D] [--drop F] [--seed N]\n" +
-	"       cluster chaos kill-scheduler"
+	"       cluster chaos kill-scheduler\n" +
+	"       cluster chaos hang-scheduler --duration D"
 
 func chaosCommand(args []string) error {
 	if len(args) == 0 {
@@ -653,7 +654,7 @@ func chaosCommand(args []string) error {
 	if gpu == "" && fs.NArg() == 1 {
 		gpu = fs.Arg(0)
 	}
-	if gpu == "" && action != events.ChaosKillScheduler {
+	if gpu == "" && !events.SchedulerChaos(action) {
 		return errors.New(chaosUsage)
 	}
 	req := chaos.Request{GPU: gpu, Node: *node, Duration: *duration, Delay: *delay, Seed: *seed, Reason: *reason}
