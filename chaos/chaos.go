@@ -201,8 +201,8 @@ func (r *Responder) on(m *nats.Msg) {
 		r.killScheduler(m, req)
 		return
 	}
-	if action == events.ChaosHangScheduler {
-		r.hangScheduler(m, req)
+	if action == events.ChaosHangScheduler || action == events.ChaosPartitionScheduler {
+		r.faultScheduler(m, action, req)
 		return
 	}
 	node, fe := r.target(req)
@@ -236,19 +236,19 @@ func Validate(action string, req Request) *model.FieldError {
 		}
 		return nil
 	}
-	if action == events.ChaosHangScheduler {
+	if action == events.ChaosHangScheduler || action == events.ChaosPartitionScheduler {
 		d, fe := duration("duration", req.Duration)
 		switch {
 		case fe != nil:
 			return fe
 		case req.GPU != "" || req.Node != "":
-			return model.Errorf("gpu", "hang-scheduler targets the scheduler: give no gpu or node")
+			return model.Errorf("gpu", "%s targets the scheduler: give no gpu or node", action)
 		case req.Duration == "" || d <= 0:
-			return model.Errorf("duration", "hang-scheduler needs a positive duration, e.g. {\"duration\":\"10s\"}")
+			return model.Errorf("duration", "%s needs a positive duration, e.g. {\"duration\":\"10s\"}", action)
 		case d > MaxDuration:
 			return model.Errorf("duration", "at most %s", MaxDuration)
 		case req.Delay != "" || req.Drop != nil:
-			return model.Errorf("delay", "hang-scheduler takes a duration only")
+			return model.Errorf("delay", "%s takes a duration only", action)
 		}
 		return nil
 	}
@@ -423,29 +423,41 @@ func (r *Responder) fault(m *nats.Msg, action string, req Request) {
 	events.Reply(m, out)
 }
 
-// hangScheduler freezes the scheduler for the request's duration (on a
-// scaled clock; a virtual one refuses it, and the refusal is the reply).
-func (r *Responder) hangScheduler(m *nats.Msg, req Request) {
+// schedulerNotes say what a hang or a partition of the scheduler does.
+var schedulerNotes = map[string]string{
+	events.ChaosHangScheduler: "the scheduler reads and answers nothing until then: requests wait out their deadlines, " +
+		"and GPUs whose leases lapse meanwhile stop their jobs, which are re-queued",
+	events.ChaosPartitionScheduler: "nothing reaches the scheduler until then and what it sends waits: requests wait out their deadlines, " +
+		"it declares the GPUs it no longer hears from dead (they stop their jobs first) and re-queues their jobs",
+}
+
+// faultScheduler hangs the scheduler or cuts it off from the bus for the
+// request's duration (on a scaled clock; a virtual one refuses, and the
+// refusal is the reply).
+func (r *Responder) faultScheduler(m *nats.Msg, action string, req Request) {
 	if req.Reason == "" {
-		req.Reason = "hung by a chaos command"
+		req.Reason = "by a chaos command"
 	}
 	d, _ := duration("duration", req.Duration)
 	ev := events.ChaosEvent{Reason: req.Reason, Duration: req.Duration}
-	r.record(events.ChaosHangScheduler, ev)
+	r.record(action, ev)
+	op := events.ChaosHang
+	if action == events.ChaosPartitionScheduler {
+		op = events.ChaosPartition
+	}
 	var rep events.SchedLifecycle
 	if fe := r.call(r.subjects.SchedCtl(), events.Control{Op: events.OpChaos, Reason: req.Reason,
-		Chaos: &events.ChaosControl{Action: events.ChaosHang, DurationMS: d.Milliseconds()}}, &rep); fe != nil {
+		Chaos: &events.ChaosControl{Action: op, DurationMS: d.Milliseconds()}}, &rep); fe != nil {
 		if fe.Field == "gpu" {
 			fe.Field = "scheduler"
 		}
 		ev.Failed = fe.Message
-		r.record(events.ChaosHangScheduler, ev)
+		r.record(action, ev)
 		events.Reply(m, events.ErrorReply{Error: fe})
 		return
 	}
-	r.log.Warn("chaos: scheduler hung", zap.Duration("for", d))
-	events.Reply(m, Reply{OK: true, Action: events.ChaosHangScheduler, Incarnation: rep.Incarnation, Duration: req.Duration,
-		Note: "the scheduler reads and answers nothing until then: requests wait out their deadlines, and GPUs whose leases lapse meanwhile stop their jobs, which are re-queued"})
+	r.log.Warn("chaos: scheduler "+op, zap.Duration("for", d))
+	events.Reply(m, Reply{OK: true, Action: action, Incarnation: rep.Incarnation, Duration: req.Duration, Note: schedulerNotes[action]})
 }
 
 func (r *Responder) killScheduler(m *nats.Msg, req Request) {

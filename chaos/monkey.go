@@ -175,7 +175,7 @@ func (spec MonkeySpec) drawsAny(targets int) bool {
 func (spec MonkeySpec) request(action string, rng *rand.Rand) Request {
 	req := Request{Reason: "chaos monkey"}
 	switch action {
-	case events.ChaosHang, events.ChaosPartition, events.ChaosHangScheduler:
+	case events.ChaosHang, events.ChaosPartition, events.ChaosHangScheduler, events.ChaosPartitionScheduler:
 		req.Duration = spec.For.String()
 	case events.ChaosDelay:
 		req.Delay, req.Duration = spec.Delay.String(), spec.For.String()

@@ -338,3 +338,46 @@ func TestAHungSchedulerAnswersNothingThenCatchesUp(t *testing.T) {
 		t.Fatalf("the pinned job runs on %v, want gpu-3", got)
 	}
 }
+
+// TestACutOffSchedulerLosesWhatItCannotHearAndHeals (issue 43, item 4):
+// the scheduler cut off from the bus for 2.5 leases while a pinned job
+// runs. Nothing reaches it (a job.get times out) and what it sends waits;
+// it hears no heartbeat, so it declares the GPUs dead when their leases
+// lapse — and they, renewed by no one, have stopped their jobs first. When
+// it heals it sends what it kept, hears again, and runs the pinned job on
+// gpu-3 again. The live checker sees nothing run twice and nothing lost.
+func TestACutOffSchedulerLosesWhatItCannotHearAndHeals(t *testing.T) {
+	nc, _, log := faultClusterOn(t, durable.Memory)
+	if rep := req(t, nc, "gpusched.chaos.partition-scheduler", `{"gpu":"gpu-3","duration":"1s"}`); rep["error"] == nil {
+		t.Fatalf("partition-scheduler naming a GPU: %v, want an error", rep)
+	}
+	id := submit(t, nc, `{"name":"pinned","vram":"10GB","duration":"10h","checkpoint":"1m","gpu":"gpu-3"}`)
+	waitState(t, nc, id, "running", 5*time.Second)
+	waitCommitted(t, log, "gpu-3", id)
+	start := time.Now()
+	chaosOK(t, nc, "partition-scheduler", `{"duration":"2500ms"}`)
+	if _, err := nc.Request("gpusched.job.get", []byte(`{"job_id":"`+id+`"}`), 300*time.Millisecond); err != nats.ErrTimeout {
+		t.Fatalf("job.get of a cut-off scheduler: %v, want a timeout", err)
+	}
+	// Healed: it answers again.
+	waitFor(t, "the scheduler to answer again", 10*time.Second, func() bool {
+		_, err := nc.Request("gpusched.job.get", []byte(`{"job_id":"`+id+`"}`), 300*time.Millisecond)
+		return err == nil
+	})
+	if took := time.Since(start); took < 2500*time.Millisecond {
+		t.Fatalf("answered %s after the partition began, before it ended", took)
+	}
+	j := waitState(t, nc, id, "running", 10*time.Second)
+	if h := history(j); !strings.Contains(h, "running,lost,queued") {
+		t.Fatalf("the pinned job's history %s, want it lost (its GPU fenced, declared dead while unheard) and run again", h)
+	}
+	waitFor(t, "the scheduler's verdict on gpu-3 to reach the recorder", 5*time.Second, func() bool {
+		for _, e := range log.find("gpusched.gpu.down", "gpu-3") {
+			if strings.HasPrefix(e["source"].(string), "/scheduler/") {
+				return true
+			}
+		}
+		return false
+	})
+	submit(t, nc, `{"name":"after","vram":"10GB","duration":"1h"}`)
+}

@@ -244,15 +244,20 @@ const (
 	// ChaosHangScheduler freezes the scheduler for a duration (a scaled
 	// clock only): it reads nothing, runs no timer, answers nothing.
 	ChaosHangScheduler = "hang-scheduler"
+	// ChaosPartitionScheduler cuts the scheduler off from the bus for a
+	// duration (a scaled clock only): nothing reaches it, what it sends
+	// waits until it heals.
+	ChaosPartitionScheduler = "partition-scheduler"
 )
 
 // ChaosActions lists every chaos action, in the order the docs give them.
-var ChaosActions = []string{ChaosKillAction, ChaosHang, ChaosPartition, ChaosDelay, ChaosDrop, ChaosKillScheduler, ChaosHangScheduler}
+var ChaosActions = []string{ChaosKillAction, ChaosHang, ChaosPartition, ChaosDelay, ChaosDrop, ChaosKillScheduler,
+	ChaosHangScheduler, ChaosPartitionScheduler}
 
 // SchedulerChaos says whether a chaos action targets the scheduler (no
 // GPU or node).
 func SchedulerChaos(action string) bool {
-	return action == ChaosKillScheduler || action == ChaosHangScheduler
+	return action == ChaosKillScheduler || action == ChaosHangScheduler || action == ChaosPartitionScheduler
 }
 
 // Scheduler lifecycle event types (published by its supervisor).

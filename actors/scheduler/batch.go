@@ -126,10 +126,10 @@ func (s *Scheduler) sendBatch(node string, items []events.BatchItem, now time.Ti
 	}
 	subject := s.cfg.Subjects.NodeBatch(node)
 	if reply != "" {
-		err = s.cfg.Conn.PublishRequest(subject, reply, data)
+		err = s.out(func() error { return s.cfg.Conn.PublishRequest(subject, reply, data) })
 		s.trace(StageSent)
 	} else {
-		err = s.cfg.Conn.Publish(subject, data)
+		err = s.out(func() error { return s.cfg.Conn.Publish(subject, data) })
 	}
 	if err != nil {
 		// The calls time out in the core, as a lost message's would.

@@ -110,6 +110,13 @@ type Scheduler struct {
 	log *zap.Logger
 	// refusals logs what a sender can repeat at will, once a minute.
 	refusals *zap.Logger
+	// cutUntil is when a partition (cutOff) ends (zero: not cut off);
+	// outbox what the scheduler sent meanwhile, kept to send when it heals
+	// (outboxLost past maxCutOutbox); cutDropped what reached it meanwhile
+	// and was dropped.
+	cutUntil               time.Time
+	outbox                 []func() error
+	outboxLost, cutDropped int
 	// journalFailing is set while the journal's writes go unconfirmed
 	// (failedWrite says so once), cleared by the next confirmed one.
 	journalFailing atomic.Bool
@@ -358,6 +365,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		}
 	}()
 	for {
+		s.heal() // a partition over: what it kept goes out
 		var metricsC, passC, wakeC, roundC, callsC, trainC, leaseC, replayC <-chan time.Time
 		if replayRound != nil {
 			replayC = replayRound.C()
@@ -395,11 +403,16 @@ func (s *Scheduler) Run(ctx context.Context) error {
 			}
 			return nil
 		case m := <-s.mailbox:
-			if d, ok := s.hangAsked(m); ok {
+			switch action, d := s.chaosAsked(m); {
+			case action == events.ChaosHang:
 				if !s.hang(ctx, m, d) {
 					return nil // stopped while hung
 				}
-			} else {
+			case action == events.ChaosPartition:
+				s.cutOff(m, d)
+			case s.isCut():
+				s.cutDropped++ // it never arrived
+			default:
 				s.onMail(m)
 			}
 			if s.core.Killed() != "" {
@@ -497,17 +510,82 @@ func (s *Scheduler) onMail(m *nats.Msg) {
 	}
 }
 
-// hangAsked is the hang a message asks of the scheduler (the chaos
-// action hang-scheduler: op chaos, action hang, on its ctl subject).
-func (s *Scheduler) hangAsked(m *nats.Msg) (time.Duration, bool) {
-	if m.Subject != s.cfg.Subjects.SchedCtl() || events.Redelivered(m) {
-		return 0, false
+// chaosAsked is the fault a message asks of the scheduler, and for how
+// long: the chaos actions hang-scheduler and partition-scheduler (op
+// chaos, action hang or partition, on its ctl subject); "" for any other
+// message. One that comes while the scheduler is cut off never arrived.
+func (s *Scheduler) chaosAsked(m *nats.Msg) (string, time.Duration) {
+	if m.Subject != s.cfg.Subjects.SchedCtl() || events.Redelivered(m) || s.isCut() {
+		return "", 0
 	}
 	var c events.Control
-	if json.Unmarshal(m.Data, &c) != nil || c.Op != events.OpChaos || c.Chaos == nil || c.Chaos.Action != events.ChaosHang {
-		return 0, false
+	if json.Unmarshal(m.Data, &c) != nil || c.Op != events.OpChaos || c.Chaos == nil ||
+		(c.Chaos.Action != events.ChaosHang && c.Chaos.Action != events.ChaosPartition) {
+		return "", 0
 	}
-	return time.Duration(c.Chaos.DurationMS) * time.Millisecond, true
+	return c.Chaos.Action, time.Duration(c.Chaos.DurationMS) * time.Millisecond
+}
+
+// maxCutOutbox bounds what a cut-off scheduler keeps to send when it
+// heals, as a NATS client's reconnect buffer does (10,000 messages, the
+// GPU actors' partition keeps as many).
+const maxCutOutbox = 10000
+
+// cutOff is the chaos action partition-scheduler on a scaled clock: the
+// scheduler is cut off from the bus for d. It keeps running — its timers
+// fire, its leases lapse, it declares GPUs it no longer hears from dead
+// and re-queues their jobs, as a partitioned process would — but nothing
+// reaches it (what comes is dropped: it never arrived; requests wait out
+// their clients' deadlines) and what it sends is kept, in order, and sent
+// when it heals (heal), up to maxCutOutbox. Its job journal stays
+// reachable (its own connection). A virtual clock refuses it on action.
+func (s *Scheduler) cutOff(m *nats.Msg, d time.Duration) {
+	if s.virtual {
+		events.Reply(m, events.ErrorReply{Error: model.Errorf("action", "partition-scheduler runs on a scaled clock only")})
+		return
+	}
+	if d <= 0 {
+		events.Reply(m, events.ErrorReply{Error: model.Errorf("duration", "a partition needs a positive duration")})
+		return
+	}
+	events.Reply(m, events.SchedLifecycle{Incarnation: s.core.Incarnation(), Reason: "cut off for " + d.String()})
+	s.flushBatches()
+	s.cutUntil, s.cutDropped = time.Now().Add(d), 0
+	s.log.Warn("scheduler cut off from the bus (chaos)", zap.Duration("for", d))
+}
+
+// isCut says whether the scheduler is cut off from the bus now.
+func (s *Scheduler) isCut() bool { return !s.cutUntil.IsZero() && time.Now().Before(s.cutUntil) }
+
+// out sends through the scheduler's connection, or keeps the send while it
+// is cut off (cutOff), to be made when it heals.
+func (s *Scheduler) out(send func() error) error {
+	if !s.isCut() {
+		return send()
+	}
+	if len(s.outbox) < maxCutOutbox {
+		s.outbox = append(s.outbox, send)
+	} else {
+		s.outboxLost++
+	}
+	return nil
+}
+
+// heal ends a partition once it is over: what the scheduler kept is sent,
+// in order, and it hears again.
+func (s *Scheduler) heal() {
+	if s.cutUntil.IsZero() || s.isCut() {
+		return
+	}
+	s.cutUntil = time.Time{}
+	kept, lost := len(s.outbox), s.outboxLost
+	for _, send := range s.outbox {
+		if err := send(); err != nil {
+			s.log.Debug("a message kept while cut off was not sent", zap.Error(err))
+		}
+	}
+	s.outbox, s.outboxLost = nil, 0
+	s.log.Warn("scheduler back on the bus", zap.Int("sent_kept", kept), zap.Int("lost", lost), zap.Int("missed", s.cutDropped))
 }
 
 // hang is the chaos action hang-scheduler on a scaled clock: the
@@ -636,14 +714,14 @@ func (b bus) Publish(subject, reply string, data []byte) error {
 		return nil
 	}
 	if reply != "" {
-		return b.s.cfg.Conn.PublishRequest(subject, reply, data)
+		return b.s.out(func() error { return b.s.cfg.Conn.PublishRequest(subject, reply, data) })
 	}
-	return b.s.cfg.Conn.Publish(subject, data)
+	return b.s.out(func() error { return b.s.cfg.Conn.Publish(subject, data) })
 }
 
 // Respond implements core.Bus.
 func (b bus) Respond(reply string, data []byte) error {
-	err := b.s.cfg.Conn.Publish(reply, data)
+	err := b.s.out(func() error { return b.s.cfg.Conn.Publish(reply, data) })
 	b.s.trace(StageReplied)
 	if errors.Is(err, nats.ErrMaxPayload) {
 		return fmt.Errorf("%w: %w", core.ErrTooLarge, err)
@@ -656,12 +734,12 @@ func (b bus) Respond(reply string, data []byte) error {
 func (b bus) NoResponders(reply string) error {
 	nr := nats.NewMsg(reply)
 	nr.Header.Set("Status", "503")
-	return b.s.cfg.Conn.PublishMsg(nr)
+	return b.s.out(func() error { return b.s.cfg.Conn.PublishMsg(nr) })
 }
 
 // Emit implements core.Bus.
 func (b bus) Emit(subject, typ, id string, at time.Time, data any) error {
-	return b.s.emit.Emit(subject, typ, id, at, data)
+	return b.s.out(func() error { return b.s.emit.Emit(subject, typ, id, at, data) })
 }
 
 // journal writes the core's records through durable.Journal.

@@ -39,13 +39,14 @@ var helps = map[string]commandHelp{
 
 // chaosHelp is the help of each cluster chaos action.
 var chaosHelp = map[string]string{
-	"kill":           "cluster chaos kill gpu-3",
-	"hang":           "cluster chaos hang gpu-3 --duration 30s",
-	"partition":      "cluster chaos partition gpu-3 --duration 30s",
-	"delay":          "cluster chaos delay gpu-3 --delay 200ms --duration 1m",
-	"drop":           "cluster chaos drop gpu-3 --drop 0.2 --duration 1m",
-	"kill-scheduler": "cluster chaos kill-scheduler",
-	"hang-scheduler": "cluster chaos hang-scheduler --duration 10s",
+	"kill":                "cluster chaos kill gpu-3",
+	"hang":                "cluster chaos hang gpu-3 --duration 30s",
+	"partition":           "cluster chaos partition gpu-3 --duration 30s",
+	"delay":               "cluster chaos delay gpu-3 --delay 200ms --duration 1m",
+	"drop":                "cluster chaos drop gpu-3 --drop 0.2 --duration 1m",
+	"kill-scheduler":      "cluster chaos kill-scheduler",
+	"hang-scheduler":      "cluster chaos hang-scheduler --duration 10s",
+	"partition-scheduler": "cluster chaos partition-scheduler --duration 10s",
 }
 
 // newFlags returns the flag set of command name whose -h prints its usage
