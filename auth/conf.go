@@ -54,8 +54,8 @@ func ServerConfig(f *File, s ServerSettings) string {
 func writeAccounts(b *strings.Builder, f *File, s ServerSettings) {
 	p := s.Prefix
 	var control []User
-	// importers are the accounts outside the control account, in order:
-	// each tenant's, then each observer's and admin's.
+	// importers are the accounts outside the control account (each
+	// tenant's, each observer's, each admin's), sorted by name.
 	var importers []string
 	members := map[string][]User{}
 	services := map[string][]string{} // account → the services it imports
@@ -71,9 +71,7 @@ func writeAccounts(b *strings.Builder, f *File, s ServerSettings) {
 		}
 		members[account] = append(members[account], u)
 	}
-	slices.SortStableFunc(importers, func(a, b string) int {
-		return strings.Compare(a, b)
-	})
+	slices.Sort(importers)
 	for _, k := range s.ControlKeys {
 		control = append(control, User{Name: "control-plane", Role: Control, NKey: k})
 	}
@@ -109,13 +107,11 @@ func writeAccounts(b *strings.Builder, f *File, s ServerSettings) {
 	b.WriteString("  }\n")
 	for _, account := range importers {
 		fmt.Fprintf(b, "  %q {\n", account)
-		if members[account][0].Role == Submitter {
-			// A tenant publishes requests only, each at most
-			// MaxRequestBytes, headers aside: the server refuses more
-			// (the cluster's own max_payload is 8 MiB, for snapshots
-			// and describes).
-			fmt.Fprintf(b, "    limits: {max_payload: %d}\n", TenantMaxPayload)
-		}
+		// A tenant, an observer or an admin publishes requests only, each
+		// at most MaxRequestBytes, headers aside: the server refuses more
+		// (the cluster's own max_payload is 8 MiB, for snapshots and
+		// describes).
+		fmt.Fprintf(b, "    limits: {max_payload: %d}\n", TenantMaxPayload)
 		writeUsers(b, members[account], s)
 		b.WriteString("    imports: [\n")
 		for _, subj := range services[account] {
@@ -137,9 +133,9 @@ func responseType(subject string) string {
 	return ""
 }
 
-// TenantMaxPayload is the largest message a tenant's connection may
-// publish: a request body's limit (events.MaxRequestBytes, 64 KiB) and
-// room for headers (a Nats-Msg-Id).
+// TenantMaxPayload is the largest message a tenant's, an observer's or an
+// admin's connection may publish: a request body's limit
+// (events.MaxRequestBytes, 64 KiB) and room for headers (a Nats-Msg-Id).
 const TenantMaxPayload = 64<<10 + 8<<10
 
 // RouteTLSConfig renders the tls block of a NATS server's cluster block:

@@ -18,13 +18,16 @@ import (
 
 // TestPayloadLimitsPerRole (issue 22 item 6: 8 MB bodies on a node's own
 // event subject evicted 83,728 stored events in 7 s): a tenant may publish
-// nothing larger than a request; an event larger than any the cluster
+// nothing larger than a request, nor may an observer or an admin (each in
+// an account of its own); an event larger than any the cluster
 // publishes is not kept in the history, whoever sends it.
 func TestPayloadLimitsPerRole(t *testing.T) {
 	s := livetest.SecureCluster(t, cluster.Config{Store: durable.Memory})
 	alice, node0, admin := s.As(t, "alice"), s.As(t, "node-0"), s.As(t, "admin")
-	if got := alice.MaxPayload(); got != auth.TenantMaxPayload {
-		t.Fatalf("a tenant's connection may publish %d bytes, want %d", got, auth.TenantMaxPayload)
+	for name, nc := range map[string]*nats.Conn{"a tenant's": alice, "an admin's": admin, "an observer's": s.As(t, "observer")} {
+		if got := nc.MaxPayload(); got != auth.TenantMaxPayload {
+			t.Fatalf("%s connection may publish %d bytes, want %d", name, got, auth.TenantMaxPayload)
+		}
 	}
 	if _, err := alice.Request("gpusched.job.submit", make([]byte, 100<<10), time.Second); !errors.Is(err, nats.ErrMaxPayload) {
 		t.Fatalf("a tenant's 100 KiB request: %v, want refused for its size", err)
