@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -63,6 +65,9 @@ type gavelSource struct {
 	gen    *gavel.Generator
 	static bool
 	left   int
+	// placed submits each job for the scheduler's own placement (whole
+	// GPUs, no float arrival): RunGavelPlaced.
+	placed bool
 	// drawn are the jobs submitted, by id: what was drawn that a
 	// submission does not carry (the duration on V100s).
 	drawn []gavel.Job
@@ -79,9 +84,11 @@ func (s *gavelSource) Next() (jobgen.Arrival, bool) {
 	s.drawn = append(s.drawn, j)
 	steps, gpus, arrival := j.TotalSteps, j.Scale, j.Arrival
 	name := "job-" + strconv.Itoa(j.ID)
-	req := events.SubmitRequest{Name: name, JobType: j.Type, Steps: &steps, GPUs: &gpus, ArrivalS: &arrival}
-	milli := gavelMilli
-	req.GPUMilli = &milli
+	req := events.SubmitRequest{Name: name, JobType: j.Type, Steps: &steps, GPUs: &gpus}
+	if !s.placed {
+		milli := gavelMilli
+		req.ArrivalS, req.GPUMilli = &arrival, &milli
+	}
 	body, err := json.Marshal(req)
 	if err != nil {
 		panic(err) // plain values: cannot fail
@@ -143,4 +150,83 @@ func RunGavel(ctx context.Context, data *gavel.Data, c gavel.Config, log *zap.Lo
 		}
 	}
 	return &GavelRun{Result: res, Run: run}, nil
+}
+
+// RunGavelPlaced runs c's trace live under one of the scheduler's own
+// placement policies and queue orders instead of Gavel's rounds: every
+// job, drawn as Gavel draws it, is a typed job asking for its scale
+// factor's whole GPUs on one node (one node per GPU type: GavelShape),
+// submitted at its arrival, placed as the policy places any job and run
+// to its steps at the throughput table's rates alone on its GPUs (no
+// time slicing: a job keeps its GPUs until it completes, unless
+// preempted). It ends when every measured job has completed. The result
+// reads as a Gavel run's: each job's JCT (completion less arrival), the
+// window's mean, the makespan (the last measured job's completion) and
+// the utilisation (GPU-seconds run over the GPUs × the makespan).
+func RunGavelPlaced(ctx context.Context, data *gavel.Data, c gavel.Config, placement, queue string, log *zap.Logger) (*gavel.Result, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	shape, ids, err := GavelShape(c.Counts)
+	if err != nil {
+		return nil, err
+	}
+	src := &gavelSource{gen: gavel.NewGenerator(data, c.Seed, c.Lam, c.MultiGPU), static: c.Static(), left: c.WindowEnd, placed: true}
+	measured := func(id int) bool { return id >= c.WindowStart && id < c.WindowEnd }
+	want := c.WindowEnd - c.WindowStart
+	var done atomic.Int64
+	completed := events.NewSubjects("").JobEvent(events.JobCompleted)
+	watch := func(subject string, body []byte) {
+		if !strings.HasSuffix(subject, completed) {
+			return
+		}
+		var ev struct {
+			Data struct {
+				Name string `json:"name"`
+			} `json:"data"`
+		}
+		if json.Unmarshal(body, &ev) != nil {
+			return
+		}
+		if id, err := strconv.Atoi(strings.TrimPrefix(ev.Data.Name, "job-")); err == nil && measured(id) {
+			done.Add(1)
+		}
+	}
+	run, err := Run(ctx, Config{Shape: shape, Policy: placement, Queue: queue, Source: src, Hours: gavelHours, Logger: log,
+		Throughputs: data.Table, Events: watch, StopWhen: func() bool { return done.Load() >= int64(want) }, Seed: c.Seed})
+	if err != nil {
+		return nil, err
+	}
+	res := &gavel.Result{Config: c, PolicyName: placement}
+	ended := map[int]JobResult{}
+	busy := 0.0
+	for _, j := range run.Jobs {
+		busy += j.RunS * float64(j.GPUCount)
+		if id, err := strconv.Atoi(strings.TrimPrefix(j.Name, "job-")); err == nil && j.Ended && j.State == events.JobCompleted {
+			ended[id] = j
+		}
+	}
+	var window []float64
+	for _, drawn := range src.drawn {
+		jr := gavel.JobResult{Job: drawn, JCT: math.NaN(), InWindow: measured(drawn.ID)}
+		if j, ok := ended[drawn.ID]; ok {
+			jr.JCT = j.End - drawn.Arrival
+			res.Completed++
+			if jr.InWindow {
+				window = append(window, jr.JCT)
+				res.Makespan = max(res.Makespan, j.End)
+			}
+		}
+		res.Jobs = append(res.Jobs, jr)
+	}
+	if len(window) < want {
+		return nil, fmt.Errorf("%s: %d of the %d measured jobs completed within %d simulated hours", placement, len(window), want, gavelHours)
+	}
+	for _, x := range window {
+		res.AverageJCT += x / float64(len(window))
+	}
+	if res.Makespan > 0 {
+		res.Utilization = busy / (float64(len(ids)) * res.Makespan)
+	}
+	return res, nil
 }

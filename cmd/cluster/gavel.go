@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -20,12 +21,16 @@ import (
 // gavelRun is one run of `cluster replay --gavel`: its configuration and,
 // once done, its result and the reference's.
 type gavelRun struct {
-	cfg     gavel.Config
-	res     *gavel.Result
-	took    time.Duration
-	err     error
-	ref     *gavel.Reference
-	refName string
+	cfg gavel.Config
+	// placement, when set, runs the trace live under this placement
+	// policy of the scheduler's own (compare --placements) instead of
+	// cfg.Policy's rounds.
+	placement string
+	res       *gavel.Result
+	took      time.Duration
+	err       error
+	ref       *gavel.Reference
+	refName   string
 }
 
 // gavelCommand is `cluster replay --gavel DIR`: the Gavel paper's
@@ -250,6 +255,19 @@ func gavelRuns(traces []gavel.Config, policies []string, seeds []int64) ([]*gave
 		}
 	}
 	return runs, nil
+}
+
+// column is the name of the comparison column r belongs to: its Gavel
+// policy, or the placement policy it ran under.
+func (r *gavelRun) column() string { return cmp.Or(r.placement, r.cfg.Policy) }
+
+// name names r in progress lines: the reference's run name, with the
+// placement policy it ran under.
+func (r *gavelRun) name() string {
+	if r.placement != "" {
+		return strings.Replace(gavel.RunName(r.cfg), "_"+r.cfg.Policy+"_", "_"+r.placement+"_", 1)
+	}
+	return gavel.RunName(r.cfg)
 }
 
 // writeGavelRun writes a finished run's CSV and summary into dir.

@@ -176,3 +176,39 @@ func TestAnInterruptedSweepTablesOnlyWhatFinished(t *testing.T) {
 		t.Fatalf("%d rows, want the header and 5.5 jobs/h only:\n%s", lines, out)
 	}
 }
+
+// TestGavelCompareBesidePlacementPolicies (issue 40): --placements runs
+// the same trace live under the scheduler's own placement policies, a
+// column each beside Gavel's, with ρ against the same Isolated run and a
+// CSV each; unknown names are refused naming the flag.
+func TestGavelCompareBesidePlacementPolicies(t *testing.T) {
+	dir := tracedir.Gavel(t)
+	out := t.TempDir()
+	js := captureStdout(t, func() error {
+		return gavelCompareCommand([]string{"--gavel", dir, "--policies", "gandiva", "--placements", "binpack,spread", "--static", "20",
+			"--cluster", "4:4:4", "--out", out, "--json"})
+	})
+	var cols []map[string]any
+	if err := json.Unmarshal([]byte(js), &cols); err != nil {
+		t.Fatalf("--json: %v %s", err, js)
+	}
+	var got []string
+	for _, c := range cols {
+		got = append(got, c["policy"].(string))
+		if c["jobs"] != 20.0 || c["rho_p90"] == nil {
+			t.Fatalf("column %v: want 20 measured jobs and ρ against Isolated", c)
+		}
+	}
+	if strings.Join(got, ",") != "gandiva,binpack,spread" {
+		t.Fatalf("columns %v, want gandiva, binpack, spread", got)
+	}
+	if _, err := os.Stat(filepath.Join(out, "gavel-binpack-0.csv")); err != nil {
+		t.Fatal(err)
+	}
+	for args, flag := range map[string]string{"--placements=lottery": "--placements", "--queue=lottery": "--queue"} {
+		err := gavelCompareCommand([]string{"--gavel", dir, "--policies", "gandiva", "--placements", "binpack", args, "--static", "20"})
+		if err == nil || !strings.Contains(err.Error(), flag) {
+			t.Errorf("%s: %v, want an error naming %s", args, err, flag)
+		}
+	}
+}

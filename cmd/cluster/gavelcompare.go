@@ -20,6 +20,8 @@ import (
 	"gonum.org/v1/gonum/stat"
 
 	"github.com/gpusched/gpusched/gavel"
+	"github.com/gpusched/gpusched/policy"
+	"github.com/gpusched/gpusched/sim"
 )
 
 // gavelComparePolicies are the policies `cluster compare --gavel` runs
@@ -34,7 +36,7 @@ const gavelComparePolicies = "fifo,isolated,allox,gandiva,max_min_fairness,max_m
 func gavelCompareCommand(args []string) error {
 	fs := flag.NewFlagSet("cluster compare --gavel", flag.ContinueOnError)
 	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), `usage: cluster compare --gavel DIR [--policies P,...] (--static N | --lam S[,S...] --window A-B) [--cluster V:P:K] [--seeds S] [--multi-gpu] [--out DIR] [--json]
+		fmt.Fprint(fs.Output(), `usage: cluster compare --gavel DIR [--policies P,...] [--placements all|P,... [--queue Q]] (--static N | --lam S[,S...] --window A-B) [--cluster V:P:K] [--seeds S] [--multi-gpu] [--out DIR] [--json]
 
 Runs one Gavel trace (as cluster replay --gavel draws it) under each policy
 for each seed, on the pure model, and prints one column per policy, the
@@ -49,10 +51,15 @@ them (JCT and ρ CDFs per policy). Several rates (--lam 14400,7200,3600)
 sweep the input rate as the paper's Figure 8 does: a table per rate, then
 the mean JCT by rate with each policy's over the last one named; --out
 gets lam-S/ per rate and sweep.csv, which observer report draws (JCT by
-rate).
+rate). --placements runs the same traces live under the scheduler's own
+placement policies too (all, or a list), with --queue's order, a column
+each: every job a typed job on its scale factor's whole GPUs of one type,
+run alone at the table's rates until it completes — no rounds, no time
+slicing, no packing.
 
   cluster compare --gavel ../shared/traces/gavel --static 60 --multi-gpu --seeds 0-2
   cluster compare --gavel ../shared/traces/gavel --lam 4800 --window 50-150 --policies gandiva,max_min_fairness,max_min_fairness_perf
+  cluster compare --gavel ../shared/traces/gavel --lam 4800 --window 50-150 --policies gandiva,max_min_fairness_perf --placements all
   cluster compare --gavel ../shared/traces/gavel --lam 14400,7200,4800,3600 --window 50-150 --seeds 0-2 \
       --policies gandiva,max_min_fairness,max_min_fairness_perf --out sweep/
 
@@ -70,6 +77,8 @@ flags:
 	multiGPU := fs.Bool("multi-gpu", false, "draw multi-GPU jobs (scale factors 2, 4, 8)")
 	out := fs.String("out", "", "folder for gavel-<policy>-<seed>.csv and summary.txt")
 	asJSON := fs.Bool("json", false, "print the comparison as JSON")
+	placements := fs.String("placements", "", "also run the same traces live under these placement policies of the scheduler's own, a column each (comma-separated, or all: "+strings.Join(policy.Names[policy.Policy](), ", ")+")")
+	queueOrder := fs.String("queue", policy.DefaultQueue, "the queue order of the --placements runs: "+strings.Join(policy.Names[policy.QueueSort](), ", "))
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -129,6 +138,23 @@ flags:
 	if err != nil {
 		return err
 	}
+	placed, err := gavelPlacements(*placements, *queueOrder)
+	if err != nil {
+		return err
+	}
+	for _, p := range placed {
+		if slices.Contains(names, p) {
+			continue
+		}
+		names = append(names, p)
+		for _, base := range traces {
+			for _, seed := range seeds {
+				cfg := base
+				cfg.Policy, cfg.Seed = "fifo", uint64(seed) // (a valid Gavel name; the run is p's)
+				runs = append(runs, &gavelRun{cfg: cfg, placement: p})
+			}
+		}
+	}
 	for _, base := range traces {
 		if *out != "" {
 			if err := os.MkdirAll(outFor(base), 0o755); err != nil {
@@ -142,7 +168,7 @@ flags:
 	fmt.Fprintf(os.Stderr, "gavel compare: %d runs, %d at a time\n", len(runs), workers)
 	// Isolated first, so that each other run can write its ρ when it ends.
 	slices.SortStableFunc(runs, func(a, b *gavelRun) int {
-		return boolOrder(b.cfg.Policy == "isolated") - boolOrder(a.cfg.Policy == "isolated")
+		return boolOrder(b.column() == "isolated") - boolOrder(a.column() == "isolated")
 	})
 	// Each run's file is written as soon as it and its seed's Isolated run
 	// have finished, so that Ctrl-C keeps every finished run.
@@ -159,7 +185,7 @@ flags:
 	flush := func() {
 		for _, r := range runs {
 			b := baselineOf(r.cfg)
-			if *out == "" || written[r] || r.res == nil || r.err != nil || b == nil || !slices.Contains(names, r.cfg.Policy) {
+			if *out == "" || written[r] || r.res == nil || r.err != nil || b == nil || !slices.Contains(names, r.column()) {
 				continue
 			}
 			written[r] = true
@@ -175,7 +201,13 @@ flags:
 			return
 		}
 		start := time.Now()
-		res, err := gavel.Run(ctx, data, r.cfg)
+		var res *gavel.Result
+		var err error
+		if r.placement != "" {
+			res, err = sim.RunGavelPlaced(ctx, data, r.cfg, r.placement, *queueOrder, nil)
+		} else {
+			res, err = gavel.Run(ctx, data, r.cfg)
+		}
 		mu.Lock()
 		defer mu.Unlock()
 		r.res, r.err, r.took = res, err, time.Since(start)
@@ -183,8 +215,8 @@ flags:
 			return
 		}
 		done++
-		fmt.Fprintf(os.Stderr, "gavel compare: %s done in %s (%d of %d)\n", gavel.RunName(r.cfg), r.took.Round(time.Millisecond), done, len(runs))
-		if r.cfg.Policy == "isolated" {
+		fmt.Fprintf(os.Stderr, "gavel compare: %s done in %s (%d of %d)\n", r.name(), r.took.Round(time.Millisecond), done, len(runs))
+		if r.column() == "isolated" {
 			baseline[traceSeed{r.cfg.Lam, r.cfg.Seed}] = res
 		}
 		flush()
@@ -194,7 +226,7 @@ flags:
 	}
 	for _, r := range runs {
 		if r.err != nil && ctx.Err() == nil {
-			return fmt.Errorf("%s: %w", gavel.RunName(r.cfg), r.err)
+			return fmt.Errorf("%s: %w", r.name(), r.err)
 		}
 	}
 	var all []gavelTable
@@ -206,7 +238,7 @@ flags:
 		for _, p := range names {
 			var finished []*gavelRun
 			for _, r := range runs {
-				if r.cfg.Lam == base.Lam && r.cfg.Policy == p && r.res != nil && r.err == nil {
+				if r.cfg.Lam == base.Lam && r.column() == p && r.res != nil && r.err == nil {
 					finished = append(finished, r)
 				}
 			}
@@ -263,6 +295,30 @@ flags:
 		return fmt.Errorf("interrupted: the table shows the runs that finished")
 	}
 	return nil
+}
+
+// gavelPlacements are the placement policies --placements names ("all":
+// every one), checked, with the queue order checked too.
+func gavelPlacements(list, queue string) ([]string, error) {
+	if list == "" {
+		return nil, nil
+	}
+	known := policy.Names[policy.Policy]()
+	if !slices.Contains(policy.Names[policy.QueueSort](), queue) {
+		return nil, fmt.Errorf("--queue: unknown queue order %q (want one of %s)", queue, strings.Join(policy.Names[policy.QueueSort](), ", "))
+	}
+	if list == "all" {
+		return known, nil
+	}
+	var out []string
+	for _, p := range strings.Split(list, ",") {
+		p = strings.TrimSpace(p)
+		if !slices.Contains(known, p) {
+			return nil, fmt.Errorf("--placements: unknown placement policy %q (want all, or some of %s)", p, strings.Join(known, ", "))
+		}
+		out = append(out, p)
+	}
+	return out, nil
 }
 
 // gavelTable is one trace's comparison: its rate (none for a static
@@ -504,7 +560,7 @@ func writeGavelRho(dir string, r *gavelRun, base *gavel.Result) error {
 	if base != nil {
 		rho = gavel.Rho(r.res, base)
 	}
-	name := fmt.Sprintf("gavel-%s-%d.csv", r.cfg.Policy, r.cfg.Seed)
+	name := fmt.Sprintf("gavel-%s-%d.csv", r.column(), r.cfg.Seed)
 	return writeFile(filepath.Join(dir, name), func(f *os.File) error {
 		fmt.Fprintln(f, "job_id,submit_s,jct_s,job_type,scale_factor,rho")
 		for _, j := range r.res.Jobs {
