@@ -733,15 +733,21 @@ func TestAPageOutOfBoundsIsAnErrorNotAPanic(t *testing.T) {
 func TestASubmissionRepeatingItsKeyIsAnsweredAsTheFirstNeverTwice(t *testing.T) {
 	h := newHarness(t, Config{})
 	h.AddGPU("n1", "n1-gpu-0", "A100-40GB")
-	// A client-chosen job id: the retry, even with another body, is the
-	// first submission.
+	// A client-chosen job id: the retry is the first submission.
 	first := h.Submit(spec("a", "10GB", "job_id", "retry-me-1"))
 	if first.JobID != "retry-me-1" || first.State != events.JobPlaced {
 		t.Fatalf("first: %+v", first)
 	}
-	again := h.Submit(spec("a-again", "30GB", "job_id", "retry-me-1"))
+	again := h.Submit(spec("a", "10GB", "job_id", "retry-me-1"))
 	if again.JobID != first.JobID || again.State != first.State || !slices.Equal(again.GPUs, first.GPUs) {
 		t.Fatalf("retry answered %+v, want the first answer %+v", again, first)
+	}
+	// The same key with another request is no retry (issue 42, item 7):
+	// refused, saying what differs, and no second job.
+	var differs events.ErrorReply
+	json.Unmarshal(h.Request("job.submit", "", spec("a-again", "30GB", "job_id", "retry-me-1")), &differs)
+	if differs.Error == nil || differs.Error.Field != "job_id" || !strings.Contains(differs.Error.Message, "name, vram differ") {
+		t.Fatalf("the same job_id with another request: %+v, want refused on job_id naming name and vram", differs.Error)
 	}
 	// A Nats-Msg-Id header, while the first placement is in flight: the
 	// repeat waits for the first answer and gets the same.

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"bytes"
 	"cmp"
 	"fmt"
 	"slices"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	gojson "github.com/goccy/go-json"
 	"go.uber.org/zap"
 
 	"github.com/gpusched/gpusched/events"
@@ -83,8 +85,14 @@ type job struct {
 	// idempotency key before it was (resubmitted).
 	answer        []byte
 	answerWaiters []string
-	preemptor     string
-	victims       []string
+	// submission is the submission as it came (its request, re-encoded,
+	// the job id left out), kept for a job a client keyed (its job_id or
+	// Nats-Msg-Id): a repeat of the key with another request is refused,
+	// not taken for a retry (resubmitted). Not journaled: a job read back
+	// after a restart takes any repeat for a retry.
+	submission []byte
+	preemptor  string
+	victims    []string
 	// cpuEnds is when a running CPU-only job finishes (simulated time).
 	cpuEnds *time.Time
 	// firstStarted is when the job first ran; runS and idealS add up, over
@@ -421,7 +429,7 @@ func (s *Core) onSubmit(m *Msg, tenant string) {
 		return
 	}
 	if j := s.submitted(req.JobID, m.MsgID); j != nil {
-		s.resubmitted(m, j, tenant)
+		s.resubmitted(m, j, tenant, submissionOf(req))
 		return
 	}
 	if fe := s.storeRefusal(); fe != nil {
@@ -445,6 +453,9 @@ func (s *Core) onSubmit(m *Msg, tenant string) {
 		id = s.newJobID()
 	}
 	j := &job{id: id, spec: spec, seq: s.seq, submitted: now}
+	if req.JobID != "" || m.MsgID != "" {
+		j.submission = submissionOf(req)
+	}
 	s.remember(m.MsgID, j)
 	if spec.Training != nil {
 		s.submitTraining(j, m)
@@ -928,10 +939,17 @@ func (s *Core) forgetMsgIDs() {
 
 // resubmitted answers a submission that repeats j's idempotency key: as
 // j's submission was answered (once it is), never with a second job. A
-// tenant's credentials reach only their own tenant's jobs.
-func (s *Core) resubmitted(m *Msg, j *job, tenant string) {
+// tenant's credentials reach only their own tenant's jobs. A repeat that
+// asks for something else than the first (another request under the same
+// key) is no retry: it is refused naming what differs.
+func (s *Core) resubmitted(m *Msg, j *job, tenant string, submission []byte) {
 	if tenant != "" && j.spec.Tenant != tenant {
 		s.replyError(m, "job_id", "is taken: choose another")
+		return
+	}
+	if differ := submissionDiff(j.submission, submission); len(differ) > 0 {
+		s.replyError(m, "job_id", "was submitted before with another request ("+strings.Join(differ, ", ")+
+			" differ): this is not a retry of job "+j.id+" ("+j.state+"); choose another key to submit a new job")
 		return
 	}
 	if j.answer != nil {
@@ -947,6 +965,40 @@ func (s *Core) resubmitted(m *Msg, j *job, tenant string) {
 	}
 	// Known from the journal after a restart: the answer is what it is now.
 	s.respond(m, answerNow(j))
+}
+
+// submissionOf is a submission's request as resubmitted compares it: its
+// JSON, the job id left out.
+func submissionOf(req events.SubmitRequest) []byte {
+	req.JobID = ""
+	b, _ := gojson.Marshal(req)
+	return b
+}
+
+// submissionDiff names the fields two submissions (submissionOf) differ
+// in, sorted; none when first is not kept (a job read back after a
+// restart) or they are the same.
+func submissionDiff(first, again []byte) []string {
+	if len(first) == 0 || bytes.Equal(first, again) {
+		return nil
+	}
+	var a, b map[string]gojson.RawMessage
+	if gojson.Unmarshal(first, &a) != nil || gojson.Unmarshal(again, &b) != nil {
+		return []string{"the request"}
+	}
+	var differ []string
+	for k, v := range a {
+		if w, ok := b[k]; !ok || !bytes.Equal(v, w) {
+			differ = append(differ, k)
+		}
+	}
+	for k := range b {
+		if _, ok := a[k]; !ok {
+			differ = append(differ, k)
+		}
+	}
+	slices.Sort(differ)
+	return differ
 }
 
 // answerNow answers a submission of j as j is now (a repeated one, or one
