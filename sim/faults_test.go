@@ -261,3 +261,42 @@ func TestAMonkeyStopsAtItsUntil(t *testing.T) {
 		t.Fatalf("%d faults in the first 2 h (at 8 an hour), %d after; want several, then none", before, after)
 	}
 }
+
+// TestAVirtualClockRefusesToHangOrCutOffTheScheduler: the monkey draws
+// hang-scheduler and partition-scheduler on a virtual clock; the scheduler
+// refuses each (a hung loop there would hold simulated time still), the
+// chaos event says so ("failed"), and the run goes on to its end.
+func TestAVirtualClockRefusesToHangOrCutOffTheScheduler(t *testing.T) {
+	ms, err := chaos.ParseMonkey("hang-scheduler=4/h,partition-scheduler=4/h,for=5m,until=2h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	failed := map[string]int{}
+	cfg := Config{Shape: referenceShape(t), Policy: "binpack", Seed: 5, Rate: 6, Hours: 3, Chaos: &ms,
+		Interference: model.DefaultInterference}
+	cfg.Events = func(subject string, data []byte) {
+		if !strings.Contains(subject, ".evt.chaos.") {
+			return
+		}
+		var ev struct {
+			Data events.ChaosEvent `json:"data"`
+		}
+		if json.Unmarshal(data, &ev) != nil || ev.Data.Failed == "" {
+			return
+		}
+		if !strings.Contains(ev.Data.Failed, "scaled clock only") {
+			t.Errorf("%s failed for another reason: %s", subject, ev.Data.Failed)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		failed[ev.Data.Action]++
+	}
+	res, _ := runConfig(t, cfg)
+	if failed[events.ChaosHangScheduler] == 0 || failed[events.ChaosPartitionScheduler] == 0 {
+		t.Fatalf("refusals %v, want both scheduler faults drawn and refused", failed)
+	}
+	if res.Length < 3*time.Hour {
+		t.Fatalf("the run stopped at %s", res.Length)
+	}
+}
