@@ -227,32 +227,16 @@ func Validate(action string, req Request) *model.FieldError {
 	if !known {
 		return model.Errorf("action", "unknown chaos action %q (want one of %s)", action, strings.Join(events.ChaosActions, ", "))
 	}
-	if action == events.ChaosKillScheduler {
-		switch {
-		case req.GPU != "" || req.Node != "":
-			return model.Errorf("gpu", "kill-scheduler targets the scheduler: give no gpu or node")
-		case req.Duration != "" || req.Delay != "" || req.Drop != nil:
+	scheduler := events.SchedulerChaos(action)
+	switch {
+	case scheduler && (req.GPU != "" || req.Node != ""):
+		return model.Errorf("gpu", "%s targets the scheduler: give no gpu or node", action)
+	case action == events.ChaosKillScheduler:
+		if req.Duration != "" || req.Delay != "" || req.Drop != nil {
 			return model.Errorf("duration", "kill-scheduler takes no duration, delay or drop")
 		}
 		return nil
-	}
-	if action == events.ChaosHangScheduler || action == events.ChaosPartitionScheduler {
-		d, fe := duration("duration", req.Duration)
-		switch {
-		case fe != nil:
-			return fe
-		case req.GPU != "" || req.Node != "":
-			return model.Errorf("gpu", "%s targets the scheduler: give no gpu or node", action)
-		case req.Duration == "" || d <= 0:
-			return model.Errorf("duration", "%s needs a positive duration, e.g. {\"duration\":\"10s\"}", action)
-		case d > MaxDuration:
-			return model.Errorf("duration", "at most %s", MaxDuration)
-		case req.Delay != "" || req.Drop != nil:
-			return model.Errorf("delay", "%s takes a duration only", action)
-		}
-		return nil
-	}
-	if req.GPU == "" {
+	case !scheduler && req.GPU == "":
 		return model.Errorf("gpu", "name the GPU, e.g. {\"gpu\":\"gpu-3\"}")
 	}
 	d, fe := duration("duration", req.Duration)
@@ -264,9 +248,13 @@ func Validate(action string, req Request) *model.FieldError {
 		if req.Duration != "" || req.Delay != "" || req.Drop != nil {
 			return model.Errorf("duration", "kill takes no duration, delay or drop")
 		}
-	case events.ChaosHang, events.ChaosPartition:
+	case events.ChaosHang, events.ChaosPartition, events.ChaosHangScheduler, events.ChaosPartitionScheduler:
 		if req.Duration == "" || d <= 0 {
-			return model.Errorf("duration", "%s needs a positive duration, e.g. {\"gpu\":\"gpu-5\",\"duration\":\"30s\"}", action)
+			example := `{"gpu":"gpu-5","duration":"30s"}`
+			if scheduler {
+				example = `{"duration":"10s"}`
+			}
+			return model.Errorf("duration", "%s needs a positive duration, e.g. %s", action, example)
 		}
 		if d > MaxDuration {
 			return model.Errorf("duration", "at most %s", MaxDuration)

@@ -137,7 +137,8 @@ func (s Subjects) IsEvent(subject string) bool { return strings.HasPrefix(subjec
 // import as the server's _R_ subject); one in the control account (a
 // node) could. A plain publish (no reply) asks for no answer.
 func (s Subjects) Answerable(reply string) bool {
-	return !strings.HasPrefix(reply, s.Prefix+".") && !strings.HasPrefix(reply, "$")
+	underPrefix := len(reply) > len(s.Prefix) && reply[len(s.Prefix)] == '.' && strings.HasPrefix(reply, s.Prefix)
+	return !underPrefix && !strings.HasPrefix(reply, "$")
 }
 
 // AllGPUEvents matches every GPU event.

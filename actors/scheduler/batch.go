@@ -125,11 +125,13 @@ func (s *Scheduler) sendBatch(node string, items []events.BatchItem, now time.Ti
 		sb.pending = append(sb.pending, it.Call)
 	}
 	subject := s.cfg.Subjects.NodeBatch(node)
-	if reply != "" {
-		err = s.out(func() error { return s.cfg.Conn.PublishRequest(subject, reply, data) })
-		s.trace(StageSent)
+	if s.isCut() {
+		err = s.keep(func() error { return s.publish(subject, reply, data) })
 	} else {
-		err = s.out(func() error { return s.cfg.Conn.Publish(subject, data) })
+		err = s.publish(subject, reply, data)
+	}
+	if reply != "" {
+		s.trace(StageSent)
 	}
 	if err != nil {
 		// The calls time out in the core, as a lost message's would.

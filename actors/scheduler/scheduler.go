@@ -131,8 +131,10 @@ type Scheduler struct {
 	// (the journal's outcomes).
 	internal chan core.Input
 	virtual  bool
-	// inbox is the prefix of the reply subjects of the core's requests.
+	// inbox is the prefix of the reply subjects of the core's requests;
+	// ctl the scheduler's control subject (chaosAsked, per message).
 	inbox string
+	ctl   string
 	// batch holds the controls to nodes that take them batched (batch.go).
 	batch *batcher
 	// stored are the submissions the memory journal has stored in this
@@ -160,6 +162,7 @@ func New(cfg Config) (*Scheduler, error) {
 		internal: make(chan core.Input, 64),
 		virtual:  virtual,
 		inbox:    cfg.Conn.NewInbox() + ".",
+		ctl:      cfg.Subjects.SchedCtl(),
 		batch:    newBatcher(),
 	}
 	speed := 0.0
@@ -515,7 +518,7 @@ func (s *Scheduler) onMail(m *nats.Msg) {
 // chaos, action hang or partition, on its ctl subject); "" for any other
 // message. One that comes while the scheduler is cut off never arrived.
 func (s *Scheduler) chaosAsked(m *nats.Msg) (string, time.Duration) {
-	if m.Subject != s.cfg.Subjects.SchedCtl() || events.Redelivered(m) || s.isCut() {
+	if m.Subject != s.ctl || events.Redelivered(m) || s.isCut() {
 		return "", 0
 	}
 	var c events.Control
@@ -557,18 +560,24 @@ func (s *Scheduler) cutOff(m *nats.Msg, d time.Duration) {
 // isCut says whether the scheduler is cut off from the bus now.
 func (s *Scheduler) isCut() bool { return !s.cutUntil.IsZero() && time.Now().Before(s.cutUntil) }
 
-// out sends through the scheduler's connection, or keeps the send while it
-// is cut off (cutOff), to be made when it heals.
-func (s *Scheduler) out(send func() error) error {
-	if !s.isCut() {
-		return send()
-	}
+// keep holds a send of a cut-off scheduler (cutOff) to be made when it
+// heals. Callers ask isCut first and build the send only then: a closure
+// made for every message would cost the placement path an allocation each.
+func (s *Scheduler) keep(send func() error) error {
 	if len(s.outbox) < maxCutOutbox {
 		s.outbox = append(s.outbox, send)
 	} else {
 		s.outboxLost++
 	}
 	return nil
+}
+
+// publish sends a message, as a request when it has a reply subject.
+func (s *Scheduler) publish(subject, reply string, data []byte) error {
+	if reply != "" {
+		return s.cfg.Conn.PublishRequest(subject, reply, data)
+	}
+	return s.cfg.Conn.Publish(subject, data)
 }
 
 // heal ends a partition once it is over: what the scheduler kept is sent,
@@ -713,15 +722,20 @@ func (b bus) Publish(subject, reply string, data []byte) error {
 		b.s.hold(node, gpu, reply, data)
 		return nil
 	}
-	if reply != "" {
-		return b.s.out(func() error { return b.s.cfg.Conn.PublishRequest(subject, reply, data) })
+	if b.s.isCut() {
+		return b.s.keep(func() error { return b.s.publish(subject, reply, data) })
 	}
-	return b.s.out(func() error { return b.s.cfg.Conn.Publish(subject, data) })
+	return b.s.publish(subject, reply, data)
 }
 
 // Respond implements core.Bus.
 func (b bus) Respond(reply string, data []byte) error {
-	err := b.s.out(func() error { return b.s.cfg.Conn.Publish(reply, data) })
+	var err error
+	if b.s.isCut() {
+		err = b.s.keep(func() error { return b.s.cfg.Conn.Publish(reply, data) })
+	} else {
+		err = b.s.cfg.Conn.Publish(reply, data)
+	}
 	b.s.trace(StageReplied)
 	if errors.Is(err, nats.ErrMaxPayload) {
 		return fmt.Errorf("%w: %w", core.ErrTooLarge, err)
@@ -734,12 +748,18 @@ func (b bus) Respond(reply string, data []byte) error {
 func (b bus) NoResponders(reply string) error {
 	nr := nats.NewMsg(reply)
 	nr.Header.Set("Status", "503")
-	return b.s.out(func() error { return b.s.cfg.Conn.PublishMsg(nr) })
+	if b.s.isCut() {
+		return b.s.keep(func() error { return b.s.cfg.Conn.PublishMsg(nr) })
+	}
+	return b.s.cfg.Conn.PublishMsg(nr)
 }
 
 // Emit implements core.Bus.
 func (b bus) Emit(subject, typ, id string, at time.Time, data any) error {
-	return b.s.out(func() error { return b.s.emit.Emit(subject, typ, id, at, data) })
+	if b.s.isCut() {
+		return b.s.keep(func() error { return b.s.emit.Emit(subject, typ, id, at, data) })
+	}
+	return b.s.emit.Emit(subject, typ, id, at, data)
 }
 
 // journal writes the core's records through durable.Journal.

@@ -31,15 +31,18 @@ func (s *Core) gpuBound(node string) int {
 // forgotten: it frees its room.
 func (s *Core) withinBound(node string, gpus []events.HeartbeatGPU) []events.HeartbeatGPU {
 	unread := s.unread[node]
-	named := make(map[string]bool, len(gpus))
-	for _, g := range gpus {
-		named[g.GPU] = true
-	}
-	for id := range unread {
-		if _, known := s.view.gpus[id]; known || !named[id] {
-			delete(unread, id)
-			if !known {
-				delete(s.heardGPUs, id)
+	if len(unread) > 0 {
+		// (Most heartbeats name no GPU unread: no map for them.)
+		named := make(map[string]bool, len(gpus))
+		for _, g := range gpus {
+			named[g.GPU] = true
+		}
+		for id := range unread {
+			if _, known := s.view.gpus[id]; known || !named[id] {
+				delete(unread, id)
+				if !known {
+					delete(s.heardGPUs, id)
+				}
 			}
 		}
 	}
