@@ -11,6 +11,7 @@ import (
 
 	"github.com/gpusched/gpusched/durable"
 	"github.com/gpusched/gpusched/events"
+	"github.com/gpusched/gpusched/model"
 )
 
 // The store watch: a disk that fills under the embedded server's file
@@ -88,7 +89,7 @@ func (w *storeWatch) run(ctx context.Context) {
 		}
 		switch {
 		case free < storeFullBelow && w.down == "":
-			w.down = fmt.Sprintf("the disk of %s has %d bytes free", w.dir, free)
+			w.down = fmt.Sprintf("the disk of %s has %s free", w.dir, model.Bytes(free))
 			w.log.Warn("the store's disk is full: new jobs are refused until it has room; it is reopened once it has",
 				zap.String("dir", w.dir), zap.Uint64("free_bytes", free))
 			w.tell(events.OpStoreDown, w.down)
