@@ -43,7 +43,9 @@ func pendingOn(t *testing.T, js jetstream.JetStream, subject string) uint64 {
 // cut off by a budget the copies would have spent four times over.
 func TestAnObserverCannotWriteTheEventHistory(t *testing.T) {
 	budget := auth.EventBudget{Rate: model.KiB, Burst: 32 * model.KiB, CoolOff: time.Minute}
-	s := livetest.SecureCluster(t, cluster.Config{Store: durable.Memory, NodeEventBudget: budget})
+	// The attack makes 200 consumers; the bound on them (and so the
+	// reader warden) is another test's (TestAnObserverHoldsABoundedNumberOfReaders).
+	s := livetest.SecureCluster(t, cluster.Config{Store: durable.Memory, NodeEventBudget: budget, ReadersPerAccount: -1})
 	admin, obs := s.As(t, "admin"), s.As(t, "observer")
 	security := make(chan string, 16)
 	if _, err := admin.Subscribe("gpusched.evt.security.*", func(m *nats.Msg) { security <- m.Subject }); err != nil {

@@ -84,6 +84,11 @@ type Config struct {
 	// unless the roles file gives its node user gpus (core.Config; 0:
 	// none). The nodes this process runs may have what their shape gives.
 	NodeMaxGPUs int
+	// ReadersPerAccount bounds the consumers of the event stream each
+	// account reading it through an import (an observer's, an admin's)
+	// may hold, on an authenticated cluster with a store
+	// (auth.DefaultReadersPerAccount when zero; negative: no warden).
+	ReadersPerAccount int
 	// Queue is the scheduler's queue order (policy.QueueSort).
 	Queue     string
 	VRAMModel vram.Model
@@ -390,6 +395,9 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	}
 	if err := c.keepBudgets(runCtx, cfg); err != nil {
 		return fail(fmt.Errorf("node event budgets: %w", err))
+	}
+	if err := c.keepReaders(runCtx, cfg); err != nil {
+		return fail(fmt.Errorf("reader warden: %w", err))
 	}
 	if err := c.watchStore(runCtx, cfg); err != nil {
 		return fail(fmt.Errorf("store watch: %w", err))

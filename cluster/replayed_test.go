@@ -92,7 +92,7 @@ func TestAStoredMessageReplayedToAControlSubjectIsNotActedOn(t *testing.T) {
 // as if nobody replayed anything.
 func TestAReplayedHeartbeatKeepsNoDeadNodeAlive(t *testing.T) {
 	const lease = 2 * time.Second
-	s := livetest.SecureCluster(t, cluster.Config{Store: durable.Memory, Lease: lease})
+	s := livetest.SecureCluster(t, cluster.Config{Store: durable.Memory, Lease: lease, ReadersPerAccount: -1}) // the attack at full strength: a consumer a replay
 	admin, observer := s.As(t, "admin"), s.As(t, "observer")
 	down := make(chan *nats.Msg, 4)
 	sub, err := admin.ChanSubscribe("gpusched.evt.node.far-node.down", down)

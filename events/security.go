@@ -48,3 +48,16 @@ type NodeBudget struct {
 	// cool-off).
 	Cuts int `json:"cuts"`
 }
+
+// ReaderRefused is the control plane's word that a consumer of the event
+// stream made through an import (an observer's or an admin's account) was
+// deleted: a push consumer, or one past the account's bound.
+const ReaderRefused = "reader-refused"
+
+// RefusedReader is the data of a reader-refused event.
+type RefusedReader struct {
+	Account  string `json:"account"`
+	User     string `json:"user,omitempty"`
+	Consumer string `json:"consumer"`
+	Reason   string `json:"reason"`
+}

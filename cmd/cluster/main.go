@@ -183,6 +183,7 @@ func run(args []string) error {
 	roundEvery := fs.Duration("round", 0, "re-allocate every this much simulated time (0: never): running jobs the queue order puts behind waiting ones are preempted (docs/POLICIES.md)")
 	roundName := fs.String("round-policy", policy.DefaultRound, "the round's rule (with --round)")
 	tenantQueue := fs.Int("tenant-queue", DefaultTenantQueue, "the jobs one tenant may have waiting in the queue; a submission past it is refused on tenant (0: no bound)")
+	readersPerAccount := fs.Int("readers-per-account", auth.DefaultReadersPerAccount, "with --auth and a store: the consumers of the event stream each observer's or admin's account may hold; one past it is deleted (0: no bound)")
 	nodeMaxGPUs := fs.Int("node-max-gpus", DefaultNodeMaxGPUs, "the GPUs a node joining from elsewhere may have, unless the roles file gives its node user gpus; GPU ids past it are refused (0: no bound)")
 	tenantRate := fs.Float64("tenant-rate", DefaultTenantRate, "with --auth: the submissions a second each tenant may make, in bursts of twice as many (0: no limit); a faster one is refused on tenant, saying when to try again")
 	nodeBudget := fs.String("node-event-budget", auth.DefaultEventBudget().String(), "with --auth: the events each node of the roles file may publish, RATE/s,BURST[,cool-off=DURATION] (or off); a node past it is shut out for the cool-off (doubled at each repeat, at most 1h), so that it cannot evict the event history")
@@ -406,7 +407,7 @@ func run(args []string) error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	cfg := cluster.Config{Listen: *listen, Prefix: *prefix, Shape: shape, Policy: *pol, Queue: *queue, TenantLimits: limits, NodeEventBudget: eventBudget, TenantRate: *tenantRate, TenantBurst: int(2 * *tenantRate), TenantQueue: *tenantQueue, NodeMaxGPUs: *nodeMaxGPUs, Preempt: *preempt, Filters: *filters, Oversubscribe: float64(oversubscribe), Round: *roundName, RoundEvery: *roundEvery, VRAMModel: vm, Seed: *seed,
+	cfg := cluster.Config{Listen: *listen, Prefix: *prefix, Shape: shape, Policy: *pol, Queue: *queue, TenantLimits: limits, NodeEventBudget: eventBudget, TenantRate: *tenantRate, TenantBurst: int(2 * *tenantRate), TenantQueue: *tenantQueue, NodeMaxGPUs: *nodeMaxGPUs, ReadersPerAccount: readersFlag(*readersPerAccount), Preempt: *preempt, Filters: *filters, Oversubscribe: float64(oversubscribe), Round: *roundName, RoundEvery: *roundEvery, VRAMModel: vm, Seed: *seed,
 		Rate: *rate, Demo: *demo, PinDemo: *demo, Speed: *speed, StarvationAge: *starve, Logger: log, Interference: *interference,
 		Source: source, Lease: *lease, Heartbeat: *heartbeat, Chaos: monkeySpec,
 		Bus: busOpt, Store: store, DataDir: *dataDir, NoGPUs: *noGPUs, Fresh: *fresh, Resume: *resume, Auth: roles, TLS: serverTLS, Insecure: *insecure,
@@ -709,6 +710,15 @@ func (r *ratioFlag) Set(s string) error {
 	}
 	*r = ratioFlag(f)
 	return nil
+}
+
+// readersFlag is --readers-per-account as the cluster's configuration
+// takes it: 0 there is the default, and no bound is negative.
+func readersFlag(n int) int {
+	if n <= 0 {
+		return -1
+	}
+	return n
 }
 
 // DefaultNodeMaxGPUs is the GPUs a node joining from elsewhere may have

@@ -357,6 +357,8 @@ type Core struct {
 	// accounts for them or shows it no longer runs them (settleJournaled).
 	toStore   []*job
 	journaled map[string]*durable.Record
+	// layout is the last walk of the cluster a snapshot took (snapshot.go).
+	layout snapshotLayout
 	// relearning counts the running jobs being read back from their GPUs
 	// after the restart (job.relearning; settleRelearned).
 	relearning int

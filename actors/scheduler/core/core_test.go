@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -790,6 +791,24 @@ func TestASubmissionRepeatingItsKeyIsAnsweredAsTheFirstNeverTwice(t *testing.T) 
 	json.Unmarshal(h.Request("job.submit", "team-b", spec("x", "1GB", "job_id", "retry-me-1")), &bad)
 	if bad.Error == nil || bad.Error.Field != "job_id" {
 		t.Fatalf("another tenant's job id: %+v", bad)
+	}
+	// A Nats-Msg-Id is a key within its tenant: team-a's id sent by
+	// team-b is a new job of team-b's (no answer says team-a used it), and
+	// team-a's repeat still gets team-a's job.
+	byTenant := func(tenant string) events.SubmitReply {
+		h.replies++
+		reply := "_INBOX.client.tenant-" + strconv.Itoa(h.replies)
+		h.Step(Input{Msg: &Msg{Subject: "gpusched.job.submit", Reply: reply, MsgID: "shared-id", Tenant: tenant, Data: encode(spec("t", "1GB"))}})
+		var r events.SubmitReply
+		json.Unmarshal(h.Replies[reply], &r)
+		return r
+	}
+	a1, b1, a2 := byTenant("team-a"), byTenant("team-b"), byTenant("team-a")
+	if a1.JobID == "" || b1.JobID == "" || b1.JobID == a1.JobID || a2.JobID != a1.JobID {
+		t.Fatalf("one Nats-Msg-Id from team-a, team-b, team-a: jobs %q, %q, %q; want team-b's its own and team-a's repeat the first", a1.JobID, b1.JobID, a2.JobID)
+	}
+	if j := h.Core.jobs[b1.JobID]; j == nil || j.spec.Tenant != "team-b" {
+		t.Fatalf("team-b's submission made %+v", j)
 	}
 }
 

@@ -428,7 +428,13 @@ func (s *Core) onSubmit(m *Msg, tenant string) {
 		s.respond(m, events.ErrorReply{Error: fe})
 		return
 	}
-	if j := s.submitted(req.JobID, m.MsgID); j != nil {
+	// A Nats-Msg-Id is a key in the sender's tenant only: another
+	// tenant's same id is a new job, and no answer says it was used.
+	msgKey := m.MsgID
+	if msgKey != "" {
+		msgKey = tenant + "\x00" + msgKey
+	}
+	if j := s.submitted(req.JobID, msgKey); j != nil {
 		s.resubmitted(m, j, tenant, submissionOf(req))
 		return
 	}
@@ -456,7 +462,7 @@ func (s *Core) onSubmit(m *Msg, tenant string) {
 	if req.JobID != "" || m.MsgID != "" {
 		j.submission = submissionOf(req)
 	}
-	s.remember(m.MsgID, j)
+	s.remember(msgKey, j)
 	if spec.Training != nil {
 		s.submitTraining(j, m)
 		return

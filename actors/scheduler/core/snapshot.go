@@ -2,6 +2,7 @@ package core
 
 import (
 	"slices"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -155,6 +156,60 @@ func jobCost(j *job) int {
 		perIDBytes*(len(j.spec.Models)+len(j.gpus)+len(j.victims))
 }
 
+// A snapshot's summary and the cut of its GPU list into pages walk every
+// GPU (a millisecond at 1,000 GPUs, 75 ms at 100,000 on this project's
+// 2-core machine: BenchmarkSnapshotPage). Up to snapshotExactGPUs GPUs
+// they are computed for every request; above, one walk is reused for
+// snapshotReusePerGPU per GPU of the cluster (1 s at 100,000 GPUs), so a
+// flood of snapshot requests costs the scheduler's loop one walk per
+// window and each request its own page, and cannot hold heartbeats back
+// until leases lapse. The entries on a page are always read afresh.
+const (
+	snapshotExactGPUs   = 2048
+	snapshotReusePerGPU = 10 * time.Microsecond
+)
+
+// snapshotLayout is what a snapshot takes from a walk of the whole
+// cluster: the summary, and the GPUs in page order with where each page
+// starts.
+type snapshotLayout struct {
+	wall    time.Time // when it was walked (wall time)
+	summary events.Metrics
+	// gpus are the ids in page order: the known GPUs by id, then the
+	// unknown ones (unknownNode names their nodes).
+	gpus        []string
+	unknownNode map[string]string
+	gpuStarts   []int
+	walks       int // how many walks made a layout so far (for tests)
+}
+
+// snapshotLayout is the layout of a snapshot now: the last one while it
+// may be reused, else a new walk.
+func (s *Core) snapshotLayout() *snapshotLayout {
+	l := &s.layout
+	n := len(s.view.cluster.GPUs) + len(l.unknownNode)
+	if l.gpus != nil && n > snapshotExactGPUs && s.wall.Sub(l.wall) < time.Duration(n)*snapshotReusePerGPU && !s.wall.Before(l.wall) {
+		return l
+	}
+	l.wall, l.walks = s.wall, l.walks+1
+	l.summary = s.metrics()
+	known := s.view.sorted().GPUs
+	l.unknownNode = s.unknownNodes()
+	unknown := sortedIDs(l.unknownNode)
+	l.gpus = make([]string, 0, len(known)+len(unknown))
+	for _, g := range known {
+		l.gpus = append(l.gpus, g.ID)
+	}
+	l.gpus = append(l.gpus, unknown...)
+	l.gpuStarts = pageStarts(len(l.gpus), snapshotGPUsPerPage, snapshotListBytes, func(i int) int {
+		if i >= len(known) {
+			return unknownEntryBytes
+		}
+		return gpuCost(s.view.gpus[known[i].ID].status, len(known[i].Allocs))
+	})
+	return l
+}
+
 func (s *Core) onSnapshot(m *Msg, tenant string) {
 	var req events.SnapshotRequest
 	if !s.decodeRequest(m, &req) {
@@ -168,78 +223,42 @@ func (s *Core) onSnapshot(m *Msg, tenant string) {
 		// A tenant sees the cluster (GPUs, summary) but only its own jobs.
 		running, queue = ofTenant(running, tenant), ofTenant(queue, tenant)
 	}
+	layout := s.snapshotLayout()
 	if req.SummaryOnly {
 		s.respond(m, events.Snapshot{SimTime: s.now, Speed: s.cfg.Speed, Policy: s.plugins.Placement.Name(),
-			VRAMModel: string(s.view.cluster.VRAMModel), Summary: s.metrics(), Pages: 1,
+			VRAMModel: string(s.view.cluster.VRAMModel), Summary: layout.summary, Pages: 1,
 			GPUs: []events.SnapshotGPU{}, Running: []events.JobInfo{}, Queue: []events.JobInfo{}})
 		return
 	}
-	gpus := s.view.sorted().GPUs
-	// The GPUs known to exist but not read yet come after the others.
-	// Cutting pages by size walks every entry's estimate on each request
-	// (pages must agree across requests): O(GPUs + jobs) arithmetic, no
-	// encoding; its cost at 100,000 GPUs is not measured.
-	unknown := s.unknownGPUs()
-	gpuStarts := pageStarts(len(gpus)+len(unknown), snapshotGPUsPerPage, snapshotListBytes, func(i int) int {
-		if i >= len(gpus) {
-			return unknownEntryBytes
-		}
-		return gpuCost(s.view.gpus[gpus[i].ID].status, len(gpus[i].Allocs))
-	})
+	// The job lists are cut afresh: O(jobs) arithmetic, no encoding.
 	jobCosts := func(jobs []*job) func(int) int { return func(i int) int { return jobCost(jobs[i]) } }
 	runningStarts := pageStarts(len(running), snapshotJobsPerPage, snapshotListBytes, jobCosts(running))
 	queueStarts := pageStarts(len(queue), snapshotJobsPerPage, snapshotListBytes, jobCosts(queue))
-	pages := max(len(gpuStarts), len(runningStarts), len(queueStarts))
+	pages := max(len(layout.gpuStarts), len(runningStarts), len(queueStarts))
 	if !s.pageExists(m, req.Page, pages) {
 		return
 	}
 	snap := events.Snapshot{SimTime: s.now, Speed: s.cfg.Speed, Policy: s.plugins.Placement.Name(), VRAMModel: string(s.view.cluster.VRAMModel),
-		Summary: s.metrics(), Page: req.Page, Pages: pages,
+		Summary: layout.summary, Page: req.Page, Pages: pages,
 		GPUs: []events.SnapshotGPU{}, Running: []events.JobInfo{}, Queue: []events.JobInfo{}}
 	levels := s.view.perfLevels()
 	if len(levels.count) > 0 {
 		snap.PerfLevelCounts = levels.count
 	}
 	frags := map[int][]float64{} // node index → its GPUs' parts of F_n(M)
-	// This page's GPUs: known ones, then unknown ones, by gpuStarts.
-	lo, hi := pageBounds(len(gpus)+len(unknown), gpuStarts, req.Page)
-	for _, g := range gpus[min(lo, len(gpus)):min(hi, len(gpus))] {
-		gs := s.view.gpus[g.ID]
-		st := gs.status
-		st.VRAMUsed = g.VRAMUsed()
-		st.VRAMLargestFree = s.view.cluster.LargestFree(g)
-		st.Util = g.Util
-		st.MilliUsed = g.MilliUsed
-		// Its meter as of now: its last reported energy plus its last
-		// reported power since (as the cluster's total counts it); a GPU
-		// reports only when something changes on it, and an idle one draws
-		// its idle power all the while.
-		st.EnergyJ += st.PowerW * max(0, s.now.Sub(gs.statusAt).Seconds())
-		sg := events.SnapshotGPU{GPUStatus: st, Allocs: append(g.Allocs[:0:0], g.Allocs...), Alive: g.Alive, PerfLevels: levels.of[g.ID]}
-		if tenant != "" {
-			sg.Jobs = slices.DeleteFunc(slices.Clone(sg.Jobs), func(gj events.GPUJob) bool { return !s.owns(gj.JobID, tenant) })
-			sg.Allocs = slices.DeleteFunc(sg.Allocs, func(a vram.Alloc) bool { return !s.owns(a.Owner, tenant) })
-			sg.Ended, sg.JobID = nil, ""
+	for _, id := range pageSlice(layout.gpus, layout.gpuStarts, req.Page) {
+		gs, known := s.view.gpus[id]
+		if !known {
+			// Known to exist but not read yet (a heartbeat named it, or the
+			// journal has a job on it, and no status has come: a restarted
+			// scheduler re-learning its cluster, a GPU that does not
+			// answer): shown as unknown rather than left out as if gone.
+			snap.GPUs = append(snap.GPUs, events.SnapshotGPU{GPUStatus: events.GPUStatus{GPU: id, Node: layout.unknownNode[id], Jobs: []events.GPUJob{}},
+				Allocs: []vram.Alloc{}, Unknown: true})
+			continue
 		}
-		if free := g.VRAMTotal - st.VRAMUsed; free > 0 {
-			sg.VRAMFragmentation = 1 - float64(st.VRAMLargestFree)/float64(free)
-		}
-		n := s.view.cluster.Nodes[g.NodeIndex]
-		parts, ok := frags[n.Index]
-		if !ok {
-			free := make([]int, 0, len(n.GPUs))
-			for _, gi := range n.GPUs {
-				free = append(free, s.view.cluster.GPUs[gi].MilliFree())
-			}
-			parts = policy.GPUFrags(s.view.cluster.Workload, n.Model, n.CPUFree(), free)
-			frags[n.Index] = parts
-		}
-		if i := slices.Index(n.GPUs, g.Index); i >= 0 {
-			sg.FragGPUs = parts[i] / policy.MilliPerGPU
-		}
-		snap.GPUs = append(snap.GPUs, sg)
+		snap.GPUs = append(snap.GPUs, s.snapshotGPU(gs, tenant, levels, frags))
 	}
-	snap.GPUs = append(snap.GPUs, unknown[min(max(lo-len(gpus), 0), len(unknown)):min(max(hi-len(gpus), 0), len(unknown))]...)
 	for _, j := range pageSlice(running, runningStarts, req.Page) {
 		snap.Running = append(snap.Running, s.info(j, false))
 	}
@@ -249,24 +268,53 @@ func (s *Core) onSnapshot(m *Msg, tenant string) {
 	s.respond(m, snap)
 }
 
-// unknownGPUs are the GPUs this scheduler knows exist but has not read: a
-// heartbeat named them, or the journal has a job on them, and no status has
-// come yet (a restarted scheduler re-learning its cluster, a GPU that does
-// not answer). A snapshot shows them as unknown, in natural id order,
-// rather than leaving them out as if they were gone.
-func (s *Core) unknownGPUs() []events.SnapshotGPU {
-	nodeOf := s.unknownNodes()
+// snapshotGPU is a known GPU's snapshot entry now, as tenant sees it
+// ("" sees everything); frags keeps the fragmentation of each node worked
+// out so far for this page.
+func (s *Core) snapshotGPU(gs *gpuState, tenant string, levels *perfLevels, frags map[int][]float64) events.SnapshotGPU {
+	g, st := gs.g, gs.status
+	st.VRAMUsed = g.VRAMUsed()
+	st.VRAMLargestFree = s.view.cluster.LargestFree(g)
+	st.Util = g.Util
+	st.MilliUsed = g.MilliUsed
+	// Its meter as of now: its last reported energy plus its last
+	// reported power since (as the cluster's total counts it); a GPU
+	// reports only when something changes on it, and an idle one draws
+	// its idle power all the while.
+	st.EnergyJ += st.PowerW * max(0, s.now.Sub(gs.statusAt).Seconds())
+	sg := events.SnapshotGPU{GPUStatus: st, Allocs: append(g.Allocs[:0:0], g.Allocs...), Alive: g.Alive, PerfLevels: levels.of[g.ID]}
+	if tenant != "" {
+		sg.Jobs = slices.DeleteFunc(slices.Clone(sg.Jobs), func(gj events.GPUJob) bool { return !s.owns(gj.JobID, tenant) })
+		sg.Allocs = slices.DeleteFunc(sg.Allocs, func(a vram.Alloc) bool { return !s.owns(a.Owner, tenant) })
+		sg.Ended, sg.JobID = nil, ""
+	}
+	if free := g.VRAMTotal - st.VRAMUsed; free > 0 {
+		sg.VRAMFragmentation = 1 - float64(st.VRAMLargestFree)/float64(free)
+	}
+	n := s.view.cluster.Nodes[g.NodeIndex]
+	parts, ok := frags[n.Index]
+	if !ok {
+		free := make([]int, 0, len(n.GPUs))
+		for _, gi := range n.GPUs {
+			free = append(free, s.view.cluster.GPUs[gi].MilliFree())
+		}
+		parts = policy.GPUFrags(s.view.cluster.Workload, n.Model, n.CPUFree(), free)
+		frags[n.Index] = parts
+	}
+	if i := slices.Index(n.GPUs, g.Index); i >= 0 {
+		sg.FragGPUs = parts[i] / policy.MilliPerGPU
+	}
+	return sg
+}
+
+// sortedIDs are the GPU ids of nodeOf in natural id order.
+func sortedIDs(nodeOf map[string]string) []string {
 	ids := make([]string, 0, len(nodeOf))
 	for id := range nodeOf {
 		ids = append(ids, id)
 	}
 	sortByID(ids, func(id string) string { return id })
-	out := make([]events.SnapshotGPU, len(ids))
-	for i, id := range ids {
-		out[i] = events.SnapshotGPU{GPUStatus: events.GPUStatus{GPU: id, Node: nodeOf[id], Jobs: []events.GPUJob{}},
-			Allocs: []vram.Alloc{}, Unknown: true}
-	}
-	return out
+	return ids
 }
 
 // unknownNodes are the GPUs the scheduler knows exist and has not read,
