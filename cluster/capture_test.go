@@ -226,3 +226,48 @@ func TestARequestIsNotAnsweredOnTheClustersOwnSubjects(t *testing.T) {
 		t.Fatalf("job.get planted: %v %v, want no such job", rep, err)
 	}
 }
+
+// TestAReplayedJobEventIsNotJudgedByALiveChecker (issue 42 item 6): an
+// observer pulls the stored job events (placements, completions) onto the
+// live job subjects its own account sees, where a checker it runs is
+// listening. The copies arrive — but a JetStream delivery is no event: the
+// checker judges none of them (before, replayed job events gave the live
+// checker 58 false violations).
+func TestAReplayedJobEventIsNotJudgedByALiveChecker(t *testing.T) {
+	s := livetest.SecureCluster(t, cluster.Config{Store: durable.Memory, Speed: 3600, Rate: 600, Seed: 5, ReadersPerAccount: -1})
+	obs := s.As(t, "observer")
+	subjects := events.NewSubjects("gpusched")
+	checker := observer.NewChecker()
+	sub, err := observer.SubscribeChecker(obs, subjects, checker, nopWriter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "jobs to complete", 30*time.Second, func() bool { return checker.Summary().Completed >= 5 })
+	copies, err := obs.SubscribeSync("gpusched.evt.job.replayed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs.Flush()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	js, err := jetstream.New(obs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cons, err := js.CreateConsumer(ctx, durable.EventStream("gpusched"), jetstream.ConsumerConfig{
+		FilterSubject: "gpusched.evt.job.>", AckPolicy: jetstream.AckNonePolicy, DeliverPolicy: jetstream.DeliverAllPolicy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := obs.PublishRequest("$JS.API.CONSUMER.MSG.NEXT."+durable.EventStream("gpusched")+"."+cons.CachedInfo().Name,
+		"gpusched.evt.job.replayed", []byte(`{"batch":1000}`)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := copies.NextMsg(10 * time.Second); err != nil {
+		t.Fatalf("no stored job event came back onto the live subjects: %v", err)
+	}
+	observer.DrainChecker(obs, sub)
+	if v := checker.Summary().Violations; len(v) > 0 {
+		t.Fatalf("%d violations from replayed job events; the first: %s", len(v), v[0])
+	}
+}

@@ -1001,6 +1001,12 @@ func SubscribeChecker(nc *nats.Conn, subjects events.Subjects, c *Checker, w io.
 	// another goroutine and may come later.
 	c.Reconnected(nc.Stats().Reconnects, true)
 	sub, err := nc.Subscribe(subjects.AllEvents(), func(m *nats.Msg) {
+		if events.Redelivered(m) {
+			// A stored event someone pulled onto the live subjects (its
+			// reply is $JS.ACK…, or it carries Nats-Stream): judged once,
+			// when the cluster published it, never again.
+			return
+		}
 		c.Reconnected(nc.Stats().Reconnects, false)
 		ev, fe := events.DecodeEvent(m.Data)
 		if fe != nil {

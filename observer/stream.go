@@ -204,6 +204,9 @@ func readLive(ctx context.Context, nc *nats.Conn, subjects events.Subjects, fn f
 		case <-ctx.Done():
 			return nil
 		case m := <-ch:
+			if events.Redelivered(m) {
+				continue // a stored event someone pulled onto the live subjects
+			}
 			if err := fn(m.Subject, m.Data); err != nil {
 				return err
 			}

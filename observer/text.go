@@ -95,6 +95,9 @@ type eventFeed struct {
 }
 
 func (f *eventFeed) add(m *nats.Msg) {
+	if events.Redelivered(m) {
+		return // a JetStream delivery someone pulled onto the live subjects: no event
+	}
 	line := Summarize(m.Data)
 	if line == "" {
 		return

@@ -131,6 +131,9 @@ func NewWatcher(nc *nats.Conn, subjects events.Subjects, opt WatchOptions) (*Wat
 }
 
 func (w *Watcher) onMsg(m *nats.Msg) {
+	if events.Redelivered(m) {
+		return // a JetStream delivery someone pulled onto the live subjects: no event
+	}
 	evp, fe := events.DecodeEvent(m.Data)
 	if fe != nil {
 		return
