@@ -164,6 +164,12 @@ type Config struct {
 	// NoGPUs runs the control plane only: the scheduler, chaos responder
 	// and generator, with GPU nodes joining from `cluster node` processes.
 	NoGPUs bool
+	// Standby starts a control plane that schedules nothing until the one
+	// that leads the store (on the external bus Bus) renews nothing for a
+	// lease; it then takes the store over and schedules from its journal
+	// (leader.go). It runs no GPUs, no job generator and no chaos
+	// responder of its own.
+	Standby bool
 	// Fresh deletes what the store holds of a previous run (the job
 	// journal and the event stream) before starting. A run that stopped
 	// cleanly (Stop) is not resumed either, unless Resume: only a crashed
@@ -217,6 +223,9 @@ type Cluster struct {
 	control nkeys.KeyPair
 	lock    *flock.Flock
 	journal *durable.Journal
+	// leader says whether this process leads the control plane now
+	// (leader.go; only on an external bus with a journal).
+	leader leading
 	// memoryJournal is a virtual run's job journal when its chaos kills
 	// the scheduler (nil otherwise).
 	memoryJournal *durable.MemoryJournal
@@ -245,6 +254,21 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	epochGiven := !cfg.Epoch.IsZero()
 	if !epochGiven {
 		cfg.Epoch = time.Now().UTC().Truncate(time.Second)
+	}
+	if cfg.Standby {
+		switch {
+		case cfg.Bus.URLs == "":
+			return nil, errors.New("a standby control plane needs the bus (--nats URL) its active one runs on: an embedded server dies with the process it is in")
+		case cfg.Store == durable.None:
+			return nil, errors.New("a standby control plane takes over from the job journal: it needs a store (not --store none)")
+		case cfg.Fresh:
+			return nil, errors.New("a standby control plane takes the store over as it is: --fresh would delete the active one's jobs")
+		case cfg.Rate > 0 || cfg.Source != nil:
+			return nil, errors.New("a standby control plane generates no jobs: leave --rate out (it is 0 on a standby)")
+		case cfg.Chaos != nil:
+			return nil, errors.New("a standby control plane runs no chaos monkey")
+		}
+		cfg.NoGPUs = true
 	}
 	if cfg.NoGPUs {
 		cfg.Shape = model.Shape{}
@@ -292,7 +316,22 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	// firstIncarnation numbers the actors of this start (1, or after the
 	// incarnations of the store's earlier starts).
 	firstIncarnation := 1
-	if cfg.Store != durable.None {
+	if cfg.Standby {
+		// A standby reads the journal when it takes the store over, not
+		// before: until then it is the active one's.
+		jc, err := connect("journal")
+		if err != nil {
+			return fail(err)
+		}
+		opt := cfg.Durable
+		opt.Storage = cfg.Store
+		setupCtx, done := context.WithTimeout(ctx, 30*time.Second)
+		c.journal, err = durable.Setup(setupCtx, jc, cfg.Prefix, opt)
+		done()
+		if err != nil {
+			return fail(err)
+		}
+	} else if cfg.Store != durable.None {
 		jc, err := connect("journal")
 		if err != nil {
 			return fail(err)
@@ -461,12 +500,34 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		// GPU known yet waits instead of being rejected.
 		schedCfg.Since = time.Now()
 	}
-	sched, err := scheduler.New(schedCfg)
-	if err != nil {
-		return fail(err)
+	if cfg.Standby {
+		c.wg.Go(func() {
+			leadLog := log.With(zap.String("actor", "leadership"))
+			if next, s, ok := c.standBy(runCtx, schedCfg, lease, leadLog); ok {
+				c.lead(runCtx, next, s, lease)
+			}
+		})
+	} else {
+		if c.leads() {
+			lctx, done := context.WithTimeout(ctx, 30*time.Second)
+			term, err := c.journal.Lead(lctx, holder())
+			done()
+			if err != nil {
+				return fail(fmt.Errorf("job journal: taking its leadership: %w", err))
+			}
+			log.Info("leading the control plane", zap.Uint64("term", term))
+		}
+		sched, err := scheduler.New(schedCfg)
+		if err != nil {
+			return fail(err)
+		}
+		c.watchSubs(sched.Subscriptions())
+		if c.leads() {
+			c.wg.Go(func() { c.lead(runCtx, schedCfg, sched, lease) })
+		} else {
+			c.wg.Go(func() { c.superviseScheduler(runCtx, schedCfg, sched) })
+		}
 	}
-	c.watchSubs(sched.Subscriptions())
-	c.wg.Go(func() { c.superviseScheduler(runCtx, schedCfg, sched) })
 
 	nodeConn, err := connect("nodes")
 	if err != nil {
@@ -501,6 +562,11 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 				return fail(err)
 			}
 		}
+	}
+	if cfg.Standby {
+		log.Info("standby control plane ready", zap.String("nats", c.URL()), zap.String("prefix", subjects.Prefix), zap.String("store", storeName(cfg)))
+		c.runCtx = runCtx
+		return c, nil
 	}
 	chaosConn, err := connect("chaos")
 	if err != nil {
@@ -658,8 +724,9 @@ func (c *Cluster) Stop() {
 	for _, h := range c.hosts {
 		h.Wait()
 	}
-	if c.journal != nil {
+	if c.journal != nil && (!c.leads() || c.leader.on.Load()) {
 		// A clean stop: the next start begins a new run unless it resumes.
+		// (Not a standby's, nor a deposed one's: the store is another's.)
 		ctx, done := context.WithTimeout(context.Background(), 5*time.Second)
 		if err := c.journal.MarkStopped(ctx); err != nil {
 			c.cfg.Logger.Warn("job journal: the clean stop is not recorded (the next start will resume)", zap.Error(err))

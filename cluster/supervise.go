@@ -10,6 +10,7 @@ import (
 
 	"github.com/gpusched/gpusched/actors/node"
 	"github.com/gpusched/gpusched/actors/scheduler"
+	"github.com/gpusched/gpusched/durable"
 	"github.com/gpusched/gpusched/events"
 )
 
@@ -20,7 +21,10 @@ import (
 // from heartbeats and the GPU actors; with a job journal it takes the
 // queue and every job's record from it, without one the queue is gone.
 // The policy is configuration, so it carries over.
-func (c *Cluster) superviseScheduler(ctx context.Context, cfg scheduler.Config, s *scheduler.Scheduler) {
+//
+// It returns when ctx ends (nil), or scheduler.ErrDeposed when another
+// control plane took the job journal over: this one is not restarted.
+func (c *Cluster) superviseScheduler(ctx context.Context, cfg scheduler.Config, s *scheduler.Scheduler) error {
 	log := c.cfg.Logger.With(zap.String("actor", "scheduler-supervisor"))
 	emit := events.NewEmitter(cfg.Conn, "/supervisor/scheduler")
 	base := c.cfg.RestartBackoff
@@ -43,7 +47,14 @@ func (c *Cluster) superviseScheduler(ctx context.Context, cfg scheduler.Config, 
 		started := now()
 		err := runScheduler(ctx, s)
 		if ctx.Err() != nil {
-			return
+			return nil
+		}
+		if errors.Is(err, scheduler.ErrDeposed) {
+			s.Drain()
+			rem := s.Remains()
+			rem.Reason = err.Error()
+			emit.Emit(cfg.Subjects.SchedEvent(events.SchedDown), events.Type("sched", events.SchedDown), "", c.Clock.Now(), rem)
+			return err
 		}
 		if virtual && !errors.Is(err, scheduler.ErrKilled) && !s.HoldsClock() {
 			// A panic outside an input that held the clock hands over no
@@ -77,13 +88,13 @@ func (c *Cluster) superviseScheduler(ctx context.Context, cfg scheduler.Config, 
 			select {
 			case <-ctx.Done():
 				t.Stop()
-				return
+				return nil
 			case <-t.C(): // held until the successor is up
 			}
 		}
 		for first := true; ; first = false {
 			if (!virtual || !first) && !node.WaitBackoff(ctx, backoff) {
-				return
+				return nil
 			}
 			cfg.Incarnation = max(cfg.Incarnation, 1) + 1
 			cfg.Policy, cfg.Queue = rem.Policy, rem.Queue
@@ -125,6 +136,9 @@ func (c *Cluster) superviseScheduler(ctx context.Context, cfg scheduler.Config, 
 			if err == nil {
 				s = next
 				break
+			}
+			if durable.IsDeposed(err) {
+				return scheduler.ErrDeposed // the store has a new leader: no restart here
 			}
 			log.Error("scheduler restart failed; retrying", zap.Error(err))
 		}

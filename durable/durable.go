@@ -223,6 +223,8 @@ type Journal struct {
 	kv      jetstream.KeyValue
 	subject string
 	onError atomic.Pointer[func(jobID string, err error)]
+	// term is the leadership the journal writes under (Lead; 0: none).
+	term atomic.Uint64
 }
 
 // OnError sets what is called (on another goroutine) when the store
@@ -248,15 +250,13 @@ const (
 // MarkRunning records that a cluster process runs on the store: should it
 // crash, the next start finds no clean stop after it (State.Stopped).
 func (j *Journal) MarkRunning(ctx context.Context) error {
-	_, err := j.kv.Put(ctx, stoppedKey, []byte("running"))
-	return err
+	return j.put(ctx, stoppedKey, []byte("running"))
 }
 
 // MarkStopped records a clean stop (Ctrl-C, q): the next start begins a
 // new run unless asked to resume (cluster --resume).
 func (j *Journal) MarkStopped(ctx context.Context) error {
-	_, err := j.kv.Put(ctx, stoppedKey, []byte("stopped"))
-	return err
+	return j.put(ctx, stoppedKey, []byte("stopped"))
 }
 
 // PutTotals records the cluster's running totals (preemptions, energy …),
@@ -266,7 +266,7 @@ func (j *Journal) PutTotals(t events.Totals) error {
 	if err != nil {
 		return err
 	}
-	_, err = j.js.PublishAsync(j.subject+totalsKey, b)
+	_, err = j.publishAsync(j.subject+totalsKey, b)
 	return err
 }
 
@@ -277,7 +277,7 @@ func (j *Journal) PutClock(now time.Time) error {
 	if err != nil {
 		return err
 	}
-	_, err = j.js.PublishAsync(j.subject+clockKey, b)
+	_, err = j.publishAsync(j.subject+clockKey, b)
 	return err
 }
 
@@ -289,14 +289,13 @@ func (j *Journal) Put(r *Record) (jetstream.PubAckFuture, error) {
 	if err != nil {
 		return nil, err
 	}
-	return j.js.PublishAsync(j.subject+jobKey+r.JobID, data)
+	return j.publishAsync(j.subject+jobKey+r.JobID, data)
 }
 
 // SetIncarnation stores the incarnation of a starting scheduler (waiting
 // for the store).
 func (j *Journal) SetIncarnation(ctx context.Context, n int) error {
-	_, err := j.kv.Put(ctx, incarnationKey, []byte(strconv.Itoa(n)))
-	return err
+	return j.put(ctx, incarnationKey, []byte(strconv.Itoa(n)))
 }
 
 // NextBoot counts one more start of a cluster process on this store and
@@ -314,7 +313,7 @@ func (j *Journal) NextBoot(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	boot++
-	if _, err := j.kv.Put(ctx, bootKey, []byte(strconv.Itoa(boot))); err != nil {
+	if err := j.put(ctx, bootKey, []byte(strconv.Itoa(boot))); err != nil {
 		return 0, err
 	}
 	return boot, nil

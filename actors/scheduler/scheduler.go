@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -91,6 +92,12 @@ const (
 // scheduler; its supervisor starts the next incarnation.
 var ErrKilled = errors.New("scheduler killed")
 
+// ErrDeposed is what Run returns when another control plane took the job
+// journal over (its fence refused a write of this one, or this process
+// could not renew its leadership for a lease): this scheduler must place
+// nothing more, and is not restarted here.
+var ErrDeposed = errors.New("scheduler deposed: another control plane took over the job journal")
+
 // leaseChecks is how many times per lease the scheduler looks for expired
 // leases: a death is declared at most a tenth of a lease late.
 const leaseChecks = 10
@@ -107,7 +114,11 @@ const journalRetry = 250 * time.Millisecond
 // one at a time, fires its timers, and carries out what the core sends.
 type Scheduler struct {
 	cfg Config
-	log *zap.Logger
+	// deposed is closed (once: deposeOnce) when another control plane
+	// took the journal over: Run returns ErrDeposed.
+	deposed    chan struct{}
+	deposeOnce sync.Once
+	log        *zap.Logger
 	// refusals logs what a sender can repeat at will, once a minute.
 	refusals *zap.Logger
 	// cutUntil is when a partition (cutOff) ends (zero: not cut off);
@@ -159,6 +170,7 @@ func New(cfg Config) (*Scheduler, error) {
 		refusals: auth.RefusalLog(log.With(zap.String("actor", "scheduler"))),
 		mailbox:  make(chan *nats.Msg, mailboxSize),
 		done:     make(chan struct{}),
+		deposed:  make(chan struct{}),
 		internal: make(chan core.Input, 64),
 		virtual:  virtual,
 		inbox:    cfg.Conn.NewInbox() + ".",
@@ -190,7 +202,7 @@ func New(cfg Config) (*Scheduler, error) {
 		err := cfg.Journal.SetIncarnation(ctx, c.Incarnation())
 		cancel()
 		if err != nil {
-			return nil, errors.New("job journal: storing the scheduler's incarnation: " + err.Error())
+			return nil, fmt.Errorf("job journal: storing the scheduler's incarnation: %w", err)
 		}
 		cfg.Journal.OnError(s.failedWrite)
 	}
@@ -405,6 +417,10 @@ func (s *Scheduler) Run(ctx context.Context) error {
 				}
 			}
 			return nil
+		case <-s.deposed:
+			s.held = false // nothing was taken off the mailbox
+			s.log.Warn("deposed: another control plane took over the job journal; placing nothing more")
+			return ErrDeposed
 		case m := <-s.mailbox:
 			switch action, d := s.chaosAsked(m); {
 			case action == events.ChaosHang:
@@ -810,6 +826,10 @@ func (w memoryJournal) Put(rec *durable.Record, confirm bool) error {
 // goroutines, which must not wait for the loop): the job's record is
 // written again from the loop, after a pause.
 func (s *Scheduler) failedWrite(jobID string, err error) {
+	if durable.IsDeposed(err) {
+		s.Depose() // written again by no one: the store has a new leader
+		return
+	}
 	// Said once while writes keep failing (a full disk fails every job's
 	// write, again at every retry), then per job at debug level.
 	if s.journalFailing.CompareAndSwap(false, true) {
@@ -820,6 +840,10 @@ func (s *Scheduler) failedWrite(jobID string, err error) {
 	}
 	go s.rewriteLater(jobID)
 }
+
+// Depose stops the scheduler for good: another control plane leads the
+// job journal. Safe to call from any goroutine, any number of times.
+func (s *Scheduler) Depose() { s.deposeOnce.Do(func() { close(s.deposed) }) }
 
 // rewriteLater asks the loop, after journalRetry, to write jobID's record
 // again (its state then).

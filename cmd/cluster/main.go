@@ -215,6 +215,7 @@ func run(args []string) error {
 	eventsBytes := fs.String("events-max-bytes", "1GiB", "keep at most this much of the event stream, oldest dropped first (0: no size limit)")
 	replicas := fs.Int("replicas", 1, "with --nats on a NATS cluster: replicas of the job journal and the event stream (3 survives a server's loss)")
 	noGPUs := fs.Bool("no-gpus", false, "control plane only: no local GPUs; GPU nodes join with 'cluster node'")
+	standby := fs.Bool("standby", false, "with --nats and a store: a standby control plane that takes over when the active one renews nothing for a lease (no GPUs, no generator)")
 	trainingData := fs.String("training-data", "", "a Pollux data folder (like ../shared/traces/pollux): the cluster then runs distributed training jobs\n"+
 		"(submissions with \"training\"), decided every 60 simulated seconds by --training-policy over the GPUs no other kind\n"+
 		"of job holds (--rate 0 leaves them all to training jobs)")
@@ -407,10 +408,18 @@ func run(args []string) error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if *standby {
+		rateGiven := false
+		fs.Visit(func(f *flag.Flag) { rateGiven = rateGiven || f.Name == "rate" })
+		if rateGiven && *rate > 0 {
+			return errors.New("--standby generates no jobs: leave --rate out")
+		}
+		*rate = 0 // the generator is the active control plane's
+	}
 	cfg := cluster.Config{Listen: *listen, Prefix: *prefix, Shape: shape, Policy: *pol, Queue: *queue, TenantLimits: limits, NodeEventBudget: eventBudget, TenantRate: *tenantRate, TenantBurst: int(2 * *tenantRate), TenantQueue: *tenantQueue, NodeMaxGPUs: *nodeMaxGPUs, ReadersPerAccount: readersFlag(*readersPerAccount), Preempt: *preempt, Filters: *filters, Oversubscribe: float64(oversubscribe), Round: *roundName, RoundEvery: *roundEvery, VRAMModel: vm, Seed: *seed,
 		Rate: *rate, Demo: *demo, PinDemo: *demo, Speed: *speed, StarvationAge: *starve, Logger: log, Interference: *interference,
 		Source: source, Lease: *lease, Heartbeat: *heartbeat, Chaos: monkeySpec,
-		Bus: busOpt, Store: store, DataDir: *dataDir, NoGPUs: *noGPUs, Fresh: *fresh, Resume: *resume, Auth: roles, TLS: serverTLS, Insecure: *insecure,
+		Bus: busOpt, Store: store, DataDir: *dataDir, NoGPUs: *noGPUs, Standby: *standby, Fresh: *fresh, Resume: *resume, Auth: roles, TLS: serverTLS, Insecure: *insecure,
 		Durable: durable.Options{Replicas: *replicas, EventsMaxAge: noLimit(*eventsAge), EventsMaxBytes: noLimit(maxBytes)}}
 	if *trainingData != "" {
 		if cfg.Training, err = trainingConfig(*trainingData, *trainingPolicy); err != nil {

@@ -159,7 +159,8 @@ func jobCost(j *job) int {
 // A snapshot's summary and the cut of its GPU list into pages walk every
 // GPU (a millisecond at 1,000 GPUs, 75 ms at 100,000 on this project's
 // 2-core machine: BenchmarkSnapshotPage). Up to snapshotExactGPUs GPUs
-// they are computed for every request; above, one walk is reused for
+// (and on a virtual clock) they are computed for every request; above,
+// one walk is reused for
 // snapshotReusePerGPU per GPU of the cluster (1 s at 100,000 GPUs), so a
 // flood of snapshot requests costs the scheduler's loop one walk per
 // window and each request its own page, and cannot hold heartbeats back
@@ -188,7 +189,10 @@ type snapshotLayout struct {
 func (s *Core) snapshotLayout() *snapshotLayout {
 	l := &s.layout
 	n := len(s.view.cluster.GPUs) + len(l.unknownNode)
-	if l.gpus != nil && n > snapshotExactGPUs && s.wall.Sub(l.wall) < time.Duration(n)*snapshotReusePerGPU && !s.wall.Before(l.wall) {
+	// Not on a virtual clock: its wall time is simulated time, which
+	// stands still while a run is held (a cluster joining waits for its
+	// snapshots' counts to move), and nothing outside a run floods it.
+	if l.gpus != nil && !s.virtual && n > snapshotExactGPUs && s.wall.Sub(l.wall) < time.Duration(n)*snapshotReusePerGPU && !s.wall.Before(l.wall) {
 		return l
 	}
 	l.wall, l.walks = s.wall, l.walks+1
