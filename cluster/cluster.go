@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gofrs/flock"
+	"github.com/google/uuid"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nkeys"
@@ -226,6 +227,11 @@ type Cluster struct {
 	// leader says whether this process leads the control plane now
 	// (leader.go; only on an external bus with a journal).
 	leader leading
+	// supervisorOnce makes supervisor, the one emitter of this process's
+	// sched.up and sched.down (one source, one seq, across restarts and
+	// leadership terms).
+	supervisorOnce sync.Once
+	supervisor     *events.Emitter
 	// memoryJournal is a virtual run's job journal when its chaos kills
 	// the scheduler (nil otherwise).
 	memoryJournal *durable.MemoryJournal
@@ -278,6 +284,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
 	c := &Cluster{cfg: cfg, cancel: cancel}
+	c.leader.id = uuid.NewString()[:8]
 	fail := func(err error) (*Cluster, error) {
 		c.Stop()
 		return nil, err
@@ -303,7 +310,15 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	c.dial = dial
 	connect := func(name string) (*nats.Conn, error) {
 		done := make(chan struct{})
-		nc, err := dial(name, nats.ClosedHandler(func(*nats.Conn) { close(done) }))
+		opts := []nats.Option{nats.ClosedHandler(func(*nats.Conn) { close(done) })}
+		if cfg.Bus.URLs != "" && cfg.Store != durable.None {
+			// Under a leadership (leader.go) nothing is kept to send after a
+			// reconnect: a control plane cut off may have been replaced
+			// meanwhile, and what it said while away (a record, an event,
+			// an answer) would land after its successor's.
+			opts = append(opts, nats.ReconnectBufSize(-1))
+		}
+		nc, err := dial(name, opts...)
 		if err != nil {
 			return nil, err
 		}
@@ -500,6 +515,9 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		// GPU known yet waits instead of being rejected.
 		schedCfg.Since = time.Now()
 	}
+	if c.leads() {
+		schedCfg.Fenced = c.leader.fenced
+	}
 	if cfg.Standby {
 		c.wg.Go(func() {
 			leadLog := log.With(zap.String("actor", "leadership"))
@@ -510,11 +528,12 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	} else {
 		if c.leads() {
 			lctx, done := context.WithTimeout(ctx, 30*time.Second)
-			term, err := c.journal.Lead(lctx, holder())
+			term, err := c.journal.Lead(lctx, c.holder())
 			done()
 			if err != nil {
 				return fail(fmt.Errorf("job journal: taking its leadership: %w", err))
 			}
+			c.leader.hold(time.Now(), lease)
 			log.Info("leading the control plane", zap.Uint64("term", term))
 		}
 		sched, err := scheduler.New(schedCfg)
@@ -614,6 +633,21 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		c.virtual.Start()
 	}
 	return c, nil
+}
+
+// supervisorEmitter is the emitter of sched.up and sched.down for this
+// process: "/supervisor/scheduler", or under a leadership
+// "/supervisor/scheduler/<process>" (two control planes each number
+// their own).
+func (c *Cluster) supervisorEmitter(nc *nats.Conn) *events.Emitter {
+	c.supervisorOnce.Do(func() {
+		source := "/supervisor/scheduler"
+		if c.leads() {
+			source += "/" + c.leader.id
+		}
+		c.supervisor = events.NewEmitter(nc, source)
+	})
+	return c.supervisor
 }
 
 // watch makes a virtual clock flush nc before it decides the simulation

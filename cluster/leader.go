@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/google/uuid"
 	"go.uber.org/zap"
 
 	"github.com/gpusched/gpusched/actors/scheduler"
@@ -31,16 +30,33 @@ import (
 
 // leading says whether this process leads now (set while its scheduler
 // runs under a leadership).
-type leading struct{ on atomic.Bool }
+type leading struct {
+	// id tells this control plane from any other (in the leadership key
+	// and its supervisor's event source).
+	id string
+	on atomic.Bool
+	// until is when this process's leadership lapses unless renewed
+	// (Unix nanoseconds, wall; 0: not leading): every step of its
+	// scheduler asks (scheduler.Config.Fenced).
+	until atomic.Int64
+}
+
+// fenced says whether the leadership lapsed: a scheduler must step no more.
+func (l *leading) fenced() bool { return time.Now().UnixNano() > l.until.Load() }
+
+// hold records a leadership confirmed as of sent: it lasts selfFence.
+func (l *leading) hold(sent time.Time, lease time.Duration) {
+	l.until.Store(sent.Add(selfFence(lease)).UnixNano())
+}
 
 // leads reports whether the cluster takes part in leadership: an
 // external bus (a standby elsewhere can reach the store) and a journal.
 func (c *Cluster) leads() bool { return c.cfg.Bus.URLs != "" && c.journal != nil }
 
-// holder names this process in the leadership key.
-func holder() string {
+// holder names this control plane in the leadership key.
+func (c *Cluster) holder() string {
 	host, _ := os.Hostname()
-	return fmt.Sprintf("%s/%d/%s", host, os.Getpid(), uuid.NewString()[:8])
+	return fmt.Sprintf("%s/%d/%s", host, os.Getpid(), c.leader.id)
 }
 
 // renewEvery and selfFence are the leader's renewal period and how long
@@ -59,6 +75,7 @@ func (c *Cluster) lead(ctx context.Context, cfg scheduler.Config, s *scheduler.S
 	log := c.cfg.Logger.With(zap.String("actor", "leadership"))
 	for {
 		c.leader.on.Store(true)
+		c.leader.hold(time.Now(), lease) // it has just led, or taken the store over
 		termCtx, endTerm := context.WithCancel(ctx)
 		renewed := make(chan struct{})
 		go func() {
@@ -97,12 +114,14 @@ func (c *Cluster) renew(ctx context.Context, s *scheduler.Scheduler, lease time.
 			return
 		case err == nil:
 			last = sent
+			c.leader.hold(sent, lease)
 			if failing {
 				log.Info("leadership renewed again")
 				failing = false
 			}
 		case durable.IsDeposed(err):
 			log.Warn("another control plane took over the job journal")
+			c.leader.until.Store(0)
 			s.Depose()
 			return
 		default:
@@ -113,6 +132,7 @@ func (c *Cluster) renew(ctx context.Context, s *scheduler.Scheduler, lease time.
 			if time.Since(last) >= selfFence(lease) {
 				log.Warn("leadership unrenewed for three quarters of a lease: placing nothing more, as a standby may take over",
 					zap.Duration("since", time.Since(last)))
+				c.leader.until.Store(0)
 				s.Depose()
 				return
 			}
@@ -170,7 +190,7 @@ func (c *Cluster) standBy(ctx context.Context, cfg scheduler.Config, lease time.
 func (c *Cluster) takeOver(ctx context.Context, cfg scheduler.Config) (scheduler.Config, *scheduler.Scheduler, error) {
 	tctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	term, err := c.journal.Lead(tctx, holder())
+	term, err := c.journal.Lead(tctx, c.holder())
 	if err != nil {
 		return cfg, nil, err
 	}
@@ -193,7 +213,7 @@ func (c *Cluster) takeOver(ctx context.Context, cfg scheduler.Config) (scheduler
 	cfg.Incarnation = inc // a restart after a crash here numbers from it
 	c.cfg.Logger.Info("took the control plane over", zap.Uint64("term", term), zap.Int("incarnation", inc),
 		zap.Int("jobs", len(st.Jobs)))
-	emit := events.NewEmitter(cfg.Conn, "/supervisor/scheduler")
+	emit := c.supervisorEmitter(cfg.Conn)
 	emit.Emit(cfg.Subjects.SchedEvent(events.SchedUp), events.Type("sched", events.SchedUp), "", c.Clock.Now(),
 		events.SchedLifecycle{Incarnation: inc, Reason: fmt.Sprintf("took the control plane over (term %d)", term), Policy: cfg.Policy, Durable: true})
 	return cfg, s, nil

@@ -26,7 +26,7 @@ import (
 // control plane took the job journal over: this one is not restarted.
 func (c *Cluster) superviseScheduler(ctx context.Context, cfg scheduler.Config, s *scheduler.Scheduler) error {
 	log := c.cfg.Logger.With(zap.String("actor", "scheduler-supervisor"))
-	emit := events.NewEmitter(cfg.Conn, "/supervisor/scheduler")
+	emit := c.supervisorEmitter(cfg.Conn)
 	base := c.cfg.RestartBackoff
 	if base <= 0 {
 		base = node.DefaultRestartBackoff

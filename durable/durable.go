@@ -141,6 +141,7 @@ func Setup(ctx context.Context, nc *nats.Conn, prefix string, opt Options) (*Jou
 		return nil, fmt.Errorf("job journal %s: %w", JobBucket(subjects.Prefix), err)
 	}
 	j.js, j.kv, j.subject = js, kv, "$KV."+JobBucket(subjects.Prefix)+"."
+	j.fenceRecords = replicas == 1
 	return j, nil
 }
 
@@ -225,6 +226,9 @@ type Journal struct {
 	onError atomic.Pointer[func(jobID string, err error)]
 	// term is the leadership the journal writes under (Lead; 0: none).
 	term atomic.Uint64
+	// fenceRecords: the store has one replica, and fences every record
+	// (publishAsync).
+	fenceRecords bool
 }
 
 // OnError sets what is called (on another goroutine) when the store

@@ -35,6 +35,10 @@ var ErrDeposed = errors.New("another control plane took over the job journal")
 // reading its leadership and taking it.
 var ErrLeadTaken = errors.New("another control plane took the job journal first")
 
+// FencesRecords says whether the store fences each record this journal
+// writes (a store of one replica), besides its renewals and meta keys.
+func (j *Journal) FencesRecords() bool { return j.fenceRecords }
+
 // Lead takes the store over for this control plane (holder names it in
 // the key): a compare-and-set of the leadership key on the revision read
 // just before. From then on every write of the journal is fenced on the
@@ -122,28 +126,49 @@ func (j *Journal) put(ctx context.Context, key string, value []byte) error {
 		_, err := j.kv.Put(ctx, key, value)
 		return err
 	}
-	_, err := j.js.PublishMsg(ctx, &nats.Msg{Subject: j.subject + key, Data: value, Header: h})
-	return deposed(err)
+	for {
+		_, err := j.js.PublishMsg(ctx, &nats.Msg{Subject: j.subject + key, Data: value, Header: h})
+		if !isBusy(err) {
+			return deposed(err)
+		}
+		select { // another fenced write is in flight: after it
+		case <-ctx.Done():
+			return err
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 }
 
-// publishAsync writes subject, fenced, without waiting for the store.
+// publishAsync writes subject without waiting for the store: fenced on a
+// store of one replica. A replicated store refuses two writes in flight
+// that check the same subject (isBusy), and the journal's writes are
+// pipelined: there they are not fenced, and what keeps a deposed leader
+// from placing is that it steps its scheduler only while its leadership
+// is confirmed (cluster's leader.go).
 func (j *Journal) publishAsync(subject string, data []byte) (jetstream.PubAckFuture, error) {
 	h := j.fence()
-	if h == nil {
+	if h == nil || !j.fenceRecords {
 		return j.js.PublishAsync(subject, data)
 	}
 	return j.js.PublishMsgAsync(&nats.Msg{Subject: subject, Data: data, Header: h})
 }
 
-// isFenced reports whether err is the store refusing a write on its
-// expected last sequence (a compare-and-set or a fence that failed).
-func isFenced(err error) bool {
+// isFenced reports whether err is the store refusing a write because the
+// subject it checks has another last sequence than expected (a
+// compare-and-set or a fence that failed).
+func isFenced(err error) bool { return apiCode(err) == jetstream.JSErrCodeStreamWrongLastSequence }
+
+// isBusy reports whether err is a replicated store refusing a write that
+// checks a subject another write in flight checks too (it says nothing of
+// the subject's sequence): written again, it is judged.
+func isBusy(err error) bool { return apiCode(err) == jetstream.JSErrCodeStreamWrongLastSequenceConstant }
+
+func apiCode(err error) jetstream.ErrorCode {
 	var js jetstream.JetStreamError
 	if !errors.As(err, &js) || js.APIError() == nil {
-		return false
+		return 0
 	}
-	c := js.APIError().ErrorCode
-	return c == jetstream.JSErrCodeStreamWrongLastSequence || c == jetstream.JSErrCodeStreamWrongLastSequenceConstant
+	return js.APIError().ErrorCode
 }
 
 // deposed maps a fenced write's refusal to ErrDeposed.

@@ -47,6 +47,12 @@ type Config struct {
 	// benchmark that shows where a submission's time goes; nil costs one
 	// comparison per stage.
 	Trace func(Stage)
+	// Fenced, when set, says whether this process has lost its leadership
+	// of the job journal (cluster's leader.go: unrenewed for too long, or
+	// another control plane took it): the scheduler then steps its core
+	// with nothing more and is deposed. Asked before every step, so a
+	// process woken after a long stop acts on nothing it had queued.
+	Fenced func() bool
 }
 
 // Stage is a point of the scheduler's loop that Config.Trace reports.
@@ -257,6 +263,10 @@ func (s *Scheduler) Remains() events.SchedLifecycle { return s.core.Remains() }
 
 // step hands the core one input at the current simulated and wall time.
 func (s *Scheduler) step(in core.Input) {
+	if s.cfg.Fenced != nil && s.cfg.Fenced() {
+		s.Depose()
+		return
+	}
 	in.Now, in.Wall = s.cfg.Clock.Now(), s.wallNow()
 	s.core.Step(in)
 	// What the memory journal stored is confirmed at once, in the same

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"os"
 	"strings"
 	"sync"
@@ -27,15 +29,38 @@ import (
 // completes once, and the checker, reading the kept event stream from its
 // start, finds no job run twice at once and no VRAM overlap.
 func TestAStandbyTakesOverWhenTheActiveControlPlaneDies(t *testing.T) {
+	failover(t, func(active *process, _ *tcpProxy, _ time.Duration) { active.kill() })
+}
+
+// TestAStandbyTakesOverFromACutOffControlPlane: the same, but the active
+// control plane reaches the bus through a proxy that is cut for three
+// leases and then healed. The cut-off one stops placing by itself; the
+// standby takes over; healed, the first learns from the store that it was
+// deposed and stands by, so only one scheduler ever places.
+func TestAStandbyTakesOverFromACutOffControlPlane(t *testing.T) {
+	failover(t, func(_ *process, proxy *tcpProxy, lease time.Duration) {
+		proxy.cut()
+		time.AfterFunc(3*lease, proxy.heal)
+	})
+}
+
+// failover runs the scenario with fault done to the active control plane
+// mid-run.
+func failover(t *testing.T, fault func(active *process, proxy *tcpProxy, lease time.Duration)) {
 	if testing.Short() {
 		t.Skip("builds and runs four processes")
 	}
 	ns, _ := testbus.StartJetStream(t)
 	url := ns.ClientURL()
+	proxy := newTCPProxy(t, ns.Addr().String())
 	bin := buildCluster(t)
 	const lease = 2 * time.Second
 	plane := []string{"--no-gpus", "--nats", url, "--speed", "60", "--rate", "0", "--lease", lease.String(), "--log-level", "info"}
-	active := startProcess(t, bin, "active", plane...)
+	active := startProcess(t, bin, "active", append(without(plane, "--nats", url), "--nats", "nats://"+proxy.addr())...)
+	testbus.WaitFor(t, "the active control plane to lead", 30*time.Second, func() bool {
+		b, _ := os.ReadFile(active.log)
+		return strings.Contains(string(b), "leading the control plane")
+	})
 	startProcess(t, bin, "standby", append([]string{"--standby"}, without(plane, "--rate", "0")...)...)
 	startProcess(t, bin, "node-a", "node", "--name", "node-a", "--gpus", "2xA100-40GB", "--nats", url, "--lease", lease.String())
 	startProcess(t, bin, "node-b", "node", "--name", "node-b", "--gpus", "2xA100-80GB", "--nats", url, "--lease", lease.String())
@@ -124,7 +149,7 @@ func TestAStandbyTakesOverWhenTheActiveControlPlaneDies(t *testing.T) {
 		})
 	}
 	<-killAt
-	active.kill()
+	fault(active, proxy, lease)
 	killed := time.Now()
 	var took events.SchedLifecycle
 	select {
@@ -165,8 +190,16 @@ func TestAStandbyTakesOverWhenTheActiveControlPlaneDies(t *testing.T) {
 	if sum.Completed != len(accepted) {
 		t.Errorf("the checker saw %d completions of %d accepted jobs", sum.Completed, len(accepted))
 	}
-	t.Logf("lease %s: the standby took over %s after the kill and placed its first job %s after it; %d jobs completed, %d lost and re-queued",
+	t.Logf("lease %s: the standby took over %s after the fault and placed its first job %s after it; %d jobs completed, %d lost and re-queued",
 		lease, tookAfter.Round(time.Millisecond), placedAfter.Round(time.Millisecond), sum.Completed, sum.Lost)
+	// Only the standby's scheduler placed after the fault: the first one's
+	// placements all came before it.
+	firstPlacedAfter.Range(func(src, at any) bool {
+		if src != newSource && at.(time.Time).After(killed.Add(lease)) {
+			t.Errorf("%s placed its first job %s after the fault", src, at.(time.Time).Sub(killed))
+		}
+		return true
+	})
 	if tookAfter > 2*lease {
 		t.Errorf("the standby took over %s after the kill, want within a lease of the last renewal (%s)", tookAfter, lease)
 	}
@@ -183,4 +216,71 @@ func without(args []string, name, value string) []string {
 		out = append(out, args[i])
 	}
 	return out
+}
+
+// tcpProxy forwards TCP connections to a target until cut: then it closes
+// every connection it forwards and refuses new ones, until healed.
+type tcpProxy struct {
+	ln     net.Listener
+	target string
+	mu     sync.Mutex
+	down   bool
+	conns  []net.Conn
+}
+
+func newTCPProxy(t *testing.T, target string) *tcpProxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &tcpProxy{ln: ln, target: target}
+	t.Cleanup(func() { ln.Close(); p.cut() })
+	go p.serve()
+	return p
+}
+
+func (p *tcpProxy) addr() string { return p.ln.Addr().String() }
+
+func (p *tcpProxy) serve() {
+	for {
+		in, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		p.mu.Lock()
+		if p.down {
+			p.mu.Unlock()
+			in.Close()
+			continue
+		}
+		out, err := net.Dial("tcp", p.target)
+		if err != nil {
+			p.mu.Unlock()
+			in.Close()
+			continue
+		}
+		p.conns = append(p.conns, in, out)
+		p.mu.Unlock()
+		go func() { io.Copy(out, in); out.Close() }()
+		go func() { io.Copy(in, out); in.Close() }()
+	}
+}
+
+// cut closes every forwarded connection and refuses new ones.
+func (p *tcpProxy) cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.down = true
+	for _, c := range p.conns {
+		c.Close()
+	}
+	p.conns = nil
+}
+
+// heal lets connections through again.
+func (p *tcpProxy) heal() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.down = false
 }
