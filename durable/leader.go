@@ -161,7 +161,9 @@ func isFenced(err error) bool { return apiCode(err) == jetstream.JSErrCodeStream
 // isBusy reports whether err is a replicated store refusing a write that
 // checks a subject another write in flight checks too (it says nothing of
 // the subject's sequence): written again, it is judged.
-func isBusy(err error) bool { return apiCode(err) == jetstream.JSErrCodeStreamWrongLastSequenceConstant }
+func isBusy(err error) bool {
+	return apiCode(err) == jetstream.JSErrCodeStreamWrongLastSequenceConstant
+}
 
 func apiCode(err error) jetstream.ErrorCode {
 	var js jetstream.JetStreamError
