@@ -41,7 +41,10 @@ type Case struct {
 	// SchedulerKills is the rate of scheduler kills per simulated hour
 	// (0: none): the run keeps a memory journal, so none may lose a job.
 	SchedulerKills float64
-	Arrivals       []jobgen.Arrival
+	// SchedulerHangs and SchedulerPartitions are the rates of scheduler
+	// hangs and partitions per simulated hour (0: none), each FaultFor.
+	SchedulerHangs, SchedulerPartitions float64
+	Arrivals                            []jobgen.Arrival
 	// Sample is the period of the metrics samples whose totals must never
 	// go back (DefaultSample when zero). Not drawn: a setting of the run.
 	Sample time.Duration
@@ -69,7 +72,10 @@ func (c Case) String() string {
 	if c.SchedulerKills > 0 {
 		s += fmt.Sprintf(" kill-scheduler=%g/h", c.SchedulerKills)
 	}
-	if c.Kills+c.Hangs+c.Partitions+c.Delays+c.Drops+c.SchedulerKills > 0 {
+	if c.SchedulerHangs+c.SchedulerPartitions > 0 {
+		s += fmt.Sprintf(" hang-scheduler=%g/h partition-scheduler=%g/h for=%s", c.SchedulerHangs, c.SchedulerPartitions, c.FaultFor)
+	}
+	if c.Kills+c.Hangs+c.Partitions+c.Delays+c.Drops+c.SchedulerKills+c.SchedulerHangs+c.SchedulerPartitions > 0 {
 		s += fmt.Sprintf(" until=%gh", c.Hours)
 	}
 	return s
@@ -129,6 +135,14 @@ func Draw(seed uint64, hours float64) Case {
 	// seeds kill their scheduler once or twice an hour.
 	if rng.IntN(4) == 0 {
 		c.SchedulerKills = float64(1 + rng.IntN(2))
+	}
+	// Drawn after those, for the same reason: a quarter of the seeds hang
+	// or cut off their scheduler up to twice an hour each.
+	if rng.IntN(4) == 0 {
+		c.SchedulerHangs, c.SchedulerPartitions = float64(rng.IntN(3)), float64(rng.IntN(3))
+		if c.FaultFor == 0 {
+			c.FaultFor = time.Duration(1+rng.IntN(30)) * time.Minute
+		}
 	}
 	return c
 }
@@ -284,7 +298,8 @@ func Run(ctx context.Context, c Case) Outcome {
 			mu.Unlock()
 		}}
 	rates := map[string]float64{events.ChaosKillAction: c.Kills, events.ChaosHang: c.Hangs, events.ChaosPartition: c.Partitions,
-		events.ChaosDelay: c.Delays, events.ChaosDrop: c.Drops, events.ChaosKillScheduler: c.SchedulerKills}
+		events.ChaosDelay: c.Delays, events.ChaosDrop: c.Drops, events.ChaosKillScheduler: c.SchedulerKills,
+		events.ChaosHangScheduler: c.SchedulerHangs, events.ChaosPartitionScheduler: c.SchedulerPartitions}
 	for kind, r := range rates {
 		if r <= 0 {
 			delete(rates, kind)

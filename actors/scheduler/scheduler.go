@@ -131,7 +131,14 @@ type Scheduler struct {
 	// outbox what the scheduler sent meanwhile, kept to send when it heals
 	// (outboxLost past maxCutOutbox); cutDropped what reached it meanwhile
 	// and was dropped.
-	cutUntil               time.Time
+	cutUntil time.Time
+	// hungUntil is when a hang on a virtual clock ends (simulated time;
+	// zero: not hung), hungMail what came meanwhile, taken up in order
+	// when it wakes; faultEnd fires when the hang or the partition ends.
+	hungUntil              time.Time
+	hungMail               []*nats.Msg
+	hungInputs             []core.Input
+	faultEnd               simclock.Timer
 	outbox                 []func() error
 	outboxLost, cutDropped int
 	// journalFailing is set while the journal's writes go unconfirmed
@@ -267,6 +274,14 @@ func (s *Scheduler) step(in core.Input) {
 		s.Depose()
 		return
 	}
+	if s.isHung() {
+		// A hung scheduler runs no timer (re-armed when it wakes, from the
+		// core's deadlines) and takes what comes in only when it wakes.
+		if in.Timer == 0 {
+			s.hungInputs = append(s.hungInputs, in)
+		}
+		return
+	}
 	in.Now, in.Wall = s.cfg.Clock.Now(), s.wallNow()
 	s.core.Step(in)
 	// What the memory journal stored is confirmed at once, in the same
@@ -391,7 +406,10 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	}()
 	for {
 		s.heal() // a partition over: what it kept goes out
-		var metricsC, passC, wakeC, roundC, callsC, trainC, leaseC, replayC <-chan time.Time
+		var metricsC, passC, wakeC, roundC, callsC, trainC, leaseC, replayC, faultEndC <-chan time.Time
+		if s.faultEnd != nil {
+			faultEndC = s.faultEnd.C()
+		}
 		if replayRound != nil {
 			replayC = replayRound.C()
 		}
@@ -433,18 +451,39 @@ func (s *Scheduler) Run(ctx context.Context) error {
 			return ErrDeposed
 		case m := <-s.mailbox:
 			switch action, d := s.chaosAsked(m); {
+			case s.isHung() && !s.isFault(m):
+				// It waits, as in a hung process's buffers; a fault is taken
+				// at once (as a hung GPU actor takes one). A request is
+				// answered "no responders" instead: its client waits with
+				// the virtual clock held, and time must move on to the
+				// hang's end (the job generator tries again later).
+				if s.isRequest(m) {
+					s.serverNoResponders(m)
+				} else {
+					s.hungMail = append(s.hungMail, m)
+				}
 			case action == events.ChaosHang:
 				if !s.hang(ctx, m, d) {
 					return nil // stopped while hung
 				}
 			case action == events.ChaosPartition:
 				s.cutOff(m, d)
-			case s.isCut():
-				s.cutDropped++ // it never arrived
+			case s.isCut() && !s.isFault(m):
+				// It never arrived (a fault does, as to a GPU actor). A
+				// request's client is told "no responders", as the server
+				// tells it when the only responder's connection is gone.
+				s.cutDropped++
+				if s.isRequest(m) {
+					s.serverNoResponders(m)
+				}
 			default:
 				s.onMail(m)
 			}
 			if s.core.Killed() != "" {
+				for _, m := range s.hungMail {
+					s.unhandled(m) // killed while hung: nobody will read what waited
+				}
+				s.hungMail = nil
 				s.flushBatches() // what it sent before it died goes out, as unbatched it would have
 				if s.virtual {
 					// The supervisor takes the clock on from here: it arms
@@ -454,6 +493,23 @@ func (s *Scheduler) Run(ctx context.Context) error {
 				}
 				s.cfg.Clock.Release()
 				return ErrKilled
+			}
+		case <-faultEndC:
+			// A hang or a partition on a virtual clock is over (heal, at
+			// the loop's top, ends a partition): a hung scheduler takes up
+			// what waited, in the order it came, before any timer.
+			s.faultEnd = nil
+			if !s.hungUntil.IsZero() {
+				s.wake()
+				if train == nil {
+					armTraining()
+				}
+				if s.core.Killed() != "" {
+					s.flushBatches()
+					s.cfg.Clock.Hold() // the supervisor takes the clock on from here
+					s.cfg.Clock.Release()
+					return ErrKilled
+				}
 			}
 		case in := <-s.internal:
 			if in.Stored != "" {
@@ -486,6 +542,10 @@ func (s *Scheduler) Run(ctx context.Context) error {
 			s.held = false
 			s.step(core.Input{Timer: core.TimerAging})
 		case <-trainC:
+			if s.isHung() {
+				train = nil // armed again when it wakes
+				break
+			}
 			s.step(core.Input{Timer: core.TimerTraining})
 			armTraining()
 		case <-replayC:
@@ -504,7 +564,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 			pass = nil
 			s.step(core.Input{Timer: core.TimerPass})
 		}
-		if s.virtual {
+		if s.virtual && !s.isHung() {
 			if s.core.Dirty() && pass == nil {
 				pass = simclock.NewPhasedTimer(s.cfg.Clock, 0, simclock.PhaseDecide)
 			}
@@ -542,9 +602,10 @@ func (s *Scheduler) onMail(m *nats.Msg) {
 // chaosAsked is the fault a message asks of the scheduler, and for how
 // long: the chaos actions hang-scheduler and partition-scheduler (op
 // chaos, action hang or partition, on its ctl subject); "" for any other
-// message. One that comes while the scheduler is cut off never arrived.
+// message. It comes whatever the scheduler is in (hung, cut off), as a
+// fault reaches a GPU actor.
 func (s *Scheduler) chaosAsked(m *nats.Msg) (string, time.Duration) {
-	if m.Subject != s.ctl || events.Redelivered(m) || s.isCut() {
+	if m.Subject != s.ctl || events.Redelivered(m) {
 		return "", 0
 	}
 	var c events.Control
@@ -560,31 +621,103 @@ func (s *Scheduler) chaosAsked(m *nats.Msg) (string, time.Duration) {
 // GPU actors' partition keeps as many).
 const maxCutOutbox = 10000
 
-// cutOff is the chaos action partition-scheduler on a scaled clock: the
-// scheduler is cut off from the bus for d. It keeps running — its timers
-// fire, its leases lapse, it declares GPUs it no longer hears from dead
-// and re-queues their jobs, as a partitioned process would — but nothing
-// reaches it (what comes is dropped: it never arrived; requests wait out
-// their clients' deadlines) and what it sends is kept, in order, and sent
+// cutOff is the chaos action partition-scheduler: the scheduler is cut
+// off from the bus for d. It keeps running — its timers fire, its leases
+// lapse, it declares GPUs it no longer hears from dead and re-queues their
+// jobs, as a partitioned process would — but nothing reaches it (what
+// comes is dropped: it never arrived; a request is answered "no
+// responders", as the server answers when the only responder's
+// connection is gone) and what it sends is kept, in order, and sent
 // when it heals (heal), up to maxCutOutbox. Its job journal stays
-// reachable (its own connection). A virtual clock refuses it on action.
+// reachable (its own connection). On a virtual clock it ends at its end in
+// simulated time (faultEnd).
 func (s *Scheduler) cutOff(m *nats.Msg, d time.Duration) {
-	if s.virtual {
-		events.Reply(m, events.ErrorReply{Error: model.Errorf("action", "partition-scheduler runs on a scaled clock only")})
-		return
-	}
 	if d <= 0 {
 		events.Reply(m, events.ErrorReply{Error: model.Errorf("duration", "a partition needs a positive duration")})
 		return
 	}
 	events.Reply(m, events.SchedLifecycle{Incarnation: s.core.Incarnation(), Reason: "cut off for " + d.String()})
 	s.flushBatches()
-	s.cutUntil, s.cutDropped = time.Now().Add(d), 0
+	s.cutUntil, s.cutDropped = s.faultNow().Add(d), 0
+	if s.virtual {
+		// Heals at its end in simulated time (heal, at the loop's top).
+		s.armFaultEnd(d)
+	}
 	s.log.Warn("scheduler cut off from the bus (chaos)", zap.Duration("for", d))
 }
 
 // isCut says whether the scheduler is cut off from the bus now.
-func (s *Scheduler) isCut() bool { return !s.cutUntil.IsZero() && time.Now().Before(s.cutUntil) }
+func (s *Scheduler) isCut() bool { return !s.cutUntil.IsZero() && s.faultNow().Before(s.cutUntil) }
+
+// faultNow is the time a hang's or a partition's end is judged by: the
+// wall's on a scaled clock, simulated time on a virtual one.
+func (s *Scheduler) faultNow() time.Time {
+	if s.virtual {
+		return s.cfg.Clock.Now()
+	}
+	return time.Now()
+}
+
+// armFaultEnd arms the timer that ends a hang or a partition on a virtual
+// clock after d (a later fault's end replaces an earlier one's).
+func (s *Scheduler) armFaultEnd(d time.Duration) {
+	if s.faultEnd != nil {
+		s.faultEnd.Stop()
+	}
+	s.faultEnd = simclock.NewPhasedTimer(s.cfg.Clock, d, simclock.PhaseEvent)
+}
+
+// isFault says whether m is a chaos fault for the scheduler itself (on
+// its ctl subject): taken even while it hangs.
+func (s *Scheduler) isFault(m *nats.Msg) bool {
+	if m.Subject != s.ctl || events.Redelivered(m) {
+		return false
+	}
+	var c events.Control
+	return json.Unmarshal(m.Data, &c) == nil && c.Op == events.OpChaos
+}
+
+// isRequest says whether m is a request someone waits on (not an event,
+// nor an answer to one of the scheduler's own calls).
+func (s *Scheduler) isRequest(m *nats.Msg) bool {
+	return m.Reply != "" && !s.cfg.Subjects.IsEvent(m.Subject) && !strings.HasPrefix(m.Subject, s.inbox)
+}
+
+// serverNoResponders answers m as the NATS server answers a request no
+// one listens to: not a send of the scheduler's (which a cut-off one
+// would keep for when it heals).
+func (s *Scheduler) serverNoResponders(m *nats.Msg) {
+	nr := nats.NewMsg(m.Reply)
+	nr.Header.Set("Status", "503")
+	if err := s.cfg.Conn.PublishMsg(nr); err != nil {
+		s.log.Debug("no-responders answer not sent", zap.String("subject", m.Subject), zap.Error(err))
+	}
+}
+
+// isHung says whether the scheduler hangs now on a virtual clock (on a
+// scaled one a hang holds the loop itself: hang).
+func (s *Scheduler) isHung() bool { return !s.hungUntil.IsZero() }
+
+// wake ends a hang on a virtual clock: what waited is taken up in the
+// order it came — the messages, then what the journal confirmed — before
+// any timer.
+func (s *Scheduler) wake() {
+	s.hungUntil = time.Time{}
+	mail, inputs := s.hungMail, s.hungInputs
+	s.hungMail, s.hungInputs = nil, nil
+	s.log.Warn("scheduler woke from a hang", zap.Int("messages_waiting", len(mail)))
+	for _, m := range mail {
+		if s.core.Killed() != "" {
+			s.unhandled(m) // killed by one before it: nobody reads the rest
+			continue
+		}
+		s.onMail(m)
+		s.flushBatches()
+	}
+	for _, in := range inputs {
+		s.step(in)
+	}
+}
 
 // keep holds a send of a cut-off scheduler (cutOff) to be made when it
 // heals. Callers ask isCut first and build the send only then: a closure
@@ -623,26 +756,42 @@ func (s *Scheduler) heal() {
 	s.log.Warn("scheduler back on the bus", zap.Int("sent_kept", kept), zap.Int("lost", lost), zap.Int("missed", s.cutDropped))
 }
 
-// hang is the chaos action hang-scheduler on a scaled clock: the
+// hang is the chaos action hang-scheduler. On a scaled clock the
 // scheduler says it hangs, then does nothing for d — it reads no message
 // (they wait in its mailbox and its connection's buffers, as a hung
 // process's do), runs no timer and answers nothing, so its leases go
 // unrenewed and its clients wait out their deadlines — and then takes up
 // what waited, in the order it came, before any timer: a lease check
 // taken first would judge by a view the waiting heartbeats correct. False
-// when ctx ended while it hung. (On a virtual clock it is refused: a hung
-// loop there would hold simulated time still.)
+// when ctx ended while it hung. On a virtual clock a loop that held its
+// mailbox would hold simulated time still: the hang is a state there
+// (hungUntil) in which the loop takes messages without handling them
+// (Run), and it ends at faultEnd (wake).
 func (s *Scheduler) hang(ctx context.Context, m *nats.Msg, d time.Duration) bool {
-	if s.virtual {
-		events.Reply(m, events.ErrorReply{Error: model.Errorf("action", "hang-scheduler runs on a scaled clock only: on a virtual one the hung scheduler would hold simulated time still")})
-		return true
-	}
 	if d <= 0 {
 		events.Reply(m, events.ErrorReply{Error: model.Errorf("duration", "a hang needs a positive duration")})
 		return true
 	}
 	events.Reply(m, events.SchedLifecycle{Incarnation: s.core.Incarnation(), Reason: "hung for " + d.String()})
 	s.flushBatches()
+	if s.virtual && s.isHung() {
+		// Hung already: the hang lasts until the later end.
+		if end := s.faultNow().Add(d); end.After(s.hungUntil) {
+			s.hungUntil = end
+			s.armFaultEnd(d)
+		}
+		return true
+	}
+	if s.virtual {
+		// A loop that held its mailbox would hold simulated time still:
+		// on a virtual clock the loop goes on taking messages (and
+		// releasing them), keeps them unhandled, runs no timer, and
+		// takes them up when the hang ends (wake).
+		s.hungUntil = s.faultNow().Add(d)
+		s.armFaultEnd(d)
+		s.log.Warn("scheduler hung (chaos)", zap.Duration("for", d))
+		return true
+	}
 	s.log.Warn("scheduler hung (chaos)", zap.Duration("for", d))
 	select {
 	case <-ctx.Done():
