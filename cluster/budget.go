@@ -82,20 +82,9 @@ func (c *Cluster) keepBudgets(ctx context.Context, cfg Config) error {
 			}
 		}
 	}
-	for _, subject := range []string{k.subs.AllGPUEvents(), k.subs.AllHeartbeats()} {
-		sub, err := nc.Subscribe(subject, count)
-		if err != nil {
-			nc.Close()
-			return err
-		}
-		// A flood is what this subscription is for: it must not be the
-		// one that drops it. Counting is cheap, so it keeps up.
-		if err := sub.SetPendingLimits(-1, 1<<30); err != nil {
-			nc.Close()
-			return err
-		}
-	}
-	if err := nc.Flush(); err != nil {
+	// A flood is what these subscriptions are for: they must not be the
+	// ones that drop it. Counting is cheap, so they keep up.
+	if err := subscribeAll(nc, 1<<30, count, k.subs.AllGPUEvents(), k.subs.AllHeartbeats()); err != nil {
 		nc.Close()
 		return err
 	}
@@ -104,6 +93,22 @@ func (c *Cluster) keepBudgets(ctx context.Context, cfg Config) error {
 		k.run(ctx, cuts)
 	})
 	return nil
+}
+
+// subscribeAll subscribes handle to every subject on nc, each holding up
+// to pendingBytes unread, and flushes: the server holds them when it
+// returns.
+func subscribeAll(nc *nats.Conn, pendingBytes int, handle nats.MsgHandler, subjects ...string) error {
+	for _, subject := range subjects {
+		sub, err := nc.Subscribe(subject, handle)
+		if err != nil {
+			return err
+		}
+		if err := sub.SetPendingLimits(-1, pendingBytes); err != nil {
+			return err
+		}
+	}
+	return nc.Flush()
 }
 
 type cutOff struct {

@@ -70,23 +70,13 @@ func (c *Cluster) keepReaders(ctx context.Context, cfg Config) error {
 		readers: auth.NewReaders(bound), log: log, refusals: auth.RefusalLog(log), emit: events.NewEmitter(nc, "/cluster/readers")}
 	// One channel for both: the warden's state is its loop's alone.
 	in := make(chan *nats.Msg, 256)
-	for _, subject := range []string{jsAuditAdvisory, jsConsumerDeletedAdvisory + w.stream + ".*"} {
-		sub, err := nc.Subscribe(subject, func(m *nats.Msg) {
-			select {
-			case in <- m:
-			case <-ctx.Done():
-			}
-		})
-		if err != nil {
-			nc.Close()
-			return err
-		}
-		if err := sub.SetPendingLimits(-1, 64<<20); err != nil {
-			nc.Close()
-			return err
+	forward := func(m *nats.Msg) {
+		select {
+		case in <- m:
+		case <-ctx.Done():
 		}
 	}
-	if err := nc.Flush(); err != nil {
+	if err := subscribeAll(nc, 64<<20, forward, jsAuditAdvisory, jsConsumerDeletedAdvisory+w.stream+".*"); err != nil {
 		nc.Close()
 		return err
 	}
