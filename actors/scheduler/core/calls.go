@@ -226,14 +226,15 @@ func (s *Core) refusalStatus(node, gpu string, r events.ControlReply) {
 // for (at one instant, for ever, on a virtual clock). The answer is to a
 // call made to that node: it speaks for itself only. A job the
 // predecessor ran and no GPU has shown yet is left alone while the
-// restart's grace lasts (its node is not known until then); an
-// uncommitted hold expires by itself.
+// restart's grace lasts (its node is not known until then). An
+// uncommitted hold of a job not being placed there now is freed too: a
+// reservation that reached the node after its call had timed out (one a
+// cut-off scheduler kept and sent when it healed) expires only after its
+// TTL, and until then the node refused the job's next reservation, again
+// and again at one instant of a virtual clock (simtest seed 623).
 func (s *Core) refusalHolds(node string, holds []events.NodeHold) {
 	graceOver := s.graceOver()
 	for _, h := range holds {
-		if !h.Committed {
-			continue
-		}
 		if j, known := s.jobs[h.JobID]; known && ((j.state == stateRunning && j.node == node) ||
 			(j.negotiating != nil && j.negotiating.place.Node == node)) {
 			continue
