@@ -22,10 +22,11 @@ import (
 // has taken the store over, the store itself refuses every write of the
 // first — a record, a commit's precondition — and a deposed scheduler can
 // place nothing (a job runs only once its record is stored). The leader
-// renews an alive mark every third of a lease; a standby (`cluster
-// --standby`) that sees none for a lease takes the store over, reads the
+// renews an alive mark every sixth of a lease; a standby (`cluster
+// --standby`) that sees none for three quarters of a lease takes the
+// store over, reads the
 // journal and starts its scheduler as a restarted one would. A leader that
-// cannot renew for three quarters of a lease stops placing by itself,
+// cannot renew for half a lease stops placing by itself,
 // before any standby may take over.
 
 // leading says whether this process leads now (set while its scheduler
@@ -59,14 +60,19 @@ func (c *Cluster) holder() string {
 	return fmt.Sprintf("%s/%d/%s", host, os.Getpid(), c.leader.id)
 }
 
-// renewEvery and selfFence are the leader's renewal period and how long
-// it goes on placing without a renewal the store confirmed, as fractions
-// of the lease a standby waits: renewals thrice a lease, and a leader cut
-// off stops at three quarters of it, a quarter before a standby may take
-// over (the standby counts from when it last saw a renewal stored, which
-// is after this leader sent it).
-func renewEvery(lease time.Duration) time.Duration { return lease / 3 }
-func selfFence(lease time.Duration) time.Duration  { return lease * 3 / 4 }
+// renewEvery, selfFence and takeOverAfter divide the lease: the leader
+// renews six times a lease; a leader whose renewals the store has not
+// confirmed for half a lease stops placing by itself; a standby takes
+// over after three quarters of a lease without a renewal it saw. The
+// quarter between them is the margin that keeps two schedulers from
+// placing at once (the standby counts from when it saw a renewal stored,
+// which is after the leader sent it), and a standby that has taken over
+// has a quarter of a lease to re-learn the running jobs and place again
+// within a lease of the last renewal. Several renewals fit in the half
+// lease, so one lost to a blip deposes no one.
+func renewEvery(lease time.Duration) time.Duration    { return lease / 6 }
+func selfFence(lease time.Duration) time.Duration     { return lease / 2 }
+func takeOverAfter(lease time.Duration) time.Duration { return lease * 3 / 4 }
 
 // lead supervises this process's scheduler while it leads, renewing the
 // leadership; deposed (or fenced by itself), it stands by, and leads again
@@ -130,7 +136,7 @@ func (c *Cluster) renew(ctx context.Context, s *scheduler.Scheduler, lease time.
 				failing = true
 			}
 			if time.Since(last) >= selfFence(lease) {
-				log.Warn("leadership unrenewed for three quarters of a lease: placing nothing more, as a standby may take over",
+				log.Warn("leadership unrenewed for half a lease: placing nothing more, as a standby may soon take over",
 					zap.Duration("since", time.Since(last)))
 				c.leader.until.Store(0)
 				s.Depose()
@@ -145,7 +151,7 @@ func (c *Cluster) renew(ctx context.Context, s *scheduler.Scheduler, lease time.
 	}
 }
 
-// standBy waits until the leader has renewed nothing for a lease, takes
+// standBy waits until the leader has renewed nothing for takeOverAfter, takes
 // the store over, and returns the scheduler it started from the journal;
 // false when ctx ended first.
 func (c *Cluster) standBy(ctx context.Context, cfg scheduler.Config, lease time.Duration, log *zap.Logger) (scheduler.Config, *scheduler.Scheduler, bool) {
@@ -159,15 +165,15 @@ func (c *Cluster) standBy(ctx context.Context, cfg scheduler.Config, lease time.
 		}
 		marks, err = c.journal.AliveMarks(ctx)
 	}
-	silence := time.NewTimer(lease)
+	silence := time.NewTimer(takeOverAfter(lease))
 	defer silence.Stop()
-	log.Info("standing by: taking over when the leader renews nothing for a lease", zap.Duration("lease", lease))
+	log.Info("standing by: taking over when the leader renews nothing for three quarters of a lease", zap.Duration("lease", lease))
 	for {
 		select {
 		case <-ctx.Done():
 			return cfg, nil, false
 		case <-marks:
-			silence.Reset(lease)
+			silence.Reset(takeOverAfter(lease))
 			continue
 		case <-silence.C:
 		}
@@ -180,7 +186,7 @@ func (c *Cluster) standBy(ctx context.Context, cfg scheduler.Config, lease time.
 		} else {
 			log.Error("taking the store over failed; trying again", zap.Error(err))
 		}
-		silence.Reset(lease)
+		silence.Reset(takeOverAfter(lease))
 	}
 }
 

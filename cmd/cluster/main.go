@@ -215,7 +215,7 @@ func run(args []string) error {
 	eventsBytes := fs.String("events-max-bytes", "1GiB", "keep at most this much of the event stream, oldest dropped first (0: no size limit)")
 	replicas := fs.Int("replicas", 1, "with --nats on a NATS cluster: replicas of the job journal and the event stream (3 survives a server's loss)")
 	noGPUs := fs.Bool("no-gpus", false, "control plane only: no local GPUs; GPU nodes join with 'cluster node'")
-	standby := fs.Bool("standby", false, "with --nats and a store: a standby control plane that takes over when the active one renews nothing for a lease (no GPUs, no generator)")
+	standby := fs.Bool("standby", false, "with --nats and a store: a standby control plane that takes over when the active one renews nothing for three quarters of a lease (no GPUs, no generator)")
 	trainingData := fs.String("training-data", "", "a Pollux data folder (like ../shared/traces/pollux): the cluster then runs distributed training jobs\n"+
 		"(submissions with \"training\"), decided every 60 simulated seconds by --training-policy over the GPUs no other kind\n"+
 		"of job holds (--rate 0 leaves them all to training jobs)")
