@@ -66,10 +66,10 @@ func (c *Cluster) holder() string {
 // over after three quarters of a lease without a renewal it saw. The
 // quarter between them is the margin that keeps two schedulers from
 // placing at once (the standby counts from when it saw a renewal stored,
-// which is after the leader sent it), and a standby that has taken over
-// has a quarter of a lease to re-learn the running jobs and place again
-// within a lease of the last renewal. Several renewals fit in the half
-// lease, so one lost to a blip deposes no one.
+// which is after the leader sent it). Several renewals fit in the half
+// lease, so one lost to a blip deposes no one. (A standby that has taken
+// over places again only once the GPUs' own leases, last renewed by the
+// dead scheduler, have run out: about a lease after the fault.)
 func renewEvery(lease time.Duration) time.Duration    { return lease / 6 }
 func selfFence(lease time.Duration) time.Duration     { return lease / 2 }
 func takeOverAfter(lease time.Duration) time.Duration { return lease * 3 / 4 }
