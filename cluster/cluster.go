@@ -331,22 +331,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	// firstIncarnation numbers the actors of this start (1, or after the
 	// incarnations of the store's earlier starts).
 	firstIncarnation := 1
-	if cfg.Standby {
-		// A standby reads the journal when it takes the store over, not
-		// before: until then it is the active one's.
-		jc, err := connect("journal")
-		if err != nil {
-			return fail(err)
-		}
-		opt := cfg.Durable
-		opt.Storage = cfg.Store
-		setupCtx, done := context.WithTimeout(ctx, 30*time.Second)
-		c.journal, err = durable.Setup(setupCtx, jc, cfg.Prefix, opt)
-		done()
-		if err != nil {
-			return fail(err)
-		}
-	} else if cfg.Store != durable.None {
+	if cfg.Store != durable.None {
 		jc, err := connect("journal")
 		if err != nil {
 			return fail(err)
@@ -355,80 +340,88 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		opt.Storage = cfg.Store
 		setupCtx, done := context.WithTimeout(ctx, 30*time.Second)
 		defer done()
-		if cfg.Fresh {
-			// Said: what the previous run left is gone for good.
-			if old, err := durable.Setup(setupCtx, jc, cfg.Prefix, opt); err == nil {
-				if st, err := old.Load(setupCtx); err == nil && len(st.Jobs) > 0 {
-					unfinished := 0
-					for _, r := range st.Jobs {
-						switch r.State {
-						case events.JobCompleted, events.JobCancelled, events.JobRejected:
-						default:
-							unfinished++
+		if cfg.Standby {
+			// A standby reads the journal when it takes the store over, not
+			// before: until then it is the active one's.
+			if c.journal, err = durable.Setup(setupCtx, jc, cfg.Prefix, opt); err != nil {
+				return fail(err)
+			}
+		} else {
+			if cfg.Fresh {
+				// Said: what the previous run left is gone for good.
+				if old, err := durable.Setup(setupCtx, jc, cfg.Prefix, opt); err == nil {
+					if st, err := old.Load(setupCtx); err == nil && len(st.Jobs) > 0 {
+						unfinished := 0
+						for _, r := range st.Jobs {
+							switch r.State {
+							case events.JobCompleted, events.JobCancelled, events.JobRejected:
+							default:
+								unfinished++
+							}
 						}
+						cfg.Logger.Info("--fresh: discarding the previous run's jobs and event history",
+							zap.Int("jobs", len(st.Jobs)), zap.Int("unfinished", unfinished), zap.String("store", storeName(cfg)))
 					}
-					cfg.Logger.Info("--fresh: discarding the previous run's jobs and event history",
-						zap.Int("jobs", len(st.Jobs)), zap.Int("unfinished", unfinished), zap.String("store", storeName(cfg)))
 				}
-			}
-			if err := durable.Reset(setupCtx, jc, cfg.Prefix); err != nil {
-				return fail(err)
-			}
-		}
-		if c.journal, err = durable.Setup(setupCtx, jc, cfg.Prefix, opt); err != nil {
-			return fail(err)
-		}
-		st, err := c.journal.Load(setupCtx)
-		if err != nil {
-			return fail(err)
-		}
-		if st.Stopped && !cfg.Resume && len(st.Jobs) > 0 {
-			// The last run was stopped on purpose: a new run, as a user
-			// starting the demo again expects.
-			cfg.Logger.Info("the last run on this store stopped cleanly: starting a new one (--resume takes it up instead)",
-				zap.Int("jobs_it_had", len(st.Jobs)), zap.String("store", storeName(cfg)))
-			if err := durable.Reset(setupCtx, jc, cfg.Prefix); err != nil {
-				return fail(err)
+				if err := durable.Reset(setupCtx, jc, cfg.Prefix); err != nil {
+					return fail(err)
+				}
 			}
 			if c.journal, err = durable.Setup(setupCtx, jc, cfg.Prefix, opt); err != nil {
 				return fail(err)
 			}
-			if st, err = c.journal.Load(setupCtx); err != nil {
+			st, err := c.journal.Load(setupCtx)
+			if err != nil {
 				return fail(err)
 			}
-		}
-		if err := c.journal.MarkRunning(setupCtx); err != nil {
-			return fail(fmt.Errorf("job journal: %w", err))
-		}
-		restored = &st
-		boot, err := c.journal.NextBoot(setupCtx)
-		if err != nil {
-			return fail(fmt.Errorf("job journal: counting this start: %w", err))
-		}
-		firstIncarnation = durable.IncarnationBase(boot) + 1
-		if len(st.Jobs) > 0 {
-			// The demo's jobs were submitted when this store's run began.
-			c.cfg.Demo, cfg.Demo = false, false
-			queued, running := 0, 0
-			for _, r := range st.Jobs {
-				switch r.State {
-				case events.JobQueued:
-					queued++
-				case events.JobPlaced, events.JobRunning:
-					running++
+			if st.Stopped && !cfg.Resume && len(st.Jobs) > 0 {
+				// The last run was stopped on purpose: a new run, as a user
+				// starting the demo again expects.
+				cfg.Logger.Info("the last run on this store stopped cleanly: starting a new one (--resume takes it up instead)",
+					zap.Int("jobs_it_had", len(st.Jobs)), zap.String("store", storeName(cfg)))
+				if err := durable.Reset(setupCtx, jc, cfg.Prefix); err != nil {
+					return fail(err)
+				}
+				if c.journal, err = durable.Setup(setupCtx, jc, cfg.Prefix, opt); err != nil {
+					return fail(err)
+				}
+				if st, err = c.journal.Load(setupCtx); err != nil {
+					return fail(err)
 				}
 			}
-			how := "resuming after a crash"
-			if st.Stopped {
-				how = "resuming the stopped run (--resume)"
+			if err := c.journal.MarkRunning(setupCtx); err != nil {
+				return fail(fmt.Errorf("job journal: %w", err))
 			}
-			cfg.Logger.Info(how+" (--fresh starts empty)", zap.Int("queued", queued), zap.Int("running", running),
-				zap.Int("jobs", len(st.Jobs)), zap.Time("from_simtime", st.SimTime), zap.String("store", storeName(cfg)))
-		}
-		if cfg.Clock == nil && !st.SimTime.IsZero() && !epochGiven {
-			// Simulated time resumes where the journal left it, so queued
-			// jobs keep their waits and order.
-			cfg.Epoch = st.SimTime
+			restored = &st
+			boot, err := c.journal.NextBoot(setupCtx)
+			if err != nil {
+				return fail(fmt.Errorf("job journal: counting this start: %w", err))
+			}
+			firstIncarnation = durable.IncarnationBase(boot) + 1
+			if len(st.Jobs) > 0 {
+				// The demo's jobs were submitted when this store's run began.
+				c.cfg.Demo, cfg.Demo = false, false
+				queued, running := 0, 0
+				for _, r := range st.Jobs {
+					switch r.State {
+					case events.JobQueued:
+						queued++
+					case events.JobPlaced, events.JobRunning:
+						running++
+					}
+				}
+				how := "resuming after a crash"
+				if st.Stopped {
+					how = "resuming the stopped run (--resume)"
+				}
+				cfg.Logger.Info(how+" (--fresh starts empty)", zap.Int("queued", queued), zap.Int("running", running),
+					zap.Int("jobs", len(st.Jobs)), zap.Time("from_simtime", st.SimTime), zap.String("store", storeName(cfg)))
+			}
+			if cfg.Clock == nil && !st.SimTime.IsZero() && !epochGiven {
+				// Simulated time resumes where the journal left it, so queued
+				// jobs keep their waits and order.
+				cfg.Epoch = st.SimTime
+			}
 		}
 	}
 	c.Clock = cfg.Clock

@@ -71,14 +71,7 @@ func failover(t *testing.T, fault func(active *process, proxy *tcpProxy, lease t
 	}
 	defer nc.Close()
 	subjects := events.NewSubjects("")
-	request := func(subject string, body any, into any) error {
-		b, _ := json.Marshal(body)
-		msg, err := nc.Request(subject, b, 2*time.Second)
-		if err != nil {
-			return err
-		}
-		return json.Unmarshal(msg.Data, into)
-	}
+	request := requester(nc, 2*time.Second)
 	testbus.WaitFor(t, "both nodes' four GPUs to join the active control plane", 30*time.Second, func() bool {
 		var s events.Snapshot
 		return request(subjects.ClusterSnapshot(), events.SnapshotRequest{}, &s) == nil && s.Summary.GPUsAlive == 4

@@ -152,14 +152,7 @@ func TestMultiProcessClusterSurvivesServerAndControlPlaneLoss(t *testing.T) {
 	}
 	defer nc.Close()
 	subjects := events.NewSubjects("")
-	request := func(subject string, body any, into any) error {
-		b, _ := json.Marshal(body)
-		msg, err := nc.Request(subject, b, 5*time.Second)
-		if err != nil {
-			return err
-		}
-		return json.Unmarshal(msg.Data, into)
-	}
+	request := requester(nc, 5*time.Second)
 	snapshot := func() (events.Snapshot, error) {
 		var s events.Snapshot
 		return s, request(subjects.ClusterSnapshot(), events.SnapshotRequest{}, &s)
@@ -300,6 +293,19 @@ func TestMultiProcessClusterSurvivesServerAndControlPlaneLoss(t *testing.T) {
 	// checker's count (job.get, above, saw every one complete).
 	if sum.Completed+missing < len(accepted) {
 		t.Errorf("the checker saw %d completions for %d accepted jobs (%d events missing)", sum.Completed, len(accepted), missing)
+	}
+}
+
+// requester sends requests on nc, each waiting up to timeout, and decodes
+// their answers into the value given.
+func requester(nc *nats.Conn, timeout time.Duration) func(subject string, body, into any) error {
+	return func(subject string, body, into any) error {
+		b, _ := json.Marshal(body)
+		msg, err := nc.Request(subject, b, timeout)
+		if err != nil {
+			return err
+		}
+		return json.Unmarshal(msg.Data, into)
 	}
 }
 
