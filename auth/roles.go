@@ -158,8 +158,9 @@ func RolePermissions(role Role, prefix, node, stream string) *Permissions {
 			// Its GPUs' events and its heartbeat; the snapshot that tells
 			// it the cluster's clock. Answers to control messages go to
 			// the scheduler's inboxes: Responses.
-			Publish:   []string{sj.NodeGPUEvents(node), sj.NodeHeartbeat(node), sj.ClusterSnapshot()},
-			Subscribe: []string{sj.NodeGPUs(node), sj.NodeSubjects(node), NodeInboxPrefix(node) + ".>"},
+			Publish: []string{sj.NodeGPUEvents(node), sj.NodeHeartbeat(node), sj.ClusterSnapshot()},
+			// sched.up: a new scheduler, which the node heartbeats to at once.
+			Subscribe: []string{sj.NodeGPUs(node), sj.NodeSubjects(node), NodeInboxPrefix(node) + ".>", sj.SchedEvent(events.SchedUp)},
 			Responses: true,
 		}
 	case Admin:

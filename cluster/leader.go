@@ -67,9 +67,10 @@ func (c *Cluster) holder() string {
 // quarter between them is the margin that keeps two schedulers from
 // placing at once (the standby counts from when it saw a renewal stored,
 // which is after the leader sent it). Several renewals fit in the half
-// lease, so one lost to a blip deposes no one. (A standby that has taken
-// over places again only once the GPUs' own leases, last renewed by the
-// dead scheduler, have run out: about a lease after the fault.)
+// lease, so one lost to a blip deposes no one. A GPU stops its own jobs
+// four fifths of a lease after the last heartbeat granted (actors/gpu's
+// fenceMargin), which may come before the take-over: a failover costs the
+// running jobs their work since their last checkpoint, never a double run.
 func renewEvery(lease time.Duration) time.Duration    { return lease / 6 }
 func selfFence(lease time.Duration) time.Duration     { return lease / 2 }
 func takeOverAfter(lease time.Duration) time.Duration { return lease * 3 / 4 }

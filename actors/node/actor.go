@@ -95,6 +95,9 @@ func (a *Actor) Run(ctx context.Context) {
 	first := time.NewTimer(firstHeartbeat)
 	defer first.Stop()
 	firstSent := false
+	// early: a heartbeat was asked for (Host.Announce on a scaled clock)
+	// and goes out like the first one.
+	early := false
 	// On a virtual clock a node sends its first heartbeat once every GPU
 	// has answered (re-pinged each wall period until then; there is no
 	// deadline, the clock does not move before the scheduler has heard
@@ -130,8 +133,8 @@ func (a *Actor) Run(ctx context.Context) {
 			}
 		case l := <-a.alive:
 			heard[l.GPU] = l
-			if !firstSent && len(heard) == len(a.gpus) {
-				firstSent = true
+			if (!firstSent || early) && len(heard) == len(a.gpus) {
+				firstSent, early = true, false
 				first.Stop()
 				a.publishHeartbeat(heard)
 				if virtual && a.leased {
@@ -143,11 +146,21 @@ func (a *Actor) Run(ctx context.Context) {
 			beat = simclock.NewPhasedTimer(a.clock, a.heartbeat, simclock.PhaseBeat)
 			a.clock.Release()
 		case <-a.announce:
-			a.publishHeartbeat(a.current())
+			if virtual {
+				a.publishHeartbeat(a.current())
+			} else if !early {
+				// A new scheduler: every GPU is asked now, and the beat
+				// goes out as a first one does (once all have answered, or
+				// at firstHeartbeat with those that did), a period sooner
+				// than the next tick.
+				early = true
+				first.Reset(firstHeartbeat)
+				a.ping()
+			}
 			a.clock.Release()
 		case <-first.C:
-			if !firstSent && !virtual {
-				firstSent = true
+			if (!firstSent || early) && !virtual {
+				firstSent, early = true, false
 				a.publishHeartbeat(heard)
 			}
 		case <-tick.C:

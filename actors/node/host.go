@@ -106,6 +106,22 @@ func Start(ctx context.Context, cfg HostConfig) (*Host, error) {
 			return nil, err
 		}
 		h.subs = []*nats.Subscription{gpuSub, nodeSub}
+		if !simclock.IsVirtual(cfg.Clock) {
+			// A scheduler that has just started (a restart, a standby
+			// taking over) knows no GPU until a heartbeat names it: each
+			// sched.up makes this node beat at once.
+			upSub, err := cfg.Conn.Subscribe(cfg.Subjects.SchedEvent(events.SchedUp), func(m *nats.Msg) {
+				if ctx.Err() == nil && !events.Redelivered(m) {
+					h.Announce()
+				}
+			})
+			if err != nil {
+				gpuSub.Unsubscribe()
+				nodeSub.Unsubscribe()
+				return nil, err
+			}
+			h.subs = append(h.subs, upSub)
+		}
 		for _, s := range h.subs {
 			// Control traffic must never be dropped as a slow consumer
 			// (the mailboxes take everything at once anyway).
@@ -283,11 +299,14 @@ func (r *Router) Close() {
 	}
 }
 
-// Announce makes the node heartbeat now, with each GPU's incarnation as
-// its supervisor holds it: on a virtual clock a node heartbeats once, at
-// its start, so a scheduler restarted later (a kill-scheduler fault)
-// learns the node and its GPUs from this. The clock is held until the
-// heartbeat is out.
+// Announce makes the node heartbeat now, so that a scheduler that has
+// just started learns the node and its GPUs without waiting for the next
+// period. On a virtual clock the beat names each GPU's incarnation as its
+// supervisor holds it (a node there heartbeats once, at its start, so a
+// scheduler restarted later by a kill-scheduler fault learns the node from
+// this), and the clock is held until it is out. On a scaled clock every
+// GPU is pinged and the beat goes out as a first one does: once all have
+// answered, or after firstHeartbeat with those that did.
 func (h *Host) Announce() {
 	h.cfg.Clock.Hold()
 	select {

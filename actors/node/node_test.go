@@ -22,8 +22,8 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // startHost runs one node (8 cores, 16 GiB, one A100) on a real embedded
-// server until the test ends, beating every 50 ms.
-func startHost(t *testing.T) (*nats.Conn, events.Subjects) {
+// server until the test ends, beating every heartbeat.
+func startHost(t *testing.T, heartbeat time.Duration) (*nats.Conn, events.Subjects) {
 	t.Helper()
 	_, nc := testbus.Start(t)
 	a100, err := model.LookupModel("A100-40GB")
@@ -34,7 +34,7 @@ func startHost(t *testing.T) (*nats.Conn, events.Subjects) {
 	ctx, cancel := context.WithCancel(context.Background())
 	h, err := Start(ctx, HostConfig{Spec: model.NodeSpec{ID: "node-0", CPU: 8, Memory: 16 * model.GiB,
 		GPUs: []model.GPUSpec{{ID: "gpu-0", Model: a100}}}, VRAMModel: vram.Pooled,
-		Clock: simclock.NewScaled(time.Now(), 1), Subjects: subjects, Conn: nc, Heartbeat: 50 * time.Millisecond})
+		Clock: simclock.NewScaled(time.Now(), 1), Subjects: subjects, Conn: nc, Heartbeat: heartbeat})
 	if err != nil {
 		cancel()
 		t.Fatal(err)
@@ -65,7 +65,7 @@ func control(t *testing.T, nc *nats.Conn, subjects events.Subjects, body string)
 // gives a released job's room back, and answers a malformed control with
 // an error naming the field.
 func TestNodeHoldsCPUAndMemory(t *testing.T) {
-	nc, subjects := startHost(t)
+	nc, subjects := startHost(t, 50*time.Millisecond)
 	if rep := control(t, nc, subjects, `{"op":"reserve","job_id":"a","cpu":6,"memory":1073741824}`); !rep.OK {
 		t.Fatalf("reserve 6 of 8 cores: %+v", rep)
 	}
@@ -100,7 +100,7 @@ func TestNodeHoldsCPUAndMemory(t *testing.T) {
 // its capacity, what it holds and its GPU, alive, asking for leases on its
 // lease subject.
 func TestNodeHeartbeatsItsGPUs(t *testing.T) {
-	nc, subjects := startHost(t)
+	nc, subjects := startHost(t, 50*time.Millisecond)
 	var mu sync.Mutex
 	var beats []*nats.Msg
 	sub, err := nc.Subscribe(subjects.NodeHeartbeat("node-0"), func(m *nats.Msg) {
@@ -135,5 +135,44 @@ func TestNodeHeartbeatsItsGPUs(t *testing.T) {
 	})
 	if hb.Node != "node-0" || hb.CPUTotal != 8 || hb.MemoryTotal != int64(16*model.GiB) || hb.GPUs[0].GPU != "gpu-0" || hb.Beat == 0 {
 		t.Fatalf("heartbeat %+v", hb)
+	}
+}
+
+// TestANodeHeartbeatsAtOnceToANewScheduler: a node whose period is an
+// hour beats once at its start, and again as soon as a scheduler says
+// sched.up (a restart, or a standby taking over), with its GPU alive — so
+// a new scheduler learns the cluster without waiting a period.
+func TestANodeHeartbeatsAtOnceToANewScheduler(t *testing.T) {
+	nc, subjects := startHost(t, time.Hour)
+	beats := make(chan events.NodeHeartbeat, 8)
+	sub, err := nc.Subscribe(subjects.NodeHeartbeat("node-0"), func(m *nats.Msg) {
+		var ev struct {
+			Data events.NodeHeartbeat `json:"data"`
+		}
+		if json.Unmarshal(m.Data, &ev) == nil {
+			beats <- ev.Data
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	next := func(what string) events.NodeHeartbeat {
+		t.Helper()
+		select {
+		case hb := <-beats:
+			return hb
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no %s within 10 s (the period is an hour)", what)
+		}
+		return events.NodeHeartbeat{}
+	}
+	first := next("first heartbeat")
+	if err := nc.Publish(subjects.SchedEvent(events.SchedUp), []byte(`{"type":"gpusched.sched.up","data":{"incarnation":2}}`)); err != nil {
+		t.Fatal(err)
+	}
+	hb := next("heartbeat after sched.up")
+	if hb.Beat != first.Beat+1 || len(hb.GPUs) != 1 || !hb.GPUs[0].Alive {
+		t.Fatalf("heartbeat after sched.up: %+v (first was beat %d), want the next beat with the GPU alive", hb, first.Beat)
 	}
 }
