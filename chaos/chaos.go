@@ -201,6 +201,10 @@ func (r *Responder) on(m *nats.Msg) {
 		r.killScheduler(m, req)
 		return
 	}
+	if action == events.ChaosFailoverScheduler {
+		r.failoverScheduler(m, req)
+		return
+	}
 	if action == events.ChaosHangScheduler || action == events.ChaosPartitionScheduler {
 		r.faultScheduler(m, action, req)
 		return
@@ -231,9 +235,9 @@ func Validate(action string, req Request) *model.FieldError {
 	switch {
 	case scheduler && (req.GPU != "" || req.Node != ""):
 		return model.Errorf("gpu", "%s targets the scheduler: give no gpu or node", action)
-	case action == events.ChaosKillScheduler:
+	case action == events.ChaosKillScheduler || action == events.ChaosFailoverScheduler:
 		if req.Duration != "" || req.Delay != "" || req.Drop != nil {
-			return model.Errorf("duration", "kill-scheduler takes no duration, delay or drop")
+			return model.Errorf("duration", "%s takes no duration, delay or drop", action)
 		}
 		return nil
 	case !scheduler && req.GPU == "":
@@ -446,6 +450,32 @@ func (r *Responder) faultScheduler(m *nats.Msg, action string, req Request) {
 	}
 	r.log.Warn("chaos: scheduler "+op, zap.Duration("for", d))
 	events.Reply(m, Reply{OK: true, Action: action, Incarnation: rep.Incarnation, Duration: req.Duration, Note: schedulerNotes[action]})
+}
+
+// FailoverNote is what a failover-scheduler reply says.
+const FailoverNote = "the scheduler is cut off from the bus for good and stops placing half a lease from now; " +
+	"a standby takes the control plane over from the job journal three quarters of a lease from now, " +
+	"re-learning the running jobs from the GPUs; nothing the cut-off one kept is sent"
+
+// failoverScheduler asks the scheduler to fail over to a standby; its
+// reply's incarnation is the standby's.
+func (r *Responder) failoverScheduler(m *nats.Msg, req Request) {
+	if req.Reason == "" {
+		req.Reason = "failed over by a chaos command"
+	}
+	ev := events.ChaosEvent{Reason: req.Reason}
+	r.record(events.ChaosFailoverScheduler, ev)
+	var rep events.SchedLifecycle
+	if fe := r.call(r.subjects.SchedCtl(), events.Control{Op: events.OpChaos, Reason: req.Reason,
+		Chaos: &events.ChaosControl{Action: events.ChaosFailoverScheduler}}, &rep); fe != nil {
+		fe.Field = "scheduler"
+		ev.Failed = fe.Message
+		r.record(events.ChaosFailoverScheduler, ev)
+		events.Reply(m, events.ErrorReply{Error: fe})
+		return
+	}
+	r.log.Warn("chaos: scheduler failing over to a standby", zap.String("reason", rep.Reason))
+	events.Reply(m, Reply{OK: true, Action: events.ChaosFailoverScheduler, Incarnation: rep.Incarnation + 1, Note: FailoverNote})
 }
 
 func (r *Responder) killScheduler(m *nats.Msg, req Request) {

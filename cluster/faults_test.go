@@ -2,12 +2,14 @@ package cluster_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/gpusched/gpusched/actors/scheduler"
 	"github.com/gpusched/gpusched/cluster"
 	"github.com/gpusched/gpusched/durable"
 	"github.com/gpusched/gpusched/events"
@@ -281,6 +283,8 @@ func TestChaosRequestErrors(t *testing.T) {
 		{"delay", `{"gpu":"gpu-1"}`, "delay"},
 		{"kill", `{"gpu":"gpu-1","duration":"1s"}`, "duration"},
 		{"kill-scheduler", `{"gpu":"gpu-1"}`, "gpu"},
+		{"failover-scheduler", `{"duration":"1s"}`, "duration"},
+		{"failover-scheduler", `{}`, "scheduler"}, // no journal for a standby to take over
 		{"reboot", `{"gpu":"gpu-1"}`, "action"},
 	} {
 		rep := req(t, nc, "gpusched.chaos."+tc.action, tc.body)
@@ -360,6 +364,10 @@ func TestACutOffSchedulerLosesWhatItCannotHearAndHeals(t *testing.T) {
 	if _, err := nc.Request("gpusched.job.get", []byte(`{"job_id":"`+id+`"}`), 300*time.Millisecond); err != nats.ErrNoResponders {
 		t.Fatalf("job.get of a cut-off scheduler: %v, want no responders (as the server says when the only responder's connection is gone)", err)
 	}
+	// A failover needs a scheduler that hears the bus.
+	if rep := req(t, nc, "gpusched.chaos.failover-scheduler", `{}`); rep["error"] == nil || !strings.Contains(rep["error"].(obj)["message"].(string), "cut off or hung already") {
+		t.Fatalf("failover-scheduler on a cut-off scheduler: %v, want a refusal", rep)
+	}
 	// Healed: it answers again.
 	waitFor(t, "the scheduler to answer again", 10*time.Second, func() bool {
 		_, err := nc.Request("gpusched.job.get", []byte(`{"job_id":"`+id+`"}`), 300*time.Millisecond)
@@ -381,4 +389,55 @@ func TestACutOffSchedulerLosesWhatItCannotHearAndHeals(t *testing.T) {
 		return false
 	})
 	submit(t, nc, `{"name":"after","vram":"10GB","duration":"1h"}`)
+}
+
+// TestAFailoverHandsTheControlPlaneToAStandby: failover-scheduler on a
+// scaled clock. The scheduler is cut off for good (a request meanwhile is
+// answered "no responders"); no standby says sched.up before three
+// quarters of a lease from the cut, when the cut-off one has fenced itself
+// for a quarter; the standby takes the queue over from the journal, the
+// running job goes on (re-learned) or is re-run from its checkpoint, and
+// every job completes with no violation. A cluster without a journal
+// refuses the fault, naming the scheduler.
+func TestAFailoverHandsTheControlPlaneToAStandby(t *testing.T) {
+	nc, _, log := faultClusterOn(t, durable.Memory)
+	runner := submit(t, nc, `{"name":"runner","vram":"30GB","duration":"5m","checkpoint":"1m","gpu":"gpu-1","preemptible":false}`)
+	waitState(t, nc, runner, "running", 5*time.Second)
+	waiter := submit(t, nc, `{"name":"waiter","vram":"30GB","duration":"1m","gpu":"gpu-1","preemptible":false}`)
+	cut := time.Now()
+	rep := chaosOK(t, nc, "failover-scheduler", `{}`)
+	if !strings.Contains(rep["note"].(string), "standby") {
+		t.Fatalf("failover-scheduler reply %v, want a note on the standby", rep)
+	}
+	if _, err := nc.Request("gpusched.job.get", []byte(`{"job_id":"`+runner+`"}`), 300*time.Millisecond); err != nats.ErrNoResponders {
+		t.Fatalf("job.get of a cut-off scheduler: %v, want no responders", err)
+	}
+	for _, c := range []struct{ action, body string }{{"failover-scheduler", `{}`}, {"partition-scheduler", `{"duration":"1s"}`}} {
+		rep := req(t, nc, "gpusched.chaos."+c.action, c.body)
+		if e, _ := rep["error"].(obj); e == nil || e["field"] != "scheduler" || !strings.Contains(e["message"].(string), "failing over") {
+			t.Fatalf("%s while failing over: %v, want an error naming the scheduler", c.action, rep)
+		}
+	}
+	var took time.Time
+	waitFor(t, "the standby's sched.up", 10*time.Second, func() bool {
+		for _, e := range log.find("gpusched.sched.up", "") {
+			if d := e["data"].(obj); strings.Contains(fmt.Sprint(d["reason"]), "a standby took the control plane over") {
+				if d["incarnation"] != rep["incarnation"] {
+					t.Fatalf("the standby's sched.up %v, want the incarnation the reply named (%v)", d, rep["incarnation"])
+				}
+				took = time.Now()
+				return true
+			}
+		}
+		return false
+	})
+	if after := took.Sub(cut); after < scheduler.LeaderTakeOver(faultLease) {
+		t.Fatalf("the standby took over %s after the cut, before the take-over (%s)", after, scheduler.LeaderTakeOver(faultLease))
+	}
+	for _, id := range []string{runner, waiter} {
+		waitState(t, nc, id, "completed", 60*time.Second)
+	}
+	if h := history(getJob(t, nc, waiter)); strings.Count(h, "running") != 1 {
+		t.Fatalf("the waiter's history %s, want it run once, after the failover", h)
+	}
 }

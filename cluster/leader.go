@@ -45,9 +45,10 @@ type leading struct {
 // fenced says whether the leadership lapsed: a scheduler must step no more.
 func (l *leading) fenced() bool { return time.Now().UnixNano() > l.until.Load() }
 
-// hold records a leadership confirmed as of sent: it lasts selfFence.
+// hold records a leadership confirmed as of sent: it lasts
+// scheduler.LeaderSelfFence.
 func (l *leading) hold(sent time.Time, lease time.Duration) {
-	l.until.Store(sent.Add(selfFence(lease)).UnixNano())
+	l.until.Store(sent.Add(scheduler.LeaderSelfFence(lease)).UnixNano())
 }
 
 // leads reports whether the cluster takes part in leadership: an
@@ -59,21 +60,6 @@ func (c *Cluster) holder() string {
 	host, _ := os.Hostname()
 	return fmt.Sprintf("%s/%d/%s", host, os.Getpid(), c.leader.id)
 }
-
-// renewEvery, selfFence and takeOverAfter divide the lease: the leader
-// renews six times a lease; a leader whose renewals the store has not
-// confirmed for half a lease stops placing by itself; a standby takes
-// over after three quarters of a lease without a renewal it saw. The
-// quarter between them is the margin that keeps two schedulers from
-// placing at once (the standby counts from when it saw a renewal stored,
-// which is after the leader sent it). Several renewals fit in the half
-// lease, so one lost to a blip deposes no one. A GPU stops its own jobs
-// four fifths of a lease after the last heartbeat granted (actors/gpu's
-// fenceMargin), which may come before the take-over: a failover costs the
-// running jobs their work since their last checkpoint, never a double run.
-func renewEvery(lease time.Duration) time.Duration    { return lease / 6 }
-func selfFence(lease time.Duration) time.Duration     { return lease / 2 }
-func takeOverAfter(lease time.Duration) time.Duration { return lease * 3 / 4 }
 
 // lead supervises this process's scheduler while it leads, renewing the
 // leadership; deposed (or fenced by itself), it stands by, and leads again
@@ -104,16 +90,17 @@ func (c *Cluster) lead(ctx context.Context, cfg scheduler.Config, s *scheduler.S
 	}
 }
 
-// renew renews the leadership every renewEvery until ctx ends; deposed,
-// or unable to renew for selfFence, it deposes s.
+// renew renews the leadership every scheduler.LeaderRenewEvery until ctx
+// ends; deposed, or unable to renew for scheduler.LeaderSelfFence, it
+// deposes s.
 func (c *Cluster) renew(ctx context.Context, s *scheduler.Scheduler, lease time.Duration, log *zap.Logger) {
-	t := time.NewTicker(renewEvery(lease))
+	t := time.NewTicker(scheduler.LeaderRenewEvery(lease))
 	defer t.Stop()
 	last := time.Now()
 	failing := false
 	for {
 		sent := time.Now()
-		rctx, cancel := context.WithTimeout(ctx, renewEvery(lease))
+		rctx, cancel := context.WithTimeout(ctx, scheduler.LeaderRenewEvery(lease))
 		err := c.journal.Renew(rctx)
 		cancel()
 		switch {
@@ -136,7 +123,7 @@ func (c *Cluster) renew(ctx context.Context, s *scheduler.Scheduler, lease time.
 				log.Warn("leadership not renewed; retrying", zap.Error(err))
 				failing = true
 			}
-			if time.Since(last) >= selfFence(lease) {
+			if time.Since(last) >= scheduler.LeaderSelfFence(lease) {
 				log.Warn("leadership unrenewed for half a lease: placing nothing more, as a standby may soon take over",
 					zap.Duration("since", time.Since(last)))
 				c.leader.until.Store(0)
@@ -152,7 +139,8 @@ func (c *Cluster) renew(ctx context.Context, s *scheduler.Scheduler, lease time.
 	}
 }
 
-// standBy waits until the leader has renewed nothing for takeOverAfter, takes
+// standBy waits until the leader has renewed nothing for
+// scheduler.LeaderTakeOver, takes
 // the store over, and returns the scheduler it started from the journal;
 // false when ctx ended first.
 func (c *Cluster) standBy(ctx context.Context, cfg scheduler.Config, lease time.Duration, log *zap.Logger) (scheduler.Config, *scheduler.Scheduler, bool) {
@@ -166,7 +154,7 @@ func (c *Cluster) standBy(ctx context.Context, cfg scheduler.Config, lease time.
 		}
 		marks, err = c.journal.AliveMarks(ctx)
 	}
-	silence := time.NewTimer(takeOverAfter(lease))
+	silence := time.NewTimer(scheduler.LeaderTakeOver(lease))
 	defer silence.Stop()
 	log.Info("standing by: taking over when the leader renews nothing for three quarters of a lease", zap.Duration("lease", lease))
 	for {
@@ -174,7 +162,7 @@ func (c *Cluster) standBy(ctx context.Context, cfg scheduler.Config, lease time.
 		case <-ctx.Done():
 			return cfg, nil, false
 		case <-marks:
-			silence.Reset(takeOverAfter(lease))
+			silence.Reset(scheduler.LeaderTakeOver(lease))
 			continue
 		case <-silence.C:
 		}
@@ -187,7 +175,7 @@ func (c *Cluster) standBy(ctx context.Context, cfg scheduler.Config, lease time.
 		} else {
 			log.Error("taking the store over failed; trying again", zap.Error(err))
 		}
-		silence.Reset(takeOverAfter(lease))
+		silence.Reset(scheduler.LeaderTakeOver(lease))
 	}
 }
 

@@ -56,7 +56,8 @@ func (c *Cluster) superviseScheduler(ctx context.Context, cfg scheduler.Config, 
 			emit.Emit(cfg.Subjects.SchedEvent(events.SchedDown), events.Type("sched", events.SchedDown), "", c.Clock.Now(), rem)
 			return err
 		}
-		if virtual && !errors.Is(err, scheduler.ErrKilled) && !s.HoldsClock() {
+		failedOver := errors.Is(err, scheduler.ErrFailedOver)
+		if virtual && !errors.Is(err, scheduler.ErrKilled) && !failedOver && !s.HoldsClock() {
 			// A panic outside an input that held the clock hands over no
 			// hold: take one. One inside such an input (a message, a
 			// virtual timer: nearly always) hands over that input's, and
@@ -72,13 +73,22 @@ func (c *Cluster) superviseScheduler(ctx context.Context, cfg scheduler.Config, 
 		}
 		died := now()
 		backoff = node.NextBackoff(backoff, base, died.Sub(started))
+		if failedOver {
+			// A standby takes over at its take-over instant: no backoff
+			// (and none counted against the next crash).
+			backoff = 0
+		}
 		// The queue is lost only without a journal; the successor's
 		// incarnation is the one the restart below gives it.
 		queuedLost := rem.Queued
 		if rem.Durable {
 			queuedLost = 0
 		}
-		log.Warn("scheduler crashed; restarting it", zap.String("reason", rem.Reason), zap.Int("queued", rem.Queued),
+		what := "scheduler crashed; restarting it"
+		if failedOver {
+			what = "scheduler failed over; a standby takes the control plane over"
+		}
+		log.Warn(what, zap.String("reason", rem.Reason), zap.Int("queued", rem.Queued),
 			zap.Int("queued_lost", queuedLost), zap.Int("running", rem.Running), zap.Duration("backoff", backoff),
 			zap.Int("incarnation", max(cfg.Incarnation, 1)+1))
 		emit.Emit(cfg.Subjects.SchedEvent(events.SchedDown), events.Type("sched", events.SchedDown), "", c.Clock.Now(), rem)
@@ -143,13 +153,26 @@ func (c *Cluster) superviseScheduler(ctx context.Context, cfg scheduler.Config, 
 			log.Error("scheduler restart failed; retrying", zap.Error(err))
 		}
 		c.watchSubs(s.Subscriptions())
+		up := "restarted after: " + rem.Reason
+		if failedOver {
+			up = "a standby took the control plane over after: " + rem.Reason
+		}
 		emit.Emit(cfg.Subjects.SchedEvent(events.SchedUp), events.Type("sched", events.SchedUp), "", c.Clock.Now(),
-			events.SchedLifecycle{Incarnation: cfg.Incarnation, Reason: "restarted after: " + rem.Reason, Policy: cfg.Policy})
+			events.SchedLifecycle{Incarnation: cfg.Incarnation, Reason: up, Policy: cfg.Policy})
 		if virtual {
 			for _, h := range c.hosts {
 				h.Announce()
 			}
 			c.Clock.Release()
+		} else if c.cfg.Shape.GPUCount() <= joinWave {
+			// This process's nodes beat to the successor at once (a
+			// remote node does on its sched.up), so it re-learns them
+			// without waiting a period; past a join wave of GPUs the
+			// periodic beats spread what a burst would put in its mailbox
+			// at one instant (see joinWave).
+			for _, h := range c.hosts {
+				h.Announce()
+			}
 		}
 	}
 }

@@ -249,16 +249,23 @@ const (
 	// duration (a scaled clock only): nothing reaches it, what it sends
 	// waits until it heals.
 	ChaosPartitionScheduler = "partition-scheduler"
+	// ChaosFailoverScheduler cuts the scheduler off from the bus for good:
+	// it stops placing half a lease later, and a standby in the same
+	// process takes the control plane over from the job journal three
+	// quarters of a lease after the cut; nothing the cut-off one kept is
+	// ever sent.
+	ChaosFailoverScheduler = "failover-scheduler"
 )
 
 // ChaosActions lists every chaos action, in the order the docs give them.
 var ChaosActions = []string{ChaosKillAction, ChaosHang, ChaosPartition, ChaosDelay, ChaosDrop, ChaosKillScheduler,
-	ChaosHangScheduler, ChaosPartitionScheduler}
+	ChaosHangScheduler, ChaosPartitionScheduler, ChaosFailoverScheduler}
 
 // SchedulerChaos says whether a chaos action targets the scheduler (no
 // GPU or node).
 func SchedulerChaos(action string) bool {
-	return action == ChaosKillScheduler || action == ChaosHangScheduler || action == ChaosPartitionScheduler
+	return action == ChaosKillScheduler || action == ChaosHangScheduler || action == ChaosPartitionScheduler ||
+		action == ChaosFailoverScheduler
 }
 
 // Scheduler lifecycle event types (published by its supervisor).

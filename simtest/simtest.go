@@ -44,7 +44,11 @@ type Case struct {
 	// SchedulerHangs and SchedulerPartitions are the rates of scheduler
 	// hangs and partitions per simulated hour (0: none), each FaultFor.
 	SchedulerHangs, SchedulerPartitions float64
-	Arrivals                            []jobgen.Arrival
+	// SchedulerFailovers is the rate of failovers per simulated hour (0:
+	// none): the scheduler is cut off for good and a standby takes the
+	// control plane over from the memory journal (failover-scheduler).
+	SchedulerFailovers float64
+	Arrivals           []jobgen.Arrival
 	// Sample is the period of the metrics samples whose totals must never
 	// go back (DefaultSample when zero). Not drawn: a setting of the run.
 	Sample time.Duration
@@ -75,7 +79,10 @@ func (c Case) String() string {
 	if c.SchedulerHangs+c.SchedulerPartitions > 0 {
 		s += fmt.Sprintf(" hang-scheduler=%g/h partition-scheduler=%g/h for=%s", c.SchedulerHangs, c.SchedulerPartitions, c.FaultFor)
 	}
-	if c.Kills+c.Hangs+c.Partitions+c.Delays+c.Drops+c.SchedulerKills+c.SchedulerHangs+c.SchedulerPartitions > 0 {
+	if c.SchedulerFailovers > 0 {
+		s += fmt.Sprintf(" failover-scheduler=%g/h", c.SchedulerFailovers)
+	}
+	if c.Kills+c.Hangs+c.Partitions+c.Delays+c.Drops+c.SchedulerKills+c.SchedulerHangs+c.SchedulerPartitions+c.SchedulerFailovers > 0 {
 		s += fmt.Sprintf(" until=%gh", c.Hours)
 	}
 	return s
@@ -143,6 +150,11 @@ func Draw(seed uint64, hours float64) Case {
 		if c.FaultFor == 0 {
 			c.FaultFor = time.Duration(1+rng.IntN(30)) * time.Minute
 		}
+	}
+	// Drawn after those, for the same reason: a quarter of the seeds fail
+	// their control plane over to a standby once or twice an hour.
+	if rng.IntN(4) == 0 {
+		c.SchedulerFailovers = float64(1 + rng.IntN(2))
 	}
 	return c
 }
@@ -299,7 +311,8 @@ func Run(ctx context.Context, c Case) Outcome {
 		}}
 	rates := map[string]float64{events.ChaosKillAction: c.Kills, events.ChaosHang: c.Hangs, events.ChaosPartition: c.Partitions,
 		events.ChaosDelay: c.Delays, events.ChaosDrop: c.Drops, events.ChaosKillScheduler: c.SchedulerKills,
-		events.ChaosHangScheduler: c.SchedulerHangs, events.ChaosPartitionScheduler: c.SchedulerPartitions}
+		events.ChaosHangScheduler: c.SchedulerHangs, events.ChaosPartitionScheduler: c.SchedulerPartitions,
+		events.ChaosFailoverScheduler: c.SchedulerFailovers}
 	for kind, r := range rates {
 		if r <= 0 {
 			delete(rates, kind)

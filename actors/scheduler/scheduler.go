@@ -104,6 +104,12 @@ var ErrKilled = errors.New("scheduler killed")
 // nothing more, and is not restarted here.
 var ErrDeposed = errors.New("scheduler deposed: another control plane took over the job journal")
 
+// ErrFailedOver is what Run returns when a failover-scheduler fault has
+// run its course: the scheduler, cut off, fenced itself, and a standby
+// takes the control plane over from the journal (its supervisor starts it
+// at once).
+var ErrFailedOver = errors.New("scheduler failed over: cut off from the bus, a standby took the control plane over")
+
 // leaseChecks is how many times per lease the scheduler looks for expired
 // leases: a death is declared at most a tenth of a lease late.
 const leaseChecks = 10
@@ -132,6 +138,16 @@ type Scheduler struct {
 	// (outboxLost past maxCutOutbox); cutDropped what reached it meanwhile
 	// and was dropped.
 	cutUntil time.Time
+	// fenceAt and failoverAt are, under a failover-scheduler fault, when
+	// the cut-off scheduler stops stepping (it fenced itself) and when the
+	// standby takes over (Run returns ErrFailedOver; what it kept is never
+	// sent); zero otherwise. failoverWall fires at failoverAt on a scaled
+	// clock (faultEnd on a virtual one).
+	fenceAt, failoverAt time.Time
+	failoverWall        <-chan time.Time
+	// totalsAtCut are the totals when a failover cut the scheduler off:
+	// its store's last (Remains).
+	totalsAtCut events.Totals
 	// hungUntil is when a hang on a virtual clock ends (simulated time;
 	// zero: not hung), hungMail what came meanwhile, taken up in order
 	// when it wakes; faultEnd fires when the hang or the partition ends.
@@ -266,13 +282,25 @@ func (s *Scheduler) Subscriptions() []*nats.Subscription { return s.subs }
 
 // Remains says what a dead scheduler held: its supervisor reports it in
 // the down event (the queue is lost unless the journal keeps it).
-func (s *Scheduler) Remains() events.SchedLifecycle { return s.core.Remains() }
+func (s *Scheduler) Remains() events.SchedLifecycle {
+	rem := s.core.Remains()
+	if s.cutForGood() {
+		// What a standby finds in the store: the totals as of the cut
+		// (nothing the cut-off one did after it reached the store).
+		t := s.totalsAtCut
+		rem.Totals = &t
+	}
+	return rem
+}
 
 // step hands the core one input at the current simulated and wall time.
 func (s *Scheduler) step(in core.Input) {
 	if s.cfg.Fenced != nil && s.cfg.Fenced() {
 		s.Depose()
 		return
+	}
+	if s.selfFenced() {
+		return // failing over: it places, stores and times out nothing more
 	}
 	if s.isHung() {
 		// A hung scheduler runs no timer (re-armed when it wakes, from the
@@ -462,12 +490,18 @@ func (s *Scheduler) Run(ctx context.Context) error {
 				} else {
 					s.hungMail = append(s.hungMail, m)
 				}
+			case action != "" && s.cutForGood():
+				// Failing over, it hears nothing more: a later hang or
+				// cut would only move its take-over.
+				events.Reply(m, events.ErrorReply{Error: model.Errorf("scheduler", "the scheduler is failing over to a standby already: it hears no fault")})
 			case action == events.ChaosHang:
 				if !s.hang(ctx, m, d) {
 					return nil // stopped while hung
 				}
 			case action == events.ChaosPartition:
 				s.cutOff(m, d)
+			case action == events.ChaosFailoverScheduler:
+				s.failOver(m)
 			case s.isCut() && !s.isFault(m):
 				// It never arrived (a fault does, as to a GPU actor). A
 				// request's client is told "no responders", as the server
@@ -494,11 +528,21 @@ func (s *Scheduler) Run(ctx context.Context) error {
 				s.cfg.Clock.Release()
 				return ErrKilled
 			}
+		case <-s.failoverWall:
+			s.held = false
+			s.takenOver()
+			return ErrFailedOver
 		case <-faultEndC:
 			// A hang or a partition on a virtual clock is over (heal, at
 			// the loop's top, ends a partition): a hung scheduler takes up
 			// what waited, in the order it came, before any timer.
 			s.faultEnd = nil
+			if s.failedOver() {
+				s.takenOver()
+				s.cfg.Clock.Hold() // the supervisor takes the clock on from here
+				s.cfg.Clock.Release()
+				return ErrFailedOver
+			}
 			if !s.hungUntil.IsZero() {
 				s.wake()
 				if train == nil {
@@ -534,7 +578,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		case <-metricsWall:
 			s.held = false
 			s.step(core.Input{Timer: core.TimerMetrics})
-			if s.cfg.Journal != nil {
+			if s.cfg.Journal != nil && !s.cutForGood() {
 				s.cfg.Journal.PutClock(s.cfg.Clock.Now())
 				s.cfg.Journal.PutTotals(s.core.Totals())
 			}
@@ -542,7 +586,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 			s.held = false
 			s.step(core.Input{Timer: core.TimerAging})
 		case <-trainC:
-			if s.isHung() {
+			if s.isHung() || s.selfFenced() {
 				train = nil // armed again when it wakes
 				break
 			}
@@ -564,7 +608,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 			pass = nil
 			s.step(core.Input{Timer: core.TimerPass})
 		}
-		if s.virtual && !s.isHung() {
+		if s.virtual && !s.isHung() && !s.selfFenced() {
 			if s.core.Dirty() && pass == nil {
 				pass = simclock.NewPhasedTimer(s.cfg.Clock, 0, simclock.PhaseDecide)
 			}
@@ -600,8 +644,9 @@ func (s *Scheduler) onMail(m *nats.Msg) {
 }
 
 // chaosAsked is the fault a message asks of the scheduler, and for how
-// long: the chaos actions hang-scheduler and partition-scheduler (op
-// chaos, action hang or partition, on its ctl subject); "" for any other
+// long: the chaos actions hang-scheduler, partition-scheduler and
+// failover-scheduler (op chaos, action hang, partition or
+// failover-scheduler, on its ctl subject); "" for any other
 // message. It comes whatever the scheduler is in (hung, cut off), as a
 // fault reaches a GPU actor.
 func (s *Scheduler) chaosAsked(m *nats.Msg) (string, time.Duration) {
@@ -610,10 +655,90 @@ func (s *Scheduler) chaosAsked(m *nats.Msg) (string, time.Duration) {
 	}
 	var c events.Control
 	if json.Unmarshal(m.Data, &c) != nil || c.Op != events.OpChaos || c.Chaos == nil ||
-		(c.Chaos.Action != events.ChaosHang && c.Chaos.Action != events.ChaosPartition) {
+		(c.Chaos.Action != events.ChaosHang && c.Chaos.Action != events.ChaosPartition && c.Chaos.Action != events.ChaosFailoverScheduler) {
 		return "", 0
 	}
 	return c.Chaos.Action, time.Duration(c.Chaos.DurationMS) * time.Millisecond
+}
+
+// failOver is the chaos action failover-scheduler: what a control plane
+// cut off from its bus and store goes through beside a standby. It is cut
+// off as by cutOff, but for good; it stops stepping a self-fence later
+// (LeaderSelfFence: half a lease, from the cut), and at the take-over
+// (LeaderTakeOver: three quarters) Run returns ErrFailedOver, dropping
+// what it kept — a deposed leader's connection keeps nothing for after a
+// reconnect — and its supervisor starts the standby from the journal. A
+// scheduler that leads a store on an external bus (Config.Fenced) is
+// failed over by killing or cutting off its process instead; one without
+// a journal has nothing a standby could take over.
+func (s *Scheduler) failOver(m *nats.Msg) {
+	fail := func(msg string) {
+		events.Reply(m, events.ErrorReply{Error: model.Errorf("scheduler", "%s", msg)})
+	}
+	switch {
+	case s.cfg.Fenced != nil:
+		fail("this control plane leads a store on an external bus: fail it over by killing or cutting off its process, with a standby (cluster --standby) running")
+		return
+	case s.cfg.Journal == nil && s.cfg.MemoryJournal == nil:
+		fail("a failover needs a job journal for the standby to take over from (run with --data-dir)")
+		return
+	case s.isCut() || s.isHung():
+		// What a cut-off scheduler stored meanwhile (its journal stays
+		// reachable in a partition) was never told on the bus: a take-over
+		// dropping what it kept would leave those events untold for good.
+		fail("the scheduler is cut off or hung already: a failover needs one that hears the bus")
+		return
+	}
+	lease := s.core.Lease()
+	if lease <= 0 {
+		lease = core.DefaultLease
+		if s.virtual {
+			lease = core.DefaultVirtualLease
+		}
+	}
+	take := LeaderTakeOver(lease)
+	events.Reply(m, events.SchedLifecycle{Incarnation: s.core.Incarnation(), Reason: "cut off; a standby takes the control plane over in " + take.String()})
+	s.flushBatches()
+	now := s.faultNow()
+	s.totalsAtCut = s.core.Totals()
+	s.cutUntil, s.cutDropped = now.Add(take), 0
+	s.fenceAt, s.failoverAt = now.Add(LeaderSelfFence(lease)), now.Add(take)
+	if s.virtual {
+		s.armFaultEnd(take)
+	} else {
+		s.failoverWall = time.After(take)
+	}
+	s.log.Warn("scheduler cut off for good (chaos): a standby takes over", zap.Duration("self_fence_in", LeaderSelfFence(lease)),
+		zap.Duration("take_over_in", take))
+}
+
+// cutForGood says whether a failover has cut the scheduler off: from its
+// store too (a control plane reaches its store over the bus), so nothing
+// it writes from then on is stored.
+func (s *Scheduler) cutForGood() bool { return !s.failoverAt.IsZero() }
+
+// errStoreCutOff is a journal write of a scheduler a failover cut off.
+var errStoreCutOff = errors.New("the store is unreachable: the scheduler is cut off from the bus (failover-scheduler)")
+
+// selfFenced says whether a failing-over scheduler has fenced itself.
+func (s *Scheduler) selfFenced() bool {
+	return !s.fenceAt.IsZero() && !s.faultNow().Before(s.fenceAt)
+}
+
+// failedOver says whether a failover's take-over has come.
+func (s *Scheduler) failedOver() bool {
+	return !s.failoverAt.IsZero() && !s.faultNow().Before(s.failoverAt)
+}
+
+// takenOver ends a failed-over scheduler: what it kept while cut off is
+// never sent, and what waited while it hung is never read.
+func (s *Scheduler) takenOver() {
+	for _, m := range s.hungMail {
+		s.unhandled(m)
+	}
+	s.log.Warn("a standby took the control plane over: this scheduler stops; what it kept while cut off is dropped",
+		zap.Int("kept", len(s.outbox)+s.outboxLost), zap.Int("missed", s.cutDropped))
+	s.hungMail, s.outbox, s.outboxLost = nil, nil, 0
 }
 
 // maxCutOutbox bounds what a cut-off scheduler keeps to send when it
@@ -742,8 +867,8 @@ func (s *Scheduler) publish(subject, reply string, data []byte) error {
 // heal ends a partition once it is over: what the scheduler kept is sent,
 // in order, and it hears again.
 func (s *Scheduler) heal() {
-	if s.cutUntil.IsZero() || s.isCut() {
-		return
+	if s.cutUntil.IsZero() || s.isCut() || !s.failoverAt.IsZero() {
+		return // (a failover never heals: takenOver)
 	}
 	s.cutUntil = time.Time{}
 	kept, lost := len(s.outbox), s.outboxLost
@@ -945,6 +1070,10 @@ type journal struct{ s *Scheduler }
 // written again later.
 func (w journal) Put(rec *durable.Record, confirm bool) error {
 	s := w.s
+	if s.cutForGood() {
+		s.failedWrite(rec.JobID, errStoreCutOff)
+		return errStoreCutOff
+	}
 	fut, err := s.cfg.Journal.Put(rec)
 	if err != nil {
 		s.failedWrite(rec.JobID, err)
@@ -961,6 +1090,10 @@ func (w journal) Put(rec *durable.Record, confirm bool) error {
 			}
 			s.post(core.Input{Stored: rec.JobID})
 		case err := <-fut.Err():
+			if s.journalFailing.CompareAndSwap(false, true) {
+				s.log.Warn("job journal writes refused by the store; each is written again until it takes it (said once)",
+					zap.String("job", rec.JobID), zap.Error(err))
+			}
 			s.post(core.Input{Unstored: &core.Unstored{JobID: rec.JobID, Why: err.Error()}})
 		case <-s.done:
 		}
@@ -974,6 +1107,9 @@ type memoryJournal struct{ s *Scheduler }
 // Put implements core.Store: kept at once; a write to confirm is
 // confirmed once the step that wrote it is done (step).
 func (w memoryJournal) Put(rec *durable.Record, confirm bool) error {
+	if w.s.cutForGood() {
+		return nil // never reaches the store, never confirmed
+	}
 	w.s.cfg.MemoryJournal.Put(rec)
 	if confirm {
 		w.s.stored = append(w.s.stored, rec.JobID)

@@ -47,6 +47,7 @@ var chaosHelp = map[string]string{
 	"kill-scheduler":      "cluster chaos kill-scheduler",
 	"hang-scheduler":      "cluster chaos hang-scheduler --duration 10s",
 	"partition-scheduler": "cluster chaos partition-scheduler --duration 10s",
+	"failover-scheduler":  "cluster chaos failover-scheduler",
 }
 
 // newFlags returns the flag set of command name whose -h prints its usage

@@ -626,7 +626,7 @@ const submitAttempts = 3
 
 // chaosUsage is the usage line of cluster chaos.
 const chaosUsage = "usage: cluster chaos kill|hang|partition|delay|drop GPU_ID [--node NODE] [--duration D] [--delay D] [--drop F] [--seed N]\n" +
-	"       cluster chaos kill-scheduler\n" +
+	"       cluster chaos kill-scheduler|failover-scheduler\n" +
 	"       cluster chaos hang-scheduler|partition-scheduler --duration D"
 
 func chaosCommand(args []string) error {

@@ -67,7 +67,8 @@ func (s *Core) store() {
 func (s *Core) put(j *job) {
 	j.touched = false
 	if err := s.cfg.Store.Put(s.record(j), false); err != nil {
-		s.log.Warn("job journal write refused; writing it again", zap.String("job", j.id), zap.Error(err))
+		// Per job and per retry: the shell says once that writes fail.
+		s.log.Debug("job journal write refused; writing it again", zap.String("job", j.id), zap.Error(err))
 	}
 }
 
@@ -124,7 +125,8 @@ func (s *Core) storeRefusal() *model.FieldError {
 func (s *Core) unstored(j *job, why string) {
 	m := j.accepting
 	if m == nil {
-		s.log.Warn("job journal write refused; writing it again", zap.String("job", j.id), zap.String("reason", why))
+		// Per job and per retry: the shell says once that writes fail.
+		s.log.Debug("job journal write refused; writing it again", zap.String("job", j.id), zap.String("reason", why))
 		return
 	}
 	s.log.Error("job not stored: cancelled", zap.String("job", j.id), zap.String("reason", why))
