@@ -229,7 +229,8 @@ func TestTheCeilingSendsAPlacementsMessages(t *testing.T) {
 				return fmt.Errorf("the ceiling measured %d latencies (p50 %v), %v placements/s and %v of CPU each", len(res.Latency), res.Latency.P(0.5), res.Rate, res.CPU)
 			}
 			const placements = 20 + 2 + 2*40 // two warm up
-			want := map[string]int{"job.submit": placements, "node.batch": 2 * placements, "evt.gpu.status": placements,
+			// The real subjects of one node's one GPU.
+			want := map[string]int{"job.submit": placements, "node.node-0.batch": 2 * placements, "evt.gpu.node-0.gpu-0.status": placements,
 				"evt.job.submitted": placements, "evt.job.queued": placements, "evt.sched.decision": placements,
 				"evt.job.placed": placements, "evt.job.started": placements}
 			deadline := time.Now().Add(10 * time.Second)

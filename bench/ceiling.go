@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/gpusched/gpusched/cluster"
+	"github.com/gpusched/gpusched/events"
 )
 
 // The ceiling: a placement's messages with nothing behind them. Ceiling
@@ -74,9 +75,11 @@ type CeilingResult struct {
 func Ceiling(c *cluster.Cluster, tcp bool, n, rounds, perRound, window int) (CeilingResult, error) {
 	var res CeilingResult
 	prefix := "bench-ceiling." + strings.TrimPrefix(nats.NewInbox(), "_INBOX.")
-	submit, batch, status := prefix+".job.submit", prefix+".node.batch", prefix+".evt.gpu.status"
-	eventSubjects := []string{prefix + ".evt.job.submitted", prefix + ".evt.job.queued", prefix + ".evt.sched.decision",
-		prefix + ".evt.job.placed", prefix + ".evt.job.started"}
+	// The real subjects under a prefix of its own: one node, one GPU.
+	sj := events.NewSubjects(prefix)
+	submit, batch, status := sj.JobSubmit(), sj.NodeBatch("node-0"), sj.GPUEvent("node-0", "gpu-0", events.GPUStatusType)
+	eventSubjects := []string{sj.JobEvent(events.JobSubmitted), sj.JobEvent(events.JobQueued), sj.SchedEvent(events.SchedDecision),
+		sj.JobEvent(events.JobPlaced), sj.JobEvent(events.JobStarted)}
 	batchBody, answerBody, eventBody, statusBody, reply := body(ceilingBatch), body(ceilingAnswer), body(ceilingEvent), body(ceilingStatus), []byte(replyBody)
 
 	var conns []*nats.Conn

@@ -126,13 +126,21 @@
 // subject is the job or GPU the event is about. type is always
 // "gpusched.<family>.<type>", whatever the subject prefix.
 //
+// Every builder has its reader beside it, so that no other package spells
+// a subject or a type: Subjects.Service and ParseService for the request
+// subjects (Services; Service.ForTenants for what a tenant may ask),
+// ParseGPUCtl, ParseNodeSubject, ParseGPUEvent, HeartbeatNode, EventNode,
+// IsEvent, IsGPUEvent, IsNodeEvent and IsChaos for the others, Type and
+// ParseType (JobEventType) for event types.
+//
 // # Control subjects (scheduler → actors)
 //
 //	<p>.node.<node>.ctl       Control{op: reserve|commit|abort|release, job_id, cpu, memory, ttl_ms} → ControlReply
 //	<p>.node.<node>.lease     LeaseGrant (the scheduler's answer to a heartbeat): GPUs whose lease is renewed
 //	<p>.gpu.<node>.<gpu>.ctl  Control{op: reserve|commit|abort|preempt|release|describe|kill|chaos, job_id, job,
 //	                          ttl_ms, jobs, reason, chaos, with_specs} → ControlReply
-//	<p>.sched.ctl             Control{op: kill, reason} → SchedLifecycle (chaos.kill-scheduler sends it)
+//	<p>.sched.ctl             Control{op: kill|chaos, reason, chaos} → SchedLifecycle (chaos.kill-scheduler,
+//	                          hang-scheduler, partition-scheduler and failover-scheduler send it)
 //
 // A placement reserves at the node actor and every GPU actor it uses (in
 // parallel), then commits; a refusal ("insufficient VRAM", "fragmented

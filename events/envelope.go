@@ -115,7 +115,32 @@ func (e *Emitter) encode(typ, subject string, simTime time.Time, data any) ([]by
 }
 
 // Type builds a CloudEvents type: "gpusched.<family>.<type>".
-func Type(family, typ string) string { return "gpusched." + family + "." + typ }
+func Type(family, typ string) string { return typePrefix + family + "." + typ }
+
+// typePrefix begins every event type (Type).
+const typePrefix = "gpusched."
+
+// ParseType is the family and type an event type names (Type's inverse:
+// "job", "placed" for "gpusched.job.placed"); false for a type Type did
+// not write.
+func ParseType(t string) (family, typ string, ok bool) {
+	rest, ok := strings.CutPrefix(t, typePrefix)
+	if !ok {
+		return "", "", false
+	}
+	family, typ, ok = strings.Cut(rest, ".")
+	return family, typ, ok && family != "" && typ != ""
+}
+
+// JobEventType is the job state a job event's type names ("placed" for
+// "gpusched.job.placed"); false for any other event.
+func JobEventType(t string) (string, bool) {
+	family, typ, ok := ParseType(t)
+	if !ok || family != "job" {
+		return "", false
+	}
+	return typ, true
+}
 
 // Reply answers a request with v encoded as JSON; a nil reply subject (a
 // plain publish) is ignored.

@@ -16,26 +16,70 @@ func NewSubjects(prefix string) Subjects {
 	return Subjects{Prefix: prefix}
 }
 
+// Service names one of the scheduler's request subjects, without the
+// prefix: the builders below write it after the prefix, ParseService
+// reads it back.
+type Service string
+
+// The scheduler's services.
+const (
+	ServiceJobSubmit       Service = "job.submit"
+	ServiceJobCancel       Service = "job.cancel"
+	ServiceJobGet          Service = "job.get"
+	ServiceJobList         Service = "job.list"
+	ServiceSchedStrategy   Service = "sched.strategy"
+	ServiceSchedExplain    Service = "sched.explain"
+	ServiceSchedCtl        Service = "sched.ctl"
+	ServiceClusterSnapshot Service = "cluster.snapshot"
+)
+
+// Services are the scheduler's services, in the order the docs give them.
+var Services = []Service{ServiceJobSubmit, ServiceJobCancel, ServiceJobGet, ServiceJobList, ServiceSchedStrategy,
+	ServiceSchedExplain, ServiceSchedCtl, ServiceClusterSnapshot}
+
+// services says of each service whether a tenant's account imports it
+// (TenantServices).
+var services = map[Service]bool{ServiceJobSubmit: true, ServiceJobCancel: true, ServiceJobGet: true, ServiceJobList: true,
+	ServiceSchedStrategy: false, ServiceSchedExplain: true, ServiceSchedCtl: false, ServiceClusterSnapshot: true}
+
+// ForTenants says whether a tenant's account imports the service: what a
+// submitter may ask.
+func (v Service) ForTenants() bool { return services[v] }
+
+// Service is the request subject of v.
+func (s Subjects) Service(v Service) string { return s.Prefix + "." + string(v) }
+
+// ParseService is the service subject names under s's prefix; false for
+// any other subject (an event's, an unknown one).
+func (s Subjects) ParseService(subject string) (Service, bool) {
+	rest, ok := strings.CutPrefix(subject, s.Prefix+".")
+	if !ok {
+		return "", false
+	}
+	_, known := services[Service(rest)]
+	return Service(rest), known
+}
+
 // JobSubmit is the request subject that accepts a job spec.
-func (s Subjects) JobSubmit() string { return s.Prefix + ".job.submit" }
+func (s Subjects) JobSubmit() string { return s.Service(ServiceJobSubmit) }
 
 // JobCancel is the request subject that cancels a job by id.
-func (s Subjects) JobCancel() string { return s.Prefix + ".job.cancel" }
+func (s Subjects) JobCancel() string { return s.Service(ServiceJobCancel) }
 
 // JobGet is the request subject that returns a job with its history.
-func (s Subjects) JobGet() string { return s.Prefix + ".job.get" }
+func (s Subjects) JobGet() string { return s.Service(ServiceJobGet) }
 
 // JobList is the request subject that lists jobs by state, tenant and page.
-func (s Subjects) JobList() string { return s.Prefix + ".job.list" }
+func (s Subjects) JobList() string { return s.Service(ServiceJobList) }
 
 // SchedStrategy is the request subject that reads or switches the policy.
-func (s Subjects) SchedStrategy() string { return s.Prefix + ".sched.strategy" }
+func (s Subjects) SchedStrategy() string { return s.Service(ServiceSchedStrategy) }
 
 // SchedExplain is the request subject that explains a job's placement or wait.
-func (s Subjects) SchedExplain() string { return s.Prefix + ".sched.explain" }
+func (s Subjects) SchedExplain() string { return s.Service(ServiceSchedExplain) }
 
 // ClusterSnapshot is the request subject that returns one page of the cluster state.
-func (s Subjects) ClusterSnapshot() string { return s.Prefix + ".cluster.snapshot" }
+func (s Subjects) ClusterSnapshot() string { return s.Service(ServiceClusterSnapshot) }
 
 // NodeCtl is the node actor's control subject.
 func (s Subjects) NodeCtl(node string) string { return s.Prefix + ".node." + node + ".ctl" }
@@ -232,7 +276,7 @@ func (s Subjects) NodeLease(node string) string { return s.Prefix + ".node." + n
 func (s Subjects) NodeAll(node string) string { return s.Prefix + ".node." + node + ".*" }
 
 // SchedCtl is the scheduler actor's control subject (kill, for chaos).
-func (s Subjects) SchedCtl() string { return s.Prefix + ".sched.ctl" }
+func (s Subjects) SchedCtl() string { return s.Service(ServiceSchedCtl) }
 
 // Chaos actions.
 const (
@@ -339,6 +383,24 @@ func (s Subjects) AllNodeSubjects() string { return s.Prefix + ".node.*.*" }
 // AllJobRequests matches the job request subjects (submit, cancel, get, list).
 func (s Subjects) AllJobRequests() string { return s.Prefix + ".job.*" }
 
+// AllSchedRequests matches the scheduler's own request subjects
+// (strategy, explain, ctl).
+func (s Subjects) AllSchedRequests() string { return s.Prefix + ".sched.*" }
+
+// IsGPUEvent says whether subject is a GPU actor's event (GPUEvent).
+func (s Subjects) IsGPUEvent(subject string) bool {
+	return strings.HasPrefix(subject, s.Prefix+".evt.gpu.")
+}
+
+// IsNodeEvent says whether subject is a node's event (NodeHeartbeat,
+// NodeEvent).
+func (s Subjects) IsNodeEvent(subject string) bool {
+	return strings.HasPrefix(subject, s.Prefix+".evt.node.")
+}
+
+// IsChaos says whether subject is a chaos request (Chaos).
+func (s Subjects) IsChaos(subject string) bool { return strings.HasPrefix(subject, s.Prefix+".chaos.") }
+
 // NodeGPUEvents matches every event of one node's GPUs: what a node's
 // credentials may publish.
 func (s Subjects) NodeGPUEvents(node string) string { return s.Prefix + ".evt.gpu." + node + ".>" }
@@ -350,5 +412,11 @@ func (s Subjects) NodeSubjects(node string) string { return s.Prefix + ".node." 
 // TenantServices are the request subjects a tenant's account imports
 // from the control account: what a submitter may ask.
 func (s Subjects) TenantServices() []string {
-	return []string{s.JobSubmit(), s.JobCancel(), s.JobGet(), s.JobList(), s.SchedExplain(), s.ClusterSnapshot()}
+	var out []string
+	for _, v := range Services {
+		if v.ForTenants() {
+			out = append(out, s.Service(v))
+		}
+	}
+	return out
 }

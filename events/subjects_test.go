@@ -46,6 +46,34 @@ func TestSubjectsParseWhatTheyBuild(t *testing.T) {
 		if a := ChaosAction(s.Chaos(ChaosKillScheduler)); a != ChaosKillScheduler {
 			t.Errorf("%s: Chaos read back as %q", prefix, a)
 		}
+		for _, v := range Services {
+			if got, ok := s.ParseService(s.Service(v)); !ok || got != v {
+				t.Errorf("%s: Service(%q) read back as %q %v", prefix, v, got, ok)
+			}
+		}
+		tenant := map[string]bool{}
+		for _, sub := range s.TenantServices() {
+			v, ok := s.ParseService(sub)
+			tenant[sub] = true
+			if !ok || !v.ForTenants() {
+				t.Errorf("%s: tenant service %q read back as %q %v", prefix, sub, v, ok)
+			}
+		}
+		if len(tenant) != 6 || tenant[s.SchedStrategy()] || tenant[s.SchedCtl()] {
+			t.Errorf("%s: tenant services %v, want six, without strategy and ctl", prefix, s.TenantServices())
+		}
+		for _, other := range []string{s.JobEvent("placed"), s.Prefix + ".job.teleport", "other.job.submit", s.Prefix + ".job.submit.x"} {
+			if v, ok := s.ParseService(other); ok {
+				t.Errorf("%s: ParseService(%q) = %q, want none", prefix, other, v)
+			}
+		}
+		if !s.IsGPUEvent(s.GPUEvent("n", "g", GPUStatusType)) || s.IsGPUEvent(s.NodeHeartbeat("n")) ||
+			!s.IsNodeEvent(s.NodeHeartbeat("n")) || !s.IsNodeEvent(s.NodeEvent("n", NodeDown)) || s.IsNodeEvent(s.JobEvent("placed")) {
+			t.Errorf("%s: IsGPUEvent or IsNodeEvent reads a subject wrong", prefix)
+		}
+		if !s.IsChaos(s.Chaos(ChaosKillAction)) || s.IsChaos(s.JobSubmit()) {
+			t.Errorf("%s: IsChaos reads a subject wrong", prefix)
+		}
 		if _, _, ok := ParseGPUCtl(s.NodeCtl("node-1")); ok {
 			t.Errorf("%s: a node's ctl read as a GPU's", prefix)
 		}
@@ -82,6 +110,22 @@ func TestAnswerableReplySubjects(t *testing.T) {
 	} {
 		if got := s.Answerable(reply); got != want {
 			t.Errorf("Answerable(%q) = %v, want %v", reply, got, want)
+		}
+	}
+}
+
+// TestEventTypesParseWhatTypeBuilds: ParseType reads back what Type
+// wrote; JobEventType names a job event's state and nothing else.
+func TestEventTypesParseWhatTypeBuilds(t *testing.T) {
+	if f, typ, ok := ParseType(Type("sched", SchedUp)); !ok || f != "sched" || typ != SchedUp {
+		t.Errorf("Type(sched, up) read back as %q %q %v", f, typ, ok)
+	}
+	if st, ok := JobEventType(Type("job", JobPlaced)); !ok || st != JobPlaced {
+		t.Errorf("a placed job's type read back as %q %v", st, ok)
+	}
+	for _, other := range []string{Type("gpu", GPUDown), "gpusched.job", "gpusched.job.", "other.job.placed", ""} {
+		if st, ok := JobEventType(other); ok {
+			t.Errorf("JobEventType(%q) = %q, want none", other, st)
 		}
 	}
 }

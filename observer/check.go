@@ -368,8 +368,7 @@ func (c *Checker) Feed(subject string, ev *events.Decoded) {
 }
 
 func splitType(t string) (string, string) {
-	t = strings.TrimPrefix(t, "gpusched.")
-	family, typ, _ := strings.Cut(t, ".")
+	family, typ, _ := events.ParseType(t)
 	return family, typ
 }
 

@@ -131,11 +131,12 @@ func Summarize(data []byte) string {
 // line ("job", "policy", "gpu") for a dashboard to colour it.
 func summarize(ev *events.Decoded) (line, kind string) {
 	t := ev.SimTime.Format("Jan 2 15:04")
+	jobTyp, isJob := events.JobEventType(ev.Type)
 	switch {
-	case strings.HasPrefix(ev.Type, "gpusched.job."):
+	case isJob:
 		var j events.JobInfo
 		json.Unmarshal(ev.Data, &j)
-		typ := strings.TrimPrefix(ev.Type, "gpusched.job.")
+		typ := jobTyp
 		switch typ {
 		case events.JobSubmitted, events.JobQueued:
 			return "", ""

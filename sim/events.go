@@ -52,7 +52,7 @@ func ReadEvents(r io.Reader) (*Result, error) {
 				policy = m.Policy
 			}
 		}
-		if isMetrics || strings.HasPrefix(ev.Type, "gpusched.job.") {
+		if _, isJob := events.JobEventType(ev.Type); isMetrics || isJob {
 			c.fold(isMetrics, b)
 		}
 	}

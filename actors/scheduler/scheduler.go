@@ -236,7 +236,7 @@ func New(cfg Config) (*Scheduler, error) {
 		cfg.Journal.OnError(s.failedWrite)
 	}
 	sj := cfg.Subjects
-	for _, subj := range []string{sj.AllJobRequests(), sj.Prefix + ".sched.*", sj.ClusterSnapshot(), sj.AllGPUEvents(), sj.AllNodeEvents(), s.inbox + "*"} {
+	for _, subj := range []string{sj.AllJobRequests(), sj.AllSchedRequests(), sj.ClusterSnapshot(), sj.AllGPUEvents(), sj.AllNodeEvents(), s.inbox + "*"} {
 		sub, err := cfg.Conn.Subscribe(subj, func(m *nats.Msg) {
 			cfg.Clock.Hold() // released by Run once handled
 			select {

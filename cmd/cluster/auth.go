@@ -127,8 +127,8 @@ func authInit(args []string) error {
 		fmt.Printf("  go run ./cmd/cluster submit --nats nats://HOST:4222 --nkey %s %s --name train --vram 20GB --duration 1h\n",
 			filepath.Join(d, ts[0]+".nk"), tlsClient)
 	}
-	fmt.Printf("  nats --server nats://HOST:4222 --nkey %s %s req %s.sched.strategy '{\"policy\":\"spread\"}'\n",
-		filepath.Join(d, "admin.nk"), tlsClient, *prefix)
+	fmt.Printf("  nats --server nats://HOST:4222 --nkey %s %s req %s '{\"policy\":\"spread\"}'\n",
+		filepath.Join(d, "admin.nk"), tlsClient, events.NewSubjects(*prefix).SchedStrategy())
 	for _, n := range ns {
 		fmt.Printf("  go run ./cmd/cluster node --name %s --gpus 8xA100-80GB --nats nats://HOST:4222 --nkey %s %s\n", n, filepath.Join(d, n+".nk"), tlsClient)
 	}

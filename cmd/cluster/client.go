@@ -71,7 +71,7 @@ func (c *client) call(subject string, body, out any) error {
 	case errors.Is(err, nats.ErrTimeout):
 		// Someone took the request and did not answer: the cluster runs.
 		what := "the cluster received it and did not answer within 5 s"
-		if strings.Contains(subject, ".chaos.") {
+		if c.s.IsChaos(subject) {
 			what += " (a GPU that is hung or cut off answers nothing, and takes no other fault until it is back)"
 		}
 		return fmt.Errorf("%s: %s", subject, what)

@@ -139,11 +139,10 @@ func (e *Exporter) OnEvent(ev *events.Decoded, subject string) {
 			}
 		}
 	default:
-		const jobPrefix = "gpusched.job."
-		if len(ev.Type) <= len(jobPrefix) || ev.Type[:len(jobPrefix)] != jobPrefix {
+		state, ok := events.JobEventType(ev.Type)
+		if !ok {
 			return
 		}
-		state := ev.Type[len(jobPrefix):]
 		var j events.JobInfo
 		if json.Unmarshal(ev.Data, &j) != nil {
 			return

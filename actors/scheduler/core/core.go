@@ -804,45 +804,53 @@ func (s *Core) dispatch(m *Msg) {
 		s.onReply(m)
 		return
 	}
-	p := s.cfg.Subjects.Prefix + "."
-	subj := strings.TrimPrefix(m.Subject, p)
-	// m.Tenant is whose credentials sent a request, as the server vouches
-	// (the shell reads it; never a field of the body): "" sees every tenant.
-	tenant := ""
-	if !strings.HasPrefix(subj, "evt.") {
-		tenant = m.Tenant
-		if tenant != "" && !tenantSubjects[subj] {
-			// A tenant's account imports none of the others: only a
-			// roles file edited by hand could bring one here.
-			s.replyError(m, "", "tenant "+tenant+"'s credentials may not use "+m.Subject)
-			return
-		}
-	}
+	sj := s.cfg.Subjects
 	switch {
-	case strings.HasPrefix(subj, "evt.gpu."):
+	case sj.IsGPUEvent(m.Subject):
 		s.onGPUEvent(m)
-	case strings.HasPrefix(subj, "evt.node."):
+		return
+	case sj.IsNodeEvent(m.Subject):
 		s.onNodeEvent(m)
-	case subj == "job.submit":
-		s.onSubmit(m, tenant)
-	case subj == "job.get":
-		s.onGet(m, tenant)
-	case subj == "job.list":
-		s.onList(m, tenant)
-	case subj == "job.cancel":
-		s.onCancel(m, tenant)
-	case subj == "sched.strategy":
-		s.onStrategy(m)
-	case subj == "sched.explain":
-		s.onExplain(m, tenant)
-	case subj == "sched.ctl":
-		s.onCtl(m)
-	case subj == "cluster.snapshot":
-		s.onSnapshot(m, tenant)
-	default:
+		return
+	case sj.IsEvent(m.Subject):
 		if m.Reply != "" {
 			s.replyError(m, "", "unknown subject "+m.Subject)
 		}
+		return
+	}
+	// m.Tenant is whose credentials sent a request, as the server vouches
+	// (the shell reads it; never a field of the body): "" sees every tenant.
+	svc, known := sj.ParseService(m.Subject)
+	tenant := m.Tenant
+	if tenant != "" && !svc.ForTenants() {
+		// A tenant's account imports none of the others: only a roles
+		// file edited by hand could bring one here.
+		s.replyError(m, "", "tenant "+tenant+"'s credentials may not use "+m.Subject)
+		return
+	}
+	if !known {
+		if m.Reply != "" {
+			s.replyError(m, "", "unknown subject "+m.Subject)
+		}
+		return
+	}
+	switch svc {
+	case events.ServiceJobSubmit:
+		s.onSubmit(m, tenant)
+	case events.ServiceJobGet:
+		s.onGet(m, tenant)
+	case events.ServiceJobList:
+		s.onList(m, tenant)
+	case events.ServiceJobCancel:
+		s.onCancel(m, tenant)
+	case events.ServiceSchedStrategy:
+		s.onStrategy(m)
+	case events.ServiceSchedExplain:
+		s.onExplain(m, tenant)
+	case events.ServiceSchedCtl:
+		s.onCtl(m)
+	case events.ServiceClusterSnapshot:
+		s.onSnapshot(m, tenant)
 	}
 }
 
@@ -974,11 +982,6 @@ func (s *Core) onNodeEvent(m *Msg) {
 	}
 	s.grantLeases(m, hb)
 }
-
-// tenantSubjects are the request subjects (without the prefix) a tenant's
-// account imports: auth.TenantServices.
-var tenantSubjects = map[string]bool{"job.submit": true, "job.cancel": true, "job.get": true, "job.list": true,
-	"sched.explain": true, "cluster.snapshot": true}
 
 func (s *Core) replyError(m *Msg, field, msg string) {
 	s.respond(m, events.ErrorReply{Error: &model.FieldError{Field: field, Message: msg}})
