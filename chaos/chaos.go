@@ -15,51 +15,6 @@ import (
 	"github.com/gpusched/gpusched/model"
 )
 
-// Request is the body of every <p>.chaos.<action>: the GPU it targets (and
-// its node where GPU ids repeat across nodes), and where the action takes
-// them, a duration ("30s"), a delay ("200ms") or a drop fraction (0.2).
-type Request struct {
-	GPU      string   `json:"gpu,omitempty"`
-	Node     string   `json:"node,omitempty"`
-	Reason   string   `json:"reason,omitempty"`
-	Duration string   `json:"duration,omitempty"`
-	Delay    string   `json:"delay,omitempty"`
-	Drop     *float64 `json:"drop,omitempty"`
-	// Seed seeds a drop's draws (so a chaos run can be replayed).
-	Seed uint64 `json:"seed,omitempty"`
-}
-
-// KillRequest is the body of <p>.chaos.kill.
-type KillRequest = Request
-
-// KillReply answers a kill: the GPU's next incarnation and the jobs it lost.
-type KillReply struct {
-	OK          bool     `json:"ok"`
-	GPU         string   `json:"gpu"`
-	Node        string   `json:"node"`
-	Incarnation int      `json:"incarnation"`
-	LostJobs    []string `json:"lost_jobs"`
-}
-
-// Reply answers hang, partition, delay, drop and kill-scheduler.
-type Reply struct {
-	OK          bool    `json:"ok"`
-	Action      string  `json:"action"`
-	GPU         string  `json:"gpu,omitempty"`
-	Node        string  `json:"node,omitempty"`
-	Incarnation int     `json:"incarnation,omitempty"`
-	Duration    string  `json:"duration,omitempty"`
-	Delay       string  `json:"delay,omitempty"`
-	Drop        float64 `json:"drop,omitempty"`
-	// QueuedLost and Running are what a killed scheduler held: running
-	// jobs are re-learned from the GPU actors, queued ones are lost.
-	QueuedLost int `json:"queued_lost,omitempty"`
-	// Queued is what a durable scheduler held queued (kept, not lost).
-	Queued  int    `json:"queued,omitempty"`
-	Running int    `json:"running,omitempty"`
-	Note    string `json:"note,omitempty"`
-}
-
 // SchedulerKillNote is what a kill-scheduler reply says about the queue
 // when the cluster keeps no job journal (DurableKillNote when it does).
 const SchedulerKillNote = "the scheduler restarts and re-learns running jobs from the GPU actors; " +
@@ -188,7 +143,7 @@ func (r *Responder) on(m *nats.Msg) {
 		return
 	}
 	action := events.ChaosAction(m.Subject)
-	var req Request
+	var req events.ChaosRequest
 	if fe := events.DecodeStrict(m.Data, &req); fe != nil {
 		events.Reply(m, events.ErrorReply{Error: fe})
 		return
@@ -223,7 +178,7 @@ func (r *Responder) on(m *nats.Msg) {
 }
 
 // Validate checks a chaos request for action, naming the field at fault.
-func Validate(action string, req Request) *model.FieldError {
+func Validate(action string, req events.ChaosRequest) *model.FieldError {
 	known := false
 	for _, a := range events.ChaosActions {
 		known = known || a == action
@@ -310,7 +265,7 @@ func duration(field, s string) (time.Duration, *model.FieldError) {
 }
 
 // target resolves the GPU's node.
-func (r *Responder) target(req Request) (string, *model.FieldError) {
+func (r *Responder) target(req events.ChaosRequest) (string, *model.FieldError) {
 	r.mu.Lock()
 	nodes := slices.Clone(r.nodesOf[req.GPU])
 	r.mu.Unlock()
@@ -354,7 +309,7 @@ func (r *Responder) record(action string, ev events.ChaosEvent) {
 	}
 }
 
-func (r *Responder) kill(m *nats.Msg, req Request) {
+func (r *Responder) kill(m *nats.Msg, req events.ChaosRequest) {
 	if req.Reason == "" {
 		req.Reason = "killed by a chaos command"
 	}
@@ -373,7 +328,7 @@ func (r *Responder) kill(m *nats.Msg, req Request) {
 		fail(m, "gpu", "the GPU actor refused the kill: %s", rep.Reason)
 		return
 	}
-	out := KillReply{OK: true, GPU: req.GPU, Node: req.Node, LostJobs: []string{}}
+	out := events.ChaosKillReply{OK: true, GPU: req.GPU, Node: req.Node, LostJobs: []string{}}
 	if rep.Status != nil {
 		out.Incarnation = rep.Status.Incarnation + 1
 	}
@@ -384,7 +339,7 @@ func (r *Responder) kill(m *nats.Msg, req Request) {
 	events.Reply(m, out)
 }
 
-func (r *Responder) fault(m *nats.Msg, action string, req Request) {
+func (r *Responder) fault(m *nats.Msg, action string, req events.ChaosRequest) {
 	d, _ := duration("duration", req.Duration)
 	delay, _ := duration("delay", req.Delay)
 	cc := &events.ChaosControl{Action: action, DurationMS: d.Milliseconds(), DelayMS: delay.Milliseconds(), Seed: req.Seed}
@@ -406,7 +361,7 @@ func (r *Responder) fault(m *nats.Msg, action string, req Request) {
 		fail(m, "gpu", "the GPU actor refused: %s", rep.Reason)
 		return
 	}
-	out := Reply{OK: true, Action: action, GPU: req.GPU, Node: req.Node, Duration: req.Duration, Delay: req.Delay, Drop: cc.Drop}
+	out := events.ChaosReply{OK: true, Action: action, GPU: req.GPU, Node: req.Node, Duration: req.Duration, Delay: req.Delay, Drop: cc.Drop}
 	if rep.Status != nil {
 		out.Incarnation = rep.Status.Incarnation
 	}
@@ -423,33 +378,45 @@ var schedulerNotes = map[string]string{
 		"it declares the GPUs it no longer hears from dead (they stop their jobs first) and re-queues their jobs",
 }
 
+// askScheduler records action's event, sends c to the scheduler and
+// returns its answer. When the scheduler refuses or does not answer it
+// records that too (ChaosEvent.Failed), answers m with the error (a failed
+// call named on "scheduler") and returns false.
+func (r *Responder) askScheduler(m *nats.Msg, action string, ev events.ChaosEvent, c events.Control) (events.SchedLifecycle, bool) {
+	r.record(action, ev)
+	var rep events.SchedLifecycle
+	fe := r.call(r.subjects.SchedCtl(), c, &rep)
+	if fe == nil {
+		return rep, true
+	}
+	if fe.Field == "gpu" || fe.Field == "" {
+		fe.Field = "scheduler"
+	}
+	ev.Failed = fe.Message
+	r.record(action, ev)
+	events.Reply(m, events.ErrorReply{Error: fe})
+	return rep, false
+}
+
 // faultScheduler hangs the scheduler or cuts it off from the bus for the
-// request's duration (on a scaled clock; a virtual one refuses, and the
-// refusal is the reply).
-func (r *Responder) faultScheduler(m *nats.Msg, action string, req Request) {
+// request's duration (on either clock; a refusal of the scheduler's is the
+// reply).
+func (r *Responder) faultScheduler(m *nats.Msg, action string, req events.ChaosRequest) {
 	if req.Reason == "" {
 		req.Reason = "by a chaos command"
 	}
 	d, _ := duration("duration", req.Duration)
-	ev := events.ChaosEvent{Reason: req.Reason, Duration: req.Duration}
-	r.record(action, ev)
 	op := events.ChaosHang
 	if action == events.ChaosPartitionScheduler {
 		op = events.ChaosPartition
 	}
-	var rep events.SchedLifecycle
-	if fe := r.call(r.subjects.SchedCtl(), events.Control{Op: events.OpChaos, Reason: req.Reason,
-		Chaos: &events.ChaosControl{Action: op, DurationMS: d.Milliseconds()}}, &rep); fe != nil {
-		if fe.Field == "gpu" {
-			fe.Field = "scheduler"
-		}
-		ev.Failed = fe.Message
-		r.record(action, ev)
-		events.Reply(m, events.ErrorReply{Error: fe})
+	rep, ok := r.askScheduler(m, action, events.ChaosEvent{Reason: req.Reason, Duration: req.Duration},
+		events.Control{Op: events.OpChaos, Reason: req.Reason, Chaos: &events.ChaosControl{Action: op, DurationMS: d.Milliseconds()}})
+	if !ok {
 		return
 	}
 	r.log.Warn("chaos: scheduler "+op, zap.Duration("for", d))
-	events.Reply(m, Reply{OK: true, Action: action, Incarnation: rep.Incarnation, Duration: req.Duration, Note: schedulerNotes[action]})
+	events.Reply(m, events.ChaosReply{OK: true, Action: action, Incarnation: rep.Incarnation, Duration: req.Duration, Note: schedulerNotes[action]})
 }
 
 // FailoverNote is what a failover-scheduler reply says.
@@ -459,40 +426,29 @@ const FailoverNote = "the scheduler is cut off from the bus for good and stops p
 
 // failoverScheduler asks the scheduler to fail over to a standby; its
 // reply's incarnation is the standby's.
-func (r *Responder) failoverScheduler(m *nats.Msg, req Request) {
+func (r *Responder) failoverScheduler(m *nats.Msg, req events.ChaosRequest) {
 	if req.Reason == "" {
 		req.Reason = "failed over by a chaos command"
 	}
-	ev := events.ChaosEvent{Reason: req.Reason}
-	r.record(events.ChaosFailoverScheduler, ev)
-	var rep events.SchedLifecycle
-	if fe := r.call(r.subjects.SchedCtl(), events.Control{Op: events.OpChaos, Reason: req.Reason,
-		Chaos: &events.ChaosControl{Action: events.ChaosFailoverScheduler}}, &rep); fe != nil {
-		fe.Field = "scheduler"
-		ev.Failed = fe.Message
-		r.record(events.ChaosFailoverScheduler, ev)
-		events.Reply(m, events.ErrorReply{Error: fe})
+	rep, ok := r.askScheduler(m, events.ChaosFailoverScheduler, events.ChaosEvent{Reason: req.Reason},
+		events.Control{Op: events.OpChaos, Reason: req.Reason, Chaos: &events.ChaosControl{Action: events.ChaosFailoverScheduler}})
+	if !ok {
 		return
 	}
 	r.log.Warn("chaos: scheduler failing over to a standby", zap.String("reason", rep.Reason))
-	events.Reply(m, Reply{OK: true, Action: events.ChaosFailoverScheduler, Incarnation: rep.Incarnation + 1, Note: FailoverNote})
+	events.Reply(m, events.ChaosReply{OK: true, Action: events.ChaosFailoverScheduler, Incarnation: rep.Incarnation + 1, Note: FailoverNote})
 }
 
-func (r *Responder) killScheduler(m *nats.Msg, req Request) {
+func (r *Responder) killScheduler(m *nats.Msg, req events.ChaosRequest) {
 	if req.Reason == "" {
 		req.Reason = "killed by a chaos command"
 	}
-	ev := events.ChaosEvent{Reason: req.Reason}
-	r.record(events.ChaosKillScheduler, ev)
-	var rep events.SchedLifecycle
-	if fe := r.call(r.subjects.SchedCtl(), events.Control{Op: events.OpKill, Reason: req.Reason}, &rep); fe != nil {
-		fe.Field = "scheduler"
-		ev.Failed = fe.Message
-		r.record(events.ChaosKillScheduler, ev)
-		events.Reply(m, events.ErrorReply{Error: fe})
+	rep, ok := r.askScheduler(m, events.ChaosKillScheduler, events.ChaosEvent{Reason: req.Reason},
+		events.Control{Op: events.OpKill, Reason: req.Reason})
+	if !ok {
 		return
 	}
-	out := Reply{OK: true, Action: events.ChaosKillScheduler, Incarnation: rep.Incarnation + 1, QueuedLost: rep.Queued,
+	out := events.ChaosReply{OK: true, Action: events.ChaosKillScheduler, Incarnation: rep.Incarnation + 1, QueuedLost: rep.Queued,
 		Running: rep.Running, Note: SchedulerKillNote}
 	if rep.Durable {
 		out.QueuedLost, out.Queued, out.Note = 0, rep.Queued, DurableKillNote

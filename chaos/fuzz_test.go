@@ -13,7 +13,7 @@ import (
 func FuzzChaosRequest(f *testing.F) {
 	f.Add([]byte(`{"gpu":"gpu-5","duration":"30s"}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
-		var req Request
+		var req events.ChaosRequest
 		if fe := events.DecodeStrict(body, &req); fe != nil {
 			if fe.Field == "" {
 				t.Fatalf("decode error %+v names no field", fe)

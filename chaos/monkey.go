@@ -124,7 +124,7 @@ type Fault struct {
 	At      time.Duration
 	Action  string
 	Target  Target
-	Request Request
+	Request events.ChaosRequest
 }
 
 // Plan draws the faults of a seeded monkey over horizon (simulated time):
@@ -172,8 +172,8 @@ func (spec MonkeySpec) drawsAny(targets int) bool {
 	return false
 }
 
-func (spec MonkeySpec) request(action string, rng *rand.Rand) Request {
-	req := Request{Reason: "chaos monkey"}
+func (spec MonkeySpec) request(action string, rng *rand.Rand) events.ChaosRequest {
+	req := events.ChaosRequest{Reason: "chaos monkey"}
 	switch action {
 	case events.ChaosHang, events.ChaosPartition, events.ChaosHangScheduler, events.ChaosPartitionScheduler:
 		req.Duration = spec.For.String()
@@ -187,7 +187,7 @@ func (spec MonkeySpec) request(action string, rng *rand.Rand) Request {
 }
 
 // Send sends one chaos request and returns the raw reply.
-func Send(nc *nats.Conn, subjects events.Subjects, action string, req Request, timeout time.Duration) ([]byte, error) {
+func Send(nc *nats.Conn, subjects events.Subjects, action string, req events.ChaosRequest, timeout time.Duration) ([]byte, error) {
 	body, err := json.Marshal(req)
 	if err != nil {
 		return nil, err

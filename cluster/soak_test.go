@@ -147,8 +147,8 @@ func runSoak(t *testing.T, p soakPlan) soakResult {
 				// from the last kill (then the responder says so).
 				deadline := time.Now().Add(10 * time.Second)
 				for {
-					rep, err := chaos.Send(nc, subjects, f.action, chaos.Request{Reason: "soak"}, 10*time.Second)
-					var r chaos.Reply
+					rep, err := chaos.Send(nc, subjects, f.action, events.ChaosRequest{Reason: "soak"}, 10*time.Second)
+					var r events.ChaosReply
 					if err == nil && json.Unmarshal(rep, &r) == nil && r.OK {
 						res.done[f.action]++
 						break
@@ -172,7 +172,7 @@ func runSoak(t *testing.T, p soakPlan) soakResult {
 					if time.Now().Before(busyUntil[g]) {
 						continue
 					}
-					req := chaos.Request{GPU: g, Reason: "soak"}
+					req := events.ChaosRequest{GPU: g, Reason: "soak"}
 					d := time.Duration(0)
 					if f.action != events.ChaosKillAction {
 						d = p.lease + p.lease/2 + time.Duration(frng.Int64N(int64(p.lease)))

@@ -31,6 +31,14 @@ type Event struct {
 	Data            any       `json:"data"`
 }
 
+// Envelope is an event as a reader that knows its data's type reads it:
+// the fields of the envelope it needs and the data, decoded in one pass.
+type Envelope[T any] struct {
+	Source  string    `json:"source"`
+	SimTime time.Time `json:"simtime"`
+	Data    T         `json:"data"`
+}
+
 // Decoded is an Event as a reader gets it, with its data left raw.
 type Decoded struct {
 	SpecVersion string          `json:"specversion"`

@@ -24,6 +24,71 @@ type SubmitReply struct {
 	Reason string `json:"reason,omitempty"`
 }
 
+// SubmitAnswer is either answer of <p>.job.submit as a client reads it:
+// a SubmitReply, or an error with the job it names when the submission
+// made one (rejected; cancelled when its record could not be stored).
+type SubmitAnswer struct {
+	ErrorReply
+	SubmitReply
+}
+
+// CallRef is the call an answer to a control names (ControlReply.Call),
+// read alone where only the call matters (a batch's answers share one
+// reply subject).
+type CallRef struct {
+	Call string `json:"call"`
+}
+
+// OpRef is a control's operation (Control.Op), read alone where only the
+// operation matters (a GPU actor looking for a fault while hung).
+type OpRef struct {
+	Op string `json:"op"`
+}
+
+// ChaosRequest is the body of every <p>.chaos.<action>: the GPU it targets (and
+// its node where GPU ids repeat across nodes), and where the action takes
+// them, a duration ("30s"), a delay ("200ms") or a drop fraction (0.2).
+type ChaosRequest struct {
+	GPU      string   `json:"gpu,omitempty"`
+	Node     string   `json:"node,omitempty"`
+	Reason   string   `json:"reason,omitempty"`
+	Duration string   `json:"duration,omitempty"`
+	Delay    string   `json:"delay,omitempty"`
+	Drop     *float64 `json:"drop,omitempty"`
+	// Seed seeds a drop's draws (so a chaos run can be replayed).
+	Seed uint64 `json:"seed,omitempty"`
+}
+
+// ChaosKillReply answers a kill: the GPU's next incarnation and the jobs it lost.
+type ChaosKillReply struct {
+	OK          bool     `json:"ok"`
+	GPU         string   `json:"gpu"`
+	Node        string   `json:"node"`
+	Incarnation int      `json:"incarnation"`
+	LostJobs    []string `json:"lost_jobs"`
+}
+
+// ChaosReply answers hang, partition, delay, drop and the scheduler's
+// actions (kill-scheduler, hang-scheduler, partition-scheduler,
+// failover-scheduler).
+type ChaosReply struct {
+	OK          bool    `json:"ok"`
+	Action      string  `json:"action"`
+	GPU         string  `json:"gpu,omitempty"`
+	Node        string  `json:"node,omitempty"`
+	Incarnation int     `json:"incarnation,omitempty"`
+	Duration    string  `json:"duration,omitempty"`
+	Delay       string  `json:"delay,omitempty"`
+	Drop        float64 `json:"drop,omitempty"`
+	// QueuedLost and Running are what a killed scheduler held: running
+	// jobs are re-learned from the GPU actors, queued ones are lost.
+	QueuedLost int `json:"queued_lost,omitempty"`
+	// Queued is what a durable scheduler held queued (kept, not lost).
+	Queued  int    `json:"queued,omitempty"`
+	Running int    `json:"running,omitempty"`
+	Note    string `json:"note,omitempty"`
+}
+
 // JobRef names a job: the body of job.get, job.cancel and sched.explain.
 type JobRef struct {
 	JobID string `json:"job_id"`

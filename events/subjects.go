@@ -286,12 +286,12 @@ const (
 	ChaosDelay         = "delay"
 	ChaosDrop          = "drop"
 	ChaosKillScheduler = "kill-scheduler"
-	// ChaosHangScheduler freezes the scheduler for a duration (a scaled
-	// clock only): it reads nothing, runs no timer, answers nothing.
+	// ChaosHangScheduler freezes the scheduler for a duration (either
+	// clock): it handles nothing, runs no timer, answers nothing.
 	ChaosHangScheduler = "hang-scheduler"
 	// ChaosPartitionScheduler cuts the scheduler off from the bus for a
-	// duration (a scaled clock only): nothing reaches it, what it sends
-	// waits until it heals.
+	// duration (either clock): nothing reaches it, what it sends waits
+	// until it heals.
 	ChaosPartitionScheduler = "partition-scheduler"
 	// ChaosFailoverScheduler cuts the scheduler off from the bus for good:
 	// it stops placing half a lease later, and a standby in the same

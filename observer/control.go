@@ -12,7 +12,6 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/gpusched/gpusched/bus"
-	"github.com/gpusched/gpusched/chaos"
 	"github.com/gpusched/gpusched/events"
 )
 
@@ -88,9 +87,9 @@ func (c *Control) Submit(spec []byte) (events.SubmitReply, error) {
 const submitAttempts = 3
 
 // Kill crashes a GPU actor (chaos.kill).
-func (c *Control) Kill(gpu string) (chaos.KillReply, error) {
-	var rep chaos.KillReply
-	b, _ := json.Marshal(chaos.KillRequest{GPU: gpu, Reason: "killed from a dashboard"})
+func (c *Control) Kill(gpu string) (events.ChaosKillReply, error) {
+	var rep events.ChaosKillReply
+	b, _ := json.Marshal(events.ChaosRequest{GPU: gpu, Reason: "killed from a dashboard"})
 	err := c.request(c.subjects.ChaosKill(), b, &rep)
 	return rep, err
 }

@@ -143,9 +143,7 @@ func isFault(m *nats.Msg) bool {
 	if !bytes.Contains(m.Data, []byte(`"chaos"`)) && !bytes.Contains(m.Data, []byte(`"kill"`)) {
 		return false
 	}
-	var c struct {
-		Op string `json:"op"`
-	}
+	var c events.OpRef
 	return gojson.Unmarshal(m.Data, &c) == nil && (c.Op == events.OpKill || c.Op == events.OpChaos)
 }
 

@@ -182,16 +182,12 @@ func Run(ctx context.Context, cfg Config) {
 			}
 			return ctx.Err() == nil
 		}
-		var rep struct {
-			JobID string           `json:"job_id"`
-			State string           `json:"state"`
-			Error *json.RawMessage `json:"error"`
-		}
+		var rep events.SubmitAnswer
 		json.Unmarshal(msg.Data, &rep)
 		if rep.Error != nil {
 			// A refused arrival is a job of the workload that will not run:
 			// said, not counted as submitted quietly.
-			log.Warn("submission refused", zap.String("job", a.Name), zap.String("error", string(*rep.Error)))
+			log.Warn("submission refused", zap.String("job", a.Name), zap.String("field", rep.Error.Field), zap.String("error", rep.Error.Message))
 		} else {
 			log.Info("submitted", zap.String("job", a.Name), zap.String("id", rep.JobID), zap.String("state", rep.State))
 		}

@@ -163,9 +163,7 @@ func (s *Scheduler) batchAnswer(m *core.Msg) {
 		return
 	}
 	s.trace(StageAnswer)
-	var named struct {
-		Call string `json:"call"`
-	}
+	var named events.CallRef
 	i := -1
 	if err := gojson.Unmarshal(m.Data, &named); err == nil {
 		i = slices.Index(sb.pending, named.Call)

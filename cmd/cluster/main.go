@@ -667,7 +667,7 @@ func chaosCommand(args []string) error {
 	if gpu == "" && !events.SchedulerChaos(action) {
 		return errors.New(chaosUsage)
 	}
-	req := chaos.Request{GPU: gpu, Node: *node, Duration: *duration, Delay: *delay, Seed: *seed, Reason: *reason}
+	req := events.ChaosRequest{GPU: gpu, Node: *node, Duration: *duration, Delay: *delay, Seed: *seed, Reason: *reason}
 	if *drop != "" {
 		f, err := strconv.ParseFloat(*drop, 64)
 		if err != nil {

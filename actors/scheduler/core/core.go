@@ -859,11 +859,7 @@ func (s *Core) onGPUEvent(m *Msg) {
 	if !ok || (typ != events.GPUStatusType && typ != events.GPUUp && typ != events.GPUDown) {
 		return
 	}
-	var ev struct {
-		Source  string           `json:"source"`
-		SimTime time.Time        `json:"simtime"`
-		Data    events.GPUStatus `json:"data"`
-	}
+	var ev events.Envelope[events.GPUStatus]
 	if err := gojson.Unmarshal(m.Data, &ev); err != nil {
 		s.log.Warn("bad GPU event dropped", zap.String("subject", m.Subject), zap.Error(err))
 		return
@@ -907,9 +903,7 @@ func (s *Core) onNodeEvent(m *Msg) {
 	if !strings.HasSuffix(m.Subject, ".heartbeat") {
 		return
 	}
-	var ev struct {
-		Data events.NodeHeartbeat `json:"data"`
-	}
+	var ev events.Envelope[events.NodeHeartbeat]
 	if err := gojson.Unmarshal(m.Data, &ev); err != nil {
 		s.log.Warn("bad node event", zap.String("subject", m.Subject), zap.Error(err))
 		return

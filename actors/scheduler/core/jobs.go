@@ -483,11 +483,8 @@ func (s *Core) onSubmit(m *Msg, tenant string) {
 		s.transition(j, events.JobRejected, fe.Message)
 		j.ended = &now
 		s.stats.rejected++
-		s.answer(m.Reply, j, struct {
-			events.ErrorReply
-			JobID string `json:"job_id"`
-			State string `json:"state"`
-		}{events.ErrorReply{Error: fe}, j.id, events.JobRejected})
+		s.answer(m.Reply, j, events.SubmitAnswer{ErrorReply: events.ErrorReply{Error: fe},
+			SubmitReply: events.SubmitReply{JobID: j.id, State: events.JobRejected}})
 		return
 	}
 	s.jobs[j.id] = j

@@ -136,11 +136,8 @@ func (s *Core) unstored(j *job, why string) {
 	}
 	j.accepting = nil
 	s.cancel(j, "not stored in the job journal: "+why, func() {})
-	s.answer(m.Reply, j, struct {
-		events.ErrorReply
-		JobID string `json:"job_id"`
-		State string `json:"state"`
-	}{events.ErrorReply{Error: &model.FieldError{Field: "store", Message: "not stored, so not accepted: " + why}}, j.id, j.state})
+	s.answer(m.Reply, j, events.SubmitAnswer{ErrorReply: events.ErrorReply{Error: &model.FieldError{Field: "store", Message: "not stored, so not accepted: " + why}},
+		SubmitReply: events.SubmitReply{JobID: j.id, State: j.state}})
 	s.stored(j) // the submissions after it go on
 }
 
