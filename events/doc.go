@@ -134,12 +134,13 @@
 // ParseType (JobEventType) for event types.
 //
 // Every body is a named type here, the envelope included (Decoded with its
-// data raw; Envelope[T] decoded in one pass). The wire is JSON in both
-// libraries the project uses, which read and write the same bytes: the
-// paths every message of a run crosses (the scheduler's core and shell,
-// the GPU and node actors, the journal, the simulation's collector and
-// the checker) use goccy/go-json, because the standard decoder alone was
-// about 6 % of a simtest run's CPU; the rest use encoding/json.
+// data raw; Envelope[T] and DataOf[T] decoded in one pass). The wire is
+// JSON, written and read with two libraries of one API: the paths every
+// message of a run crosses (the scheduler's core and shell, the GPU and
+// node actors, the journal, the simulation's collector and the checker)
+// use goccy/go-json, because encoding/json's decoding was 11–15 % of a
+// simtest run's CPU in the profiles docs/notes/simtest-times.md records;
+// the rest use encoding/json.
 //
 // # Control subjects (scheduler → actors)
 //

@@ -39,6 +39,12 @@ type Envelope[T any] struct {
 	Data    T         `json:"data"`
 }
 
+// DataOf is an event read for its data alone (a node's heartbeat: the
+// scheduler needs nothing else of its envelope).
+type DataOf[T any] struct {
+	Data T `json:"data"`
+}
+
 // Decoded is an Event as a reader gets it, with its data left raw.
 type Decoded struct {
 	SpecVersion string          `json:"specversion"`

@@ -1,6 +1,9 @@
 package events
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // DefaultPrefix namespaces one cluster on a bus.
 const DefaultPrefix = "gpusched"
@@ -37,14 +40,32 @@ const (
 var Services = []Service{ServiceJobSubmit, ServiceJobCancel, ServiceJobGet, ServiceJobList, ServiceSchedStrategy,
 	ServiceSchedExplain, ServiceSchedCtl, ServiceClusterSnapshot}
 
-// services says of each service whether a tenant's account imports it
-// (TenantServices).
-var services = map[Service]bool{ServiceJobSubmit: true, ServiceJobCancel: true, ServiceJobGet: true, ServiceJobList: true,
-	ServiceSchedStrategy: false, ServiceSchedExplain: true, ServiceSchedCtl: false, ServiceClusterSnapshot: true}
-
 // ForTenants says whether a tenant's account imports the service: what a
-// submitter may ask.
-func (v Service) ForTenants() bool { return services[v] }
+// submitter may ask (all but the strategy and the scheduler's control).
+func (v Service) ForTenants() bool {
+	switch v {
+	case ServiceJobSubmit, ServiceJobCancel, ServiceJobGet, ServiceJobList, ServiceSchedExplain, ServiceClusterSnapshot:
+		return true
+	}
+	return false
+}
+
+// local is subject without the prefix and its dot; false for a subject
+// under another prefix. It builds no string: the scheduler reads every
+// subject it receives through it.
+func (s Subjects) local(subject string) (string, bool) {
+	n := len(s.Prefix)
+	if len(subject) <= n || subject[n] != '.' || subject[:n] != s.Prefix {
+		return "", false
+	}
+	return subject[n+1:], true
+}
+
+// under says whether subject is s's prefix, a dot and then rest's start.
+func (s Subjects) under(subject, start string) bool {
+	rest, ok := s.local(subject)
+	return ok && strings.HasPrefix(rest, start)
+}
 
 // Service is the request subject of v.
 func (s Subjects) Service(v Service) string { return s.Prefix + "." + string(v) }
@@ -52,12 +73,11 @@ func (s Subjects) Service(v Service) string { return s.Prefix + "." + string(v) 
 // ParseService is the service subject names under s's prefix; false for
 // any other subject (an event's, an unknown one).
 func (s Subjects) ParseService(subject string) (Service, bool) {
-	rest, ok := strings.CutPrefix(subject, s.Prefix+".")
+	rest, ok := s.local(subject)
 	if !ok {
 		return "", false
 	}
-	_, known := services[Service(rest)]
-	return Service(rest), known
+	return Service(rest), slices.Contains(Services, Service(rest))
 }
 
 // JobSubmit is the request subject that accepts a job spec.
@@ -169,7 +189,7 @@ func (s Subjects) AllEvents() string { return s.Prefix + ".evt.>" }
 
 // IsEvent says whether subject is an event's (<p>.evt.…): what AllEvents
 // matches.
-func (s Subjects) IsEvent(subject string) bool { return strings.HasPrefix(subject, s.Prefix+".evt.") }
+func (s Subjects) IsEvent(subject string) bool { return s.under(subject, "evt.") }
 
 // Answerable says whether the cluster's services answer a request whose
 // reply subject is reply: not when it lies under the prefix (an event's
@@ -388,18 +408,14 @@ func (s Subjects) AllJobRequests() string { return s.Prefix + ".job.*" }
 func (s Subjects) AllSchedRequests() string { return s.Prefix + ".sched.*" }
 
 // IsGPUEvent says whether subject is a GPU actor's event (GPUEvent).
-func (s Subjects) IsGPUEvent(subject string) bool {
-	return strings.HasPrefix(subject, s.Prefix+".evt.gpu.")
-}
+func (s Subjects) IsGPUEvent(subject string) bool { return s.under(subject, "evt.gpu.") }
 
 // IsNodeEvent says whether subject is a node's event (NodeHeartbeat,
 // NodeEvent).
-func (s Subjects) IsNodeEvent(subject string) bool {
-	return strings.HasPrefix(subject, s.Prefix+".evt.node.")
-}
+func (s Subjects) IsNodeEvent(subject string) bool { return s.under(subject, "evt.node.") }
 
 // IsChaos says whether subject is a chaos request (Chaos).
-func (s Subjects) IsChaos(subject string) bool { return strings.HasPrefix(subject, s.Prefix+".chaos.") }
+func (s Subjects) IsChaos(subject string) bool { return s.under(subject, "chaos.") }
 
 // NodeGPUEvents matches every event of one node's GPUs: what a node's
 // credentials may publish.

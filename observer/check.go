@@ -329,7 +329,7 @@ func (c *Checker) Feed(subject string, ev *events.Decoded) {
 	}
 	c.last = ev.Time
 	c.checkSeq(ev)
-	family, typ := splitType(ev.Type)
+	family, typ, _ := events.ParseType(ev.Type)
 	switch family {
 	case "gpu":
 		var st events.GPUStatus
@@ -365,11 +365,6 @@ func (c *Checker) Feed(subject string, ev *events.Decoded) {
 			c.schedDown, c.schedUpAt = false, ev.Time
 		}
 	}
-}
-
-func splitType(t string) (string, string) {
-	family, typ, _ := events.ParseType(t)
-	return family, typ
 }
 
 func (c *Checker) checkSeq(ev *events.Decoded) {

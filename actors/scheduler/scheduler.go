@@ -867,7 +867,7 @@ func (s *Scheduler) publish(subject, reply string, data []byte) error {
 // heal ends a partition once it is over: what the scheduler kept is sent,
 // in order, and it hears again.
 func (s *Scheduler) heal() {
-	if s.cutUntil.IsZero() || s.isCut() || !s.failoverAt.IsZero() {
+	if s.cutUntil.IsZero() || s.isCut() || s.cutForGood() {
 		return // (a failover never heals: takenOver)
 	}
 	s.cutUntil = time.Time{}

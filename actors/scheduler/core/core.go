@@ -903,7 +903,7 @@ func (s *Core) onNodeEvent(m *Msg) {
 	if !strings.HasSuffix(m.Subject, ".heartbeat") {
 		return
 	}
-	var ev events.Envelope[events.NodeHeartbeat]
+	var ev events.DataOf[events.NodeHeartbeat]
 	if err := gojson.Unmarshal(m.Data, &ev); err != nil {
 		s.log.Warn("bad node event", zap.String("subject", m.Subject), zap.Error(err))
 		return
