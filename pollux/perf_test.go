@@ -1,8 +1,11 @@
 package pollux
 
 import (
+	"cmp"
+	"hash/maphash"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"gonum.org/v1/gonum/diff/fd"
@@ -89,5 +92,81 @@ func TestWhatNoObservationTellsIsOptimistic(t *testing.T) {
 	}
 	if p.AlphaC != (0.06-0.0005)/2 {
 		t.Fatalf("αc of one atomic batch size: %v, want half the mean compute time", p.AlphaC)
+	}
+}
+
+// TestCrowdingAsAStableSortGivesIt: the ranker's sorts order ties by
+// position, so its crowding distances equal those of the plain rule (two
+// stable sorts of the distinct members, pymoo's): the search's outcome
+// depends on the order of equals, and a run's result on the search's.
+func TestCrowdingAsAStableSortGivesIt(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 11))
+	var r ranker
+	for trial := range 200 {
+		var front, copies []*individual
+		for range 2 + rng.IntN(40) {
+			// Few distinct values: ties and repeated members are common.
+			obj := [2]float64{float64(rng.IntN(6)), float64(rng.IntN(6))}
+			front = append(front, &individual{obj: obj})
+			copies = append(copies, &individual{obj: obj})
+		}
+		r.crowd(front)
+		stableCrowd(copies)
+		for i := range front {
+			if front[i].crowding != copies[i].crowding {
+				t.Fatalf("trial %d: member %d %v has crowding %v, the stable rule gives %v", trial, i, front[i].obj, front[i].crowding, copies[i].crowding)
+			}
+		}
+	}
+}
+
+// stableCrowd is the crowding rule as stable sorts state it.
+func stableCrowd(front []*individual) {
+	seen := map[[2]float64]bool{}
+	var unique []*individual
+	for _, ind := range front {
+		ind.crowding = 0
+		if !seen[ind.obj] {
+			seen[ind.obj] = true
+			unique = append(unique, ind)
+		}
+	}
+	if len(unique) <= 2 {
+		for _, ind := range unique {
+			ind.crowding = math.Inf(1)
+		}
+		return
+	}
+	for m := range 2 {
+		slices.SortStableFunc(unique, func(a, b *individual) int { return cmp.Compare(a.obj[m], b.obj[m]) })
+		lo, hi := unique[0].obj[m], unique[len(unique)-1].obj[m]
+		unique[0].crowding, unique[len(unique)-1].crowding = math.Inf(1), math.Inf(1)
+		if hi == lo {
+			continue
+		}
+		for i := 1; i < len(unique)-1; i++ {
+			unique[i].crowding += (unique[i+1].obj[m] - unique[i-1].obj[m]) / (hi - lo)
+		}
+	}
+}
+
+// TestAGenomeSetTellsAllocationsByContent: the offspring's duplicate check
+// finds an allocation seen before, and not one that only shares its hash
+// with another (a collision, made here by hand).
+func TestAGenomeSetTellsAllocationsByContent(t *testing.T) {
+	var g genomeSet
+	g.reset()
+	a, b := genome{1, 0, 2}, genome{0, 3, 0}
+	if !g.add(a) || g.add(genome{1, 0, 2}) {
+		t.Fatal("an allocation added twice was new both times, or never")
+	}
+	// b's hash slot taken by another allocation: b is still new, once.
+	g.first[maphash.Bytes(g.seed, b)] = genome{9, 9, 9}
+	if !g.add(b) || g.add(slices.Clone(b)) {
+		t.Fatal("an allocation whose hash another holds was not told apart")
+	}
+	g.reset()
+	if !g.add(a) {
+		t.Fatal("reset kept an allocation")
 	}
 }

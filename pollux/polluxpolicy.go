@@ -1,8 +1,10 @@
 package pollux
 
 import (
+	"bytes"
 	"cmp"
 	"fmt"
+	"hash/maphash"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -18,6 +20,9 @@ import (
 // spread.
 type Pollux struct {
 	rng *rand.Rand
+	// draws is rng's source: the search's most frequent draw, a uniform
+	// float, reads it directly (uniform), the same numbers as rng.Float64.
+	draws *rand.PCG
 	// prev is the last interval's final population, each member a row of
 	// replica counts per node by job name (the next search starts there).
 	prev []map[string]genome
@@ -27,7 +32,16 @@ type Pollux struct {
 
 // NewPollux is the policy with its search drawn from seed.
 func NewPollux(seed uint64) *Pollux {
-	return &Pollux{rng: rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15)), Population: 100, Generations: 100}
+	draws := rand.NewPCG(seed, 0x9e3779b97f4a7c15)
+	return &Pollux{rng: rand.New(draws), draws: draws, Population: 100, Generations: 100}
+}
+
+// uniform is rng.Float64 — the next draw of the source, as math/rand/v2
+// makes a float of it (the top 53 bits over 2⁵³) — without the call
+// through the Source interface: mutation draws one per job and free node
+// per child, the search's most frequent call.
+func (p *Pollux) uniform() float64 {
+	return float64(p.draws.Uint64()<<11>>11) / (1 << 53)
 }
 
 // Name is "pollux".
@@ -77,7 +91,34 @@ type search struct {
 	base    genome
 	maxrep  []int
 	speedup []func(n, r int) float64
-	t       int
+	// kept is each job's speedup factor when its allocation changes: the
+	// restart penalty max(age − restartCost·restarts, 0)/(age + restartCost).
+	kept []float64
+	// scratch is the buffers the search's steps reuse: it breeds tens of
+	// thousands of allocations an interval, and allocating each step's
+	// afresh was a tenth of a run's time in the garbage collector.
+	scratch searchScratch
+}
+
+// searchScratch is a search's reusable buffers, each sized on first use.
+type searchScratch struct {
+	used  []bool // evaluate: the nodes an allocation uses
+	free  []int  // mutate: the nodes with a GPU free
+	load  []int  // mutate, repair: the replicas on each node
+	owner []int  // repair: the job spanning nodes that holds each node
+	perm  []int  // repair: the nodes in random order
+	seen  genomeSet
+	rank  ranker
+}
+
+// buffer is b with n elements, zeroed, reallocated only when too short.
+func buffer[T any](b *[]T, n int) []T {
+	if cap(*b) < n {
+		*b = make([]T, n)
+	}
+	*b = (*b)[:n]
+	clear(*b)
+	return *b
 }
 
 // Allocate is one interval of §8.
@@ -95,8 +136,8 @@ func (p *Pollux) Allocate(t int, active []*Job, c Cluster, current Alloc) (Alloc
 	for n := range gpus {
 		gpus[n] = c.GPUs(n)
 	}
-	s := &search{p: p, jobs: jobs, nodes: c.Nodes, gpus: gpus, total: total, t: t,
-		base: make(genome, len(jobs)*c.Nodes), maxrep: make([]int, len(jobs)), speedup: make([]func(n, r int) float64, len(jobs))}
+	s := &search{p: p, jobs: jobs, nodes: c.Nodes, gpus: gpus, total: total,
+		base: make(genome, len(jobs)*c.Nodes), maxrep: make([]int, len(jobs)), speedup: make([]func(n, r int) float64, len(jobs)), kept: make([]float64, len(jobs))}
 	fair := (total + len(jobs) - 1) / len(jobs)
 	for i, j := range jobs {
 		for _, n := range current[j.Name] {
@@ -109,6 +150,8 @@ func (p *Pollux) Allocate(t int, active []*Job, c Cluster, current Alloc) (Alloc
 			s.maxrep[i] = min(max(2*j.maxProfiledReplicas(), 1), total, j.app.Bmax/j.app.MinLocal)
 		}
 		s.speedup[i] = speedupOf(j, fair, c.Nodes, total)
+		age := float64(t - j.Submit)
+		s.kept[i] = math.Max(age-restartCost*float64(max(j.Restarts, 0)), 0) / (age + restartCost)
 	}
 	// The first population: the last interval's, each row remapped to
 	// this interval's jobs (a new job's empty), or the allocation now.
@@ -208,9 +251,9 @@ func speedupOf(j *Job, fair, nodes, replicas int) func(n, r int) float64 {
 // utility, the speedups summed over the GPUs of the nodes in use.
 func (s *search) evaluate(ind *individual) {
 	var inverse, sum float64
-	used := make([]bool, s.nodes)
+	used := buffer(&s.scratch.used, s.nodes)
 	total, inUseGPUs := float64(s.total), 0
-	for i, j := range s.jobs {
+	for i := range s.jobs {
 		row := ind.x[i*s.nodes : (i+1)*s.nodes]
 		n, r := 0, 0
 		for k, c := range row {
@@ -223,8 +266,7 @@ func (s *search) evaluate(ind *individual) {
 		sp := s.speedup[i](n, r)
 		sum += sp
 		if !slices.Equal(row, s.base[i*s.nodes:(i+1)*s.nodes]) {
-			age := float64(s.t - j.Submit)
-			sp *= math.Max(age-restartCost*float64(max(j.Restarts, 0)), 0) / (age + restartCost)
+			sp *= s.kept[i]
 		}
 		inverse += 1 / (sp/total*float64(s.nodes) + speedupFloor)
 	}
@@ -247,30 +289,36 @@ func (s *search) evaluate(ind *individual) {
 // its replica limit (taken off nodes in random order) and maxNodesPerJob,
 // each node within its GPUs (in job order).
 func (s *search) repair(x genome) {
-	owner := make([]int, s.nodes)
+	owner := buffer(&s.scratch.owner, s.nodes)
 	for k := range owner {
 		owner[k] = -1
 	}
+	load := buffer(&s.scratch.load, s.nodes)
+	// Row by row: a row's spanning rule reads only the rows before it, and
+	// its limits only itself, so each row is done in one visit (the draws
+	// come in the same order as rule by rule over all rows).
 	for i := range s.jobs {
 		row := x[i*s.nodes : (i+1)*s.nodes]
-		if countNonzero(row) < 2 {
-			continue
-		}
-		for k, c := range row {
-			if c == 0 {
-				continue
+		if countNonzero(row) >= 2 {
+			for k, c := range row {
+				if c == 0 {
+					continue
+				}
+				if owner[k] < 0 {
+					owner[k] = i
+				} else {
+					row[k] = 0
+				}
 			}
-			if owner[k] < 0 {
-				owner[k] = i
-			} else {
-				row[k] = 0
-			}
 		}
-	}
-	for i := range s.jobs {
-		row := x[i*s.nodes : (i+1)*s.nodes]
 		if excess := sum(row) - s.maxrep[i]; excess > 0 {
-			for _, k := range s.p.rng.Perm(s.nodes) {
+			// rng.Perm's draws, into a reused buffer.
+			perm := buffer(&s.scratch.perm, s.nodes)
+			for k := range perm {
+				perm[k] = k
+			}
+			s.p.rng.Shuffle(len(perm), func(i, j int) { perm[i], perm[j] = perm[j], perm[i] })
+			for _, k := range perm {
 				if excess <= 0 {
 					break
 				}
@@ -286,8 +334,14 @@ func (s *search) repair(x genome) {
 			}
 			row[k] = 0
 		}
+		for k, c := range row {
+			load[k] += int(c)
+		}
 	}
 	for k := range s.nodes {
+		if load[k] <= s.gpus[k] {
+			continue // every count fits as it is
+		}
 		left := s.gpus[k]
 		for i := range s.jobs {
 			c := &x[i*s.nodes+k]
@@ -303,9 +357,10 @@ func (s *search) repair(x genome) {
 // pymoo does, trying at most 100 times).
 func (s *search) offspring(pop []*individual) []*individual {
 	want := s.p.Population
-	seen := map[string]bool{}
+	seen := &s.scratch.seen
+	seen.reset()
 	for _, ind := range pop {
-		seen[key(ind.x)] = true
+		seen.add(ind.x)
 	}
 	var out []*individual
 	for try := 0; len(out) < want && try < 100; try++ {
@@ -316,8 +371,7 @@ func (s *search) offspring(pop []*individual) []*individual {
 			for _, x := range []genome{c1, c2} {
 				s.mutate(x)
 				s.repair(x)
-				if k := key(x); !seen[k] && len(out) < want {
-					seen[k] = true
+				if len(out) < want && seen.add(x) {
 					ind := &individual{x: x}
 					s.evaluate(ind)
 					out = append(out, ind)
@@ -361,7 +415,7 @@ const crossoverChance = 0.9
 // jobs−1, so sometimes none).
 func (s *search) crossover(a, b genome) (genome, genome) {
 	c1, c2 := slices.Clone(a), slices.Clone(b)
-	if s.p.rng.Float64() >= crossoverChance {
+	if s.p.uniform() >= crossoverChance {
 		return c1, c2
 	}
 	at := s.p.rng.IntN(len(s.jobs)) * s.nodes
@@ -376,52 +430,49 @@ func (s *search) crossover(a, b genome) (genome, genome) {
 // the node's GPUs, each such node chosen with chance 1/(free nodes), more
 // often where the job already runs (or'd with 1/(free nodes it runs on)).
 func (s *search) mutate(x genome) {
+	load := buffer(&s.scratch.load, s.nodes)
 	for i := range s.jobs {
 		row := x[i*s.nodes : (i+1)*s.nodes]
-		if s.p.rng.Float64() < resetRow {
+		if s.p.uniform() < resetRow {
 			copy(row, s.base[i*s.nodes:(i+1)*s.nodes])
 		}
-		if s.p.rng.Float64() < dropRow {
+		if s.p.uniform() < dropRow {
 			for k := range row {
-				if s.p.rng.Float64() < dropNode {
+				if s.p.uniform() < dropNode {
 					row[k] = 0
 				}
 			}
 		}
-	}
-	free := make([]bool, s.nodes)
-	freeNodes := 0
-	for k := range free {
-		used := 0
-		for i := range s.jobs {
-			used += int(x[i*s.nodes+k])
-		}
-		if free[k] = used < s.gpus[k]; free[k] {
-			freeNodes++
+		for k, c := range row {
+			load[k] += int(c)
 		}
 	}
-	if freeNodes == 0 {
+	free := s.scratch.free[:0]
+	for k, used := range load {
+		if used < s.gpus[k] {
+			free = append(free, k)
+		}
+	}
+	s.scratch.free = free
+	if len(free) == 0 {
 		return
 	}
-	p1 := 1 / float64(freeNodes)
+	p1 := 1 / float64(len(free))
 	for i := range s.jobs {
 		row := x[i*s.nodes : (i+1)*s.nodes]
 		here := 0
-		for k, c := range row {
-			if c > 0 && free[k] {
+		for _, k := range free {
+			if row[k] > 0 {
 				here++
 			}
 		}
-		for k := range row {
-			if !free[k] {
-				continue
-			}
+		for _, k := range free {
 			p := p1
 			if row[k] > 0 {
 				p2 := 1 / float64(here)
 				p = p1 + p2 - p1*p2
 			}
-			if s.p.rng.Float64() < p {
+			if s.p.uniform() < p {
 				row[k] += uint8(s.p.rng.IntN(max(s.gpus[k]-int(row[k]), 0) + 1))
 			}
 		}
@@ -431,19 +482,26 @@ func (s *search) mutate(x genome) {
 // survive keeps the best size of pop: whole fronts of non-dominated
 // members, then the last front's most crowded-apart.
 func (s *search) survive(pop []*individual, size int) []*individual {
-	fronts := nonDominated(pop)
-	var out []*individual
+	rk := &s.scratch.rank
+	fronts := rk.fronts(pop)
+	out := make([]*individual, 0, size)
 	for r, front := range fronts {
 		for _, ind := range front {
 			ind.rank = r
 		}
-		crowd(front)
+		rk.crowd(front)
 		if len(out)+len(front) <= size {
 			out = append(out, front...)
 			continue
 		}
-		slices.SortStableFunc(front, func(a, b *individual) int { return cmp.Compare(b.crowding, a.crowding) })
-		out = append(out, front[:size-len(out)]...)
+		// The most crowded-apart first, ties in front order.
+		byCrowding := rk.indexed(front)
+		slices.SortFunc(byCrowding, func(a, b ranked) int {
+			return cmp.Or(cmp.Compare(b.ind.crowding, a.ind.crowding), cmp.Compare(a.at, b.at))
+		})
+		for _, m := range byCrowding[:size-len(out)] {
+			out = append(out, m.ind)
+		}
 		break
 	}
 	return out
@@ -454,17 +512,51 @@ func dominates(a, b *individual) bool {
 	return a.obj[0] <= b.obj[0] && a.obj[1] <= b.obj[1] && (a.obj[0] < b.obj[0] || a.obj[1] < b.obj[1])
 }
 
-// nonDominated sorts pop into fronts. With two objectives this takes
-// O(n log n) (Jensen's sort): visited by objective 1, then 2, a member
-// joins the first front whose latest member does not dominate it (within
-// a front objective 2 only falls, so the latest member is the one to ask).
+// nonDominated sorts pop into fronts (see ranker.fronts).
 func nonDominated(pop []*individual) [][]*individual {
-	order := slices.Clone(pop)
-	slices.SortStableFunc(order, func(a, b *individual) int {
-		return cmp.Or(cmp.Compare(a.obj[0], b.obj[0]), cmp.Compare(a.obj[1], b.obj[1]))
+	var r ranker
+	return r.fronts(pop)
+}
+
+// ranker sorts a population into non-dominated fronts and sets crowding
+// distances, in buffers it reuses from one generation to the next. Its
+// sorts order ties by position (ranked.at), which gives what a stable
+// sort gives: the search's outcome depends on the order of equals.
+type ranker struct {
+	order  []ranked
+	front  [][]*individual
+	unique []*individual
+	seen   map[[2]float64]bool
+}
+
+// ranked is a member and its position in the list being sorted.
+type ranked struct {
+	ind *individual
+	at  int
+}
+
+// indexed is list with positions, in a buffer of r's.
+func (r *ranker) indexed(list []*individual) []ranked {
+	r.order = r.order[:0]
+	for i, ind := range list {
+		r.order = append(r.order, ranked{ind, i})
+	}
+	return r.order
+}
+
+// fronts sorts pop into fronts. With two objectives this takes O(n log n)
+// (Jensen's sort): visited by objective 1, then 2, a member joins the
+// first front whose latest member does not dominate it (within a front
+// objective 2 only falls, so the latest member is the one to ask). The
+// fronts are r's until its next call.
+func (r *ranker) fronts(pop []*individual) [][]*individual {
+	order := r.indexed(pop)
+	slices.SortFunc(order, func(a, b ranked) int {
+		return cmp.Or(cmp.Compare(a.ind.obj[0], b.ind.obj[0]), cmp.Compare(a.ind.obj[1], b.ind.obj[1]), cmp.Compare(a.at, b.at))
 	})
-	var fronts [][]*individual
-	for _, ind := range order {
+	fronts := r.front[:0]
+	for _, m := range order {
+		ind := m.ind
 		k, _ := slices.BinarySearchFunc(fronts, ind, func(f []*individual, ind *individual) int {
 			if dominates(f[len(f)-1], ind) {
 				return -1
@@ -472,10 +564,16 @@ func nonDominated(pop []*individual) [][]*individual {
 			return 1
 		})
 		if k == len(fronts) {
-			fronts = append(fronts, nil)
+			if k < cap(fronts) {
+				fronts = fronts[:k+1]
+				fronts[k] = fronts[k][:0]
+			} else {
+				fronts = append(fronts, nil)
+			}
 		}
 		fronts[k] = append(fronts[k], ind)
 	}
+	r.front = fronts
 	return fronts
 }
 
@@ -483,36 +581,86 @@ func nonDominated(pop []*individual) [][]*individual {
 // over objectives of the normalised gap between its neighbours, infinite
 // at the ends; a member whose objectives repeat an earlier one's gets 0
 // (pymoo's rule).
-func crowd(front []*individual) {
+func (r *ranker) crowd(front []*individual) {
 	for _, ind := range front {
 		ind.crowding = 0
 	}
-	seen := map[[2]float64]bool{}
-	front = slices.DeleteFunc(slices.Clone(front), func(ind *individual) bool {
-		if seen[ind.obj] {
-			return true
+	if r.seen == nil {
+		r.seen = map[[2]float64]bool{}
+	}
+	clear(r.seen)
+	unique := r.unique[:0]
+	for _, ind := range front {
+		if !r.seen[ind.obj] {
+			r.seen[ind.obj] = true
+			unique = append(unique, ind)
 		}
-		seen[ind.obj] = true
-		return false
-	})
-	if len(front) <= 2 {
-		for _, ind := range front {
+	}
+	r.unique = unique
+	if len(unique) <= 2 {
+		for _, ind := range unique {
 			ind.crowding = math.Inf(1)
 		}
 		return
 	}
-	order := slices.Clone(front)
+	order := r.indexed(unique)
 	for m := range 2 {
-		slices.SortStableFunc(order, func(a, b *individual) int { return cmp.Compare(a.obj[m], b.obj[m]) })
-		lo, hi := order[0].obj[m], order[len(order)-1].obj[m]
-		order[0].crowding, order[len(order)-1].crowding = math.Inf(1), math.Inf(1)
+		// By objective m, ties in the order the last sort left.
+		for i := range order {
+			order[i].at = i
+		}
+		slices.SortFunc(order, func(a, b ranked) int {
+			return cmp.Or(cmp.Compare(a.ind.obj[m], b.ind.obj[m]), cmp.Compare(a.at, b.at))
+		})
+		first, last := order[0].ind, order[len(order)-1].ind
+		lo, hi := first.obj[m], last.obj[m]
+		first.crowding, last.crowding = math.Inf(1), math.Inf(1)
 		if hi == lo {
 			continue
 		}
 		for i := 1; i < len(order)-1; i++ {
-			order[i].crowding += (order[i+1].obj[m] - order[i-1].obj[m]) / (hi - lo)
+			order[i].ind.crowding += (order[i+1].ind.obj[m] - order[i-1].ind.obj[m]) / (hi - lo)
 		}
 	}
+}
+
+// genomeSet is a set of allocations by content, without a string copy of
+// each (offspring asks it of every child bred): by a hash, the rare
+// allocation whose hash another holds kept apart.
+type genomeSet struct {
+	seed  maphash.Seed
+	first map[uint64]genome
+	more  []genome
+}
+
+// reset empties the set.
+func (g *genomeSet) reset() {
+	if g.first == nil {
+		g.seed, g.first = maphash.MakeSeed(), map[uint64]genome{}
+	}
+	clear(g.first)
+	g.more = g.more[:0]
+}
+
+// add puts x in the set and reports whether it was not there already. The
+// set keeps x itself: x must not change while the set holds it.
+func (g *genomeSet) add(x genome) bool {
+	h := maphash.Bytes(g.seed, x)
+	y, ok := g.first[h]
+	if !ok {
+		g.first[h] = x
+		return true
+	}
+	if bytes.Equal(x, y) {
+		return false
+	}
+	for _, z := range g.more {
+		if bytes.Equal(x, z) {
+			return false
+		}
+	}
+	g.more = append(g.more, x)
+	return true
 }
 
 // dedupe drops repeated allocations, keeping the first.

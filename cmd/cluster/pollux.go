@@ -56,6 +56,8 @@ unseeded), so it is drawn from --seeds and compared on average. Each run's
 CSV is written as it finishes; every 10 s a line says how many runs are
 done, where each running one is (simulated time, jobs completed) and about
 how long is left; Ctrl-C stops, keeping and tabling the finished runs.
+--workers runs that many at once (Pollux's: one per CPU by default); a
+run's result does not depend on how many run beside it.
 
 Without --offline the workload runs live on a virtual clock: an embedded
 NATS server, 64 GPU actors on 16 nodes, the scheduler; each job is
@@ -80,6 +82,7 @@ flags:
 	offline := fs.Bool("offline", false, "run on the pure model, without actors or bus")
 	out := fs.String("out", "", "folder for workload-N_<policy>_<load>.csv (with several --seeds, one per seed: ..._seed-K.csv)")
 	compare := fs.Bool("compare", false, "print each workload's average JCT beside the published one (DIR/results-jobload)")
+	workersFlag := fs.Int("workers", 0, "runs at once (0: one per CPU for --policy pollux, whose runs take seconds to minutes; else one)")
 	seedsText := fs.String("seeds", "1", "pollux's search seeds (7, 1-3 or 1,5): each seed runs every workload; --compare shows their mean and spread")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -100,6 +103,9 @@ flags:
 	}
 	if *pol != "pollux" && len(seeds) > 1 {
 		return fmt.Errorf("--seeds: %s draws nothing at random; several seeds are for --policy pollux", *pol)
+	}
+	if *workersFlag < 0 {
+		return fmt.Errorf("--workers: %d; give how many runs at once (1 or more), or 0 for the default", *workersFlag)
 	}
 	if *workload < 0 {
 		return fmt.Errorf("--workload: %d is not a workload number", *workload)
@@ -148,13 +154,18 @@ flags:
 			runs = append(runs, &run{name: strings.TrimSuffix(filepath.Base(f), ".csv"), seed: seed})
 		}
 	}
-	workers := 1
-	if !*offline {
-		fmt.Fprintf(os.Stderr, "pollux: %d live runs (the cluster on a virtual clock), one at a time\n", len(runs))
+	workers := *workersFlag
+	if workers == 0 {
+		workers = 1
+		if *pol == "pollux" {
+			workers = runtime.GOMAXPROCS(0)
+		}
 	}
-	if *pol == "pollux" {
-		workers = runtime.GOMAXPROCS(0)
-		fmt.Fprintf(os.Stderr, "pollux: %d runs (%d workloads × %d seeds), %d at a time; a run takes minutes\n", len(runs), len(files), len(seeds), workers)
+	switch {
+	case *pol == "pollux":
+		fmt.Fprintf(os.Stderr, "pollux: %d runs (%d workloads × %d seeds), %d at a time; a run takes seconds to minutes\n", len(runs), len(files), len(seeds), workers)
+	case !*offline:
+		fmt.Fprintf(os.Stderr, "pollux: %d live runs (the cluster on a virtual clock), %d at a time\n", len(runs), workers)
 	}
 	ctx, stop := interruptContext()
 	defer stop()

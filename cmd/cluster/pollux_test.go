@@ -31,10 +31,11 @@ func TestPolluxReplay(t *testing.T) {
 		t.Fatalf("CSV: %d lines, starting %q %q", len(lines), lines[0], lines[1])
 	}
 	for want, args := range map[string][]string{
-		"--load":   {"--pollux", dir, "--load", "3", "--offline"},
-		"--policy": {"--pollux", dir, "--policy", "lottery", "--offline"},
-		"--seeds":  {"--pollux", dir, "--policy", "tiresias", "--seeds", "1-3", "--offline"},
-		"--pollux": {"--pollux", filepath.Join(dir, "nowhere"), "--offline"},
+		"--load":    {"--pollux", dir, "--load", "3", "--offline"},
+		"--policy":  {"--pollux", dir, "--policy", "lottery", "--offline"},
+		"--seeds":   {"--pollux", dir, "--policy", "tiresias", "--seeds", "1-3", "--offline"},
+		"--pollux":  {"--pollux", filepath.Join(dir, "nowhere"), "--offline"},
+		"--workers": {"--pollux", dir, "--workers", "-2", "--offline"},
 	} {
 		if err := polluxCommand(args); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%v: error %v, want one naming %s", args, err, want)
@@ -110,7 +111,7 @@ func TestPolluxPolicyReplay(t *testing.T) {
 	}
 	again := t.TempDir()
 	captureStdout(t, func() error {
-		return polluxCommand([]string{"--pollux", dir, "--policy", "pollux", "--load", "1.0", "--offline", "--seeds", "1", "--out", again})
+		return polluxCommand([]string{"--pollux", dir, "--policy", "pollux", "--load", "1.0", "--offline", "--seeds", "1", "--workers", "1", "--out", again})
 	})
 	if b, err := os.ReadFile(filepath.Join(again, "workload-1_pollux_1.0.csv")); err != nil || string(b) != string(first) {
 		t.Fatalf("seed 1 again wrote a different CSV (%v):\n%s\nfirst:\n%s", err, b, first)
