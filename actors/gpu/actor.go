@@ -2,7 +2,6 @@ package gpu
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -11,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	gojson "github.com/goccy/go-json"
 	"github.com/nats-io/nats.go"
 	"go.uber.org/zap"
 
@@ -975,7 +975,10 @@ func (a *Actor) reply(m *nats.Msg, v any) {
 	if m.Reply == "" {
 		return
 	}
-	b, err := json.Marshal(v)
+	// goccy/go-json, as events.Emitter: the same JSON as encoding/json at
+	// about twice the speed (encoding/json's here was 3 % of a simtest
+	// profile's CPU: every reservation, commit and stop is answered).
+	b, err := gojson.Marshal(v)
 	if err != nil {
 		a.logger().Warn("reply encoding failed", zap.Error(err))
 		return

@@ -187,18 +187,6 @@ func (j *job) estimate(now time.Time) float64 {
 	return est
 }
 
-// shareMarksLeft are a gang's last reports from the GPUs whose share has
-// not completed.
-func (j *job) shareMarksLeft() []progressMark {
-	var out []progressMark
-	for _, g := range j.gpus {
-		if m, ok := j.shareMarks[g]; ok && !slices.Contains(j.shardsDone, g) {
-			out = append(out, m)
-		}
-	}
-	return out
-}
-
 // lastMark is the job's last progress report, from whichever GPU it was.
 func (j *job) lastMark() progressMark {
 	return progressMark{progress: j.lastProgress, rate: j.lastRate, at: j.lastAt}
