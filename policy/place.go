@@ -181,6 +181,9 @@ func Why(c *Cluster, r *Request) string {
 			continue
 		}
 		eligible++
+		if r.GPUs > 1 {
+			break // a gang's reason says only that one GPU is eligible (below)
+		}
 		want := r.VRAMOn(g)
 		free := g.VRAMTotal - g.VRAMUsed()
 		hole := c.LargestFree(g)
