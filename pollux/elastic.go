@@ -37,11 +37,27 @@ func (m goodputModel) efficiency(b float64) float64 {
 // 1e-8), those whose atomic batch leaves [min_local, max_local] counting
 // 0. The cap of §4.2 step 5 is the caller's.
 func (m goodputModel) best(n, r int) (float64, Config) {
+	return m.bestOf(n, r, m.choices(r))
+}
+
+// batchChoice is one of best's candidate configurations for r replicas,
+// with the parts of its goodput that do not depend on the nodes: the
+// search asks best of many node counts for each replica count.
+type batchChoice struct {
+	cfg Config
+	// fits says its atomic batch is within [min_local, max_local].
+	fits bool
+	// acc is T_acc, accPow T_acc^γ, samples r·a·(k+1), eff its
+	// statistical efficiency.
+	acc, accPow, samples, eff float64
+}
+
+// choices are best's candidates for r replicas, in its order.
+func (m goodputModel) choices(r int) []batchChoice {
 	app := m.app
 	lo, hi := math.Max(float64(app.B0), float64(app.MinLocal*r)), float64(app.Bmax)
-	var top float64
-	var c Config
-	for i := range batchCandidates {
+	out := make([]batchChoice, batchCandidates)
+	for i := range out {
 		b := geomspace(lo, hi, batchCandidates, i)
 		local := b / float64(r)
 		k := ceilEps(local/float64(app.MaxLocal)) - 1
@@ -49,12 +65,33 @@ func (m goodputModel) best(n, r int) (float64, Config) {
 			k = max(k, 1)
 		}
 		a := ceilEps(local / float64(k+1))
+		ch := batchChoice{cfg: Config{A: a, K: k}, fits: a >= app.MinLocal && a <= app.MaxLocal}
+		if ch.fits {
+			ch.acc = m.perf.accumTime(float64(a))
+			ch.accPow = math.Pow(ch.acc, m.perf.Gamma)
+			ch.samples = float64(r * a * (k + 1))
+			ch.eff = m.efficiency(float64(r * a * (k + 1)))
+		}
+		out[i] = ch
+	}
+	return out
+}
+
+// bestOf is best over choices (r's): each fitting candidate's goodput is
+// PerfParams.Throughput times its efficiency, the same operations in the
+// same order, with T_net^γ raised once for all of them.
+func (m goodputModel) bestOf(n, r int, choices []batchChoice) (float64, Config) {
+	netPow := math.Pow(m.perf.networkTime(n, r), m.perf.Gamma)
+	var top float64
+	var c Config
+	for i, ch := range choices {
 		g := 0.0
-		if a >= app.MinLocal && a <= app.MaxLocal {
-			g = m.perf.Throughput(n, r, a, k) * m.efficiency(float64(r*a*(k+1)))
+		if ch.fits {
+			opt := math.Exp(math.Log(ch.accPow+netPow) / m.perf.Gamma)
+			g = ch.samples / (float64(ch.cfg.K)*ch.acc + opt) * ch.eff
 		}
 		if i == 0 || g > top {
-			top, c = g, Config{A: a, K: k}
+			top, c = g, ch.cfg
 		}
 	}
 	return top, c

@@ -3,9 +3,11 @@ package pollux
 import (
 	"bytes"
 	"cmp"
+	"encoding/binary"
 	"fmt"
 	"hash/maphash"
 	"math"
+	"math/bits"
 	"math/rand/v2"
 	"slices"
 )
@@ -102,7 +104,7 @@ type search struct {
 
 // searchScratch is a search's reusable buffers, each sized on first use.
 type searchScratch struct {
-	used  []bool // evaluate: the nodes an allocation uses
+	used  genome // evaluate: the nodes an allocation uses (nonzero)
 	free  []int  // mutate: the nodes with a GPU free
 	load  []int  // mutate, repair: the replicas on each node
 	owner []int  // repair: the job spanning nodes that holds each node
@@ -112,9 +114,9 @@ type searchScratch struct {
 }
 
 // buffer is b with n elements, zeroed, reallocated only when too short.
-func buffer[T any](b *[]T, n int) []T {
+func buffer[S ~[]T, T any](b *S, n int) S {
 	if cap(*b) < n {
-		*b = make([]T, n)
+		*b = make(S, n)
 	}
 	*b = (*b)[:n]
 	clear(*b)
@@ -212,7 +214,7 @@ func (p *Pollux) Allocate(t int, active []*Job, c Cluster, current Alloc) (Alloc
 // speedupOf is a job's speedup function for this interval, relative to
 // the fair share (one node, fair replicas): r/fair before it has a model;
 // then its best goodput on (n, r) over its best on the fair share,
-// memoised for n ≤ nodes, r ≤ replicas.
+// memoised for n ≤ nodes, r ≤ replicas (and the candidates of each r).
 func speedupOf(j *Job, fair, nodes, replicas int) func(n, r int) float64 {
 	if j.elastic.perf == nil {
 		return func(_, r int) float64 { return float64(r) / float64(fair) }
@@ -223,6 +225,8 @@ func speedupOf(j *Job, fair, nodes, replicas int) func(n, r int) float64 {
 	for i := range memo {
 		memo[i] = -1
 	}
+	// The candidates of each replica count, for every node count asked.
+	choices := make([][]batchChoice, replicas+1)
 	return func(n, r int) float64 {
 		if r == 0 {
 			return 0
@@ -233,7 +237,15 @@ func speedupOf(j *Job, fair, nodes, replicas int) func(n, r int) float64 {
 		} else if v := memo[at]; v >= 0 {
 			return v
 		}
-		g, _ := m.best(n, r)
+		var g float64
+		if r <= replicas {
+			if choices[r] == nil {
+				choices[r] = m.choices(r)
+			}
+			g, _ = m.bestOf(n, r, choices[r])
+		} else {
+			g, _ = m.best(n, r)
+		}
 		v := float64(r)
 		if base > 0 {
 			v = g / base
@@ -255,13 +267,9 @@ func (s *search) evaluate(ind *individual) {
 	total, inUseGPUs := float64(s.total), 0
 	for i := range s.jobs {
 		row := ind.x[i*s.nodes : (i+1)*s.nodes]
-		n, r := 0, 0
-		for k, c := range row {
-			if c > 0 {
-				n++
-				r += int(c)
-				used[k] = true
-			}
+		n, r := rowCounts(row)
+		if n > 0 {
+			orInto(used, row)
 		}
 		sp := s.speedup[i](n, r)
 		sum += sp
@@ -272,7 +280,7 @@ func (s *search) evaluate(ind *individual) {
 	}
 	inUse := 0
 	for k, u := range used {
-		if u {
+		if u > 0 {
 			inUse++
 			inUseGPUs += s.gpus[k]
 		}
@@ -334,9 +342,7 @@ func (s *search) repair(x genome) {
 			}
 			row[k] = 0
 		}
-		for k, c := range row {
-			load[k] += int(c)
-		}
+		addLoad(load, row)
 	}
 	for k := range s.nodes {
 		if load[k] <= s.gpus[k] {
@@ -443,9 +449,7 @@ func (s *search) mutate(x genome) {
 				}
 			}
 		}
-		for k, c := range row {
-			load[k] += int(c)
-		}
+		addLoad(load, row)
 	}
 	free := s.scratch.free[:0]
 	for k, used := range load {
@@ -679,20 +683,77 @@ func dedupe(pop []*individual) []*individual {
 // key identifies an allocation.
 func key(x genome) string { return string(x) }
 
+// countNonzero is how many nodes row uses.
 func countNonzero(row genome) int {
-	n := 0
-	for _, c := range row {
-		if c > 0 {
-			n++
-		}
-	}
+	n, _ := rowCounts(row)
 	return n
 }
 
+// sum is row's replicas.
 func sum(row genome) int {
-	t := 0
-	for _, c := range row {
-		t += int(c)
+	_, r := rowCounts(row)
+	return r
+}
+
+// rowCounts is how many nodes row uses and its replicas, eight counts at
+// a time (the search asks them of every row of every allocation it
+// breeds).
+func rowCounts(row genome) (nodes, replicas int) {
+	i := 0
+	for ; i+8 <= len(row); i += 8 {
+		w := binary.LittleEndian.Uint64(row[i:])
+		if w == 0 {
+			continue
+		}
+		// A byte's top bit, after adding 0x7f to its low seven bits and
+		// or-ing the byte back, is set exactly when the byte is not 0 (the
+		// sum stays under 0x100: no carry into the next byte).
+		nodes += bits.OnesCount64((((w & low7) + low7) | w) &^ low7)
+		// Adjacent bytes added into four 16-bit lanes (each at most 510),
+		// then the lanes summed into the top one by the multiplication (at
+		// most 2040: no lane overflows).
+		lanes := (w & evenBytes) + ((w >> 8) & evenBytes)
+		replicas += int((lanes * 0x0001000100010001) >> 48)
 	}
-	return t
+	for _, c := range row[i:] {
+		if c > 0 {
+			nodes++
+			replicas += int(c)
+		}
+	}
+	return nodes, replicas
+}
+
+// Masks of rowCounts: each byte's low seven bits; the even bytes.
+const (
+	low7      = 0x7f7f7f7f7f7f7f7f
+	evenBytes = 0x00ff00ff00ff00ff
+)
+
+// addLoad adds row's counts to load, node by node, skipping eight empty
+// nodes at a time (most rows use one or two nodes).
+func addLoad(load []int, row genome) {
+	i := 0
+	for ; i+8 <= len(row); i += 8 {
+		if binary.LittleEndian.Uint64(row[i:]) == 0 {
+			continue
+		}
+		for k := i; k < i+8; k++ {
+			load[k] += int(row[k])
+		}
+	}
+	for ; i < len(row); i++ {
+		load[i] += int(row[i])
+	}
+}
+
+// orInto makes dst the bytewise or of dst and row (of the same length).
+func orInto(dst, row genome) {
+	i := 0
+	for ; i+8 <= len(row); i += 8 {
+		binary.LittleEndian.PutUint64(dst[i:], binary.LittleEndian.Uint64(dst[i:])|binary.LittleEndian.Uint64(row[i:]))
+	}
+	for ; i < len(row); i++ {
+		dst[i] |= row[i]
+	}
 }

@@ -187,3 +187,48 @@ func TestPoliciesAllocateOnlyTheGPUsEachNodeHas(t *testing.T) {
 		}
 	}
 }
+
+// TestRowCountsCountByteByByte: the eight-at-a-time counts of a row (the
+// nodes it uses and its replicas), the bytewise or and the added load are
+// what a loop over its bytes gives, for rows of every length up to 40 and counts up to 255.
+func TestRowCountsCountByteByByte(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 5))
+	for trial := range 2000 {
+		row, other := make(genome, rng.IntN(41)), make(genome, 0)
+		for i := range row {
+			switch rng.IntN(3) {
+			case 0: // empty
+			case 1:
+				row[i] = uint8(1 + rng.IntN(4))
+			default:
+				row[i] = uint8(rng.IntN(256))
+			}
+			other = append(other, uint8(rng.IntN(256)))
+		}
+		wantNodes, wantReplicas := 0, 0
+		for _, c := range row {
+			if c > 0 {
+				wantNodes++
+			}
+			wantReplicas += int(c)
+		}
+		if n, r := rowCounts(row); n != wantNodes || r != wantReplicas {
+			t.Fatalf("trial %d: %v counts %d nodes and %d replicas, want %d and %d", trial, row, n, r, wantNodes, wantReplicas)
+		}
+		want := slices.Clone(other)
+		for i := range want {
+			want[i] |= row[i]
+		}
+		if orInto(other, row); !slices.Equal(other, want) {
+			t.Fatalf("trial %d: or of %v is %v, want %v", trial, row, other, want)
+		}
+		load, wantLoad := make([]int, len(row)), make([]int, len(row))
+		for i := range load {
+			load[i] = rng.IntN(100)
+			wantLoad[i] = load[i] + int(row[i])
+		}
+		if addLoad(load, row); !slices.Equal(load, wantLoad) {
+			t.Fatalf("trial %d: load after adding %v is %v, want %v", trial, row, load, wantLoad)
+		}
+	}
+}
