@@ -754,13 +754,18 @@ type Stopped struct {
 // ("insufficient VRAM", "fragmented VRAM", "insufficient CPU"...); Error
 // is a malformed request.
 type ControlReply struct {
-	OK      bool              `json:"ok"`
-	Reason  string            `json:"reason,omitempty"`
-	Offset  int64             `json:"offset,omitempty"`
-	Version uint64            `json:"version,omitempty"`
-	Stopped []Stopped         `json:"stopped,omitempty"`
-	Status  *GPUStatus        `json:"status,omitempty"`
-	Error   *model.FieldError `json:"error,omitempty"`
+	OK      bool      `json:"ok"`
+	Reason  string    `json:"reason,omitempty"`
+	Offset  int64     `json:"offset,omitempty"`
+	Version uint64    `json:"version,omitempty"`
+	Stopped []Stopped `json:"stopped,omitempty"`
+	// Ended are the jobs a preempt or release named that the GPU no longer
+	// ran, as far as they had got when they ended there (its memory of
+	// ended jobs, GPUStatus.Ended): a gang's share fenced while no
+	// scheduler watched bounds the whole gang's progress.
+	Ended  []Stopped         `json:"ended,omitempty"`
+	Status *GPUStatus        `json:"status,omitempty"`
+	Error  *model.FieldError `json:"error,omitempty"`
 	// Incarnation is the answering GPU actor's incarnation (reserve): the
 	// scheduler records which incarnation a placement runs on, so that a
 	// late gpu.down of an older one does not take it.

@@ -2820,3 +2820,78 @@ func TestAStoreSaidDownRefusesSubmissionsAtOnce(t *testing.T) {
 		t.Fatalf("after the store is up: %+v", rep)
 	}
 }
+
+// TestAGangLostOnBothGPUsIsStoppedTheSameWhicheverAnswersFirst: after a
+// restart, a gang whose two GPUs both fenced it while no scheduler
+// watched (at different points) goes back to the queue the same way
+// whichever GPU's reading comes first: a stop goes to both GPUs, and the
+// job keeps no more than the share that got least far. The GPUs answer a
+// restarted scheduler in any order on a virtual clock; when the stop went
+// only to the GPU not read yet and the job kept the first reader's
+// progress, the same seed gave two histories (simtest seed 800, under
+// load: a GPU's chaos draws one number per message it sends).
+func TestAGangLostOnBothGPUsIsStoppedTheSameWhicheverAnswersFirst(t *testing.T) {
+	progress := map[string]float64{"n1-gpu-0": 300, "n1-gpu-1": 200}
+	type outcome struct {
+		stopped  []string
+		lostWork float64
+	}
+	var outcomes []outcome
+	for _, reverse := range []bool{false, true} {
+		h2, id, share := restartedWithAGang(t)
+		for gpu, p := range progress {
+			h2.GPUs[gpu].Status.Ended = []events.EndedJob{{JobID: id, Change: events.ChangeFenced, ProgressS: p, Assignment: share.Assignment}}
+		}
+		answerDescribes(h2, reverse, func(gpu string, st *events.GPUStatus) { st.Ended = h2.GPUs[gpu].Status.Ended })
+		h2.Step(Input{Timer: TimerAging})
+		var o outcome
+		for _, r := range h2.Sends(events.OpRelease) {
+			if _, gpu, ok := events.ParseGPUCtl(r.Subject); ok && r.Control.JobID == id {
+				o.stopped = append(o.stopped, gpu)
+			}
+		}
+		slices.Sort(o.stopped)
+		s := h2.JobState(id)
+		if s.State != events.JobQueued {
+			t.Fatalf("reverse=%v: the gang is %s, want queued", reverse, s.State)
+		}
+		o.lostWork = s.LostWorkS
+		outcomes = append(outcomes, o)
+	}
+	want := outcome{stopped: []string{"n1-gpu-0", "n1-gpu-1"}, lostWork: 200}
+	for i, o := range outcomes {
+		if !slices.Equal(o.stopped, want.stopped) || o.lostWork != want.lostWork {
+			t.Errorf("answers in order %d: stops sent to %v, lost work %v s; want stops to %v and %v s lost (the least share's progress)",
+				i, o.stopped, o.lostWork, want.stopped, want.lostWork)
+		}
+	}
+}
+
+// TestAStopWaitingForAHungGPUHoldsUpNoOtherJob: two jobs cancelled, the
+// first on a GPU that answers nothing (hung): the second's cancel is
+// answered as soon as its own GPU has stopped it. Stops once resolved in
+// the order they were sent, so the second waited a call timeout behind
+// the first — and which went first was the order the GPUs' answers came
+// in (simtest seed 800).
+func TestAStopWaitingForAHungGPUHoldsUpNoOtherJob(t *testing.T) {
+	h := newHarness(t, Config{})
+	h.AddGPU("n1", "n1-gpu-0", "A100-40GB")
+	h.AddGPU("n1", "n1-gpu-1", "A100-40GB")
+	a := h.Submit(spec("a", "30GB"))
+	b := h.Submit(spec("b", "30GB"))
+	if a.State != events.JobPlaced || b.State != events.JobPlaced || h.JobState(a.JobID).GPUIDs[0] == h.JobState(b.JobID).GPUIDs[0] {
+		t.Fatalf("submits: %+v %+v, want each placed on its own GPU", a, b)
+	}
+	h.Unanswered[h.JobState(a.JobID).GPUIDs[0]] = true
+	h.Request("job.cancel", "", map[string]string{"job_id": a.JobID})
+	first := h.LastReply
+	h.Request("job.cancel", "", map[string]string{"job_id": b.JobID})
+	second := h.LastReply
+	if len(h.Replies[first]) != 0 {
+		t.Fatal("the cancel of the job on the hung GPU was answered before its GPU stopped it")
+	}
+	var info events.JobInfo
+	if err := json.Unmarshal(h.Replies[second], &info); err != nil || info.State != events.JobCancelled {
+		t.Fatalf("the second cancel: %s (%v), want it answered cancelled at once", h.Replies[second], err)
+	}
+}

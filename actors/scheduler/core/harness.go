@@ -335,6 +335,15 @@ func (g *FakeGPU) control(c events.Control) events.ControlReply {
 		rep := events.ControlReply{OK: true}
 		if g.drop(c.JobID) {
 			rep.Stopped = []events.Stopped{{JobID: c.JobID, ProgressS: g.Progress[c.JobID]}}
+		} else {
+			// A job it no longer runs, as far as it had got when it ended
+			// there (its status's memory of ended jobs), as a GPU actor says.
+			for i := len(st.Ended) - 1; i >= 0; i-- {
+				if st.Ended[i].JobID == c.JobID {
+					rep.Ended = []events.Stopped{{JobID: c.JobID, ProgressS: st.Ended[i].ProgressS}}
+					break
+				}
+			}
 		}
 		return rep
 	}

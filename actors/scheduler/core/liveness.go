@@ -739,8 +739,12 @@ func (s *Core) accountEnded(st events.GPUStatus) {
 		// waits for those that do not answer, before it runs anywhere
 		// again (requeueLost's stop). Queued at once, it ran twice: on a
 		// new placement and on a hung GPU whose lease had not run out
-		// (simtest seed 1575).
-		j.relearnFrom = slices.DeleteFunc(j.relearnFrom, func(g string) bool { return g == st.GPU })
+		// (simtest seed 1575). This GPU is told too, though it lost the
+		// job: then every GPU of the gang hears the same stop whichever
+		// answered the restarted scheduler first, and each says how far
+		// its share had got (a GPU's chaos draws one number per message it
+		// sends; a stop sent to one share's GPU or the other's, by which
+		// answered first, set them apart: seed 800).
 		s.ended(j)
 		s.releaseNode(j, st.Node)
 		s.stats.lostJobs++

@@ -350,7 +350,10 @@ type stopping struct {
 	calls   []ctlCall
 	replies []events.ControlReply
 	waiting int
-	then    func()
+	// lostAt, when not negative, is the progress a GPU that lost the job
+	// last reported: the job got no further (requeueLost).
+	lostAt float64
+	then   func()
 }
 
 // stop ends a running job's shares with op (preempt or release) without
@@ -358,14 +361,19 @@ type stopping struct {
 // takes the stop before anything the scheduler sends it later), and once
 // every GPU has answered (or timed out) the job's progress is the least
 // any reported — kept up to its last checkpoint on preemption — and then
-// runs. Stops resolve in the order they were sent.
-func (s *Core) stop(j *job, op string, then func()) {
+// runs. Each stop resolves once its own answers are in: one that waits
+// for a hung GPU holds up no other job's.
+func (s *Core) stop(j *job, op string, then func()) { s.stopLost(j, op, -1, then) }
+
+// stopLost is stop for a job a GPU lost at progress lostAt (negative:
+// unknown), which bounds the progress the stop settles.
+func (s *Core) stopLost(j *job, op string, lostAt float64, then func()) {
 	if len(j.mayRunOn()) == 0 && j.node == "" {
 		s.relearned(j)
 		then()
 		return
 	}
-	st := &stopping{job: j, op: op, at: s.now, then: then}
+	st := &stopping{job: j, op: op, at: s.now, lostAt: lostAt, then: then}
 	// Being read back after a restart, a GPU its record names and not
 	// read yet (hung, cut off) may run a share of it too, and is stopped
 	// as well before the job runs anywhere again (seed 11).
@@ -405,8 +413,13 @@ func (s *Core) stop(j *job, op string, then func()) {
 	s.stops = append(s.stops, st)
 }
 
-// stopAnswered records a GPU's answer to a stop and finishes the stops
-// whose answers are all in, in the order they were sent.
+// stopAnswered records a GPU's answer to a stop and finishes the stop once
+// all its answers are in. It does not wait for the stops sent before it:
+// on a virtual clock the GPUs answer a restarted scheduler's reads in any
+// order, and the stops those reads cause go out in that order — a stop
+// behind one that waited for a hung GPU waited with it, so whether a lost
+// job went back to the queue at once or a call timeout later depended on
+// goroutine timing (simtest seed 800, one run in seven under load).
 func (s *Core) stopAnswered(c *call, rep events.ControlReply) {
 	st := c.stop
 	if st.waiting == 0 {
@@ -420,11 +433,10 @@ func (s *Core) stopAnswered(c *call, rep events.ControlReply) {
 		// what it runs now (it would be taken for a stray and released).
 		gs.version = max(gs.version, rep.Version)
 	}
-	for len(s.stops) > 0 && s.stops[0].waiting == 0 {
-		first := s.stops[0]
-		s.stops = slices.Delete(s.stops, 0, 1)
-		first.job.stopping = nil
-		s.finishStop(first)
+	if st.waiting == 0 {
+		s.stops = slices.DeleteFunc(s.stops, func(other *stopping) bool { return other == st })
+		st.job.stopping = nil
+		s.finishStop(st)
 	}
 	if len(s.stops) == 0 && len(s.inflight) == 0 {
 		s.settled()
@@ -453,7 +465,9 @@ func (s *Core) finishStop(st *stopping) {
 					zap.String("reason", r.Reason))
 			}
 		}
-		for _, stopped := range r.Stopped {
+		// A GPU that no longer ran it says how far it had got when it
+		// ended there (a fence): a gang is no further on than that share.
+		for _, stopped := range append(r.Stopped, r.Ended...) {
 			if stopped.JobID == j.id && (done < 0 || stopped.ProgressS < done) {
 				done = stopped.ProgressS
 			}
@@ -461,6 +475,12 @@ func (s *Core) finishStop(st *stopping) {
 	}
 	if done < 0 {
 		done = j.estimate(st.at)
+	}
+	if st.lostAt >= 0 {
+		// The least of what every GPU said, whichever said it first: a
+		// gang whose shares a restarted scheduler reads in any order
+		// settles the same progress (seed 800).
+		done = min(done, st.lostAt)
 	}
 	j.endStint(st.at, done)
 	if st.op == events.OpPreempt {
@@ -845,7 +865,7 @@ func (s *Core) requeueLost(j *job, lostAt float64, reason string) {
 	if j.stopping != nil {
 		return // being stopped already: it is accounted for when the stop ends
 	}
-	s.stop(j, events.OpRelease, func() {
+	s.stopLost(j, events.OpRelease, lostAt, func() {
 		progress := j.progress
 		if lostAt >= 0 {
 			progress = min(progress, lostAt)
