@@ -750,6 +750,17 @@ type Stopped struct {
 	Training *model.TrainingState `json:"training,omitempty"`
 }
 
+// LastEnded is the latest end of job id among ended (a GPU's memory of
+// ended jobs, oldest first).
+func LastEnded(ended []EndedJob, id string) (EndedJob, bool) {
+	for i := len(ended) - 1; i >= 0; i-- {
+		if ended[i].JobID == id {
+			return ended[i], true
+		}
+	}
+	return EndedJob{}, false
+}
+
 // ControlReply answers a Control. OK false with Reason is a refusal
 // ("insufficient VRAM", "fragmented VRAM", "insufficient CPU"...); Error
 // is a malformed request.

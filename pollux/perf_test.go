@@ -60,7 +60,8 @@ func TestFrontsAsByDefinition(t *testing.T) {
 			pop = append(pop, &individual{obj: [2]float64{float64(rng.IntN(8)), float64(rng.IntN(8))}})
 		}
 		front := map[*individual]int{}
-		for k, f := range nonDominated(pop) {
+		var r ranker
+		for k, f := range r.fronts(pop) {
 			for _, ind := range f {
 				front[ind] = k
 			}

@@ -516,12 +516,6 @@ func dominates(a, b *individual) bool {
 	return a.obj[0] <= b.obj[0] && a.obj[1] <= b.obj[1] && (a.obj[0] < b.obj[0] || a.obj[1] < b.obj[1])
 }
 
-// nonDominated sorts pop into fronts (see ranker.fronts).
-func nonDominated(pop []*individual) [][]*individual {
-	var r ranker
-	return r.fronts(pop)
-}
-
 // ranker sorts a population into non-dominated fronts and sets crowding
 // distances, in buffers it reuses from one generation to the next. Its
 // sorts order ties by position (ranked.at), which gives what a stable
@@ -669,19 +663,10 @@ func (g *genomeSet) add(x genome) bool {
 
 // dedupe drops repeated allocations, keeping the first.
 func dedupe(pop []*individual) []*individual {
-	seen := map[string]bool{}
-	return slices.DeleteFunc(pop, func(ind *individual) bool {
-		k := key(ind.x)
-		if seen[k] {
-			return true
-		}
-		seen[k] = true
-		return false
-	})
+	var seen genomeSet
+	seen.reset()
+	return slices.DeleteFunc(pop, func(ind *individual) bool { return !seen.add(ind.x) })
 }
-
-// key identifies an allocation.
-func key(x genome) string { return string(x) }
 
 // countNonzero is how many nodes row uses.
 func countNonzero(row genome) int {

@@ -700,7 +700,7 @@ func (a *Actor) handle(m *nats.Msg) {
 		for _, id := range ids {
 			s, ok := a.shares[id]
 			if !ok {
-				if e, ended := a.lastEnded(id); ended {
+				if e, ended := events.LastEnded(a.ended, id); ended {
 					reply.Ended = append(reply.Ended, events.Stopped{JobID: id, ProgressS: e.ProgressS})
 				}
 				continue
@@ -931,16 +931,6 @@ func (a *Actor) remember(id, change string, progress float64) {
 		}
 	}
 	a.ended = append(a.ended, e)
-}
-
-// lastEnded is what the actor remembers of the job's latest end on it.
-func (a *Actor) lastEnded(id string) (events.EndedJob, bool) {
-	for i := len(a.ended) - 1; i >= 0; i-- {
-		if a.ended[i].JobID == id {
-			return a.ended[i], true
-		}
-	}
-	return events.EndedJob{}, false
 }
 
 // Remains are the jobs a dead actor held, as ended by change, with the

@@ -338,11 +338,8 @@ func (g *FakeGPU) control(c events.Control) events.ControlReply {
 		} else {
 			// A job it no longer runs, as far as it had got when it ended
 			// there (its status's memory of ended jobs), as a GPU actor says.
-			for i := len(st.Ended) - 1; i >= 0; i-- {
-				if st.Ended[i].JobID == c.JobID {
-					rep.Ended = []events.Stopped{{JobID: c.JobID, ProgressS: st.Ended[i].ProgressS}}
-					break
-				}
+			if e, ended := events.LastEnded(st.Ended, c.JobID); ended {
+				rep.Ended = []events.Stopped{{JobID: c.JobID, ProgressS: e.ProgressS}}
 			}
 		}
 		return rep

@@ -741,10 +741,10 @@ func (s *Core) accountEnded(st events.GPUStatus) {
 		// new placement and on a hung GPU whose lease had not run out
 		// (simtest seed 1575). This GPU is told too, though it lost the
 		// job: then every GPU of the gang hears the same stop whichever
-		// answered the restarted scheduler first, and each says how far
-		// its share had got (a GPU's chaos draws one number per message it
-		// sends; a stop sent to one share's GPU or the other's, by which
-		// answered first, set them apart: seed 800).
+		// answered the restarted scheduler first (a GPU's drop fault draws
+		// one number per message it sends, so one more message to one GPU
+		// changes what it drops later), and each says how far its share
+		// had got.
 		s.ended(j)
 		s.releaseNode(j, st.Node)
 		s.stats.lostJobs++

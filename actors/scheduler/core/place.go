@@ -416,10 +416,9 @@ func (s *Core) stopLost(j *job, op string, lostAt float64, then func()) {
 // stopAnswered records a GPU's answer to a stop and finishes the stop once
 // all its answers are in. It does not wait for the stops sent before it:
 // on a virtual clock the GPUs answer a restarted scheduler's reads in any
-// order, and the stops those reads cause go out in that order — a stop
-// behind one that waited for a hung GPU waited with it, so whether a lost
-// job went back to the queue at once or a call timeout later depended on
-// goroutine timing (simtest seed 800, one run in seven under load).
+// order, and the stops those reads cause go out in that order, so a stop
+// kept behind one that waits for a hung GPU would make when a lost job
+// goes back to the queue depend on goroutine timing.
 func (s *Core) stopAnswered(c *call, rep events.ControlReply) {
 	st := c.stop
 	if st.waiting == 0 {
@@ -467,9 +466,11 @@ func (s *Core) finishStop(st *stopping) {
 		}
 		// A GPU that no longer ran it says how far it had got when it
 		// ended there (a fence): a gang is no further on than that share.
-		for _, stopped := range append(r.Stopped, r.Ended...) {
-			if stopped.JobID == j.id && (done < 0 || stopped.ProgressS < done) {
-				done = stopped.ProgressS
+		for _, list := range [2][]events.Stopped{r.Stopped, r.Ended} {
+			for _, stopped := range list {
+				if stopped.JobID == j.id && (done < 0 || stopped.ProgressS < done) {
+					done = stopped.ProgressS
+				}
 			}
 		}
 	}
@@ -479,7 +480,7 @@ func (s *Core) finishStop(st *stopping) {
 	if st.lostAt >= 0 {
 		// The least of what every GPU said, whichever said it first: a
 		// gang whose shares a restarted scheduler reads in any order
-		// settles the same progress (seed 800).
+		// settles the same progress.
 		done = min(done, st.lostAt)
 	}
 	j.endStint(st.at, done)
