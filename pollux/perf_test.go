@@ -171,3 +171,49 @@ func TestAGenomeSetTellsAllocationsByContent(t *testing.T) {
 		t.Fatal("reset kept an allocation")
 	}
 }
+
+// TestAFitRememberedIsTheFitItself: the memo answers a profile it has seen
+// with the very fit (every bit), tells profiles apart by every field and
+// by their order, and holds at most two generations.
+func TestAFitRememberedIsTheFitItself(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 3))
+	var profiles [][]observation
+	for range 12 {
+		var obs []observation
+		for range 1 + rng.IntN(5) {
+			step := 0.02 + rng.Float64()
+			obs = append(obs, observation{1 + rng.IntN(3), 1 + rng.IntN(8), 32 << rng.IntN(4), step, step * rng.Float64() / 2})
+		}
+		profiles = append(profiles, obs)
+	}
+	// The same profile in another order, and with one bit of a time changed.
+	swapped := slices.Clone(profiles[0])
+	swapped = append(swapped, observation{2, 4, 64, 0.3, 0.05})
+	reordered := slices.Clone(swapped)
+	reordered[0], reordered[len(reordered)-1] = reordered[len(reordered)-1], reordered[0]
+	nudged := slices.Clone(swapped)
+	nudged[0].sync = math.Nextafter(nudged[0].sync, 1)
+	profiles = append(profiles, swapped, reordered, nudged)
+	m := newFitMemo(4)
+	for round := range 2 {
+		for i, obs := range profiles {
+			if got, want := m.fit(obs), fitPerf(obs); got != want {
+				t.Fatalf("round %d, profile %d: remembered %+v, fitted %+v", round, i, got, want)
+			}
+			if got, again := m.fit(obs), m.fit(slices.Clone(obs)); got != again {
+				t.Fatalf("profile %d: %+v, then %+v", i, got, again)
+			}
+			if n := len(m.current) + len(m.prev); n > 8 {
+				t.Fatalf("the memo holds %d fits; two generations of 4 at most", n)
+			}
+		}
+	}
+	if profileKey(swapped) == profileKey(reordered) || profileKey(swapped) == profileKey(nudged) {
+		t.Error("a reordered or nudged profile has its original's key")
+	}
+	// Each profile missed once per round (15 > two generations of 4, so
+	// the second round forgot them) and was then found twice.
+	if m.misses != 2*len(profiles) || m.hits != 4*len(profiles) {
+		t.Errorf("%d misses and %d hits; want %d and %d", m.misses, m.hits, 2*len(profiles), 4*len(profiles))
+	}
+}

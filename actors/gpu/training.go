@@ -12,17 +12,23 @@ import (
 )
 
 // lookaheadIntervals bounds how far ahead a GPU steps a copy of a training
-// job to find when it completes: 100,000 intervals of 60 s are 69 days. A
-// job that runs longer is looked at again then.
-const lookaheadIntervals = 100_000
+// job to find when it completes: one interval. A job that does not
+// complete within it is looked at again at the interval's end, when the
+// job itself has been stepped there. Looking further ahead finds the
+// completion sooner but repeats the work at every placement change (a
+// copy stepped to the end of a job that Pollux re-places a few intervals
+// later); one interval at a time, a GPU steps each interval twice at
+// most, the copy's model fits coming from the memo the job's own then
+// finds (pollux.FitPerf).
+const lookaheadIntervals = 1
 
 // training is a distributed training job's part that this GPU runs
 // (events.TrainingPart). The job's model steps in whole intervals from the
 // placement's start (MODEL.md §4.5: stepping 30 s twice is not stepping
 // 60 s once, floats and rounded epoch ends), so the GPU steps it on that
-// grid, lazily, when it looks: at any message, and at doneAt, the second
-// a copy stepped ahead completed (the GPU then steps the interval that
-// holds it). Every GPU of the job does the same with the same state, so
+// grid, lazily, when it looks: at any message, at the end of each
+// interval (next) and at doneAt, the second a copy stepped ahead
+// completed (the GPU then steps the interval that holds it). Every GPU of the job does the same with the same state, so
 // all of them complete it at the same second.
 //
 // One completion is late: a job whose last epoch ended exactly at the end
@@ -116,10 +122,13 @@ func (t *training) stepTo(now time.Time, afterDecide bool, log *zap.Logger) {
 }
 
 // due is when the actor must look at the job next (zero: never), and
-// whether that is a late completion.
+// whether that is a late completion. A job completed but not yet reported
+// is due at once: on a scaled clock a look that came late may find its
+// completion already past and step to it (rearm steps the jobs too), and
+// only the completion timer's handling reports it.
 func (t *training) due() (time.Time, bool) {
 	if t.job.Done {
-		return time.Time{}, false
+		return t.since, false
 	}
 	return t.next, t.late()
 }

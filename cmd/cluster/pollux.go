@@ -83,6 +83,7 @@ flags:
 	out := fs.String("out", "", "folder for workload-N_<policy>_<load>.csv (with several --seeds, one per seed: ..._seed-K.csv)")
 	compare := fs.Bool("compare", false, "print each workload's average JCT beside the published one (DIR/results-jobload)")
 	workersFlag := fs.Int("workers", 0, "runs at once (0: one per CPU for --policy pollux, whose runs take seconds to minutes; else one)")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the runs to this file (go tool pprof reads it)")
 	seedsText := fs.String("seeds", "1", "pollux's search seeds (7, 1-3 or 1,5): each seed runs every workload; --compare shows their mean and spread")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -114,6 +115,11 @@ flags:
 	if err != nil {
 		return err
 	}
+	stopProfile, err := startCPUProfile(*cpuProfile)
+	if err != nil {
+		return err
+	}
+	defer stopProfile()
 	folder := pollux.LoadFolder(*dir, load)
 	files, _ := filepath.Glob(filepath.Join(folder, "workload-*.csv"))
 	if *workload > 0 {
