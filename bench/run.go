@@ -331,6 +331,25 @@ func pathSection(ctx context.Context, t *Table, o Options, say func(string, ...a
 			return err
 		}
 	}
+	// The 100,000-GPU cluster (12,500 nodes): placements/s with 64 in
+	// flight, the liveness of every node and GPU going on beside them.
+	if o.Quick {
+		t.skip(sec, "100,000 GPUs, binpack, --memory, in-process", "not in --quick")
+	} else {
+		say("100,000 GPUs, binpack, --memory, in-process")
+		err := withCluster(ctx, o, ClusterOptions{GPUs: "100000xA100-80GB", Policy: "binpack", Store: durable.Memory}, false, func(nc *nats.Conn, c *cluster.Cluster) error {
+			rate, err := Throughput(nc, rounds, 1000, 64, false)
+			if err != nil {
+				return err
+			}
+			t.add(sec, "100,000 GPUs, binpack, --memory, in-process", fmt.Sprintf("%s placements/s", thousands(rate)),
+				"≥ 5,000/s", ok(rate >= 5000))
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
 	if o.openb.err != nil {
 		t.skip(sec, "fgd, openb cluster", o.openb.err.Error())
 		return nil

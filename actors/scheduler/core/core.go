@@ -309,8 +309,13 @@ type Core struct {
 	queue      []*job // waiting jobs, in queue order
 	// running is the jobs placed and not yet ended, in placement order.
 	running []*job
-	seq     uint64
-	dirty   bool
+	// runningOn is, for each GPU, the running jobs that have had it among
+	// their GPUs since they began running: a superset of those that have
+	// it now (jobsRunningOn filters it), so that a GPU's status is
+	// reconciled against its own jobs, not against every running one.
+	runningOn map[string][]*job
+	seq       uint64
+	dirty     bool
 	// settleDue: on a virtual clock, settled() waits for the next
 	// TimerPass (settling is set while that runs it).
 	settleDue, settling bool
@@ -509,6 +514,7 @@ func New(cfg Config, bus Bus) (*Core, error) {
 		replay:      newReplayRounds(cfg.Replay),
 		view:        newView(cfg.VRAMModel, cfg.Seed, cfg.NodeRank),
 		jobs:        map[string]*job{},
+		runningOn:   map[string][]*job{},
 		classes:     map[policy.ClassKey]int{},
 		byVRAM:      map[vramClass]int{},
 		virtual:     virtual,

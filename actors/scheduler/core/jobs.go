@@ -27,9 +27,12 @@ type job struct {
 	state     string
 	// inQueue says the job is in the core's queue (enqueue, dequeue).
 	inQueue bool
-	history []events.Transition
-	node    string
-	gpus    []string
+	// inRunning says the job is on the core's running list (addRunning,
+	// ended).
+	inRunning bool
+	history   []events.Transition
+	node      string
+	gpus      []string
 	// progress is the work (reference seconds) the job keeps: set when it
 	// is stopped; while it runs the GPU actors report more.
 	progress     float64

@@ -381,7 +381,7 @@ func (s *Core) resumeCPUJob(r *durable.Record) {
 	j.stintAt, j.stintFrom, j.stintSpeed = now, j.progress, 1
 	j.addHistory(events.Transition{State: stateRunning, SimTime: now,
 		Reason: "taken back from the job journal after a scheduler restart (CPU-only, on " + r.Node + ")"})
-	s.running = append(s.running, j)
+	s.addRunning(j, len(s.running))
 	s.journalHold(r, 1) // it holds its node's CPU and memory until it ends
 	s.stats.adopted++
 	s.log.Info("CPU-only job taken back from the journal", zap.String("job", j.id), zap.String("node", r.Node), zap.Time("ends", ends))

@@ -510,6 +510,7 @@ func (s *Core) adopt(st events.GPUStatus, gj events.GPUJob) {
 		j.stintFrom, j.lastRate = min(j.stintFrom, gj.ProgressS), min(j.lastRate, gj.Rate)
 	}
 	j.gpus = appendShare(j, st.GPU)
+	s.indexShare(j, st.GPU)
 	j.shardsLeft++
 	if j.incarnations == nil {
 		j.incarnations = map[string]int{}
@@ -529,7 +530,7 @@ func (s *Core) adopted(j *job, st events.GPUStatus) {
 	for i > 0 && s.running[i-1].stintAt.Equal(j.stintAt) && s.running[i-1].seq > j.seq {
 		i--
 	}
-	s.running = slices.Insert(s.running, i, j)
+	s.addRunning(j, i)
 	if gs, ok := s.view.gpus[st.GPU]; ok {
 		// Its share there was built from the GPU's status before the job
 		// was known, as a stranger's (low priority, no util, no CPU). Left
@@ -561,14 +562,17 @@ func (s *Core) reconcile(gs *gpuState, st events.GPUStatus) {
 	// A GPU runs a handful of jobs: linear lookups, no allocation on this
 	// path, which every status event takes.
 	var missing []*job
-	for _, j := range s.running {
+	for _, j := range s.jobsRunningOn(st.GPU) {
 		// A share that completed there is not missing: it ended.
-		if slices.Contains(j.gpus, st.GPU) && j.id != st.JobID && !slices.Contains(j.shardsDone, st.GPU) {
+		if j.id != st.JobID && !slices.Contains(j.shardsDone, st.GPU) {
 			if _, ok := hasJob(st.Jobs, j.id); !ok {
 				missing = append(missing, j)
 			}
 		}
 	}
+	// Settled in the order they began running, whatever order their GPU
+	// was indexed in.
+	s.inRunningOrder(missing)
 	var unknown, stray []string
 	for _, gj := range st.Jobs {
 		if gj.State != events.GPUJobRunning {
@@ -770,6 +774,7 @@ func (s *Core) relearnEnded(full events.GPUStatus) {
 				s.restoreMirror(j.id, *e.Training)
 			}
 			j.gpus = appendShare(j, full.GPU)
+			s.indexShare(j, full.GPU)
 			j.shardsDone = append(j.shardsDone, full.GPU)
 			s.touch(j)
 		case events.ChangeCrashed, events.ChangeFenced, events.ChangeExpired, events.ChangePreempted:

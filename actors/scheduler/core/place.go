@@ -306,7 +306,64 @@ func (s *Core) placed(j *job, p policy.Placement, a *attempt, victims []string) 
 	j.started = &now
 	s.transition(j, stateRunning, "")
 	j.victims = nil
-	s.running = append(s.running, j)
+	s.addRunning(j, len(s.running))
+}
+
+// addRunning puts j on the running list at position i, and in the index
+// of each GPU it runs on.
+func (s *Core) addRunning(j *job, i int) {
+	s.running = slices.Insert(s.running, i, j)
+	j.inRunning = true
+	for _, g := range j.gpus {
+		s.indexShare(j, g)
+	}
+}
+
+// indexShare notes that running job j runs on gpu (a share added to
+// j.gpus while it runs; addRunning notes those it starts with).
+func (s *Core) indexShare(j *job, gpu string) {
+	if !j.inRunning {
+		return
+	}
+	on := s.runningOn[gpu]
+	if !slices.Contains(on, j) {
+		s.runningOn[gpu] = append(on, j)
+	}
+}
+
+// jobsRunningOn is the running jobs whose GPUs include gpu, in the order
+// they were indexed (not the running list's: inRunningOrder puts them in
+// it). It drops from the GPU's index the jobs that no longer run there.
+// The slice is the index's own: read it before the next change.
+func (s *Core) jobsRunningOn(gpu string) []*job {
+	on := s.runningOn[gpu]
+	kept := on[:0]
+	for _, j := range on {
+		if j.inRunning && slices.Contains(j.gpus, gpu) {
+			kept = append(kept, j)
+		}
+	}
+	clear(on[len(kept):])
+	if len(kept) == 0 {
+		delete(s.runningOn, gpu)
+		return nil
+	}
+	s.runningOn[gpu] = kept
+	return kept
+}
+
+// inRunningOrder sorts jobs of the running list in that list's order.
+func (s *Core) inRunningOrder(jobs []*job) {
+	if len(jobs) < 2 {
+		return
+	}
+	at := make(map[*job]int, len(jobs))
+	for i, j := range s.running {
+		if slices.Contains(jobs, j) {
+			at[j] = i
+		}
+	}
+	slices.SortFunc(jobs, func(a, b *job) int { return at[a] - at[b] })
 }
 
 // ended takes j off the running list.
@@ -314,6 +371,7 @@ func (s *Core) ended(j *job) {
 	if i := slices.Index(s.running, j); i >= 0 {
 		s.running = slices.Delete(s.running, i, i+1)
 	}
+	j.inRunning = false
 }
 
 // preemptFor stops the victims for preemptor: each keeps its progress up to

@@ -108,3 +108,31 @@ func BenchmarkSnapshotPage(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkGPUStatus is one GPU's status event (what every placement, end
+// and progress report brings) in a cluster of 1,000 GPUs with 0 to 2,000
+// jobs running: the reconcile looks at the GPU's own jobs, so its cost
+// does not grow with the jobs running elsewhere.
+func BenchmarkGPUStatus(b *testing.B) {
+	for _, running := range []int{0, 500, 2000} {
+		b.Run(fmt.Sprint(running), func(b *testing.B) {
+			h := wideHarness(b, 1000)
+			for i := range running {
+				if r := h.Submit(spec(fmt.Sprint("j", i), "4GB")); r.JobID == "" {
+					b.Fatalf("submit %d: %+v", i, r)
+				}
+				h.Pass()
+			}
+			if got := len(h.Core.running); got != running {
+				b.Fatalf("%d jobs running, want %d", got, running)
+			}
+			st := h.GPUs["node-0-gpu-0"].Status
+			subject := h.Subjects.GPUEvent(st.Node, st.GPU, events.GPUStatusType)
+			body := encode(map[string]any{"source": "/gpu/" + st.Node + "/" + st.GPU, "simtime": h.Now, "data": st})
+			b.ResetTimer()
+			for range b.N {
+				h.Step(Input{Msg: &Msg{Subject: subject, Data: body}})
+			}
+		})
+	}
+}
