@@ -2895,3 +2895,52 @@ func TestAStopWaitingForAHungGPUHoldsUpNoOtherJob(t *testing.T) {
 		t.Fatalf("the second cancel: %s (%v), want it answered cancelled at once", h.Replies[second], err)
 	}
 }
+
+// TestAGangWhoseGPUsBothRejoinKeepsWhatTheyStoppedItAt: a gang on two GPUs
+// whose last statuses are 50 minutes apart (one from its placement, the
+// other at 3,000 s) comes back on both as new incarnations at one instant,
+// each having stopped it itself (at 3,700 s and 3,650 s): whichever is
+// read first, the gang keeps the least of what they stopped it at, to its
+// last checkpoint (3,600 s). Bounded by the last status of the GPU read
+// first, it kept 3,600 s one way and 2,700 s the other.
+func TestAGangWhoseGPUsBothRejoinKeepsWhatTheyStoppedItAt(t *testing.T) {
+	stoppedAt := map[string]float64{"n1-gpu-0": 3700, "n1-gpu-1": 3650}
+	var kept []events.JobInfo
+	for _, reverse := range []bool{false, true} {
+		h := newHarness(t, Config{})
+		h.AddGPU("n1", "n1-gpu-0", "A100-40GB")
+		h.AddGPU("n1", "n1-gpu-1", "A100-40GB")
+		r := h.Submit(spec("gang", "10GB", "gpus", 2, "duration", "3h", "checkpoint", "15m"))
+		if r.State != events.JobPlaced || len(r.GPUs) != 2 {
+			t.Fatalf("submit: %+v, want placed on both GPUs", r)
+		}
+		h.Advance(50 * time.Minute)
+		st := h.GPUs["n1-gpu-1"].Status
+		st.Jobs = slices.Clone(st.Jobs)
+		for i := range st.Jobs {
+			st.Jobs[i].ProgressS = 3000
+		}
+		st.Version++
+		h.GPUEvent(st, events.GPUStatusType)
+		h.Advance(12 * time.Minute)
+		order := []string{"n1-gpu-0", "n1-gpu-1"}
+		if reverse {
+			slices.Reverse(order)
+		}
+		for gpu, p := range stoppedAt {
+			g := &h.GPUs[gpu].Status
+			g.Jobs, g.VRAMUsed, g.Incarnation, g.Version, g.Change = nil, 0, 2, 0, events.ChangeRejoined
+			g.Ended = []events.EndedJob{{JobID: r.JobID, Change: events.ChangeFenced, ProgressS: p}}
+		}
+		for _, gpu := range order {
+			h.GPUEvent(h.GPUs[gpu].Status, events.GPUUp)
+		}
+		kept = append(kept, h.JobState(r.JobID))
+	}
+	for i, k := range kept {
+		if k.State != events.JobQueued || k.ProgressS != 3600 || k.LostWorkS != kept[0].LostWorkS {
+			t.Errorf("read in order %d: the gang is %s at %v s with %v s of work lost; want queued at 3600 s (the least share's stop, to its checkpoint), lost work %v s either way",
+				i, k.State, k.ProgressS, k.LostWorkS, kept[0].LostWorkS)
+		}
+	}
+}

@@ -283,7 +283,7 @@ func (s *Core) declareDead(gs *gpuState, reason string) {
 		s.now, st); err != nil {
 		s.log.Warn("publish failed", zap.Error(err))
 	}
-	s.loseGPU(gs, st.Jobs, "GPU "+g.ID+" on "+g.Node+" declared dead ("+reason+")")
+	s.loseGPU(gs, st.Jobs, false, "GPU "+g.ID+" on "+g.Node+" declared dead ("+reason+")")
 }
 
 // jobsOn lists the jobs the scheduler believes run on gpu at incarnation
@@ -312,14 +312,19 @@ func (s *Core) jobsOn(gpu string, upTo int, reported []events.GPUJob) []events.G
 
 // loseGPU re-queues the jobs that ran on a GPU now gone, from their last
 // checkpoint, and empties the GPU in the view; jobs waiting for that GPU
-// to confirm a stop no longer wait.
-func (s *Core) loseGPU(gs *gpuState, lost []events.GPUJob, reason string) {
+// to confirm a stop no longer wait. rejoined says the GPU came back as a
+// new incarnation (requeueRejoined), not dead (requeueLost).
+func (s *Core) loseGPU(gs *gpuState, lost []events.GPUJob, rejoined bool, reason string) {
 	for _, sj := range lost {
 		j, ok := s.jobs[sj.JobID]
 		if !ok || j.state != stateRunning || !slices.Contains(j.gpus, gs.g.ID) {
 			continue
 		}
 		s.stats.lostJobs++
+		if rejoined {
+			s.requeueRejoined(j, sj.ProgressS, reason)
+			continue
+		}
 		s.requeueLost(j, sj.ProgressS, reason)
 	}
 	s.confirmStopped(gs.g.ID, func(int) bool { return true })

@@ -409,9 +409,11 @@ type stopping struct {
 	replies []events.ControlReply
 	waiting int
 	// lostAt, when not negative, is the progress a GPU that lost the job
-	// last reported: the job got no further (requeueLost).
-	lostAt float64
-	then   func()
+	// last reported: the job got no further (requeueLost). lastKnown, when
+	// not negative, is what the job settles when no answer says how far
+	// it got (requeueRejoined), instead of the estimate.
+	lostAt, lastKnown float64
+	then              func()
 }
 
 // stop ends a running job's shares with op (preempt or release) without
@@ -421,17 +423,19 @@ type stopping struct {
 // any reported — kept up to its last checkpoint on preemption — and then
 // runs. Each stop resolves once its own answers are in: one that waits
 // for a hung GPU holds up no other job's.
-func (s *Core) stop(j *job, op string, then func()) { s.stopLost(j, op, -1, then) }
+func (s *Core) stop(j *job, op string, then func()) { s.stopLost(j, op, -1, -1, then) }
 
 // stopLost is stop for a job a GPU lost at progress lostAt (negative:
-// unknown), which bounds the progress the stop settles.
-func (s *Core) stopLost(j *job, op string, lostAt float64, then func()) {
+// unknown), which bounds the progress the stop settles; lastKnown (when
+// not negative) stands in for the answers when none says how far the job
+// got.
+func (s *Core) stopLost(j *job, op string, lostAt, lastKnown float64, then func()) {
 	if len(j.mayRunOn()) == 0 && j.node == "" {
 		s.relearned(j)
 		then()
 		return
 	}
-	st := &stopping{job: j, op: op, at: s.now, lostAt: lostAt, then: then}
+	st := &stopping{job: j, op: op, at: s.now, lostAt: lostAt, lastKnown: lastKnown, then: then}
 	// Being read back after a restart, a GPU its record names and not
 	// read yet (hung, cut off) may run a share of it too, and is stopped
 	// as well before the job runs anywhere again (seed 11).
@@ -534,6 +538,9 @@ func (s *Core) finishStop(st *stopping) {
 	}
 	if done < 0 {
 		done = j.estimate(st.at)
+		if st.lastKnown >= 0 {
+			done = st.lastKnown
+		}
 	}
 	if st.lostAt >= 0 {
 		// The least of what every GPU said, whichever said it first: a
@@ -813,7 +820,7 @@ func (s *Core) applyStatus(st events.GPUStatus, at time.Time) {
 		// gone (a crash reported down already; a rejoin after a lost lease
 		// stopped its jobs itself).
 		if lost := s.jobsOn(st.GPU, st.Incarnation-1, gs.status.Jobs); len(lost) > 0 {
-			s.loseGPU(gs, lost, "GPU "+st.GPU+" on "+st.Node+" came back as incarnation "+strconv.Itoa(st.Incarnation)+" without it")
+			s.loseGPU(gs, lost, true, "GPU "+st.GPU+" on "+st.Node+" came back as incarnation "+strconv.Itoa(st.Incarnation)+" without it")
 		}
 		s.confirmStopped(st.GPU, func(inc int) bool { return inc < st.Incarnation })
 		gs.version = 0
@@ -921,10 +928,25 @@ func (s *Core) lostCommit(jobID, gpuID string) {
 // priority and submission time). lostAt, when not negative, is the progress
 // the lost GPU last had: the job keeps no more than that.
 func (s *Core) requeueLost(j *job, lostAt float64, reason string) {
+	s.requeue(j, lostAt, -1, reason)
+}
+
+// requeueRejoined is requeueLost for a job whose GPU came back as a new
+// incarnation without it. That GPU stopped it itself and its answer to
+// the stop says at what progress; lastKnown (the progress of the GPU's
+// last status, which may be far older) stands in only when no answer
+// says. As a bound, that status made a gang whose GPUs all came back at
+// one instant keep the progress of whichever was read first.
+func (s *Core) requeueRejoined(j *job, lastKnown float64, reason string) {
+	s.requeue(j, -1, lastKnown, reason)
+}
+
+// requeue is requeueLost and requeueRejoined.
+func (s *Core) requeue(j *job, lostAt, lastKnown float64, reason string) {
 	if j.stopping != nil {
 		return // being stopped already: it is accounted for when the stop ends
 	}
-	s.stopLost(j, events.OpRelease, lostAt, func() {
+	s.stopLost(j, events.OpRelease, lostAt, lastKnown, func() {
 		progress := j.progress
 		if lostAt >= 0 {
 			progress = min(progress, lostAt)
@@ -955,7 +977,7 @@ func (s *Core) gpuDown(st events.GPUStatus) {
 	s.stats.deaths++
 	// The scheduler's own records say which jobs ran there; the down event's
 	// list gives the progress they had.
-	s.loseGPU(gs, s.jobsOn(st.GPU, st.Incarnation, st.Jobs), "GPU "+st.GPU+" on "+st.Node+" went down ("+st.Reason+")")
+	s.loseGPU(gs, s.jobsOn(st.GPU, st.Incarnation, st.Jobs), false, "GPU "+st.GPU+" on "+st.Node+" went down ("+st.Reason+")")
 }
 
 // shardDone counts one GPU's share of a job as finished; the job completes
