@@ -343,8 +343,9 @@ type EndedJob struct {
 	JobID     string  `json:"job_id"`
 	Change    string  `json:"change"`
 	ProgressS float64 `json:"progress_s"`
-	// At is when it ended (wall time); Assignment the job as the
-	// scheduler sent it, so that a scheduler that never knew it can
+	// At is when it ended, on the GPU's clock (its events' simtime:
+	// simulated time on a scaled or virtual clock); Assignment the job as
+	// the scheduler sent it, so that a scheduler that never knew it can
 	// account for it.
 	At         time.Time   `json:"at"`
 	Assignment *Assignment `json:"assignment,omitempty"`

@@ -922,7 +922,9 @@ func (a *Actor) remember(id, change string, progress float64) {
 	if len(a.ended) >= endedMemory {
 		a.ended = a.ended[1:]
 	}
-	e := events.EndedJob{JobID: id, Change: change, ProgressS: progress, At: time.Now()}
+	// On the GPU's clock, as its events' simtime: a virtual run's
+	// statuses are then the same bytes in every run of a seed.
+	e := events.EndedJob{JobID: id, Change: change, ProgressS: progress, At: a.cfg.Clock.Now()}
 	if s, ok := a.shares[id]; ok {
 		job := s.job
 		e.Assignment = &job
