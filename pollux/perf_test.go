@@ -174,7 +174,7 @@ func TestAGenomeSetTellsAllocationsByContent(t *testing.T) {
 
 // TestAFitRememberedIsTheFitItself: the memo answers a profile it has seen
 // with the very fit (every bit), tells profiles apart by every field and
-// by their order, and holds at most two generations.
+// by their order, and holds at most its size.
 func TestAFitRememberedIsTheFitItself(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 3))
 	var profiles [][]observation
@@ -194,7 +194,7 @@ func TestAFitRememberedIsTheFitItself(t *testing.T) {
 	nudged := slices.Clone(swapped)
 	nudged[0].sync = math.Nextafter(nudged[0].sync, 1)
 	profiles = append(profiles, swapped, reordered, nudged)
-	m := newFitMemo(4)
+	m := newFitMemo(8)
 	for round := range 2 {
 		for i, obs := range profiles {
 			if got, want := m.fit(obs), fitPerf(obs); got != want {
@@ -203,17 +203,17 @@ func TestAFitRememberedIsTheFitItself(t *testing.T) {
 			if got, again := m.fit(obs), m.fit(slices.Clone(obs)); got != again {
 				t.Fatalf("profile %d: %+v, then %+v", i, got, again)
 			}
-			if n := len(m.current) + len(m.prev); n > 8 {
-				t.Fatalf("the memo holds %d fits; two generations of 4 at most", n)
+			if n := m.cache.Len(); n > 8 {
+				t.Fatalf("the memo holds %d fits; 8 at most", n)
 			}
 		}
 	}
 	if profileKey(swapped) == profileKey(reordered) || profileKey(swapped) == profileKey(nudged) {
 		t.Error("a reordered or nudged profile has its original's key")
 	}
-	// Each profile missed once per round (15 > two generations of 4, so
-	// the second round forgot them) and was then found twice.
-	if m.misses != 2*len(profiles) || m.hits != 4*len(profiles) {
-		t.Errorf("%d misses and %d hits; want %d and %d", m.misses, m.hits, 2*len(profiles), 4*len(profiles))
+	// Each profile missed once per round (15 > 8, so the second round
+	// found each one forgotten) and was then found twice.
+	if misses, hits := m.misses.Load(), m.hits.Load(); misses != int64(2*len(profiles)) || hits != int64(4*len(profiles)) {
+		t.Errorf("%d misses and %d hits; want %d and %d", misses, hits, 2*len(profiles), 4*len(profiles))
 	}
 }

@@ -28,8 +28,9 @@ const lookaheadIntervals = 1
 // 60 s once, floats and rounded epoch ends), so the GPU steps it on that
 // grid, lazily, when it looks: at any message, at the end of each
 // interval (next) and at doneAt, the second a copy stepped ahead
-// completed (the GPU then steps the interval that holds it). Every GPU of the job does the same with the same state, so
-// all of them complete it at the same second.
+// completed (the GPU then steps the interval that holds it). Every GPU
+// of the job does the same with the same state, so all of them complete
+// it at the same second.
 //
 // One completion is late: a job whose last epoch ended exactly at the end
 // of an interval completes in the next one at its very first second

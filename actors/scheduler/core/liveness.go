@@ -293,9 +293,11 @@ func (s *Core) declareDead(gs *gpuState, reason string) {
 func (s *Core) jobsOn(gpu string, upTo int, reported []events.GPUJob) []events.GPUJob {
 	var out []events.GPUJob
 	now := s.now
-	for _, j := range s.running {
+	on := slices.Clone(s.jobsRunningOn(gpu))
+	s.inRunningOrder(on)
+	for _, j := range on {
 		// A share that completed there is not lost with the GPU.
-		if !slices.Contains(j.gpus, gpu) || j.incarnationOn(gpu) > upTo || slices.Contains(j.shardsDone, gpu) {
+		if j.incarnationOn(gpu) > upTo || slices.Contains(j.shardsDone, gpu) {
 			continue
 		}
 		gj := events.GPUJob{JobID: j.id, Name: j.spec.Name, Priority: j.spec.Priority, State: events.GPUJobRunning,

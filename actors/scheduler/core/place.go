@@ -536,11 +536,12 @@ func (s *Core) finishStop(st *stopping) {
 			}
 		}
 	}
-	if done < 0 {
+	switch {
+	case done >= 0: // an answer said
+	case st.lastKnown >= 0:
+		done = st.lastKnown
+	default:
 		done = j.estimate(st.at)
-		if st.lastKnown >= 0 {
-			done = st.lastKnown
-		}
 	}
 	if st.lostAt >= 0 {
 		// The least of what every GPU said, whichever said it first: a
