@@ -20,7 +20,7 @@ type SubmitRequest struct {
 	// JobID, when given, is the job's id, chosen by the client: an
 	// idempotency key. A submission naming a job id that exists is not a
 	// second job: it is answered as that job's submission was. A client
-	// that retries after a timeout sends the same id (docs/ARCHITECTURE.md,
+	// that retries after a timeout sends the same id (docs/internals/scheduler.md,
 	// "Idempotent submission").
 	JobID string `json:"job_id,omitempty"`
 	Name  string `json:"name"`

@@ -35,7 +35,7 @@ type Config struct {
 	Logger *zap.Logger
 	// Interference is the noisy-neighbour coefficient: a running job slows
 	// by 1/(1 + Interference × its co-runners' summed util/100) even when
-	// the GPU is not saturated (0: no penalty; see docs/ARCHITECTURE.md).
+	// the GPU is not saturated (0: no penalty; see docs/internals/actors.md).
 	Interference float64
 	// Lease is the wall-time lease the scheduler grants through the node's
 	// heartbeats. An actor whose lease runs out (it is hung, or cut off

@@ -57,7 +57,7 @@ creation_time and runs for its time in the trace (deletion_time −
 scheduled_time), with the priority its qos maps to (LS and Guaranteed high
 and not preemptible, Burstable medium, BE low), queueing and preempting as
 the live cluster does. --jobs replays a JSON-lines trace instead (one job
-spec per line plus submit_at; see docs/ARCHITECTURE.md).
+spec per line plus submit_at; see docs/SIMULATION.md).
 
   cluster replay --timed --pods ../shared/traces/alibaba-openb/openb_pod_list_default.csv \
       --nodes ../shared/traces/alibaba-openb/openb_node_list_gpu_node.csv --policy fgd --out timed/
