@@ -491,8 +491,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		// a standby) keeps the records in
 		// memory instead, so that the restarted scheduler takes the queue
 		// back as a live cluster on a durable journal would: without, every
-		// kill lost the queue (45 of 119 jobs in 12 h at rate 10 with
-		// kill-scheduler=1/h and kill=2/h, seed 1, binpack).
+		// kill would lose the queue.
 		c.memoryJournal = durable.NewMemoryJournal()
 		schedCfg.MemoryJournal = c.memoryJournal
 	}

@@ -61,8 +61,8 @@ func (c *Cluster) superviseScheduler(ctx context.Context, cfg scheduler.Config, 
 			// A panic outside an input that held the clock hands over no
 			// hold: take one. One inside such an input (a message, a
 			// virtual timer: nearly always) hands over that input's, and
-			// taking another left the clock held for good: the run never
-			// ended (seen with a bug of a version never landed: simtest seed 148).
+			// taking another would leave the clock held for good: the run
+			// would never end.
 			c.Clock.Hold()
 		}
 		s.Drain()

@@ -345,13 +345,11 @@ func (v *Virtual) settle(ctx context.Context, flushers *flushPool) bool {
 		// them; a message counted before the count is read is in the
 		// buffer before that ping). When none did, every message was
 		// routed by an earlier first round and delivered by the second
-		// round after it, so neither round is needed. (The flushes were
-		// 10 % of a simtest profile's CPU on the clock's side alone;
-		// seeds 1–40 ran in 19.8 s instead of 25.1 s with this.)
-		// A settle not quiet without them flushes every connection twice
-		// as before: what it waits for is then work in progress, and the
-		// flushes pace the loop (without them it spun, and seeds 1–40 took
-		// seven times as long).
+		// round after it, so neither round is needed (the flushes are a
+		// large share of a simulation's CPU on the clock's side).
+		// A settle not quiet without them flushes every connection twice:
+		// what it waits for is then work in progress, and the flushes
+		// pace the loop (without them it would spin).
 		first := v.publishedSince(barriers)
 		if len(first) == 0 && !skipped {
 			skipped = true

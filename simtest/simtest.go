@@ -59,9 +59,8 @@ type Case struct {
 
 // DefaultSample is how often a run samples its totals: every 10 simulated
 // minutes. A sample is an instant of its own on the virtual clock, and at
-// one a minute (compare's default for a day) the samples were 43 % of a
-// run's settles and 20 % of its wall time (seeds 1-40: 29.7 s at 1 min,
-// 23.7 s at 10 min). A total that went back stays back until a sample sees
+// one a minute (compare's default for a day) the samples are a large share
+// of a run's settles and wall time. A total that went back stays back until a sample sees
 // it; one that went back and forward again between two samples is missed
 // at any period.
 const DefaultSample = 10 * time.Minute
@@ -125,9 +124,8 @@ func Draw(seed uint64, hours float64) Case {
 		// At most one kill per GPU every two hours: the mix's jobs
 		// checkpoint every 30 minutes, and a GPU killed more often than
 		// that never finishes a long job — a livelock of the case, not of
-		// the scheduler (seed 242: one T4 killed 3 times an hour, a 4-hour
-		// job at one checkpoint after a month). The draw is unchanged; only
-		// small clusters' rates are capped.
+		// the scheduler. The draw is unchanged; only small clusters' rates
+		// are capped.
 		c.Kills = min(c.Kills, maxKillsPerGPUHour*float64(total))
 	}
 	c.Arrivals = feasible(arrivals(rng, seed, c.Rate, time.Duration(hours*float64(time.Hour))), c.Shape, hours)
@@ -179,10 +177,9 @@ const feasibleBudget = 15 * 24
 
 // feasible drops the arrivals a drawn cluster could not finish within the
 // drain: the generated mix does not know the cluster, and a job that fits
-// only the few largest GPUs waits for them in line (seed 391: 48 V100
-// 32GB and one A100 80GB, about 165 jobs of 34–38 GB for the one A100, a
-// month of work in line — 7 never ended in 30 days of drain, a livelock of
-// the case like seed 242's, not of the scheduler). For each GPU size, the
+// only the few largest GPUs waits for them in line (one A100 80GB beside
+// smaller GPUs can be given a month of 34–38 GB jobs: a livelock of the
+// case, not of the scheduler). For each GPU size, the
 // work of the jobs that need at least that size may not exceed the GPUs
 // of that size or larger times the hours plus feasibleBudget; an arrival
 // that would is dropped. Pure, and cases within bounds keep every arrival.
@@ -323,11 +320,8 @@ func Run(ctx context.Context, c Case) Outcome {
 		// monkey's defaults on the command line.
 		// Faults while jobs arrive, none in the drain: with leases, a
 		// GPU faulted most of the time loses every job longer than its
-		// gaps between faults, for ever (seed 727: one T4, hangs and
-		// partitions at 2 an hour each, 26 minutes long; two jobs of 2
-		// and 5 hours on it were lost again and again in 30 days of drain and
-		// never ended; 580 faults took jobs down) — a case that cannot finish, not a broken
-		// invariant. The drain still recovers from the last faults.
+		// gaps between faults, for ever — a case that cannot finish, not
+		// a broken invariant. The drain still recovers from the last faults.
 		cfg.Chaos = &chaos.MonkeySpec{Rates: rates, For: c.FaultFor, Delay: 500 * time.Millisecond, Drop: 0.2,
 			Until: time.Duration(c.Hours * float64(time.Hour))}
 	}

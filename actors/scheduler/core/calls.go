@@ -230,8 +230,8 @@ func (s *Core) refusalStatus(node, gpu string, r events.ControlReply) {
 // uncommitted hold of a job not being placed there now is freed too: a
 // reservation that reached the node after its call had timed out (one a
 // cut-off scheduler kept and sent when it healed) expires only after its
-// TTL, and until then the node refused the job's next reservation, again
-// and again at one instant of a virtual clock (simtest seed 623).
+// TTL, and until then the node would refuse the job's next reservation,
+// again and again at one instant of a virtual clock.
 func (s *Core) refusalHolds(node string, holds []events.NodeHold) {
 	graceOver := s.graceOver()
 	for _, h := range holds {
@@ -320,7 +320,7 @@ func (s *Core) onReply(m *Msg) {
 		// A suspect GPU that answers is reachable: trusted again. On a
 		// scaled clock its node's next heartbeat says so; a virtual
 		// clock's nodes heartbeat once, and a GPU made suspect by a
-		// dropped answer stayed so for good (simtest seed 243).
+		// dropped answer would stay so for good.
 		gs.g.Alive = true
 		s.view.cluster.Touch(gs.g)
 		s.dirty = true

@@ -764,8 +764,8 @@ func (s *Core) NextWake() time.Time {
 	if end, ok := s.warmUpEnds(); ok && s.virtual && end.After(now) && slices.ContainsFunc(s.queue, func(j *job) bool { return j.unchecked }) {
 		// A job taken during the warm-up is judged against the cluster by
 		// the first pass after it; on a quiet virtual clock nothing else
-		// may make one (simtest seed 4100: a job that fit no GPU waited
-		// for good). Virtual time is the core's wall time there.
+		// may make one, and a job that fits no GPU would wait for good.
+		// Virtual time is the core's wall time there.
 		earlier(end)
 	}
 	if s.virtual {

@@ -44,8 +44,8 @@ func (s *Core) record(j *job) *durable.Record {
 	}
 	// Read back on part of its GPUs so far, the record keeps every GPU it
 	// may run on, for a successor that restarts before the rest are read
-	// (a gang recorded on the GPUs read by then was taken for whole, or
-	// broken, by the next one: seed 517).
+	// (a gang recorded on the GPUs read by then would be taken for whole,
+	// or broken, by the next one).
 	gpus := j.mayRunOn()
 	return &durable.Record{JobID: j.id, Spec: j.spec, Seq: j.seq, Submitted: j.submitted, State: j.state, Reason: j.reason,
 		ProgressS: progress, Placement: j.placement, Node: j.node, GPUs: gpus, Preemptions: j.preemptions, LostWorkS: j.lostS,
@@ -330,8 +330,7 @@ func (s *Core) settleJournaled() {
 // and memory a job the journal says runs holds on its node: its node
 // actor holds them until told otherwise, and a view without them placed
 // other jobs there that the node refused, again and again at one instant
-// on a virtual clock while a hung GPU kept the job unsettled (simtest with
-// scheduler kills drawn, seed 156).
+// on a virtual clock while a hung GPU kept the job unsettled.
 func (s *Core) journalHold(r *durable.Record, sign int64) {
 	if r.Node == "" {
 		return

@@ -98,10 +98,9 @@ func (s *Core) checkLeases() {
 // or still running (released again, as a stray; reconcile). Waiting for
 // the GPU to speak of its own was not enough: a GPU that released the job
 // and said so before the stop timed out, and then had nothing more to
-// say, was waited for for ever (simtest seed 4431, under a drop fault:
-// the GPU's status saying it released the job came first, the stop then
-// timed out — its answer lost, by inference: answers are not events;
-// 30 days). Jobs in submission order, their GPUs by id: the
+// say, would be waited for for ever (under a drop fault: the GPU's
+// status saying it released the job comes first, then the stop's answer
+// is lost and the stop times out). Jobs in submission order, their GPUs by id: the
 // describes go out in one order in every run.
 func (s *Core) checkAwaiting() {
 	if len(s.awaiting) == 0 {
@@ -145,8 +144,8 @@ func (j *job) overdueBy() (time.Time, bool) {
 		return time.Time{}, false
 	}
 	// A gang ends with its slowest share. The last report heard counts
-	// too, even a finished share's (so it was written; leaving it out
-	// changed simtest seed 1's events).
+	// too, even a finished share's: the estimate must not depend on
+	// which share's report came last.
 	// (Allocation-free, as estimate is: NextWake asks it of every running
 	// job after every step on a virtual clock.)
 	last, ok := j.lastMark().reaches(j.work())
@@ -748,9 +747,9 @@ func (s *Core) accountEnded(st events.GPUStatus) {
 		// A gang's other GPUs, which its record names, may still run
 		// their shares (one hung, unread): they are stopped, and the job
 		// waits for those that do not answer, before it runs anywhere
-		// again (requeueLost's stop). Queued at once, it ran twice: on a
-		// new placement and on a hung GPU whose lease had not run out
-		// (simtest seed 1575). This GPU is told too, though it lost the
+		// again (requeueLost's stop). Queued at once, it would run twice:
+		// on a new placement and on a hung GPU whose lease has not run
+		// out. This GPU is told too, though it lost the
 		// job: then every GPU of the gang hears the same stop whichever
 		// answered the restarted scheduler first (a GPU's drop fault draws
 		// one number per message it sends, so one more message to one GPU

@@ -187,9 +187,8 @@ func (s *Core) rebuildShares(g *policy.GPU) {
 // placed elsewhere — a stray its GPU has been told to release but still
 // holds — is not: chosen as a victim it was skipped (a victim must be
 // running), the preemptor's reservation was refused for the room it still
-// took, and the two were tried again at the same instant for ever (simtest
-// seed 89 with hangs, partitions and drops: "insufficient GPU share:
-// 675/1000 free, asked 750" thousands of times at 35:34:43).
+// took, and the two would be tried again at the same instant for ever
+// ("insufficient GPU share" at every try).
 func (s *Core) refreshLostWork() {
 	now := s.now
 	for _, g := range s.view.cluster.GPUs {
@@ -438,7 +437,7 @@ func (s *Core) stopLost(j *job, op string, lostAt, lastKnown float64, then func(
 	st := &stopping{job: j, op: op, at: s.now, lostAt: lostAt, lastKnown: lastKnown, then: then}
 	// Being read back after a restart, a GPU its record names and not
 	// read yet (hung, cut off) may run a share of it too, and is stopped
-	// as well before the job runs anywhere again (seed 11).
+	// as well before the job runs anywhere again.
 	gpus := j.mayRunOn()
 	for _, g := range gpus {
 		if gs, ok := s.view.gpus[g]; ok && max(j.incarnationOn(g), gs.status.Incarnation) <= gs.dead {
@@ -775,9 +774,8 @@ func (s *Core) failed(a *attempt) {
 		}
 		if len(names) > 0 {
 			// Not how long it has waited (job.get and the dashboards tell
-			// that): a reason that changed every minute sent a pending
-			// event per aged job per pass (59,000 of seed 22's 76,000
-			// simtest events).
+			// that): a reason that changed every minute would send a
+			// pending event per aged job per pass.
 			reason += "; waited past the starvation age (" + s.cfg.StarvationAge.String() + "), holding " + strings.Join(names, ",")
 			if known != nil {
 				s.pass.holdings++
