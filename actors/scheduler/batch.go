@@ -15,7 +15,7 @@ import (
 
 // Batched controls. The core publishes each control on its actor's
 // subject with a reply subject of its own; for a node whose heartbeat says
-// it takes them batched (core.BatchesControls), the shell instead gathers
+// it takes them batched (the core's Send effect says Batched), the shell instead gathers
 // the controls for that node and its GPUs and sends them as one message
 // on the node's batch subject (events.ControlBatch) once the input that
 // made them is handled, so that a placement's reservations at the node
@@ -56,18 +56,6 @@ type sentBatch struct {
 
 func newBatcher() *batcher {
 	return &batcher{items: map[string][]events.BatchItem{}, sent: map[string]*sentBatch{}}
-}
-
-// batchedTarget is the node and GPU (empty: the node actor) of a control
-// subject the shell may batch, ok false for any other subject.
-func batchedTarget(subject string) (node, gpu string, ok bool) {
-	if node, gpu, ok := events.ParseGPUCtl(subject); ok {
-		return node, gpu, true
-	}
-	if node, what, ok := events.ParseNodeSubject(subject); ok && what == "ctl" {
-		return node, "", true
-	}
-	return "", "", false
 }
 
 // hold keeps a control for node (gpu empty: its node actor) until the

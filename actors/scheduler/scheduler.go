@@ -177,9 +177,12 @@ type Scheduler struct {
 	ctl   string
 	// batch holds the controls to nodes that take them batched (batch.go).
 	batch *batcher
-	// stored are the submissions the memory journal has stored in this
-	// step, for the core to hear it before the step ends (step).
-	stored []string
+	// after are the journal's answers known by the end of a step (the
+	// memory journal's confirmations, a write refused at once), for the
+	// core to hear before the next input (step).
+	after []core.Input
+	// journal writes the core's job records (nil: no journal).
+	journal recordWriter
 	// held says the input being handled came with a hold on the clock (a
 	// message or a virtual timer), released once it is handled: a
 	// scheduler that panicked while handling it still has it (HoldsClock).
@@ -211,21 +214,24 @@ func New(cfg Config) (*Scheduler, error) {
 		speed = sc.Speed
 	}
 	cc := cfg.Config
-	cc.Virtual, cc.Speed, cc.Now, cc.Wall, cc.Inbox, cc.Store = virtual, speed, cfg.Clock.Now(), s.wallNow(), s.inbox, nil
+	cc.Virtual, cc.Speed, cc.Now, cc.Wall, cc.Inbox = virtual, speed, cfg.Clock.Now(), s.wallNow(), s.inbox
+	cc.MaxPayload = int(cfg.Conn.MaxPayload())
 	if !virtual {
 		crand.Read(cc.IDSeed[:]) // never fails (crypto/rand)
 	}
 	if cfg.Journal != nil {
-		cc.Store = journal{s}
+		s.journal = journal{s}
 	} else if cfg.MemoryJournal != nil {
-		cc.Store = memoryJournal{s}
+		s.journal = memoryJournal{s}
 	}
-	c, err := core.New(cc, bus{s})
+	cc.Journaled = s.journal != nil
+	c, err := core.New(cc)
 	if err != nil {
 		return nil, err
 	}
 	s.core = c
 	s.emit = events.NewEmitter(cfg.Conn, "/scheduler/"+strconv.Itoa(c.Incarnation()))
+	s.carryOut(c.Ready()) // what it asked while it started (sent batched at Run's start)
 	if cfg.Journal != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), journalFlushTimeout)
 		err := cfg.Journal.SetIncarnation(ctx, c.Incarnation())
@@ -311,13 +317,14 @@ func (s *Scheduler) step(in core.Input) {
 		return
 	}
 	in.Now, in.Wall = s.cfg.Clock.Now(), s.wallNow()
-	s.core.Step(in)
+	s.carryOut(s.core.Step(in))
 	// What the memory journal stored is confirmed at once, in the same
 	// instant and order on every run of a seed.
-	for len(s.stored) > 0 {
-		id := s.stored[0]
-		s.stored = s.stored[1:]
-		s.core.Step(core.Input{Stored: id, Now: in.Now, Wall: in.Wall})
+	for len(s.after) > 0 {
+		next := s.after[0]
+		s.after = s.after[1:]
+		next.Now, next.Wall = in.Now, in.Wall
+		s.carryOut(s.core.Step(next))
 	}
 }
 
@@ -984,7 +991,7 @@ func (s *Scheduler) unhandled(m *nats.Msg) {
 	if m.Reply == "" || s.cfg.Subjects.IsEvent(m.Subject) || strings.HasPrefix(m.Subject, s.inbox) {
 		return
 	}
-	if err := (bus{s}).NoResponders(m.Reply); err != nil {
+	if err := s.noResponders(m.Reply); err != nil {
 		s.log.Debug("no-responders answer not sent", zap.String("subject", m.Subject), zap.Error(err))
 	}
 }
@@ -1012,60 +1019,80 @@ func (s *Scheduler) post(in core.Input) {
 	}
 }
 
-// bus carries what the core sends over the scheduler's connection.
-type bus struct{ s *Scheduler }
-
-// Publish implements core.Bus: a control to a node that takes its
-// controls batched waits for the next flush (batch.go).
-func (b bus) Publish(subject, reply string, data []byte) error {
-	if node, gpu, ok := batchedTarget(subject); ok && b.s.core != nil && b.s.core.BatchesControls(node) {
-		b.s.hold(node, gpu, reply, data)
-		return nil
+// carryOut does what a step of the core asked, in the order it asked it:
+// a control to a node that takes its controls batched waits for the next
+// flush (batch.go); a cut-off scheduler keeps what it sends (keep) until
+// it heals.
+func (s *Scheduler) carryOut(rd core.Ready) {
+	for i := range rd.Effects {
+		e := &rd.Effects[i]
+		var err error
+		switch e.Kind {
+		case core.Send:
+			if e.Batched {
+				s.hold(e.Node, e.GPU, e.Reply, e.Body)
+				continue
+			}
+			err = s.send(func() error { return s.publish(e.Subject, e.Reply, e.Body) })
+		case core.Emit:
+			subject, typ, id, at, body := e.Subject, e.Type, e.ID, e.At, e.Body
+			err = s.send(func() error { return s.emit.EmitEncoded(subject, typ, id, at, body) })
+		case core.Answer:
+			err = s.answer(e.Reply, e.Body)
+		case core.NoResponders:
+			err = s.noResponders(e.Reply)
+		case core.Store:
+			if err := s.journal.Put(e.Record, e.Confirm); err != nil && e.Confirm {
+				s.after = append(s.after, core.Input{Unstored: &core.Unstored{JobID: e.Record.JobID, Why: "the job journal refused the write: " + err.Error()}})
+			}
+			continue
+		}
+		if err != nil {
+			s.log.Warn("not sent", zap.String("subject", e.Subject), zap.String("reply", e.Reply), zap.Error(err))
+		}
 	}
-	if b.s.isCut() {
-		return b.s.keep(func() error { return b.s.publish(subject, reply, data) })
-	}
-	return b.s.publish(subject, reply, data)
 }
 
-// Respond implements core.Bus.
-func (b bus) Respond(reply string, data []byte) error {
-	var err error
-	if b.s.isCut() {
-		err = b.s.keep(func() error { return b.s.cfg.Conn.Publish(reply, data) })
-	} else {
-		err = b.s.cfg.Conn.Publish(reply, data)
+// send sends now, or keeps it for the partition's end while cut off.
+func (s *Scheduler) send(f func() error) error {
+	if s.isCut() {
+		return s.keep(f)
 	}
-	b.s.trace(StageReplied)
+	return f()
+}
+
+// answer answers a request. An answer larger than this connection
+// carries (the core checked Config.MaxPayload, but a reconnect may have
+// found a server that takes less) is replaced by the error saying so.
+func (s *Scheduler) answer(reply string, body []byte) error {
+	err := s.send(func() error { return s.cfg.Conn.Publish(reply, body) })
 	if errors.Is(err, nats.ErrMaxPayload) {
-		return fmt.Errorf("%w: %w", core.ErrTooLarge, err)
+		small := core.TooLargeAnswer(len(body))
+		err = s.send(func() error { return s.cfg.Conn.Publish(reply, small) })
 	}
+	s.trace(StageReplied)
 	return err
 }
 
-// NoResponders implements core.Bus: status 503 and no body, what nats.go
-// reads as ErrNoResponders.
-func (b bus) NoResponders(reply string) error {
+// noResponders answers a request as the NATS server answers one nobody
+// received: status 503 and no body, what nats.go reads as
+// ErrNoResponders.
+func (s *Scheduler) noResponders(reply string) error {
 	nr := nats.NewMsg(reply)
 	nr.Header.Set("Status", "503")
-	if b.s.isCut() {
-		return b.s.keep(func() error { return b.s.cfg.Conn.PublishMsg(nr) })
-	}
-	return b.s.cfg.Conn.PublishMsg(nr)
+	return s.send(func() error { return s.cfg.Conn.PublishMsg(nr) })
 }
 
-// Emit implements core.Bus.
-func (b bus) Emit(subject, typ, id string, at time.Time, data any) error {
-	if b.s.isCut() {
-		return b.s.keep(func() error { return b.s.emit.Emit(subject, typ, id, at, data) })
-	}
-	return b.s.emit.Emit(subject, typ, id, at, data)
+// recordWriter is where the core's job records go: the durable journal
+// or the memory one.
+type recordWriter interface {
+	Put(rec *durable.Record, confirm bool) error
 }
 
 // journal writes the core's records through durable.Journal.
 type journal struct{ s *Scheduler }
 
-// Put implements core.Store: a write to confirm steps the core with
+// Put writes rec: a write to confirm steps the core with
 // Stored or Unstored once the store has answered; a refused write is
 // written again later.
 func (w journal) Put(rec *durable.Record, confirm bool) error {
@@ -1104,7 +1131,7 @@ func (w journal) Put(rec *durable.Record, confirm bool) error {
 // memoryJournal writes the core's records into the memory journal.
 type memoryJournal struct{ s *Scheduler }
 
-// Put implements core.Store: kept at once; a write to confirm is
+// Put keeps rec at once; a write to confirm is
 // confirmed once the step that wrote it is done (step).
 func (w memoryJournal) Put(rec *durable.Record, confirm bool) error {
 	if w.s.cutForGood() {
@@ -1112,7 +1139,7 @@ func (w memoryJournal) Put(rec *durable.Record, confirm bool) error {
 	}
 	w.s.cfg.MemoryJournal.Put(rec)
 	if confirm {
-		w.s.stored = append(w.s.stored, rec.JobID)
+		w.s.after = append(w.s.after, core.Input{Stored: rec.JobID})
 	}
 	return nil
 }

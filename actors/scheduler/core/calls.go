@@ -75,10 +75,7 @@ func (s *Core) describeAfter(node, gpuID string, beat uint64) {
 	}
 	number, reply := s.newCall()
 	b, _ := gojson.Marshal(events.Control{Op: events.OpDescribe, WithSpecs: true, Call: number})
-	if err := s.bus.Publish(s.cfg.Subjects.GPUCtl(node, gpuID), reply, b); err != nil {
-		s.log.Warn("describe not sent", zap.String("gpu", gpuID), zap.String("node", node), zap.Error(err))
-		return
-	}
+	s.send(s.cfg.Subjects.GPUCtl(node, gpuID), reply, b)
 	s.calls[reply] = &call{node: node, gpu: gpuID, sent: now, beat: beat}
 	s.describing[gpuID] = reply
 	s.callsTo[node]++

@@ -3,7 +3,6 @@ package core
 import (
 	"cmp"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -23,7 +22,7 @@ import (
 
 // Config configures the core (and, embedded in scheduler.Config, the
 // scheduler actor). The shell sets Virtual, Speed, Now, Wall, Inbox,
-// IDSeed and Store; a Harness sets what a test does not.
+// IDSeed, Journaled and MaxPayload; a Harness sets what a test does not.
 type Config struct {
 	Subjects events.Subjects
 	Logger   *zap.Logger
@@ -154,10 +153,14 @@ type Config struct {
 	// incarnation instead, so that a repeated run names its jobs the same.
 	// The core draws nothing else at random.
 	IDSeed [32]byte
-	// Store, when set, is the job journal (Restored: what it held when
-	// this scheduler started: its jobs are put back, and it takes the
-	// incarnation after the stored one).
-	Store Store
+	// Journaled says a job journal keeps the jobs' records (Ready's Store
+	// effects; Restored: what it held when this scheduler started: its
+	// jobs are put back, and it takes the incarnation after the stored
+	// one). Without it the core asks to store nothing.
+	Journaled bool
+	// MaxPayload, when positive, is the largest answer the bus carries: a
+	// larger one is answered with an error saying so (TooLargeAnswer).
+	MaxPayload int
 }
 
 // Defaults for Config's zero values.
@@ -170,45 +173,6 @@ const (
 	// DefaultVirtualMetricsPeriod samples a virtual run once a simulated minute.
 	DefaultVirtualMetricsPeriod = time.Minute
 )
-
-// Bus is everything the core sends: the shell carries it over NATS, a
-// harness records it. Nothing waits: a request's answer comes back as a
-// Msg on its reply subject.
-type Bus interface {
-	// Publish sends a message; reply, when not empty, is the subject its
-	// answer comes back on (under Config.Inbox, as a Msg to Step).
-	Publish(subject, reply string, data []byte) error
-	// Respond answers a request (a Msg's Reply); ErrTooLarge (wrapped or
-	// not) when the bus cannot carry data.
-	Respond(reply string, data []byte) error
-	// Emit publishes an event (the shell's events.Emitter numbers it).
-	Emit(subject, typ, id string, at time.Time, data any) error
-	// NoResponders answers a request the way the NATS server answers one
-	// nobody received (status 503, no body): it was never taken, so its
-	// client may send it again.
-	NoResponders(reply string) error
-}
-
-// BatchesControls says whether node's last heartbeat said it takes its
-// controls batched on its batch subject (events.NodeHeartbeat.BatchCtl):
-// a shell may then carry the controls the core publishes to the node and
-// its GPUs several to a message. The core's calls are the same either way.
-func (s *Core) BatchesControls(node string) bool { return s.batchCtl[node] }
-
-// ErrTooLarge is the Bus's word that an answer is larger than the bus
-// carries: the core answers with an error saying so instead (never
-// silence: the asker would only time out).
-var ErrTooLarge = errors.New("larger than the bus's maximum payload")
-
-// Store is the job journal as the core writes it.
-type Store interface {
-	// Put writes rec without waiting. With confirm (a submission's first
-	// record: the job is accepted once it is stored), the shell steps the
-	// core with Input.Stored once the store has it, or Input.Unstored if
-	// it refuses it. A write that fails otherwise is the shell's to write
-	// again (Input.Rewrite). Put reports a write refused at once.
-	Put(rec *durable.Record, confirm bool) error
-}
 
 // Msg is a message from the bus.
 type Msg struct {
@@ -286,11 +250,12 @@ type heardGPU struct {
 
 // Core is the scheduler's deterministic core.
 type Core struct {
-	cfg  Config
-	log  *zap.Logger
-	bus  Bus
-	now  time.Time
-	wall time.Time
+	cfg Config
+	log *zap.Logger
+	// effects are what the core has asked since the last Ready.
+	effects []Effect
+	now     time.Time
+	wall    time.Time
 
 	// plugins are the extensions in force and the one place they run
 	// (policy.Profile: queue order, admission, filters, placement,
@@ -372,7 +337,7 @@ type Core struct {
 	// the node that named it and the incarnation it gave.
 	nodeBeats map[string]time.Time
 	// batchCtl is, per node, whether its last heartbeat said it takes its
-	// controls batched (the shell's concern: BatchesControls).
+	// controls batched (a Send effect says so: Batched).
 	batchCtl  map[string]bool
 	heardGPUs map[string]heardGPU
 	// unread are, per node, the GPUs its heartbeats name that the view
@@ -429,9 +394,9 @@ type msgIDJob struct {
 	at    time.Time
 }
 
-// New applies the config's defaults and makes the core; bus carries what
-// it sends.
-func New(cfg Config, bus Bus) (*Core, error) {
+// New applies the config's defaults and makes the core; what it asks
+// while it starts is in its first Ready.
+func New(cfg Config) (*Core, error) {
 	virtual := cfg.Virtual
 	// A virtual run waits out a machine too loaded to answer in a second
 	// rather than decide differently because of it.
@@ -506,7 +471,6 @@ func New(cfg Config, bus Bus) (*Core, error) {
 		cfg:         cfg,
 		unanswered:  slices.Clone(cfg.Unanswered),
 		log:         log.With(zap.String("actor", "scheduler")),
-		bus:         bus,
 		now:         cfg.Now,
 		wall:        cfg.Wall,
 		plugins:     plugins,
@@ -600,8 +564,10 @@ func (s *Core) Totals() events.Totals {
 	return t
 }
 
-// Step handles one input, then writes the journal records it changed.
-func (s *Core) Step(in Input) {
+// Step handles one input, then writes the journal records it changed, and
+// returns what it asks of the world (Ready): the shell carries that out
+// before it steps the core again.
+func (s *Core) Step(in Input) Ready {
 	if !in.Now.IsZero() {
 		s.now = in.Now
 	}
@@ -680,6 +646,7 @@ func (s *Core) Step(in Input) {
 	if len(s.toStore) > 0 {
 		s.store()
 	}
+	return s.Ready()
 }
 
 // Dirty reports whether something changed since the last pass and no
@@ -991,23 +958,6 @@ func (s *Core) replyError(m *Msg, field, msg string) {
 // subject (a plain publish) is not answered.
 func (s *Core) respond(m *Msg, v any) {
 	s.respondTo(m.Reply, v)
-}
-
-// respondRaw answers on reply with b as it is.
-func (s *Core) respondRaw(reply string, b []byte) {
-	if reply == "" {
-		return
-	}
-	err := s.bus.Respond(reply, b)
-	if errors.Is(err, ErrTooLarge) {
-		s.log.Error("reply too large for the bus: answered with an error instead", zap.String("reply", reply), zap.Int("bytes", len(b)))
-		msg := fmt.Sprintf("the answer is %d bytes, more than the bus carries: ask for less (cluster.snapshot {\"summary_only\":true}, a later page, job.list by state)", len(b))
-		small, _ := gojson.Marshal(events.ErrorReply{Error: &model.FieldError{Field: "page", Message: msg}})
-		err = s.bus.Respond(reply, small)
-	}
-	if err != nil {
-		s.log.Warn("reply not sent", zap.String("reply", reply), zap.Error(err))
-	}
 }
 
 // respondTo answers on reply with v encoded as JSON.

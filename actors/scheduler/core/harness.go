@@ -13,7 +13,8 @@ import (
 )
 
 // Harness runs a core without a bus (model: Nomad's scheduler Harness):
-// it is the core's Bus and Store, records everything the core sends, and
+// it carries out each step's Ready — records everything the core sends
+// and stores — and
 // answers the core's calls as a fleet of GPU and node actors would, from
 // a layout it keeps per GPU. Tests step the core through it with messages
 // and timers and read what it recorded; the clock is Now, moved by hand.
@@ -23,7 +24,7 @@ type Harness struct {
 	Now, Wall time.Time
 	Subjects  events.Subjects
 	// MaxPayload, when set, is the largest answer the harness's bus
-	// carries (Respond returns ErrTooLarge beyond it).
+	// carries (the core's Config.MaxPayload for the next steps).
 	MaxPayload int
 
 	// Sent are the messages the core published (reservations, commits,
@@ -92,8 +93,8 @@ type FakeGPU struct {
 var HarnessEpoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // NewHarness makes a core from cfg (its Subjects and Inbox default) with a
-// harness as its bus and, when cfg.Store is nil and journal is true, its
-// store.
+// harness to carry out what it asks and, when journal is true, to be its
+// job journal.
 func NewHarness(cfg Config, journal bool) (*Harness, error) {
 	h := &Harness{Now: HarnessEpoch, Wall: HarnessEpoch, Replies: map[string][]byte{}, GPUs: map[string]*FakeGPU{},
 		Refuse: map[string]string{}, Unanswered: map[string]bool{}, Down: map[string]bool{}}
@@ -106,25 +107,49 @@ func NewHarness(cfg Config, journal bool) (*Harness, error) {
 	if cfg.Now.IsZero() {
 		cfg.Now, cfg.Wall = h.Now, h.Wall
 	}
-	if journal && cfg.Store == nil {
-		cfg.Store = h
-	}
+	cfg.Journaled = cfg.Journaled || journal
 	h.Subjects = cfg.Subjects
-	c, err := New(cfg, h)
+	c, err := New(cfg)
 	if err != nil {
 		return nil, err
 	}
 	h.Core = c
+	h.carryOut(c.Ready())
 	return h, nil
 }
 
 // Step steps the core at the harness's time, then (unless Hold) with
 // the answers to the reservations it sent.
 func (h *Harness) Step(in Input) {
-	in.Now, in.Wall = h.Now, h.Wall
-	h.Core.Step(in)
+	h.step(in)
 	if !h.Hold {
 		h.Deliver()
+	}
+}
+
+// step steps the core at the harness's time and carries out its Ready.
+func (h *Harness) step(in Input) {
+	in.Now, in.Wall = h.Now, h.Wall
+	h.Core.cfg.MaxPayload = h.MaxPayload
+	h.carryOut(h.Core.Step(in))
+}
+
+// carryOut does what a step asked, in its order: records it, answers
+// the calls as the actors would, stores the records.
+func (h *Harness) carryOut(rd Ready) {
+	for _, e := range rd.Effects {
+		switch e.Kind {
+		case Send:
+			h.publish(e.Subject, e.Reply, e.Body)
+		case Emit:
+			h.Events = append(h.Events, Emitted{Subject: e.Subject, Type: e.Type, ID: e.ID, At: e.At, Data: e.Data})
+		case Answer:
+			h.Replies[e.Reply] = e.Body
+		case NoResponders:
+			h.NoResponse = append(h.NoResponse, e.Reply)
+		case Store:
+			h.put(e.Record, e.Confirm)
+		}
 	}
 }
 
@@ -134,8 +159,7 @@ func (h *Harness) Deliver() {
 	for len(h.answers) > 0 {
 		in := h.answers[0]
 		h.answers = h.answers[1:]
-		in.Now, in.Wall = h.Now, h.Wall
-		h.Core.Step(in)
+		h.step(in)
 	}
 }
 
@@ -204,8 +228,9 @@ func (h *Harness) Heartbeat(node string, extra ...events.HeartbeatGPU) {
 	h.Step(Input{Msg: &Msg{Subject: h.Subjects.NodeHeartbeat(node), Data: encode(map[string]any{"data": hb})}})
 }
 
-// Publish implements Bus: recorded.
-func (h *Harness) Publish(subject, reply string, data []byte) error {
+// publish records a control the core sent and, for a call, queues the
+// actor's answer.
+func (h *Harness) publish(subject, reply string, data []byte) {
 	var c events.Control
 	json.Unmarshal(data, &c)
 	h.Sent = append(h.Sent, Sent{Subject: subject, Reply: reply, Control: c})
@@ -213,40 +238,18 @@ func (h *Harness) Publish(subject, reply string, data []byte) error {
 		if a, ok := h.answer(subject, c); ok {
 			h.answers = append(h.answers, Input{Msg: &Msg{Subject: reply, Data: a.Data}})
 		}
-		return nil
+		return
 	}
 	if node, gpu, ok := events.ParseGPUCtl(subject); ok && reply == "" {
 		if g, ok := h.GPUs[gpu]; ok && g.Status.Node == node && c.Op == events.OpAbort {
 			g.drop(c.JobID)
 		}
 	}
-	return nil
 }
 
-// Respond implements Bus: recorded by reply subject.
-func (h *Harness) Respond(reply string, data []byte) error {
-	if h.MaxPayload > 0 && len(data) > h.MaxPayload {
-		return ErrTooLarge
-	}
-	h.Replies[reply] = data
-	return nil
-}
-
-// NoResponders implements Bus: recorded in NoResponse.
-func (h *Harness) NoResponders(reply string) error {
-	h.NoResponse = append(h.NoResponse, reply)
-	return nil
-}
-
-// Emit implements Bus: recorded.
-func (h *Harness) Emit(subject, typ, id string, at time.Time, data any) error {
-	h.Events = append(h.Events, Emitted{Subject: subject, Type: typ, ID: id, At: at, Data: data})
-	return nil
-}
-
-// Put implements Store: recorded; a write to confirm is answered as the
+// put records a journal write; a write to confirm is answered as the
 // store would (StoreRefuses: refused), after the step (Deliver).
-func (h *Harness) Put(rec *durable.Record, confirm bool) error {
+func (h *Harness) put(rec *durable.Record, confirm bool) {
 	r := *rec
 	h.Records = append(h.Records, &r)
 	if confirm {
@@ -260,7 +263,6 @@ func (h *Harness) Put(rec *durable.Record, confirm bool) error {
 			h.answers = append(h.answers, in)
 		}
 	}
-	return nil
 }
 
 // ReleaseStore delivers the store's answers held back (HoldStore), then

@@ -373,9 +373,7 @@ func (s *Core) transition(j *job, state, reason string) {
 	j.reason = reason
 	j.addHistory(events.Transition{State: state, SimTime: now, Reason: reason})
 	s.touch(j)
-	if err := s.bus.Emit(s.cfg.Subjects.JobEvent(evType), events.Type("job", evType), j.id, now, s.info(j, false)); err != nil {
-		s.log.Warn("publish failed", zap.String("job", j.id), zap.Error(err))
-	}
+	s.emit(s.cfg.Subjects.JobEvent(evType), events.Type("job", evType), j.id, now, s.info(j, false))
 }
 
 func (s *Core) request(j *job) *policy.Request {
@@ -483,7 +481,7 @@ func (s *Core) onSubmit(m *Msg, tenant string) {
 	s.learnClass(&spec)
 	s.transition(j, events.JobSubmitted, "")
 	s.transition(j, events.JobQueued, "")
-	if s.cfg.Store != nil {
+	if s.cfg.Journaled {
 		// Accepted once stored, and committed only then, so that a job
 		// whose record the store refuses never runs; its reservations go
 		// out meanwhile (the write and the negotiation in parallel).
@@ -498,9 +496,7 @@ func (s *Core) accept(j *job, m *Msg) {
 	j.accepting = m
 	s.accepting = append(s.accepting, j)
 	j.touched = false
-	if err := s.cfg.Store.Put(s.record(j), true); err != nil {
-		s.unstored(j, "the job journal refused the write: "+err.Error())
-	}
+	s.write(s.record(j), true)
 }
 
 // stored takes the store's word that j's first record is stored; the
@@ -859,7 +855,7 @@ func (s *Core) onStrategy(m *Msg) {
 		c.Oversubscribe = float64(rep.Oversubscribe)
 		s.log.Info("oversubscription switched", zap.Float64("oversubscribe", c.Oversubscribe), zap.Float64("previous", float64(prev)))
 	}
-	s.bus.Emit(s.cfg.Subjects.SchedEvent(events.SchedPolicy), events.Type("sched", events.SchedPolicy), "",
+	s.emit(s.cfg.Subjects.SchedEvent(events.SchedPolicy), events.Type("sched", events.SchedPolicy), "",
 		s.now, changed)
 	s.dirty = true
 	s.respond(m, rep)

@@ -26,7 +26,7 @@ import (
 
 // touch marks j's record as changed.
 func (s *Core) touch(j *job) {
-	if s.cfg.Store == nil || j.touched {
+	if !s.cfg.Journaled || j.touched {
 		return
 	}
 	j.touched = true
@@ -62,20 +62,17 @@ func (s *Core) store() {
 	s.toStore = s.toStore[:0]
 }
 
-// put writes j's record without waiting; a write refused at once is
-// written again later (the shell's Rewrite).
+// put writes j's record without waiting; a write refused is written
+// again later (the shell's Rewrite).
 func (s *Core) put(j *job) {
 	j.touched = false
-	if err := s.cfg.Store.Put(s.record(j), false); err != nil {
-		// Per job and per retry: the shell says once that writes fail.
-		s.log.Debug("job journal write refused; writing it again", zap.String("job", j.id), zap.Error(err))
-	}
+	s.write(s.record(j), false)
 }
 
 // checkpointsReached marks running jobs that passed a checkpoint since
 // their record was written: a restart re-queues them from it.
 func (s *Core) checkpointsReached() {
-	if s.cfg.Store == nil {
+	if !s.cfg.Journaled {
 		return
 	}
 	now := s.now
@@ -110,7 +107,7 @@ func (s *Core) answer(reply string, j *job, v any) {
 // the store's acknowledgement timeout to fail.
 func (s *Core) storeRefusal() *model.FieldError {
 	switch {
-	case s.cfg.Store == nil:
+	case !s.cfg.Journaled:
 		return nil
 	case s.storeDown != "":
 		return model.Errorf("store", "not accepted: the job journal cannot store it now (%s); submit it again once the store has room", s.storeDown)
@@ -356,7 +353,7 @@ func (s *Core) gpuSettled(g string, gone bool) bool {
 // announceRestored publishes the job.restored events restore left.
 func (s *Core) announceRestored() {
 	for _, info := range s.restoredNews {
-		s.bus.Emit(s.cfg.Subjects.JobEvent(events.JobRestored), events.Type("job", events.JobRestored), info.JobID, s.now, info)
+		s.emit(s.cfg.Subjects.JobEvent(events.JobRestored), events.Type("job", events.JobRestored), info.JobID, s.now, info)
 	}
 	s.restoredNews = nil
 }
@@ -428,9 +425,7 @@ func (s *Core) answerPredecessors() {
 	for _, u := range s.unanswered {
 		j, ok := s.jobs[u.JobID]
 		if !ok {
-			if err := s.bus.NoResponders(u.Reply); err != nil {
-				s.log.Warn("no-responders answer not sent", zap.String("job", u.JobID), zap.Error(err))
-			}
+			s.noResponders(u.Reply)
 			continue
 		}
 		s.respondTo(u.Reply, answerNow(j))

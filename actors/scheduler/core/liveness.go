@@ -246,9 +246,7 @@ func (s *Core) emitNode(typ string, data events.NodeLifecycle) {
 	if s.virtual {
 		return // a simulation's nodes are all there from the start
 	}
-	if err := s.bus.Emit(s.cfg.Subjects.NodeEvent(data.Node, typ), events.Type("node", typ), data.Node, s.now, data); err != nil {
-		s.log.Warn("publish failed", zap.Error(err))
-	}
+	s.emit(s.cfg.Subjects.NodeEvent(data.Node, typ), events.Type("node", typ), data.Node, s.now, data)
 }
 
 // declareDead is the scheduler's verdict on a GPU it stopped hearing from:
@@ -278,10 +276,7 @@ func (s *Core) declareDead(gs *gpuState, reason string) {
 	s.stats.deaths++
 	s.log.Warn("GPU declared dead", zap.String("gpu", g.ID), zap.String("node", g.Node), zap.Int("incarnation", inc),
 		zap.String("reason", reason), zap.Int("jobs", len(st.Jobs)))
-	if err := s.bus.Emit(s.cfg.Subjects.GPUEvent(g.Node, g.ID, events.GPUDown), events.Type("gpu", events.GPUDown), g.ID,
-		s.now, st); err != nil {
-		s.log.Warn("publish failed", zap.Error(err))
-	}
+	s.emit(s.cfg.Subjects.GPUEvent(g.Node, g.ID, events.GPUDown), events.Type("gpu", events.GPUDown), g.ID, s.now, st)
 	s.loseGPU(gs, st.Jobs, false, "GPU "+g.ID+" on "+g.Node+" declared dead ("+reason+")")
 }
 
@@ -367,7 +362,7 @@ func (s *Core) onCtl(m *Msg) bool {
 	}
 	s.killed = reason
 	s.respond(m, events.SchedLifecycle{Incarnation: s.cfg.Incarnation, Reason: reason,
-		Queued: s.queued(), Running: len(s.running), Policy: s.plugins.Placement.Name(), Queue: s.plugins.QueueSort.Name(), Durable: s.cfg.Store != nil})
+		Queued: s.queued(), Running: len(s.running), Policy: s.plugins.Placement.Name(), Queue: s.plugins.QueueSort.Name(), Durable: s.cfg.Journaled})
 	return true
 }
 
@@ -377,7 +372,7 @@ func (s *Core) Remains() events.SchedLifecycle {
 	s.metrics() // brings the energy up to now
 	t := s.Totals()
 	r := events.SchedLifecycle{Incarnation: s.cfg.Incarnation, Reason: s.killed, Queued: s.queued(),
-		Running: len(s.running), Policy: s.plugins.Placement.Name(), Queue: s.plugins.QueueSort.Name(), Durable: s.cfg.Store != nil, Totals: &t}
+		Running: len(s.running), Policy: s.plugins.Placement.Name(), Queue: s.plugins.QueueSort.Name(), Durable: s.cfg.Journaled, Totals: &t}
 	for _, j := range s.running {
 		rj := events.RunningJob{JobID: j.id, Placement: j.placement}
 		if j.cpuEnds != nil && j.node != "" {
@@ -440,10 +435,8 @@ func (s *Core) minted(st events.GPUStatus, gj events.GPUJob) {
 	}
 	s.log.Warn("a node reports a job no one submitted: stopped there", zap.String("job", gj.JobID),
 		zap.String("node", st.Node), zap.String("gpu", st.GPU), zap.String("tenant_claimed", claimed))
-	if err := s.bus.Emit(s.cfg.Subjects.SecurityEvent(events.JobMinted), events.Type("security", events.JobMinted), gj.JobID, s.now,
-		events.MintedJob{JobID: gj.JobID, Node: st.Node, GPU: st.GPU, TenantClaimed: claimed}); err != nil {
-		s.log.Warn("publish failed", zap.String("job", gj.JobID), zap.Error(err))
-	}
+	s.emit(s.cfg.Subjects.SecurityEvent(events.JobMinted), events.Type("security", events.JobMinted), gj.JobID, s.now,
+		events.MintedJob{JobID: gj.JobID, Node: st.Node, GPU: st.GPU, TenantClaimed: claimed})
 }
 
 // maxMintedSeen bounds the minted job ids remembered so as to be said once.

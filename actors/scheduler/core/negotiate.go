@@ -176,9 +176,7 @@ func (s *Core) negotiate(a *attempt, p policy.Placement, victims []string) {
 			node = s.gpuNode(j, c.gpu) // a training job's placement spans nodes
 		}
 		s.calls[reply] = &call{node: node, gpu: c.gpu, sent: s.wall, neg: n, index: i}
-		if err := s.bus.Publish(c.subject, reply, b); err != nil {
-			s.log.Warn("reservation not sent", zap.String("subject", c.subject), zap.Error(err))
-		}
+		s.send(c.subject, reply, b)
 	}
 }
 

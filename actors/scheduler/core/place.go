@@ -39,9 +39,7 @@ func (s *Core) suspect(gpu string) {
 func (s *Core) publishAll(calls []ctlCall) {
 	for _, c := range calls {
 		b, _ := gojson.Marshal(c.ctl)
-		if err := s.bus.Publish(c.subject, "", b); err != nil {
-			s.log.Warn("control publish failed", zap.String("subject", c.subject), zap.Error(err))
-		}
+		s.send(c.subject, "", b)
 	}
 }
 
@@ -300,7 +298,7 @@ func (s *Core) placed(j *job, p policy.Placement, a *attempt, victims []string) 
 	// alone would have put the job in the view it was placed from.
 	d.Pinned, d.Unpinned = a.pinned, a.unpinned
 	j.decision = d
-	s.bus.Emit(s.cfg.Subjects.SchedEvent(events.SchedDecision), events.Type("sched", events.SchedDecision), j.id, now, d)
+	s.emit(s.cfg.Subjects.SchedEvent(events.SchedDecision), events.Type("sched", events.SchedDecision), j.id, now, d)
 	s.transition(j, events.JobPlaced, "")
 	j.started = &now
 	s.transition(j, stateRunning, "")
@@ -458,9 +456,7 @@ func (s *Core) stopLost(j *job, op string, lostAt, lastKnown float64, then func(
 			s.log.Error("control not encoded", zap.String("subject", c.subject), zap.Error(err))
 		}
 		s.calls[reply] = &call{node: node, gpu: c.gpu, sent: s.wall, stop: st, index: i}
-		if err := s.bus.Publish(c.subject, reply, b); err != nil {
-			s.log.Warn("stop not sent", zap.String("subject", c.subject), zap.Error(err))
-		}
+		s.send(c.subject, reply, b)
 	}
 	s.releaseInView(j, j.node, j.gpus)
 	j.node, j.gpus, j.shardsLeft, j.shardsDone, j.cpuEnds = "", nil, 0, nil, nil
@@ -792,7 +788,7 @@ func (s *Core) setPending(j *job, reason string) {
 		return
 	}
 	j.reason = reason
-	s.bus.Emit(s.cfg.Subjects.SchedEvent(events.SchedPending), events.Type("sched", events.SchedPending), j.id,
+	s.emit(s.cfg.Subjects.SchedEvent(events.SchedPending), events.Type("sched", events.SchedPending), j.id,
 		s.now, events.Pending{JobID: j.id, Name: j.spec.Name, Reason: reason})
 }
 

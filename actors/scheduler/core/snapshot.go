@@ -4,8 +4,6 @@ import (
 	"slices"
 	"time"
 
-	"go.uber.org/zap"
-
 	"github.com/gpusched/gpusched/events"
 	"github.com/gpusched/gpusched/policy"
 	"github.com/gpusched/gpusched/vram"
@@ -78,9 +76,7 @@ func (s *Core) metrics() events.Metrics {
 }
 
 func (s *Core) publishMetrics() {
-	if err := s.bus.Emit(s.cfg.Subjects.Metrics(), events.Type("metrics", "cluster"), "", s.now, s.metrics()); err != nil {
-		s.log.Warn("metrics publish failed", zap.Error(err))
-	}
+	s.emit(s.cfg.Subjects.Metrics(), events.Type("metrics", "cluster"), "", s.now, s.metrics())
 }
 
 // Snapshot pages hold at most this many GPUs, running and queued jobs

@@ -160,10 +160,7 @@ func (s *Core) runTrainingRound() {
 		node := s.gpuNode(j, g)
 		number, reply := s.newCall()
 		b, _ := gojson.Marshal(events.Control{Op: events.OpDescribe, Call: number})
-		if err := s.bus.Publish(s.cfg.Subjects.GPUCtl(node, g), reply, b); err != nil {
-			s.log.Warn("training state not asked", zap.String("job", j.id), zap.String("gpu", g), zap.Error(err))
-			continue
-		}
+		s.send(s.cfg.Subjects.GPUCtl(node, g), reply, b)
 		s.calls[reply] = &call{node: node, gpu: g, sent: s.wall, report: j.id}
 		tr.waiting++
 	}

@@ -1,0 +1,147 @@
+package core
+
+import (
+	"fmt"
+	"time"
+
+	gojson "github.com/goccy/go-json"
+	"go.uber.org/zap"
+
+	"github.com/gpusched/gpusched/durable"
+	"github.com/gpusched/gpusched/events"
+	"github.com/gpusched/gpusched/model"
+)
+
+// Ready is what a step asks of the world, as data (model: etcd raft's
+// Ready): the controls to send, the events to emit, the answers to
+// requests and the job records to store, in the order the core decided
+// them. The core waits for none of it: what comes back — an actor's
+// answer, the store's confirmation or refusal — is a later Input. The
+// shell carries a Ready out before it steps the core again (its slices are
+// the core's, reused by the next step); a harness records it.
+type Ready struct {
+	Effects []Effect
+}
+
+// EffectKind says what an Effect asks.
+type EffectKind uint8
+
+const (
+	// Send publishes Body on Subject, a control for Node's actor (GPU:
+	// one of its GPUs; empty: the node actor). With Reply, the answer
+	// comes back on that subject (under Config.Inbox) as a Msg. Batched:
+	// the node's last heartbeat said it takes its controls several to a
+	// message (events.NodeHeartbeat.BatchCtl), so the shell may carry them
+	// that way; the core's calls are the same either way.
+	Send EffectKind = iota + 1
+	// Emit publishes an event: Body is its data, encoded when the core
+	// emitted it (Data is the same value, for in-process readers); the
+	// shell's events.Emitter adds the envelope (source, seq, id, wall time).
+	Emit
+	// Answer answers a request: Body on Reply. The core has made sure it
+	// fits Config.MaxPayload.
+	Answer
+	// NoResponders answers a request on Reply the way the NATS server
+	// answers one nobody received (status 503, no body): it was never
+	// taken, so its client may send it again.
+	NoResponders
+	// Store writes Record to the job journal without waiting. With
+	// Confirm (a submission's first record: the job is accepted once it is
+	// stored), the shell steps the core with Input.Stored once the store
+	// has it, or Input.Unstored if it refuses it (at once or later). A
+	// write that fails otherwise is the shell's to write again
+	// (Input.Rewrite).
+	Store
+)
+
+// Effect is one thing a step asks; which fields count depends on Kind.
+type Effect struct {
+	Kind EffectKind
+	// Subject is where a Send or an Emit goes; Reply is a Send's reply
+	// subject or the request an Answer or NoResponders answers.
+	Subject, Reply string
+	// Body is a Send's control, an Emit's data or an Answer's body, as
+	// JSON.
+	Body []byte
+	// Node and GPU are a Send's actor; Batched, whether its node takes
+	// controls batched.
+	Node, GPU string
+	Batched   bool
+	// Type, ID and At are an Emit's CloudEvents type, subject and
+	// simulated time; Data the value Body encodes.
+	Type, ID string
+	At       time.Time
+	Data     any
+	// Record and Confirm are a Store's.
+	Record  *durable.Record
+	Confirm bool
+}
+
+// Ready takes what the core has asked since the last Ready or Step (New
+// may ask things too: a restarted core's first describes). Step returns
+// it itself.
+func (s *Core) Ready() Ready {
+	rd := Ready{Effects: s.effects}
+	s.effects = s.effects[:0]
+	return rd
+}
+
+// send asks for a control on subject, reply ("" for none) the subject its
+// answer comes back on.
+func (s *Core) send(subject, reply string, body []byte) {
+	e := Effect{Kind: Send, Subject: subject, Reply: reply, Body: body}
+	if node, gpu, ok := events.ParseGPUCtl(subject); ok {
+		e.Node, e.GPU = node, gpu
+	} else if node, what, ok := events.ParseNodeSubject(subject); ok && what == "ctl" {
+		e.Node = node
+	}
+	e.Batched = e.Node != "" && s.batchCtl[e.Node]
+	s.effects = append(s.effects, e)
+}
+
+// emit asks for an event, its data encoded now: what is sent is the data
+// as it was when emitted, whatever the rest of the step changes.
+func (s *Core) emit(subject, typ, id string, at time.Time, data any) {
+	b, err := gojson.Marshal(data)
+	if err != nil {
+		s.log.Error("event not encoded", zap.String("subject", subject), zap.Error(err))
+		return
+	}
+	s.effects = append(s.effects, Effect{Kind: Emit, Subject: subject, Type: typ, ID: id, At: at, Data: data, Body: b})
+}
+
+// respondRaw asks for b to answer reply; an answer larger than the bus
+// carries becomes an error saying so (never silence: the asker would only
+// time out).
+func (s *Core) respondRaw(reply string, b []byte) {
+	if reply == "" {
+		return
+	}
+	if s.cfg.MaxPayload > 0 && len(b) > s.cfg.MaxPayload {
+		s.log.Error("reply too large for the bus: answered with an error instead", zap.String("reply", reply), zap.Int("bytes", len(b)))
+		b = TooLargeAnswer(len(b))
+	}
+	s.effects = append(s.effects, Effect{Kind: Answer, Reply: reply, Body: b})
+}
+
+// TooLargeAnswer is the error that answers a request whose answer, of n
+// bytes, is larger than the bus carries.
+func TooLargeAnswer(n int) []byte {
+	msg := fmt.Sprintf("the answer is %d bytes, more than the bus carries: ask for less (cluster.snapshot {\"summary_only\":true}, a later page, job.list by state)", n)
+	b, _ := gojson.Marshal(events.ErrorReply{Error: &model.FieldError{Field: "page", Message: msg}})
+	return b
+}
+
+// noResponders asks for reply to be answered as nobody received it.
+func (s *Core) noResponders(reply string) {
+	s.effects = append(s.effects, Effect{Kind: NoResponders, Reply: reply})
+}
+
+// write asks for rec to be stored in the job journal. rec is made when
+// asked (Core.record copies the job's fields), so a record asked in the
+// middle of a step — a submission's first — is the job as it was then,
+// whatever the rest of the step changes (its placement, negotiated at
+// once).
+func (s *Core) write(rec *durable.Record, confirm bool) {
+	s.effects = append(s.effects, Effect{Kind: Store, Record: rec, Confirm: confirm})
+}
