@@ -169,12 +169,12 @@ func Reset(ctx context.Context, nc *nats.Conn, prefix string) error {
 // back in the queue in its place, to account for it where it ran, and to
 // answer job.get about it after a restart.
 type Record struct {
-	JobID     string    `json:"job_id"`
-	Spec      model.Job `json:"spec"`
-	Seq       uint64    `json:"seq"`
-	Submitted time.Time `json:"submitted"`
-	State     string    `json:"state"`
-	Reason    string    `json:"reason,omitempty"`
+	JobID     string     `json:"job_id"`
+	Spec      events.Job `json:"spec"`
+	Seq       uint64     `json:"seq"`
+	Submitted time.Time  `json:"submitted"`
+	State     string     `json:"state"`
+	Reason    string     `json:"reason,omitempty"`
 	// ProgressS is the work kept: the last checkpoint reached.
 	ProgressS   float64             `json:"progress_s"`
 	Placement   string              `json:"placement,omitempty"`

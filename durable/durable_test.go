@@ -10,7 +10,6 @@ import (
 	"github.com/gpusched/gpusched/durable"
 	"github.com/gpusched/gpusched/events"
 	"github.com/gpusched/gpusched/internal/testbus"
-	"github.com/gpusched/gpusched/model"
 )
 
 // TestJournalKeepsTheLastRecordOfEachJob writes several records of a few
@@ -30,7 +29,7 @@ func TestJournalKeepsTheLastRecordOfEachJob(t *testing.T) {
 		seq   uint64
 		state string
 	}{{"b", 2, "queued"}, {"a", 1, "queued"}, {"a", 1, "running"}, {"c", 3, "queued"}, {"a", 1, "completed"}} {
-		if _, err := j.Put(&durable.Record{JobID: st.id, Seq: st.seq, State: st.state, Spec: model.Job{Name: st.id},
+		if _, err := j.Put(&durable.Record{JobID: st.id, Seq: st.seq, State: st.state, Spec: events.Job{Name: st.id},
 			At: at.Add(time.Duration(i) * time.Minute)}); err != nil {
 			t.Fatal(err)
 		}

@@ -81,7 +81,7 @@
 // Every request subject decodes its body with the same strict decoder
 // (DecodeStrict). SubmitRequest is this body as a Go type (the project's
 // own clients build it), DecodeSubmit (DecodeSubmitRequest, then SubmitRequest.Job) its decoder; a job's spec as the
-// cluster keeps it (model.Job: in job records and the GPU actors' copies)
+// cluster keeps it (Job: in job records and the GPU actors' copies)
 // is written in the same form, so it reads back as the same job.
 //
 // # Events (publish/subscribe)

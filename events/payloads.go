@@ -639,7 +639,7 @@ type RunningJob struct {
 // CPUOnlyJob is what a scheduler needs to go on running a CPU-only job
 // its predecessor ran: the job, where it runs, when it ends.
 type CPUOnlyJob struct {
-	Spec      model.Job `json:"spec"`
+	Spec      Job       `json:"spec"`
 	Seq       uint64    `json:"seq"`
 	Submitted time.Time `json:"submitted"`
 	Node      string    `json:"node"`
@@ -659,9 +659,9 @@ type Assignment struct {
 	CheckpointS float64        `json:"checkpoint_s,omitempty"`
 	// Spec, Submitted and Seq are the job as the scheduler accepted it,
 	// kept by the GPU so that a restarted scheduler can re-learn it.
-	Spec      *model.Job `json:"spec,omitempty"`
-	Submitted time.Time  `json:"submitted,omitzero"`
-	Seq       uint64     `json:"seq,omitempty"`
+	Spec      *Job      `json:"spec,omitempty"`
+	Submitted time.Time `json:"submitted,omitzero"`
+	Seq       uint64    `json:"seq,omitempty"`
 	// Placement names this placement of the job (scheduler incarnation
 	// and count): a record of how a stint ended is matched to the stint.
 	Placement string `json:"placement,omitempty"`

@@ -24,7 +24,7 @@ type SubmitRequest struct {
 	// "Idempotent submission").
 	JobID string `json:"job_id,omitempty"`
 	Name  string `json:"name"`
-	// Tenant defaults to model.DefaultTenant; on an authenticated bus it
+	// Tenant defaults to DefaultTenant; on an authenticated bus it
 	// must be the caller's own (or absent).
 	Tenant string `json:"tenant,omitempty"`
 	// Priority is high, medium (the default), low or an integer.
@@ -46,8 +46,8 @@ type SubmitRequest struct {
 	Preemptible *bool `json:"preemptible,omitempty"`
 	// Checkpoint is the interval of work between checkpoints ("10m").
 	Checkpoint string `json:"checkpoint,omitempty"`
-	// CPU in cores (default model.DefaultCPU) and Memory (default
-	// model.DefaultMemory) are what the job holds on its node.
+	// CPU in cores (default DefaultCPU) and Memory (default
+	// DefaultMemory) are what the job holds on its node.
 	CPU    *float64 `json:"cpu,omitempty"`
 	Memory *Size    `json:"memory,omitempty"`
 	// GPU pins the job to one GPU id; Node to one node.
@@ -75,11 +75,11 @@ type SubmitRequest struct {
 	// arrivals are floats, and its decisions read them.
 	ArrivalS *float64 `json:"arrival_s,omitempty"`
 	// PerfClass is the job's application class for GPU variability
-	// (model.Job.PerfClass): on GPUs carrying a multiplier for it the job
+	// (Job.PerfClass): on GPUs carrying a multiplier for it the job
 	// runs at the pace of the slowest of them.
 	PerfClass string `json:"perf_class,omitempty"`
 	// PinOnce makes gpu and node hold for the job's first placement only
-	// (model.Job.PinOnce): a pin that draws a starting picture.
+	// (Job.PinOnce): a pin that draws a starting picture.
 	PinOnce *bool `json:"pin_once,omitempty"`
 }
 
@@ -161,24 +161,24 @@ func DecodeSubmitRequest(body []byte) (SubmitRequest, *model.FieldError) {
 
 // DecodeSubmit decodes and validates a job.submit body: every problem is
 // a FieldError naming the field.
-func DecodeSubmit(body []byte) (model.Job, *model.FieldError) {
+func DecodeSubmit(body []byte) (Job, *model.FieldError) {
 	r, fe := DecodeSubmitRequest(body)
 	if fe != nil {
-		return model.Job{}, fe
+		return Job{}, fe
 	}
 	return r.Job()
 }
 
 // Job validates the submission and gives the job it asks for, with the
 // defaults filled in and sizes, durations and model names normalised.
-func (r *SubmitRequest) Job() (model.Job, *model.FieldError) {
+func (r *SubmitRequest) Job() (Job, *model.FieldError) {
 	if r.Training != nil {
 		return r.trainingJob()
 	}
-	job := model.Job{Name: r.Name, Tenant: r.Tenant, Priority: model.PriorityMedium, GPUs: 1, Util: model.DefaultUtil,
-		Preemptible: true, CPU: model.DefaultCPU, Memory: model.DefaultMemory, GPU: r.GPU, Node: r.Node}
+	job := Job{Name: r.Name, Tenant: r.Tenant, Priority: model.PriorityMedium, GPUs: 1, Util: DefaultUtil,
+		Preemptible: true, CPU: DefaultCPU, Memory: DefaultMemory, GPU: r.GPU, Node: r.Node}
 	if job.Tenant == "" {
-		job.Tenant = model.DefaultTenant
+		job.Tenant = DefaultTenant
 	}
 	if r.Priority != nil {
 		job.Priority = *r.Priority
@@ -200,51 +200,51 @@ func (r *SubmitRequest) Job() (model.Job, *model.FieldError) {
 	}
 	if r.PinOnce != nil && *r.PinOnce {
 		if r.GPU == "" && r.Node == "" {
-			return model.Job{}, model.Errorf("pin_once", "needs gpu or node: it says the pin holds for the first placement only")
+			return Job{}, model.Errorf("pin_once", "needs gpu or node: it says the pin holds for the first placement only")
 		}
 		job.PinOnce = true
 	}
 	if r.PerfClass != "" {
 		if len(r.PerfClass) > MaxNameBytes || !model.ValidToken(r.PerfClass) {
-			return model.Job{}, model.Errorf("perf_class", "%q is not an application class: letters, digits, - and _ only (PAL's are classA to classD)", clip(r.PerfClass))
+			return Job{}, model.Errorf("perf_class", "%q is not an application class: letters, digits, - and _ only (PAL's are classA to classD)", clip(r.PerfClass))
 		}
 		job.PerfClass = r.PerfClass
 	}
 	if r.JobID != "" && (len(r.JobID) > MaxJobIDBytes || !model.ValidToken(r.JobID)) {
-		return model.Job{}, model.Errorf("job_id", "%q is not a job id: letters, digits, - and _ only, at most %d of them (a UUID will do)", clip(r.JobID), MaxJobIDBytes)
+		return Job{}, model.Errorf("job_id", "%q is not a job id: letters, digits, - and _ only, at most %d of them (a UUID will do)", clip(r.JobID), MaxJobIDBytes)
 	}
 	if strings.TrimSpace(job.Name) == "" {
-		return model.Job{}, model.Errorf("name", "required: give the job a name")
+		return Job{}, model.Errorf("name", "required: give the job a name")
 	}
 	if fe := boundedText("name", job.Name, MaxNameBytes); fe != nil {
-		return model.Job{}, fe
+		return Job{}, fe
 	}
 	if len(job.Tenant) > MaxTenantBytes || !model.ValidToken(job.Tenant) {
-		return model.Job{}, model.Errorf("tenant", "%q is not a tenant: letters, digits, - and _ only, at most %d of them", clip(job.Tenant), MaxTenantBytes)
+		return Job{}, model.Errorf("tenant", "%q is not a tenant: letters, digits, - and _ only, at most %d of them", clip(job.Tenant), MaxTenantBytes)
 	}
 	if job.Priority < -MaxPriority || job.Priority > MaxPriority {
-		return model.Job{}, model.Errorf("priority", "must be high, medium, low or an integer from %d to %d, not %d", -MaxPriority, MaxPriority, job.Priority)
+		return Job{}, model.Errorf("priority", "must be high, medium, low or an integer from %d to %d, not %d", -MaxPriority, MaxPriority, job.Priority)
 	}
 	if job.GPUs > MaxGPUs {
-		return model.Job{}, model.Errorf("gpus", "at most %d (a gang runs on one node), not %d", MaxGPUs, job.GPUs)
+		return Job{}, model.Errorf("gpus", "at most %d (a gang runs on one node), not %d", MaxGPUs, job.GPUs)
 	}
 	if len(job.Models) > MaxModels {
-		return model.Job{}, model.Errorf("models", "at most %d models, not %d", MaxModels, len(job.Models))
+		return Job{}, model.Errorf("models", "at most %d models, not %d", MaxModels, len(job.Models))
 	}
 	if job.GPUs < 0 {
-		return model.Job{}, model.Errorf("gpus", "must be 0 (CPU-only) or more, not %d", job.GPUs)
+		return Job{}, model.Errorf("gpus", "must be 0 (CPU-only) or more, not %d", job.GPUs)
 	}
 	if m := r.GPUMilli; m != nil {
 		if *m < 1 || *m > 1000 || *m != float64(int(*m)) {
-			return model.Job{}, model.Errorf("gpu_milli", "must be a whole number of thousandths of a GPU from 1 to 1000, not %v", *m)
+			return Job{}, model.Errorf("gpu_milli", "must be a whole number of thousandths of a GPU from 1 to 1000, not %v", *m)
 		}
 		// A typed gang may take half of each GPU: the two gangs of a
 		// packed pair the throughput table measured share their GPUs.
 		if job.GPUs > 1 && *m != 1000 && !(r.JobType != "" && *m == 500) {
-			return model.Job{}, model.Errorf("gpu_milli", "a job of %d GPUs takes whole GPUs: gpu_milli must be 1000 or left out", job.GPUs)
+			return Job{}, model.Errorf("gpu_milli", "a job of %d GPUs takes whole GPUs: gpu_milli must be 1000 or left out", job.GPUs)
 		}
 		if job.GPUs == 0 {
-			return model.Job{}, model.Errorf("gpu_milli", "a CPU-only job (gpus 0) takes no GPU share")
+			return Job{}, model.Errorf("gpu_milli", "a CPU-only job (gpus 0) takes no GPU share")
 		}
 		job.Milli = int(*m)
 		job.Util = *m / 10
@@ -253,85 +253,85 @@ func (r *SubmitRequest) Job() (model.Job, *model.FieldError) {
 		job.Util = *r.Util
 	}
 	if job.Util < 0 || job.Util > 100 {
-		return model.Job{}, model.Errorf("util", "must be a percentage between 0 and 100, not %v", job.Util)
+		return Job{}, model.Errorf("util", "must be a percentage between 0 and 100, not %v", job.Util)
 	}
 	if job.GPUs > 0 {
 		if r.VRAM == nil && job.Milli == 0 && (r.JobType != "" || r.Steps != nil) {
 			job.Milli = 1000 // a whole GPU (policy.MilliPerGPU): a typed job's unless told
 		}
 		if r.VRAM == nil && job.Milli == 0 {
-			return model.Job{}, model.Errorf("vram", "required for a GPU job: the VRAM per GPU, e.g. \"12GB\" (or give gpu_milli, the share of each GPU)")
+			return Job{}, model.Errorf("vram", "required for a GPU job: the VRAM per GPU, e.g. \"12GB\" (or give gpu_milli, the share of each GPU)")
 		}
 		if r.VRAM != nil && *r.VRAM <= 0 {
-			return model.Job{}, model.Errorf("vram", "must be positive")
+			return Job{}, model.Errorf("vram", "must be positive")
 		}
 		if r.VRAM != nil && model.Bytes(*r.VRAM) < model.MB {
 			// A bare number is bytes: "vram":12 is 12 bytes, surely meant
 			// as 12GB; no GPU job holds less than a megabyte.
-			return model.Job{}, model.Errorf("vram", "%d bytes is less than 1MB: give the size with its unit, e.g. \"%dGB\"",
+			return Job{}, model.Errorf("vram", "%d bytes is less than 1MB: give the size with its unit, e.g. \"%dGB\"",
 				int64(*r.VRAM), int64(*r.VRAM))
 		}
 		if r.VRAM != nil && model.Bytes(*r.VRAM) > MaxVRAM {
-			return model.Job{}, model.Errorf("vram", "at most %s per GPU, not %s", MaxVRAM, model.Bytes(*r.VRAM))
+			return Job{}, model.Errorf("vram", "at most %s per GPU, not %s", MaxVRAM, model.Bytes(*r.VRAM))
 		}
 		if r.VRAM != nil {
 			job.VRAM = model.Bytes(*r.VRAM)
 		}
 	} else if r.VRAM != nil && *r.VRAM != 0 {
-		return model.Job{}, model.Errorf("vram", "a CPU-only job (gpus 0) takes no VRAM")
+		return Job{}, model.Errorf("vram", "a CPU-only job (gpus 0) takes no VRAM")
 	}
 	if r.JobType != "" || r.Steps != nil {
 		var fe *model.FieldError
 		if job, fe = r.typedJob(job); fe != nil {
-			return model.Job{}, fe
+			return Job{}, fe
 		}
 	} else {
 		if r.Duration == "" {
-			return model.Job{}, model.Errorf("duration", "required: the run time at reference speed, e.g. \"30m\"")
+			return Job{}, model.Errorf("duration", "required: the run time at reference speed, e.g. \"30m\"")
 		}
 		d, err := time.ParseDuration(r.Duration)
 		if err != nil {
-			return model.Job{}, model.Errorf("duration", "%q is not a duration (use Go durations such as 4h or 30m)", r.Duration)
+			return Job{}, model.Errorf("duration", "%q is not a duration (use Go durations such as 4h or 30m)", r.Duration)
 		}
 		if d <= 0 {
-			return model.Job{}, model.Errorf("duration", "must be positive, not %s", r.Duration)
+			return Job{}, model.Errorf("duration", "must be positive, not %s", r.Duration)
 		}
 		if d > MaxDuration {
-			return model.Job{}, model.Errorf("duration", "at most %s (ten years), not %s", MaxDuration, r.Duration)
+			return Job{}, model.Errorf("duration", "at most %s (ten years), not %s", MaxDuration, r.Duration)
 		}
 		job.Duration = d
 		if r.Checkpoint != "" {
 			c, err := time.ParseDuration(r.Checkpoint)
 			if err != nil || c < 0 {
-				return model.Job{}, model.Errorf("checkpoint", "%q is not a non-negative duration", r.Checkpoint)
+				return Job{}, model.Errorf("checkpoint", "%q is not a non-negative duration", r.Checkpoint)
 			}
 			if c > MaxDuration {
-				return model.Job{}, model.Errorf("checkpoint", "at most %s, not %s", MaxDuration, r.Checkpoint)
+				return Job{}, model.Errorf("checkpoint", "at most %s, not %s", MaxDuration, r.Checkpoint)
 			}
 			job.Checkpoint = c
 		}
 	}
 	if job.CPU < 0 || job.CPU > MaxCPU || job.CPU != job.CPU {
-		return model.Job{}, model.Errorf("cpu", "must be a number of cores from 0 to %d, not %v", MaxCPU, job.CPU)
+		return Job{}, model.Errorf("cpu", "must be a number of cores from 0 to %d, not %v", MaxCPU, job.CPU)
 	}
 	if job.Memory < 0 || job.Memory > MaxMemory {
-		return model.Job{}, model.Errorf("memory", "must be from 0 to %s, not %s", MaxMemory, job.Memory)
+		return Job{}, model.Errorf("memory", "must be from 0 to %s, not %s", MaxMemory, job.Memory)
 	}
 	for i, name := range job.Models {
 		m, err := model.LookupModel(name)
 		if err != nil {
-			return model.Job{}, model.Errorf("models", "%v", err)
+			return Job{}, model.Errorf("models", "%v", err)
 		}
 		job.Models[i] = m.Name
 	}
 	if job.GPU != "" && !model.ValidToken(job.GPU) {
-		return model.Job{}, model.Errorf("gpu", "%q is not a GPU id", job.GPU)
+		return Job{}, model.Errorf("gpu", "%q is not a GPU id", job.GPU)
 	}
 	if job.Node != "" && !model.ValidToken(job.Node) {
-		return model.Job{}, model.Errorf("node", "%q is not a node id", job.Node)
+		return Job{}, model.Errorf("node", "%q is not a node id", job.Node)
 	}
 	if job.GPU != "" && job.GPUs != 1 {
-		return model.Job{}, model.Errorf("gpu", "pinning to one GPU needs gpus 1")
+		return Job{}, model.Errorf("gpu", "pinning to one GPU needs gpus 1")
 	}
 	return job, nil
 }
@@ -341,25 +341,25 @@ const MaxSteps = 1e15
 
 // typedJob finishes Job for a typed job: its type and steps checked, the
 // fields its rate decides refused.
-func (r *SubmitRequest) typedJob(job model.Job) (model.Job, *model.FieldError) {
+func (r *SubmitRequest) typedJob(job Job) (Job, *model.FieldError) {
 	switch {
 	case r.JobType == "":
-		return model.Job{}, model.Errorf("job_type", "required with steps: the job's type, as the cluster's throughput table names it (e.g. \"ResNet-18 (batch size 64)\")")
+		return Job{}, model.Errorf("job_type", "required with steps: the job's type, as the cluster's throughput table names it (e.g. \"ResNet-18 (batch size 64)\")")
 	case r.Steps == nil:
-		return model.Job{}, model.Errorf("steps", "required with job_type: the steps the job runs to complete")
+		return Job{}, model.Errorf("steps", "required with job_type: the steps the job runs to complete")
 	case r.Duration != "":
-		return model.Job{}, model.Errorf("duration", "not given with job_type: a typed job's run time comes from its steps and the throughput table's rates")
+		return Job{}, model.Errorf("duration", "not given with job_type: a typed job's run time comes from its steps and the throughput table's rates")
 	case r.Checkpoint != "":
-		return model.Job{}, model.Errorf("checkpoint", "not given with job_type: a typed job keeps every step it has run when stopped")
+		return Job{}, model.Errorf("checkpoint", "not given with job_type: a typed job keeps every step it has run when stopped")
 	case job.GPUs < 1:
-		return model.Job{}, model.Errorf("gpus", "a typed job runs on GPUs: gpus (its scale factor) must be 1 or more, not %d", job.GPUs)
+		return Job{}, model.Errorf("gpus", "a typed job runs on GPUs: gpus (its scale factor) must be 1 or more, not %d", job.GPUs)
 	}
 	if fe := boundedText("job_type", r.JobType, MaxNameBytes); fe != nil {
-		return model.Job{}, fe
+		return Job{}, fe
 	}
 	// Not necessarily whole: Gavel's jobs run duration × rate steps.
 	if s := *r.Steps; !(s >= 1 && s <= MaxSteps) {
-		return model.Job{}, model.Errorf("steps", "must be a number of steps from 1 to %g, not %v", float64(MaxSteps), s)
+		return Job{}, model.Errorf("steps", "must be a number of steps from 1 to %g, not %v", float64(MaxSteps), s)
 	}
 	job.JobType, job.Steps = r.JobType, *r.Steps
 	return job, nil
@@ -371,7 +371,7 @@ const MaxReplicas = 4096
 // trainingJob is Job for a distributed training job: what the request
 // shares with any job (name, tenant, priority, preemptible), its training
 // fields checked, and the fields its model decides refused.
-func (r *SubmitRequest) trainingJob() (model.Job, *model.FieldError) {
+func (r *SubmitRequest) trainingJob() (Job, *model.FieldError) {
 	t := *r.Training
 	for _, f := range []struct {
 		name  string
@@ -381,17 +381,17 @@ func (r *SubmitRequest) trainingJob() (model.Job, *model.FieldError) {
 		{"models", len(r.Models) > 0}, {"cpu", r.CPU != nil}, {"memory", r.Memory != nil},
 		{"job_type", r.JobType != ""}, {"steps", r.Steps != nil}, {"perf_class", r.PerfClass != ""}} {
 		if f.given {
-			return model.Job{}, model.Errorf(f.name, "not given with training: a training job's %s comes from its application's model and its placement", f.name)
+			return Job{}, model.Errorf(f.name, "not given with training: a training job's %s comes from its application's model and its placement", f.name)
 		}
 	}
 	if t.App == "" || len(t.App) > MaxNameBytes || !model.ValidToken(t.App) {
-		return model.Job{}, model.Errorf("training.app", "%q is not an application name (bert, cifar10, deepspeech2, imagenet, ncf, yolov3 in the Pollux data)", clip(t.App))
+		return Job{}, model.Errorf("training.app", "%q is not an application name (bert, cifar10, deepspeech2, imagenet, ncf, yolov3 in the Pollux data)", clip(t.App))
 	}
 	if t.Batch < 1 {
-		return model.Job{}, model.Errorf("training.batch", "must be a positive batch size, not %d", t.Batch)
+		return Job{}, model.Errorf("training.batch", "must be a positive batch size, not %d", t.Batch)
 	}
 	if t.Replicas < 1 || t.Replicas > MaxReplicas {
-		return model.Job{}, model.Errorf("training.replicas", "must be from 1 to %d, not %d", MaxReplicas, t.Replicas)
+		return Job{}, model.Errorf("training.replicas", "must be from 1 to %d, not %d", MaxReplicas, t.Replicas)
 	}
 	// A training job's plain fields: r with them left out is a GPU job.
 	plain := *r
@@ -403,7 +403,7 @@ func (r *SubmitRequest) trainingJob() (model.Job, *model.FieldError) {
 	plain.CPU, plain.Memory = &zero, &none
 	job, fe := plain.Job()
 	if fe != nil {
-		return model.Job{}, fe
+		return Job{}, fe
 	}
 	job.GPUs, job.Duration, job.Util, job.Training = t.Replicas, 0, 100, &t
 	return job, nil

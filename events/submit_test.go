@@ -16,7 +16,7 @@ func TestDecodeSubmitDefaultsAndErrors(t *testing.T) {
 	if fe != nil {
 		t.Fatal(fe)
 	}
-	if j.VRAM != 12*model.GiB || j.Priority != model.PriorityMedium || j.Duration != 20*time.Minute || !j.Preemptible || j.Tenant != model.DefaultTenant {
+	if j.VRAM != 12*model.GiB || j.Priority != model.PriorityMedium || j.Duration != 20*time.Minute || !j.Preemptible || j.Tenant != DefaultTenant {
 		t.Fatalf("parsed %+v", j)
 	}
 	j, fe = DecodeSubmit([]byte(`{"name":"x","vram":1048576,"gpu_milli":250,"duration":"1h","priority":7}`))
@@ -107,12 +107,12 @@ func TestJobSpecRoundTrips(t *testing.T) {
 		if got, fe := DecodeSubmit(b); fe != nil || !reflect.DeepEqual(got, want) {
 			t.Errorf("the job's JSON %s does not submit the same job: %+v %v, want %+v", b, got, fe, want)
 		}
-		var back model.Job
+		var back Job
 		if err := json.Unmarshal(b, &back); err != nil || !reflect.DeepEqual(back, want) {
 			t.Errorf("the job's JSON %s does not read back: %+v %v", b, back, err)
 		}
 	}
-	var old model.Job
+	var old Job
 	if err := json.Unmarshal([]byte(`{"name":"x","duration":1800000000000,"checkpoint":600000000000}`), &old); err != nil ||
 		old.Duration != 30*time.Minute || old.Checkpoint != 10*time.Minute {
 		t.Fatalf("a record with nanoseconds: %+v %v", old, err)
@@ -208,7 +208,7 @@ func TestATrainingSubmission(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var again model.Job
+	var again Job
 	if err := json.Unmarshal(back, &again); err != nil || again.Training == nil || *again.Training != *j.Training {
 		t.Fatalf("the spec's JSON %s reads back as %+v (%v)", back, again, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/gpusched/gpusched/events"
 	"github.com/gpusched/gpusched/model"
 	"github.com/gpusched/gpusched/policy"
 )
@@ -28,7 +29,7 @@ func (l *Live) template(jobType string) int {
 }
 
 // Accept takes typed jobs of Gavel's job types.
-func (l *Live) Accept(spec *model.Job) *model.FieldError {
+func (l *Live) Accept(spec *events.Job) *model.FieldError {
 	if l.template(spec.JobType) < 0 {
 		return model.Errorf("job_type", "%q is not one of Gavel's job types", spec.JobType)
 	}
@@ -36,7 +37,7 @@ func (l *Live) Accept(spec *model.Job) *model.FieldError {
 }
 
 // Arrive gives the driver the job (its type, scale factor and steps).
-func (l *Live) Arrive(id int, arrivalS float64, spec *model.Job) error {
+func (l *Live) Arrive(id int, arrivalS float64, spec *events.Job) error {
 	return l.d.Arrive(Job{ID: id, Arrival: arrivalS, Template: l.template(spec.JobType), Type: spec.JobType, Scale: spec.GPUs, TotalSteps: spec.Steps})
 }
 

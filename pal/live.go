@@ -5,6 +5,7 @@ import (
 	"math"
 	"strconv"
 
+	"github.com/gpusched/gpusched/events"
 	"github.com/gpusched/gpusched/model"
 	"github.com/gpusched/gpusched/policy"
 )
@@ -50,7 +51,7 @@ var _ policy.ReplayedRounds = (*Live)(nil)
 
 // Accept takes typed jobs of the data's models, with the model's class
 // as their perf_class, on no more GPUs than the cluster has.
-func (l *Live) Accept(spec *model.Job) *model.FieldError {
+func (l *Live) Accept(spec *events.Job) *model.FieldError {
 	m, ok := l.data.Models[spec.JobType]
 	switch {
 	case !ok:
@@ -64,7 +65,7 @@ func (l *Live) Accept(spec *model.Job) *model.FieldError {
 }
 
 // Arrive gives the driver the job: its model, GPUs and iterations.
-func (l *Live) Arrive(id int, arrivalS float64, spec *model.Job) error {
+func (l *Live) Arrive(id int, arrivalS float64, spec *events.Job) error {
 	return l.d.Arrive(TraceJob{ID: id, GPUs: spec.GPUs, Submit: arrivalS, Duration: spec.Steps, Model: spec.JobType})
 }
 

@@ -189,7 +189,7 @@ type Request struct {
 	PinGPU, PinNode string
 	// Held marks GPUs held for an older job: the request may not use them.
 	Held map[int]bool
-	// JobType is a typed job's type (model.Job.JobType; "" for any other).
+	// JobType is a typed job's type (events.Job.JobType; "" for any other).
 	JobType string
 }
 

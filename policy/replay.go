@@ -1,6 +1,9 @@
 package policy
 
-import "github.com/gpusched/gpusched/model"
+import (
+	"github.com/gpusched/gpusched/events"
+	"github.com/gpusched/gpusched/model"
+)
 
 // ReplayedRounds is a reproduced simulator's round loop that the live
 // scheduler steps in place of its own queue (core.ReplayConfig): the
@@ -14,9 +17,9 @@ import "github.com/gpusched/gpusched/model"
 type ReplayedRounds interface {
 	// Accept checks that a submitted job is one the simulator models; a
 	// field error names what it cannot take.
-	Accept(spec *model.Job) *model.FieldError
+	Accept(spec *events.Job) *model.FieldError
 	// Arrive gives the simulator job id, submitted at arrivalS.
-	Arrive(id int, arrivalS float64, spec *model.Job) error
+	Arrive(id int, arrivalS float64, spec *events.Job) error
 	// RoundEnded ends the round in progress (or the wait before the
 	// first): it accounts what ran and returns the simulator's now; the
 	// earliest pending arrival is nextArrivalS (+Inf: none).

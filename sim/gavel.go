@@ -47,7 +47,7 @@ func GavelShape(counts [3]int) (model.Shape, []string, error) {
 		}
 		// Room for two jobs a GPU (a packed pair) at a typed job's
 		// default CPU and memory, twice over.
-		n := model.NodeSpec{ID: name, CPU: float64(4*counts[w]) * model.DefaultCPU, Memory: model.Bytes(4*counts[w]) * model.DefaultMemory}
+		n := model.NodeSpec{ID: name, CPU: float64(4*counts[w]) * events.DefaultCPU, Memory: model.Bytes(4*counts[w]) * events.DefaultMemory}
 		for range counts[w] {
 			id := "gpu-" + strconv.Itoa(len(ids))
 			n.GPUs = append(n.GPUs, model.GPUSpec{ID: id, Model: gm})

@@ -37,7 +37,7 @@ func PALShape(c pal.Config, profile pal.Profile) (model.Shape, []string, error) 
 	for n, id := range nodes {
 		// Room for a job per GPU at a typed job's default CPU and memory,
 		// twice over.
-		node := model.NodeSpec{ID: id, CPU: float64(2*c.PerMachine) * model.DefaultCPU, Memory: model.Bytes(2*c.PerMachine) * model.DefaultMemory}
+		node := model.NodeSpec{ID: id, CPU: float64(2*c.PerMachine) * events.DefaultCPU, Memory: model.Bytes(2*c.PerMachine) * events.DefaultMemory}
 		for i := range c.PerMachine {
 			g := n*c.PerMachine + i
 			v := map[string]float64{}

@@ -5,7 +5,7 @@ import (
 	"github.com/gpusched/gpusched/model"
 )
 
-// Typed jobs (a job type and steps, model.Job.JobType): this GPU runs
+// Typed jobs (a job type and steps, events.Job.JobType): this GPU runs
 // one at the rate its throughput table gives the job's type at its scale
 // factor (its GPUs) on this GPU's model — alone, or, while it shares the
 // GPU with another typed job, the pair's measured rate. Its progress and

@@ -21,7 +21,7 @@ import (
 // job is the scheduler's record of one accepted job.
 type job struct {
 	id        string
-	spec      model.Job
+	spec      events.Job
 	seq       uint64
 	submitted time.Time
 	state     string
@@ -288,7 +288,7 @@ func (u usage) remove(j *job, gpus []string) {
 }
 
 // admitJob is what admission (policy.Admit) looks at.
-func admitJob(spec *model.Job) *policy.AdmitJob {
+func admitJob(spec *events.Job) *policy.AdmitJob {
 	a := &policy.AdmitJob{Tenant: spec.Tenant, Priority: spec.Priority, GPUs: spec.GPUs}
 	if spec.Training == nil {
 		a.CPUMilli, a.Memory = spec.CPUMilli(), int64(spec.Memory)
@@ -397,7 +397,7 @@ func (s *Core) onSubmit(m *Msg, tenant string) {
 	if fe == nil && tenant != "" {
 		fe = ownTenant(&req, tenant)
 	}
-	var spec model.Job
+	var spec events.Job
 	if fe == nil {
 		spec, fe = req.Job()
 	}

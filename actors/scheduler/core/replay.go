@@ -39,7 +39,7 @@ type ReplayConfig struct {
 type pendingArrival struct {
 	id       int
 	arrivalS float64
-	spec     *model.Job
+	spec     *events.Job
 }
 
 // replayRounds is the core's state of the replayed rounds.

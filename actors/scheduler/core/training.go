@@ -78,7 +78,7 @@ func (s *Core) TrainingRoundAt() time.Time {
 
 // checkTraining refuses a training job this scheduler cannot run: none
 // configured, an application the model lacks, a batch size outside it.
-func (s *Core) checkTraining(spec *model.Job) *model.FieldError {
+func (s *Core) checkTraining(spec *events.Job) *model.FieldError {
 	if s.training == nil {
 		return model.Errorf("training", "this cluster runs no training jobs: start it with a Pollux data folder and a training policy (cluster replay --pollux DIR)")
 	}

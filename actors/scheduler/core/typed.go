@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/gpusched/gpusched/events"
 	"github.com/gpusched/gpusched/model"
 )
 
@@ -12,12 +13,12 @@ import (
 // (Config.Throughputs); its GPUs step it and report its progress in steps.
 // The scheduler places it where the table gives it a rate and shares a
 // GPU only as the table's pairs say (policy.Cluster.Throughputs); its
-// work, kept progress and estimate count steps (model.Job.Work, Kept).
+// work, kept progress and estimate count steps (events.Job.Work, Kept).
 
 // checkTyped refuses a typed job this cluster cannot run: no throughput
 // table, a job type the table lacks, a scale factor (gpus) it has no rate
 // for on any of its GPU models.
-func (s *Core) checkTyped(spec *model.Job) *model.FieldError {
+func (s *Core) checkTyped(spec *events.Job) *model.FieldError {
 	t := s.cfg.Throughputs
 	if t == nil {
 		return model.Errorf("job_type", "this cluster has no throughput table, so it cannot run typed jobs: start it with --throughputs FILE (Gavel's simulation_throughputs.json, or a table in its shape)")

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/gpusched/gpusched/events"
-	"github.com/gpusched/gpusched/model"
 	"github.com/gpusched/gpusched/policy"
 )
 
@@ -14,7 +13,7 @@ import (
 // fragmentation measure uses when the config fixes no workload. A job
 // sized by VRAM counts with the share its VRAM takes of the cluster's most
 // common GPU (taken when the workload is built: refreshWorkload).
-func (s *Core) learnClass(spec *model.Job) {
+func (s *Core) learnClass(spec *events.Job) {
 	if s.cfg.Workload != nil {
 		return
 	}

@@ -1,42 +1,23 @@
-package model
+package events
 
 import (
-	"fmt"
 	"math"
 	"time"
 
 	json "github.com/goccy/go-json"
+
+	"github.com/gpusched/gpusched/model"
 )
-
-// FieldError is a rejected request: the JSON field at fault (empty for the
-// body as a whole) and a message a person understands.
-type FieldError struct {
-	Field   string `json:"field"`
-	Message string `json:"message"`
-}
-
-// Error implements error.
-func (e *FieldError) Error() string {
-	if e.Field == "" {
-		return e.Message
-	}
-	return e.Field + ": " + e.Message
-}
-
-// Errorf builds a FieldError for field.
-func Errorf(field, format string, args ...any) *FieldError {
-	return &FieldError{Field: field, Message: fmt.Sprintf(format, args...)}
-}
 
 // Job is a validated job specification, normalised to domain units.
 type Job struct {
-	Name     string   `json:"name"`
-	Tenant   string   `json:"tenant,omitempty"`
-	Priority Priority `json:"priority"`
+	Name     string         `json:"name"`
+	Tenant   string         `json:"tenant,omitempty"`
+	Priority model.Priority `json:"priority"`
 	// GPUs is the number of GPUs: 0 is CPU-only, 1 a single GPU, more a gang on one node.
 	GPUs int `json:"gpus"`
 	// VRAM is needed on each GPU.
-	VRAM Bytes `json:"vram,omitempty"`
+	VRAM model.Bytes `json:"vram,omitempty"`
 	// Util is the compute the job uses on each GPU in percent (its
 	// gpu_milli / 10 unless given); co-located jobs above 100 in sum slow down.
 	Util float64 `json:"util"`
@@ -53,14 +34,14 @@ type Job struct {
 	// job never checkpoints and loses all progress when preempted.
 	Checkpoint time.Duration `json:"checkpoint,omitempty"`
 	CPU        float64       `json:"cpu"`
-	Memory     Bytes         `json:"memory"`
+	Memory     model.Bytes   `json:"memory"`
 	// GPU pins the job to one GPU id; Node pins it to one node.
 	GPU  string `json:"gpu,omitempty"`
 	Node string `json:"node,omitempty"`
 	// Training makes it a distributed training job (GPUs is then its
 	// replica count, whole GPUs over any nodes; Duration is 0: its
 	// application's model says when it completes).
-	Training *Training `json:"training,omitempty"`
+	Training *model.Training `json:"training,omitempty"`
 	// JobType makes it a typed job: its speed on a GPU is the cluster's
 	// throughput table's rate for that GPU model, job type and scale
 	// factor (GPUs), or the packed pair's when it shares the GPU with
@@ -69,7 +50,7 @@ type Job struct {
 	// Steps is a typed job's work: the steps it runs to complete.
 	Steps float64 `json:"steps,omitempty"`
 	// PerfClass is the job's application class for GPU variability: on
-	// GPUs that carry a multiplier for it (GPUSpec.Variability), the job
+	// GPUs that carry a multiplier for it (model.GPUSpec.Variability), the job
 	// runs at its speed ÷ the slowest of its GPUs' multipliers, and ÷ the
 	// cluster's locality penalty when its GPUs span nodes (GangSlowdown).
 	// Empty: every GPU runs it at its model's pace.
@@ -95,25 +76,25 @@ func (j *Job) Work() float64 {
 // Kept is the work the job keeps when stopped after done of it: a typed
 // job every whole step it has run (a step is its checkpoint: Gavel's jobs
 // save their state at the end of every lease), any other job up to its
-// last checkpoint (KeptProgress).
+// last checkpoint (model.KeptProgress).
 func (j *Job) Kept(done float64) float64 {
 	if j.Typed() {
 		return math.Floor(max(0, done))
 	}
-	return KeptProgress(done, j.Checkpoint)
+	return model.KeptProgress(done, j.Checkpoint)
 }
 
 // Job defaults for fields a submission leaves out.
 const (
 	DefaultUtil   = 100.0
 	DefaultCPU    = 4.0
-	DefaultMemory = 16 * GiB
+	DefaultMemory = 16 * model.GiB
 	DefaultTenant = "default"
 )
 
 // MarshalJSON writes the job in the form job.submit takes (durations as
 // Go durations, "30m0s"), so a stored or forwarded spec reads back as the
-// same job (events.DecodeSubmit and UnmarshalJSON).
+// same job (DecodeSubmit and UnmarshalJSON).
 func (j Job) MarshalJSON() ([]byte, error) {
 	type plain Job
 	w := struct {
@@ -170,18 +151,4 @@ func (d *wireDuration) UnmarshalJSON(data []byte) error {
 }
 
 // CPUMilli is the job's CPU in thousandths of a core.
-func (j *Job) CPUMilli() int64 { return CoresToMilli(j.CPU) }
-
-// CoresToMilli converts cores to thousandths of a core, rounded.
-func CoresToMilli(cores float64) int64 { return int64(math.Round(cores * 1000)) }
-
-// KeptProgress is the work a job keeps when stopped after done seconds of
-// work with the given checkpoint interval: everything up to its last
-// checkpoint, or nothing when it never checkpoints.
-func KeptProgress(done float64, checkpoint time.Duration) float64 {
-	c := checkpoint.Seconds()
-	if c <= 0 || done <= 0 {
-		return 0
-	}
-	return float64(int64(done/c)) * c
-}
+func (j *Job) CPUMilli() int64 { return model.CoresToMilli(j.CPU) }
