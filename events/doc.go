@@ -140,7 +140,10 @@
 // node actors, the journal, the simulation's collector and the checker)
 // use goccy/go-json, because encoding/json's decoding was 11–15 % of a
 // simtest run's CPU in the profiles docs/notes/simtest-times.md records;
-// the rest use encoding/json.
+// the rest use encoding/json. Request bodies are read by one more, the
+// strict decoder (DecodeStrict, go-json-experiment/json): it refuses a
+// field given twice and matches names by case, which neither of the
+// others can be made to do.
 //
 // # Control subjects (scheduler → actors)
 //
