@@ -80,6 +80,13 @@ type job struct {
 	// storeAnswered says the store has answered for it.
 	accepting     *Msg
 	storeAnswered bool
+	// unannounced holds the job's events while its first record waits
+	// for the store: they go out once it is stored (announce), and never
+	// if the store refuses it (refusedByStore): a job exists for the
+	// world only once stored.
+	unannounced    bool
+	refusedByStore bool
+	heldEvents     []Effect
 	// queueWhenStored: not placed at once, the job is queued (and its
 	// submission answered) once it is stored.
 	queueWhenStored bool
@@ -373,7 +380,7 @@ func (s *Core) transition(j *job, state, reason string) {
 	j.reason = reason
 	j.addHistory(events.Transition{State: state, SimTime: now, Reason: reason})
 	s.touch(j)
-	s.emit(s.cfg.Subjects.JobEvent(evType), events.Type("job", evType), j.id, now, s.info(j, false))
+	s.emitAbout(j, s.cfg.Subjects.JobEvent(evType), events.Type("job", evType), now, s.info(j, false))
 }
 
 func (s *Core) request(j *job) *policy.Request {
@@ -479,6 +486,7 @@ func (s *Core) onSubmit(m *Msg, tenant string) {
 	s.jobs[j.id] = j
 	s.order = append(s.order, j)
 	s.learnClass(&spec)
+	j.unannounced = s.cfg.Journaled
 	s.transition(j, events.JobSubmitted, "")
 	s.transition(j, events.JobQueued, "")
 	if s.cfg.Journaled {
@@ -507,6 +515,7 @@ func (s *Core) stored(j *job) {
 	for len(s.accepting) > 0 && s.accepting[0].storeAnswered {
 		next := s.accepting[0]
 		s.accepting = slices.Delete(s.accepting, 0, 1)
+		s.announce(next)
 		if m := next.accepting; m != nil {
 			next.accepting = nil
 			if next.queueWhenStored {

@@ -132,6 +132,7 @@ func (s *Core) unstored(j *job, why string) {
 		s.toQueue--
 	}
 	j.accepting = nil
+	j.refusedByStore, j.heldEvents = true, nil // never announced
 	s.cancel(j, "not stored in the job journal: "+why, func() {})
 	s.answer(m.Reply, j, events.SubmitAnswer{ErrorReply: events.ErrorReply{Error: &model.FieldError{Field: "store", Message: "not stored, so not accepted: " + why}},
 		SubmitReply: events.SubmitReply{JobID: j.id, State: j.state}})

@@ -110,6 +110,33 @@ func (s *Core) emit(subject, typ, id string, at time.Time, data any) {
 	s.effects = append(s.effects, Effect{Kind: Emit, Subject: subject, Type: typ, ID: id, At: at, Data: data, Body: b})
 }
 
+// emitAbout is emit for an event about job j: while j's first record
+// waits for the store, its events wait with it (announce); a job the
+// store refused is never announced.
+func (s *Core) emitAbout(j *job, subject, typ string, at time.Time, data any) {
+	if !j.unannounced {
+		s.emit(subject, typ, j.id, at, data)
+		return
+	}
+	if j.refusedByStore {
+		return
+	}
+	mark := len(s.effects)
+	s.emit(subject, typ, j.id, at, data)
+	j.heldEvents = append(j.heldEvents, s.effects[mark:]...)
+	s.effects = s.effects[:mark]
+}
+
+// announce emits what j's events waited for: its first record is stored
+// (or the store refused it: then nothing, ever).
+func (s *Core) announce(j *job) {
+	if !j.unannounced || j.refusedByStore {
+		return
+	}
+	s.effects = append(s.effects, j.heldEvents...)
+	j.heldEvents, j.unannounced = nil, false
+}
+
 // respondRaw asks for b to answer reply; an answer larger than the bus
 // carries becomes an error saying so (never silence: the asker would only
 // time out).

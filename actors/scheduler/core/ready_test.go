@@ -2,6 +2,8 @@ package core
 
 import (
 	"encoding/json"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/gpusched/gpusched/events"
@@ -9,12 +11,87 @@ import (
 
 // TestAStepReturnsWhatItAsksInTheOrderItDecided steps a bare core (no
 // harness to carry anything out) with a submission on a journaled
-// cluster and reads its Ready: the job's events, then its record to
-// confirm, then the reservations at the node actor and the GPU, each with
-// a reply subject under the core's inbox and said batched when the node's
-// heartbeat said so. The record is the job as it was when asked for: the
-// placement negotiated later in the same step is not in it.
+// cluster and reads its Ready: the job's record to confirm, then the
+// reservations at the node actor and the GPU, each with a reply subject
+// under the core's inbox and said batched when the node's heartbeat said
+// so. The record is the job as it was when asked for: the placement
+// negotiated later in the same step is not in it. The job's events wait
+// for the store: the step that hears it stored announces them.
 func TestAStepReturnsWhatItAsksInTheOrderItDecided(t *testing.T) {
+	h := journaledWithABatchingNode(t)
+	// Stepped by hand: nothing carries these steps' Readys out but the test.
+	rd := h.Core.Step(Input{Now: h.Now, Wall: h.Wall, Msg: &Msg{Subject: h.Subjects.JobSubmit(), Reply: "_INBOX.client.1",
+		Data: encode(spec("a", "8GB"))}})
+	if got, want := kindsOf(rd), []EffectKind{Store, Send, Send}; !slices.Equal(got, want) {
+		t.Fatalf("the submission's step asked %v, want %v", got, want)
+	}
+	record, sends := rd.Effects[0], rd.Effects[1:]
+	if !record.Confirm || record.Record.Placement != "" || record.Record.State != events.JobQueued {
+		t.Errorf("the first record: confirm %v, placement %q, state %q; want a queued job to confirm, with no placement yet",
+			record.Confirm, record.Record.Placement, record.Record.State)
+	}
+	for _, s := range sends {
+		var c events.Control
+		json.Unmarshal(s.Body, &c)
+		if c.Op != events.OpReserve || s.Node != "n1" || !s.Batched || !strings.HasPrefix(s.Reply, "_INBOX.harness.") {
+			t.Errorf("send %+v (op %s): want a reserve at n1, batched, answered under the core's inbox", s, c.Op)
+		}
+	}
+	if sends[0].GPU != "" || sends[1].GPU != "n1-gpu-0" {
+		t.Errorf("reservations at %q then %q: want the node actor, then its GPU", sends[0].GPU, sends[1].GPU)
+	}
+	id := record.Record.JobID
+
+	rd = h.Core.Step(Input{Now: h.Now, Wall: h.Wall, Stored: id})
+	if got := kindsOf(rd); len(got) < 2 || got[0] != Emit || got[1] != Emit {
+		t.Fatalf("the step that hears the record stored asked %v, want the job's two events first", got)
+	}
+	if e := rd.Effects[0]; e.Type != events.Type("job", events.JobSubmitted) || e.ID != id {
+		t.Errorf("first event %s about %s, want job.submitted about %s", e.Type, e.ID, id)
+	}
+	var info events.JobInfo
+	if err := json.Unmarshal(rd.Effects[1].Body, &info); err != nil || info.State != events.JobQueued || info.Name != "a" {
+		t.Errorf("the queued event's data %s (%v): want the job queued, encoded when emitted", rd.Effects[1].Body, err)
+	}
+}
+
+// TestAJobTheStoreRefusesIsNeverAnnounced: a submission whose first
+// record the store refuses is answered with the store's error and no
+// event ever names it — not submitted, not queued, not cancelled — since
+// a job exists only once stored.
+func TestAJobTheStoreRefusesIsNeverAnnounced(t *testing.T) {
+	h := journaledWithABatchingNode(t)
+	h.StoreRefuses = "no space left on device"
+	before := len(h.Events)
+	rep := h.Submit(spec("a", "8GB"))
+	if rep.State != events.JobCancelled {
+		t.Fatalf("answered %+v, want cancelled", rep)
+	}
+	for _, e := range h.Events[before:] {
+		if e.ID == rep.JobID {
+			t.Errorf("event %s names the job the store refused", e.Type)
+		}
+	}
+	if got := h.Submit(spec("b", "8GB")); got.State != events.JobCancelled {
+		t.Fatalf("the next submission answered %+v, want cancelled too (the store still refuses)", got)
+	}
+	h.StoreRefuses = ""
+	ok := h.Submit(spec("c", "8GB"))
+	var names []string
+	for _, e := range h.Events[before:] {
+		if e.ID == ok.JobID {
+			names = append(names, e.Type)
+		}
+	}
+	if ok.State != events.JobPlaced || len(names) == 0 || names[0] != events.Type("job", events.JobSubmitted) {
+		t.Errorf("a stored job: answered %+v, events %v; want placed, announced from job.submitted", ok, names)
+	}
+}
+
+// journaledWithABatchingNode is a harness whose core journals its jobs,
+// with one A100 on n1, whose heartbeat says it takes controls batched.
+func journaledWithABatchingNode(t *testing.T) *Harness {
+	t.Helper()
 	h, err := NewHarness(Config{Policy: "binpack"}, true)
 	if err != nil {
 		t.Fatal(err)
@@ -23,50 +100,14 @@ func TestAStepReturnsWhatItAsksInTheOrderItDecided(t *testing.T) {
 	hb := events.NodeHeartbeat{Node: "n1", Incarnation: 1, CPUTotal: 64, MemoryTotal: 512 << 30, BatchCtl: true,
 		GPUs: []events.HeartbeatGPU{{GPU: "n1-gpu-0", Incarnation: 1, Alive: true}}}
 	h.Step(Input{Msg: &Msg{Subject: h.Subjects.NodeHeartbeat("n1"), Data: encode(map[string]any{"data": hb})}})
+	return h
+}
 
-	// Stepped by hand: nothing carries this step's Ready out but the test.
-	rd := h.Core.Step(Input{Now: h.Now, Wall: h.Wall, Msg: &Msg{Subject: h.Subjects.JobSubmit(), Reply: "_INBOX.client.1",
-		Data: encode(spec("a", "8GB"))}})
-	var kinds []EffectKind
-	var record *Effect
-	var sends []Effect
+// kindsOf is what a Ready asks, in order.
+func kindsOf(rd Ready) []EffectKind {
+	kinds := make([]EffectKind, len(rd.Effects))
 	for i, e := range rd.Effects {
-		kinds = append(kinds, e.Kind)
-		switch e.Kind {
-		case Store:
-			record = &rd.Effects[i]
-		case Send:
-			sends = append(sends, e)
-		}
+		kinds[i] = e.Kind
 	}
-	want := []EffectKind{Emit, Emit, Store, Send, Send}
-	if len(kinds) != len(want) {
-		t.Fatalf("the step asked %v, want %v", kinds, want)
-	}
-	for i := range want {
-		if kinds[i] != want[i] {
-			t.Fatalf("the step asked %v, want %v", kinds, want)
-		}
-	}
-	if e := rd.Effects[0]; e.Type != events.Type("job", events.JobSubmitted) {
-		t.Errorf("first event %s, want job.submitted", e.Type)
-	}
-	var info events.JobInfo
-	if err := json.Unmarshal(rd.Effects[1].Body, &info); err != nil || info.State != events.JobQueued || info.Name != "a" {
-		t.Errorf("the queued event's data %s (%v): want the job queued, encoded when emitted", rd.Effects[1].Body, err)
-	}
-	if !record.Confirm || record.Record.Placement != "" || record.Record.State != events.JobQueued {
-		t.Errorf("the first record: confirm %v, placement %q, state %q; want a queued job to confirm, with no placement yet",
-			record.Confirm, record.Record.Placement, record.Record.State)
-	}
-	for _, s := range sends {
-		var c events.Control
-		json.Unmarshal(s.Body, &c)
-		if c.Op != events.OpReserve || s.Node != "n1" || !s.Batched || len(s.Reply) <= len("_INBOX.harness.") || s.Reply[:len("_INBOX.harness.")] != "_INBOX.harness." {
-			t.Errorf("send %+v (op %s): want a reserve at n1, batched, answered under the core's inbox", s, c.Op)
-		}
-	}
-	if sends[0].GPU != "" || sends[1].GPU != "n1-gpu-0" {
-		t.Errorf("reservations at %q then %q: want the node actor, then its GPU", sends[0].GPU, sends[1].GPU)
-	}
+	return kinds
 }
