@@ -1,10 +1,6 @@
 package core
 
 import (
-	"cmp"
-	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	gojson "github.com/goccy/go-json"
@@ -61,88 +57,34 @@ func (s *Core) describe(node, gpuID string) { s.describeAfter(node, gpuID, 0) }
 // alive at an incarnation this scheduler has not read (0: no heartbeat).
 func (s *Core) describeAfter(node, gpuID string, beat uint64) {
 	now := s.wall
-	if reply, busy := s.describing[gpuID]; busy {
-		if now.Sub(s.calls[reply].sent) < s.cfg.CallTimeout {
-			return
-		}
-		s.endCall(reply)
+	if s.calls.describing(gpuID, now) {
+		return
 	}
-	if s.callsTo[node] >= maxDescribesPerNode {
+	if s.calls.nodeFull(node) {
 		s.expireCalls(now)
-		if s.callsTo[node] >= maxDescribesPerNode {
+		if s.calls.nodeFull(node) {
 			return
 		}
 	}
-	number, reply := s.newCall()
+	number, reply := s.calls.open(&call{node: node, gpu: gpuID, sent: now, beat: beat})
 	b, _ := gojson.Marshal(events.Control{Op: events.OpDescribe, WithSpecs: true, Call: number})
 	s.send(s.cfg.Subjects.GPUCtl(node, gpuID), reply, b)
-	s.calls[reply] = &call{node: node, gpu: gpuID, sent: now, beat: beat}
-	s.describing[gpuID] = reply
-	s.callsTo[node]++
-}
-
-// newCall numbers the next call: its number, which the request names
-// (events.Control.Call: batched controls share one reply subject in the
-// shell, and the answer names the call back), and the reply subject its
-// answer comes on.
-func (s *Core) newCall() (number, reply string) {
-	s.nextCall++
-	number = strconv.FormatUint(s.nextCall, 10)
-	return number, s.inbox + number
-}
-
-// endCall forgets a call: answered, or timed out.
-func (s *Core) endCall(reply string) {
-	c, ok := s.calls[reply]
-	if !ok {
-		return
-	}
-	delete(s.calls, reply)
-	if c.neg != nil || c.stop != nil || c.report != "" {
-		return
-	}
-	if s.describing[c.gpu] == reply {
-		delete(s.describing, c.gpu)
-	}
-	if s.callsTo[c.node]--; s.callsTo[c.node] <= 0 {
-		delete(s.callsTo, c.node)
-	}
 }
 
 // CallDeadline is when the earliest call in flight times out (in the
 // core's wall time), zero when none is in flight: a shell on a virtual
 // clock steps TimerCalls then.
-func (s *Core) CallDeadline() time.Time {
-	var first time.Time
-	for _, c := range s.calls {
-		if first.IsZero() || c.sent.Before(first) {
-			first = c.sent
-		}
-	}
-	if first.IsZero() {
-		return first
-	}
-	return first.Add(s.cfg.CallTimeout)
-}
+func (s *Core) CallDeadline() time.Time { return s.calls.deadline() }
 
 // expireCalls forgets the calls unanswered for longer than the call
-// timeout: the GPU may be asked again.
+// timeout, in the order they were sent, and hands each to what it was
+// for as unanswered: the GPU may be asked again.
 func (s *Core) expireCalls(now time.Time) {
-	var late []string
-	for reply, c := range s.calls {
-		if now.Sub(c.sent) >= s.cfg.CallTimeout {
-			late = append(late, reply)
-		}
-	}
-	// In the order they were sent (map order is random; what a timeout
-	// leads to must not be).
-	slices.SortFunc(late, func(a, b string) int { return cmp.Compare(callNumber(a), callNumber(b)) })
-	for _, reply := range late {
-		c, ok := s.calls[reply]
+	for _, reply := range s.calls.late(now) {
+		c, ok := s.calls.take(reply) // an earlier one's handling may have ended it
 		if !ok {
 			continue
 		}
-		s.endCall(reply)
 		late := events.ControlReply{Reason: "no answer within " + s.cfg.CallTimeout.String()}
 		switch {
 		case c.neg != nil:
@@ -152,14 +94,10 @@ func (s *Core) expireCalls(now time.Time) {
 		case c.report != "":
 			s.trainingReport(c, nil)
 		default:
-			s.silentSince[c.gpu] = now // a describe
+			s.calls.silent(c.gpu, now) // a describe
 		}
 	}
-	for gpu, at := range s.silentSince {
-		if now.Sub(at) >= silenceMemory {
-			delete(s.silentSince, gpu)
-		}
-	}
+	s.calls.forgetSilences(now)
 }
 
 // silenceMemory is how long a GPU whose describe went unanswered is
@@ -167,35 +105,6 @@ func (s *Core) expireCalls(now time.Time) {
 // of wall time), so that a node naming more GPUs that never answer than
 // maxDescribesPerNode does not keep its other GPUs unasked.
 const silenceMemory = time.Minute
-
-// describeOrder is the order a heartbeat's GPUs to describe are asked in:
-// those whose last describe was answered, or who were never asked, first,
-// in the heartbeat's order; then the unanswered ones, longest silent
-// first. With at most maxDescribesPerNode GPUs to ask it changes nothing:
-// all are asked. With more, the same first few silent ones no longer take
-// every slot at every heartbeat (a node naming ten GPUs that never
-// answer had its ninth and tenth never asked).
-func (s *Core) describeOrder(gpus []string) []string {
-	if len(s.silentSince) == 0 || len(gpus) <= maxDescribesPerNode {
-		return gpus // all are asked, in the heartbeat's order as before
-	}
-	var fresh, silent []string
-	for _, g := range gpus {
-		if _, ok := s.silentSince[g]; ok {
-			silent = append(silent, g)
-		} else {
-			fresh = append(fresh, g)
-		}
-	}
-	slices.SortStableFunc(silent, func(a, b string) int { return s.silentSince[a].Compare(s.silentSince[b]) })
-	return append(fresh, silent...)
-}
-
-// callNumber is the number a call's reply subject ends with.
-func callNumber(reply string) uint64 {
-	n, _ := strconv.ParseUint(reply[strings.LastIndexByte(reply, '.')+1:], 10, 64)
-	return n
-}
 
 // refusalStatus folds in the status a refusing GPU attached to its reply
 // to a reservation, if it is about that GPU: a reply is believed only
@@ -254,13 +163,12 @@ func (s *Core) refusalHolds(node string, holds []events.NodeHold) {
 // is dropped, and so is one about another GPU or node than the request
 // named: a node speaks for the GPUs it was asked about only.
 func (s *Core) onReply(m *Msg) {
-	c, ok := s.calls[m.Subject]
+	c, ok := s.calls.take(m.Subject)
 	if !ok {
 		s.stats.stale++
 		s.log.Debug("reply to no call in flight dropped", zap.String("subject", m.Subject))
 		return
 	}
-	s.endCall(m.Subject)
 	if c.neg != nil {
 		s.onReservationReply(c, m)
 		return
@@ -281,7 +189,7 @@ func (s *Core) onReply(m *Msg) {
 		s.stopAnswered(c, rep)
 		return
 	}
-	delete(s.silentSince, c.gpu)
+	s.calls.heard(c.gpu)
 	if m.NoResponders {
 		return // no responders: no such GPU actor (yet)
 	}

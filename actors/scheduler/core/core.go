@@ -345,18 +345,8 @@ type Core struct {
 	// overBound the nodes whose last refusal was said.
 	unread    map[string]map[string]bool
 	overBound map[string]bool
-	// inbox is the prefix of the reply subjects of the core's own requests
-	// (calls.go). calls are those in flight by reply subject, describing
-	// the describe in flight per GPU, callsTo their count per node.
-	inbox      string
-	calls      map[string]*call
-	describing map[string]string
-	callsTo    map[string]int
-	nextCall   uint64
-	// silentSince is when each GPU's last describe went unanswered: a
-	// heartbeat asks the GPUs that have not been silent before those
-	// that have (describeOrder).
-	silentSince map[string]time.Time
+	// calls are the core's requests in flight (calltracker.go).
+	calls *callTracker
 	// inflight are the placements whose reservations are in flight, in the
 	// order they were decided; waiting the attempts that wait for them to
 	// resolve (to choose victims); pass the pass under way (negotiate.go).
@@ -468,37 +458,33 @@ func New(cfg Config) (*Core, error) {
 		log = zap.NewNop()
 	}
 	s := &Core{
-		cfg:         cfg,
-		unanswered:  slices.Clone(cfg.Unanswered),
-		log:         log.With(zap.String("actor", "scheduler")),
-		now:         cfg.Now,
-		wall:        cfg.Wall,
-		plugins:     plugins,
-		training:    newTraining(cfg.Training),
-		replay:      newReplayRounds(cfg.Replay),
-		view:        newView(cfg.VRAMModel, cfg.Seed, cfg.NodeRank),
-		jobs:        map[string]*job{},
-		runningOn:   map[string][]*job{},
-		classes:     map[policy.ClassKey]int{},
-		byVRAM:      map[vramClass]int{},
-		virtual:     virtual,
-		started:     cfg.Wall,
-		inherited:   map[string]string{},
-		awaiting:    map[*job]bool{},
-		journaled:   map[string]*durable.Record{},
-		nodeBeats:   map[string]time.Time{},
-		batchCtl:    map[string]bool{},
-		heardGPUs:   map[string]heardGPU{},
-		unread:      map[string]map[string]bool{},
-		overBound:   map[string]bool{},
-		inbox:       cfg.Inbox,
-		calls:       map[string]*call{},
-		describing:  map[string]string{},
-		callsTo:     map[string]int{},
-		silentSince: map[string]time.Time{},
-		msgIDs:      map[string]msgIDJob{},
-		allowance:   map[string]*bucket{},
-		queuedOf:    map[string]int{},
+		cfg:        cfg,
+		unanswered: slices.Clone(cfg.Unanswered),
+		log:        log.With(zap.String("actor", "scheduler")),
+		now:        cfg.Now,
+		wall:       cfg.Wall,
+		plugins:    plugins,
+		training:   newTraining(cfg.Training),
+		replay:     newReplayRounds(cfg.Replay),
+		view:       newView(cfg.VRAMModel, cfg.Seed, cfg.NodeRank),
+		jobs:       map[string]*job{},
+		runningOn:  map[string][]*job{},
+		classes:    map[policy.ClassKey]int{},
+		byVRAM:     map[vramClass]int{},
+		virtual:    virtual,
+		started:    cfg.Wall,
+		inherited:  map[string]string{},
+		awaiting:   map[*job]bool{},
+		journaled:  map[string]*durable.Record{},
+		nodeBeats:  map[string]time.Time{},
+		batchCtl:   map[string]bool{},
+		heardGPUs:  map[string]heardGPU{},
+		unread:     map[string]map[string]bool{},
+		overBound:  map[string]bool{},
+		calls:      newCallTracker(cfg.Inbox, cfg.CallTimeout),
+		msgIDs:     map[string]msgIDJob{},
+		allowance:  map[string]*bucket{},
+		queuedOf:   map[string]int{},
 	}
 	for _, r := range cfg.Inherited {
 		if c := r.CPUOnly; c != nil {
@@ -773,7 +759,7 @@ func (s *Core) dispatch(m *Msg) {
 			}
 		}
 	}()
-	if strings.HasPrefix(m.Subject, s.inbox) {
+	if s.calls.isReply(m.Subject) {
 		s.onReply(m)
 		return
 	}
@@ -944,7 +930,7 @@ func (s *Core) onNodeEvent(m *Msg) {
 	if m.Reply == "" {
 		beat = 0 // a heartbeat that asks for no lease
 	}
-	for _, gpu := range s.describeOrder(ask) {
+	for _, gpu := range s.calls.order(ask) {
 		s.describeAfter(hb.Node, gpu, beat)
 	}
 	s.grantLeases(m, hb)

@@ -322,7 +322,7 @@ func TestAHeartbeatNamingUnknownGPUsCostsBoundedDescribesAndNoWait(t *testing.T)
 		t.Fatalf("%d describes sent, want %d (the per-node bound)", len(describes), maxDescribesPerNode)
 	}
 	for _, d := range describes {
-		if !strings.HasPrefix(d.Reply, h.Core.inbox) {
+		if !strings.HasPrefix(d.Reply, h.Core.calls.inbox) {
 			t.Fatalf("describe's reply subject %q is not under the core's inbox", d.Reply)
 		}
 	}
@@ -333,8 +333,8 @@ func TestAHeartbeatNamingUnknownGPUsCostsBoundedDescribesAndNoWait(t *testing.T)
 	// Once they time out, the GPUs may be asked again.
 	h.Advance(2 * h.Core.CallTimeout())
 	h.Step(Input{Timer: TimerLease})
-	if len(h.Core.calls) != 0 {
-		t.Fatalf("%d calls still in flight after the timeout", len(h.Core.calls))
+	if len(h.Core.calls.byReply) != 0 {
+		t.Fatalf("%d calls still in flight after the timeout", len(h.Core.calls.byReply))
 	}
 }
 

@@ -165,17 +165,16 @@ func (s *Core) negotiate(a *attempt, p policy.Placement, victims []string) {
 		a.held.add(j, p.GPUs)
 	}
 	for i, c := range calls {
-		number, reply := s.newCall()
+		node := p.Node
+		if node == "" && c.gpu != "" {
+			node = s.gpuNode(j, c.gpu) // a training job's placement spans nodes
+		}
+		number, reply := s.calls.open(&call{node: node, gpu: c.gpu, sent: s.wall, neg: n, index: i})
 		c.ctl.Call = number
 		b, err := gojson.Marshal(c.ctl)
 		if err != nil {
 			s.log.Error("control not encoded", zap.String("subject", c.subject), zap.Error(err))
 		}
-		node := p.Node
-		if node == "" && c.gpu != "" {
-			node = s.gpuNode(j, c.gpu) // a training job's placement spans nodes
-		}
-		s.calls[reply] = &call{node: node, gpu: c.gpu, sent: s.wall, neg: n, index: i}
 		s.send(c.subject, reply, b)
 	}
 }

@@ -449,13 +449,12 @@ func (s *Core) stopLost(j *job, op string, lostAt, lastKnown float64, then func(
 	}
 	for i, c := range st.calls {
 		node := s.gpuNode(j, c.gpu)
-		number, reply := s.newCall()
+		number, reply := s.calls.open(&call{node: node, gpu: c.gpu, sent: s.wall, stop: st, index: i})
 		c.ctl.Call = number
 		b, err := gojson.Marshal(c.ctl)
 		if err != nil {
 			s.log.Error("control not encoded", zap.String("subject", c.subject), zap.Error(err))
 		}
-		s.calls[reply] = &call{node: node, gpu: c.gpu, sent: s.wall, stop: st, index: i}
 		s.send(c.subject, reply, b)
 	}
 	s.releaseInView(j, j.node, j.gpus)

@@ -158,10 +158,9 @@ func (s *Core) runTrainingRound() {
 		}
 		g := j.gpus[0]
 		node := s.gpuNode(j, g)
-		number, reply := s.newCall()
+		number, reply := s.calls.open(&call{node: node, gpu: g, sent: s.wall, report: j.id})
 		b, _ := gojson.Marshal(events.Control{Op: events.OpDescribe, Call: number})
 		s.send(s.cfg.Subjects.GPUCtl(node, g), reply, b)
-		s.calls[reply] = &call{node: node, gpu: g, sent: s.wall, report: j.id}
 		tr.waiting++
 	}
 	if tr.waiting == 0 {
