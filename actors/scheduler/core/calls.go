@@ -68,7 +68,7 @@ func (s *Core) describeAfter(node, gpuID string, beat uint64) {
 	}
 	number, reply := s.calls.open(&call{node: node, gpu: gpuID, sent: now, beat: beat})
 	b, _ := gojson.Marshal(events.Control{Op: events.OpDescribe, WithSpecs: true, Call: number})
-	s.send(s.cfg.Subjects.GPUCtl(node, gpuID), reply, b)
+	s.out.send(s.cfg.Subjects.GPUCtl(node, gpuID), reply, b)
 }
 
 // CallDeadline is when the earliest call in flight times out (in the

@@ -252,10 +252,10 @@ type heardGPU struct {
 type Core struct {
 	cfg Config
 	log *zap.Logger
-	// effects are what the core has asked since the last Ready.
-	effects []Effect
-	now     time.Time
-	wall    time.Time
+	// out gathers what the core asks until the shell takes it (Ready).
+	out  *outbox
+	now  time.Time
+	wall time.Time
 
 	// plugins are the extensions in force and the one place they run
 	// (policy.Profile: queue order, admission, filters, placement,
@@ -270,8 +270,8 @@ type Core struct {
 	mintedSeen map[string]bool
 	view       *view
 	jobs       map[string]*job
-	order      []*job // every accepted job, in acceptance order
-	queue      []*job // waiting jobs, in queue order
+	order      []*job     // every accepted job, in acceptance order
+	queue      *waitQueue // the jobs waiting for a placement (queue.go)
 	// running is the jobs placed and not yet ended, in placement order.
 	running []*job
 	// runningOn is, for each GPU, the running jobs that have had it among
@@ -360,8 +360,6 @@ type Core struct {
 	msgIDs map[string]msgIDJob
 	// allowance is each tenant's submission bucket (TenantRate).
 	allowance map[string]*bucket
-	// queuedOf counts each tenant's jobs in the queue (TenantQueue).
-	queuedOf map[string]int
 	// restoredNews are the job.restored events restore left for the
 	// first step.
 	restoredNews []events.JobInfo
@@ -484,8 +482,9 @@ func New(cfg Config) (*Core, error) {
 		calls:      newCallTracker(cfg.Inbox, cfg.CallTimeout),
 		msgIDs:     map[string]msgIDJob{},
 		allowance:  map[string]*bucket{},
-		queuedOf:   map[string]int{},
+		queue:      newWaitQueue(),
 	}
+	s.out = &outbox{log: s.log, maxPayload: cfg.MaxPayload, batched: s.batchCtl}
 	for _, r := range cfg.Inherited {
 		if c := r.CPUOnly; c != nil {
 			// No GPU knows it: resumed from the predecessor's account.
@@ -603,7 +602,7 @@ func (s *Core) Step(in Input) Ready {
 			s.checkAwaiting()
 			s.settleJournaled()
 		}
-		if len(s.queue) > 0 {
+		if s.queue.len() > 0 {
 			s.dirty = true
 		}
 	case TimerRound:
@@ -625,7 +624,7 @@ func (s *Core) Step(in Input) Ready {
 		s.checkOverdue()
 		s.checkAwaiting()
 		s.finishCPUJobs()
-		if len(s.queue) > 0 {
+		if s.queue.len() > 0 {
 			s.dirty = true
 		}
 	}
@@ -698,7 +697,7 @@ func (s *Core) NextWake() time.Time {
 		}
 	}
 	if s.cfg.StarvationAge > 0 {
-		for _, j := range s.queue {
+		for _, j := range s.queue.jobs {
 			earlier(j.submitted.Add(s.cfg.StarvationAge))
 		}
 	}
@@ -714,7 +713,7 @@ func (s *Core) NextWake() time.Time {
 			earlier(j.awaitAskAt) // checkAwaiting
 		}
 	}
-	if end, ok := s.warmUpEnds(); ok && s.virtual && end.After(now) && slices.ContainsFunc(s.queue, func(j *job) bool { return j.unchecked }) {
+	if end, ok := s.warmUpEnds(); ok && s.virtual && end.After(now) && slices.ContainsFunc(s.queue.jobs, func(j *job) bool { return j.unchecked }) {
 		// A job taken during the warm-up is judged against the cluster by
 		// the first pass after it; on a quiet virtual clock nothing else
 		// may make one, and a job that fits no GPU would wait for good.
@@ -956,5 +955,5 @@ func (s *Core) respondTo(reply string, v any) {
 		s.log.Error("reply not encoded", zap.Error(err))
 		return
 	}
-	s.respondRaw(reply, b)
+	s.out.respond(reply, b)
 }

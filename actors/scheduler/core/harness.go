@@ -130,7 +130,7 @@ func (h *Harness) Step(in Input) {
 // step steps the core at the harness's time and carries out its Ready.
 func (h *Harness) step(in Input) {
 	in.Now, in.Wall = h.Now, h.Wall
-	h.Core.cfg.MaxPayload = h.MaxPayload
+	h.Core.out.maxPayload = h.MaxPayload
 	h.carryOut(h.Core.Step(in))
 }
 

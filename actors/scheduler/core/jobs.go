@@ -5,7 +5,6 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -442,7 +441,7 @@ func (s *Core) onSubmit(m *Msg, tenant string) {
 		s.respond(m, events.ErrorReply{Error: fe})
 		return
 	}
-	if n := s.queuedOf[spec.Tenant]; s.cfg.TenantQueue > 0 && n >= s.cfg.TenantQueue {
+	if n := s.queue.of(spec.Tenant); s.cfg.TenantQueue > 0 && n >= s.cfg.TenantQueue {
 		// A tenant cannot grow the queue (and the scheduler's memory and
 		// every pass over it) without bound.
 		s.respond(m, events.ErrorReply{Error: model.Errorf("tenant", "%s has %d jobs waiting, the most one tenant may have queued: not accepted (cancel some, or wait for them to start)", spec.Tenant, n)})
@@ -504,7 +503,7 @@ func (s *Core) accept(j *job, m *Msg) {
 	j.accepting = m
 	s.accepting = append(s.accepting, j)
 	j.touched = false
-	s.write(s.record(j), true)
+	s.out.write(s.record(j), true)
 }
 
 // stored takes the store's word that j's first record is stored; the
@@ -537,8 +536,8 @@ func (s *Core) accepted(j *job, m *Msg) {
 	if j.terminal() {
 		return
 	}
-	if ((len(s.queue) == 0 && s.toQueue == 0 && !s.virtual) || s.cfg.DropUnschedulable) && s.admitsNow(j) && s.resumingJobs() == 0 {
-		if len(s.queue) == 0 {
+	if ((s.queue.len() == 0 && s.toQueue == 0 && !s.virtual) || s.cfg.DropUnschedulable) && s.admitsNow(j) && s.resumingJobs() == 0 {
+		if s.queue.len() == 0 {
 			clear(s.view.held) // holds belong to waiting jobs, and none wait
 		}
 		a := &attempt{job: j, submit: m}
@@ -584,35 +583,7 @@ func (s *Core) enqueue(j *job) {
 	if s.replay.owns(j) {
 		return // the replayed rounds place it, not the queue
 	}
-	q := j.queued()
-	i := sort.Search(len(s.queue), func(i int) bool {
-		other := s.queue[i].queued()
-		return s.plugins.Order(&q, &other) < 0
-	})
-	s.queue = slices.Insert(s.queue, i, j)
-	j.inQueue = true
-	s.queuedOf[j.spec.Tenant]++
-}
-
-// resort puts the queue in the order in force (after a switch of order).
-func (s *Core) resort() {
-	slices.SortFunc(s.queue, func(a, b *job) int {
-		qa, qb := a.queued(), b.queued()
-		return s.plugins.Order(&qa, &qb)
-	})
-}
-
-func (s *Core) dequeue(j *job) {
-	for i, q := range s.queue {
-		if q == j {
-			s.queue = slices.Delete(s.queue, i, i+1)
-			j.inQueue = false
-			if s.queuedOf[j.spec.Tenant]--; s.queuedOf[j.spec.Tenant] <= 0 {
-				delete(s.queuedOf, j.spec.Tenant)
-			}
-			return
-		}
-	}
+	s.queue.insert(j, s.plugins.Order)
 }
 
 // decodeRequest decodes m's body into req, answering a bad body itself; it
@@ -778,7 +749,7 @@ func (s *Core) cancel(j *job, reason string, then func()) {
 		then()
 	}
 	if j.state == events.JobQueued {
-		s.dequeue(j)
+		s.queue.remove(j)
 		cancelled()
 		return
 	}
@@ -847,7 +818,7 @@ func (s *Core) onStrategy(m *Msg) {
 		rep.PreviousQueue, rep.Queue = s.plugins.QueueSort.Name(), qs.Name()
 		changed.Queue, changed.PreviousQueue = qs.Name(), rep.PreviousQueue
 		s.plugins.QueueSort = qs
-		s.resort()
+		s.queue.resort(s.plugins.Order)
 		s.log.Info("queue order switched", zap.String("queue", qs.Name()), zap.String("previous", rep.PreviousQueue))
 	}
 	if switchFilters {
@@ -864,7 +835,7 @@ func (s *Core) onStrategy(m *Msg) {
 		c.Oversubscribe = float64(rep.Oversubscribe)
 		s.log.Info("oversubscription switched", zap.Float64("oversubscribe", c.Oversubscribe), zap.Float64("previous", float64(prev)))
 	}
-	s.emit(s.cfg.Subjects.SchedEvent(events.SchedPolicy), events.Type("sched", events.SchedPolicy), "",
+	s.out.emit(s.cfg.Subjects.SchedEvent(events.SchedPolicy), events.Type("sched", events.SchedPolicy), "",
 		s.now, changed)
 	s.dirty = true
 	s.respond(m, rep)
@@ -952,7 +923,7 @@ func (s *Core) resubmitted(m *Msg, j *job, tenant string, submission []byte) {
 		return
 	}
 	if j.answer != nil {
-		s.respondRaw(m.Reply, j.answer)
+		s.out.respond(m.Reply, j.answer)
 		return
 	}
 	if n := j.negotiating; j.accepting != nil || n != nil && n.a.submit != nil {

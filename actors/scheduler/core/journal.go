@@ -66,7 +66,7 @@ func (s *Core) store() {
 // again later (the shell's Rewrite).
 func (s *Core) put(j *job) {
 	j.touched = false
-	s.write(s.record(j), false)
+	s.out.write(s.record(j), false)
 }
 
 // checkpointsReached marks running jobs that passed a checkpoint since
@@ -95,10 +95,10 @@ func (s *Core) answer(reply string, j *job, v any) {
 	}
 	j.answer = b
 	for _, w := range j.answerWaiters {
-		s.respondRaw(w, b)
+		s.out.respond(w, b)
 	}
 	j.answerWaiters = nil
-	s.respondRaw(reply, b)
+	s.out.respond(reply, b)
 }
 
 // storeRefusal is the error a submission gets while the control plane
@@ -354,7 +354,7 @@ func (s *Core) gpuSettled(g string, gone bool) bool {
 // announceRestored publishes the job.restored events restore left.
 func (s *Core) announceRestored() {
 	for _, info := range s.restoredNews {
-		s.emit(s.cfg.Subjects.JobEvent(events.JobRestored), events.Type("job", events.JobRestored), info.JobID, s.now, info)
+		s.out.emit(s.cfg.Subjects.JobEvent(events.JobRestored), events.Type("job", events.JobRestored), info.JobID, s.now, info)
 	}
 	s.restoredNews = nil
 }
@@ -426,7 +426,7 @@ func (s *Core) answerPredecessors() {
 	for _, u := range s.unanswered {
 		j, ok := s.jobs[u.JobID]
 		if !ok {
-			s.noResponders(u.Reply)
+			s.out.noResponders(u.Reply)
 			continue
 		}
 		s.respondTo(u.Reply, answerNow(j))

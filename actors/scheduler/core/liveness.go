@@ -246,7 +246,7 @@ func (s *Core) emitNode(typ string, data events.NodeLifecycle) {
 	if s.virtual {
 		return // a simulation's nodes are all there from the start
 	}
-	s.emit(s.cfg.Subjects.NodeEvent(data.Node, typ), events.Type("node", typ), data.Node, s.now, data)
+	s.out.emit(s.cfg.Subjects.NodeEvent(data.Node, typ), events.Type("node", typ), data.Node, s.now, data)
 }
 
 // declareDead is the scheduler's verdict on a GPU it stopped hearing from:
@@ -276,7 +276,7 @@ func (s *Core) declareDead(gs *gpuState, reason string) {
 	s.stats.deaths++
 	s.log.Warn("GPU declared dead", zap.String("gpu", g.ID), zap.String("node", g.Node), zap.Int("incarnation", inc),
 		zap.String("reason", reason), zap.Int("jobs", len(st.Jobs)))
-	s.emit(s.cfg.Subjects.GPUEvent(g.Node, g.ID, events.GPUDown), events.Type("gpu", events.GPUDown), g.ID, s.now, st)
+	s.out.emit(s.cfg.Subjects.GPUEvent(g.Node, g.ID, events.GPUDown), events.Type("gpu", events.GPUDown), g.ID, s.now, st)
 	s.loseGPU(gs, st.Jobs, false, "GPU "+g.ID+" on "+g.Node+" declared dead ("+reason+")")
 }
 
@@ -435,7 +435,7 @@ func (s *Core) minted(st events.GPUStatus, gj events.GPUJob) {
 	}
 	s.log.Warn("a node reports a job no one submitted: stopped there", zap.String("job", gj.JobID),
 		zap.String("node", st.Node), zap.String("gpu", st.GPU), zap.String("tenant_claimed", claimed))
-	s.emit(s.cfg.Subjects.SecurityEvent(events.JobMinted), events.Type("security", events.JobMinted), gj.JobID, s.now,
+	s.out.emit(s.cfg.Subjects.SecurityEvent(events.JobMinted), events.Type("security", events.JobMinted), gj.JobID, s.now,
 		events.MintedJob{JobID: gj.JobID, Node: st.Node, GPU: st.GPU, TenantClaimed: claimed})
 }
 
@@ -954,7 +954,7 @@ func (s *Core) rejectUnfit(j *job) bool {
 		return false
 	}
 	now := s.now
-	s.dequeue(j)
+	s.queue.remove(j)
 	j.ended = &now
 	s.stats.rejected++
 	s.transition(j, events.JobRejected, fe.Message)

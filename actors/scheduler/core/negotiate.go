@@ -159,7 +159,7 @@ func (s *Core) negotiate(a *attempt, p policy.Placement, victims []string) {
 	s.inflight = append(s.inflight, n)
 	// Out of the queue while it is being placed: back in its place if the
 	// placement fails (failed).
-	s.dequeue(j)
+	s.queue.remove(j)
 	s.holdInView(n)
 	if a.held != nil {
 		a.held.add(j, p.GPUs)
@@ -175,7 +175,7 @@ func (s *Core) negotiate(a *attempt, p policy.Placement, victims []string) {
 		if err != nil {
 			s.log.Error("control not encoded", zap.String("subject", c.subject), zap.Error(err))
 		}
-		s.send(c.subject, reply, b)
+		s.out.send(c.subject, reply, b)
 	}
 }
 

@@ -105,6 +105,6 @@ func (s *Core) refuseGPUs(node string, refused int) {
 	bound := s.gpuBound(node)
 	s.log.Warn("a node names more GPUs than it may have: the ones past its bound are refused", zap.String("node", node),
 		zap.Int("bound", bound), zap.Int("refused", refused))
-	s.emit(s.cfg.Subjects.SecurityEvent(events.GPUsRefused), events.Type("security", events.GPUsRefused), node, s.now,
+	s.out.emit(s.cfg.Subjects.SecurityEvent(events.GPUsRefused), events.Type("security", events.GPUsRefused), node, s.now,
 		events.RefusedGPUs{Node: node, Bound: bound, Refused: refused})
 }

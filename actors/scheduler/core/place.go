@@ -39,7 +39,7 @@ func (s *Core) suspect(gpu string) {
 func (s *Core) publishAll(calls []ctlCall) {
 	for _, c := range calls {
 		b, _ := gojson.Marshal(c.ctl)
-		s.send(c.subject, "", b)
+		s.out.send(c.subject, "", b)
 	}
 }
 
@@ -298,7 +298,7 @@ func (s *Core) placed(j *job, p policy.Placement, a *attempt, victims []string) 
 	// alone would have put the job in the view it was placed from.
 	d.Pinned, d.Unpinned = a.pinned, a.unpinned
 	j.decision = d
-	s.emit(s.cfg.Subjects.SchedEvent(events.SchedDecision), events.Type("sched", events.SchedDecision), j.id, now, d)
+	s.out.emit(s.cfg.Subjects.SchedEvent(events.SchedDecision), events.Type("sched", events.SchedDecision), j.id, now, d)
 	s.transition(j, events.JobPlaced, "")
 	j.started = &now
 	s.transition(j, stateRunning, "")
@@ -455,7 +455,7 @@ func (s *Core) stopLost(j *job, op string, lostAt, lastKnown float64, then func(
 		if err != nil {
 			s.log.Error("control not encoded", zap.String("subject", c.subject), zap.Error(err))
 		}
-		s.send(c.subject, reply, b)
+		s.out.send(c.subject, reply, b)
 	}
 	s.releaseInView(j, j.node, j.gpus)
 	j.node, j.gpus, j.shardsLeft, j.shardsDone, j.cpuEnds = "", nil, 0, nil, nil
@@ -654,14 +654,14 @@ func (s *Core) schedule() {
 	}
 	s.dirty = false
 	clear(s.view.held)
-	if len(s.queue) == 0 {
+	if s.queue.len() == 0 {
 		return // nothing to place (and no view to sort while GPUs join)
 	}
 	if n := s.resumingJobs(); n > 0 {
 		// The pass that follows the hold places in queue order, the jobs
 		// found lost at their old places among the newcomers.
 		reason := fmt.Sprintf("the scheduler restarted and is re-learning the %d jobs its journal says ran; it places nothing until each is found on its GPUs or lost (at most one lease)", n)
-		for _, j := range s.queue {
+		for _, j := range s.queue.jobs {
 			if j.state == events.JobQueued {
 				s.setPending(j, reason)
 			}
@@ -669,7 +669,7 @@ func (s *Core) schedule() {
 		return
 	}
 	s.view.sorted() // (a sort that renumbers the GPUs clears the holds too)
-	p := &pass{jobs: slices.Clone(s.queue)}
+	p := &pass{jobs: slices.Clone(s.queue.jobs)}
 	if s.plugins.Admit != nil {
 		p.held = s.tenantUsage()
 	}
@@ -787,7 +787,7 @@ func (s *Core) setPending(j *job, reason string) {
 		return
 	}
 	j.reason = reason
-	s.emit(s.cfg.Subjects.SchedEvent(events.SchedPending), events.Type("sched", events.SchedPending), j.id,
+	s.out.emit(s.cfg.Subjects.SchedEvent(events.SchedPending), events.Type("sched", events.SchedPending), j.id,
 		s.now, events.Pending{JobID: j.id, Name: j.spec.Name, Reason: reason})
 }
 

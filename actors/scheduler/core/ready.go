@@ -80,51 +80,70 @@ type Effect struct {
 // Ready takes what the core has asked since the last Ready or Step (New
 // may ask things too: a restarted core's first describes). Step returns
 // it itself.
-func (s *Core) Ready() Ready {
-	rd := Ready{Effects: s.effects}
-	s.effects = s.effects[:0]
+func (s *Core) Ready() Ready { return s.out.take() }
+
+// outbox gathers what a step asks (Ready's effects), in order.
+type outbox struct {
+	effects []Effect
+	log     *zap.Logger
+	// maxPayload is Config.MaxPayload; batched the core's record of which
+	// nodes take their controls batched (its heartbeats say so).
+	maxPayload int
+	batched    map[string]bool
+}
+
+// take is what has been asked since the last take; the effects' slice is
+// reused by the next step.
+func (o *outbox) take() Ready {
+	rd := Ready{Effects: o.effects}
+	o.effects = o.effects[:0]
 	return rd
 }
 
 // send asks for a control on subject, reply ("" for none) the subject its
 // answer comes back on.
-func (s *Core) send(subject, reply string, body []byte) {
+func (o *outbox) send(subject, reply string, body []byte) {
 	e := Effect{Kind: Send, Subject: subject, Reply: reply, Body: body}
 	if node, gpu, ok := events.ParseGPUCtl(subject); ok {
 		e.Node, e.GPU = node, gpu
 	} else if node, what, ok := events.ParseNodeSubject(subject); ok && what == "ctl" {
 		e.Node = node
 	}
-	e.Batched = e.Node != "" && s.batchCtl[e.Node]
-	s.effects = append(s.effects, e)
+	e.Batched = e.Node != "" && o.batched[e.Node]
+	o.effects = append(o.effects, e)
 }
 
-// emit asks for an event, its data encoded now: what is sent is the data
-// as it was when emitted, whatever the rest of the step changes.
-func (s *Core) emit(subject, typ, id string, at time.Time, data any) {
+// event is an event, its data encoded now: what is sent is the data as it
+// was when emitted, whatever the rest of the step changes (false: data
+// could not be encoded, logged).
+func (o *outbox) event(subject, typ, id string, at time.Time, data any) (Effect, bool) {
 	b, err := gojson.Marshal(data)
 	if err != nil {
-		s.log.Error("event not encoded", zap.String("subject", subject), zap.Error(err))
-		return
+		o.log.Error("event not encoded", zap.String("subject", subject), zap.Error(err))
+		return Effect{}, false
 	}
-	s.effects = append(s.effects, Effect{Kind: Emit, Subject: subject, Type: typ, ID: id, At: at, Data: data, Body: b})
+	return Effect{Kind: Emit, Subject: subject, Type: typ, ID: id, At: at, Data: data, Body: b}, true
+}
+
+// emit asks for an event (event).
+func (o *outbox) emit(subject, typ, id string, at time.Time, data any) {
+	if e, ok := o.event(subject, typ, id, at, data); ok {
+		o.effects = append(o.effects, e)
+	}
 }
 
 // emitAbout is emit for an event about job j: while j's first record
 // waits for the store, its events wait with it (announce); a job the
 // store refused is never announced.
 func (s *Core) emitAbout(j *job, subject, typ string, at time.Time, data any) {
-	if !j.unannounced {
-		s.emit(subject, typ, j.id, at, data)
-		return
+	switch {
+	case !j.unannounced:
+		s.out.emit(subject, typ, j.id, at, data)
+	case !j.refusedByStore:
+		if e, ok := s.out.event(subject, typ, j.id, at, data); ok {
+			j.heldEvents = append(j.heldEvents, e)
+		}
 	}
-	if j.refusedByStore {
-		return
-	}
-	mark := len(s.effects)
-	s.emit(subject, typ, j.id, at, data)
-	j.heldEvents = append(j.heldEvents, s.effects[mark:]...)
-	s.effects = s.effects[:mark]
 }
 
 // announce emits what j's events waited for: its first record is stored
@@ -133,22 +152,22 @@ func (s *Core) announce(j *job) {
 	if !j.unannounced || j.refusedByStore {
 		return
 	}
-	s.effects = append(s.effects, j.heldEvents...)
+	s.out.effects = append(s.out.effects, j.heldEvents...)
 	j.heldEvents, j.unannounced = nil, false
 }
 
-// respondRaw asks for b to answer reply; an answer larger than the bus
+// respond asks for b to answer reply; an answer larger than the bus
 // carries becomes an error saying so (never silence: the asker would only
 // time out).
-func (s *Core) respondRaw(reply string, b []byte) {
+func (o *outbox) respond(reply string, b []byte) {
 	if reply == "" {
 		return
 	}
-	if s.cfg.MaxPayload > 0 && len(b) > s.cfg.MaxPayload {
-		s.log.Error("reply too large for the bus: answered with an error instead", zap.String("reply", reply), zap.Int("bytes", len(b)))
+	if o.maxPayload > 0 && len(b) > o.maxPayload {
+		o.log.Error("reply too large for the bus: answered with an error instead", zap.String("reply", reply), zap.Int("bytes", len(b)))
 		b = TooLargeAnswer(len(b))
 	}
-	s.effects = append(s.effects, Effect{Kind: Answer, Reply: reply, Body: b})
+	o.effects = append(o.effects, Effect{Kind: Answer, Reply: reply, Body: b})
 }
 
 // TooLargeAnswer is the error that answers a request whose answer, of n
@@ -160,8 +179,8 @@ func TooLargeAnswer(n int) []byte {
 }
 
 // noResponders asks for reply to be answered as nobody received it.
-func (s *Core) noResponders(reply string) {
-	s.effects = append(s.effects, Effect{Kind: NoResponders, Reply: reply})
+func (o *outbox) noResponders(reply string) {
+	o.effects = append(o.effects, Effect{Kind: NoResponders, Reply: reply})
 }
 
 // write asks for rec to be stored in the job journal. rec is made when
@@ -169,6 +188,6 @@ func (s *Core) noResponders(reply string) {
 // middle of a step — a submission's first — is the job as it was then,
 // whatever the rest of the step changes (its placement, negotiated at
 // once).
-func (s *Core) write(rec *durable.Record, confirm bool) {
-	s.effects = append(s.effects, Effect{Kind: Store, Record: rec, Confirm: confirm})
+func (o *outbox) write(rec *durable.Record, confirm bool) {
+	o.effects = append(o.effects, Effect{Kind: Store, Record: rec, Confirm: confirm})
 }

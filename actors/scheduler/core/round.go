@@ -21,11 +21,11 @@ func (s *Core) runRound() {
 		j *job
 		q policy.Queued
 	}
-	all := make([]entry, 0, len(s.running)+len(s.queue))
+	all := make([]entry, 0, len(s.running)+s.queue.len())
 	for _, j := range s.running {
 		all = append(all, entry{j, j.queuedAt(now)})
 	}
-	for _, j := range s.queue {
+	for _, j := range s.queue.jobs {
 		if j.state == events.JobQueued {
 			all = append(all, entry{j, j.queuedAt(now)})
 		}

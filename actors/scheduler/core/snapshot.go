@@ -76,7 +76,7 @@ func (s *Core) metrics() events.Metrics {
 }
 
 func (s *Core) publishMetrics() {
-	s.emit(s.cfg.Subjects.Metrics(), events.Type("metrics", "cluster"), "", s.now, s.metrics())
+	s.out.emit(s.cfg.Subjects.Metrics(), events.Type("metrics", "cluster"), "", s.now, s.metrics())
 }
 
 // Snapshot pages hold at most this many GPUs, running and queued jobs

@@ -160,7 +160,7 @@ func (s *Core) runTrainingRound() {
 		node := s.gpuNode(j, g)
 		number, reply := s.calls.open(&call{node: node, gpu: g, sent: s.wall, report: j.id})
 		b, _ := gojson.Marshal(events.Control{Op: events.OpDescribe, Call: number})
-		s.send(s.cfg.Subjects.GPUCtl(node, g), reply, b)
+		s.out.send(s.cfg.Subjects.GPUCtl(node, g), reply, b)
 		tr.waiting++
 	}
 	if tr.waiting == 0 {
@@ -631,9 +631,9 @@ func (s *Core) assignTrainingBack() {
 func (s *Core) queueShown() []*job {
 	waiting := s.trainingWaiting()
 	if len(waiting) == 0 {
-		return s.queue
+		return s.queue.jobs
 	}
-	return append(slices.Clone(s.queue), waiting...)
+	return append(slices.Clone(s.queue.jobs), waiting...)
 }
 
 // trainingWaiting are the training jobs that wait for a round, in
@@ -653,4 +653,4 @@ func (s *Core) trainingWaiting() []*job {
 
 // queued counts the jobs waiting: the queue's, and the training jobs
 // waiting for a round (which are in no queue).
-func (s *Core) queued() int { return len(s.queue) + len(s.trainingWaiting()) }
+func (s *Core) queued() int { return s.queue.len() + len(s.trainingWaiting()) }
