@@ -291,18 +291,9 @@ type Core struct {
 	carried                 events.Totals
 	energyBase, energyFloor float64
 	stats                   counters
-	// classes counts submitted jobs by class, for the workload when the
-	// config fixes none; workloadStale says it changed since it was built.
-	classes       map[policy.ClassKey]int
-	workloadStale bool
-	// byVRAM counts the jobs sized by VRAM, by their VRAM: their share of
-	// a GPU is taken at refreshWorkload, against the most common GPU then,
-	// so that the workload does not depend on the order the GPUs and jobs
-	// were learned in (a restarted scheduler re-learns both at once).
-	byVRAM map[vramClass]int
-	// common is the most common GPU VRAM, counted over commonFor GPUs.
-	common    int64
-	commonFor int
+	// classes counts the submitted jobs by class, for the workload when
+	// the config fixes none (workload.go).
+	classes *jobClasses
 	// virtual is true on a virtual clock: decisions wait for the instant to
 	// settle. ids is the seeded source of job ids (Config.IDSeed).
 	virtual bool
@@ -355,9 +346,8 @@ type Core struct {
 	pass     *pass
 	// stops are the stops in flight, in the order they were sent.
 	stops []*stopping
-	// msgIDs maps each Nats-Msg-Id a submission carried to its job, for
-	// DedupeWindow of wall time; msgIDOrder is them oldest first.
-	msgIDs map[string]msgIDJob
+	// msgIDs are the Nats-Msg-Ids submissions carried (idempotency).
+	msgIDs *msgIDs
 	// allowance is each tenant's submission bucket (TenantRate).
 	allowance map[string]*bucket
 	// restoredNews are the job.restored events restore left for the
@@ -366,7 +356,6 @@ type Core struct {
 	// unanswered are the predecessor's unanswered submissions, answered
 	// at the first step (Config.Unanswered).
 	unanswered []Unanswered
-	msgIDOrder []string
 	// accepting are the submissions whose first record is being stored,
 	// in the order they came: each goes on (accepted) once it and every
 	// one before it has an answer from the store.
@@ -374,12 +363,6 @@ type Core struct {
 	// toQueue counts the jobs not placed at once that go to the queue once
 	// stored: a submission behind them is not tried at once either.
 	toQueue int
-}
-
-// msgIDJob is the job a Nats-Msg-Id named, and when (wall time).
-type msgIDJob struct {
-	jobID string
-	at    time.Time
 }
 
 // New applies the config's defaults and makes the core; what it asks
@@ -467,8 +450,7 @@ func New(cfg Config) (*Core, error) {
 		view:       newView(cfg.VRAMModel, cfg.Seed, cfg.NodeRank),
 		jobs:       map[string]*job{},
 		runningOn:  map[string][]*job{},
-		classes:    map[policy.ClassKey]int{},
-		byVRAM:     map[vramClass]int{},
+		classes:    newJobClasses(),
 		virtual:    virtual,
 		started:    cfg.Wall,
 		inherited:  map[string]string{},
@@ -480,7 +462,7 @@ func New(cfg Config) (*Core, error) {
 		unread:     map[string]map[string]bool{},
 		overBound:  map[string]bool{},
 		calls:      newCallTracker(cfg.Inbox, cfg.CallTimeout),
-		msgIDs:     map[string]msgIDJob{},
+		msgIDs:     &msgIDs{byID: map[string]msgIDJob{}},
 		allowance:  map[string]*bucket{},
 		queue:      newWaitQueue(),
 	}

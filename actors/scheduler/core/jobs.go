@@ -457,7 +457,7 @@ func (s *Core) onSubmit(m *Msg, tenant string) {
 	if req.JobID != "" || m.MsgID != "" {
 		j.submission = submissionOf(req)
 	}
-	s.remember(msgKey, j)
+	s.msgIDs.remember(msgKey, j.id, s.wall)
 	if spec.Training != nil {
 		s.submitTraining(j, m)
 		return
@@ -872,39 +872,59 @@ func (s *Core) submitted(jobID, msgID string) *job {
 	if jobID != "" {
 		return s.jobs[jobID]
 	}
-	if msgID == "" {
-		return nil
-	}
-	s.forgetMsgIDs()
-	if k, ok := s.msgIDs[msgID]; ok {
-		return s.jobs[k.jobID]
+	if id, ok := s.msgIDs.lookup(msgID, s.wall); ok {
+		return s.jobs[id]
 	}
 	return nil
 }
 
-// remember records the Nats-Msg-Id a new job's submission carried.
-func (s *Core) remember(msgID string, j *job) {
+// msgIDs remembers the job each Nats-Msg-Id a submission carried made,
+// for DedupeWindow of wall time and at most maxMsgIDs at once.
+type msgIDs struct {
+	byID map[string]msgIDJob
+	// order is the ids, oldest first.
+	order []string
+}
+
+// msgIDJob is the job a Nats-Msg-Id made, and when (wall time).
+type msgIDJob struct {
+	jobID string
+	at    time.Time
+}
+
+// lookup is the job msgID made, if it is remembered at now.
+func (m *msgIDs) lookup(msgID string, now time.Time) (string, bool) {
+	if msgID == "" {
+		return "", false
+	}
+	m.forget(now)
+	k, ok := m.byID[msgID]
+	return k.jobID, ok
+}
+
+// remember records that msgID made jobID at now ("": nothing to record).
+func (m *msgIDs) remember(msgID, jobID string, now time.Time) {
 	if msgID == "" {
 		return
 	}
-	s.msgIDs[msgID] = msgIDJob{jobID: j.id, at: s.wall}
-	s.msgIDOrder = append(s.msgIDOrder, msgID)
-	s.forgetMsgIDs()
+	m.byID[msgID] = msgIDJob{jobID: jobID, at: now}
+	m.order = append(m.order, msgID)
+	m.forget(now)
 }
 
-// forgetMsgIDs forgets the Nats-Msg-Ids older than DedupeWindow, and the
-// oldest beyond maxMsgIDs.
-func (s *Core) forgetMsgIDs() {
+// forget forgets the ids older than DedupeWindow at now, and the oldest
+// beyond maxMsgIDs.
+func (m *msgIDs) forget(now time.Time) {
 	n := 0
-	for n < len(s.msgIDOrder) {
-		k := s.msgIDs[s.msgIDOrder[n]]
-		if s.wall.Sub(k.at) < DedupeWindow && len(s.msgIDOrder)-n <= maxMsgIDs {
+	for n < len(m.order) {
+		k := m.byID[m.order[n]]
+		if now.Sub(k.at) < DedupeWindow && len(m.order)-n <= maxMsgIDs {
 			break
 		}
-		delete(s.msgIDs, s.msgIDOrder[n])
+		delete(m.byID, m.order[n])
 		n++
 	}
-	s.msgIDOrder = s.msgIDOrder[n:]
+	m.order = m.order[n:]
 }
 
 // resubmitted answers a submission that repeats j's idempotency key: as

@@ -9,21 +9,36 @@ import (
 	"github.com/gpusched/gpusched/policy"
 )
 
-// learnClass counts a submitted job in the class distribution the
-// fragmentation measure uses when the config fixes no workload. A job
-// sized by VRAM counts with the share its VRAM takes of the cluster's most
-// common GPU (taken when the workload is built: refreshWorkload).
-func (s *Core) learnClass(spec *events.Job) {
-	if s.cfg.Workload != nil {
-		return
-	}
+// jobClasses counts the submitted jobs by class: the workload the
+// fragmentation measure and FGD read when the config fixes none. A job
+// sized by VRAM is counted by its VRAM, and its share of a GPU is taken
+// only when the workload is built, against the cluster's most common GPU
+// then, so that the workload does not depend on the order the GPUs and
+// jobs were learned in (a restarted scheduler re-learns both at once).
+type jobClasses struct {
+	byShare map[policy.ClassKey]int
+	byVRAM  map[vramClass]int
+	// stale says the counts (or the most common GPU) changed since the
+	// workload was built.
+	stale bool
+	// common is the most common GPU VRAM, counted over commonFor GPUs.
+	common    int64
+	commonFor int
+}
+
+func newJobClasses() *jobClasses {
+	return &jobClasses{byShare: map[policy.ClassKey]int{}, byVRAM: map[vramClass]int{}}
+}
+
+// learn counts a submitted job.
+func (c *jobClasses) learn(spec *events.Job) {
 	models := strings.Join(spec.Models, "|")
 	if spec.Milli == 0 && spec.GPUs > 0 {
-		s.byVRAM[vramClass{cpuMilli: spec.CPUMilli(), vram: int64(spec.VRAM), gpus: spec.GPUs, models: models}]++
+		c.byVRAM[vramClass{cpuMilli: spec.CPUMilli(), vram: int64(spec.VRAM), gpus: spec.GPUs, models: models}]++
 	} else {
-		s.classes[policy.ClassKey{CPUMilli: spec.CPUMilli(), Milli: spec.Milli, GPUs: spec.GPUs, Models: models}]++
+		c.byShare[policy.ClassKey{CPUMilli: spec.CPUMilli(), Milli: spec.Milli, GPUs: spec.GPUs, Models: models}]++
 	}
-	s.workloadStale = true
+	c.stale = true
 }
 
 // vramClass is the class of a job sized by VRAM, before its share of a
@@ -34,47 +49,63 @@ type vramClass struct {
 	models         string
 }
 
-// commonVRAM is the VRAM of the cluster's most common GPU size, counted
+// commonVRAM is the VRAM of the most common GPU size of gpus, counted
 // again only when GPUs joined since (not on every submission); a tie goes
 // to the smaller size, whatever order the GPUs joined in.
-func (s *Core) commonVRAM() int64 {
-	if n := len(s.view.cluster.GPUs); n != s.commonFor {
+func (c *jobClasses) commonVRAM(gpus []*policy.GPU) int64 {
+	if n := len(gpus); n != c.commonFor {
 		count := map[int64]int{}
-		for _, g := range s.view.cluster.GPUs {
+		for _, g := range gpus {
 			count[g.VRAMTotal]++
 		}
 		var best int64
-		for size, c := range count {
-			if c > count[best] || (c == count[best] && size < best) {
+		for size, n := range count {
+			if n > count[best] || (n == count[best] && size < best) {
 				best = size
 			}
 		}
-		s.common, s.commonFor = best, n
-		s.workloadStale = s.workloadStale || len(s.byVRAM) > 0
+		c.common, c.commonFor = best, n
+		c.stale = c.stale || len(c.byVRAM) > 0
 	}
-	return s.common
+	return c.common
+}
+
+// typical is the workload the counts make on a cluster of gpus, and
+// whether it changed since the last one (false: keep that one).
+func (c *jobClasses) typical(gpus []*policy.GPU) (*policy.Workload, bool) {
+	var common int64
+	if len(c.byVRAM) > 0 {
+		common = c.commonVRAM(gpus) // stale if the GPUs changed
+	}
+	if !c.stale {
+		return nil, false
+	}
+	counts := c.byShare
+	if len(c.byVRAM) > 0 {
+		counts = maps.Clone(c.byShare)
+		for k, n := range c.byVRAM {
+			counts[policy.ClassKey{CPUMilli: k.cpuMilli, Milli: policy.MilliOf(0, k.vram, common), GPUs: k.gpus, Models: k.models}] += n
+		}
+	}
+	c.stale = false
+	return policy.TypicalWorkload(counts), true
+}
+
+// learnClass counts a submitted job in the workload, when the config
+// fixes none.
+func (s *Core) learnClass(spec *events.Job) {
+	if s.cfg.Workload == nil {
+		s.classes.learn(spec)
+	}
 }
 
 // refreshWorkload rebuilds the typical classes from the counts when they
 // changed (or the most common GPU did), before a decision or a measure
 // needs them.
 func (s *Core) refreshWorkload() {
-	var common int64
-	if len(s.byVRAM) > 0 {
-		common = s.commonVRAM() // marks the workload stale if the GPUs changed
+	if w, changed := s.classes.typical(s.view.cluster.GPUs); changed {
+		s.view.cluster.Workload = w
 	}
-	if !s.workloadStale {
-		return
-	}
-	counts := s.classes
-	if len(s.byVRAM) > 0 {
-		counts = maps.Clone(s.classes)
-		for k, n := range s.byVRAM {
-			counts[policy.ClassKey{CPUMilli: k.cpuMilli, Milli: policy.MilliOf(0, k.vram, common), GPUs: k.gpus, Models: k.models}] += n
-		}
-	}
-	s.view.cluster.Workload = policy.TypicalWorkload(counts)
-	s.workloadStale = false
 }
 
 // finishCPUJobs completes the CPU-only jobs whose run time is over: no GPU
