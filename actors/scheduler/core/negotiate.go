@@ -6,9 +6,6 @@ import (
 	"strconv"
 	"strings"
 
-	gojson "github.com/goccy/go-json"
-	"go.uber.org/zap"
-
 	"github.com/gpusched/gpusched/events"
 	"github.com/gpusched/gpusched/policy"
 	"github.com/gpusched/gpusched/vram"
@@ -169,13 +166,7 @@ func (s *Core) negotiate(a *attempt, p policy.Placement, victims []string) {
 		if node == "" && c.gpu != "" {
 			node = s.gpuNode(j, c.gpu) // a training job's placement spans nodes
 		}
-		number, reply := s.calls.open(&call{node: node, gpu: c.gpu, sent: s.wall, neg: n, index: i})
-		c.ctl.Call = number
-		b, err := gojson.Marshal(c.ctl)
-		if err != nil {
-			s.log.Error("control not encoded", zap.String("subject", c.subject), zap.Error(err))
-		}
-		s.out.send(c.subject, reply, b)
+		s.ask(c, &call{node: node, gpu: c.gpu, sent: s.wall, neg: n, index: i})
 	}
 }
 

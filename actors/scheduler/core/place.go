@@ -22,6 +22,17 @@ type ctlCall struct {
 	gpu     string // empty for the node actor
 }
 
+// ask sends c's control as the call cl, its answer awaited (calls).
+func (s *Core) ask(c ctlCall, cl *call) {
+	number, reply := s.calls.open(cl)
+	c.ctl.Call = number
+	b, err := gojson.Marshal(c.ctl)
+	if err != nil {
+		s.log.Error("control not encoded", zap.String("subject", c.subject), zap.Error(err))
+	}
+	s.out.send(c.subject, reply, b)
+}
+
 // suspect stops placing on a GPU that left a request unanswered (or whose
 // supervisor said it is down), until its node reports it alive again (a
 // heartbeat) or it speaks: a hung or cut-off GPU would otherwise cost a
@@ -449,13 +460,7 @@ func (s *Core) stopLost(j *job, op string, lostAt, lastKnown float64, then func(
 	}
 	for i, c := range st.calls {
 		node := s.gpuNode(j, c.gpu)
-		number, reply := s.calls.open(&call{node: node, gpu: c.gpu, sent: s.wall, stop: st, index: i})
-		c.ctl.Call = number
-		b, err := gojson.Marshal(c.ctl)
-		if err != nil {
-			s.log.Error("control not encoded", zap.String("subject", c.subject), zap.Error(err))
-		}
-		s.out.send(c.subject, reply, b)
+		s.ask(c, &call{node: node, gpu: c.gpu, sent: s.wall, stop: st, index: i})
 	}
 	s.releaseInView(j, j.node, j.gpus)
 	j.node, j.gpus, j.shardsLeft, j.shardsDone, j.cpuEnds = "", nil, 0, nil, nil
