@@ -1022,7 +1022,8 @@ func (s *Scheduler) post(in core.Input) {
 // carryOut does what a step of the core asked, in the order it asked it:
 // a control to a node that takes its controls batched waits for the next
 // flush (batch.go); a cut-off scheduler keeps what it sends (keep) until
-// it heals.
+// it heals. What is kept holds its own copy of each field: the Ready's
+// slice is the core's, and its next step writes over it.
 func (s *Scheduler) carryOut(rd core.Ready) {
 	for i := range rd.Effects {
 		e := &rd.Effects[i]
@@ -1033,7 +1034,8 @@ func (s *Scheduler) carryOut(rd core.Ready) {
 				s.hold(e.Node, e.GPU, e.Reply, e.Body)
 				continue
 			}
-			err = s.send(func() error { return s.publish(e.Subject, e.Reply, e.Body) })
+			subject, reply, body := e.Subject, e.Reply, e.Body
+			err = s.send(func() error { return s.publish(subject, reply, body) })
 		case core.Emit:
 			subject, typ, id, at, body := e.Subject, e.Type, e.ID, e.At, e.Body
 			err = s.send(func() error { return s.emit.EmitEncoded(subject, typ, id, at, body) })

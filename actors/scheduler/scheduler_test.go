@@ -109,3 +109,44 @@ func TestTheShellServesTheCoreOverTheBus(t *testing.T) {
 		t.Fatal("the shell did not stop when its context ended")
 	}
 }
+
+// TestWhatACutOffSchedulerKeepsIsWhatItWasAsked: a cut-off scheduler keeps
+// the controls its core asks for until it heals. The Ready they came in
+// is the core's slice, which its next step writes over: what is kept must
+// be the control as asked, not whatever that slot holds by the heal.
+func TestWhatACutOffSchedulerKeepsIsWhatItWasAsked(t *testing.T) {
+	_, nc := testbus.Start(t)
+	subjects := events.NewSubjects("")
+	s, err := New(Config{Config: core.Config{Subjects: subjects}, Conn: nc, Clock: simclock.NewScaled(time.Now(), 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.unsubscribe()
+	got, err := nc.SubscribeSync("kept.>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.cutUntil = time.Now().Add(time.Hour)
+	effects := make([]core.Effect, 1) // one slot, reused as the core reuses its own
+	for _, subject := range []string{"kept.first", "kept.second"} {
+		effects[0] = core.Effect{Kind: core.Send, Subject: subject, Body: []byte(`{"op":"abort"}`)}
+		s.carryOut(core.Ready{Effects: effects})
+	}
+	if len(s.outbox) != 2 {
+		t.Fatalf("%d messages kept while cut off, want 2", len(s.outbox))
+	}
+	for _, send := range s.outbox { // the heal sends what was kept, in order
+		if err := send(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, want := range []string{"kept.first", "kept.second"} {
+		m, err := got.NextMsg(5 * time.Second)
+		if err != nil {
+			t.Fatalf("waiting for %s: %v", want, err)
+		}
+		if m.Subject != want {
+			t.Errorf("kept message went to %s, want %s", m.Subject, want)
+		}
+	}
+}
