@@ -57,12 +57,25 @@ func (s *Core) describe(node, gpuID string) { s.describeAfter(node, gpuID, 0) }
 // alive at an incarnation this scheduler has not read (0: no heartbeat).
 func (s *Core) describeAfter(node, gpuID string, beat uint64) {
 	now := s.wall
-	if s.calls.describing(gpuID, now) {
+	if c, busy := s.calls.describing(gpuID, now); busy {
+		// Asked already (a restart's read of the journal's GPUs asks
+		// before any heartbeat): its answer grants what this heartbeat
+		// would have, as a describe this heartbeat sent would. Else the
+		// lease would depend on which came first, the answer or the
+		// heartbeat, and the GPU would fence itself for want of it.
+		if beat > c.beat && c.node == node {
+			c.beat = beat
+		}
 		return
 	}
 	if s.calls.nodeFull(node) {
 		s.expireCalls(now)
 		if s.calls.nodeFull(node) {
+			// Asked as soon as one of the node's describes is answered
+			// (askWaiting), with the heartbeat's beat: which GPUs a
+			// heartbeat gets read, and granted, must not depend on how
+			// many answers had come back when it arrived.
+			s.calls.wait(node, gpuID, beat)
 			return
 		}
 	}
@@ -98,6 +111,22 @@ func (s *Core) expireCalls(now time.Time) {
 		}
 	}
 	s.calls.forgetSilences(now)
+}
+
+// askWaiting describes the GPUs of node that waited for a slot, in the
+// order they came, while the node has slots: after an answer, which frees
+// a slot at the instant the heartbeat came on a virtual clock. A slot a
+// timeout frees is not filled before the node's next heartbeat (which
+// asks afresh): a node whose GPUs never answer is asked at most
+// maxDescribesPerNode describes a heartbeat, as before.
+func (s *Core) askWaiting(node string) {
+	for !s.calls.nodeFull(node) {
+		w, ok := s.calls.nextWaiting(node)
+		if !ok {
+			return
+		}
+		s.describeAfter(node, w.gpu, w.beat)
+	}
 }
 
 // silenceMemory is how long a GPU whose describe went unanswered is
@@ -190,6 +219,7 @@ func (s *Core) onReply(m *Msg) {
 		return
 	}
 	s.calls.heard(c.gpu)
+	defer s.askWaiting(c.node)
 	if m.NoResponders {
 		return // no responders: no such GPU actor (yet)
 	}

@@ -27,6 +27,9 @@ type callTracker struct {
 	// the count of describes in flight per node.
 	byGPU   map[string]string
 	perNode map[string]int
+	// waiting are, per node, the GPUs a heartbeat named to describe that
+	// found the node's describes all in flight, in the order named.
+	waiting map[string][]waitingDescribe
 	// silentSince is when each GPU's last describe went unanswered, for
 	// silenceMemory: a heartbeat asks the GPUs that have not been silent
 	// before those that have (order).
@@ -35,8 +38,44 @@ type callTracker struct {
 
 func newCallTracker(inbox string, timeout time.Duration) *callTracker {
 	return &callTracker{inbox: inbox, timeout: timeout, byReply: map[string]*call{}, byGPU: map[string]string{},
-		perNode: map[string]int{}, silentSince: map[string]time.Time{}}
+		perNode: map[string]int{}, silentSince: map[string]time.Time{}, waiting: map[string][]waitingDescribe{}}
 }
+
+// waitingDescribe is a GPU to describe once its node has a slot, and the
+// heartbeat (beat) that named it.
+type waitingDescribe struct {
+	gpu  string
+	beat uint64
+}
+
+// wait keeps gpu to describe once node has a slot (its latest beat, once).
+func (t *callTracker) wait(node, gpu string, beat uint64) {
+	for i, w := range t.waiting[node] {
+		if w.gpu == gpu {
+			t.waiting[node][i].beat = max(w.beat, beat)
+			return
+		}
+	}
+	t.waiting[node] = append(t.waiting[node], waitingDescribe{gpu: gpu, beat: beat})
+}
+
+// nextWaiting takes the first GPU of node waiting for a slot.
+func (t *callTracker) nextWaiting(node string) (waitingDescribe, bool) {
+	ws := t.waiting[node]
+	if len(ws) == 0 {
+		return waitingDescribe{}, false
+	}
+	if len(ws) == 1 {
+		delete(t.waiting, node)
+	} else {
+		t.waiting[node] = ws[1:]
+	}
+	return ws[0], true
+}
+
+// forgetWaiting forgets node's GPUs waiting for a slot: a newer heartbeat
+// names what to ask.
+func (t *callTracker) forgetWaiting(node string) { delete(t.waiting, node) }
 
 // open numbers c and keeps it in flight: its number, which the request
 // names (events.Control.Call: batched controls share one reply subject in
@@ -90,18 +129,18 @@ func (t *callTracker) end(reply string) {
 	}
 }
 
-// describing says gpu has a describe in flight that has not timed out by
-// now; one that has is forgotten.
-func (t *callTracker) describing(gpu string, now time.Time) bool {
+// describing is gpu's describe in flight, if it has not timed out by now;
+// one that has is forgotten.
+func (t *callTracker) describing(gpu string, now time.Time) (*call, bool) {
 	reply, busy := t.byGPU[gpu]
 	if !busy {
-		return false
+		return nil, false
 	}
-	if now.Sub(t.byReply[reply].sent) < t.timeout {
-		return true
+	if c := t.byReply[reply]; now.Sub(c.sent) < t.timeout {
+		return c, true
 	}
 	t.end(reply)
-	return false
+	return nil, false
 }
 
 // nodeFull says node has as many describes in flight as it may.

@@ -911,6 +911,9 @@ func (s *Core) onNodeEvent(m *Msg) {
 	if m.Reply == "" {
 		beat = 0 // a heartbeat that asks for no lease
 	}
+	// This heartbeat says what the node's GPUs are now: describes still
+	// waiting for a slot from an earlier one are its to ask, or not.
+	s.calls.forgetWaiting(hb.Node)
 	for _, gpu := range s.calls.order(ask) {
 		s.describeAfter(hb.Node, gpu, beat)
 	}

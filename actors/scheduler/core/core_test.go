@@ -2944,3 +2944,92 @@ func TestAGangWhoseGPUsBothRejoinKeepsWhatTheyStoppedItAt(t *testing.T) {
 		}
 	}
 }
+
+// TestADescribeInFlightGrantsTheLeaseOfAHeartbeatThatNamedItsGPU: a
+// restarted scheduler asks the GPUs its journal names before any
+// heartbeat comes (a describe with no beat). A heartbeat then names one of
+// them alive at an incarnation not read yet; its describe is in flight,
+// so none is sent again — and the answer, whenever it comes, must grant
+// the lease that heartbeat would have granted. Before, it granted nothing
+// when the answer came after the heartbeat (and everything when before):
+// the GPU fenced itself for want of a renewal, or not, by the order two
+// messages of one instant arrived in (simtest seed 12 under load).
+func TestADescribeInFlightGrantsTheLeaseOfAHeartbeatThatNamedItsGPU(t *testing.T) {
+	h := newHarness(t, Config{})
+	g := h.AddGPU("n1", "n1-gpu-0", "A100-40GB")
+	lease := h.Subjects.NodeLease("n1")
+	g.Status.Incarnation = 2 // rejoined while this scheduler knew 1
+	h.Core.describe("n1", "n1-gpu-0")
+	h.carryOut(h.Core.Ready())
+	asked := h.Sends(events.OpDescribe)
+	if len(asked) != 1 {
+		t.Fatalf("%d describes, want the one asked", len(asked))
+	}
+	hb := events.NodeHeartbeat{Node: "n1", Incarnation: 1, Beat: 9, CPUTotal: 64, MemoryTotal: 512 << 30,
+		GPUs: []events.HeartbeatGPU{{GPU: "n1-gpu-0", Incarnation: 2, Alive: true}}}
+	h.Step(Input{Msg: &Msg{Subject: h.Subjects.NodeHeartbeat("n1"), Reply: lease, Data: encode(map[string]any{"data": hb})}})
+	if n := len(h.Sends(events.OpDescribe)); n != 1 {
+		t.Fatalf("%d describes after the heartbeat, want still the one in flight", n)
+	}
+	delete(h.Replies, lease) // the heartbeat's own grant: nothing for incarnation 2 yet
+	h.Step(Input{Msg: &Msg{Subject: asked[0].Reply, Data: encode(events.ControlReply{OK: true, Status: &g.Status})}})
+	var grant events.LeaseGrant
+	if err := json.Unmarshal(h.Replies[lease], &grant); err != nil {
+		t.Fatalf("no lease granted when the describe in flight took up incarnation 2 (%v)", err)
+	}
+	if grant.Beat != 9 || len(grant.GPUs) != 1 || grant.GPUs[0].GPU != "n1-gpu-0" || grant.GPUs[0].Incarnation != 2 {
+		t.Fatalf("grant %+v, want beat 9 for n1-gpu-0 at incarnation 2", grant)
+	}
+}
+
+// TestAHeartbeatsGPUsAreReadWhateverAnswersCameBeforeIt: a heartbeat
+// names ten GPUs at incarnations the scheduler has not read, while three
+// describes of them are already in flight (a restart's reads). Eight
+// describes fit a node at once; the two GPUs that found no slot are asked
+// as answers free slots, with the heartbeat's beat, so every GPU it named
+// is read and granted its lease at that instant — as it would be had the
+// three answers come before the heartbeat. Before, the two waited for the
+// next heartbeat, a period later, and fenced themselves meanwhile for
+// want of a renewal.
+func TestAHeartbeatsGPUsAreReadWhateverAnswersCameBeforeIt(t *testing.T) {
+	h := newHarness(t, Config{})
+	lease := h.Subjects.NodeLease("n1")
+	var named []events.HeartbeatGPU
+	statuses := map[string]events.GPUStatus{}
+	for i := range 10 {
+		h.AddGPU("n1", "n1-gpu-"+strconv.Itoa(i), "A100-40GB")
+	}
+	for i := range 10 {
+		id := "n1-gpu-" + strconv.Itoa(i)
+		g := h.GPUs[id]
+		g.Status.Incarnation = 2 // each rejoined while this scheduler knew 1
+		statuses[id] = g.Status
+		named = append(named, events.HeartbeatGPU{GPU: id, Incarnation: 2, Alive: true})
+	}
+	sent := len(h.Sends(events.OpDescribe))
+	for _, id := range []string{"n1-gpu-0", "n1-gpu-1", "n1-gpu-2"} {
+		h.Core.describe("n1", id)
+	}
+	h.carryOut(h.Core.Ready())
+	hb := events.NodeHeartbeat{Node: "n1", Incarnation: 1, Beat: 5, CPUTotal: 64, MemoryTotal: 512 << 30, GPUs: named}
+	h.Step(Input{Msg: &Msg{Subject: h.Subjects.NodeHeartbeat("n1"), Reply: lease, Data: encode(map[string]any{"data": hb})}})
+	if n := len(h.Sends(events.OpDescribe)) - sent; n != maxDescribesPerNode {
+		t.Fatalf("%d describes in flight after the heartbeat, want %d (the node's bound)", n, maxDescribesPerNode)
+	}
+	// Answer every describe, in the order sent, the new ones too.
+	read := map[string]bool{}
+	for i := sent; i < len(h.Sends(events.OpDescribe)); i++ {
+		d := h.Sends(events.OpDescribe)[i]
+		_, gpu, _ := events.ParseGPUCtl(d.Subject)
+		st := statuses[gpu]
+		h.Step(Input{Msg: &Msg{Subject: d.Reply, Data: encode(events.ControlReply{OK: true, Status: &st})}})
+		read[gpu] = true
+	}
+	if len(read) != 10 {
+		t.Fatalf("%d of the heartbeat's 10 GPUs read at its instant, want all", len(read))
+	}
+	var grant events.LeaseGrant
+	if err := json.Unmarshal(h.Replies[lease], &grant); err != nil || grant.Beat != 5 || len(grant.GPUs) != 1 || grant.GPUs[0].GPU != "n1-gpu-9" {
+		t.Fatalf("the last grant %+v (%v), want beat 5 for n1-gpu-9, the last GPU asked", grant, err)
+	}
+}
