@@ -22,13 +22,7 @@ import (
 // send it again at once. Before, it was never answered: the job
 // generator, which waits without a deadline, stopped for good.
 func TestARequestADeadSchedulerNeverHandledIsAnsweredNoResponders(t *testing.T) {
-	_, nc := testbus.Start(t)
-	subjects := events.NewSubjects("")
-	s, err := New(Config{Config: core.Config{Subjects: subjects}, Conn: nc, Clock: simclock.NewScaled(time.Now(), 1)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.unsubscribe()
+	s, nc, subjects := newIdleScheduler(t)
 	answer := make(chan error, 1)
 	go func() {
 		_, err := nc.Request(subjects.JobSubmit(), []byte(`{"name":"unlucky","vram":"1GB"}`), 10*time.Second)
@@ -115,13 +109,7 @@ func TestTheShellServesTheCoreOverTheBus(t *testing.T) {
 // is the core's slice, which its next step writes over: what is kept must
 // be the control as asked, not whatever that slot holds by the heal.
 func TestWhatACutOffSchedulerKeepsIsWhatItWasAsked(t *testing.T) {
-	_, nc := testbus.Start(t)
-	subjects := events.NewSubjects("")
-	s, err := New(Config{Config: core.Config{Subjects: subjects}, Conn: nc, Clock: simclock.NewScaled(time.Now(), 1)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.unsubscribe()
+	s, nc, _ := newIdleScheduler(t)
 	got, err := nc.SubscribeSync("kept.>")
 	if err != nil {
 		t.Fatal(err)
@@ -149,4 +137,19 @@ func TestWhatACutOffSchedulerKeepsIsWhatItWasAsked(t *testing.T) {
 			t.Errorf("kept message went to %s, want %s", m.Subject, want)
 		}
 	}
+}
+
+// newIdleScheduler is a scheduler on a test bus, subscribed and not
+// running (its loop is the test's to drive), with its connection and
+// subjects; it unsubscribes when the test ends.
+func newIdleScheduler(t *testing.T) (*Scheduler, *nats.Conn, events.Subjects) {
+	t.Helper()
+	_, nc := testbus.Start(t)
+	subjects := events.NewSubjects("")
+	s, err := New(Config{Config: core.Config{Subjects: subjects}, Conn: nc, Clock: simclock.NewScaled(time.Now(), 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.unsubscribe)
+	return s, nc, subjects
 }
