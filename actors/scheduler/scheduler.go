@@ -1034,11 +1034,19 @@ func (s *Scheduler) carryOut(rd core.Ready) {
 				s.hold(e.Node, e.GPU, e.Reply, e.Body)
 				continue
 			}
-			subject, reply, body := e.Subject, e.Reply, e.Body
-			err = s.send(func() error { return s.publish(subject, reply, body) })
+			if s.isCut() {
+				subject, reply, body := e.Subject, e.Reply, e.Body
+				s.keep(func() error { return s.publish(subject, reply, body) })
+				continue
+			}
+			err = s.publish(e.Subject, e.Reply, e.Body)
 		case core.Emit:
-			subject, typ, id, at, body := e.Subject, e.Type, e.ID, e.At, e.Body
-			err = s.send(func() error { return s.emit.EmitEncoded(subject, typ, id, at, body) })
+			if s.isCut() {
+				subject, typ, id, at, body := e.Subject, e.Type, e.ID, e.At, e.Body
+				s.keep(func() error { return s.emit.EmitEncoded(subject, typ, id, at, body) })
+				continue
+			}
+			err = s.emit.EmitEncoded(e.Subject, e.Type, e.ID, e.At, e.Body)
 		case core.Answer:
 			err = s.answer(e.Reply, e.Body)
 		case core.NoResponders:
@@ -1055,22 +1063,16 @@ func (s *Scheduler) carryOut(rd core.Ready) {
 	}
 }
 
-// send sends now, or keeps it for the partition's end while cut off.
-func (s *Scheduler) send(f func() error) error {
-	if s.isCut() {
-		return s.keep(f)
-	}
-	return f()
-}
-
 // answer answers a request. An answer larger than this connection
 // carries (the core checked Config.MaxPayload, but a reconnect may have
 // found a server that takes less) is replaced by the error saying so.
 func (s *Scheduler) answer(reply string, body []byte) error {
-	err := s.send(func() error { return s.cfg.Conn.Publish(reply, body) })
+	if s.isCut() {
+		return s.keep(func() error { return s.answer(reply, body) })
+	}
+	err := s.cfg.Conn.Publish(reply, body)
 	if errors.Is(err, nats.ErrMaxPayload) {
-		small := core.TooLargeAnswer(len(body))
-		err = s.send(func() error { return s.cfg.Conn.Publish(reply, small) })
+		err = s.cfg.Conn.Publish(reply, core.TooLargeAnswer(len(body)))
 	}
 	s.trace(StageReplied)
 	return err
@@ -1082,7 +1084,10 @@ func (s *Scheduler) answer(reply string, body []byte) error {
 func (s *Scheduler) noResponders(reply string) error {
 	nr := nats.NewMsg(reply)
 	nr.Header.Set("Status", "503")
-	return s.send(func() error { return s.cfg.Conn.PublishMsg(nr) })
+	if s.isCut() {
+		return s.keep(func() error { return s.cfg.Conn.PublishMsg(nr) })
+	}
+	return s.cfg.Conn.PublishMsg(nr)
 }
 
 // recordWriter is where the core's job records go: the durable journal

@@ -57,15 +57,7 @@ func (s *Core) describe(node, gpuID string) { s.describeAfter(node, gpuID, 0) }
 // alive at an incarnation this scheduler has not read (0: no heartbeat).
 func (s *Core) describeAfter(node, gpuID string, beat uint64) {
 	now := s.wall
-	if c, busy := s.calls.describing(gpuID, now); busy {
-		// Asked already (a restart's read of the journal's GPUs asks
-		// before any heartbeat): its answer grants what this heartbeat
-		// would have, as a describe this heartbeat sent would. Else the
-		// lease would depend on which came first, the answer or the
-		// heartbeat, and the GPU would fence itself for want of it.
-		if beat > c.beat && c.node == node {
-			c.beat = beat
-		}
+	if s.calls.describing(node, gpuID, beat, now) {
 		return
 	}
 	if s.calls.nodeFull(node) {

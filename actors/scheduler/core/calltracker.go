@@ -129,18 +129,26 @@ func (t *callTracker) end(reply string) {
 	}
 }
 
-// describing is gpu's describe in flight, if it has not timed out by now;
-// one that has is forgotten.
-func (t *callTracker) describing(gpu string, now time.Time) (*call, bool) {
+// describing says gpu has a describe in flight that has not timed out by
+// now (one that has is forgotten). When it has, and node's heartbeat beat
+// names gpu, the answer is to grant what that heartbeat would have (its
+// beat, the latest), as a describe the heartbeat sent would: a restart's
+// reads of the journal's GPUs go before any heartbeat, and without it the
+// lease would depend on which came first, the answer or the heartbeat.
+func (t *callTracker) describing(node, gpu string, beat uint64, now time.Time) bool {
 	reply, busy := t.byGPU[gpu]
 	if !busy {
-		return nil, false
+		return false
 	}
-	if c := t.byReply[reply]; now.Sub(c.sent) < t.timeout {
-		return c, true
+	c := t.byReply[reply]
+	if now.Sub(c.sent) >= t.timeout {
+		t.end(reply)
+		return false
 	}
-	t.end(reply)
-	return nil, false
+	if beat > c.beat && c.node == node {
+		c.beat = beat
+	}
+	return true
 }
 
 // nodeFull says node has as many describes in flight as it may.

@@ -2953,7 +2953,7 @@ func TestAGangWhoseGPUsBothRejoinKeepsWhatTheyStoppedItAt(t *testing.T) {
 // the lease that heartbeat would have granted. Before, it granted nothing
 // when the answer came after the heartbeat (and everything when before):
 // the GPU fenced itself for want of a renewal, or not, by the order two
-// messages of one instant arrived in (simtest seed 12 under load).
+// messages of one instant arrived in.
 func TestADescribeInFlightGrantsTheLeaseOfAHeartbeatThatNamedItsGPU(t *testing.T) {
 	h := newHarness(t, Config{})
 	g := h.AddGPU("n1", "n1-gpu-0", "A100-40GB")
