@@ -15,8 +15,8 @@ import (
 
 // The ceiling: a placement's messages with nothing behind them. Ceiling
 // sends, for each submission, the messages the cluster sends for a
-// placement on the reference cluster (counted on the bus, 2026-12-05:
-// 11.9 per placement, its cancel aside), at about their sizes, through the
+// placement on the reference cluster (11.8-12 per placement, counted on
+// the bus; its cancel aside), at their sizes (below), through the
 // same connections and goroutine hand-offs: a client's request; a
 // "scheduler" (one connection, its subscriptions' callbacks feeding one
 // mailbox read by one loop) that publishes three job events, sends one
@@ -29,19 +29,20 @@ import (
 // and the actors' hand-offs allow on this machine before any work; the
 // whole path's rows can only be slower.
 
-// Sizes of the messages, in bytes, near those of the bench's job on the
-// reference cluster. Counted on the bus later (80 placements, 32 in
-// flight): batches 419, the node's and the GPU's answers 24 and 71, job
-// and decision events 680-816, the GPU's status 3,306 on average over a
-// round; so the ceiling sends about 6 % fewer bytes per placement (7,605
-// against 8,072), answers larger and the status smaller than counted.
-// Left as they were: every ceiling figure in docs/PERFORMANCE.md was
-// measured with these.
+// Sizes of the messages' bodies, in bytes: those the bench's job's
+// placements send on the reference cluster, counted on the bus by
+// CountPlacementMessages (80 placements, 32 in flight) and kept within
+// 10 % of it, kind by kind, by TestTheCeilingsMessagesAreAPlacementsSizes.
+// The status is a mean: a GPU's status names its jobs, so it grows as
+// the round fills the GPU (3,040-3,280 bytes over a round, run to run).
+// The commit is a commit's bytes per placement: the cluster may commit
+// two placements on one node in one batch (0.85-1 batch per placement).
 const (
-	ceilingBatch  = 408
-	ceilingAnswer = 120
-	ceilingEvent  = 750
-	ceilingStatus = 2600
+	ceilingReservation = 607
+	ceilingAnswer      = 47
+	ceilingCommit      = 180
+	ceilingEvent       = 735
+	ceilingStatus      = 3150
 )
 
 // body is n bytes of JSON-looking filler.
@@ -80,7 +81,7 @@ func Ceiling(c *cluster.Cluster, tcp bool, n, rounds, perRound, window int) (Cei
 	submit, batch, status := sj.JobSubmit(), sj.NodeBatch("node-0"), sj.GPUEvent("node-0", "gpu-0", events.GPUStatusType)
 	eventSubjects := []string{sj.JobEvent(events.JobSubmitted), sj.JobEvent(events.JobQueued), sj.SchedEvent(events.SchedDecision),
 		sj.JobEvent(events.JobPlaced), sj.JobEvent(events.JobStarted)}
-	batchBody, answerBody, eventBody, statusBody, reply := body(ceilingBatch), body(ceilingAnswer), body(ceilingEvent), body(ceilingStatus), []byte(replyBody)
+	reservationBody, commitBody, answerBody, eventBody, statusBody, reply := body(ceilingReservation), body(ceilingCommit), body(ceilingAnswer), body(ceilingEvent), body(ceilingStatus), []byte(replyBody)
 
 	var conns []*nats.Conn
 	defer func() {
@@ -175,7 +176,7 @@ func Ceiling(c *cluster.Cluster, tcp bool, n, rounds, perRound, window int) (Cei
 				seq++
 				call := strconv.Itoa(seq)
 				placing[call] = &ceilingPlacement{reply: m.Reply}
-				sched.PublishRequest(batch, inbox+"."+call, batchBody)
+				sched.PublishRequest(batch, inbox+"."+call, reservationBody)
 			case strings.HasPrefix(m.Subject, inbox):
 				call := m.Subject[len(inbox)+1:]
 				p := placing[call]
@@ -186,7 +187,7 @@ func Ceiling(c *cluster.Cluster, tcp bool, n, rounds, perRound, window int) (Cei
 					continue
 				}
 				delete(placing, call)
-				sched.Publish(batch, batchBody) // the commit: no answer
+				sched.Publish(batch, commitBody) // the commit: no answer
 				for _, subj := range eventSubjects[3:] {
 					sched.Publish(subj, eventBody)
 				}
