@@ -243,11 +243,6 @@ type Unstored struct {
 
 // heardGPU is a GPU as a node's last heartbeat named it: the node and the
 // incarnation it gave (the GPU may not have been read yet: hung).
-type heardGPU struct {
-	node        string
-	incarnation int
-}
-
 // Core is the scheduler's deterministic core.
 type Core struct {
 	cfg Config
@@ -323,19 +318,8 @@ type Core struct {
 	// relearning counts the running jobs being read back from their GPUs
 	// after the restart (job.relearning; settleRelearned).
 	relearning int
-	// nodeBeats is when each node's last heartbeat came (wall time);
-	// heardGPUs the GPUs some heartbeat named, alive or not, each with
-	// the node that named it and the incarnation it gave.
-	nodeBeats map[string]time.Time
-	// batchCtl is, per node, whether its last heartbeat said it takes its
-	// controls batched (a Send effect says so: Batched).
-	batchCtl  map[string]bool
-	heardGPUs map[string]heardGPU
-	// unread are, per node, the GPUs its heartbeats name that the view
-	// does not know yet (they count against its bound: nodebound.go);
-	// overBound the nodes whose last refusal was said.
-	unread    map[string]map[string]bool
-	overBound map[string]bool
+	// nodes are what the nodes' heartbeats said (nodes.go).
+	nodes *nodeRegistry
 	// calls are the core's requests in flight (calltracker.go).
 	calls *callTracker
 	// inflight are the placements whose reservations are in flight, in the
@@ -456,17 +440,13 @@ func New(cfg Config) (*Core, error) {
 		inherited:  map[string]string{},
 		awaiting:   map[*job]bool{},
 		journaled:  map[string]*durable.Record{},
-		nodeBeats:  map[string]time.Time{},
-		batchCtl:   map[string]bool{},
-		heardGPUs:  map[string]heardGPU{},
-		unread:     map[string]map[string]bool{},
-		overBound:  map[string]bool{},
+		nodes:      newNodeRegistry(cfg.NodeGPUs, cfg.NodeMaxGPUs),
 		calls:      newCallTracker(cfg.Inbox, cfg.CallTimeout),
 		msgIDs:     &msgIDs{byID: map[string]msgIDJob{}},
 		allowance:  map[string]*bucket{},
 		queue:      newWaitQueue(),
 	}
-	s.out = &outbox{log: s.log, maxPayload: cfg.MaxPayload, batched: s.batchCtl}
+	s.out = &outbox{log: s.log, maxPayload: cfg.MaxPayload, batched: s.nodes.takesBatches}
 	for _, r := range cfg.Inherited {
 		if c := r.CPUOnly; c != nil {
 			// No GPU knows it: resumed from the predecessor's account.
@@ -869,13 +849,12 @@ func (s *Core) onNodeEvent(m *Msg) {
 		return ok && st.status.Node != hb.Node
 	})
 	hb.GPUs = s.withinBound(hb.Node, hb.GPUs)
-	_, heard := s.nodeBeats[hb.Node]
+	heard := s.nodes.heardFrom(hb.Node)
 	n := s.view.node(hb.Node)
 	if !heard || !n.Alive {
 		s.nodeSeen(hb, heard)
 	}
-	s.nodeBeats[hb.Node] = s.wall
-	s.batchCtl[hb.Node] = hb.BatchCtl
+	s.nodes.beat(hb.Node, s.wall, hb.BatchCtl)
 	cpu := model.CoresToMilli(hb.CPUTotal)
 	if !n.Alive || n.CPUMilli != cpu || n.MemTotal != hb.MemoryTotal {
 		n.Alive, n.CPUMilli, n.MemTotal = true, cpu, hb.MemoryTotal
@@ -884,7 +863,7 @@ func (s *Core) onNodeEvent(m *Msg) {
 	}
 	var ask []string
 	for _, g := range hb.GPUs {
-		s.heardGPUs[g.GPU] = heardGPU{node: hb.Node, incarnation: g.Incarnation}
+		s.nodes.named(hb.Node, g.GPU, g.Incarnation)
 		st, ok := s.view.gpus[g.GPU]
 		if !ok || g.Incarnation > st.status.Incarnation {
 			// Unknown, or restarted without this scheduler hearing its up:

@@ -2749,8 +2749,8 @@ func TestANodeMayHaveOnlyItsGPUs(t *testing.T) {
 	if d := h.Sends(events.OpDescribe); len(d) != 0 {
 		t.Fatalf("%d describes of GPUs past box2's bound, e.g. %s", len(d), d[0].Subject)
 	}
-	if len(h.Core.heardGPUs) > 2 || len(h.Core.unread["box2"]) != 0 {
-		t.Fatalf("the scheduler keeps %d heard GPUs, %d unread of box2's", len(h.Core.heardGPUs), len(h.Core.unread["box2"]))
+	if len(h.Core.nodes.heard) > 2 || len(h.Core.nodes.unread["box2"]) != 0 {
+		t.Fatalf("the scheduler keeps %d heard GPUs, %d unread of box2's", len(h.Core.nodes.heard), len(h.Core.nodes.unread["box2"]))
 	}
 	refusals := func(node string) (n int) {
 		for _, e := range h.Events {
@@ -2782,12 +2782,12 @@ func TestANodeMayHaveOnlyItsGPUs(t *testing.T) {
 		if d := described(); len(d) != 3 {
 			t.Fatalf("rogue's beat of 5 new GPUs from %d: %d described, want its bound of 3: %v", from, len(d), d)
 		}
-		if n := len(h.Core.unread["rogue"]); n != 3 {
+		if n := len(h.Core.nodes.unread["rogue"]); n != 3 {
 			t.Fatalf("rogue: %d unread GPUs kept, want 3", n)
 		}
 	}
-	if len(h.Core.heardGPUs) > 2+3 {
-		t.Fatalf("the scheduler keeps %d heard GPUs: more than box2's 2 and rogue's 3", len(h.Core.heardGPUs))
+	if len(h.Core.nodes.heard) > 2+3 {
+		t.Fatalf("the scheduler keeps %d heard GPUs: more than box2's 2 and rogue's 3", len(h.Core.nodes.heard))
 	}
 	if n := refusals("rogue"); n != 1 {
 		t.Fatalf("rogue's refusals said %d times, want once", n)

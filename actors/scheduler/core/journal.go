@@ -347,7 +347,7 @@ func (s *Core) gpuSettled(g string, gone bool) bool {
 	if known {
 		return gs.described
 	}
-	_, heard := s.heardGPUs[g]
+	_, heard := s.nodes.heardOf(g)
 	return !heard && gone
 }
 

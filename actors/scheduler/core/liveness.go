@@ -43,11 +43,7 @@ func (s *Core) LeaseDeadline() time.Time {
 			earlier(gs.leaseUntil)
 		}
 	}
-	for id, at := range s.nodeBeats {
-		if n := s.view.nodes[id]; n != nil && n.Alive {
-			earlier(at.Add(s.cfg.Lease))
-		}
-	}
+	earlier(s.nodes.nextLapse(s.cfg.Lease, s.view.nodeAlive))
 	return next
 }
 
@@ -194,11 +190,8 @@ func (s *Core) checkOverdue() {
 // lease (its GPUs' leases, renewed only by those heartbeats, run out too).
 func (s *Core) checkNodes() {
 	now := s.wall
-	for id, at := range s.nodeBeats {
-		n := s.view.nodes[id]
-		if n == nil || !n.Alive || now.Sub(at) < s.cfg.Lease {
-			continue
-		}
+	for _, id := range s.nodes.lapsed(now, s.cfg.Lease, s.view.nodeAlive) {
+		n, at := s.view.nodes[id], s.nodes.lastBeat(id)
 		n.Alive = false
 		s.view.cluster.TouchNode(n)
 		s.dirty = true
@@ -217,7 +210,7 @@ func (s *Core) nodeSeen(hb events.NodeHeartbeat, known bool) {
 	}
 	n := 1 // a node coming back is always worth a line
 	if !known {
-		n = len(s.nodeBeats) + 1
+		n = s.nodes.count() + 1
 	}
 	s.logJoin(n, "node "+change, zap.String("node", hb.Node), zap.Int("gpus", len(hb.GPUs)))
 	s.emitNode(events.NodeUp, events.NodeLifecycle{Node: hb.Node, Change: change, GPUs: len(hb.GPUs)})

@@ -514,7 +514,7 @@ func (s *Core) finishStop(st *stopping) {
 			// Unanswered (cut off, hung, restarting): the GPU may still run
 			// the job, so it is not placed again until the GPU shows it
 			// stopped or is declared dead (its fence stops it first).
-			heard, known := s.heardGPUs[gpu] // named by a heartbeat, not read yet (hung)
+			heard, known := s.nodes.heardOf(gpu) // named by a heartbeat, not read yet (hung)
 			inc := heard.incarnation
 			if gs, ok := s.view.gpus[gpu]; ok {
 				inc, known = gs.status.Incarnation, true

@@ -89,7 +89,7 @@ type outbox struct {
 	// maxPayload is Config.MaxPayload; batched the core's record of which
 	// nodes take their controls batched (its heartbeats say so).
 	maxPayload int
-	batched    map[string]bool
+	batched    func(node string) bool
 }
 
 // take is what has been asked since the last take; the effects' slice is
@@ -109,7 +109,7 @@ func (o *outbox) send(subject, reply string, body []byte) {
 	} else if node, what, ok := events.ParseNodeSubject(subject); ok && what == "ctl" {
 		e.Node = node
 	}
-	e.Batched = e.Node != "" && o.batched[e.Node]
+	e.Batched = e.Node != "" && o.batched(e.Node)
 	o.effects = append(o.effects, e)
 }
 

@@ -322,11 +322,7 @@ func sortedIDs(nodeOf map[string]string) []string {
 // the journal.
 func (s *Core) unknownNodes() map[string]string {
 	nodeOf := map[string]string{}
-	for id, heard := range s.heardGPUs {
-		if _, known := s.view.gpus[id]; !known {
-			nodeOf[id] = heard.node
-		}
-	}
+	s.nodes.unreadNodes(s.view.knows, nodeOf)
 	for _, r := range s.journaled {
 		for _, id := range r.GPUs {
 			if _, known := s.view.gpus[id]; !known && nodeOf[id] == "" {

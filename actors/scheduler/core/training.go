@@ -484,7 +484,7 @@ func (s *Core) gpuNode(j *job, g string) string {
 	if gs, ok := s.view.gpus[g]; ok {
 		return gs.status.Node
 	}
-	if h, ok := s.heardGPUs[g]; ok {
+	if h, ok := s.nodes.heardOf(g); ok {
 		return h.node // named by its node's heartbeat, not read yet (hung)
 	}
 	return ""

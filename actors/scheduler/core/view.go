@@ -140,6 +140,27 @@ func (v *view) node(id string) *policy.Node {
 	return n
 }
 
+// knows says whether the view has read gpu (from its up event or a
+// status).
+func (v *view) knows(gpu string) bool {
+	_, ok := v.gpus[gpu]
+	return ok
+}
+
+// nodeAlive says whether node is in the view and alive.
+func (v *view) nodeAlive(node string) bool {
+	n := v.nodes[node]
+	return n != nil && n.Alive
+}
+
+// knownOn is how many GPUs of node the view knows.
+func (v *view) knownOn(node string) int {
+	if n, ok := v.nodes[node]; ok {
+		return len(n.GPUs)
+	}
+	return 0
+}
+
 // addGPU learns a GPU from its up event or status; it reports whether it was new.
 func (v *view) addGPU(st events.GPUStatus) (*gpuState, bool) {
 	if s, ok := v.gpus[st.GPU]; ok {
