@@ -87,8 +87,10 @@ type job struct {
 	refusedByStore bool
 	heldEvents     []Effect
 	// queueWhenStored: not placed at once, the job is queued (and its
-	// submission answered) once it is stored.
-	queueWhenStored bool
+	// submission answered) once it is stored; answerWhenStored is the
+	// answer a job that waits for rounds (training, replayed) gets then.
+	queueWhenStored  bool
+	answerWhenStored any
 	// answer is the answer to the job's submission once given;
 	// answerWaiters the reply subjects of submissions repeating its
 	// idempotency key before it was (resubmitted).
@@ -517,10 +519,14 @@ func (s *Core) stored(j *job) {
 		s.announce(next)
 		if m := next.accepting; m != nil {
 			next.accepting = nil
-			if next.queueWhenStored {
+			switch {
+			case next.queueWhenStored:
 				next.queueWhenStored = false
 				s.toQueue--
 				s.notPlacedAtOnce(next, m)
+			case next.answerWhenStored != nil:
+				s.answer(m.Reply, next, next.answerWhenStored)
+				next.answerWhenStored = nil
 			}
 		}
 	}
@@ -548,6 +554,21 @@ func (s *Core) accepted(j *job, m *Msg) {
 		return
 	}
 	s.notPlacedAtOnce(j, m)
+}
+
+// acceptForRounds takes on a job that waits for rounds (training,
+// replayed; its submitted and queued transitions made after this): it is
+// answered "queued" at once without a journal, and with one once its
+// first record is stored, its events held until then (as accept does
+// for the others): an answer never names a job the store does not hold.
+func (s *Core) acceptForRounds(j *job, m *Msg) {
+	reply := events.SubmitReply{JobID: j.id, State: events.JobQueued}
+	if !s.cfg.Journaled {
+		s.answer(m.Reply, j, reply)
+		return
+	}
+	j.answerWhenStored = reply
+	s.accept(j, m)
 }
 
 // notPlacedAtOnce answers a submission not placed at once: rejected on a

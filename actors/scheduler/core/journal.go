@@ -131,7 +131,7 @@ func (s *Core) unstored(j *job, why string) {
 		j.queueWhenStored = false
 		s.toQueue--
 	}
-	j.accepting = nil
+	j.accepting, j.answerWhenStored = nil, nil
 	j.refusedByStore, j.heldEvents = true, nil // never announced
 	s.cancel(j, "not stored in the job journal: "+why, func() {})
 	s.answer(m.Reply, j, events.SubmitAnswer{ErrorReply: events.ErrorReply{Error: &model.FieldError{Field: "store", Message: "not stored, so not accepted: " + why}},

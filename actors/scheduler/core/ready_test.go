@@ -5,8 +5,11 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gpusched/gpusched/events"
+	"github.com/gpusched/gpusched/internal/tracedir"
+	"github.com/gpusched/gpusched/pollux"
 )
 
 // TestAStepReturnsWhatItAsksInTheOrderItDecided steps a bare core (no
@@ -110,4 +113,66 @@ func kindsOf(rd Ready) []EffectKind {
 		kinds[i] = e.Kind
 	}
 	return kinds
+}
+
+// TestAJobThatWaitsForRoundsIsAnsweredOnceStored: on a journaled core a
+// training job's submission, like any other, is answered only once its
+// first record is stored, and its events wait for that too; one the store
+// refuses is answered with the store's error and named by no event, and
+// the next round does not train it.
+func TestAJobThatWaitsForRoundsIsAnsweredOnceStored(t *testing.T) {
+	m, err := pollux.Load(tracedir.Pollux(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := pollux.NewPolicy("tiresias")
+	h, err := NewHarness(Config{Policy: "binpack", Training: &TrainingConfig{Model: m, Policy: p, Interval: time.Minute, Origin: HarnessEpoch}}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.AddGPU("n1", "n1-gpu-0", "A100-40GB")
+	body := map[string]any{"name": "ncf", "training": map[string]any{"app": "ncf", "batch": 32768, "replicas": 1}}
+
+	h.HoldStore = true
+	before := len(h.Events)
+	if got := h.Request("job.submit", "", body); got != nil {
+		t.Fatalf("answered %s before the store did", got)
+	}
+	held := h.LastReply
+	if n := len(h.Events) - before; n != 0 {
+		t.Fatalf("%d events before the store answered, e.g. %s", n, h.Events[before].Type)
+	}
+	h.ReleaseStore()
+	var rep events.SubmitReply
+	if err := json.Unmarshal(h.Replies[held], &rep); err != nil || rep.State != events.JobQueued {
+		t.Fatalf("once stored, answered %s (%v); want queued", h.Replies[held], err)
+	}
+	var names []string
+	for _, e := range h.Events[before:] {
+		if e.ID == rep.JobID {
+			names = append(names, e.Type)
+		}
+	}
+	if len(names) < 2 || names[0] != events.Type("job", events.JobSubmitted) || names[1] != events.Type("job", events.JobQueued) {
+		t.Fatalf("once stored, its events %v; want submitted and queued first", names)
+	}
+
+	h.HoldStore = false
+	h.StoreRefuses = "no space left on device"
+	before = len(h.Events)
+	got := h.Request("job.submit", "", body)
+	var refused events.SubmitAnswer
+	if err := json.Unmarshal(got, &refused); err != nil || refused.Error == nil || refused.Error.Field != "store" {
+		t.Fatalf("a training job the store refused: answered %s; want an error naming store", got)
+	}
+	h.StoreRefuses = ""
+	for range 2 { // rounds go by
+		h.Advance(time.Minute)
+		h.Step(Input{Timer: TimerTraining})
+	}
+	for _, e := range h.Events[before:] {
+		if e.ID == refused.JobID {
+			t.Errorf("event %s names the training job the store refused", e.Type)
+		}
+	}
 }

@@ -136,10 +136,11 @@ func (s *Core) submitReplayed(j *job, m *Msg, arrivalS *float64) {
 	g.arrivals = append(g.arrivals, pendingArrival{id: id, arrivalS: arrival, spec: &j.spec})
 	s.jobs[j.id] = j
 	s.order = append(s.order, j)
+	j.unannounced = s.cfg.Journaled
 	s.transition(j, events.JobSubmitted, "")
 	s.transition(j, events.JobQueued, "")
 	s.setPending(j, "waits for a replayed round")
-	s.answer(m.Reply, j, events.SubmitReply{JobID: j.id, State: events.JobQueued})
+	s.acceptForRounds(j, m)
 	if g.due.IsZero() {
 		// Idle: a round when the driver says, at the earliest this
 		// instant, once its arrivals are in.

@@ -110,9 +110,10 @@ func (s *Core) submitTraining(j *job, m *Msg) {
 	tr.mirror[j.id] = mj
 	s.jobs[j.id] = j
 	s.order = append(s.order, j)
+	j.unannounced = s.cfg.Journaled
 	s.transition(j, events.JobSubmitted, "")
 	s.transition(j, events.JobQueued, "")
-	s.answer(m.Reply, j, events.SubmitReply{JobID: j.id, State: events.JobQueued})
+	s.acceptForRounds(j, m)
 }
 
 // trainingState is a training job's state as the scheduler last knew it.
