@@ -661,6 +661,12 @@ func (a *Actor) handle(m *nats.Msg) {
 		a.answer(m, c.Call, events.ControlReply{Error: fe})
 		return
 	}
+	// What a drop fault draws for the answer by (faults.drops): the
+	// control, not its reply subject.
+	if a.faults.draws != nil {
+		a.faults.naming("answer " + c.Op + " " + c.JobID)
+		defer a.faults.naming("")
+	}
 	a.advance()
 	switch c.Op {
 	case events.OpReserve:
@@ -1006,6 +1012,9 @@ func (a *Actor) publishLeft(change, jobID string, s *share) {
 }
 
 func (a *Actor) publishStatus(typ string, st events.GPUStatus) {
+	if a.faults.draws != nil {
+		defer a.faults.naming(a.faults.naming("status " + typ + " " + st.Change + " " + st.JobID))
+	}
 	if err := a.emit.Emit(a.cfg.Subjects.GPUEvent(a.cfg.Node, a.cfg.ID, typ), events.Type("gpu", typ), a.cfg.ID, a.cfg.Clock.Now(), st); err != nil {
 		a.logger().Warn("publish failed", zap.String("type", typ), zap.Error(err))
 	}

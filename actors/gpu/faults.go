@@ -1,7 +1,10 @@
 package gpu
 
 import (
+	"cmp"
 	"context"
+	"encoding/binary"
+	"hash/fnv"
 	"math/rand/v2"
 	"time"
 
@@ -39,8 +42,10 @@ type faults struct {
 	delayed   []outMsg
 	drop      float64
 	dropEnds  time.Time // zero: until cleared
-	rng       *rand.Rand
-	timer     simclock.Timer
+	// draws are the drop fault's (nil without one: a GPU pays for them
+	// only while it drops).
+	draws *dropDraws
+	timer simclock.Timer
 	// timerFor arms the fault timer in the actor's liveness time
 	// (Actor.liveTimer).
 	timerFor func(time.Duration) simclock.Timer
@@ -96,7 +101,7 @@ func (f *faults) begin(now time.Time) {
 	case events.ChaosDrop:
 		f.drop, f.dropEnds = c.Drop, until
 		// Seeded, so that a chaos run's drops can be replayed.
-		f.rng = rand.New(rand.NewPCG(c.Seed, 0x9e3779b97f4a7c15))
+		f.draws = &dropDraws{seed: c.Seed, drawn: map[string]uint64{}}
 	}
 	f.arm(now)
 }
@@ -118,7 +123,62 @@ func (f *faults) delaying(now time.Time) time.Duration {
 }
 
 func (f *faults) dropping(now time.Time) bool {
-	return f.drop > 0 && f.rng != nil && (f.dropEnds.IsZero() || now.Before(f.dropEnds))
+	return f.drop > 0 && f.draws != nil && (f.dropEnds.IsZero() || now.Before(f.dropEnds))
+}
+
+// dropDraws are a drop fault's draws. A message's draw is a function of
+// the fault's seed, the instant, what the message is (its name) and how
+// many messages of that name went at that instant — not of every message
+// before it: at one instant the scheduler's controls reach a GPU in an
+// order goroutines decide (a restarted scheduler acts on its GPUs'
+// answers as they come), and a draw per message in arrival order lost the
+// answer to one job's stop in one run of a seed and another job's in the
+// next.
+type dropDraws struct {
+	seed uint64
+	// at and drawn count the draws taken at one instant, by name; name
+	// is the message being sent (set by the actor: the control an answer
+	// answers, the change a status says; "" for its subject).
+	at    time.Time
+	drawn map[string]uint64
+	name  string
+}
+
+// naming names the messages sent from now on (Actor.Publish) and returns
+// the name before, to restore; nothing without a drop fault.
+func (f *faults) naming(name string) string {
+	if f.draws == nil {
+		return ""
+	}
+	before := f.draws.name
+	f.draws.name = name
+	return before
+}
+
+// drops says whether the drop fault loses a message to subject sent at
+// now (by its name, else its subject: an answer's reply subject carries
+// the scheduler's call number, which comes in the same arrival order).
+func (f *faults) drops(subject string, now time.Time) bool {
+	if !f.dropping(now) {
+		return false
+	}
+	d := f.draws
+	what := cmp.Or(d.name, subject)
+	if !now.Equal(d.at) {
+		d.at = now
+		clear(d.drawn)
+	}
+	n := d.drawn[what]
+	d.drawn[what] = n + 1
+	h := fnv.New64a()
+	h.Write([]byte(what))
+	var b [16]byte
+	binary.LittleEndian.PutUint64(b[:8], uint64(now.UnixNano()))
+	binary.LittleEndian.PutUint64(b[8:], n)
+	h.Write(b[:])
+	// A PCG stream per message, seeded by the fault's seed and the
+	// message's hash: its first number's top 53 bits, a float in [0, 1).
+	return float64(rand.NewPCG(d.seed, h.Sum64()).Uint64()>>11)/(1<<53) < f.drop
 }
 
 // next is when the faults next need the actor: a partition ending or a
@@ -169,7 +229,7 @@ func (f *faults) stop() {
 func (a *Actor) Publish(subject string, data []byte) error {
 	now := a.liveNow()
 	f := &a.faults
-	if f.dropping(now) && f.rng.Float64() < f.drop {
+	if f.drops(subject, now) {
 		return nil
 	}
 	if f.cutOff(now) {
