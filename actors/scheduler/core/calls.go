@@ -237,12 +237,17 @@ func (s *Core) onReply(m *Msg) {
 		// instant: TestADescribeOfAnIdleGPUIsAFullStatus).
 		st.Ended = []events.EndedJob{}
 	}
-	before, known := s.view.gpus[c.gpu]
-	was := 0
-	if known {
-		was = before.status.Incarnation
-	}
 	s.applyStatus(st, s.now)
+	if gs, ok := s.view.gpus[c.gpu]; ok && !gs.described && st.Incarnation == gs.status.Incarnation && st.Version < gs.version &&
+		(len(s.inherited) > 0 || s.relearning > 0 || len(s.journaled) > 0) {
+		// A restarted scheduler's full read that a newer status of the
+		// GPU overtook (its events and the answers come on two
+		// subscriptions): older than the view, it was not read, and the
+		// GPU would count as unread until the restart's bound — holding
+		// every placement that long, in one run of a seed and not in the
+		// next. Asked again: the answer is as new as the view.
+		s.describe(c.node, c.gpu)
+	}
 	if gs, ok := s.view.gpus[c.gpu]; ok && s.virtual && !gs.g.Alive && st.Incarnation == gs.status.Incarnation && st.Incarnation > gs.dead {
 		// A suspect GPU that answers is reachable: trusted again. On a
 		// scaled clock its node's next heartbeat says so; a virtual
@@ -253,15 +258,22 @@ func (s *Core) onReply(m *Msg) {
 		s.dirty = true
 		s.log.Info("GPU trusted again: it answered", zap.String("gpu", c.gpu))
 	}
-	// A GPU taken up at a new incarnation (first read, or rejoined) gets
-	// at once the lease the heartbeat that named it alive would have
-	// granted, counted by its node from when that heartbeat left: waiting
-	// for the next heartbeat (a period later) left a GPU that rejoined
-	// near the end of its own lease to fence itself again just after the
-	// scheduler had placed jobs on it (issue 21 item 9). Safe as any
-	// grant: the node vouched for this incarnation in that heartbeat, and
-	// the GPU's lease ends before the one the scheduler just started.
-	if gs, ok := s.view.gpus[c.gpu]; ok && c.beat > 0 && s.cfg.Lease > 0 && st.Incarnation > was &&
+	// A GPU a heartbeat asked about (one it named alive at an incarnation
+	// the scheduler had not read, so not granted then) gets at once the
+	// lease that heartbeat would have granted, counted by its node from
+	// when the heartbeat left: waiting for the next heartbeat (a period
+	// later) left a GPU that rejoined near the end of its own lease to
+	// fence itself again just after the scheduler had placed jobs on it
+	// (issue 21 item 9). Whether the view learned the GPU from this
+	// answer or, in between, from a status it published (a restarted
+	// scheduler's stop makes it say it released a job) does not matter:
+	// either way the heartbeat granted it nothing, and which came first
+	// is goroutine order at one instant (a GPU fenced itself in one run
+	// of a seed and not in the next). Safe as any grant: the node vouched
+	// for this incarnation in that heartbeat, the GPU's lease ends before
+	// the one the scheduler keeps for it, and a GPU never shortens its
+	// lease for an older grant.
+	if gs, ok := s.view.gpus[c.gpu]; ok && c.beat > 0 && s.cfg.Lease > 0 &&
 		gs.status.Incarnation == st.Incarnation && st.Incarnation > gs.dead && gs.status.Node == c.node {
 		s.respondTo(s.cfg.Subjects.NodeLease(c.node), events.LeaseGrant{Node: c.node, Beat: c.beat, LeaseMS: s.cfg.Lease.Milliseconds(),
 			GPUs: []events.HeartbeatGPU{{GPU: c.gpu, Incarnation: st.Incarnation, Alive: true}}})

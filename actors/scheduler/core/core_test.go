@@ -3033,3 +3033,81 @@ func TestAHeartbeatsGPUsAreReadWhateverAnswersCameBeforeIt(t *testing.T) {
 		t.Fatalf("the last grant %+v (%v), want beat 5 for n1-gpu-9, the last GPU asked", grant, err)
 	}
 }
+
+// TestAHeartbeatsDescribeGrantsTheLeaseWhicheverCameFirst: a heartbeat
+// names a GPU at an incarnation the scheduler has not read, so it grants
+// it nothing and asks it; the GPU's own status of that incarnation comes
+// before the describe's answer (events and answers come on two
+// subscriptions). The answer grants the heartbeat's lease all the same.
+// Before, a GPU the view had taken up from its status in between got no
+// grant, and fenced itself a lease later: whether it did was goroutine
+// order at one instant.
+func TestAHeartbeatsDescribeGrantsTheLeaseWhicheverCameFirst(t *testing.T) {
+	h := newHarness(t, Config{})
+	g := h.AddGPU("n1", "n1-gpu-0", "A100-40GB")
+	lease := h.Subjects.NodeLease("n1")
+	g.Status.Incarnation = 2 // rejoined while this scheduler knew 1
+	sent := len(h.Sends(events.OpDescribe))
+	hb := events.NodeHeartbeat{Node: "n1", Incarnation: 1, Beat: 9, CPUTotal: 64, MemoryTotal: 512 << 30,
+		GPUs: []events.HeartbeatGPU{{GPU: "n1-gpu-0", Incarnation: 2, Alive: true}}}
+	h.Step(Input{Msg: &Msg{Subject: h.Subjects.NodeHeartbeat("n1"), Reply: lease, Data: encode(map[string]any{"data": hb})}})
+	asked := h.Sends(events.OpDescribe)[sent:]
+	if len(asked) != 1 {
+		t.Fatalf("%d describes after the heartbeat, want 1", len(asked))
+	}
+	delete(h.Replies, lease) // the heartbeat's own grant: nothing for incarnation 2
+	up := g.Status
+	up.Change = events.ChangeRejoined
+	h.GPUEvent(up, events.GPUUp) // its status first: the view takes incarnation 2 up
+	if _, granted := h.Replies[lease]; granted {
+		t.Fatalf("a grant before the describe's answer: %s", h.Replies[lease])
+	}
+	st := g.Status
+	h.Step(Input{Msg: &Msg{Subject: asked[0].Reply, Data: encode(events.ControlReply{OK: true, Status: &st})}})
+	var grant events.LeaseGrant
+	if err := json.Unmarshal(h.Replies[lease], &grant); err != nil {
+		t.Fatalf("no lease granted by the describe's answer after the GPU's status (%v)", err)
+	}
+	if grant.Beat != 9 || len(grant.GPUs) != 1 || grant.GPUs[0].GPU != "n1-gpu-0" || grant.GPUs[0].Incarnation != 2 {
+		t.Fatalf("grant %+v, want beat 9 for n1-gpu-0 at incarnation 2", grant)
+	}
+}
+
+// TestARestartsReadThatANewerStatusOvertookIsAskedAgain: a restarted
+// scheduler reads a GPU its journal says ran a job; a newer status of the
+// GPU (a change, no specs) comes before the read's answer, which is then
+// older than the view and not taken. The GPU is read again, and the job
+// is settled at once. Before, the GPU counted as unread until the
+// restart's bound (a lease), every placement waiting that long — in one
+// run of a seed and not in the next.
+func TestARestartsReadThatANewerStatusOvertookIsAskedAgain(t *testing.T) {
+	h := newHarness(t, Config{})
+	h.AddGPU("n1", "n1-gpu-0", "A100-40GB")
+	a := h.Submit(spec("a", "10GB"))
+	if a.State != events.JobPlaced {
+		t.Fatalf("submit: %+v", a)
+	}
+	rec := *h.Core.record(h.Core.jobs[a.JobID])
+	h2 := newHarness(t, Config{Restored: &durable.State{Incarnation: 1, Jobs: []durable.Record{rec}}})
+	g := h2.AddGPU("n1", "n1-gpu-0", "A100-40GB") // came back empty: it lost the job
+	asked := h2.Sends(events.OpDescribe)
+	if len(asked) == 0 {
+		t.Fatal("the restarted scheduler did not read the GPU")
+	}
+	read := g.Status // what the GPU answered the read with
+	newer := g.Status
+	newer.Version, newer.Change, newer.JobID = read.Version+1, events.ChangeReleased, "another"
+	h2.GPUEvent(newer, events.GPUStatusType) // overtakes the answer
+	h2.Step(Input{Msg: &Msg{Subject: asked[len(asked)-1].Reply, Data: encode(events.ControlReply{OK: true, Status: &read})}})
+	again := h2.Sends(events.OpDescribe)[len(asked):]
+	if len(again) != 1 {
+		t.Fatalf("%d reads after an answer older than the view, want 1", len(again))
+	}
+	full := newer
+	full.Change, full.JobID = "", ""
+	h2.Step(Input{Msg: &Msg{Subject: again[0].Reply, Data: encode(events.ControlReply{OK: true, Status: &full})}})
+	h2.Step(Input{Timer: TimerAging}) // when journaled jobs are settled
+	if h2.Core.stats.lostJobs != 1 {
+		t.Fatalf("lost %d jobs after the GPU was read again, want 1", h2.Core.stats.lostJobs)
+	}
+}
