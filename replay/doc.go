@@ -4,5 +4,5 @@
 // or through the live actors and the bus (Live), the per-pod measures
 // (Mirror), the published curves' discretisation (Curve) and the
 // comparison with the authors' results (ReadPublished, Compare). See
-// docs/VALIDATION.md.
+// docs/validation/fgd.md.
 package replay

@@ -221,7 +221,7 @@ func traceDir(t testing.TB) string {
 }
 
 // TestFGDTieOfGpushare100Seed43 pins the tie that the floating-point order
-// of F_n(M) decides (POLICIES.md §2; docs/VALIDATION.md): on gpushare100,
+// of F_n(M) decides (POLICIES.md §2; docs/validation/fgd.md): on gpushare100,
 // seed 43, pod 611 (openb-pod-0611, CPU-only) goes to openb-node-0387, as in
 // the published run. Exact arithmetic gives Δ = 0 (score 50) on both
 // openb-node-0387 (rank 36) and openb-node-0549 (rank 26); summed in the

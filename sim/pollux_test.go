@@ -34,7 +34,7 @@ func TestPolluxLiveEqualsOffline(t *testing.T) {
 	if os.Getenv("GPUSCHED_LONG") == "" {
 		// The last two take a minute under -race, beside the timing-bound
 		// cluster tests; the 48 published runs are checked by the command
-		// (docs/VALIDATION.md).
+		// (docs/validation/pollux.md).
 		runs = runs[:2]
 	}
 	for _, r := range runs {
