@@ -8,7 +8,7 @@ import (
 // The linear-programming policies of the Gavel paper (§4), in the round
 // mechanism's terms: each recomputation of the allocation solves a linear
 // program over x[i][w], the fraction of time job i should have on type w,
-// always under the same two limits (docs/POLICIES.md writes each out):
+// always under the same two limits (docs/internals/gavel.md writes each out):
 //
 //   - a job runs at most all the time: Σ_w x[i][w] ≤ 1;
 //   - a type's GPUs are not over-allocated: Σ_i scale_i · x[i][w] ≤ N_w.
