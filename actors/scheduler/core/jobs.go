@@ -24,14 +24,50 @@ type job struct {
 	seq       uint64
 	submitted time.Time
 	state     string
+	reason    string
 	// inQueue says the job is in the core's queue (enqueue, dequeue).
 	inQueue bool
 	// inRunning says the job is on the core's running list (addRunning,
 	// ended).
 	inRunning bool
 	history   []events.Transition
-	node      string
-	gpus      []string
+	// historyDropped counts the transitions addHistory dropped.
+	historyDropped int
+	started        *time.Time
+	ended          *time.Time
+
+	// Where it runs: its node and GPUs, the placement that names them
+	// (see Assignment) and the incarnation of each of its GPUs that
+	// accepted it; the last decision, and how often it was preempted.
+	node         string
+	gpus         []string
+	placement    string
+	incarnations map[string]int
+	decision     *events.Decision
+	preemptions  int
+	preemptor    string
+	victims      []string
+	// unchecked is set on a job accepted while the scheduler warmed up,
+	// until a pass has checked that it fits the cluster at all.
+	unchecked bool
+	// finishS is a replayed job's completion second, as the rounds
+	// counted it (ReplayConfig).
+	finishS *float64
+
+	// negotiating is the placement of this job in flight (negotiate.go),
+	// stopping its stop in flight (place.go).
+	negotiating *negotiation
+	stopping    *stopping
+
+	jobWork
+	jobSubmission
+	jobReadBack
+	jobAwaiting
+}
+
+// jobWork is what a job has done and how fast it goes: the work it keeps,
+// its last progress reports, its stints' accounting.
+type jobWork struct {
 	// progress is the work (reference seconds) the job keeps: set when it
 	// is stopped; while it runs the GPU actors report more.
 	progress     float64
@@ -47,33 +83,33 @@ type job struct {
 	// shardsDone are the GPUs whose share of the job completed: each
 	// counts once, whoever says it again (a full status's ended jobs).
 	shardsDone []string
-	// relearning says a job a restarted scheduler re-learned from its
-	// GPUs is still being read back, share by share: a gang is whole only
-	// once every GPU it ran on has been read (settleRelearned).
-	// relearnFrom are the GPUs the journal says its placement ran on (nil
-	// when only the predecessor's post-mortem vouched for it).
-	relearning  bool
-	relearnFrom []string
-	// historyDropped counts the transitions addHistory dropped.
-	historyDropped int
-	// finishS is a replayed job's completion second, as the rounds
-	// counted it (ReplayConfig).
-	finishS *float64
-	// replicas is how many GPUs a training job read back after a restart
-	// runs on (its allocation's length, from its GPUs), and allocNodes
-	// that allocation, node by replica, for the next training round to
-	// keep (assignTrainingBack).
-	replicas    int
-	allocNodes  []string
-	preemptions int
-	reason      string
-	started     *time.Time
-	ended       *time.Time
-	decision    *events.Decision
-	// negotiating is the placement of this job in flight (negotiate.go),
-	// stopping its stop in flight (place.go).
-	negotiating *negotiation
-	stopping    *stopping
+	// cpuEnds is when a running CPU-only job finishes (simulated time).
+	cpuEnds *time.Time
+	// firstStarted is when the job first ran; runS and idealS add up, over
+	// its stints, the simulated time it ran and the time the same work
+	// would have taken alone on the same GPUs (their ratio is its slowdown
+	// from co-location); lostS is work (reference seconds) lost to
+	// preemptions and failures. A stint began at stintAt with stintFrom
+	// progress on GPUs of relative speed stintSpeed.
+	firstStarted          *time.Time
+	runS, idealS, lostS   float64
+	stintAt               time.Time
+	stintFrom, stintSpeed float64
+	// demotedAt is when the job's attained service (GPUs × run time)
+	// passed policy.LASThreshold (zero: not yet); the "las" queue order
+	// reads it.
+	demotedAt time.Time
+	// touched says the journal record changed and is not written yet;
+	// storedProgress is the kept progress the last record of the running
+	// job holds.
+	touched        bool
+	storedProgress float64
+}
+
+// jobSubmission is a job's submission on its way: stored first, answered
+// and announced then (accept, stored), and remembered for a client that
+// repeats it.
+type jobSubmission struct {
 	// accepting is the job's submission while its first record is being
 	// stored (it is not a candidate for placement until stored);
 	// storeAnswered says the store has answered for it.
@@ -102,31 +138,29 @@ type job struct {
 	// not taken for a retry (resubmitted). Not journaled: a job read back
 	// after a restart takes any repeat for a retry.
 	submission []byte
-	preemptor  string
-	victims    []string
-	// cpuEnds is when a running CPU-only job finishes (simulated time).
-	cpuEnds *time.Time
-	// firstStarted is when the job first ran; runS and idealS add up, over
-	// its stints, the simulated time it ran and the time the same work
-	// would have taken alone on the same GPUs (their ratio is its slowdown
-	// from co-location); lostS is work (reference seconds) lost to
-	// preemptions and failures. A stint began at stintAt with stintFrom
-	// progress on GPUs of relative speed stintSpeed.
-	firstStarted          *time.Time
-	runS, idealS, lostS   float64
-	stintAt               time.Time
-	stintFrom, stintSpeed float64
-	// demotedAt is when the job's attained service (GPUs × run time)
-	// passed policy.LASThreshold (zero: not yet); the "las" queue order
-	// reads it.
-	demotedAt time.Time
-	// placement names the job's current placement (see Assignment);
-	// incarnations is the incarnation of each of its GPUs that accepted it.
-	placement    string
-	incarnations map[string]int
-	// unchecked is set on a job accepted while the scheduler warmed up,
-	// until a pass has checked that it fits the cluster at all.
-	unchecked bool
+}
+
+// jobReadBack is a running job a restarted scheduler is reading back
+// from its GPUs.
+type jobReadBack struct {
+	// relearning says a job a restarted scheduler re-learned from its
+	// GPUs is still being read back, share by share: a gang is whole only
+	// once every GPU it ran on has been read (settleRelearned).
+	// relearnFrom are the GPUs the journal says its placement ran on (nil
+	// when only the predecessor's post-mortem vouched for it).
+	relearning  bool
+	relearnFrom []string
+	// replicas is how many GPUs a training job read back after a restart
+	// runs on (its allocation's length, from its GPUs), and allocNodes
+	// that allocation, node by replica, for the next training round to
+	// keep (assignTrainingBack).
+	replicas   int
+	allocNodes []string
+}
+
+// jobAwaiting is what a job waits for before it may run again, or be
+// looked at again: GPUs that may still run it, and an end overdue.
+type jobAwaiting struct {
 	// awaiting names the GPUs (with their incarnation) that may still run
 	// the job: a stop sent to them went unanswered. The job is not placed
 	// again until each shows it stopped, or is declared dead.
@@ -134,11 +168,6 @@ type job struct {
 	// awaitAskAt is when (wall time) the GPUs it awaits are next asked
 	// whether they still run it (checkAwaiting).
 	awaitAskAt time.Time
-	// touched says the journal record changed and is not written yet;
-	// storedProgress is the kept progress the last record of the running
-	// job holds.
-	touched        bool
-	storedProgress float64
 	// overdueAt is when (wall time) a job past its end may have its GPUs
 	// read again (checkOverdue).
 	overdueAt time.Time
@@ -338,7 +367,7 @@ func (s *Core) info(j *job, history bool) events.JobInfo {
 	}
 	if j.spec.Training != nil {
 		in.Duration = ""
-		in.Training, in.TrainingState = j.spec.Training, s.trainingState(j)
+		in.Training, in.TrainingState = j.spec.Training, s.training.state(j)
 	}
 	if j.spec.Typed() {
 		in.Duration, in.JobType, in.Steps = "", j.spec.JobType, j.spec.Steps
@@ -416,7 +445,7 @@ func (s *Core) onSubmit(m *Msg, tenant string) {
 		}
 	}
 	if fe == nil && spec.Training != nil {
-		fe = s.checkTraining(&spec)
+		fe = s.training.check(&spec)
 	}
 	if fe == nil && spec.Typed() {
 		fe = s.checkTyped(&spec)
@@ -598,7 +627,7 @@ func (s *Core) notPlacedAtOnce(j *job, m *Msg) {
 // next training round allocates it again).
 func (s *Core) enqueue(j *job) {
 	if j.spec.Training != nil {
-		s.trainingRequeued(j)
+		s.training.requeued(j)
 		return
 	}
 	if s.replay.owns(j) {

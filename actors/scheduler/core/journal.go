@@ -49,7 +49,7 @@ func (s *Core) record(j *job) *durable.Record {
 	gpus := j.mayRunOn()
 	return &durable.Record{JobID: j.id, Spec: j.spec, Seq: j.seq, Submitted: j.submitted, State: j.state, Reason: j.reason,
 		ProgressS: progress, Placement: j.placement, Node: j.node, GPUs: gpus, Preemptions: j.preemptions, LostWorkS: j.lostS,
-		Started: j.started, Ended: j.ended, History: j.history, HistoryDropped: j.historyDropped, Awaiting: j.awaiting, Training: s.trainingState(j), CPUEnds: j.cpuEnds, At: now}
+		Started: j.started, Ended: j.ended, History: j.history, HistoryDropped: j.historyDropped, Awaiting: j.awaiting, Training: s.training.state(j), CPUEnds: j.cpuEnds, At: now}
 }
 
 // store writes every changed record (see touch).
@@ -206,8 +206,9 @@ func (s *Core) restore(st *durable.State) {
 // recordJob is the job a record describes, known to no index.
 func (s *Core) recordJob(r *durable.Record) *job {
 	return &job{id: r.JobID, spec: r.Spec, seq: r.Seq, submitted: r.Submitted, state: r.State, reason: r.Reason,
-		progress: r.ProgressS, preemptions: r.Preemptions, lostS: r.LostWorkS, started: r.Started, ended: r.Ended,
-		history: slices.Clone(r.History), historyDropped: r.HistoryDropped, storedProgress: r.ProgressS, node: r.Node, gpus: r.GPUs, placement: r.Placement}
+		preemptions: r.Preemptions, started: r.Started, ended: r.Ended,
+		history: slices.Clone(r.History), historyDropped: r.HistoryDropped, node: r.Node, gpus: r.GPUs, placement: r.Placement,
+		jobWork: jobWork{progress: r.ProgressS, lostS: r.LostWorkS, storedProgress: r.ProgressS}}
 }
 
 // fromRecord makes a job from its record and adds it to the scheduler's

@@ -475,8 +475,8 @@ func (s *Core) adopt(st events.GPUStatus, gj events.GPUJob) {
 		}
 		spec := *a.Spec
 		j = &job{id: gj.JobID, spec: spec, seq: a.Seq, submitted: a.Submitted, state: stateRunning, node: adoptedNode(a, st), placement: a.Placement,
-			progress: gj.ProgressS, lastProgress: gj.ProgressS, lastRate: gj.Rate, lastAt: now, stintAt: now,
-			stintFrom: gj.ProgressS, stintSpeed: 1}
+			jobWork: jobWork{progress: gj.ProgressS, lastProgress: gj.ProgressS, lastRate: gj.Rate, lastAt: now, stintAt: now,
+				stintFrom: gj.ProgressS, stintSpeed: 1}}
 		s.relearn(j, nil)
 		if j.submitted.IsZero() {
 			j.submitted = now
@@ -657,7 +657,7 @@ func (s *Core) reconcile(gs *gpuState, st events.GPUStatus) {
 			// stale then.
 			s.log.Info("completion learned from the GPU's full status before its event", zap.String("job", j.id), zap.String("gpu", st.GPU))
 			if e.Training != nil {
-				s.restoreMirror(j.id, *e.Training)
+				s.training.restore(j.id, *e.Training, s.log)
 			}
 			s.shardDone(j.id, st.GPU)
 		case ok:
@@ -763,7 +763,7 @@ func (s *Core) relearnEnded(full events.GPUStatus) {
 		switch e.Change {
 		case events.ChangeCompleted:
 			if e.Training != nil {
-				s.restoreMirror(j.id, *e.Training)
+				s.training.restore(j.id, *e.Training, s.log)
 			}
 			j.gpus = appendShare(j, full.GPU)
 			s.indexShare(j, full.GPU)
@@ -787,8 +787,8 @@ func (s *Core) relearn(j *job, from []string) {
 
 // relearned ends a job's reading back (it is whole, or placed or stopped
 // anew).
-func (s *Core) relearned(j *job) {
-	j.relearning, j.relearnFrom = false, nil
+func (r *jobReadBack) relearned() {
+	r.relearning, r.relearnFrom = false, nil
 }
 
 // mayRunOn are the GPUs a job runs on and, while it is read back after a
@@ -864,7 +864,7 @@ func (s *Core) settleRelearned() {
 			s.relearning++
 			continue
 		}
-		s.relearned(j)
+		j.relearned()
 		if len(j.gpus) < j.sharesWanted() {
 			broken = append(broken, j)
 		} else if j.shardsLeft == 0 && len(j.shardsDone) > 0 {

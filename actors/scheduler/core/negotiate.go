@@ -9,6 +9,7 @@ import (
 	"github.com/gpusched/gpusched/events"
 	"github.com/gpusched/gpusched/policy"
 	"github.com/gpusched/gpusched/vram"
+	"go.uber.org/zap"
 )
 
 // Pipelined negotiation. A placement's reservations go out with reply
@@ -246,7 +247,8 @@ func (s *Core) resolve(n *negotiation) {
 		}
 		a.refusals = append(a.refusals, strings.Join(refused, "; "))
 		if j.spec.Training != nil {
-			s.trainingRefused(j, refused)
+			s.log.Warn("training job's placement refused", zap.String("job", j.id), zap.Strings("refusals", refused))
+			s.training.rounds.Unplace(j.id) // the next round allocates it again
 			return
 		}
 		if a.preempting {

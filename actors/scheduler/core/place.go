@@ -287,7 +287,7 @@ func (s *Core) placed(j *job, p policy.Placement, a *attempt, victims []string) 
 	now := s.now
 	j.node, j.gpus = p.Node, p.GPUs
 	j.shardsLeft, j.shardsDone, j.shareMarks = len(p.GPUs), nil, nil
-	s.relearned(j)
+	j.relearned()
 	j.lastProgress, j.lastRate, j.lastAt = j.progress, 0, now
 	if len(p.GPUs) == 0 {
 		// A CPU-only job runs at reference speed and ends by the clock.
@@ -439,7 +439,7 @@ func (s *Core) stop(j *job, op string, then func()) { s.stopLost(j, op, -1, -1, 
 // got.
 func (s *Core) stopLost(j *job, op string, lostAt, lastKnown float64, then func()) {
 	if len(j.mayRunOn()) == 0 && j.node == "" {
-		s.relearned(j)
+		j.relearned()
 		then()
 		return
 	}
@@ -464,7 +464,7 @@ func (s *Core) stopLost(j *job, op string, lostAt, lastKnown float64, then func(
 	}
 	s.releaseInView(j, j.node, j.gpus)
 	j.node, j.gpus, j.shardsLeft, j.shardsDone, j.cpuEnds = "", nil, 0, nil, nil
-	s.relearned(j)
+	j.relearned()
 	s.ended(j)
 	if len(st.calls) == 0 {
 		s.finishStop(st)
@@ -877,7 +877,7 @@ func (s *Core) applyStatus(st events.GPUStatus, at time.Time) {
 	case events.ChangeCompleted:
 		// Believed only from a GPU the job was placed on.
 		if j, ok := s.jobs[st.JobID]; ok && st.Training != nil && slices.Contains(j.gpus, st.GPU) {
-			s.restoreMirror(st.JobID, *st.Training)
+			s.training.restore(st.JobID, *st.Training, s.log)
 		}
 		if j, ok := s.jobs[st.JobID]; ok && s.replay.owns(j) {
 			s.replayLeaseEnded(j, st.GPU)

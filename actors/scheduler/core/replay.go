@@ -161,7 +161,7 @@ func (s *Core) runReplayedRound() {
 	}
 	g.due = time.Time{}
 	d := g.cfg.Driver
-	s.replayCheckRan()
+	s.replay.checkRan(s.now, s.log)
 	now := d.RoundEnded(g.nextArrival())
 	s.replayCompletions(d.Completed())
 	if d.Done() {
@@ -205,11 +205,10 @@ func (s *Core) replayCompletions(ids []int) {
 	}
 }
 
-// replayCheckRan checks that the round ending ran on the cluster as
+// checkRan checks that the round ending ran on the cluster as
 // decided: each of its jobs runs on its task's GPUs, or those GPUs
 // finished its work.
-func (s *Core) replayCheckRan() {
-	g := s.replay
+func (g *replayRounds) checkRan(now time.Time, log *zap.Logger) {
 	for _, t := range g.cfg.Driver.Tasks() { // the round ending, in its order (not the map's)
 		for _, id := range t.Jobs {
 			j := g.jobs[id]
@@ -217,8 +216,8 @@ func (s *Core) replayCheckRan() {
 			if !ok || g.leaseDone[j] || (j.state == stateRunning && sameGPUs(j.gpus, gpus)) {
 				continue
 			}
-			at := s.now.Sub(g.cfg.Origin).Seconds()
-			s.log.Error("a replayed task did not run as its round said", zap.String("job", j.id), zap.Strings("gpus", gpus),
+			at := now.Sub(g.cfg.Origin).Seconds()
+			log.Error("a replayed task did not run as its round said", zap.String("job", j.id), zap.Strings("gpus", gpus),
 				zap.String("state", j.state), zap.String("reason", j.reason))
 			if g.cfg.Missed != nil {
 				g.cfg.Missed(j.id, at)

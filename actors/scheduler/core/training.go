@@ -65,44 +65,99 @@ func newTraining(cfg *TrainingConfig) *training {
 		rounds: pollux.NewRounds(cfg.Model, pollux.Cluster{Interval: interval}, cfg.Policy)}
 }
 
-// TrainingRoundAt is when the next training round falls (zero: no
-// training): the next whole interval from the origin after now.
-func (s *Core) TrainingRoundAt() time.Time {
-	tr := s.training
-	if tr == nil {
-		return time.Time{}
-	}
-	k := math.Floor(s.now.Sub(tr.cfg.Origin).Seconds()/tr.cfg.Interval.Seconds()) + 1
-	return tr.cfg.Origin.Add(time.Duration(k) * tr.cfg.Interval)
-}
-
-// checkTraining refuses a training job this scheduler cannot run: none
-// configured, an application the model lacks, a batch size outside it.
-func (s *Core) checkTraining(spec *events.Job) *model.FieldError {
-	if s.training == nil {
+// check refuses a training job t cannot run: none configured (t nil), an
+// application the model lacks, a batch size outside it.
+func (t *training) check(spec *events.Job) *model.FieldError {
+	if t == nil {
 		return model.Errorf("training", "this cluster runs no training jobs: start it with a Pollux data folder and a training policy (cluster replay --pollux DIR)")
 	}
-	if _, err := s.training.cfg.Model.NewJob(pollux.SpecOf("check", 0, *spec.Training)); err != nil {
+	if _, err := t.cfg.Model.NewJob(pollux.SpecOf("check", 0, *spec.Training)); err != nil {
 		field := "training.app"
-		if s.training.cfg.Model.Apps[spec.Training.App] != nil {
+		if t.cfg.Model.Apps[spec.Training.App] != nil {
 			field = "training.batch"
 		}
 		return model.Errorf(field, "%v", err)
 	}
-	if _, fixed := s.training.cfg.Policy.(*pollux.Tiresias); fixed {
+	if _, fixed := t.cfg.Policy.(*pollux.Tiresias); fixed {
 		// Tiresias runs it on exactly its replicas: refused by its GPUs
 		// at every round otherwise, for ever.
-		if err := s.training.cfg.Model.CheckReplicas(pollux.SpecOf("check", 0, *spec.Training)); err != nil {
+		if err := t.cfg.Model.CheckReplicas(pollux.SpecOf("check", 0, *spec.Training)); err != nil {
 			return model.Errorf("training.replicas", "%v", err)
 		}
 	}
 	return nil
 }
 
+// nextRound is when the next training round falls after now (zero
+// without training).
+func (t *training) nextRound(now time.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	k := math.Floor(now.Sub(t.cfg.Origin).Seconds()/t.cfg.Interval.Seconds()) + 1
+	return t.cfg.Origin.Add(time.Duration(k) * t.cfg.Interval)
+}
+
+// submitSecond is the run's second a training job submitted at is active
+// from: rounded up (a job submitted within a second is active from the
+// round at or after it; the model's submission times are whole seconds,
+// and a virtual run submits at them exactly).
+func (t *training) submitSecond(at time.Time) int {
+	return int(math.Ceil(at.Sub(t.cfg.Origin).Seconds() - 1e-9))
+}
+
+// state is a training job's state as the rounds last knew it (nil for
+// another job, or without training).
+func (t *training) state(j *job) *model.TrainingState {
+	if t == nil || j.spec.Training == nil {
+		return nil
+	}
+	mj, ok := t.mirror[j.id]
+	if !ok {
+		return nil
+	}
+	st := mj.State()
+	return &st
+}
+
+// restore takes a job's state from its GPUs into the rounds' copy; a
+// state the model cannot take is dropped, logged on log.
+func (t *training) restore(id string, st model.TrainingState, log *zap.Logger) {
+	mj, ok := t.mirror[id]
+	if !ok {
+		return
+	}
+	back, err := t.cfg.Model.Restore(mj.Spec, st)
+	if err != nil {
+		log.Warn("training state dropped", zap.String("job", id), zap.Error(err))
+		return
+	}
+	*mj = *back
+}
+
+// requeued is a training job lost with a GPU (or otherwise sent back):
+// the next round allocates it again.
+func (t *training) requeued(j *job) {
+	j.allocNodes, j.replicas = nil, 0 // (a job read back: no allocation to keep now)
+	if t == nil {
+		return
+	}
+	t.rounds.Unplace(j.id)
+	if mj, ok := t.mirror[j.id]; ok && len(mj.Placement) > 0 {
+		// Placed by its GPUs' state (read back, or a journal record) but
+		// never by this scheduler's rounds: un-placed all the same.
+		mj.Reallocate(nil)
+	}
+}
+
+// TrainingRoundAt is when the next training round falls (zero: no
+// training): the next whole interval from the origin after now.
+func (s *Core) TrainingRoundAt() time.Time { return s.training.nextRound(s.now) }
+
 // submitTraining takes a training job on: it waits for the next round.
 func (s *Core) submitTraining(j *job, m *Msg) {
 	tr := s.training
-	mj, err := tr.rounds.Add(pollux.SpecOf(j.id, s.submitSecond(s.now), *j.spec.Training))
+	mj, err := tr.rounds.Add(pollux.SpecOf(j.id, s.training.submitSecond(s.now), *j.spec.Training))
 	if err != nil { // checked by checkTraining
 		s.log.Error("training job not added", zap.String("job", j.id), zap.Error(err))
 		return
@@ -114,19 +169,6 @@ func (s *Core) submitTraining(j *job, m *Msg) {
 	s.transition(j, events.JobSubmitted, "")
 	s.transition(j, events.JobQueued, "")
 	s.acceptForRounds(j, m)
-}
-
-// trainingState is a training job's state as the scheduler last knew it.
-func (s *Core) trainingState(j *job) *model.TrainingState {
-	if s.training == nil || j.spec.Training == nil {
-		return nil
-	}
-	mj, ok := s.training.mirror[j.id]
-	if !ok {
-		return nil
-	}
-	st := mj.State()
-	return &st
 }
 
 // runTrainingRound starts the round at the interval now falls on: each
@@ -179,7 +221,7 @@ func (s *Core) trainingReport(c *call, m *Msg) {
 			if fe := validStatus(c.node, c.gpu, *rep.Status); fe == nil {
 				for _, gj := range rep.Status.Jobs {
 					if gj.JobID == c.report && gj.Training != nil {
-						s.restoreMirror(c.report, *gj.Training)
+						s.training.restore(c.report, *gj.Training, s.log)
 						if j, ok := s.jobs[c.report]; ok {
 							s.touch(j) // the journal keeps the state as of each round
 						}
@@ -191,21 +233,6 @@ func (s *Core) trainingReport(c *call, m *Msg) {
 	if tr.waiting--; tr.waiting == 0 {
 		s.decideTraining()
 	}
-}
-
-// restoreMirror takes a job's state from its GPUs.
-func (s *Core) restoreMirror(id string, st model.TrainingState) {
-	tr := s.training
-	mj, ok := tr.mirror[id]
-	if !ok {
-		return
-	}
-	back, err := tr.cfg.Model.Restore(mj.Spec, st)
-	if err != nil {
-		s.log.Warn("training state dropped", zap.String("job", id), zap.Error(err))
-		return
-	}
-	*mj = *back
 }
 
 // decideTraining is the round's decision (MODEL.md §5.1 steps 4-6) and
@@ -398,28 +425,6 @@ func (s *Core) trainingControls(j *job, p policy.Placement, op string) []ctlCall
 	return calls
 }
 
-// trainingRefused is a training job's placement refused: the next round
-// allocates it again.
-func (s *Core) trainingRefused(j *job, refused []string) {
-	s.log.Warn("training job's placement refused", zap.String("job", j.id), zap.Strings("refusals", refused))
-	s.training.rounds.Unplace(j.id)
-}
-
-// trainingRequeued is a training job lost with a GPU (or otherwise sent
-// back): the next round allocates it again.
-func (s *Core) trainingRequeued(j *job) {
-	j.allocNodes, j.replicas = nil, 0 // (a job read back: no allocation to keep now)
-	if s.training == nil {
-		return
-	}
-	s.training.rounds.Unplace(j.id)
-	if mj, ok := s.training.mirror[j.id]; ok && len(mj.Placement) > 0 {
-		// Placed by its GPUs' state (read back, or a journal record) but
-		// never by this scheduler's rounds: un-placed all the same.
-		mj.Reallocate(nil)
-	}
-}
-
 // trainingNode is a node of the training cluster: its id and GPU ids.
 type trainingNode struct {
 	id   string
@@ -558,7 +563,7 @@ func (s *Core) trainingBack(j *job, st *model.TrainingState, a *events.Assignmen
 	if _, known := tr.mirror[j.id]; known {
 		return
 	}
-	second := s.submitSecond(j.submitted)
+	second := s.training.submitSecond(j.submitted)
 	if a != nil && a.Training != nil {
 		second = a.Training.SubmitS
 		j.allocNodes = slices.Clone(a.Training.Nodes)
@@ -585,14 +590,6 @@ func (s *Core) trainingBack(j *job, st *model.TrainingState, a *events.Assignmen
 		return other.Submit > mj.Submit || (other.Submit == mj.Submit && ok && o.seq > j.seq)
 	})
 	tr.mirror[j.id] = mj
-}
-
-// submitSecond is the run's second a training job submitted at is active
-// from: rounded up (a job submitted within a second is active from the
-// round at or after it; the model's submission times are whole seconds,
-// and a virtual run submits at them exactly).
-func (s *Core) submitSecond(at time.Time) int {
-	return int(math.Ceil(at.Sub(s.training.cfg.Origin).Seconds() - 1e-9))
 }
 
 // assignTrainingBack gives the rounds, before a decision, the allocation
