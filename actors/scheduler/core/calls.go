@@ -166,10 +166,10 @@ func (s *Core) refusalHolds(node string, holds []events.NodeHold) {
 			(j.negotiating != nil && j.negotiating.place.Node == node)) {
 			continue
 		}
-		if r, journaled := s.journaled[h.JobID]; journaled && r.Node == node {
+		if r, journaled := s.restart.journaled[h.JobID]; journaled && r.Node == node {
 			continue
 		}
-		if _, inherited := s.inherited[h.JobID]; inherited && !graceOver {
+		if _, inherited := s.restart.inherited[h.JobID]; inherited && !graceOver {
 			continue
 		}
 		s.log.Warn("node holds CPU and memory for a job that does not run there: freeing them", zap.String("node", node),
@@ -239,7 +239,7 @@ func (s *Core) onReply(m *Msg) {
 	}
 	s.applyStatus(st, s.now)
 	if gs, ok := s.view.gpus[c.gpu]; ok && !gs.described && st.Incarnation == gs.status.Incarnation && st.Version < gs.version &&
-		(len(s.inherited) > 0 || s.relearning > 0 || len(s.journaled) > 0) {
+		(len(s.restart.inherited) > 0 || s.restart.owes()) {
 		// A restarted scheduler's full read that a newer status of the
 		// GPU overtook (its events and the answers come on two
 		// subscriptions): older than the view, it was not read, and the

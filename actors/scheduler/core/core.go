@@ -299,25 +299,17 @@ type Core struct {
 	// control plane said (OpStoreDown; "" when it can): meanwhile a
 	// submission is refused on "store" at once (storeRefusal).
 	storeDown string
-	// started is when the core was made (wall time).
-	started time.Time
-	// inherited holds the predecessor's running jobs not accounted for
-	// yet, with the placement each ran in.
-	inherited map[string]string
+	// restart is what this scheduler owes its predecessor's work
+	// (restart.go).
+	restart *restart
 	// placements counts this scheduler's placements, naming each.
 	placements uint64
 	// awaiting holds the jobs waiting for a GPU to confirm it stopped them.
 	awaiting map[*job]bool
-	// toStore are the jobs whose journal record changed in this step;
-	// journaled the records of jobs the journal says ran, until a GPU
-	// accounts for them or shows it no longer runs them (settleJournaled).
-	toStore   []*job
-	journaled map[string]*durable.Record
+	// toStore are the jobs whose journal record changed in this step.
+	toStore []*job
 	// layout is the last walk of the cluster a snapshot took (snapshot.go).
 	layout snapshotLayout
-	// relearning counts the running jobs being read back from their GPUs
-	// after the restart (job.relearning; settleRelearned).
-	relearning int
 	// nodes are what the nodes' heartbeats said (nodes.go).
 	nodes *nodeRegistry
 	// calls are the core's requests in flight (calltracker.go).
@@ -334,12 +326,6 @@ type Core struct {
 	msgIDs *msgIDs
 	// allowance is each tenant's submission bucket (TenantRate).
 	allowance map[string]*bucket
-	// restoredNews are the job.restored events restore left for the
-	// first step.
-	restoredNews []events.JobInfo
-	// unanswered are the predecessor's unanswered submissions, answered
-	// at the first step (Config.Unanswered).
-	unanswered []Unanswered
 	// accepting are the submissions whose first record is being stored,
 	// in the order they came: each goes on (accepted) once it and every
 	// one before it has an answer from the store.
@@ -423,28 +409,26 @@ func New(cfg Config) (*Core, error) {
 		log = zap.NewNop()
 	}
 	s := &Core{
-		cfg:        cfg,
-		unanswered: slices.Clone(cfg.Unanswered),
-		log:        log.With(zap.String("actor", "scheduler")),
-		now:        cfg.Now,
-		wall:       cfg.Wall,
-		plugins:    plugins,
-		training:   newTraining(cfg.Training),
-		replay:     newReplayRounds(cfg.Replay),
-		view:       newView(cfg.VRAMModel, cfg.Seed, cfg.NodeRank),
-		jobs:       map[string]*job{},
-		runningOn:  map[string][]*job{},
-		classes:    newJobClasses(),
-		virtual:    virtual,
-		started:    cfg.Wall,
-		inherited:  map[string]string{},
-		awaiting:   map[*job]bool{},
-		journaled:  map[string]*durable.Record{},
-		nodes:      newNodeRegistry(cfg.NodeGPUs, cfg.NodeMaxGPUs),
-		calls:      newCallTracker(cfg.Inbox, cfg.CallTimeout),
-		msgIDs:     &msgIDs{byID: map[string]msgIDJob{}},
-		allowance:  map[string]*bucket{},
-		queue:      newWaitQueue(),
+		cfg: cfg,
+		restart: &restart{started: cfg.Wall, unanswered: slices.Clone(cfg.Unanswered), inherited: map[string]string{},
+			journaled: map[string]*durable.Record{}},
+		log:       log.With(zap.String("actor", "scheduler")),
+		now:       cfg.Now,
+		wall:      cfg.Wall,
+		plugins:   plugins,
+		training:  newTraining(cfg.Training),
+		replay:    newReplayRounds(cfg.Replay),
+		view:      newView(cfg.VRAMModel, cfg.Seed, cfg.NodeRank),
+		jobs:      map[string]*job{},
+		runningOn: map[string][]*job{},
+		classes:   newJobClasses(),
+		virtual:   virtual,
+		awaiting:  map[*job]bool{},
+		nodes:     newNodeRegistry(cfg.NodeGPUs, cfg.NodeMaxGPUs),
+		calls:     newCallTracker(cfg.Inbox, cfg.CallTimeout),
+		msgIDs:    &msgIDs{byID: map[string]msgIDJob{}},
+		allowance: map[string]*bucket{},
+		queue:     newWaitQueue(),
 	}
 	s.out = &outbox{log: s.log, maxPayload: cfg.MaxPayload, batched: s.nodes.takesBatches}
 	for _, r := range cfg.Inherited {
@@ -455,7 +439,7 @@ func New(cfg Config) (*Core, error) {
 				Placement: r.Placement, Node: c.Node, Started: &started, CPUEnds: &ends})
 			continue
 		}
-		s.inherited[r.JobID] = r.Placement
+		s.restart.inherited[r.JobID] = r.Placement
 	}
 	seed := cfg.IDSeed
 	if virtual || seed == [32]byte{} {
@@ -521,10 +505,10 @@ func (s *Core) Step(in Input) Ready {
 	if !in.Wall.IsZero() {
 		s.wall = in.Wall
 	}
-	if s.restoredNews != nil {
+	if s.restart.restoredNews != nil {
 		s.announceRestored()
 	}
-	if s.unanswered != nil {
+	if s.restart.unanswered != nil {
 		s.answerPredecessors()
 	}
 	switch {
@@ -663,12 +647,12 @@ func (s *Core) NextWake() time.Time {
 			earlier(j.submitted.Add(s.cfg.StarvationAge))
 		}
 	}
-	if s.virtual && (len(s.journaled) > 0 || s.relearning > 0) {
+	if s.virtual && s.restart.owes() {
 		// The journal's jobs whose GPUs no heartbeat names are settled
 		// once those GPUs count as gone (settleJournaled); the hold on
 		// placements ends a lease after the restart (resumingJobs).
-		earlier(s.started.Add(s.journalGrace() + time.Nanosecond))
-		earlier(s.started.Add(s.lease() + time.Nanosecond))
+		earlier(s.restart.started.Add(s.journalGrace() + time.Nanosecond))
+		earlier(s.restart.started.Add(s.lease() + time.Nanosecond))
 	}
 	if s.virtual {
 		for j := range s.awaiting {

@@ -1726,8 +1726,8 @@ func TestOnAVirtualClockTheJournalsJobsAreSettledWithoutAnAgingTicker(t *testing
 		h2.Step(Input{Msg: &Msg{Subject: d.Reply, Data: encode(events.ControlReply{OK: true, Status: &st})}})
 	}
 	h2.Pass()
-	if h2.Core.stats.lostJobs != 1 || len(h2.Core.journaled) != 0 {
-		t.Fatalf("lost %d, still journaled %d after the GPU was read, want 1 and 0", h2.Core.stats.lostJobs, len(h2.Core.journaled))
+	if h2.Core.stats.lostJobs != 1 || len(h2.Core.restart.journaled) != 0 {
+		t.Fatalf("lost %d, still journaled %d after the GPU was read, want 1 and 0", h2.Core.stats.lostJobs, len(h2.Core.restart.journaled))
 	}
 }
 

@@ -698,7 +698,7 @@ func (s *Core) lookup(m *Msg, tenant string) *job {
 	}
 	j, ok := s.jobs[ref.JobID]
 	if !ok {
-		if r, journaled := s.journaled[ref.JobID]; journaled {
+		if r, journaled := s.restart.journaled[ref.JobID]; journaled {
 			// Ran under the predecessor, not accounted for yet: the
 			// journal's word until a GPU or the warm-up settles it.
 			j = s.recordJob(r)
@@ -748,8 +748,8 @@ func (s *Core) onList(m *Msg, tenant string) {
 			match = append(match, j)
 		}
 	}
-	if len(s.journaled) > 0 {
-		for _, r := range s.journaled {
+	if len(s.restart.journaled) > 0 {
+		for _, r := range s.restart.journaled {
 			if j := s.recordJob(r); (req.State == "" || j.state == req.State) && (req.Tenant == "" || j.spec.Tenant == req.Tenant) {
 				match = append(match, j)
 			}
@@ -772,7 +772,7 @@ func (s *Core) onCancel(m *Msg, tenant string) {
 	if j == nil {
 		return
 	}
-	if _, journaled := s.journaled[j.id]; journaled {
+	if _, journaled := s.restart.journaled[j.id]; journaled {
 		s.replyError(m, "job_id", "job "+j.id+" is being re-learned from the GPUs after a scheduler restart: try again in a few seconds")
 		return
 	}

@@ -155,8 +155,8 @@ func (s *Core) restore(st *durable.State) {
 			}
 			// Accounted for like a predecessor's running job; the record
 			// waits for the warm-up's end in case no GPU knows it.
-			s.inherited[r.JobID] = r.Placement
-			s.journaled[r.JobID] = r
+			s.restart.inherited[r.JobID] = r.Placement
+			s.restart.journaled[r.JobID] = r
 			s.journalHold(r, 1)
 			continue
 		}
@@ -188,7 +188,7 @@ func (s *Core) restore(st *durable.State) {
 		r := &st.Jobs[i]
 		var info events.JobInfo
 		switch {
-		case s.journaled[r.JobID] == r:
+		case s.restart.journaled[r.JobID] == r:
 			info = s.info(s.recordJob(r), false)
 		case s.jobs[r.JobID] != nil && s.jobs[r.JobID].cpuEnds != nil:
 			info = s.info(s.jobs[r.JobID], false)
@@ -197,10 +197,10 @@ func (s *Core) restore(st *durable.State) {
 		default:
 			continue
 		}
-		s.restoredNews = append(s.restoredNews, info)
+		s.restart.restoredNews = append(s.restart.restoredNews, info)
 	}
 	s.log.Info("job journal restored", zap.Int("jobs", len(st.Jobs)), zap.Int("queued", s.queued()),
-		zap.Int("ran", len(s.journaled)), zap.Int("predecessor", st.Incarnation))
+		zap.Int("ran", len(s.restart.journaled)), zap.Int("predecessor", st.Incarnation))
 }
 
 // recordJob is the job a record describes, known to no index.
@@ -240,14 +240,14 @@ func (s *Core) fromRecord(r *durable.Record) *job {
 // over: a GPU that never answers must not hold the cluster up (its jobs
 // are settled at journalGrace all the same).
 func (s *Core) resumingJobs() int {
-	if len(s.journaled)+s.relearning == 0 {
+	if !s.restart.owes() {
 		return 0
 	}
 	// What the GPUs read since says may settle some (relearning is an
 	// upper bound until then).
 	s.settleJournaled()
-	n := len(s.journaled) + s.relearning
-	if n == 0 || s.wall.Sub(s.started) > s.lease() {
+	n := len(s.restart.journaled) + s.restart.relearning
+	if n == 0 || s.restart.since(s.wall) > s.lease() {
 		return 0
 	}
 	return n
@@ -267,7 +267,7 @@ func (s *Core) journalGrace() time.Duration { return 2 * s.lease() }
 
 // graceOver says whether the restart's grace (journalGrace) is over: a
 // GPU no heartbeat has named by then counts as gone.
-func (s *Core) graceOver() bool { return s.wall.Sub(s.started) > s.journalGrace() }
+func (s *Core) graceOver() bool { return s.restart.since(s.wall) > s.journalGrace() }
 
 // settleJournaled re-queues the jobs the journal says ran that no GPU
 // has accounted for, once each GPU they ran on has shown that it does not
@@ -279,15 +279,15 @@ func (s *Core) graceOver() bool { return s.wall.Sub(s.started) > s.journalGrace(
 // wakes, and says so (accountEnded). They resume from the last checkpoint
 // the journal holds.
 func (s *Core) settleJournaled() {
-	if s.relearning > 0 {
+	if s.restart.relearning > 0 {
 		defer s.settleRelearned()
 	}
-	if len(s.journaled) == 0 {
+	if len(s.restart.journaled) == 0 {
 		return
 	}
 	gone := s.graceOver()
-	ids := make([]string, 0, len(s.journaled))
-	for id, r := range s.journaled {
+	ids := make([]string, 0, len(s.restart.journaled))
+	for id, r := range s.restart.journaled {
 		settled := true
 		for _, g := range r.GPUs {
 			if !s.gpuSettled(g, gone) {
@@ -298,15 +298,15 @@ func (s *Core) settleJournaled() {
 			ids = append(ids, id)
 		}
 	}
-	slices.SortFunc(ids, func(a, b string) int { return cmp.Compare(s.journaled[a].Seq, s.journaled[b].Seq) })
+	slices.SortFunc(ids, func(a, b string) int { return cmp.Compare(s.restart.journaled[a].Seq, s.restart.journaled[b].Seq) })
 	for _, id := range ids {
-		r := s.journaled[id]
-		delete(s.journaled, id)
+		r := s.restart.journaled[id]
+		delete(s.restart.journaled, id)
 		if _, known := s.jobs[id]; known {
 			continue // re-learned from a GPU meanwhile
 		}
 		s.journalHold(r, -1)
-		delete(s.inherited, id)
+		delete(s.restart.inherited, id)
 		j := s.fromRecord(r)
 		if r.Node != "" {
 			// Its node actor may still hold its CPU and memory (the GPUs
@@ -354,10 +354,10 @@ func (s *Core) gpuSettled(g string, gone bool) bool {
 
 // announceRestored publishes the job.restored events restore left.
 func (s *Core) announceRestored() {
-	for _, info := range s.restoredNews {
+	for _, info := range s.restart.restoredNews {
 		s.out.emit(s.cfg.Subjects.JobEvent(events.JobRestored), events.Type("job", events.JobRestored), info.JobID, s.now, info)
 	}
-	s.restoredNews = nil
+	s.restart.restoredNews = nil
 }
 
 // resumeCPUJob takes a CPU-only job the journal says runs back as
@@ -424,7 +424,7 @@ func (s *Core) Unanswered() []Unanswered {
 // the journal, or there is none — and is answered "no responders", so
 // that its client sends it again.
 func (s *Core) answerPredecessors() {
-	for _, u := range s.unanswered {
+	for _, u := range s.restart.unanswered {
 		j, ok := s.jobs[u.JobID]
 		if !ok {
 			s.out.noResponders(u.Reply)
@@ -432,6 +432,6 @@ func (s *Core) answerPredecessors() {
 		}
 		s.respondTo(u.Reply, answerNow(j))
 	}
-	s.log.Info("the predecessor's unanswered submissions answered", zap.Int("submissions", len(s.unanswered)))
-	s.unanswered = nil
+	s.log.Info("the predecessor's unanswered submissions answered", zap.Int("submissions", len(s.restart.unanswered)))
+	s.restart.unanswered = nil
 }

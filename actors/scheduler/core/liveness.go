@@ -376,7 +376,7 @@ func (s *Core) Remains() events.SchedLifecycle {
 		}
 		r.RunningJobs = append(r.RunningJobs, rj)
 	}
-	for id, p := range s.inherited {
+	for id, p := range s.restart.inherited {
 		if _, known := s.jobs[id]; !known {
 			r.RunningJobs = append(r.RunningJobs, events.RunningJob{JobID: id, Placement: p})
 		}
@@ -446,10 +446,10 @@ func (s *Core) adopt(st events.GPUStatus, gj events.GPUJob) {
 	}
 	now := s.now
 	j, ok := s.jobs[gj.JobID]
-	if r, journaled := s.journaled[gj.JobID]; !ok && journaled {
+	if r, journaled := s.restart.journaled[gj.JobID]; !ok && journaled {
 		// The journal's record (history, preemptions, lost work) with what
 		// the GPU says of it now.
-		delete(s.journaled, gj.JobID)
+		delete(s.restart.journaled, gj.JobID)
 		s.dirty = true       // the last one re-learned ends the hold on placements (resumingJobs)
 		s.journalHold(r, -1) // counted again where the GPU says it runs (adopted)
 		j = s.fromRecord(r)
@@ -469,7 +469,7 @@ func (s *Core) adopt(st events.GPUStatus, gj events.GPUJob) {
 			Reason: "re-learned from GPU " + st.GPU + " after a scheduler restart"})
 		s.adopted(j, st)
 	} else if !ok {
-		if _, vouched := s.inherited[gj.JobID]; !vouched {
+		if _, vouched := s.restart.inherited[gj.JobID]; !vouched {
 			s.minted(st, gj)
 			return
 		}
@@ -539,7 +539,7 @@ func (s *Core) adopted(j *job, st events.GPUStatus) {
 		s.view.cluster.TouchNode(n)
 	}
 	s.stats.adopted++
-	delete(s.inherited, j.id)
+	delete(s.restart.inherited, j.id)
 	s.touch(j)
 	s.log.Info("job re-learned from a GPU", zap.String("job", j.id), zap.String("name", j.spec.Name), zap.String("gpu", st.GPU))
 }
@@ -619,7 +619,7 @@ func (s *Core) reconcile(gs *gpuState, st events.GPUStatus) {
 	// A restarted scheduler reads each GPU in full once, for what ended
 	// there while no scheduler watched (a job it inherited, or a share of
 	// a gang it is reading back).
-	catchUp := (len(s.inherited) > 0 || s.relearning > 0) && !gs.described
+	catchUp := (len(s.restart.inherited) > 0 || s.restart.relearning > 0) && !gs.described
 	if len(missing) == 0 && len(unknown) == 0 && !catchUp {
 		return
 	}
@@ -693,7 +693,7 @@ func (s *Core) accountEnded(st events.GPUStatus) {
 		// Only the end of the very placement the predecessor had running
 		// accounts for it: an older stint's end says nothing of this one.
 		if e.Assignment == nil || e.Assignment.Spec == nil || e.Assignment.Placement == "" ||
-			s.inherited[e.JobID] != e.Assignment.Placement {
+			s.restart.inherited[e.JobID] != e.Assignment.Placement {
 			continue
 		}
 		if _, known := s.jobs[e.JobID]; known {
@@ -781,7 +781,7 @@ func (s *Core) relearnEnded(full events.GPUStatus) {
 // relearn marks a job re-learned from a GPU as being read back; from are
 // the GPUs the journal says it ran on.
 func (s *Core) relearn(j *job, from []string) {
-	s.relearning++ // an upper bound until settleRelearned counts again
+	s.restart.relearning++ // an upper bound until settleRelearned counts again
 	j.relearning, j.relearnFrom = true, slices.Clone(from)
 }
 
@@ -846,7 +846,7 @@ func (j *job) sharesWanted() int {
 func (s *Core) settleRelearned() {
 	gone := s.graceOver()
 	var broken, whole []*job
-	s.relearning = 0
+	s.restart.relearning = 0
 	for _, j := range s.running {
 		if !j.relearning {
 			continue
@@ -861,7 +861,7 @@ func (s *Core) settleRelearned() {
 			}
 		}
 		if !settled {
-			s.relearning++
+			s.restart.relearning++
 			continue
 		}
 		j.relearned()
@@ -932,7 +932,7 @@ func (s *Core) warmUpEnds() (time.Time, bool) {
 	if warm <= 0 {
 		warm = DefaultLease
 	}
-	return s.started.Add(warm), true
+	return s.restart.started.Add(warm), true
 }
 
 // rejectUnfit rejects a job accepted during the warm-up that fits no GPU

@@ -323,7 +323,7 @@ func sortedIDs(nodeOf map[string]string) []string {
 func (s *Core) unknownNodes() map[string]string {
 	nodeOf := map[string]string{}
 	s.nodes.unreadNodes(s.view.knows, nodeOf)
-	for _, r := range s.journaled {
+	for _, r := range s.restart.journaled {
 		for _, id := range r.GPUs {
 			if _, known := s.view.gpus[id]; !known && nodeOf[id] == "" {
 				nodeOf[id] = r.Node

@@ -1,0 +1,42 @@
+package core
+
+import (
+	"time"
+
+	"github.com/gpusched/gpusched/durable"
+	"github.com/gpusched/gpusched/events"
+)
+
+// restart is what a scheduler started on a predecessor's work still owes
+// it: the jobs the predecessor ran, until each is re-learned from its
+// GPUs or found lost (journal.go: settleJournaled; liveness.go:
+// settleRelearned), the news of what the journal restored and the
+// submissions the predecessor left unanswered. A scheduler that started
+// afresh owes nothing: its maps stay empty.
+type restart struct {
+	// started is when this scheduler was made (wall time): its warm-up,
+	// the restart's hold on placements and its grace count from it.
+	started time.Time
+	// inherited holds the predecessor's running jobs not accounted for
+	// yet, with the placement each ran in.
+	inherited map[string]string
+	// journaled are the records of jobs the journal says ran, until a GPU
+	// accounts for them or shows it no longer runs them.
+	journaled map[string]*durable.Record
+	// relearning counts the running jobs being read back from their GPUs
+	// (job.relearning): an upper bound until settleRelearned counts again.
+	relearning int
+	// restoredNews are the job.restored events restore left for the
+	// first step.
+	restoredNews []events.JobInfo
+	// unanswered are the predecessor's unanswered submissions, answered
+	// at the first step (Config.Unanswered).
+	unanswered []Unanswered
+}
+
+// owes says whether jobs the predecessor ran are still to be accounted
+// for.
+func (r *restart) owes() bool { return len(r.journaled)+r.relearning > 0 }
+
+// since is how long this scheduler has run at wall time now.
+func (r *restart) since(now time.Time) time.Duration { return now.Sub(r.started) }
