@@ -3111,3 +3111,42 @@ func TestARestartsReadThatANewerStatusOvertookIsAskedAgain(t *testing.T) {
 		t.Fatalf("lost %d jobs after the GPU was read again, want 1", h2.Core.stats.lostJobs)
 	}
 }
+
+// TestAJobBeingStoppedIsRecordedWhereItMayRun: a job whose stop is in
+// flight (its GPU has not answered) is journaled with that GPU, and a
+// scheduler restarted from that record looks for it there and finds it
+// running, instead of taking it for a job that ran nowhere and placing it
+// again while the GPU still ran it (simtest seed 800, a failover while a
+// lost gang's stops were unanswered: a double run).
+func TestAJobBeingStoppedIsRecordedWhereItMayRun(t *testing.T) {
+	h := newHarness(t, Config{})
+	h.AddGPU("n1", "n1-gpu-0", "A100-40GB")
+	a := h.Submit(spec("a", "10GB"))
+	if a.State != events.JobPlaced {
+		t.Fatalf("submit: %+v", a)
+	}
+	h.Hold = true // the GPU does not answer the stop
+	h.Request("job.cancel", "", map[string]any{"job_id": a.JobID})
+	j := h.Core.jobs[a.JobID]
+	if j.stopping == nil {
+		t.Fatal("no stop in flight after the cancel")
+	}
+	rec := *h.Core.record(j)
+	if !slices.Contains(rec.GPUs, "n1-gpu-0") {
+		t.Fatalf("a job being stopped is recorded on GPUs %v, not on n1-gpu-0 where its stop is unanswered", rec.GPUs)
+	}
+	h2 := newHarness(t, Config{Restored: &durable.State{Incarnation: 1, Jobs: []durable.Record{rec}}})
+	g := h2.AddGPU("n1", "n1-gpu-0", "A100-40GB")
+	// It still runs the job, as a describe shows it (its assignment).
+	as := &events.Assignment{Name: "a", VRAM: 10e9, Util: 20, WorkS: 3600, Placement: j.placement, Submitted: j.submitted, Seq: j.seq, Spec: &j.spec}
+	g.Status.Jobs = []events.GPUJob{{JobID: a.JobID, Name: "a", State: events.GPUJobRunning, VRAM: 10e9, Util: 20, ProgressS: 60,
+		WorkS: 3600, Rate: 1, Assignment: as}}
+	for _, d := range h2.Sends(events.OpDescribe) {
+		st := g.Status
+		h2.Step(Input{Msg: &Msg{Subject: d.Reply, Data: encode(events.ControlReply{OK: true, Status: &st})}})
+	}
+	h2.Step(Input{Timer: TimerAging})
+	if info := h2.JobState(a.JobID); info.State != events.JobRunning || !slices.Equal(info.GPUIDs, []string{"n1-gpu-0"}) {
+		t.Fatalf("after the restart the job is %s on %v, want running on n1-gpu-0 (re-learned from the GPU that runs it)", info.State, info.GPUIDs)
+	}
+}

@@ -47,6 +47,19 @@ func (s *Core) record(j *job) *durable.Record {
 	// (a gang recorded on the GPUs read by then would be taken for whole,
 	// or broken, by the next one).
 	gpus := j.mayRunOn()
+	if st := j.stopping; st != nil {
+		// A stop in flight: its GPUs may run the job until they answer,
+		// and a successor must look for it there. A record naming none
+		// (stopLost has let them go) was taken by a scheduler restarted
+		// meanwhile for a job that ran nowhere: placed again while a GPU
+		// the stop had not reached still ran it.
+		gpus = slices.Clone(gpus)
+		for _, c := range st.calls {
+			if !slices.Contains(gpus, c.gpu) {
+				gpus = append(gpus, c.gpu)
+			}
+		}
+	}
 	return &durable.Record{JobID: j.id, Spec: j.spec, Seq: j.seq, Submitted: j.submitted, State: j.state, Reason: j.reason,
 		ProgressS: progress, Placement: j.placement, Node: j.node, GPUs: gpus, Preemptions: j.preemptions, LostWorkS: j.lostS,
 		Started: j.started, Ended: j.ended, History: j.history, HistoryDropped: j.historyDropped, Awaiting: j.awaiting, Training: s.training.state(j), CPUEnds: j.cpuEnds, At: now}
