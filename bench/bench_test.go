@@ -280,27 +280,14 @@ func TestPrintNarrowFitsTheTerminal(t *testing.T) {
 // there: a change to a body's size that the ceiling did not follow fails
 // here, before the ceiling's figures mean something else.
 func TestTheCeilingsMessagesAreAPlacementsSizes(t *testing.T) {
-	err := withCluster(context.Background(), Options{TempDir: t.TempDir()}, ClusterOptions{GPUs: "6xA100-40GB,2xA100-80GB", Policy: "binpack", Store: durable.None}, true,
-		func(nc *nats.Conn, c *cluster.Cluster) error {
-			watch, err := Client(c, false)
-			if err != nil {
-				return err
-			}
-			defer watch.Close()
-			// A bench round: 80 placements, 32 in flight.
-			got, err := CountPlacementMessages(nc, watch, referenceRound, referenceWindow)
-			if err != nil {
-				return err
-			}
-			want := CeilingMessages(referenceRound)
-			t.Logf("on the bus: %s", got)
-			t.Logf("the ceiling: %s", want)
-			if off := Drift(got, want, 0.10); len(off) > 0 {
-				return fmt.Errorf("the ceiling's messages drifted from a placement's by more than 10 %%:\n%s", strings.Join(off, "\n"))
-			}
-			return nil
-		})
+	got, err := countReferencePlacements(context.Background(), Options{TempDir: t.TempDir()}, true)
 	if err != nil {
 		t.Fatal(err)
+	}
+	want := CeilingMessages(referenceRound)
+	t.Logf("on the bus: %s", got)
+	t.Logf("the ceiling: %s", want)
+	if off := Drift(got, want, 0.10); len(off) > 0 {
+		t.Fatalf("the ceiling's messages drifted from a placement's by more than 10 %%:\n%s", strings.Join(off, "\n"))
 	}
 }

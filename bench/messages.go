@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"strings"
@@ -9,6 +10,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/gpusched/gpusched/cluster"
+	"github.com/gpusched/gpusched/durable"
 	"github.com/gpusched/gpusched/events"
 )
 
@@ -183,4 +186,21 @@ func (p PlacementMessages) String() string {
 	}
 	msgs, bytes := p.PerPlacement()
 	return fmt.Sprintf("%.1f messages, %.0f bytes per placement: %s", msgs, bytes, strings.Join(parts, "; "))
+}
+
+// countReferencePlacements counts one bench round's placements' messages
+// (CountPlacementMessages: 80 of the bench's jobs, 32 in flight) on a
+// reference cluster with no journal, its client over TCP or in-process.
+func countReferencePlacements(ctx context.Context, o Options, tcp bool) (PlacementMessages, error) {
+	var got PlacementMessages
+	err := withCluster(ctx, o, ClusterOptions{GPUs: "6xA100-40GB,2xA100-80GB", Policy: "binpack", Store: durable.None}, tcp, func(nc *nats.Conn, c *cluster.Cluster) error {
+		watch, err := Client(c, false)
+		if err != nil {
+			return err
+		}
+		defer watch.Close()
+		got, err = CountPlacementMessages(nc, watch, referenceRound, referenceWindow)
+		return err
+	})
+	return got, err
 }
