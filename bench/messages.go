@@ -117,20 +117,23 @@ func CountPlacementMessages(nc, watch *nats.Conn, n, window int) (PlacementMessa
 		mu.Lock()
 		defer mu.Unlock()
 		s := m.Subject
+		_, jobEvent := sj.ParseJobEvent(s)
+		_, nodeWhat, toNode := events.ParseNodeSubject(s)
+		_, _, gpuEvent, fromGPU := events.ParseGPUEvent(s)
 		switch {
 		case s == sj.JobSubmit():
 			add(KindSubmit, m)
 			awaited[m.Reply] = KindReply
-		case strings.HasPrefix(s, sj.Prefix+".evt.job.") || s == sj.SchedEvent(events.SchedDecision):
+		case jobEvent || s == sj.SchedEvent(events.SchedDecision):
 			add(KindEvent, m)
-		case strings.HasPrefix(s, sj.Prefix+".node.") && strings.HasSuffix(s, ".batch"):
+		case toNode && nodeWhat == "batch":
 			if m.Reply == "" {
 				add(KindCommit, m)
 				return
 			}
 			add(KindReservation, m)
 			awaited[m.Reply] = KindAnswer
-		case sj.IsGPUEvent(s) && strings.HasSuffix(s, "."+events.GPUStatusType):
+		case fromGPU && gpuEvent == events.GPUStatusType:
 			add(KindStatus, m)
 		default:
 			// A reply subject is seen after the request that named it:

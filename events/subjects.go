@@ -122,6 +122,12 @@ func (s Subjects) NodeGPUs(node string) string { return s.Prefix + ".gpu." + nod
 // JobEvent is the subject of a job lifecycle event of type typ.
 func (s Subjects) JobEvent(typ string) string { return s.Prefix + ".evt.job." + typ }
 
+// ParseJobEvent reads a job event's subject (JobEvent): its type.
+func (s Subjects) ParseJobEvent(subject string) (typ string, ok bool) {
+	typ, ok = strings.CutPrefix(subject, s.Prefix+".evt.job.")
+	return typ, ok && typ != "" && !strings.Contains(typ, ".")
+}
+
 // GPUEvent is the subject of a GPU's event of type typ.
 func (s Subjects) GPUEvent(node, gpu, typ string) string {
 	return s.Prefix + ".evt.gpu." + node + "." + gpu + "." + typ

@@ -19,6 +19,17 @@ func TestSubjectsParseWhatTheyBuild(t *testing.T) {
 		if node, gpu, typ, ok := ParseGPUEvent(s.GPUEvent("node-0", "gpu-3", GPUDown)); !ok || node != "node-0" || gpu != "gpu-3" || typ != GPUDown {
 			t.Errorf("%s: GPUEvent read back as %q %q %q %v", prefix, node, gpu, typ, ok)
 		}
+		if typ, ok := s.ParseJobEvent(s.JobEvent(JobPlaced)); !ok || typ != JobPlaced {
+			t.Errorf("%s: JobEvent read back as %q %v", prefix, typ, ok)
+		}
+		for _, other := range []string{s.SchedEvent(SchedDecision), s.GPUEvent("n", "g", GPUDown), s.JobEvent(""), s.JobEvent("a.b")} {
+			if typ, ok := s.ParseJobEvent(other); ok {
+				t.Errorf("%s: %s read as job event %q", prefix, other, typ)
+			}
+		}
+		if node, what, ok := ParseNodeSubject(s.NodeBatch("box2")); !ok || node != "box2" || what != "batch" {
+			t.Errorf("%s: NodeBatch read back as %q %q %v", prefix, node, what, ok)
+		}
 		if node := HeartbeatNode(s.NodeHeartbeat("box2")); node != "box2" {
 			t.Errorf("%s: NodeHeartbeat read back as %q", prefix, node)
 		}
