@@ -374,7 +374,8 @@ func ParseGPUCtl(subject string) (node, gpu string, ok bool) {
 }
 
 // ParseNodeSubject reads a subject addressed to a node actor (NodeCtl,
-// NodeLease): the node and what it is ("ctl", "lease").
+// NodeLease, NodeBatch): the node and what it is ("ctl", "lease",
+// "batch").
 func ParseNodeSubject(subject string) (node, what string, ok bool) {
 	t, ok := lastTokens(subject, 3)
 	if !ok || t[0] != "node" {
