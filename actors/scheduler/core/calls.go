@@ -238,8 +238,8 @@ func (s *Core) onReply(m *Msg) {
 		st.Ended = []events.EndedJob{}
 	}
 	s.applyStatus(st, s.now)
-	if gs, ok := s.view.gpus[c.gpu]; ok && !gs.described && st.Incarnation == gs.status.Incarnation && st.Version < gs.version &&
-		(len(s.restart.inherited) > 0 || s.restart.owes()) {
+	if gs, ok := s.view.gpus[c.gpu]; ok && !gs.described && s.restart.catchingUp() && st.Incarnation == gs.status.Incarnation &&
+		st.Version < gs.version {
 		// A restarted scheduler's full read that a newer status of the
 		// GPU overtook (its events and the answers come on two
 		// subscriptions): older than the view, it was not read, and the

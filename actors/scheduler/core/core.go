@@ -241,8 +241,6 @@ type Unstored struct {
 	JobID, Why string
 }
 
-// heardGPU is a GPU as a node's last heartbeat named it: the node and the
-// incarnation it gave (the GPU may not have been read yet: hung).
 // Core is the scheduler's deterministic core.
 type Core struct {
 	cfg Config

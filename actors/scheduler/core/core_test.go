@@ -2965,21 +2965,13 @@ func TestADescribeInFlightGrantsTheLeaseOfAHeartbeatThatNamedItsGPU(t *testing.T
 	if len(asked) != 1 {
 		t.Fatalf("%d describes, want the one asked", len(asked))
 	}
-	hb := events.NodeHeartbeat{Node: "n1", Incarnation: 1, Beat: 9, CPUTotal: 64, MemoryTotal: 512 << 30,
-		GPUs: []events.HeartbeatGPU{{GPU: "n1-gpu-0", Incarnation: 2, Alive: true}}}
-	h.Step(Input{Msg: &Msg{Subject: h.Subjects.NodeHeartbeat("n1"), Reply: lease, Data: encode(map[string]any{"data": hb})}})
+	leasingHeartbeat(h, "n1", 9, events.HeartbeatGPU{GPU: "n1-gpu-0", Incarnation: 2, Alive: true})
 	if n := len(h.Sends(events.OpDescribe)); n != 1 {
 		t.Fatalf("%d describes after the heartbeat, want still the one in flight", n)
 	}
 	delete(h.Replies, lease) // the heartbeat's own grant: nothing for incarnation 2 yet
 	h.Step(Input{Msg: &Msg{Subject: asked[0].Reply, Data: encode(events.ControlReply{OK: true, Status: &g.Status})}})
-	var grant events.LeaseGrant
-	if err := json.Unmarshal(h.Replies[lease], &grant); err != nil {
-		t.Fatalf("no lease granted when the describe in flight took up incarnation 2 (%v)", err)
-	}
-	if grant.Beat != 9 || len(grant.GPUs) != 1 || grant.GPUs[0].GPU != "n1-gpu-0" || grant.GPUs[0].Incarnation != 2 {
-		t.Fatalf("grant %+v, want beat 9 for n1-gpu-0 at incarnation 2", grant)
-	}
+	wantBeat9Grant(t, h, lease, "when the describe in flight took up incarnation 2")
 }
 
 // TestAHeartbeatsGPUsAreReadWhateverAnswersCameBeforeIt: a heartbeat
@@ -3048,9 +3040,7 @@ func TestAHeartbeatsDescribeGrantsTheLeaseWhicheverCameFirst(t *testing.T) {
 	lease := h.Subjects.NodeLease("n1")
 	g.Status.Incarnation = 2 // rejoined while this scheduler knew 1
 	sent := len(h.Sends(events.OpDescribe))
-	hb := events.NodeHeartbeat{Node: "n1", Incarnation: 1, Beat: 9, CPUTotal: 64, MemoryTotal: 512 << 30,
-		GPUs: []events.HeartbeatGPU{{GPU: "n1-gpu-0", Incarnation: 2, Alive: true}}}
-	h.Step(Input{Msg: &Msg{Subject: h.Subjects.NodeHeartbeat("n1"), Reply: lease, Data: encode(map[string]any{"data": hb})}})
+	leasingHeartbeat(h, "n1", 9, events.HeartbeatGPU{GPU: "n1-gpu-0", Incarnation: 2, Alive: true})
 	asked := h.Sends(events.OpDescribe)[sent:]
 	if len(asked) != 1 {
 		t.Fatalf("%d describes after the heartbeat, want 1", len(asked))
@@ -3064,13 +3054,7 @@ func TestAHeartbeatsDescribeGrantsTheLeaseWhicheverCameFirst(t *testing.T) {
 	}
 	st := g.Status
 	h.Step(Input{Msg: &Msg{Subject: asked[0].Reply, Data: encode(events.ControlReply{OK: true, Status: &st})}})
-	var grant events.LeaseGrant
-	if err := json.Unmarshal(h.Replies[lease], &grant); err != nil {
-		t.Fatalf("no lease granted by the describe's answer after the GPU's status (%v)", err)
-	}
-	if grant.Beat != 9 || len(grant.GPUs) != 1 || grant.GPUs[0].GPU != "n1-gpu-0" || grant.GPUs[0].Incarnation != 2 {
-		t.Fatalf("grant %+v, want beat 9 for n1-gpu-0 at incarnation 2", grant)
-	}
+	wantBeat9Grant(t, h, lease, "by the describe's answer after the GPU's status")
 }
 
 // TestARestartsReadThatANewerStatusOvertookIsAskedAgain: a restarted
@@ -3148,5 +3132,25 @@ func TestAJobBeingStoppedIsRecordedWhereItMayRun(t *testing.T) {
 	h2.Step(Input{Timer: TimerAging})
 	if info := h2.JobState(a.JobID); info.State != events.JobRunning || !slices.Equal(info.GPUIDs, []string{"n1-gpu-0"}) {
 		t.Fatalf("after the restart the job is %s on %v, want running on n1-gpu-0 (re-learned from the GPU that runs it)", info.State, info.GPUIDs)
+	}
+}
+
+// leasingHeartbeat steps h with node's heartbeat beat, naming gpus and
+// asking for leases (its reply subject is the node's lease subject).
+func leasingHeartbeat(h *Harness, node string, beat uint64, gpus ...events.HeartbeatGPU) {
+	hb := events.NodeHeartbeat{Node: node, Incarnation: 1, Beat: beat, CPUTotal: 64, MemoryTotal: 512 << 30, GPUs: gpus}
+	h.Step(Input{Msg: &Msg{Subject: h.Subjects.NodeHeartbeat(node), Reply: h.Subjects.NodeLease(node), Data: encode(map[string]any{"data": hb})}})
+}
+
+// wantBeat9Grant fails t unless lease was answered with beat 9's grant of
+// n1-gpu-0 at incarnation 2 (when says what should have granted it).
+func wantBeat9Grant(t *testing.T, h *Harness, lease, when string) {
+	t.Helper()
+	var grant events.LeaseGrant
+	if err := json.Unmarshal(h.Replies[lease], &grant); err != nil {
+		t.Fatalf("no lease granted %s (%v)", when, err)
+	}
+	if grant.Beat != 9 || len(grant.GPUs) != 1 || grant.GPUs[0].GPU != "n1-gpu-0" || grant.GPUs[0].Incarnation != 2 {
+		t.Fatalf("grant %+v, want beat 9 for n1-gpu-0 at incarnation 2", grant)
 	}
 }

@@ -619,7 +619,7 @@ func (s *Core) reconcile(gs *gpuState, st events.GPUStatus) {
 	// A restarted scheduler reads each GPU in full once, for what ended
 	// there while no scheduler watched (a job it inherited, or a share of
 	// a gang it is reading back).
-	catchUp := (len(s.restart.inherited) > 0 || s.restart.relearning > 0) && !gs.described
+	catchUp := s.restart.catchingUp() && !gs.described
 	if len(missing) == 0 && len(unknown) == 0 && !catchUp {
 		return
 	}

@@ -6,10 +6,11 @@ import (
 	"strconv"
 	"strings"
 
+	"go.uber.org/zap"
+
 	"github.com/gpusched/gpusched/events"
 	"github.com/gpusched/gpusched/policy"
 	"github.com/gpusched/gpusched/vram"
-	"go.uber.org/zap"
 )
 
 // Pipelined negotiation. A placement's reservations go out with reply

@@ -41,7 +41,8 @@ type nodeRegistry struct {
 	overBound map[string]bool
 }
 
-// heardGPU is a GPU as a heartbeat named it.
+// heardGPU is a GPU as a heartbeat named it: the node and the incarnation
+// it gave (the GPU may not have been read yet: hung).
 type heardGPU struct {
 	node        string
 	incarnation int
@@ -52,12 +53,10 @@ func newNodeRegistry(bounds map[string]int, maxGPUs int) *nodeRegistry {
 		heard: map[string]heardGPU{}, unread: map[string]map[string]bool{}, overBound: map[string]bool{}}
 }
 
-// beat records node's heartbeat at wall time and says whether the node
-// had beaten before.
-func (r *nodeRegistry) beat(node string, wall time.Time, batched bool) (before bool) {
-	_, before = r.beats[node]
+// beat records node's heartbeat at wall time and whether it takes its
+// controls batched.
+func (r *nodeRegistry) beat(node string, wall time.Time, batched bool) {
 	r.beats[node], r.batched[node] = wall, batched
-	return before
 }
 
 // heardFrom says whether node has ever beaten.

@@ -38,5 +38,10 @@ type restart struct {
 // for.
 func (r *restart) owes() bool { return len(r.journaled)+r.relearning > 0 }
 
+// catchingUp says whether a GPU read in full may still account for the
+// predecessor's work: a job it ran and no GPU has accounted for (the
+// journal's records are among those), or a gang being read back.
+func (r *restart) catchingUp() bool { return len(r.inherited) > 0 || r.relearning > 0 }
+
 // since is how long this scheduler has run at wall time now.
 func (r *restart) since(now time.Time) time.Duration { return now.Sub(r.started) }
