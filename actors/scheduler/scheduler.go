@@ -71,7 +71,9 @@ const (
 	StageAnswer
 	// StageStored: the store's confirmation of a record taken.
 	StageStored
-	// StageReplied: a reply to a request handed to the connection.
+	// StageReplied: the reply to the last StageSubmit's submission handed
+	// to the connection (other replies, a cancel's or a node's, are not
+	// reported: they would end the submission's stages early).
 	StageReplied
 )
 
@@ -126,6 +128,9 @@ const journalRetry = 250 * time.Millisecond
 // one at a time, fires its timers, and carries out what the core sends.
 type Scheduler struct {
 	cfg Config
+	// tracedReply is the reply subject of the submission Config.Trace
+	// follows: only its reply is reported as StageReplied.
+	tracedReply string
 	// deposed is closed (once: deposeOnce) when another control plane
 	// took the journal over: Run returns ErrDeposed.
 	deposed    chan struct{}
@@ -639,6 +644,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 // onMail hands the core one message of the mailbox.
 func (s *Scheduler) onMail(m *nats.Msg) {
 	if s.cfg.Trace != nil && m.Subject == s.cfg.Subjects.JobSubmit() {
+		s.tracedReply = m.Reply
 		s.cfg.Trace(StageSubmit)
 	}
 	if cm, ok := s.message(m); ok {
@@ -1074,7 +1080,9 @@ func (s *Scheduler) answer(reply string, body []byte) error {
 	if errors.Is(err, nats.ErrMaxPayload) {
 		err = s.cfg.Conn.Publish(reply, core.TooLargeAnswer(len(body)))
 	}
-	s.trace(StageReplied)
+	if reply == s.tracedReply && reply != "" {
+		s.trace(StageReplied)
+	}
 	return err
 }
 
