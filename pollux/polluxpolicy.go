@@ -104,13 +104,14 @@ type search struct {
 
 // searchScratch is a search's reusable buffers, each sized on first use.
 type searchScratch struct {
-	used  genome // evaluate: the nodes an allocation uses (nonzero)
-	free  []int  // mutate: the nodes with a GPU free
-	load  []int  // mutate, repair: the replicas on each node
-	owner []int  // repair: the job spanning nodes that holds each node
-	perm  []int  // repair: the nodes in random order
-	seen  genomeSet
-	rank  ranker
+	used   genome // evaluate: the nodes an allocation uses (nonzero)
+	free   []int  // mutate: the nodes with a GPU free
+	jobsOn []int  // mutate: the jobs holding a replica on each node
+	load   []int  // mutate, repair: the replicas on each node
+	owner  []int  // repair: the job spanning nodes that holds each node
+	perm   []int  // repair: the nodes in random order
+	seen   genomeSet
+	rank   ranker
 }
 
 // buffer is b with n elements, zeroed, reallocated only when too short.
@@ -433,8 +434,12 @@ func (s *search) crossover(a, b genome) (genome, genome) {
 // mutate changes x in place, job by job: back to the job's current
 // allocation (resetRow); nodes emptied (dropRow, each dropNode); then, on
 // nodes with a free GPU, a count raised to a random value from itself to
-// the node's GPUs, each such node chosen with chance 1/(free nodes), more
-// often where the job already runs (or'd with 1/(free nodes it runs on)).
+// the node's GPUs. The reference's chances (its _mutation) are shares
+// taken over the jobs, not over the nodes: each job's count on a free
+// node is raised with chance 1/(jobs), or'd with 1/(jobs already on that
+// node) where the job is one of them, both counted after the resets and
+// drops and before any count is raised. With many jobs and few free
+// nodes, a child so changes a few counts, not one per job.
 func (s *search) mutate(x genome) {
 	load := buffer(&s.scratch.load, s.nodes)
 	for i := range s.jobs {
@@ -461,19 +466,24 @@ func (s *search) mutate(x genome) {
 	if len(free) == 0 {
 		return
 	}
-	p1 := 1 / float64(len(free))
+	// jobsOn: how many jobs hold a replica on each free node, before any
+	// count is raised.
+	jobsOn := buffer(&s.scratch.jobsOn, s.nodes)
 	for i := range s.jobs {
 		row := x[i*s.nodes : (i+1)*s.nodes]
-		here := 0
 		for _, k := range free {
 			if row[k] > 0 {
-				here++
+				jobsOn[k]++
 			}
 		}
+	}
+	p1 := 1 / float64(len(s.jobs))
+	for i := range s.jobs {
+		row := x[i*s.nodes : (i+1)*s.nodes]
 		for _, k := range free {
 			p := p1
 			if row[k] > 0 {
-				p2 := 1 / float64(here)
+				p2 := 1 / float64(jobsOn[k])
 				p = p1 + p2 - p1*p2
 			}
 			if s.p.uniform() < p {

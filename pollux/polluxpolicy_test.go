@@ -1,6 +1,7 @@
 package pollux
 
 import (
+	"math"
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
@@ -229,6 +230,44 @@ func TestRowCountsCountByteByByte(t *testing.T) {
 		}
 		if addLoad(load, row); !slices.Equal(load, wantLoad) {
 			t.Fatalf("trial %d: load after adding %v is %v, want %v", trial, row, load, wantLoad)
+		}
+	}
+}
+
+// TestMutationRaisesCountsWithTheReferencesChances: the mutation raises a
+// job's count on a free node with chance 1/(jobs), or'd with 1/(jobs on
+// that node) where the job is one of them — the shares the reference's
+// _mutation takes over its jobs axis — and not 1/(free nodes). Ten jobs
+// on four nodes of four GPUs, all free: a job on an empty node is raised
+// (by 1 to 4, a draw of 0 to 4) in 1/10 × 4/5 of the children; one of two
+// jobs holding one replica on a node in (1/10 + 1/2 − 1/20) × 3/4.
+func TestMutationRaisesCountsWithTheReferencesChances(t *testing.T) {
+	const jobs, nodes, children = 10, 4, 40000
+	s := &search{p: NewPollux(7), jobs: make([]*Job, jobs), nodes: nodes, gpus: []int{4, 4, 4, 4}}
+	s.base = make(genome, jobs*nodes)
+	s.base[0*nodes+0], s.base[1*nodes+0], s.base[2*nodes+1] = 1, 1, 2 // a reset changes nothing
+	emptyRaised, sharedRaised := 0, 0
+	for range children {
+		x := slices.Clone(s.base)
+		s.mutate(x)
+		if x[5*nodes+3] > 0 {
+			emptyRaised++
+		}
+		if x[0*nodes+0] > 1 {
+			sharedRaised++
+		}
+	}
+	// A count is dropped before the raise in 1 of 100 children (a row
+	// chosen, 1 in 10, then the count, 1 in 10): that moves these by
+	// under 0.01, inside the tolerance.
+	wantEmpty := 0.1 * 0.8
+	wantShared := (0.1 + 0.5 - 0.1*0.5) * 0.75
+	for _, c := range []struct {
+		what      string
+		got, want float64
+	}{{"a job on an empty node", float64(emptyRaised) / children, wantEmpty}, {"a job sharing its node", float64(sharedRaised) / children, wantShared}} {
+		if math.Abs(c.got-c.want) > 0.015 {
+			t.Errorf("%s was raised in %.3f of the children, want %.3f", c.what, c.got, c.want)
 		}
 	}
 }

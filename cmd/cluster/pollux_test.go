@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -188,5 +189,26 @@ func TestPolluxReplayInterruptedKeepsFinishedRuns(t *testing.T) {
 	files, _ := filepath.Glob(filepath.Join(out, "*.csv"))
 	if len(files) != 1 || filepath.Base(files[0]) != "workload-1_tiresias_1.0.csv" {
 		t.Fatalf("kept %v, want workload-1's CSV alone", files)
+	}
+}
+
+// TestSeedsAgainstThePublished: with several seeds, --compare says where
+// the published average lies against the seeds' range and counts the
+// workloads within 5 % on the mean and within 8 % on every seed.
+func TestSeedsAgainstThePublished(t *testing.T) {
+	for _, c := range []struct {
+		published, lo, hi float64
+		want              string
+	}{{100, 101, 103, "below"}, {104, 101, 103, "above"}, {102, 101, 103, "inside"}, {101, 101, 103, "inside"}} {
+		if got := whereInRange(c.published, c.lo, c.hi); got != c.want {
+			t.Errorf("published %v, seeds %v..%v: %q, want %q", c.published, c.lo, c.hi, got, c.want)
+		}
+	}
+	if got := seedsOffBy([]float64{95, 108.5, 101}, 100); math.Abs(got-8.5) > 1e-9 {
+		t.Errorf("farthest seed %v %% off, want 8.5", got)
+	}
+	w5, w8 := withinTargets([]float64{-1, 4.9, -5.1, 7}, []float64{3, 8.2, 6, 8})
+	if w5 != 2 || w8 != 3 {
+		t.Errorf("%d within 5 %% and %d within 8 %%, want 2 and 3", w5, w8)
 	}
 }
