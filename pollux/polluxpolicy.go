@@ -80,6 +80,9 @@ type individual struct {
 	obj      [2]float64
 	rank     int
 	crowding float64
+	// survived marks the members survive kept in the last generation;
+	// the others are bred over (search.spare).
+	survived bool
 }
 
 // search is one interval's problem.
@@ -100,6 +103,11 @@ type search struct {
 	// thousands of allocations an interval, and allocating each step's
 	// afresh was a tenth of a run's time in the garbage collector.
 	scratch searchScratch
+	// spare are members no generation kept, their allocations written
+	// over by the next children (child): a run breeds gigabytes of them,
+	// and the collector, with a live heap of a few megabytes, ran
+	// hundreds of times a second.
+	spare []*individual
 }
 
 // searchScratch is a search's reusable buffers, each sized on first use.
@@ -175,7 +183,19 @@ func (p *Pollux) Allocate(t int, active []*Job, c Cluster, current Alloc) (Alloc
 	}
 	pop = s.survive(dedupe(pop), p.Population)
 	for range p.Generations {
-		pop = s.survive(append(pop, s.offspring(pop)...), p.Population)
+		merged := append(pop, s.offspring(pop)...)
+		for _, ind := range merged {
+			ind.survived = false
+		}
+		pop = s.survive(merged, p.Population)
+		for _, ind := range pop {
+			ind.survived = true
+		}
+		for _, ind := range merged {
+			if !ind.survived {
+				s.spare = append(s.spare, ind)
+			}
+		}
 	}
 	// The answer: of the first front, the best for objective 1.
 	var best *individual
@@ -375,14 +395,15 @@ func (s *search) offspring(pop []*individual) []*individual {
 			a, b := s.tournament(pop), s.tournament(pop)
 			c1, c2 := s.crossover(a.x, b.x)
 			added := false
-			for _, x := range []genome{c1, c2} {
-				s.mutate(x)
-				s.repair(x)
-				if len(out) < want && seen.add(x) {
-					ind := &individual{x: x}
-					s.evaluate(ind)
-					out = append(out, ind)
+			for _, c := range []*individual{c1, c2} {
+				s.mutate(c.x)
+				s.repair(c.x)
+				if len(out) < want && seen.add(c.x) {
+					s.evaluate(c)
+					out = append(out, c)
 					added = true
+				} else {
+					s.spare = append(s.spare, c)
 				}
 			}
 			if !added {
@@ -391,6 +412,19 @@ func (s *search) offspring(pop []*individual) []*individual {
 		}
 	}
 	return out
+}
+
+// child is a new member whose allocation is a copy of x: a spare one
+// written over, or a new one.
+func (s *search) child(x genome) *individual {
+	if n := len(s.spare); n > 0 {
+		c := s.spare[n-1]
+		s.spare = s.spare[:n-1]
+		copy(c.x, x)
+		c.obj, c.rank, c.crowding, c.survived = [2]float64{}, 0, 0, false
+		return c
+	}
+	return &individual{x: slices.Clone(x)}
 }
 
 // tournament picks the better of two random members: the one that
@@ -420,14 +454,14 @@ const crossoverChance = 0.9
 
 // crossover swaps the rows of the jobs before a random point (0 to
 // jobs−1, so sometimes none).
-func (s *search) crossover(a, b genome) (genome, genome) {
-	c1, c2 := slices.Clone(a), slices.Clone(b)
+func (s *search) crossover(a, b genome) (*individual, *individual) {
+	c1, c2 := s.child(a), s.child(b)
 	if s.p.uniform() >= crossoverChance {
 		return c1, c2
 	}
 	at := s.p.rng.IntN(len(s.jobs)) * s.nodes
-	copy(c1[:at], b[:at])
-	copy(c2[:at], a[:at])
+	copy(c1.x[:at], b[:at])
+	copy(c2.x[:at], a[:at])
 	return c1, c2
 }
 
