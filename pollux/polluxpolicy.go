@@ -328,7 +328,9 @@ func (s *search) repair(x genome) {
 	// come in the same order as rule by rule over all rows).
 	for i := range s.jobs {
 		row := x[i*s.nodes : (i+1)*s.nodes]
-		if countNonzero(row) >= 2 {
+		spans, replicas := rowCounts(row)
+		if spans >= 2 {
+			dropped := false
 			for k, c := range row {
 				if c == 0 {
 					continue
@@ -336,11 +338,14 @@ func (s *search) repair(x genome) {
 				if owner[k] < 0 {
 					owner[k] = i
 				} else {
-					row[k] = 0
+					row[k], dropped = 0, true
 				}
 			}
+			if dropped {
+				spans, replicas = rowCounts(row)
+			}
 		}
-		if excess := sum(row) - s.maxrep[i]; excess > 0 {
+		if excess := replicas - s.maxrep[i]; excess > 0 {
 			// rng.Perm's draws, into a reused buffer.
 			perm := buffer(&s.scratch.perm, s.nodes)
 			for k := range perm {
@@ -355,8 +360,9 @@ func (s *search) repair(x genome) {
 				row[k] -= uint8(take)
 				excess -= take
 			}
+			spans = countNonzero(row)
 		}
-		for spans := countNonzero(row); spans > maxNodesPerJob; spans-- {
+		for ; spans > maxNodesPerJob; spans-- {
 			k := s.p.rng.IntN(s.nodes)
 			for row[k] == 0 {
 				k = (k + 1) % s.nodes
