@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -86,6 +88,7 @@ flags:
 	workersFlag := fs.Int("workers", 0, "runs at once (0: one per CPU for --policy pollux, whose runs take seconds to minutes; else one)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the runs to this file (go tool pprof reads it)")
 	seedsText := fs.String("seeds", "1", "pollux's search seeds (7, 1-3 or 1,5): each seed runs every workload; --compare shows their mean and spread")
+	asJSON := fs.Bool("json", false, "print the runs' figures (with --compare, the comparison) as JSON instead of a table")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -295,17 +298,25 @@ flags:
 		}
 	}
 	runs = finished
+	// w is where the table and sentences go; with --json they are not
+	// printed, and figures is printed instead.
+	var w io.Writer = os.Stdout
+	if *asJSON {
+		w = io.Discard
+	}
+	figures := polluxFigures{Policy: *pol, Load: loadName, Seeds: seeds}
 	if published == nil {
 		for _, r := range runs {
 			avg, _, approx := runFigures(r.res, nil)
-			fmt.Printf("%s: %d jobs, average JCT %s s%s (%s)\n", r.name, len(r.res.Jobs), strconv.FormatFloat(avg, 'f', -1, 64),
+			figures.Runs = append(figures.Runs, polluxRunFigures{Workload: r.name, Seed: r.seed, Jobs: len(r.res.Jobs), AvgJCT: avg, Approximate: approx, WallS: r.took.Seconds()})
+			fmt.Fprintf(w, "%s: %d jobs, average JCT %s s%s (%s)\n", r.name, len(r.res.Jobs), strconv.FormatFloat(avg, 'f', -1, 64),
 				seedNote(*pol, r.seed), r.took.Round(time.Millisecond))
 			if approx > 0 {
-				fmt.Printf("  %d jobs ran on a shape outside MODEL.md's Appendix B (interpolated step times): their JCTs are approximate\n", approx)
+				fmt.Fprintf(w, "  %d jobs ran on a shape outside MODEL.md's Appendix B (interpolated step times): their JCTs are approximate\n", approx)
 			}
 		}
 	} else {
-		fmt.Printf("%-12s %6s %16s %16s %8s %12s %7s %8s\n", "workload", "jobs", "avg JCT ours", "published", "diff", "equal JCTs", "interp", "wall")
+		fmt.Fprintf(w, "%-12s %6s %16s %16s %8s %12s %7s %8s\n", "workload", "jobs", "avg JCT ours", "published", "diff", "equal JCTs", "interp", "wall")
 		totalEqual, totalJobs, totalApprox := 0, 0, 0
 		// diffs: each workload's mean off the published (%); seedsOff:
 		// its farthest seed's distance from it (%).
@@ -339,38 +350,53 @@ flags:
 			if len(seeds) > 1 {
 				ours = fmt.Sprintf("%.1f", mean)
 			}
+			wf := polluxWorkloadFigures{Workload: name, Jobs: len(group[0].res.Jobs), AvgJCT: mean, SeedAvgJCTs: avgs, EqualJCTs: equal, JobsCompared: jobs, Approximate: approx, WallS: took.Seconds()}
 			if !ok {
-				fmt.Printf("%-12s %6d %16s %16s %8s %12s %7d %8s\n", name, len(group[0].res.Jobs), ours, "-", "-", "-", approx, took.Round(time.Millisecond))
+				figures.Workloads = append(figures.Workloads, wf)
+				fmt.Fprintf(w, "%-12s %6d %16s %16s %8s %12s %7d %8s\n", name, len(group[0].res.Jobs), ours, "-", "-", "-", approx, took.Round(time.Millisecond))
 				continue
 			}
 			pub := published.Avgs[name]
 			diff := 100 * (mean/pub - 1)
+			wf.Published, wf.DiffPct = &pub, &diff
+			if len(seeds) > 1 {
+				wf.PublishedIs = whereInRange(pub, slices.Min(avgs), slices.Max(avgs))
+			}
+			figures.Workloads = append(figures.Workloads, wf)
 			diffs = append(diffs, diff)
 			totalEqual += equal
 			totalJobs += jobs
 			totalApprox += approx
-			fmt.Printf("%-12s %6d %16s %16s %+7.2f%% %12s %7d %8s\n", name, len(group[0].res.Jobs), ours,
+			fmt.Fprintf(w, "%-12s %6d %16s %16s %+7.2f%% %12s %7d %8s\n", name, len(group[0].res.Jobs), ours,
 				strconv.FormatFloat(pub, 'f', -1, 64), diff, fmt.Sprintf("%d/%d", equal, jobs), approx, took.Round(time.Millisecond))
 			if len(seeds) > 1 {
 				lo, hi := slices.Min(avgs), slices.Max(avgs)
-				fmt.Printf("%-12s %6s %16s seeds %s: %.1f .. %.1f (%+.2f%% .. %+.2f%%), the published %s\n", "", "", "", *seedsText, lo, hi, 100*(lo/pub-1), 100*(hi/pub-1), whereInRange(pub, lo, hi))
+				fmt.Fprintf(w, "%-12s %6s %16s seeds %s: %.1f .. %.1f (%+.2f%% .. %+.2f%%), the published %s\n", "", "", "", *seedsText, lo, hi, 100*(lo/pub-1), 100*(hi/pub-1), whereInRange(pub, lo, hi))
 			}
 			seedsOff = append(seedsOff, seedsOffBy(avgs, pub))
 		}
-		fmt.Printf("\n%s at load %s: %d of %d jobs' JCTs equal the published", *pol, loadName, totalEqual, totalJobs)
+		fmt.Fprintf(w, "\n%s at load %s: %d of %d jobs' JCTs equal the published", *pol, loadName, totalEqual, totalJobs)
 		if len(seeds) > 1 {
-			fmt.Printf(" (over %d seeds)", len(seeds))
+			fmt.Fprintf(w, " (over %d seeds)", len(seeds))
 		}
-		fmt.Println()
+		fmt.Fprintln(w)
 		if len(diffs) > 0 {
-			fmt.Printf("average JCT off the published by %+.2f%% .. %+.2f%% per workload\n", slices.Min(diffs), slices.Max(diffs))
+			fmt.Fprintf(w, "average JCT off the published by %+.2f%% .. %+.2f%% per workload\n", slices.Min(diffs), slices.Max(diffs))
 			if len(seeds) > 1 {
 				within5, within8 := withinTargets(diffs, seedsOff)
-				fmt.Printf("%d of %d workloads within 5%% of the published on the seeds' mean; on %d of %d every seed is within 8%%\n", within5, len(diffs), within8, len(diffs))
+				figures.WithinFivePct, figures.EverySeedWithinEightPct = &within5, &within8
+				fmt.Fprintf(w, "%d of %d workloads within 5%% of the published on the seeds' mean; on %d of %d every seed is within 8%%\n", within5, len(diffs), within8, len(diffs))
 			}
 		}
 		if totalApprox > 0 {
-			fmt.Printf("%d jobs ran on shapes outside MODEL.md's Appendix B (interpolated step times, column interp): their JCTs are approximate\n", totalApprox)
+			fmt.Fprintf(w, "%d jobs ran on shapes outside MODEL.md's Appendix B (interpolated step times, column interp): their JCTs are approximate\n", totalApprox)
+		}
+	}
+	if *asJSON {
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(figures); err != nil {
+			return err
 		}
 	}
 	if *out != "" && len(runs) > 0 {
@@ -506,4 +532,51 @@ func withinTargets(diffs, seedsOff []float64) (within5, within8 int) {
 		}
 	}
 	return within5, within8
+}
+
+// polluxFigures is what `replay --pollux --json` prints: each run's
+// figures, and with --compare each workload's beside the published.
+type polluxFigures struct {
+	Policy string  `json:"policy"`
+	Load   string  `json:"load"`
+	Seeds  []int64 `json:"seeds"`
+	// Runs: without --compare, one per workload and seed.
+	Runs []polluxRunFigures `json:"runs,omitempty"`
+	// Workloads: with --compare, one per workload over the seeds.
+	Workloads []polluxWorkloadFigures `json:"workloads,omitempty"`
+	// WithinFivePct and EverySeedWithinEightPct count the workloads
+	// whose seeds' mean is within 5 % of the published and those whose
+	// every seed is within 8 % (with several seeds).
+	WithinFivePct           *int `json:"within_5pct,omitempty"`
+	EverySeedWithinEightPct *int `json:"every_seed_within_8pct,omitempty"`
+}
+
+// polluxRunFigures is one run's average JCT (seconds) and how many of
+// its jobs ran on a shape outside Appendix B.
+type polluxRunFigures struct {
+	Workload    string  `json:"workload"`
+	Seed        int64   `json:"seed"`
+	Jobs        int     `json:"jobs"`
+	AvgJCT      float64 `json:"avg_jct_s"`
+	Approximate int     `json:"approximate_jobs"`
+	WallS       float64 `json:"wall_s"`
+}
+
+// polluxWorkloadFigures is one workload compared: the mean of the seeds'
+// average JCTs (seconds), each seed's, the published average and how far
+// off (%), where the published lies against the seeds' range (inside,
+// below, above; with several seeds), and the jobs whose JCT equals the
+// published one.
+type polluxWorkloadFigures struct {
+	Workload     string    `json:"workload"`
+	Jobs         int       `json:"jobs"`
+	AvgJCT       float64   `json:"avg_jct_s"`
+	SeedAvgJCTs  []float64 `json:"seed_avg_jct_s"`
+	Published    *float64  `json:"published_avg_jct_s,omitempty"`
+	DiffPct      *float64  `json:"diff_pct,omitempty"`
+	PublishedIs  string    `json:"published_is,omitempty"`
+	EqualJCTs    int       `json:"equal_jcts"`
+	JobsCompared int       `json:"jobs_compared"`
+	Approximate  int       `json:"approximate_jobs"`
+	WallS        float64   `json:"wall_s"`
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"math"
 	"os"
 	"path/filepath"
@@ -210,5 +211,32 @@ func TestSeedsAgainstThePublished(t *testing.T) {
 	w5, w8 := withinTargets([]float64{-1, 4.9, -5.1, 7}, []float64{3, 8.2, 6, 8})
 	if w5 != 2 || w8 != 3 {
 		t.Errorf("%d within 5 %% and %d within 8 %%, want 2 and 3", w5, w8)
+	}
+}
+
+// TestPolluxCompareAsJSON: --json prints the comparison as JSON, each
+// workload's mean, the published average and how many JCTs equal it, and
+// nothing else on stdout.
+func TestPolluxCompareAsJSON(t *testing.T) {
+	dir := tracedir.Pollux(t)
+	var err error
+	out := captureStdout(t, func() error {
+		err = polluxCommand([]string{"--pollux", dir, "--policy", "tiresias", "--load", "0.5", "--offline", "--compare", "--json"})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got polluxFigures
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("stdout is not one JSON value: %v\n%s", err, out)
+	}
+	if got.Policy != "tiresias" || got.Load != "0.5" || len(got.Workloads) != 8 {
+		t.Fatalf("policy %q, load %q, %d workloads; want tiresias, 0.5, 8", got.Policy, got.Load, len(got.Workloads))
+	}
+	for _, w := range got.Workloads {
+		if w.Published == nil || *w.Published != w.AvgJCT || w.EqualJCTs != w.Jobs || w.Jobs != 80 {
+			t.Errorf("%s: %+v; want every one of 80 JCTs equal and the published average", w.Workload, w)
+		}
 	}
 }
