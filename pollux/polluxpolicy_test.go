@@ -271,3 +271,9 @@ func TestMutationRaisesCountsWithTheReferencesChances(t *testing.T) {
 		}
 	}
 }
+
+// sum is row's replicas.
+func sum(row genome) int {
+	_, r := rowCounts(row)
+	return r
+}

@@ -358,9 +358,10 @@ flags:
 			}
 			pub := published.Avgs[name]
 			diff := 100 * (mean/pub - 1)
+			lo, hi := slices.Min(avgs), slices.Max(avgs)
 			wf.Published, wf.DiffPct = &pub, &diff
 			if len(seeds) > 1 {
-				wf.PublishedIs = whereInRange(pub, slices.Min(avgs), slices.Max(avgs))
+				wf.PublishedIs = whereInRange(pub, lo, hi)
 			}
 			figures.Workloads = append(figures.Workloads, wf)
 			diffs = append(diffs, diff)
@@ -370,8 +371,7 @@ flags:
 			fmt.Fprintf(w, "%-12s %6d %16s %16s %+7.2f%% %12s %7d %8s\n", name, len(group[0].res.Jobs), ours,
 				strconv.FormatFloat(pub, 'f', -1, 64), diff, fmt.Sprintf("%d/%d", equal, jobs), approx, took.Round(time.Millisecond))
 			if len(seeds) > 1 {
-				lo, hi := slices.Min(avgs), slices.Max(avgs)
-				fmt.Fprintf(w, "%-12s %6s %16s seeds %s: %.1f .. %.1f (%+.2f%% .. %+.2f%%), the published %s\n", "", "", "", *seedsText, lo, hi, 100*(lo/pub-1), 100*(hi/pub-1), whereInRange(pub, lo, hi))
+				fmt.Fprintf(w, "%-12s %6s %16s seeds %s: %.1f .. %.1f (%+.2f%% .. %+.2f%%), the published %s\n", "", "", "", *seedsText, lo, hi, 100*(lo/pub-1), 100*(hi/pub-1), wf.PublishedIs)
 			}
 			seedsOff = append(seedsOff, seedsOffBy(avgs, pub))
 		}
