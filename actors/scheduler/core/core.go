@@ -762,6 +762,15 @@ func (s *Core) onGPUEvent(m *Msg) {
 		return
 	}
 	var ev events.Envelope[events.GPUStatus]
+	if prev, ok := s.view.gpus[gpu]; ok && len(prev.status.Jobs) > 0 {
+		// Room for the jobs the GPU had and one more (a status changes
+		// them by one, mostly), allocated once: the decoder fills a slice
+		// in place up to its capacity, and from nothing grows it 4, 8, 16,
+		// 32 — for a binpacked GPU's 20 jobs three times the bytes. In a
+		// 100,000-GPU run that growth was a tenth of all the process
+		// allocated (docs/notes/2026-12-07-large-cluster-gc.md).
+		ev.Data.Jobs = make([]events.GPUJob, 0, len(prev.status.Jobs)+1)
+	}
 	if err := gojson.Unmarshal(m.Data, &ev); err != nil {
 		s.log.Warn("bad GPU event dropped", zap.String("subject", m.Subject), zap.Error(err))
 		return
