@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -37,7 +38,7 @@ func pendingOn(t *testing.T, js jetstream.JetStream, subject string) uint64 {
 // observer may read the event history (from the start, and as a durable
 // reader) — and pulls the stream with reply subjects under the event
 // subjects, batch after batch, among them one whose stored subject names
-// a roles-file node (node-0's heartbeats). The server delivers the copies
+// a roles-file node (node-0's GPU events). The server delivers the copies
 // into the observer's own account: the event stream stores none of them
 // and loses nothing it held, and node-0 is charged nothing, so it is not
 // cut off by a budget the copies would have spent four times over.
@@ -57,14 +58,14 @@ func TestAnObserverCannotWriteTheEventHistory(t *testing.T) {
 	subjects := events.NewSubjects("gpusched")
 
 	// The history reads across the observer's import: from the start and
-	// as a durable reader, each up to a heartbeat of node-0.
-	heartbeat := subjects.NodeHeartbeat("node-0")
+	// as a durable reader, each up to an event of node-0's GPUs.
+	ofNode0 := subjects.NodeGPUEvents("node-0")
 	for _, h := range []observer.History{{FromStart: true}, {FromStart: true, Durable: "audit"}} {
 		read, stop := context.WithCancel(ctx)
 		n := 0
 		err := observer.ReadEvents(read, obs, subjects, h, func(subject string, _ []byte) error {
 			n++
-			if subject == heartbeat {
+			if strings.HasPrefix(subject, strings.TrimSuffix(ofNode0, ">")) {
 				stop()
 			}
 			return nil
@@ -95,19 +96,19 @@ func TestAnObserverCannotWriteTheEventHistory(t *testing.T) {
 	copies.SetPendingLimits(-1, -1)
 	obs.Flush()
 	cons, err := js.CreateConsumer(ctx, durable.EventStream("gpusched"), jetstream.ConsumerConfig{
-		FilterSubject: heartbeat, AckPolicy: jetstream.AckNonePolicy, DeliverPolicy: jetstream.DeliverAllPolicy})
+		FilterSubject: ofNode0, AckPolicy: jetstream.AckNonePolicy, DeliverPolicy: jetstream.DeliverAllPolicy})
 	if err != nil {
 		t.Fatal(err)
 	}
 	held := cons.CachedInfo().NumPending
 	if held == 0 {
-		t.Fatal("the stream holds no heartbeat of node-0 to replay")
+		t.Fatal("the stream holds no event of node-0's GPUs to replay")
 	}
 	const rounds = 100
 	for range rounds {
 		for _, reply := range []string{"gpusched.evt.gpu.node-0.zz", "gpusched.evt.zz"} {
 			replay, err := js.CreateConsumer(ctx, durable.EventStream("gpusched"), jetstream.ConsumerConfig{
-				FilterSubject: heartbeat, AckPolicy: jetstream.AckNonePolicy, DeliverPolicy: jetstream.DeliverAllPolicy})
+				FilterSubject: ofNode0, AckPolicy: jetstream.AckNonePolicy, DeliverPolicy: jetstream.DeliverAllPolicy})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -178,7 +179,7 @@ func TestAnObserverCannotWriteTheEventHistory(t *testing.T) {
 		t.Errorf("%s after the observer's replays: a node was charged for copies it did not send", subject)
 	default:
 	}
-	t.Logf("%d bytes of copies of %d heartbeats reached the observer's account; the stream holds %d events, each once", bytes, held, len(ids))
+	t.Logf("%d bytes of copies of %d events of node-0's GPUs reached the observer's account; the stream holds %d events, each once", bytes, held, len(ids))
 	if bytes < 4*int(budget.Burst) {
 		t.Fatalf("only %d bytes of copies reached the observer: the attack did not run", bytes)
 	}

@@ -97,7 +97,7 @@ func TestAFullDiskIsRefusedAtOnceAndRecoveredFrom(t *testing.T) {
 		t.Fatal(err)
 	}
 	big := make([]byte, 256<<10)
-	if _, err := js.Publish(t.Context(), "gpusched.evt.test.big", big); err == nil {
+	if _, err := js.Publish(t.Context(), "gpusched.evt.sched.test-big", big); err == nil {
 		t.Fatal("a 256 KiB event was stored on the full disk")
 	}
 	// Free the space: accepted again within 10 s, without a restart.
@@ -126,7 +126,7 @@ func TestAFullDiskIsRefusedAtOnceAndRecoveredFrom(t *testing.T) {
 		}
 	}
 	waitFor(t, "the event stream to store events again", 10*time.Second, func() bool {
-		_, err := js.Publish(t.Context(), "gpusched.evt.test.big", big)
+		_, err := js.Publish(t.Context(), "gpusched.evt.sched.test-big", big)
 		return err == nil
 	})
 	var listed struct {

@@ -33,7 +33,7 @@ func TestPayloadLimitsPerRole(t *testing.T) {
 		t.Fatalf("a tenant's 100 KiB request: %v, want refused for its size", err)
 	}
 	big := `{"data":{"node":"node-0","pad":"` + strings.Repeat("x", 2<<20) + `"}}`
-	subject := "gpusched.evt.node.node-0.heartbeat"
+	subject := "gpusched.evt.gpu.node-0.node-0-gpu-0.status" // a subject the stream keeps (not a heartbeat)
 	if err := node0.Publish(subject, []byte(big)); err != nil {
 		t.Fatalf("the node's publish: %v", err)
 	}

@@ -85,11 +85,14 @@ func TestAStoredMessageReplayedToAControlSubjectIsNotActedOn(t *testing.T) {
 }
 
 // TestAReplayedHeartbeatKeepsNoDeadNodeAlive (issue 22, item 4): after a
-// node crashes, an observer has the event stream re-deliver the node's
-// last stored heartbeat to the heartbeat subject every 200 ms (a pull
-// whose reply subject is that subject). Liveness is taken only from what
-// the node itself sends live: the node is declared down within its lease
-// as if nobody replayed anything.
+// node crashes, an observer has the event stream re-deliver a heartbeat of
+// the node to the node's heartbeat subject every 200 ms (a pull whose reply
+// subject is that subject). The stream keeps no heartbeat
+// (events.StoredEvents), so the node itself planted one before it crashed:
+// a copy of its last heartbeat, published on a GPU event subject of its
+// own, which the stream keeps. Liveness is taken only from what the node
+// itself sends live: the node is declared down within its lease as if
+// nobody replayed anything.
 func TestAReplayedHeartbeatKeepsNoDeadNodeAlive(t *testing.T) {
 	const lease = 2 * time.Second
 	s := livetest.SecureCluster(t, cluster.Config{Store: durable.Memory, Lease: lease, ReadersPerAccount: -1}) // the attack at full strength: a consumer a replay
@@ -100,7 +103,12 @@ func TestAReplayedHeartbeatKeepsNoDeadNodeAlive(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sub.Unsubscribe()
-	_, crash := joinFarNode(t, s, admin, lease)
+	heartbeat := "gpusched.evt.node.far-node.heartbeat"
+	beats, err := admin.SubscribeSync(heartbeat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hostConn, crash := joinFarNode(t, s, admin, lease)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	js, err := jetstream.New(observer)
@@ -108,16 +116,31 @@ func TestAReplayedHeartbeatKeepsNoDeadNodeAlive(t *testing.T) {
 		t.Fatal(err)
 	}
 	stream := durable.EventStream("gpusched")
-	heartbeat := "gpusched.evt.node.far-node.heartbeat"
-	waitFor(t, "a heartbeat of far-node in the stream", 5*time.Second, func() bool {
-		_, err := js.CreateConsumer(ctx, stream, jetstream.ConsumerConfig{FilterSubject: heartbeat, DeliverPolicy: jetstream.DeliverLastPolicy, AckPolicy: jetstream.AckNonePolicy})
-		return err == nil
-	})
+	pending := func(subject string) uint64 {
+		cons, err := js.CreateConsumer(ctx, stream, jetstream.ConsumerConfig{FilterSubject: subject, DeliverPolicy: jetstream.DeliverAllPolicy,
+			AckPolicy: jetstream.AckNonePolicy, InactiveThreshold: 5 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cons.CachedInfo().NumPending
+	}
+	beat, err := beats.NextMsg(5 * time.Second)
+	if err != nil {
+		t.Fatalf("no heartbeat of far-node: %v", err)
+	}
+	planted := "gpusched.evt.gpu.far-node.far-gpu-0.planted"
+	if err := hostConn.Publish(planted, beat.Data); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the planted heartbeat in the stream", 5*time.Second, func() bool { return pending(planted) > 0 })
+	if n := pending(heartbeat); n != 0 {
+		t.Fatalf("the stream holds %d heartbeats of far-node: it keeps no heartbeat", n)
+	}
 	crash()
 	crashed := time.Now()
 	replays := 0
 	for {
-		cons, err := js.CreateConsumer(ctx, stream, jetstream.ConsumerConfig{FilterSubject: heartbeat,
+		cons, err := js.CreateConsumer(ctx, stream, jetstream.ConsumerConfig{FilterSubject: planted,
 			DeliverPolicy: jetstream.DeliverLastPolicy, AckPolicy: jetstream.AckNonePolicy, InactiveThreshold: 5 * time.Second})
 		if err != nil {
 			t.Fatal(err)

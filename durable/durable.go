@@ -117,7 +117,7 @@ func Setup(ctx context.Context, nc *nats.Conn, prefix string, opt Options) (*Jou
 	if _, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
 		Name:        EventStream(subjects.Prefix),
 		Description: "gpusched events under " + subjects.Prefix + " (observer log --since / --from-start)",
-		Subjects:    []string{subjects.AllEvents()},
+		Subjects:    subjects.StoredEvents(),
 		Storage:     storage,
 		Replicas:    replicas,
 		MaxAge:      maxAge,

@@ -92,11 +92,62 @@ func TestEventStreamIsBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := s.CachedInfo().Config
-	if cfg.MaxAge != time.Hour || cfg.MaxBytes != 1<<20 || cfg.Subjects[0] != "lab.evt.>" || cfg.Storage != jetstream.MemoryStorage {
+	if cfg.MaxAge != time.Hour || cfg.MaxBytes != 1<<20 || cfg.Subjects[0] != "lab.evt.job.>" || cfg.Storage != jetstream.MemoryStorage {
 		t.Fatalf("event stream config %+v", cfg)
 	}
 	if _, err := durable.Setup(ctx, nc, "", durable.Options{}); err == nil {
 		t.Fatal("Setup with no storage must fail")
+	}
+}
+
+// TestTheEventStreamKeepsEveryEventButHeartbeats publishes one event of
+// every family under a prefix with a dot in it and reads what the stream
+// kept: all but the node's heartbeat, a liveness signal whose volume
+// follows the node count (events.StoredEvents).
+func TestTheEventStreamKeepsEveryEventButHeartbeats(t *testing.T) {
+	_, nc := testbus.StartJetStream(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := durable.Setup(ctx, nc, "lab.gs", durable.Options{Storage: durable.Memory}); err != nil {
+		t.Fatal(err)
+	}
+	sj := events.NewSubjects("lab.gs")
+	kept := []string{sj.JobEvent(events.JobPlaced), sj.GPUEvent("node-1", "node-1-gpu-0", events.GPUStatusType),
+		sj.GPUEvent("node-1", "node-1-gpu-0", events.GPUDown), sj.NodeEvent("node-1", events.NodeUp),
+		sj.NodeEvent("node-1", events.NodeDown), sj.SchedEvent(events.SchedDecision), sj.SchedEvent(events.SchedUp),
+		sj.Metrics(), sj.SecurityEvent("node-cut-off"), sj.ChaosEvent(events.ChaosKillScheduler)}
+	js, _ := jetstream.New(nc)
+	for _, subject := range append(kept, sj.NodeHeartbeat("node-1")) {
+		if !sj.IsEvent(subject) {
+			t.Fatalf("%s is not an event's subject", subject)
+		}
+		if _, err := js.Publish(ctx, subject, []byte(`{}`)); err != nil && subject != sj.NodeHeartbeat("node-1") {
+			t.Fatalf("publishing %s: %v", subject, err)
+		}
+	}
+	// A plain publish of the heartbeat, as a node sends it (no stream
+	// answers it, so js.Publish above reports no responders).
+	if err := nc.Publish(sj.NodeHeartbeat("node-1"), []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	cons, err := js.CreateConsumer(ctx, durable.EventStream(sj.Prefix), jetstream.ConsumerConfig{
+		FilterSubject: sj.AllEvents(), AckPolicy: jetstream.AckNonePolicy, DeliverPolicy: jetstream.DeliverAllPolicy})
+	if err != nil {
+		t.Fatalf("a reader of every event (%s) on the stream: %v", sj.AllEvents(), err)
+	}
+	batch, err := cons.FetchNoWait(100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for m := range batch.Messages() {
+		got = append(got, m.Subject())
+	}
+	if fmtSlice(got) != fmtSlice(kept) {
+		t.Fatalf("the stream kept %v\nwant %v", got, kept)
 	}
 }
 

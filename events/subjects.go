@@ -193,6 +193,20 @@ func (s Subjects) Metrics() string { return s.Prefix + ".evt.metrics" }
 // AllEvents matches every event of the cluster.
 func (s Subjects) AllEvents() string { return s.Prefix + ".evt.>" }
 
+// StoredEvents are the subjects the event stream keeps: every event
+// (AllEvents) but the nodes' heartbeats. A heartbeat is liveness, not
+// history: its volume follows the node count, not what happens — 12,500
+// nodes' heartbeats (100,000 GPUs) were stored at about 7.5 MB/s, which
+// would fill the stream's default 1 GiB in a little over two minutes,
+// evicting every job's events before them.
+// The node's joins and losses (NodeUp, NodeDown) are kept; the heartbeats
+// go to live subscribers only.
+func (s Subjects) StoredEvents() []string {
+	p := s.Prefix + ".evt."
+	return []string{p + "job.>", p + "gpu.>", p + "node.*." + NodeUp, p + "node.*." + NodeDown,
+		p + "sched.>", p + "metrics", p + "security.>", p + "chaos.>"}
+}
+
 // IsEvent says whether subject is an event's (<p>.evt.…): what AllEvents
 // matches.
 func (s Subjects) IsEvent(subject string) bool { return s.under(subject, "evt.") }
