@@ -265,15 +265,10 @@ type Core struct {
 	jobs       map[string]*job
 	order      []*job     // every accepted job, in acceptance order
 	queue      *waitQueue // the jobs waiting for a placement (queue.go)
-	// running is the jobs placed and not yet ended, in placement order.
-	running []*job
-	// runningOn is, for each GPU, the running jobs that have had it among
-	// their GPUs since they began running: a superset of those that have
-	// it now (jobsRunningOn filters it), so that a GPU's status is
-	// reconciled against its own jobs, not against every running one.
-	runningOn map[string][]*job
-	seq       uint64
-	dirty     bool
+	// running is the jobs placed and not yet ended (running.go).
+	running *runningJobs
+	seq     uint64
+	dirty   bool
 	// settleDue: on a virtual clock, settled() waits for the next
 	// TimerPass (settling is set while that runs it).
 	settleDue, settling bool
@@ -418,7 +413,7 @@ func New(cfg Config) (*Core, error) {
 		replay:    newReplayRounds(cfg.Replay),
 		view:      newView(cfg.VRAMModel, cfg.Seed, cfg.NodeRank),
 		jobs:      map[string]*job{},
-		runningOn: map[string][]*job{},
+		running:   newRunningJobs(),
 		classes:   newJobClasses(),
 		virtual:   virtual,
 		awaiting:  map[*job]bool{},
@@ -632,7 +627,7 @@ func (s *Core) NextWake() time.Time {
 			next = t
 		}
 	}
-	for _, j := range s.running {
+	for _, j := range s.running.list {
 		if j.cpuEnds != nil {
 			if !j.cpuEnds.After(now) {
 				return now
@@ -669,7 +664,7 @@ func (s *Core) NextWake() time.Time {
 		// (checkOverdue): its completion may have been dropped. Its wake
 		// comes a grace after the end, so that a completion on time never
 		// costs an instant of its own.
-		for _, j := range s.running {
+		for _, j := range s.running.list {
 			if at, ok := j.overdueBy(); ok {
 				if at.Before(j.overdueAt) {
 					at = j.overdueAt // read already: again after the grace

@@ -2166,7 +2166,7 @@ func TestJobsReadBackAfterARestartRunInSubmissionOrderWhicheverGPUAnswersFirst(t
 	for _, reverse := range []bool{false, true} {
 		h2 := restartedReadingBack(t, recs, shares, reverse)
 		var running []string
-		for _, j := range h2.Core.running {
+		for _, j := range h2.Core.running.list {
 			running = append(running, j.id)
 		}
 		if want := []string{recs[0].JobID, recs[1].JobID}; !slices.Equal(running, want) {

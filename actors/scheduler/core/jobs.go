@@ -27,8 +27,8 @@ type job struct {
 	reason    string
 	// inQueue says the job is in the core's queue (enqueue, dequeue).
 	inQueue bool
-	// inRunning says the job is on the core's running list (addRunning,
-	// ended).
+	// inRunning says the job is on the core's running list
+	// (runningJobs.add, remove).
 	inRunning bool
 	history   []events.Transition
 	// historyDropped counts the transitions addHistory dropped.
@@ -258,7 +258,7 @@ func (m progressMark) reaches(work float64) (time.Time, bool) {
 // admitsNow reports whether admission lets j be placed now (the pass
 // asks the same over the usage it counts once for all its jobs).
 func (s *Core) admitsNow(j *job) bool {
-	return s.plugins.Admit == nil || s.plugins.AdmitPlace(admitJob(&j.spec), s.tenantUsage().of(j.spec.Tenant)) == nil
+	return s.plugins.Admit == nil || s.plugins.AdmitPlace(admitJob(&j.spec), s.running.usage().of(j.spec.Tenant)) == nil
 }
 
 // usage is what each tenant's running jobs hold, for admission.
@@ -271,15 +271,6 @@ type tenantHold struct {
 	gpus     map[string]int
 	cpuMilli int64
 	memory   int64
-}
-
-// tenantUsage counts what each tenant's running jobs hold now.
-func (s *Core) tenantUsage() usage {
-	u := usage{}
-	for _, r := range s.running {
-		u.add(r, r.gpus)
-	}
-	return u
 }
 
 // of is what tenant holds, as admission counts it.
@@ -413,18 +404,6 @@ func (s *Core) transition(j *job, state, reason string) {
 	s.emitAbout(j, s.cfg.Subjects.JobEvent(evType), events.Type("job", evType), now, s.info(j, false))
 }
 
-func (s *Core) request(j *job) *policy.Request {
-	r := &policy.Request{JobID: j.id, Priority: j.spec.Priority, GPUs: j.spec.GPUs, VRAM: int64(j.spec.VRAM),
-		Milli: j.spec.Milli, Util: j.spec.Util, CPUMilli: j.spec.CPUMilli(), Memory: int64(j.spec.Memory), Models: j.spec.Models,
-		PinGPU: j.spec.GPU, PinNode: j.spec.Node, Held: s.view.held, JobType: j.spec.JobType}
-	if j.spec.PinOnce && j.firstStarted != nil {
-		// Its pin drew its first placement only: it goes where the
-		// policy puts it from now on.
-		r.PinGPU, r.PinNode = "", ""
-	}
-	return r
-}
-
 func (s *Core) onSubmit(m *Msg, tenant string) {
 	if fe := events.CheckSize(m.Data); fe != nil {
 		s.respond(m, events.ErrorReply{Error: fe})
@@ -497,7 +476,7 @@ func (s *Core) onSubmit(m *Msg, tenant string) {
 		s.submitReplayed(j, m, req.ArrivalS)
 		return
 	}
-	if fe := s.view.feasible(s.request(j)); fe != nil && s.warming() {
+	if fe := s.view.feasible(s.view.request(j)); fe != nil && s.warming() {
 		// A restarted scheduler still hearing from the GPUs cannot tell
 		// "fits nowhere" from "not heard of yet": the job waits, and the
 		// first pass after the warm-up judges it.
@@ -611,7 +590,7 @@ func (s *Core) notPlacedAtOnce(j *job, m *Msg) {
 	}
 	if s.cfg.DropUnschedulable {
 		now := s.now
-		reason := "fits nowhere now and this cluster drops such jobs (replay): " + policy.Why(s.view.sorted(), s.request(j))
+		reason := "fits nowhere now and this cluster drops such jobs (replay): " + policy.Why(s.view.sorted(), s.view.request(j))
 		s.transition(j, events.JobRejected, reason)
 		j.ended = &now
 		s.stats.rejected++

@@ -89,7 +89,7 @@ func (s *Core) checkpointsReached() {
 		return
 	}
 	now := s.now
-	for _, j := range s.running {
+	for _, j := range s.running.list {
 		if j.spec.Checkpoint > 0 && j.spec.Kept(j.estimate(now)) > j.storedProgress {
 			s.touch(j)
 		}
@@ -170,7 +170,7 @@ func (s *Core) restore(st *durable.State) {
 			// waits for the warm-up's end in case no GPU knows it.
 			s.restart.inherited[r.JobID] = r.Placement
 			s.restart.journaled[r.JobID] = r
-			s.journalHold(r, 1)
+			s.view.journalHold(r, 1)
 			continue
 		}
 		j := s.fromRecord(r)
@@ -318,7 +318,7 @@ func (s *Core) settleJournaled() {
 		if _, known := s.jobs[id]; known {
 			continue // re-learned from a GPU meanwhile
 		}
-		s.journalHold(r, -1)
+		s.view.journalHold(r, -1)
 		delete(s.restart.inherited, id)
 		j := s.fromRecord(r)
 		if r.Node != "" {
@@ -336,21 +336,6 @@ func (s *Core) settleJournaled() {
 		s.enqueue(j)
 		s.dirty = true
 	}
-}
-
-// journalHold counts (sign 1) or no longer counts (-1) in the view the CPU
-// and memory a job the journal says runs holds on its node: its node
-// actor holds them until told otherwise, and a view without them placed
-// other jobs there that the node refused, again and again at one instant
-// on a virtual clock while a hung GPU kept the job unsettled.
-func (s *Core) journalHold(r *durable.Record, sign int64) {
-	if r.Node == "" {
-		return
-	}
-	n := s.view.node(r.Node)
-	n.CPUUsedMilli = max(0, n.CPUUsedMilli+sign*r.Spec.CPUMilli())
-	n.MemUsed = max(0, n.MemUsed+sign*int64(r.Spec.Memory))
-	s.view.cluster.TouchNode(n)
 }
 
 // gpuSettled says whether GPU g has shown whether it runs what a
@@ -392,8 +377,8 @@ func (s *Core) resumeCPUJob(r *durable.Record) {
 	j.stintAt, j.stintFrom, j.stintSpeed = now, j.progress, 1
 	j.addHistory(events.Transition{State: stateRunning, SimTime: now,
 		Reason: "taken back from the job journal after a scheduler restart (CPU-only, on " + r.Node + ")"})
-	s.addRunning(j, len(s.running))
-	s.journalHold(r, 1) // it holds its node's CPU and memory until it ends
+	s.running.add(j, s.running.len())
+	s.view.journalHold(r, 1) // it holds its node's CPU and memory until it ends
 	s.stats.adopted++
 	s.log.Info("CPU-only job taken back from the journal", zap.String("job", j.id), zap.String("node", r.Node), zap.Time("ends", ends))
 }

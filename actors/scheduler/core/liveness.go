@@ -167,7 +167,7 @@ func (j *job) overdueBy() (time.Time, bool) {
 // bring about, as a GPU with nothing left to do publishes nothing more.
 func (s *Core) checkOverdue() {
 	now, wall := s.now, s.wall
-	for _, j := range slices.Clone(s.running) {
+	for _, j := range slices.Clone(s.running.list) {
 		// A training job's end is its model's, not its duration's.
 		if j.cpuEnds != nil || len(j.gpus) == 0 || j.spec.Training != nil || j.estimate(now) < j.work() || wall.Before(j.overdueAt) {
 			continue
@@ -280,8 +280,8 @@ func (s *Core) declareDead(gs *gpuState, reason string) {
 func (s *Core) jobsOn(gpu string, upTo int, reported []events.GPUJob) []events.GPUJob {
 	var out []events.GPUJob
 	now := s.now
-	on := slices.Clone(s.jobsRunningOn(gpu))
-	s.inRunningOrder(on)
+	on := slices.Clone(s.running.onGPU(gpu))
+	s.running.inOrder(on)
 	for _, j := range on {
 		// A share that completed there is not lost with the GPU.
 		if j.incarnationOn(gpu) > upTo || slices.Contains(j.shardsDone, gpu) {
@@ -355,7 +355,7 @@ func (s *Core) onCtl(m *Msg) bool {
 	}
 	s.killed = reason
 	s.respond(m, events.SchedLifecycle{Incarnation: s.cfg.Incarnation, Reason: reason,
-		Queued: s.queued(), Running: len(s.running), Policy: s.plugins.Placement.Name(), Queue: s.plugins.QueueSort.Name(), Durable: s.cfg.Journaled})
+		Queued: s.queued(), Running: s.running.len(), Policy: s.plugins.Placement.Name(), Queue: s.plugins.QueueSort.Name(), Durable: s.cfg.Journaled})
 	return true
 }
 
@@ -365,8 +365,8 @@ func (s *Core) Remains() events.SchedLifecycle {
 	s.metrics() // brings the energy up to now
 	t := s.Totals()
 	r := events.SchedLifecycle{Incarnation: s.cfg.Incarnation, Reason: s.killed, Queued: s.queued(),
-		Running: len(s.running), Policy: s.plugins.Placement.Name(), Queue: s.plugins.QueueSort.Name(), Durable: s.cfg.Journaled, Totals: &t}
-	for _, j := range s.running {
+		Running: s.running.len(), Policy: s.plugins.Placement.Name(), Queue: s.plugins.QueueSort.Name(), Durable: s.cfg.Journaled, Totals: &t}
+	for _, j := range s.running.list {
 		rj := events.RunningJob{JobID: j.id, Placement: j.placement}
 		if j.cpuEnds != nil && j.node != "" {
 			rj.CPUOnly = &events.CPUOnlyJob{Spec: j.spec, Seq: j.seq, Submitted: j.submitted, Node: j.node, Ends: *j.cpuEnds}
@@ -450,8 +450,8 @@ func (s *Core) adopt(st events.GPUStatus, gj events.GPUJob) {
 		// The journal's record (history, preemptions, lost work) with what
 		// the GPU says of it now.
 		delete(s.restart.journaled, gj.JobID)
-		s.dirty = true       // the last one re-learned ends the hold on placements (resumingJobs)
-		s.journalHold(r, -1) // counted again where the GPU says it runs (adopted)
+		s.dirty = true            // the last one re-learned ends the hold on placements (resumingJobs)
+		s.view.journalHold(r, -1) // counted again where the GPU says it runs (adopted)
 		j = s.fromRecord(r)
 		j.state, j.node, j.placement = stateRunning, adoptedNode(a, st), a.Placement
 		s.relearn(j, r.GPUs)
@@ -502,7 +502,7 @@ func (s *Core) adopt(st events.GPUStatus, gj events.GPUJob) {
 		j.stintFrom, j.lastRate = min(j.stintFrom, gj.ProgressS), min(j.lastRate, gj.Rate)
 	}
 	j.gpus = appendShare(j, st.GPU)
-	s.indexShare(j, st.GPU)
+	s.running.addShare(j, st.GPU)
 	j.shardsLeft++
 	if j.incarnations == nil {
 		j.incarnations = map[string]int{}
@@ -513,16 +513,7 @@ func (s *Core) adopt(st events.GPUStatus, gj events.GPUJob) {
 
 // adopted counts a job re-learned from a GPU as running there.
 func (s *Core) adopted(j *job, st events.GPUStatus) {
-	// The running jobs are in the order they began running; those a
-	// restart reads back all begin at one instant, and among them the
-	// order is their submission's, not the order their GPUs answered in:
-	// it is the order a lost GPU's jobs are listed in its gpu.down and
-	// queued again in (two runs of one seed differed there).
-	i := len(s.running)
-	for i > 0 && s.running[i-1].stintAt.Equal(j.stintAt) && s.running[i-1].seq > j.seq {
-		i--
-	}
-	s.addRunning(j, i)
+	s.running.addAdopted(j)
 	if gs, ok := s.view.gpus[st.GPU]; ok {
 		// Its share there was built from the GPU's status before the job
 		// was known, as a stranger's (low priority, no util, no CPU). Left
@@ -554,7 +545,7 @@ func (s *Core) reconcile(gs *gpuState, st events.GPUStatus) {
 	// A GPU runs a handful of jobs: linear lookups, no allocation on this
 	// path, which every status event takes.
 	var missing []*job
-	for _, j := range s.jobsRunningOn(st.GPU) {
+	for _, j := range s.running.onGPU(st.GPU) {
 		// A share that completed there is not missing: it ended.
 		if j.id != st.JobID && !slices.Contains(j.shardsDone, st.GPU) {
 			if _, ok := hasJob(st.Jobs, j.id); !ok {
@@ -564,7 +555,7 @@ func (s *Core) reconcile(gs *gpuState, st events.GPUStatus) {
 	}
 	// Settled in the order they began running, whatever order their GPU
 	// was indexed in.
-	s.inRunningOrder(missing)
+	s.running.inOrder(missing)
 	var unknown, stray []string
 	for _, gj := range st.Jobs {
 		if gj.State != events.GPUJobRunning {
@@ -741,8 +732,8 @@ func (s *Core) accountEnded(st events.GPUStatus) {
 		// one number per message it sends, so one more message to one GPU
 		// changes what it drops later), and each says how far its share
 		// had got.
-		s.ended(j)
-		s.releaseNode(j, st.Node)
+		s.running.remove(j)
+		s.view.releaseNode(j, st.Node)
 		s.stats.lostJobs++
 		s.requeueLost(j, e.ProgressS, "GPU "+st.GPU+" lost it ("+e.Change+") while the scheduler was restarting")
 	}
@@ -766,7 +757,7 @@ func (s *Core) relearnEnded(full events.GPUStatus) {
 				s.training.restore(j.id, *e.Training, s.log)
 			}
 			j.gpus = appendShare(j, full.GPU)
-			s.indexShare(j, full.GPU)
+			s.running.addShare(j, full.GPU)
 			j.shardsDone = append(j.shardsDone, full.GPU)
 			s.touch(j)
 		case events.ChangeCrashed, events.ChangeFenced, events.ChangeExpired, events.ChangePreempted:
@@ -847,7 +838,7 @@ func (s *Core) settleRelearned() {
 	gone := s.graceOver()
 	var broken, whole []*job
 	s.restart.relearning = 0
-	for _, j := range s.running {
+	for _, j := range s.running.list {
 		if !j.relearning {
 			continue
 		}
@@ -942,7 +933,7 @@ func (s *Core) rejectUnfit(j *job) bool {
 		return false
 	}
 	j.unchecked = false
-	fe := s.view.feasible(s.request(j))
+	fe := s.view.feasible(s.view.request(j))
 	if fe == nil {
 		return false
 	}

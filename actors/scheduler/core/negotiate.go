@@ -92,7 +92,7 @@ func (s *Core) try(a *attempt) tryResult {
 		a.tried = map[string]bool{}
 	}
 	s.refreshWorkload()
-	req := s.request(j)
+	req := s.view.request(j)
 	if known := s.unplacedShapes(); a.inPass && a.n == 0 && known != nil {
 		if _, ok := known[shapeOf(req)]; ok {
 			// A job of this shape found no place and no victims in this
@@ -104,7 +104,7 @@ func (s *Core) try(a *attempt) tryResult {
 	if a.n < policy.MaxCandidates {
 		a.n++
 		a.cands = s.plugins.Place(s.view.sorted(), req)
-		a.ranked = s.rankedBy(a.cands)
+		a.ranked = s.view.rankedBy(a.cands)
 		// The best candidate not tried yet (a refusal tries again from a
 		// fresh ranking, up to MaxCandidates times).
 		for i := range a.cands {
@@ -125,7 +125,7 @@ func (s *Core) try(a *attempt) tryResult {
 	// With a round, the round alone stops running jobs (in queue order):
 	// priority preemption beside it would undo what it decided, and the
 	// two would take turns stopping the same jobs.
-	if !a.preempting && len(a.cands) == 0 && !s.cfg.DropUnschedulable && s.plugins.Round == nil && s.hasLowerPriorityRunning(j) {
+	if !a.preempting && len(a.cands) == 0 && !s.cfg.DropUnschedulable && s.plugins.Round == nil && s.view.hasLowerPriorityRunning(j) {
 		if len(s.inflight) > 0 || len(s.stops) > 0 {
 			a.n--
 			return tryWait
@@ -135,7 +135,7 @@ func (s *Core) try(a *attempt) tryResult {
 			s.preemptFor(j, pre.Victims)
 			a.preempting = true
 			a.cands = []policy.Placement{pre.Placement}
-			a.ranked = s.rankedBy(a.cands)
+			a.ranked = s.view.rankedBy(a.cands)
 			s.negotiate(a, pre.Placement, pre.Victims)
 			return tryStarted
 		}
@@ -353,7 +353,7 @@ func (s *Core) unholdInView(n *negotiation) {
 			}
 		}
 	}
-	s.releaseNode(j, n.place.Node)
+	s.view.releaseNode(j, n.place.Node)
 }
 
 // confirmInView makes a placement's reservations final in the view: the

@@ -70,7 +70,7 @@ func (s *Core) controls(j *job, p policy.Placement, op string) []ctlCall {
 	if p.Node != "" {
 		calls = append(calls, ctlCall{subject: sj.NodeCtl(p.Node), ctl: nodeCtl})
 	}
-	req := s.request(j)
+	req := s.view.request(j)
 	pace := 0.0
 	if op == events.OpReserve {
 		pace = s.pace(j, p.GPUs) // the gang's, the same on each of its GPUs
@@ -139,22 +139,13 @@ func (s *Core) releaseInView(j *job, node string, gpus []string) {
 			s.dropAlloc(gs.g, j.id)
 		}
 	}
-	s.releaseNode(j, node)
+	s.view.releaseNode(j, node)
 }
 
 // freeAtNode tells node's actor to free what job id holds there (CPU
 // and memory), without waiting for an answer.
 func (s *Core) freeAtNode(node, id string) {
 	s.publishAll([]ctlCall{{subject: s.cfg.Subjects.NodeCtl(node), ctl: events.Control{Op: events.OpRelease, JobID: id}}})
-}
-
-// releaseNode returns a job's CPU and memory to its node in the view.
-func (s *Core) releaseNode(j *job, node string) {
-	if n, ok := s.view.nodes[node]; ok {
-		n.CPUUsedMilli = max(0, n.CPUUsedMilli-j.spec.CPUMilli())
-		n.MemUsed = max(0, n.MemUsed-int64(j.spec.Memory))
-		s.view.cluster.TouchNode(n)
-	}
 }
 
 func (s *Core) dropAlloc(g *policy.GPU, jobID string) {
@@ -218,17 +209,6 @@ func (s *Core) refreshLostWork() {
 // maxCandidatesInExplain bounds the candidates a decision event lists.
 const maxCandidatesInExplain = policy.MaxCandidates
 
-func (s *Core) hasLowerPriorityRunning(j *job) bool {
-	for _, g := range s.view.cluster.GPUs {
-		for _, sh := range g.Shares {
-			if sh.Priority < j.spec.Priority && sh.Preemptible {
-				return true
-			}
-		}
-	}
-	return false
-}
-
 func candidates(ps []policy.Placement, ranked []rankFigures) []events.Candidate {
 	out := make([]events.Candidate, 0, len(ps))
 	for i, p := range ps[:min(len(ps), maxCandidatesInExplain)] {
@@ -250,21 +230,6 @@ type rankFigures struct {
 	known       bool
 	util        float64
 	used, total int64
-}
-
-// rankedBy takes, for each candidate shown, what the GPU rankers order by
-// as the view stands now (when the policy ranked them).
-func (s *Core) rankedBy(ps []policy.Placement) []rankFigures {
-	out := make([]rankFigures, min(len(ps), maxCandidatesInExplain))
-	for i, p := range ps[:len(out)] {
-		if len(p.GPUs) == 0 {
-			continue // a CPU-only job's node
-		}
-		if gs, ok := s.view.gpus[p.GPUs[0]]; ok {
-			out[i] = rankFigures{known: true, util: gs.g.Util, used: gs.g.VRAMUsed(), total: gs.g.VRAMTotal}
-		}
-	}
-	return out
 }
 
 // unpinnedChoice is where the policy alone would put a pinned request in
@@ -314,72 +279,7 @@ func (s *Core) placed(j *job, p policy.Placement, a *attempt, victims []string) 
 	j.started = &now
 	s.transition(j, stateRunning, "")
 	j.victims = nil
-	s.addRunning(j, len(s.running))
-}
-
-// addRunning puts j on the running list at position i, and in the index
-// of each GPU it runs on.
-func (s *Core) addRunning(j *job, i int) {
-	s.running = slices.Insert(s.running, i, j)
-	j.inRunning = true
-	for _, g := range j.gpus {
-		s.indexShare(j, g)
-	}
-}
-
-// indexShare notes that running job j runs on gpu (a share added to
-// j.gpus while it runs; addRunning notes those it starts with).
-func (s *Core) indexShare(j *job, gpu string) {
-	if !j.inRunning {
-		return
-	}
-	on := s.runningOn[gpu]
-	if !slices.Contains(on, j) {
-		s.runningOn[gpu] = append(on, j)
-	}
-}
-
-// jobsRunningOn is the running jobs whose GPUs include gpu, in the order
-// they were indexed (not the running list's: inRunningOrder puts them in
-// it). It drops from the GPU's index the jobs that no longer run there.
-// The slice is the index's own: read it before the next change.
-func (s *Core) jobsRunningOn(gpu string) []*job {
-	on := s.runningOn[gpu]
-	kept := on[:0]
-	for _, j := range on {
-		if j.inRunning && slices.Contains(j.gpus, gpu) {
-			kept = append(kept, j)
-		}
-	}
-	clear(on[len(kept):])
-	if len(kept) == 0 {
-		delete(s.runningOn, gpu)
-		return nil
-	}
-	s.runningOn[gpu] = kept
-	return kept
-}
-
-// inRunningOrder sorts jobs of the running list in that list's order.
-func (s *Core) inRunningOrder(jobs []*job) {
-	if len(jobs) < 2 {
-		return
-	}
-	at := make(map[*job]int, len(jobs))
-	for i, j := range s.running {
-		if slices.Contains(jobs, j) {
-			at[j] = i
-		}
-	}
-	slices.SortFunc(jobs, func(a, b *job) int { return at[a] - at[b] })
-}
-
-// ended takes j off the running list.
-func (s *Core) ended(j *job) {
-	if i := slices.Index(s.running, j); i >= 0 {
-		s.running = slices.Delete(s.running, i, i+1)
-	}
-	j.inRunning = false
+	s.running.add(j, s.running.len())
 }
 
 // preemptFor stops the victims for preemptor: each keeps its progress up to
@@ -465,7 +365,7 @@ func (s *Core) stopLost(j *job, op string, lostAt, lastKnown float64, then func(
 	s.releaseInView(j, j.node, j.gpus)
 	j.node, j.gpus, j.shardsLeft, j.shardsDone, j.cpuEnds = "", nil, 0, nil, nil
 	j.relearned()
-	s.ended(j)
+	s.running.remove(j)
 	if len(st.calls) == 0 {
 		s.finishStop(st)
 		return
@@ -676,7 +576,7 @@ func (s *Core) schedule() {
 	s.view.sorted() // (a sort that renumbers the GPUs clears the holds too)
 	p := &pass{jobs: slices.Clone(s.queue.jobs)}
 	if s.plugins.Admit != nil {
-		p.held = s.tenantUsage()
+		p.held = s.running.usage()
 	}
 	s.pass = p
 	s.continuePass()
@@ -746,7 +646,7 @@ func (s *Core) failed(a *attempt) {
 		s.enqueue(j) // taken out while it was being placed
 	}
 	now := s.now
-	req := s.request(j)
+	req := s.view.request(j)
 	known := s.unplacedShapes()
 	var key shape
 	if known != nil {

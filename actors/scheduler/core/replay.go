@@ -325,7 +325,7 @@ func (s *Core) replayLeaseEnded(j *job, gpuID string) {
 	}
 	if j.node != "" {
 		s.freeAtNode(j.node, j.id)
-		s.releaseNode(j, j.node)
+		s.view.releaseNode(j, j.node)
 	}
 	j.endStint(s.now, j.progress)
 	j.node, j.gpus, j.placement = "", nil, ""

@@ -21,8 +21,8 @@ func (s *Core) runRound() {
 		j *job
 		q policy.Queued
 	}
-	all := make([]entry, 0, len(s.running)+s.queue.len())
-	for _, j := range s.running {
+	all := make([]entry, 0, s.running.len()+s.queue.len())
+	for _, j := range s.running.list {
 		all = append(all, entry{j, j.queuedAt(now)})
 	}
 	for _, j := range s.queue.jobs {
@@ -34,7 +34,7 @@ func (s *Core) runRound() {
 	c := s.view.sorted()
 	jobs := make([]policy.RoundJob, len(all))
 	for i, e := range all {
-		r := s.request(e.j)
+		r := s.view.request(e.j)
 		r.Held = nil // holds are the pass's business
 		jobs[i] = policy.RoundJob{Request: r, Running: e.j.state == stateRunning, Preemptible: e.j.spec.Preemptible, Node: e.j.node}
 		for _, id := range e.j.gpus {

@@ -69,7 +69,7 @@ func (s *Core) metrics() events.Metrics {
 	m.GPUDeaths, m.JobsLost, m.JobsAdopted, m.StaleIgnored = t.GPUDeaths, t.JobsLost, t.JobsAdopted, t.StaleIgnored
 	// 3.6e6 joules make one kilowatt-hour.
 	m.EnergyKWh = t.EnergyJ / 3.6e6
-	m.JobsRunning = len(s.running)
+	m.JobsRunning = s.running.len()
 	m.GPUsUnknown = len(s.unknownNodes())
 	m.Settling = m.GPUsUnknown > 0 || s.resumingJobs() > 0
 	return m
@@ -218,7 +218,7 @@ func (s *Core) onSnapshot(m *Msg, tenant string) {
 	if !s.validPage(m, req.Page) {
 		return
 	}
-	running, queue := s.running, s.queueShown()
+	running, queue := s.running.list, s.queueShown()
 	if tenant != "" {
 		// A tenant sees the cluster (GPUs, summary) but only its own jobs.
 		running, queue = ofTenant(running, tenant), ofTenant(queue, tenant)

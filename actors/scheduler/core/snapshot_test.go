@@ -123,7 +123,7 @@ func BenchmarkGPUStatus(b *testing.B) {
 				}
 				h.Pass()
 			}
-			if got := len(h.Core.running); got != running {
+			if got := h.Core.running.len(); got != running {
 				b.Fatalf("%d jobs running, want %d", got, running)
 			}
 			st := h.GPUs["node-0-gpu-0"].Status

@@ -183,7 +183,7 @@ func (s *Core) runTrainingRound() {
 		s.log.Warn("training round skipped: the last one still waits for job states", zap.Int("waiting", tr.waiting))
 		return
 	}
-	for _, j := range s.running {
+	for _, j := range s.running.list {
 		if j.spec.Training != nil && j.relearning {
 			// Read back after a restart from some of its GPUs only: the
 			// round would see it on fewer nodes than it runs on (or its
@@ -195,7 +195,7 @@ func (s *Core) runTrainingRound() {
 	}
 	interval := int(tr.cfg.Interval / time.Second)
 	tr.at = int(math.Floor(s.now.Sub(tr.cfg.Origin).Seconds()/float64(interval)+1e-9)) * interval
-	for _, j := range s.running {
+	for _, j := range s.running.list {
 		if j.spec.Training == nil || len(j.gpus) == 0 {
 			continue
 		}
@@ -252,7 +252,7 @@ func (s *Core) decideTraining() {
 			mj.Clock = tr.at // an unplaced job's steps move its clock only
 		}
 	}
-	tr.nodes = s.trainingNodes()
+	tr.nodes = s.view.trainingNodes()
 	s.assignTrainingBack()
 	usable := s.trainingGPUs(tr.nodes)
 	tr.rounds.Resize(usable)
@@ -284,14 +284,14 @@ func (s *Core) decideTraining() {
 			s.transition(j, events.JobPreempted, "round "+tr.cfg.Policy.Name()+" re-allocated its GPUs")
 			s.transition(j, events.JobQueued, "")
 			if again {
-				s.placeTraining(j, mj, s.tenantUsage())
+				s.placeTraining(j, mj, s.running.usage())
 			}
 		})
 	}
 	short := map[string]bool{}
 	// What each tenant holds, the round's placements added as they are
 	// made (their reservations are still in flight).
-	held := s.tenantUsage()
+	held := s.running.usage()
 	for _, mj := range now {
 		if !s.placeTraining(s.jobs[mj.Name], mj, held) {
 			short[mj.Name] = true
@@ -429,23 +429,6 @@ func (s *Core) trainingControls(j *job, p policy.Placement, op string) []ctlCall
 type trainingNode struct {
 	id   string
 	gpus []string
-}
-
-// trainingNodes are the nodes with GPUs in the order the model numbers
-// them (node ids in natural order: node-2 before node-10), each with its
-// GPUs in natural order.
-func (s *Core) trainingNodes() []trainingNode {
-	byNode := map[string][]string{}
-	for id, gs := range s.view.gpus {
-		byNode[gs.status.Node] = append(byNode[gs.status.Node], id)
-	}
-	out := make([]trainingNode, 0, len(byNode))
-	for n, gpus := range byNode {
-		slices.SortFunc(gpus, naturalCompare)
-		out = append(out, trainingNode{id: n, gpus: gpus})
-	}
-	slices.SortFunc(out, func(a, b trainingNode) int { return naturalCompare(a.id, b.id) })
-	return out
 }
 
 // trainingGPUs is how many GPUs of each node the round may allocate: the
@@ -602,7 +585,7 @@ func (s *Core) assignTrainingBack() {
 	for i, n := range tr.nodes {
 		index[n.id] = i
 	}
-	for _, j := range s.running {
+	for _, j := range s.running.list {
 		if j.allocNodes == nil {
 			continue
 		}

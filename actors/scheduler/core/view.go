@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpusched/gpusched/durable"
 	"github.com/gpusched/gpusched/events"
 	"github.com/gpusched/gpusched/model"
 	"github.com/gpusched/gpusched/policy"
@@ -304,4 +305,88 @@ func (v *view) feasible(r *policy.Request) *model.FieldError {
 		return model.Errorf("gpus", "no node has %d GPUs with %s each and %s CPUs, %s memory", r.GPUs, model.Bytes(r.VRAM), policy.Cores(r.CPUMilli), model.Bytes(r.Memory))
 	}
 	return model.Errorf("cpu", "no node with a fitting GPU has %s CPUs and %s of memory", policy.Cores(r.CPUMilli), model.Bytes(r.Memory))
+}
+
+// request is what a placement policy is asked for j in this view: its
+// shape, its pins (a pin drawn once no longer holds after its first
+// start) and the GPUs held for aged jobs.
+func (v *view) request(j *job) *policy.Request {
+	r := &policy.Request{JobID: j.id, Priority: j.spec.Priority, GPUs: j.spec.GPUs, VRAM: int64(j.spec.VRAM),
+		Milli: j.spec.Milli, Util: j.spec.Util, CPUMilli: j.spec.CPUMilli(), Memory: int64(j.spec.Memory), Models: j.spec.Models,
+		PinGPU: j.spec.GPU, PinNode: j.spec.Node, Held: v.held, JobType: j.spec.JobType}
+	if j.spec.PinOnce && j.firstStarted != nil {
+		// Its pin drew its first placement only: it goes where the
+		// policy puts it from now on.
+		r.PinGPU, r.PinNode = "", ""
+	}
+	return r
+}
+
+// hasLowerPriorityRunning says a preemptible share of lower priority than
+// j's runs on some GPU: only then may priority preemption free room for j.
+func (v *view) hasLowerPriorityRunning(j *job) bool {
+	for _, g := range v.cluster.GPUs {
+		for _, sh := range g.Shares {
+			if sh.Priority < j.spec.Priority && sh.Preemptible {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// rankedBy takes, for each candidate shown, what the GPU rankers order by
+// as the view stands now (when the policy ranked them).
+func (v *view) rankedBy(ps []policy.Placement) []rankFigures {
+	out := make([]rankFigures, min(len(ps), maxCandidatesInExplain))
+	for i, p := range ps[:len(out)] {
+		if len(p.GPUs) == 0 {
+			continue // a CPU-only job's node
+		}
+		if gs, ok := v.gpus[p.GPUs[0]]; ok {
+			out[i] = rankFigures{known: true, util: gs.g.Util, used: gs.g.VRAMUsed(), total: gs.g.VRAMTotal}
+		}
+	}
+	return out
+}
+
+// releaseNode returns a job's CPU and memory to its node in the view.
+func (v *view) releaseNode(j *job, node string) {
+	if n, ok := v.nodes[node]; ok {
+		n.CPUUsedMilli = max(0, n.CPUUsedMilli-j.spec.CPUMilli())
+		n.MemUsed = max(0, n.MemUsed-int64(j.spec.Memory))
+		v.cluster.TouchNode(n)
+	}
+}
+
+// journalHold counts (sign 1) or no longer counts (-1) in the view the CPU
+// and memory a job the journal says runs holds on its node: its node
+// actor holds them until told otherwise, and a view without them placed
+// other jobs there that the node refused, again and again at one instant
+// on a virtual clock while a hung GPU kept the job unsettled.
+func (v *view) journalHold(r *durable.Record, sign int64) {
+	if r.Node == "" {
+		return
+	}
+	n := v.node(r.Node)
+	n.CPUUsedMilli = max(0, n.CPUUsedMilli+sign*r.Spec.CPUMilli())
+	n.MemUsed = max(0, n.MemUsed+sign*int64(r.Spec.Memory))
+	v.cluster.TouchNode(n)
+}
+
+// trainingNodes are the nodes with GPUs in the order the model numbers
+// them (node ids in natural order: node-2 before node-10), each with its
+// GPUs in natural order.
+func (v *view) trainingNodes() []trainingNode {
+	byNode := map[string][]string{}
+	for id, gs := range v.gpus {
+		byNode[gs.status.Node] = append(byNode[gs.status.Node], id)
+	}
+	out := make([]trainingNode, 0, len(byNode))
+	for n, gpus := range byNode {
+		slices.SortFunc(gpus, naturalCompare)
+		out = append(out, trainingNode{id: n, gpus: gpus})
+	}
+	slices.SortFunc(out, func(a, b trainingNode) int { return naturalCompare(a.id, b.id) })
+	return out
 }

@@ -2,6 +2,7 @@ package core
 
 import (
 	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -112,7 +113,7 @@ func (s *Core) refreshWorkload() {
 // actor times them, so the scheduler does, on the simulated clock.
 func (s *Core) finishCPUJobs() {
 	now := s.now
-	for _, j := range append([]*job(nil), s.running...) {
+	for _, j := range slices.Clone(s.running.list) {
 		if j.cpuEnds != nil && !now.Before(*j.cpuEnds) {
 			s.complete(j, now)
 		}
@@ -127,9 +128,9 @@ func (s *Core) complete(j *job, now time.Time) {
 	j.ended = &now
 	j.cpuEnds = nil
 	s.freeAtNode(j.node, j.id)
-	s.releaseNode(j, j.node)
+	s.view.releaseNode(j, j.node)
 	s.stats.completed++
-	s.ended(j)
+	s.running.remove(j)
 	s.dirty = true
 	s.transition(j, events.JobCompleted, "")
 }
