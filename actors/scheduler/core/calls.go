@@ -275,7 +275,7 @@ func (s *Core) onReply(m *Msg) {
 	// lease for an older grant.
 	if gs, ok := s.view.gpus[c.gpu]; ok && c.beat > 0 && s.cfg.Lease > 0 &&
 		gs.status.Incarnation == st.Incarnation && st.Incarnation > gs.dead && gs.status.Node == c.node {
-		s.respondTo(s.cfg.Subjects.NodeLease(c.node), events.LeaseGrant{Node: c.node, Beat: c.beat, LeaseMS: s.cfg.Lease.Milliseconds(),
+		s.out.replyTo(s.cfg.Subjects.NodeLease(c.node), events.LeaseGrant{Node: c.node, Beat: c.beat, LeaseMS: s.cfg.Lease.Milliseconds(),
 			GPUs: []events.HeartbeatGPU{{GPU: c.gpu, Incarnation: st.Incarnation, Alive: true}}})
 	}
 }

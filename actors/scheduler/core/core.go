@@ -693,7 +693,7 @@ func (s *Core) dispatch(m *Msg) {
 		if r := recover(); r != nil {
 			s.log.Error("message handling panicked", zap.String("subject", m.Subject), zap.Any("panic", r), zap.Stack("stack"))
 			if m.Reply != "" {
-				s.replyError(m, "", fmt.Sprintf("internal error: %v", r))
+				s.out.replyError(m, "", fmt.Sprintf("internal error: %v", r))
 			}
 		}
 	}()
@@ -711,7 +711,7 @@ func (s *Core) dispatch(m *Msg) {
 		return
 	case sj.IsEvent(m.Subject):
 		if m.Reply != "" {
-			s.replyError(m, "", "unknown subject "+m.Subject)
+			s.out.replyError(m, "", "unknown subject "+m.Subject)
 		}
 		return
 	}
@@ -722,12 +722,12 @@ func (s *Core) dispatch(m *Msg) {
 	if tenant != "" && !svc.ForTenants() {
 		// A tenant's account imports none of the others: only a roles
 		// file edited by hand could bring one here.
-		s.replyError(m, "", "tenant "+tenant+"'s credentials may not use "+m.Subject)
+		s.out.replyError(m, "", "tenant "+tenant+"'s credentials may not use "+m.Subject)
 		return
 	}
 	if !known {
 		if m.Reply != "" {
-			s.replyError(m, "", "unknown subject "+m.Subject)
+			s.out.replyError(m, "", "unknown subject "+m.Subject)
 		}
 		return
 	}
@@ -883,27 +883,4 @@ func (s *Core) onNodeEvent(m *Msg) {
 		s.describeAfter(hb.Node, gpu, beat)
 	}
 	s.grantLeases(m, hb)
-}
-
-func (s *Core) replyError(m *Msg, field, msg string) {
-	s.respond(m, events.ErrorReply{Error: &model.FieldError{Field: field, Message: msg}})
-}
-
-// respond answers m with v encoded as JSON; a message without a reply
-// subject (a plain publish) is not answered.
-func (s *Core) respond(m *Msg, v any) {
-	s.respondTo(m.Reply, v)
-}
-
-// respondTo answers on reply with v encoded as JSON.
-func (s *Core) respondTo(reply string, v any) {
-	if reply == "" {
-		return
-	}
-	b, err := gojson.Marshal(v)
-	if err != nil {
-		s.log.Error("reply not encoded", zap.Error(err))
-		return
-	}
-	s.out.respond(reply, b)
 }

@@ -1137,7 +1137,7 @@ func TestARestartAnnouncesTheJobsItTookBack(t *testing.T) {
 	h.Step(Input{Msg: &Msg{Subject: h.Subjects.JobCancel(), Reply: "_INBOX.x", Data: encode(map[string]string{"job_id": done.JobID})}})
 	st := &durable.State{Incarnation: 1}
 	for _, id := range []string{a.JobID, q.JobID, done.JobID} {
-		st.Jobs = append(st.Jobs, *h.Core.record(h.Core.jobs[id]))
+		st.Jobs = append(st.Jobs, *h.Core.jobs[id].record(h.Core.now, h.Core.training))
 	}
 	h2 := newHarness(t, Config{Restored: st})
 	h2.Pass() // announced at the first step: the shell's bus is not up inside New
@@ -1168,7 +1168,7 @@ func TestARestoredFinishedJobKeepsWhereItRan(t *testing.T) {
 	if info := h.JobState(a.JobID); info.State != events.JobCompleted {
 		t.Fatalf("the job is %s, want completed", info.State)
 	}
-	h2 := newHarness(t, Config{Restored: &durable.State{Incarnation: 1, Jobs: []durable.Record{*h.Core.record(h.Core.jobs[a.JobID])}}})
+	h2 := newHarness(t, Config{Restored: &durable.State{Incarnation: 1, Jobs: []durable.Record{*h.Core.jobs[a.JobID].record(h.Core.now, h.Core.training)}}})
 	if info := h2.JobState(a.JobID); info.State != events.JobCompleted || info.Node != "n1" || !slices.Equal(info.GPUIDs, []string{"n1-gpu-0"}) {
 		t.Fatalf("restored: %s on %q %v, want completed on n1 [n1-gpu-0]", info.State, info.Node, info.GPUIDs)
 	}
@@ -1684,7 +1684,7 @@ func TestAJournaledJobNoGPURunsAfterARestartFreesItsNode(t *testing.T) {
 	if a.State != events.JobPlaced {
 		t.Fatalf("submit: %+v", a)
 	}
-	rec := *h.Core.record(h.Core.jobs[a.JobID])
+	rec := *h.Core.jobs[a.JobID].record(h.Core.now, h.Core.training)
 	h2 := newHarness(t, Config{Restored: &durable.State{Incarnation: 1, Jobs: []durable.Record{rec}}})
 	g := h2.AddGPU("n1", "n1-gpu-0", "A100-40GB") // came back empty: it lost the job
 	for _, d := range h2.Sends(events.OpDescribe) {
@@ -1715,7 +1715,7 @@ func TestOnAVirtualClockTheJournalsJobsAreSettledWithoutAnAgingTicker(t *testing
 	if s := h.JobState(a.JobID); s.State != events.JobRunning {
 		t.Fatalf("before the restart the job is %s, want running", s.State)
 	}
-	rec := *h.Core.record(h.Core.jobs[a.JobID])
+	rec := *h.Core.jobs[a.JobID].record(h.Core.now, h.Core.training)
 	h2 := newHarness(t, Config{Virtual: true, Restored: &durable.State{Incarnation: 1, Jobs: []durable.Record{rec}}})
 	if w, due := h2.Core.NextWake(), h2.Now.Add(h2.Core.journalGrace()+time.Nanosecond); w.IsZero() || w.After(due) {
 		t.Fatalf("next wake %v, want by %v (the journal's GPUs gone)", w, due)
@@ -1818,7 +1818,7 @@ func restartedWithAGang(t *testing.T, gpus ...string) (h2 *Harness, id string, s
 		t.Fatalf("submit: %+v", a)
 	}
 	j := h.Core.jobs[a.JobID]
-	rec := *h.Core.record(j)
+	rec := *j.record(h.Core.now, h.Core.training)
 	as := &events.Assignment{Name: "gang", VRAM: 10e9, Util: 20, WorkS: 3600, Placement: j.placement, Submitted: j.submitted,
 		Seq: j.seq, Spec: &j.spec}
 	h2, err := NewHarness(Config{Policy: "binpack", Restored: &durable.State{Incarnation: 1, Jobs: []durable.Record{rec}}}, true)
@@ -1871,7 +1871,7 @@ func journaledOnTwoGPUs(t *testing.T, bodies ...map[string]any) ([]durable.Recor
 			t.Fatalf("submit: %+v", a)
 		}
 		j := h.Core.jobs[a.JobID]
-		recs = append(recs, *h.Core.record(j))
+		recs = append(recs, *j.record(h.Core.now, h.Core.training))
 		as := &events.Assignment{Name: j.spec.Name, VRAM: int64(j.spec.VRAM), Util: j.spec.Util, WorkS: 3600, Placement: j.placement,
 			Submitted: j.submitted, Seq: j.seq, Spec: &j.spec}
 		g := j.gpus[0]
@@ -1951,7 +1951,7 @@ func TestAGangWhoseSharesAllCompletedWhileNoSchedulerWatchedCompletes(t *testing
 		return &events.Assignment{Name: j.spec.Name, VRAM: 10e9, Util: 20, WorkS: 3600, Placement: j.placement, Submitted: j.submitted,
 			Seq: j.seq, Spec: &j.spec}
 	}
-	h2 := newHarness(t, Config{Restored: &durable.State{Incarnation: 1, Jobs: []durable.Record{*h.Core.record(a), *h.Core.record(b)}}})
+	h2 := newHarness(t, Config{Restored: &durable.State{Incarnation: 1, Jobs: []durable.Record{*a.record(h.Core.now, h.Core.training), *b.record(h.Core.now, h.Core.training)}}})
 	h2.AddGPU("n1", "n1-gpu-0", "A100-40GB")
 	h2.AddGPU("n1", "n1-gpu-1", "A100-40GB")
 	for _, d := range h2.Sends(events.OpDescribe) {
@@ -2005,7 +2005,7 @@ func TestAJournaledJobHoldsItsNodeInTheViewUntilSettled(t *testing.T) {
 	a := h.Submit(spec("a", "10GB"))
 	j := h.Core.jobs[a.JobID]
 	cpu := j.spec.CPUMilli()
-	rec := *h.Core.record(j)
+	rec := *j.record(h.Core.now, h.Core.training)
 	used := func(h *Harness) int64 { return h.Core.view.node("n1").CPUUsedMilli }
 	for _, runs := range []bool{true, false} {
 		h2 := newHarness(t, Config{Restored: &durable.State{Incarnation: 1, Jobs: []durable.Record{rec}}})
@@ -2220,7 +2220,7 @@ func TestARunningCPUOnlyJobIsTakenBackFromTheJournal(t *testing.T) {
 		t.Fatalf("submit: %+v, want placed on n1", a)
 	}
 	h.Advance(20 * time.Minute)
-	rec := *h.Core.record(h.Core.jobs[a.JobID])
+	rec := *h.Core.jobs[a.JobID].record(h.Core.now, h.Core.training)
 	h2, err := NewHarness(Config{Policy: "binpack", Restored: &durable.State{Incarnation: 1, Jobs: []durable.Record{rec}}}, true)
 	if err != nil {
 		t.Fatal(err)
@@ -2592,7 +2592,7 @@ func TestAResumeHoldsPlacementsUntilTheJournalIsSettled(t *testing.T) {
 	if a.State != events.JobPlaced {
 		t.Fatalf("submit a: %+v", a)
 	}
-	rec := *h.Core.record(h.Core.jobs[a.JobID])
+	rec := *h.Core.jobs[a.JobID].record(h.Core.now, h.Core.training)
 	h2 := newHarness(t, Config{Restored: &durable.State{Incarnation: 1, Jobs: []durable.Record{rec}}})
 	g := h2.AddGPU("n1", "n1-gpu-0", "A100-40GB") // came back empty: it lost a
 	b := h2.Submit(spec("b", "30GB"))
@@ -2623,7 +2623,7 @@ func TestAResumeHoldLastsAtMostALease(t *testing.T) {
 	h := newHarness(t, Config{})
 	h.AddGPU("n1", "n1-gpu-0", "A100-40GB")
 	a := h.Submit(spec("a", "30GB"))
-	rec := *h.Core.record(h.Core.jobs[a.JobID])
+	rec := *h.Core.jobs[a.JobID].record(h.Core.now, h.Core.training)
 	h2 := newHarness(t, Config{Restored: &durable.State{Incarnation: 1, Jobs: []durable.Record{rec}}})
 	h2.AddGPU("n2", "n2-gpu-0", "A100-40GB") // another GPU; n1-gpu-0 is never heard from
 	b := h2.Submit(spec("b", "30GB"))
@@ -2684,7 +2684,7 @@ func TestAJobsHistoryIsBounded(t *testing.T) {
 	if want := len(j.history) + j.historyDropped; full.HistoryDropped == 0 || full.HistoryDropped+MaxHistory != want {
 		t.Fatalf("history_dropped %d, want the %d transitions beyond %d", full.HistoryDropped, want-MaxHistory, MaxHistory)
 	}
-	if rec := h.Core.record(j); rec.HistoryDropped != full.HistoryDropped || len(rec.History) != MaxHistory {
+	if rec := j.record(h.Core.now, h.Core.training); rec.HistoryDropped != full.HistoryDropped || len(rec.History) != MaxHistory {
 		t.Fatalf("journal record: %d transitions, %d dropped; want what job.get says", len(rec.History), rec.HistoryDropped)
 	}
 }
@@ -3071,7 +3071,7 @@ func TestARestartsReadThatANewerStatusOvertookIsAskedAgain(t *testing.T) {
 	if a.State != events.JobPlaced {
 		t.Fatalf("submit: %+v", a)
 	}
-	rec := *h.Core.record(h.Core.jobs[a.JobID])
+	rec := *h.Core.jobs[a.JobID].record(h.Core.now, h.Core.training)
 	h2 := newHarness(t, Config{Restored: &durable.State{Incarnation: 1, Jobs: []durable.Record{rec}}})
 	g := h2.AddGPU("n1", "n1-gpu-0", "A100-40GB") // came back empty: it lost the job
 	asked := h2.Sends(events.OpDescribe)
@@ -3115,7 +3115,7 @@ func TestAJobBeingStoppedIsRecordedWhereItMayRun(t *testing.T) {
 	if j.stopping == nil {
 		t.Fatal("no stop in flight after the cancel")
 	}
-	rec := *h.Core.record(j)
+	rec := *j.record(h.Core.now, h.Core.training)
 	if !slices.Contains(rec.GPUs, "n1-gpu-0") {
 		t.Fatalf("a job being stopped is recorded on GPUs %v, not on n1-gpu-0 where its stop is unanswered", rec.GPUs)
 	}

@@ -340,36 +340,6 @@ func (j *job) terminal() bool {
 // stateRunning is the job state while it runs (the event that enters it is "started").
 const stateRunning = events.JobRunning
 
-func (s *Core) info(j *job, history bool) events.JobInfo {
-	now := s.now
-	in := events.JobInfo{
-		JobID: j.id, Name: j.spec.Name, Tenant: j.spec.Tenant, Priority: j.spec.Priority, State: j.state,
-		GPUs: j.spec.GPUs, VRAM: int64(j.spec.VRAM), Milli: j.spec.Milli, Models: j.spec.Models, Util: j.spec.Util, CPU: j.spec.CPU, Memory: int64(j.spec.Memory),
-		Duration: j.spec.Duration.String(), Preemptible: j.spec.Preemptible, Node: j.node, GPUIDs: j.gpus,
-		ProgressS: j.estimate(now), WorkS: j.work(), Preemptions: j.preemptions, SubmittedAt: j.submitted,
-		StartedAt: j.started, EndedAt: j.ended, Reason: j.reason, Preemptor: j.preemptor, Victims: j.victims,
-		FirstStartedAt: j.firstStarted, RunS: j.runS, LostWorkS: j.lostS, Slowdown: j.slowdown(),
-	}
-	if j.state == stateRunning && !j.stintAt.IsZero() {
-		in.RunS += now.Sub(j.stintAt).Seconds() // the stint under way, so far
-	}
-	if j.spec.Checkpoint > 0 {
-		in.Checkpoint = j.spec.Checkpoint.String()
-	}
-	if j.spec.Training != nil {
-		in.Duration = ""
-		in.Training, in.TrainingState = j.spec.Training, s.training.state(j)
-	}
-	if j.spec.Typed() {
-		in.Duration, in.JobType, in.Steps = "", j.spec.JobType, j.spec.Steps
-	}
-	in.FinishS = j.finishS
-	if history {
-		in.History, in.HistoryDropped = j.history, j.historyDropped
-	}
-	return in
-}
-
 // MaxHistory bounds a job's history: a job preempted, lost or re-placed
 // without end (a Gavel job is, every round; a submit-and-cancel loop on a
 // pinned GPU preempts its victim each time) would otherwise grow its
@@ -401,12 +371,12 @@ func (s *Core) transition(j *job, state, reason string) {
 	j.reason = reason
 	j.addHistory(events.Transition{State: state, SimTime: now, Reason: reason})
 	s.touch(j)
-	s.emitAbout(j, s.cfg.Subjects.JobEvent(evType), events.Type("job", evType), now, s.info(j, false))
+	s.out.emitAbout(j, s.cfg.Subjects.JobEvent(evType), events.Type("job", evType), now, j.info(s.now, s.training, false))
 }
 
 func (s *Core) onSubmit(m *Msg, tenant string) {
 	if fe := events.CheckSize(m.Data); fe != nil {
-		s.respond(m, events.ErrorReply{Error: fe})
+		s.out.reply(m, events.ErrorReply{Error: fe})
 		return
 	}
 	req, fe := events.DecodeSubmitRequest(m.Data)
@@ -430,7 +400,7 @@ func (s *Core) onSubmit(m *Msg, tenant string) {
 		fe = s.checkTyped(&spec)
 	}
 	if fe != nil {
-		s.respond(m, events.ErrorReply{Error: fe})
+		s.out.reply(m, events.ErrorReply{Error: fe})
 		return
 	}
 	// A Nats-Msg-Id is a key in the sender's tenant only: another
@@ -444,17 +414,17 @@ func (s *Core) onSubmit(m *Msg, tenant string) {
 		return
 	}
 	if fe := s.storeRefusal(); fe != nil {
-		s.respond(m, events.ErrorReply{Error: fe})
+		s.out.reply(m, events.ErrorReply{Error: fe})
 		return
 	}
 	if fe := s.takeAllowance(tenant); fe != nil {
-		s.respond(m, events.ErrorReply{Error: fe})
+		s.out.reply(m, events.ErrorReply{Error: fe})
 		return
 	}
 	if n := s.queue.of(spec.Tenant); s.cfg.TenantQueue > 0 && n >= s.cfg.TenantQueue {
 		// A tenant cannot grow the queue (and the scheduler's memory and
 		// every pass over it) without bound.
-		s.respond(m, events.ErrorReply{Error: model.Errorf("tenant", "%s has %d jobs waiting, the most one tenant may have queued: not accepted (cancel some, or wait for them to start)", spec.Tenant, n)})
+		s.out.reply(m, events.ErrorReply{Error: model.Errorf("tenant", "%s has %d jobs waiting, the most one tenant may have queued: not accepted (cancel some, or wait for them to start)", spec.Tenant, n)})
 		return
 	}
 	s.seq++
@@ -488,7 +458,7 @@ func (s *Core) onSubmit(m *Msg, tenant string) {
 		s.transition(j, events.JobRejected, fe.Message)
 		j.ended = &now
 		s.stats.rejected++
-		s.answer(m.Reply, j, events.SubmitAnswer{ErrorReply: events.ErrorReply{Error: fe},
+		s.out.answer(m.Reply, j, events.SubmitAnswer{ErrorReply: events.ErrorReply{Error: fe},
 			SubmitReply: events.SubmitReply{JobID: j.id, State: events.JobRejected}})
 		return
 	}
@@ -513,7 +483,7 @@ func (s *Core) accept(j *job, m *Msg) {
 	j.accepting = m
 	s.accepting = append(s.accepting, j)
 	j.touched = false
-	s.out.write(s.record(j), true)
+	s.out.write(j.record(s.now, s.training), true)
 }
 
 // stored takes the store's word that j's first record is stored; the
@@ -524,7 +494,7 @@ func (s *Core) stored(j *job) {
 	for len(s.accepting) > 0 && s.accepting[0].storeAnswered {
 		next := s.accepting[0]
 		s.accepting = slices.Delete(s.accepting, 0, 1)
-		s.announce(next)
+		s.out.announce(next)
 		if m := next.accepting; m != nil {
 			next.accepting = nil
 			switch {
@@ -533,7 +503,7 @@ func (s *Core) stored(j *job) {
 				s.toQueue--
 				s.notPlacedAtOnce(next, m)
 			case next.answerWhenStored != nil:
-				s.answer(m.Reply, next, next.answerWhenStored)
+				s.out.answer(m.Reply, next, next.answerWhenStored)
 				next.answerWhenStored = nil
 			}
 		}
@@ -572,7 +542,7 @@ func (s *Core) accepted(j *job, m *Msg) {
 func (s *Core) acceptForRounds(j *job, m *Msg) {
 	reply := events.SubmitReply{JobID: j.id, State: events.JobQueued}
 	if !s.cfg.Journaled {
-		s.answer(m.Reply, j, reply)
+		s.out.answer(m.Reply, j, reply)
 		return
 	}
 	j.answerWhenStored = reply
@@ -594,12 +564,12 @@ func (s *Core) notPlacedAtOnce(j *job, m *Msg) {
 		s.transition(j, events.JobRejected, reason)
 		j.ended = &now
 		s.stats.rejected++
-		s.answer(m.Reply, j, events.SubmitReply{JobID: j.id, State: events.JobRejected, Reason: reason})
+		s.out.answer(m.Reply, j, events.SubmitReply{JobID: j.id, State: events.JobRejected, Reason: reason})
 		return
 	}
 	s.enqueue(j)
 	s.dirty = true
-	s.answer(m.Reply, j, events.SubmitReply{JobID: j.id, State: events.JobQueued})
+	s.out.answer(m.Reply, j, events.SubmitReply{JobID: j.id, State: events.JobQueued})
 }
 
 // enqueue inserts j in queue order (a training job is not queued: the
@@ -619,7 +589,7 @@ func (s *Core) enqueue(j *job) {
 // reports whether the request can go on.
 func (s *Core) decodeRequest(m *Msg, req any) bool {
 	if fe := events.DecodeStrict(m.Data, req); fe != nil {
-		s.respond(m, events.ErrorReply{Error: fe})
+		s.out.reply(m, events.ErrorReply{Error: fe})
 		return false
 	}
 	return true
@@ -633,7 +603,7 @@ const maxPage = 1 << 30
 // page is valid.
 func (s *Core) validPage(m *Msg, page int) bool {
 	if page < 0 || page > maxPage {
-		s.replyError(m, "page", fmt.Sprintf("must be from 0 to %d, not %d", maxPage, page))
+		s.out.replyError(m, "page", fmt.Sprintf("must be from 0 to %d, not %d", maxPage, page))
 		return false
 	}
 	return true
@@ -643,7 +613,7 @@ func (s *Core) validPage(m *Msg, page int) bool {
 // there are, and reports whether page is one of them.
 func (s *Core) pageExists(m *Msg, page, pages int) bool {
 	if page >= pages {
-		s.replyError(m, "page", fmt.Sprintf("%d is past the last page: there are %d (0 to %d)", page, pages, pages-1))
+		s.out.replyError(m, "page", fmt.Sprintf("%d is past the last page: there are %d (0 to %d)", page, pages, pages-1))
 		return false
 	}
 	return true
@@ -666,7 +636,7 @@ func (s *Core) lookup(m *Msg, tenant string) *job {
 		return nil
 	}
 	if ref.JobID == "" {
-		s.replyError(m, "job_id", "required")
+		s.out.replyError(m, "job_id", "required")
 		return nil
 	}
 	// A tenant gets the same answer for another tenant's job as for no job
@@ -680,14 +650,14 @@ func (s *Core) lookup(m *Msg, tenant string) *job {
 		if r, journaled := s.restart.journaled[ref.JobID]; journaled {
 			// Ran under the predecessor, not accounted for yet: the
 			// journal's word until a GPU or the warm-up settles it.
-			j = s.recordJob(r)
+			j = jobOfRecord(r)
 		} else {
-			s.replyError(m, "job_id", noJob)
+			s.out.replyError(m, "job_id", noJob)
 			return nil
 		}
 	}
 	if tenant != "" && j.spec.Tenant != tenant {
-		s.replyError(m, "job_id", noJob)
+		s.out.replyError(m, "job_id", noJob)
 		return nil
 	}
 	return j
@@ -695,7 +665,7 @@ func (s *Core) lookup(m *Msg, tenant string) *job {
 
 func (s *Core) onGet(m *Msg, tenant string) {
 	if j := s.lookup(m, tenant); j != nil {
-		s.respond(m, s.info(j, true))
+		s.out.reply(m, j.info(s.now, s.training, true))
 	}
 }
 
@@ -709,7 +679,7 @@ func (s *Core) onList(m *Msg, tenant string) {
 	}
 	if tenant != "" {
 		if req.Tenant != "" && req.Tenant != tenant {
-			s.replyError(m, "tenant", fmt.Sprintf("%q is not yours: these credentials list tenant %q's jobs only", req.Tenant, tenant))
+			s.out.replyError(m, "tenant", fmt.Sprintf("%q is not yours: these credentials list tenant %q's jobs only", req.Tenant, tenant))
 			return
 		}
 		req.Tenant = tenant
@@ -718,7 +688,7 @@ func (s *Core) onList(m *Msg, tenant string) {
 		return
 	}
 	if req.State != "" && !slices.Contains(events.JobStates, req.State) {
-		s.replyError(m, "state", fmt.Sprintf("unknown state %q: one of %s", req.State, strings.Join(events.JobStates, ", ")))
+		s.out.replyError(m, "state", fmt.Sprintf("unknown state %q: one of %s", req.State, strings.Join(events.JobStates, ", ")))
 		return
 	}
 	var match []*job
@@ -729,7 +699,7 @@ func (s *Core) onList(m *Msg, tenant string) {
 	}
 	if len(s.restart.journaled) > 0 {
 		for _, r := range s.restart.journaled {
-			if j := s.recordJob(r); (req.State == "" || j.state == req.State) && (req.Tenant == "" || j.spec.Tenant == req.Tenant) {
+			if j := jobOfRecord(r); (req.State == "" || j.state == req.State) && (req.Tenant == "" || j.spec.Tenant == req.Tenant) {
 				match = append(match, j)
 			}
 		}
@@ -741,9 +711,9 @@ func (s *Core) onList(m *Msg, tenant string) {
 	}
 	rep := events.JobListReply{Page: req.Page, Pages: pages, Total: len(match), Jobs: []events.JobInfo{}}
 	for i := req.Page * jobListPage; i < min(len(match), (req.Page+1)*jobListPage); i++ {
-		rep.Jobs = append(rep.Jobs, s.info(match[i], false))
+		rep.Jobs = append(rep.Jobs, match[i].info(s.now, s.training, false))
 	}
-	s.respond(m, rep)
+	s.out.reply(m, rep)
 }
 
 func (s *Core) onCancel(m *Msg, tenant string) {
@@ -752,18 +722,18 @@ func (s *Core) onCancel(m *Msg, tenant string) {
 		return
 	}
 	if _, journaled := s.restart.journaled[j.id]; journaled {
-		s.replyError(m, "job_id", "job "+j.id+" is being re-learned from the GPUs after a scheduler restart: try again in a few seconds")
+		s.out.replyError(m, "job_id", "job "+j.id+" is being re-learned from the GPUs after a scheduler restart: try again in a few seconds")
 		return
 	}
 	if j.terminal() {
-		s.replyError(m, "job_id", "job "+j.id+" is already "+j.state)
+		s.out.replyError(m, "job_id", "job "+j.id+" is already "+j.state)
 		return
 	}
 	if j.stopping != nil {
-		s.replyError(m, "job_id", "job "+j.id+" is being stopped (preempted or lost): try again in a moment")
+		s.out.replyError(m, "job_id", "job "+j.id+" is being stopped (preempted or lost): try again in a moment")
 		return
 	}
-	s.cancel(j, "cancelled by request", func() { s.respond(m, s.info(j, true)) })
+	s.cancel(j, "cancelled by request", func() { s.out.reply(m, j.info(s.now, s.training, true)) })
 }
 
 // cancel ends a job that is not over yet: out of the queue, or stopped
@@ -802,19 +772,19 @@ func (s *Core) onStrategy(m *Msg) {
 	var err error
 	if req.Policy != "" && req.Policy != s.plugins.Placement.Name() {
 		if p, err = policy.Lookup[policy.Policy](req.Policy); err != nil {
-			s.replyError(m, "policy", err.Error())
+			s.out.replyError(m, "policy", err.Error())
 			return
 		}
 	}
 	if req.Queue != "" && req.Queue != s.plugins.QueueSort.Name() {
 		if qs, err = policy.Lookup[policy.QueueSort](req.Queue); err != nil {
-			s.replyError(m, "queue", err.Error())
+			s.out.replyError(m, "queue", err.Error())
 			return
 		}
 	}
 	if req.Filters != "" {
 		if fs, err = policy.ParseFilters(req.Filters); err != nil {
-			s.replyError(m, "filters", err.Error())
+			s.out.replyError(m, "filters", err.Error())
 			return
 		}
 		switchFilters = policy.FiltersString(fs) != rep.Filters
@@ -822,13 +792,13 @@ func (s *Core) onStrategy(m *Msg) {
 	switchRatio := false
 	if req.Oversubscribe != nil {
 		if err := policy.CheckOversubscribe(float64(*req.Oversubscribe)); err != nil {
-			s.replyError(m, "oversubscribe", err.Error())
+			s.out.replyError(m, "oversubscribe", err.Error())
 			return
 		}
 		switchRatio = float64(*req.Oversubscribe) != c.Oversubscribe
 	}
 	if p == nil && qs == nil && !switchFilters && !switchRatio {
-		s.respond(m, rep)
+		s.out.reply(m, rep)
 		return
 	}
 	changed := events.PolicyChanged{Policy: s.plugins.Placement.Name(), Queue: s.plugins.QueueSort.Name(), Oversubscribe: rep.Oversubscribe}
@@ -867,7 +837,7 @@ func (s *Core) onStrategy(m *Msg) {
 	s.out.emit(s.cfg.Subjects.SchedEvent(events.SchedPolicy), events.Type("sched", events.SchedPolicy), "",
 		s.now, changed)
 	s.dirty = true
-	s.respond(m, rep)
+	s.out.reply(m, rep)
 }
 
 func (s *Core) onExplain(m *Msg, tenant string) {
@@ -883,7 +853,7 @@ func (s *Core) onExplain(m *Msg, tenant string) {
 			d.Reason = j.reason
 		}
 	}
-	s.respond(m, d)
+	s.out.reply(m, d)
 }
 
 // DedupeWindow is how long a submission's Nats-Msg-Id is remembered (wall
@@ -963,11 +933,11 @@ func (m *msgIDs) forget(now time.Time) {
 // key) is no retry: it is refused naming what differs.
 func (s *Core) resubmitted(m *Msg, j *job, tenant string, submission []byte) {
 	if tenant != "" && j.spec.Tenant != tenant {
-		s.replyError(m, "job_id", "is taken: choose another")
+		s.out.replyError(m, "job_id", "is taken: choose another")
 		return
 	}
 	if differ := submissionDiff(j.submission, submission); len(differ) > 0 {
-		s.replyError(m, "job_id", "was submitted before with another request ("+strings.Join(differ, ", ")+
+		s.out.replyError(m, "job_id", "was submitted before with another request ("+strings.Join(differ, ", ")+
 			" differ): this is not a retry of job "+j.id+" ("+j.state+"); choose another key to submit a new job")
 		return
 	}
@@ -983,7 +953,7 @@ func (s *Core) resubmitted(m *Msg, j *job, tenant string, submission []byte) {
 		return
 	}
 	// Known from the journal after a restart: the answer is what it is now.
-	s.respond(m, answerNow(j))
+	s.out.reply(m, answerNow(j))
 }
 
 // submissionOf is a submission's request as resubmitted compares it: its
@@ -1058,4 +1028,35 @@ func (s *Core) takeAllowance(tenant string) *model.FieldError {
 	}
 	b.tokens--
 	return nil
+}
+
+// info is what job.get and the job events say of j at now (with its
+// history when asked); tr is the training rounds' state, nil without.
+func (j *job) info(now time.Time, tr *training, history bool) events.JobInfo {
+	in := events.JobInfo{
+		JobID: j.id, Name: j.spec.Name, Tenant: j.spec.Tenant, Priority: j.spec.Priority, State: j.state,
+		GPUs: j.spec.GPUs, VRAM: int64(j.spec.VRAM), Milli: j.spec.Milli, Models: j.spec.Models, Util: j.spec.Util, CPU: j.spec.CPU, Memory: int64(j.spec.Memory),
+		Duration: j.spec.Duration.String(), Preemptible: j.spec.Preemptible, Node: j.node, GPUIDs: j.gpus,
+		ProgressS: j.estimate(now), WorkS: j.work(), Preemptions: j.preemptions, SubmittedAt: j.submitted,
+		StartedAt: j.started, EndedAt: j.ended, Reason: j.reason, Preemptor: j.preemptor, Victims: j.victims,
+		FirstStartedAt: j.firstStarted, RunS: j.runS, LostWorkS: j.lostS, Slowdown: j.slowdown(),
+	}
+	if j.state == stateRunning && !j.stintAt.IsZero() {
+		in.RunS += now.Sub(j.stintAt).Seconds() // the stint under way, so far
+	}
+	if j.spec.Checkpoint > 0 {
+		in.Checkpoint = j.spec.Checkpoint.String()
+	}
+	if j.spec.Training != nil {
+		in.Duration = ""
+		in.Training, in.TrainingState = j.spec.Training, tr.state(j)
+	}
+	if j.spec.Typed() {
+		in.Duration, in.JobType, in.Steps = "", j.spec.JobType, j.spec.Steps
+	}
+	in.FinishS = j.finishS
+	if history {
+		in.History, in.HistoryDropped = j.history, j.historyDropped
+	}
+	return in
 }

@@ -7,7 +7,6 @@ import (
 
 	"go.uber.org/zap"
 
-	gojson "github.com/goccy/go-json"
 	"github.com/gpusched/gpusched/durable"
 	"github.com/gpusched/gpusched/events"
 	"github.com/gpusched/gpusched/model"
@@ -33,38 +32,6 @@ func (s *Core) touch(j *job) {
 	s.toStore = append(s.toStore, j)
 }
 
-// record is j as the journal keeps it.
-func (s *Core) record(j *job) *durable.Record {
-	now := s.now
-	progress := j.progress
-	if j.state == stateRunning || j.state == events.JobPlaced {
-		// While it runs, the work it would keep if lost now.
-		progress = max(progress, j.spec.Kept(j.estimate(now)))
-		j.storedProgress = progress
-	}
-	// Read back on part of its GPUs so far, the record keeps every GPU it
-	// may run on, for a successor that restarts before the rest are read
-	// (a gang recorded on the GPUs read by then would be taken for whole,
-	// or broken, by the next one).
-	gpus := j.mayRunOn()
-	if st := j.stopping; st != nil {
-		// A stop in flight: its GPUs may run the job until they answer,
-		// and a successor must look for it there. A record naming none
-		// (stopLost has let them go) was taken by a scheduler restarted
-		// meanwhile for a job that ran nowhere: placed again while a GPU
-		// the stop had not reached still ran it.
-		gpus = slices.Clone(gpus)
-		for _, c := range st.calls {
-			if !slices.Contains(gpus, c.gpu) {
-				gpus = append(gpus, c.gpu)
-			}
-		}
-	}
-	return &durable.Record{JobID: j.id, Spec: j.spec, Seq: j.seq, Submitted: j.submitted, State: j.state, Reason: j.reason,
-		ProgressS: progress, Placement: j.placement, Node: j.node, GPUs: gpus, Preemptions: j.preemptions, LostWorkS: j.lostS,
-		Started: j.started, Ended: j.ended, History: j.history, HistoryDropped: j.historyDropped, Awaiting: j.awaiting, Training: s.training.state(j), CPUEnds: j.cpuEnds, At: now}
-}
-
 // store writes every changed record (see touch).
 func (s *Core) store() {
 	for _, j := range s.toStore {
@@ -79,7 +46,7 @@ func (s *Core) store() {
 // again later (the shell's Rewrite).
 func (s *Core) put(j *job) {
 	j.touched = false
-	s.out.write(s.record(j), false)
+	s.out.write(j.record(s.now, s.training), false)
 }
 
 // checkpointsReached marks running jobs that passed a checkpoint since
@@ -94,24 +61,6 @@ func (s *Core) checkpointsReached() {
 			s.touch(j)
 		}
 	}
-}
-
-// answer answers j's submission on reply with v. The job was stored
-// before it was accepted (accept); what changed since is written with the
-// step's other records. The answer is kept: a submission repeating j's
-// idempotency key gets it too (resubmitted).
-func (s *Core) answer(reply string, j *job, v any) {
-	b, err := gojson.Marshal(v)
-	if err != nil {
-		s.log.Error("reply not encoded", zap.Error(err))
-		return
-	}
-	j.answer = b
-	for _, w := range j.answerWaiters {
-		s.out.respond(w, b)
-	}
-	j.answerWaiters = nil
-	s.out.respond(reply, b)
 }
 
 // storeRefusal is the error a submission gets while the control plane
@@ -147,7 +96,7 @@ func (s *Core) unstored(j *job, why string) {
 	j.accepting, j.answerWhenStored = nil, nil
 	j.refusedByStore, j.heldEvents = true, nil // never announced
 	s.cancel(j, "not stored in the job journal: "+why, func() {})
-	s.answer(m.Reply, j, events.SubmitAnswer{ErrorReply: events.ErrorReply{Error: &model.FieldError{Field: "store", Message: "not stored, so not accepted: " + why}},
+	s.out.answer(m.Reply, j, events.SubmitAnswer{ErrorReply: events.ErrorReply{Error: &model.FieldError{Field: "store", Message: "not stored, so not accepted: " + why}},
 		SubmitReply: events.SubmitReply{JobID: j.id, State: j.state}})
 	s.stored(j) // the submissions after it go on
 }
@@ -202,11 +151,11 @@ func (s *Core) restore(st *durable.State) {
 		var info events.JobInfo
 		switch {
 		case s.restart.journaled[r.JobID] == r:
-			info = s.info(s.recordJob(r), false)
+			info = jobOfRecord(r).info(s.now, s.training, false)
 		case s.jobs[r.JobID] != nil && s.jobs[r.JobID].cpuEnds != nil:
-			info = s.info(s.jobs[r.JobID], false)
+			info = s.jobs[r.JobID].info(s.now, s.training, false)
 		case s.jobs[r.JobID] != nil && s.jobs[r.JobID].state == events.JobQueued:
-			info = s.info(s.jobs[r.JobID], false)
+			info = s.jobs[r.JobID].info(s.now, s.training, false)
 		default:
 			continue
 		}
@@ -216,18 +165,10 @@ func (s *Core) restore(st *durable.State) {
 		zap.Int("ran", len(s.restart.journaled)), zap.Int("predecessor", st.Incarnation))
 }
 
-// recordJob is the job a record describes, known to no index.
-func (s *Core) recordJob(r *durable.Record) *job {
-	return &job{id: r.JobID, spec: r.Spec, seq: r.Seq, submitted: r.Submitted, state: r.State, reason: r.Reason,
-		preemptions: r.Preemptions, started: r.Started, ended: r.Ended,
-		history: slices.Clone(r.History), historyDropped: r.HistoryDropped, node: r.Node, gpus: r.GPUs, placement: r.Placement,
-		jobWork: jobWork{progress: r.ProgressS, lostS: r.LostWorkS, storedProgress: r.ProgressS}}
-}
-
 // fromRecord makes a job from its record and adds it to the scheduler's
 // jobs (in acceptance order: records come sorted by seq).
 func (s *Core) fromRecord(r *durable.Record) *job {
-	j := s.recordJob(r)
+	j := jobOfRecord(r)
 	if !j.terminal() {
 		// Where an unfinished job ran is history: it runs nowhere now. A
 		// finished one keeps where it last ran (job.get, job.list).
@@ -428,8 +369,48 @@ func (s *Core) answerPredecessors() {
 			s.out.noResponders(u.Reply)
 			continue
 		}
-		s.respondTo(u.Reply, answerNow(j))
+		s.out.replyTo(u.Reply, answerNow(j))
 	}
 	s.log.Info("the predecessor's unanswered submissions answered", zap.Int("submissions", len(s.restart.unanswered)))
 	s.restart.unanswered = nil
+}
+
+// record is j as the journal keeps it at now; tr is the training rounds'
+// state, nil without.
+func (j *job) record(now time.Time, tr *training) *durable.Record {
+	progress := j.progress
+	if j.state == stateRunning || j.state == events.JobPlaced {
+		// While it runs, the work it would keep if lost now.
+		progress = max(progress, j.spec.Kept(j.estimate(now)))
+		j.storedProgress = progress
+	}
+	// Read back on part of its GPUs so far, the record keeps every GPU it
+	// may run on, for a successor that restarts before the rest are read
+	// (a gang recorded on the GPUs read by then would be taken for whole,
+	// or broken, by the next one).
+	gpus := j.mayRunOn()
+	if st := j.stopping; st != nil {
+		// A stop in flight: its GPUs may run the job until they answer,
+		// and a successor must look for it there. A record naming none
+		// (stopLost has let them go) was taken by a scheduler restarted
+		// meanwhile for a job that ran nowhere: placed again while a GPU
+		// the stop had not reached still ran it.
+		gpus = slices.Clone(gpus)
+		for _, c := range st.calls {
+			if !slices.Contains(gpus, c.gpu) {
+				gpus = append(gpus, c.gpu)
+			}
+		}
+	}
+	return &durable.Record{JobID: j.id, Spec: j.spec, Seq: j.seq, Submitted: j.submitted, State: j.state, Reason: j.reason,
+		ProgressS: progress, Placement: j.placement, Node: j.node, GPUs: gpus, Preemptions: j.preemptions, LostWorkS: j.lostS,
+		Started: j.started, Ended: j.ended, History: j.history, HistoryDropped: j.historyDropped, Awaiting: j.awaiting, Training: tr.state(j), CPUEnds: j.cpuEnds, At: now}
+}
+
+// jobOfRecord is the job a record describes, known to no index.
+func jobOfRecord(r *durable.Record) *job {
+	return &job{id: r.JobID, spec: r.Spec, seq: r.Seq, submitted: r.Submitted, state: r.State, reason: r.Reason,
+		preemptions: r.Preemptions, started: r.Started, ended: r.Ended,
+		history: slices.Clone(r.History), historyDropped: r.HistoryDropped, node: r.Node, gpus: r.GPUs, placement: r.Placement,
+		jobWork: jobWork{progress: r.ProgressS, lostS: r.LostWorkS, storedProgress: r.ProgressS}}
 }

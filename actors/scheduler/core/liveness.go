@@ -68,7 +68,7 @@ func (s *Core) grantLeases(m *Msg, hb events.NodeHeartbeat) {
 		grant.GPUs = append(grant.GPUs, events.HeartbeatGPU{GPU: g.GPU, Incarnation: g.Incarnation, Alive: true})
 	}
 	if m.Reply != "" && s.cfg.Lease > 0 {
-		s.respond(m, grant)
+		s.out.reply(m, grant)
 	}
 }
 
@@ -346,7 +346,7 @@ func (s *Core) onCtl(m *Msg) bool {
 		return false
 	case events.OpKill:
 	default:
-		s.replyError(m, "op", "unknown operation "+strconv.Quote(c.Op)+" (the scheduler's control knows kill, store-down and store-up)")
+		s.out.replyError(m, "op", "unknown operation "+strconv.Quote(c.Op)+" (the scheduler's control knows kill, store-down and store-up)")
 		return false
 	}
 	reason := c.Reason
@@ -354,7 +354,7 @@ func (s *Core) onCtl(m *Msg) bool {
 		reason = "killed"
 	}
 	s.killed = reason
-	s.respond(m, events.SchedLifecycle{Incarnation: s.cfg.Incarnation, Reason: reason,
+	s.out.reply(m, events.SchedLifecycle{Incarnation: s.cfg.Incarnation, Reason: reason,
 		Queued: s.queued(), Running: s.running.len(), Policy: s.plugins.Placement.Name(), Queue: s.plugins.QueueSort.Name(), Durable: s.cfg.Journaled})
 	return true
 }

@@ -228,7 +228,7 @@ func (s *Core) resolve(n *negotiation) {
 		s.unholdInView(n)
 		s.abort(j, undo)
 		if a.submit != nil && j.answer == nil {
-			s.answer(a.submit.Reply, j, events.SubmitReply{JobID: j.id, State: j.state})
+			s.out.answer(a.submit.Reply, j, events.SubmitReply{JobID: j.id, State: j.state})
 		}
 		return
 	}
@@ -270,7 +270,7 @@ func (s *Core) resolve(n *negotiation) {
 	s.publishAll(s.controls(j, p, events.OpCommit))
 	s.placed(j, p, a, n.victims)
 	if a.submit != nil {
-		s.answer(a.submit.Reply, j, events.SubmitReply{JobID: j.id, State: events.JobPlaced, Node: j.node, GPUs: j.gpus})
+		s.out.answer(a.submit.Reply, j, events.SubmitReply{JobID: j.id, State: events.JobPlaced, Node: j.node, GPUs: j.gpus})
 	}
 }
 

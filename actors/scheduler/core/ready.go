@@ -132,30 +132,6 @@ func (o *outbox) emit(subject, typ, id string, at time.Time, data any) {
 	}
 }
 
-// emitAbout is emit for an event about job j: while j's first record
-// waits for the store, its events wait with it (announce); a job the
-// store refused is never announced.
-func (s *Core) emitAbout(j *job, subject, typ string, at time.Time, data any) {
-	switch {
-	case !j.unannounced:
-		s.out.emit(subject, typ, j.id, at, data)
-	case !j.refusedByStore:
-		if e, ok := s.out.event(subject, typ, j.id, at, data); ok {
-			j.heldEvents = append(j.heldEvents, e)
-		}
-	}
-}
-
-// announce emits what j's events waited for: its first record is stored
-// (or the store refused it: then nothing, ever).
-func (s *Core) announce(j *job) {
-	if !j.unannounced || j.refusedByStore {
-		return
-	}
-	s.out.effects = append(s.out.effects, j.heldEvents...)
-	j.heldEvents, j.unannounced = nil, false
-}
-
 // respond asks for b to answer reply; an answer larger than the bus
 // carries becomes an error saying so (never silence: the asker would only
 // time out).
@@ -190,4 +166,70 @@ func (o *outbox) noResponders(reply string) {
 // once).
 func (o *outbox) write(rec *durable.Record, confirm bool) {
 	o.effects = append(o.effects, Effect{Kind: Store, Record: rec, Confirm: confirm})
+}
+
+// replyError answers m with an error naming field.
+func (o *outbox) replyError(m *Msg, field, msg string) {
+	o.reply(m, events.ErrorReply{Error: &model.FieldError{Field: field, Message: msg}})
+}
+
+// reply answers m with v encoded as JSON; a message without a reply
+// subject (a plain publish) is not answered.
+func (o *outbox) reply(m *Msg, v any) {
+	o.replyTo(m.Reply, v)
+}
+
+// replyTo answers on reply with v encoded as JSON.
+func (o *outbox) replyTo(reply string, v any) {
+	if reply == "" {
+		return
+	}
+	b, err := gojson.Marshal(v)
+	if err != nil {
+		o.log.Error("reply not encoded", zap.Error(err))
+		return
+	}
+	o.respond(reply, b)
+}
+
+// answer answers j's submission on reply with v. The job was stored
+// before it was accepted (accept); what changed since is written with the
+// step's other records. The answer is kept: a submission repeating j's
+// idempotency key gets it too (resubmitted).
+func (o *outbox) answer(reply string, j *job, v any) {
+	b, err := gojson.Marshal(v)
+	if err != nil {
+		o.log.Error("reply not encoded", zap.Error(err))
+		return
+	}
+	j.answer = b
+	for _, w := range j.answerWaiters {
+		o.respond(w, b)
+	}
+	j.answerWaiters = nil
+	o.respond(reply, b)
+}
+
+// emitAbout is emit for an event about job j: while j's first record
+// waits for the store, its events wait with it (announce); a job the
+// store refused is never announced.
+func (o *outbox) emitAbout(j *job, subject, typ string, at time.Time, data any) {
+	switch {
+	case !j.unannounced:
+		o.emit(subject, typ, j.id, at, data)
+	case !j.refusedByStore:
+		if e, ok := o.event(subject, typ, j.id, at, data); ok {
+			j.heldEvents = append(j.heldEvents, e)
+		}
+	}
+}
+
+// announce emits what j's events waited for: its first record is stored
+// (or the store refused it: then nothing, ever).
+func (o *outbox) announce(j *job) {
+	if !j.unannounced || j.refusedByStore {
+		return
+	}
+	o.effects = append(o.effects, j.heldEvents...)
+	j.heldEvents, j.unannounced = nil, false
 }

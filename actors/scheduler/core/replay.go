@@ -121,13 +121,13 @@ func (s *Core) submitReplayed(j *job, m *Msg, arrivalS *float64) {
 	arrival := now.Seconds()
 	if arrivalS != nil {
 		if d := time.Duration(*arrivalS*float64(time.Second)) - now; d < -time.Nanosecond || d > time.Nanosecond {
-			s.respond(m, events.ErrorReply{Error: model.Errorf("arrival_s", "%v s is not now (%v s into the run): a replayed arrival is the submission's own time, given to more precision than the clock's", *arrivalS, now.Seconds())})
+			s.out.reply(m, events.ErrorReply{Error: model.Errorf("arrival_s", "%v s is not now (%v s into the run): a replayed arrival is the submission's own time, given to more precision than the clock's", *arrivalS, now.Seconds())})
 			return
 		}
 		arrival = *arrivalS
 	}
 	if fe := g.cfg.Driver.Accept(&j.spec); fe != nil {
-		s.respond(m, events.ErrorReply{Error: fe})
+		s.out.reply(m, events.ErrorReply{Error: fe})
 		return
 	}
 	id := len(g.jobs)

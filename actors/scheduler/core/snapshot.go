@@ -225,7 +225,7 @@ func (s *Core) onSnapshot(m *Msg, tenant string) {
 	}
 	layout := s.snapshotLayout()
 	if req.SummaryOnly {
-		s.respond(m, events.Snapshot{SimTime: s.now, Speed: s.cfg.Speed, Policy: s.plugins.Placement.Name(),
+		s.out.reply(m, events.Snapshot{SimTime: s.now, Speed: s.cfg.Speed, Policy: s.plugins.Placement.Name(),
 			VRAMModel: string(s.view.cluster.VRAMModel), Summary: layout.summary, Pages: 1,
 			GPUs: []events.SnapshotGPU{}, Running: []events.JobInfo{}, Queue: []events.JobInfo{}})
 		return
@@ -260,12 +260,12 @@ func (s *Core) onSnapshot(m *Msg, tenant string) {
 		snap.GPUs = append(snap.GPUs, s.snapshotGPU(gs, tenant, levels, frags))
 	}
 	for _, j := range pageSlice(running, runningStarts, req.Page) {
-		snap.Running = append(snap.Running, s.info(j, false))
+		snap.Running = append(snap.Running, j.info(s.now, s.training, false))
 	}
 	for _, j := range pageSlice(queue, queueStarts, req.Page) {
-		snap.Queue = append(snap.Queue, s.info(j, false))
+		snap.Queue = append(snap.Queue, j.info(s.now, s.training, false))
 	}
-	s.respond(m, snap)
+	s.out.reply(m, snap)
 }
 
 // snapshotGPU is a known GPU's snapshot entry now, as tenant sees it
