@@ -272,13 +272,9 @@ type Core struct {
 	// settleDue: on a virtual clock, settled() waits for the next
 	// TimerPass (settling is set while that runs it).
 	settleDue, settling bool
-	// carried are the totals of the schedulers before this one (Config.
-	// Carried, or the journal's); energyBase the energy of a previous
-	// process's GPUs, energyFloor the most energy reported so far (the
-	// view's sum dips while a restarted scheduler re-learns the GPUs).
-	carried                 events.Totals
-	energyBase, energyFloor float64
-	stats                   counters
+	// stats are the running totals: this scheduler's counts and what its
+	// predecessors' came to (totals.go).
+	stats totals
 	// classes counts the submitted jobs by class, for the workload when
 	// the config fixes none (workload.go).
 	classes *jobClasses
@@ -288,10 +284,6 @@ type Core struct {
 	ids     *rand.ChaCha8
 	// killed is set by a kill control: the shell stops the core.
 	killed string
-	// storeDown is why the job journal's store cannot take writes, as the
-	// control plane said (OpStoreDown; "" when it can): meanwhile a
-	// submission is refused on "store" at once (storeRefusal).
-	storeDown string
 	// restart is what this scheduler owes its predecessor's work
 	// (restart.go).
 	restart *restart
@@ -299,8 +291,9 @@ type Core struct {
 	placements uint64
 	// awaiting holds the jobs waiting for a GPU to confirm it stopped them.
 	awaiting map[*job]bool
-	// toStore are the jobs whose journal record changed in this step.
-	toStore []*job
+	// writes are the journal records the step changed, and whether the
+	// store takes writes (journalwrites.go).
+	writes *journalWrites
 	// layout is the last walk of the cluster a snapshot took (snapshot.go).
 	layout snapshotLayout
 	// nodes are what the nodes' heartbeats said (nodes.go).
@@ -422,6 +415,7 @@ func New(cfg Config) (*Core, error) {
 		msgIDs:    &msgIDs{byID: map[string]msgIDJob{}},
 		allowance: map[string]*bucket{},
 		queue:     newWaitQueue(),
+		writes:    &journalWrites{journaled: cfg.Journaled},
 	}
 	s.out = &outbox{log: s.log, maxPayload: cfg.MaxPayload, batched: s.nodes.takesBatches}
 	for _, r := range cfg.Inherited {
@@ -450,43 +444,13 @@ func New(cfg Config) (*Core, error) {
 	if cfg.Restored != nil {
 		s.restore(cfg.Restored)
 	}
-	s.carryTotals(cfg.Restored, cfg.Carried)
+	s.stats.carry(cfg.Restored, cfg.Carried)
 	return s, nil
-}
-
-// carryTotals sets the totals this scheduler goes on from: its crashed
-// predecessor's in this process, else a restored journal's (a restarted
-// cluster). The journal's records count the completed, rejected and
-// cancelled jobs themselves (restore), so those are not carried with one.
-func (s *Core) carryTotals(restored *durable.State, carried *events.Totals) {
-	switch {
-	case carried != nil:
-		s.carried = *carried
-		s.energyFloor = carried.EnergyJ
-	case restored != nil:
-		s.carried = restored.Totals
-		s.energyBase = restored.Totals.EnergyJ
-	}
-	if restored != nil {
-		s.carried.Completed, s.carried.Rejected, s.carried.Cancelled = 0, 0, 0
-	}
 }
 
 // Totals are the running totals as reported (metrics): the carried ones
 // plus this scheduler's own.
-func (s *Core) Totals() events.Totals {
-	t := s.carried
-	t.Completed += s.stats.completed
-	t.Rejected += s.stats.rejected
-	t.Cancelled += s.stats.cancelled
-	t.Preemptions += s.stats.preemptions
-	t.GPUDeaths += s.stats.deaths
-	t.JobsLost += s.stats.lostJobs
-	t.JobsAdopted += s.stats.adopted
-	t.StaleIgnored += s.stats.stale
-	t.EnergyJ = s.energyFloor
-	return t
-}
+func (s *Core) Totals() events.Totals { return s.stats.totals() }
 
 // Step handles one input, then writes the journal records it changed, and
 // returns what it asks of the world (Ready): the shell carries that out
@@ -509,7 +473,7 @@ func (s *Core) Step(in Input) Ready {
 		s.dispatch(in.Msg)
 	case in.Rewrite != "":
 		if j, ok := s.jobs[in.Rewrite]; ok {
-			s.touch(j)
+			s.writes.touch(j)
 		}
 	case in.Stored != "":
 		if j, ok := s.jobs[in.Stored]; ok {
@@ -567,7 +531,7 @@ func (s *Core) Step(in Input) Ready {
 			s.dirty = true
 		}
 	}
-	if len(s.toStore) > 0 {
+	if s.writes.owed() {
 		s.store()
 	}
 	return s.Ready()
@@ -606,15 +570,6 @@ func (s *Core) RoundEvery() time.Duration {
 
 // Lease is the GPUs' lease (zero: none).
 func (s *Core) Lease() time.Duration { return s.cfg.Lease }
-
-type counters struct {
-	completed, rejected, cancelled, preemptions int
-	// deaths counts GPUs declared dead or reported down; lostJobs the
-	// running jobs they took down; adopted the jobs re-learned from GPUs
-	// after a restart; stale the messages ignored from dead incarnations;
-	// nodeStrays the node holds freed for jobs that ran there no more.
-	deaths, lostJobs, adopted, stale, nodeStrays int
-}
 
 // NextWake is the next instant something is due without a message: a
 // CPU-only job's end, or a queued job reaching the starvation age (zero

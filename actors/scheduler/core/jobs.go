@@ -370,7 +370,7 @@ func (s *Core) transition(j *job, state, reason string) {
 	j.state = state
 	j.reason = reason
 	j.addHistory(events.Transition{State: state, SimTime: now, Reason: reason})
-	s.touch(j)
+	s.writes.touch(j)
 	s.out.emitAbout(j, s.cfg.Subjects.JobEvent(evType), events.Type("job", evType), now, j.info(s.now, s.training, false))
 }
 
@@ -413,7 +413,7 @@ func (s *Core) onSubmit(m *Msg, tenant string) {
 		s.resubmitted(m, j, tenant, submissionOf(req))
 		return
 	}
-	if fe := s.storeRefusal(); fe != nil {
+	if fe := s.writes.refusal(); fe != nil {
 		s.out.reply(m, events.ErrorReply{Error: fe})
 		return
 	}

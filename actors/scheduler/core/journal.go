@@ -23,30 +23,12 @@ import (
 // when the GPUs they ran on show they no longer run them, re-queued from
 // their last checkpoint (settleJournaled).
 
-// touch marks j's record as changed.
-func (s *Core) touch(j *job) {
-	if !s.cfg.Journaled || j.touched {
-		return
-	}
-	j.touched = true
-	s.toStore = append(s.toStore, j)
-}
-
-// store writes every changed record (see touch).
+// store writes every changed record (journalWrites.touch), without
+// waiting; a write refused is written again later (the shell's Rewrite).
 func (s *Core) store() {
-	for _, j := range s.toStore {
-		if j.touched {
-			s.put(j)
-		}
+	for _, j := range s.writes.take() {
+		s.out.write(j.record(s.now, s.training), false)
 	}
-	s.toStore = s.toStore[:0]
-}
-
-// put writes j's record without waiting; a write refused is written
-// again later (the shell's Rewrite).
-func (s *Core) put(j *job) {
-	j.touched = false
-	s.out.write(j.record(s.now, s.training), false)
 }
 
 // checkpointsReached marks running jobs that passed a checkpoint since
@@ -58,23 +40,9 @@ func (s *Core) checkpointsReached() {
 	now := s.now
 	for _, j := range s.running.list {
 		if j.spec.Checkpoint > 0 && j.spec.Kept(j.estimate(now)) > j.storedProgress {
-			s.touch(j)
+			s.writes.touch(j)
 		}
 	}
-}
-
-// storeRefusal is the error a submission gets while the control plane
-// says the job journal's store cannot take writes (OpStoreDown; nil while
-// it can, or without a journal): at once, where a write would wait out
-// the store's acknowledgement timeout to fail.
-func (s *Core) storeRefusal() *model.FieldError {
-	switch {
-	case !s.cfg.Journaled:
-		return nil
-	case s.storeDown != "":
-		return model.Errorf("store", "not accepted: the job journal cannot store it now (%s); submit it again once the store has room", s.storeDown)
-	}
-	return nil
 }
 
 // unstored handles a store's refusal of a job's record. A job still

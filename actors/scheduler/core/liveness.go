@@ -333,16 +333,16 @@ func (s *Core) onCtl(m *Msg) bool {
 	}
 	switch c.Op {
 	case events.OpStoreDown:
-		if s.storeDown == "" {
+		if s.writes.down == "" {
 			s.log.Warn("the job journal's store cannot take writes: submissions are refused until it can", zap.String("reason", c.Reason))
 		}
-		s.storeDown = cmp.Or(c.Reason, "the store cannot take writes")
+		s.writes.down = cmp.Or(c.Reason, "the store cannot take writes")
 		return false
 	case events.OpStoreUp:
-		if s.storeDown != "" {
+		if s.writes.down != "" {
 			s.log.Info("the job journal's store takes writes again")
 		}
-		s.storeDown = ""
+		s.writes.down = ""
 		return false
 	case events.OpKill:
 	default:
@@ -508,7 +508,7 @@ func (s *Core) adopt(st events.GPUStatus, gj events.GPUJob) {
 		j.incarnations = map[string]int{}
 	}
 	j.incarnations[st.GPU] = st.Incarnation
-	s.touch(j) // the journal's record names every GPU it runs on
+	s.writes.touch(j) // the journal's record names every GPU it runs on
 }
 
 // adopted counts a job re-learned from a GPU as running there.
@@ -531,7 +531,7 @@ func (s *Core) adopted(j *job, st events.GPUStatus) {
 	}
 	s.stats.adopted++
 	delete(s.restart.inherited, j.id)
-	s.touch(j)
+	s.writes.touch(j)
 	s.log.Info("job re-learned from a GPU", zap.String("job", j.id), zap.String("name", j.spec.Name), zap.String("gpu", st.GPU))
 }
 
@@ -759,7 +759,7 @@ func (s *Core) relearnEnded(full events.GPUStatus) {
 			j.gpus = appendShare(j, full.GPU)
 			s.running.addShare(j, full.GPU)
 			j.shardsDone = append(j.shardsDone, full.GPU)
-			s.touch(j)
+			s.writes.touch(j)
 		case events.ChangeCrashed, events.ChangeFenced, events.ChangeExpired, events.ChangePreempted:
 			s.log.Warn("a gang's share was lost while no scheduler watched: re-queued", zap.String("job", j.id),
 				zap.String("gpu", full.GPU), zap.String("how", e.Change))
@@ -955,7 +955,7 @@ func (s *Core) await(j *job, gpu string, inc int) {
 		j.awaitAskAt = s.wall.Add(s.cfg.CallTimeout)
 	}
 	j.awaiting[gpu] = inc
-	s.touch(j)
+	s.writes.touch(j)
 	s.awaiting[j] = true
 }
 
@@ -971,7 +971,7 @@ func (s *Core) confirmStopped(gpu string, done func(inc int) bool) {
 
 func (s *Core) confirmStoppedJob(j *job, gpu string) {
 	delete(j.awaiting, gpu)
-	s.touch(j)
+	s.writes.touch(j)
 	if len(j.awaiting) == 0 {
 		delete(s.awaiting, j)
 	}

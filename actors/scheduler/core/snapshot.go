@@ -63,7 +63,7 @@ func (s *Core) metrics() events.Metrics {
 	// The totals never decrease: energy is the most reported so far (the
 	// view's sum dips while a restarted scheduler re-learns its GPUs), on
 	// top of a previous process's.
-	s.energyFloor = max(s.energyFloor, s.energyBase+energyJ)
+	s.stats.energy(energyJ)
 	t := s.Totals()
 	m.JobsCompleted, m.JobsRejected, m.JobsCancelled, m.Preemptions = t.Completed, t.Rejected, t.Cancelled, t.Preemptions
 	m.GPUDeaths, m.JobsLost, m.JobsAdopted, m.StaleIgnored = t.GPUDeaths, t.JobsLost, t.JobsAdopted, t.StaleIgnored

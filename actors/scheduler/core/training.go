@@ -223,7 +223,7 @@ func (s *Core) trainingReport(c *call, m *Msg) {
 					if gj.JobID == c.report && gj.Training != nil {
 						s.training.restore(c.report, *gj.Training, s.log)
 						if j, ok := s.jobs[c.report]; ok {
-							s.touch(j) // the journal keeps the state as of each round
+							s.writes.touch(j) // the journal keeps the state as of each round
 						}
 					}
 				}
