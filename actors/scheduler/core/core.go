@@ -310,8 +310,8 @@ type Core struct {
 	stops []*stopping
 	// msgIDs are the Nats-Msg-Ids submissions carried (idempotency).
 	msgIDs *msgIDs
-	// allowance is each tenant's submission bucket (TenantRate).
-	allowance map[string]*bucket
+	// rates are the tenants' submission allowances (tenantrates.go).
+	rates *tenantRates
 	// accepting are the submissions whose first record is being stored,
 	// in the order they came: each goes on (accepted) once it and every
 	// one before it has an answer from the store.
@@ -398,24 +398,24 @@ func New(cfg Config) (*Core, error) {
 		cfg: cfg,
 		restart: &restart{started: cfg.Wall, unanswered: slices.Clone(cfg.Unanswered), inherited: map[string]string{},
 			journaled: map[string]*durable.Record{}},
-		log:       log.With(zap.String("actor", "scheduler")),
-		now:       cfg.Now,
-		wall:      cfg.Wall,
-		plugins:   plugins,
-		training:  newTraining(cfg.Training),
-		replay:    newReplayRounds(cfg.Replay),
-		view:      newView(cfg.VRAMModel, cfg.Seed, cfg.NodeRank),
-		jobs:      map[string]*job{},
-		running:   newRunningJobs(),
-		classes:   newJobClasses(),
-		virtual:   virtual,
-		awaiting:  map[*job]bool{},
-		nodes:     newNodeRegistry(cfg.NodeGPUs, cfg.NodeMaxGPUs),
-		calls:     newCallTracker(cfg.Inbox, cfg.CallTimeout),
-		msgIDs:    &msgIDs{byID: map[string]msgIDJob{}},
-		allowance: map[string]*bucket{},
-		queue:     newWaitQueue(),
-		writes:    &journalWrites{journaled: cfg.Journaled},
+		log:      log.With(zap.String("actor", "scheduler")),
+		now:      cfg.Now,
+		wall:     cfg.Wall,
+		plugins:  plugins,
+		training: newTraining(cfg.Training),
+		replay:   newReplayRounds(cfg.Replay),
+		view:     newView(cfg.VRAMModel, cfg.Seed, cfg.NodeRank),
+		jobs:     map[string]*job{},
+		running:  newRunningJobs(),
+		classes:  newJobClasses(cfg.Workload != nil),
+		virtual:  virtual,
+		awaiting: map[*job]bool{},
+		nodes:    newNodeRegistry(cfg.NodeGPUs, cfg.NodeMaxGPUs),
+		calls:    newCallTracker(cfg.Inbox, cfg.CallTimeout),
+		msgIDs:   &msgIDs{byID: map[string]msgIDJob{}},
+		rates:    newTenantRates(cfg.TenantRate, cfg.TenantBurst),
+		queue:    newWaitQueue(),
+		writes:   &journalWrites{journaled: cfg.Journaled},
 	}
 	s.out = &outbox{log: s.log, maxPayload: cfg.MaxPayload, batched: s.nodes.takesBatches}
 	for _, r := range cfg.Inherited {
@@ -631,16 +631,6 @@ func (s *Core) NextWake() time.Time {
 	return next
 }
 
-// newJobID is a random UUID drawn from the core's seeded source (see
-// Config.IDSeed).
-func (s *Core) newJobID() string {
-	id, err := uuid.NewRandomFromReader(s.ids)
-	if err != nil {
-		panic(err) // ChaCha8 never fails to read
-	}
-	return id.String()
-}
-
 func (s *Core) dispatch(m *Msg) {
 	// A message that trips a bug costs its own answer, not the scheduler
 	// (and with it the queue).
@@ -838,4 +828,14 @@ func (s *Core) onNodeEvent(m *Msg) {
 		s.describeAfter(hb.Node, gpu, beat)
 	}
 	s.grantLeases(m, hb)
+}
+
+// newJobID is a random UUID drawn from ids, the core's seeded source (see
+// Config.IDSeed).
+func newJobID(ids *rand.ChaCha8) string {
+	id, err := uuid.NewRandomFromReader(ids)
+	if err != nil {
+		panic(err) // ChaCha8 never fails to read
+	}
+	return id.String()
 }

@@ -5,7 +5,6 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -417,7 +416,7 @@ func (s *Core) onSubmit(m *Msg, tenant string) {
 		s.out.reply(m, events.ErrorReply{Error: fe})
 		return
 	}
-	if fe := s.takeAllowance(tenant); fe != nil {
+	if fe := s.rates.take(tenant, s.wall); fe != nil {
 		s.out.reply(m, events.ErrorReply{Error: fe})
 		return
 	}
@@ -431,7 +430,7 @@ func (s *Core) onSubmit(m *Msg, tenant string) {
 	now := s.now
 	id := req.JobID
 	if id == "" {
-		id = s.newJobID()
+		id = newJobID(s.ids)
 	}
 	j := &job{id: id, spec: spec, seq: s.seq, submitted: now}
 	if req.JobID != "" || m.MsgID != "" {
@@ -464,7 +463,7 @@ func (s *Core) onSubmit(m *Msg, tenant string) {
 	}
 	s.jobs[j.id] = j
 	s.order = append(s.order, j)
-	s.learnClass(&spec)
+	s.classes.learn(&spec)
 	j.unannounced = s.cfg.Journaled
 	s.transition(j, events.JobSubmitted, "")
 	s.transition(j, events.JobQueued, "")
@@ -994,40 +993,6 @@ func submissionDiff(first, again []byte) []string {
 // a dead predecessor never answered).
 func answerNow(j *job) events.SubmitReply {
 	return events.SubmitReply{JobID: j.id, State: j.state, Node: j.node, GPUs: j.gpus, Reason: j.reason}
-}
-
-// bucket is a token bucket: tokens left, as of when.
-type bucket struct {
-	tokens float64
-	at     time.Time
-}
-
-// takeAllowance spends one of tenant's submissions (TenantRate a second,
-// bursts of TenantBurst, in wall time), or says how long to wait. A
-// repeat of a submission (its key) spends nothing: it is answered above.
-func (s *Core) takeAllowance(tenant string) *model.FieldError {
-	rate := s.cfg.TenantRate
-	if tenant == "" || rate <= 0 {
-		return nil
-	}
-	burst := float64(s.cfg.TenantBurst)
-	if burst < 1 {
-		burst = max(1, rate)
-	}
-	b := s.allowance[tenant]
-	if b == nil {
-		b = &bucket{tokens: burst, at: s.wall}
-		s.allowance[tenant] = b
-	}
-	b.tokens = min(burst, b.tokens+rate*max(0, s.wall.Sub(b.at).Seconds()))
-	b.at = s.wall
-	if b.tokens < 1 {
-		wait := time.Duration((1 - b.tokens) / rate * float64(time.Second))
-		return model.Errorf("tenant", "%s submits faster than the %s a second it may (bursts of %d): not accepted, try again in %s",
-			tenant, strconv.FormatFloat(rate, 'f', -1, 64), int(burst), wait.Round(time.Millisecond))
-	}
-	b.tokens--
-	return nil
 }
 
 // info is what job.get and the job events say of j at now (with its

@@ -146,7 +146,7 @@ func (s *Core) fromRecord(r *durable.Record) *job {
 	s.jobs[j.id] = j
 	i, _ := slices.BinarySearchFunc(s.order, j.seq, func(o *job, seq uint64) int { return cmp.Compare(o.seq, seq) })
 	s.order = slices.Insert(s.order, i, j)
-	s.learnClass(&j.spec)
+	s.classes.learn(&j.spec)
 	return j
 }
 

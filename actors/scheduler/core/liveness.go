@@ -256,7 +256,7 @@ func (s *Core) declareDead(gs *gpuState, reason string) {
 	s.view.cluster.Touch(g)
 	st := gs.status
 	st.Change, st.JobID, st.Reason = events.ChangeLeaseExpired, "", reason
-	st.Jobs = s.jobsOn(g.ID, inc, st.Jobs)
+	st.Jobs = s.running.jobsOn(g.ID, inc, st.Jobs, s.now)
 	// Its jobs ran at least until it was last heard (its lease's last
 	// renewal): what its last status said may be hours older (a GPU
 	// whose jobs do not change says nothing), and a job would lose the
@@ -271,32 +271,6 @@ func (s *Core) declareDead(gs *gpuState, reason string) {
 		zap.String("reason", reason), zap.Int("jobs", len(st.Jobs)))
 	s.out.emit(s.cfg.Subjects.GPUEvent(g.Node, g.ID, events.GPUDown), events.Type("gpu", events.GPUDown), g.ID, s.now, st)
 	s.loseGPU(gs, st.Jobs, false, "GPU "+g.ID+" on "+g.Node+" declared dead ("+reason+")")
-}
-
-// jobsOn lists the jobs the scheduler believes run on gpu at incarnation
-// upTo or older, with the progress the GPU last reported for each (from
-// reported). A job a newer incarnation accepted (the scheduler placed it
-// there before hearing of the old one's death) is not among them.
-func (s *Core) jobsOn(gpu string, upTo int, reported []events.GPUJob) []events.GPUJob {
-	var out []events.GPUJob
-	now := s.now
-	on := slices.Clone(s.running.onGPU(gpu))
-	s.running.inOrder(on)
-	for _, j := range on {
-		// A share that completed there is not lost with the GPU.
-		if j.incarnationOn(gpu) > upTo || slices.Contains(j.shardsDone, gpu) {
-			continue
-		}
-		gj := events.GPUJob{JobID: j.id, Name: j.spec.Name, Priority: j.spec.Priority, State: events.GPUJobRunning,
-			ProgressS: j.estimate(now), WorkS: j.work()}
-		for _, r := range reported {
-			if r.JobID == j.id {
-				gj = r
-			}
-		}
-		out = append(out, gj)
-	}
-	return out
 }
 
 // loseGPU re-queues the jobs that ran on a GPU now gone, from their last
@@ -488,7 +462,7 @@ func (s *Core) adopt(st events.GPUStatus, gj events.GPUJob) {
 		s.jobs[j.id] = j
 		s.order = append(s.order, j)
 		s.seq = max(s.seq, j.seq)
-		s.learnClass(&j.spec)
+		s.classes.learn(&j.spec)
 		s.trainingBack(j, gj.Training, a)
 		s.adopted(j, st)
 	}

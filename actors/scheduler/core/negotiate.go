@@ -91,7 +91,7 @@ func (s *Core) try(a *attempt) tryResult {
 	if a.tried == nil {
 		a.tried = map[string]bool{}
 	}
-	s.refreshWorkload()
+	s.view.refreshWorkload(s.classes)
 	req := s.view.request(j)
 	if known := s.unplacedShapes(); a.inPass && a.n == 0 && known != nil {
 		if _, ok := known[shapeOf(req)]; ok {

@@ -718,7 +718,7 @@ func (s *Core) applyStatus(st events.GPUStatus, at time.Time) {
 		// The GPU restarted or rejoined: what ran on its old incarnation is
 		// gone (a crash reported down already; a rejoin after a lost lease
 		// stopped its jobs itself).
-		if lost := s.jobsOn(st.GPU, st.Incarnation-1, gs.status.Jobs); len(lost) > 0 {
+		if lost := s.running.jobsOn(st.GPU, st.Incarnation-1, gs.status.Jobs, s.now); len(lost) > 0 {
 			s.loseGPU(gs, lost, true, "GPU "+st.GPU+" on "+st.Node+" came back as incarnation "+strconv.Itoa(st.Incarnation)+" without it")
 		}
 		s.confirmStopped(st.GPU, func(inc int) bool { return inc < st.Incarnation })
@@ -876,7 +876,7 @@ func (s *Core) gpuDown(st events.GPUStatus) {
 	s.stats.deaths++
 	// The scheduler's own records say which jobs ran there; the down event's
 	// list gives the progress they had.
-	s.loseGPU(gs, s.jobsOn(st.GPU, st.Incarnation, st.Jobs), false, "GPU "+st.GPU+" on "+st.Node+" went down ("+st.Reason+")")
+	s.loseGPU(gs, s.running.jobsOn(st.GPU, st.Incarnation, st.Jobs, s.now), false, "GPU "+st.GPU+" on "+st.Node+" went down ("+st.Reason+")")
 }
 
 // shardDone counts one GPU's share of a job as finished; the job completes

@@ -43,7 +43,7 @@ func (s *Core) runRound() {
 			}
 		}
 	}
-	s.refreshWorkload()
+	s.view.refreshWorkload(s.classes)
 	for _, id := range s.plugins.Stop(c, jobs) {
 		v, ok := s.jobs[id]
 		if !ok || v.state != stateRunning || !v.spec.Preemptible || v.stopping != nil {

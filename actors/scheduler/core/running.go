@@ -1,6 +1,11 @@
 package core
 
-import "slices"
+import (
+	"slices"
+	"time"
+
+	"github.com/gpusched/gpusched/events"
+)
 
 // runningJobs is the jobs placed and not yet ended, in the order they
 // began running (list), and for each GPU the running jobs that have had it
@@ -105,4 +110,30 @@ func (r *runningJobs) usage() usage {
 		u.add(j, j.gpus)
 	}
 	return u
+}
+
+// jobsOn lists the jobs believed to run on gpu at incarnation upTo or
+// older, with the progress the GPU last reported for each (from reported;
+// else estimated at now). A job a newer incarnation accepted (the
+// scheduler placed it there before hearing of the old one's death) is not
+// among them, nor one whose share there completed.
+func (r *runningJobs) jobsOn(gpu string, upTo int, reported []events.GPUJob, now time.Time) []events.GPUJob {
+	var out []events.GPUJob
+	on := slices.Clone(r.onGPU(gpu))
+	r.inOrder(on)
+	for _, j := range on {
+		// A share that completed there is not lost with the GPU.
+		if j.incarnationOn(gpu) > upTo || slices.Contains(j.shardsDone, gpu) {
+			continue
+		}
+		gj := events.GPUJob{JobID: j.id, Name: j.spec.Name, Priority: j.spec.Priority, State: events.GPUJobRunning,
+			ProgressS: j.estimate(now), WorkS: j.work()}
+		for _, rep := range reported {
+			if rep.JobID == j.id {
+				gj = rep
+			}
+		}
+		out = append(out, gj)
+	}
+	return out
 }

@@ -49,7 +49,7 @@ func (s *Core) metrics() events.Metrics {
 	if free := m.VRAMTotal - m.VRAMUsed; free > 0 {
 		m.VRAMFragmentation = float64(m.FragmentedVRAM) / float64(free)
 	}
-	s.refreshWorkload()
+	s.view.refreshWorkload(s.classes)
 	f := s.view.cluster.Fragmentation()
 	m.MilliUsed, m.MilliTotal = f.Used, f.Used+f.Free
 	if m.MilliTotal > 0 {

@@ -390,3 +390,12 @@ func (v *view) trainingNodes() []trainingNode {
 	slices.SortFunc(out, func(a, b trainingNode) int { return naturalCompare(a.id, b.id) })
 	return out
 }
+
+// refreshWorkload rebuilds the typical classes from c's counts when they
+// changed (or the most common GPU did), before a decision or a measure
+// needs them.
+func (v *view) refreshWorkload(c *jobClasses) {
+	if w, changed := c.typical(v.cluster.GPUs); changed {
+		v.cluster.Workload = w
+	}
+}

@@ -25,14 +25,19 @@ type jobClasses struct {
 	// common is the most common GPU VRAM, counted over commonFor GPUs.
 	common    int64
 	commonFor int
+	// fixed says the config fixes the workload: nothing is counted.
+	fixed bool
 }
 
-func newJobClasses() *jobClasses {
-	return &jobClasses{byShare: map[policy.ClassKey]int{}, byVRAM: map[vramClass]int{}}
+func newJobClasses(fixed bool) *jobClasses {
+	return &jobClasses{byShare: map[policy.ClassKey]int{}, byVRAM: map[vramClass]int{}, fixed: fixed}
 }
 
-// learn counts a submitted job.
+// learn counts a submitted job (unless the workload is fixed).
 func (c *jobClasses) learn(spec *events.Job) {
+	if c.fixed {
+		return
+	}
 	models := strings.Join(spec.Models, "|")
 	if spec.Milli == 0 && spec.GPUs > 0 {
 		c.byVRAM[vramClass{cpuMilli: spec.CPUMilli(), vram: int64(spec.VRAM), gpus: spec.GPUs, models: models}]++
@@ -90,23 +95,6 @@ func (c *jobClasses) typical(gpus []*policy.GPU) (*policy.Workload, bool) {
 	}
 	c.stale = false
 	return policy.TypicalWorkload(counts), true
-}
-
-// learnClass counts a submitted job in the workload, when the config
-// fixes none.
-func (s *Core) learnClass(spec *events.Job) {
-	if s.cfg.Workload == nil {
-		s.classes.learn(spec)
-	}
-}
-
-// refreshWorkload rebuilds the typical classes from the counts when they
-// changed (or the most common GPU did), before a decision or a measure
-// needs them.
-func (s *Core) refreshWorkload() {
-	if w, changed := s.classes.typical(s.view.cluster.GPUs); changed {
-		s.view.cluster.Workload = w
-	}
 }
 
 // finishCPUJobs completes the CPU-only jobs whose run time is over: no GPU
