@@ -293,7 +293,7 @@ func (s *Core) loseGPU(gs *gpuState, lost []events.GPUJob, rejoined bool, reason
 	s.confirmStopped(gs.g.ID, func(int) bool { return true })
 	gs.g.Allocs = gs.g.Allocs[:0]
 	gs.g.Util = 0
-	s.rebuildShares(gs.g)
+	s.view.rebuildShares(gs.g, s.jobs)
 	s.dirty = true
 }
 
@@ -494,7 +494,7 @@ func (s *Core) adopted(j *job, st events.GPUStatus) {
 		// so until the GPU's next status, a medium job preempted a high
 		// one read back after a restart, which then preempted it back, at
 		// one instant again and again.
-		s.rebuildShares(gs.g)
+		s.view.rebuildShares(gs.g, s.jobs)
 	}
 	// (A training job spans nodes and holds none of their CPU or memory:
 	// its node is "".)

@@ -93,7 +93,7 @@ func (s *Core) try(a *attempt) tryResult {
 	}
 	s.view.refreshWorkload(s.classes)
 	req := s.view.request(j)
-	if known := s.unplacedShapes(); a.inPass && a.n == 0 && known != nil {
+	if known := s.pass.unplacedShapes(); a.inPass && a.n == 0 && known != nil {
 		if _, ok := known[shapeOf(req)]; ok {
 			// A job of this shape found no place and no victims in this
 			// very view: neither will this one (failed gives the reason).
@@ -328,7 +328,7 @@ func (s *Core) holdOn(gs *gpuState, j *job, size int64) {
 	g.Allocs = append(g.Allocs, vram.Alloc{Owner: j.id, Offset: off, Size: size})
 	sortAllocs(g.Allocs)
 	g.Util += j.spec.Util
-	s.rebuildShares(g)
+	s.view.rebuildShares(g, s.jobs)
 }
 
 // holdAgain puts back, after a GPU's layout was read from its status, the
@@ -349,7 +349,7 @@ func (s *Core) unholdInView(n *negotiation) {
 	for _, c := range n.calls {
 		if c.gpu != "" {
 			if gs, ok := s.view.gpus[c.gpu]; ok {
-				s.dropAlloc(gs.g, j.id)
+				s.view.dropAlloc(gs.g, j.id, s.jobs)
 			}
 		}
 	}
@@ -377,7 +377,7 @@ func (s *Core) confirmInView(n *negotiation) {
 		}
 		sortAllocs(g.Allocs)
 		gs.version = max(gs.version, rep.Version)
-		s.rebuildShares(g)
+		s.view.rebuildShares(g, s.jobs)
 		if j.incarnations == nil {
 			j.incarnations = map[string]int{}
 		}

@@ -132,52 +132,10 @@ func (s *Core) abort(j *job, calls []ctlCall) {
 	s.publishAll(aborts)
 }
 
-// releaseInView removes a job from the view's GPUs and node.
-func (s *Core) releaseInView(j *job, node string, gpus []string) {
-	for _, id := range gpus {
-		if gs, ok := s.view.gpus[id]; ok {
-			s.dropAlloc(gs.g, j.id)
-		}
-	}
-	s.view.releaseNode(j, node)
-}
-
 // freeAtNode tells node's actor to free what job id holds there (CPU
 // and memory), without waiting for an answer.
 func (s *Core) freeAtNode(node, id string) {
 	s.publishAll([]ctlCall{{subject: s.cfg.Subjects.NodeCtl(node), ctl: events.Control{Op: events.OpRelease, JobID: id}}})
-}
-
-func (s *Core) dropAlloc(g *policy.GPU, jobID string) {
-	for i, a := range g.Allocs {
-		if a.Owner == jobID {
-			g.Allocs = slices.Delete(g.Allocs, i, i+1)
-			if j, ok := s.jobs[jobID]; ok {
-				g.Util = max(0, g.Util-j.spec.Util)
-			}
-			s.rebuildShares(g)
-			return
-		}
-	}
-}
-
-// rebuildShares derives a GPU's shares, and the share of it they hold,
-// from its allocations and job records, and tells the view's index.
-func (s *Core) rebuildShares(g *policy.GPU) {
-	defer s.view.cluster.Touch(g)
-	g.Shares = g.Shares[:0]
-	g.MilliUsed = 0
-	for _, a := range g.Allocs {
-		sh := policy.Share{JobID: a.Owner, VRAM: a.Size, GPUs: 1, Milli: policy.MilliOf(0, a.Size, g.VRAMTotal)}
-		if j, ok := s.jobs[a.Owner]; ok {
-			sh.Priority, sh.Preemptible, sh.Util = j.spec.Priority, j.spec.Preemptible, j.spec.Util
-			sh.CPUMilli, sh.Memory, sh.GPUs = j.spec.CPUMilli(), int64(j.spec.Memory), j.spec.GPUs
-			sh.Milli = policy.MilliOf(j.spec.Milli, int64(j.spec.VRAM), g.VRAMTotal)
-			sh.JobType = j.spec.JobType
-		}
-		g.MilliUsed += sh.Milli
-		g.Shares = append(g.Shares, sh)
-	}
 }
 
 // refreshLostWork sets each share's lost work (progress since its last
@@ -362,7 +320,7 @@ func (s *Core) stopLost(j *job, op string, lostAt, lastKnown float64, then func(
 		node := s.gpuNode(j, c.gpu)
 		s.ask(c, &call{node: node, gpu: c.gpu, sent: s.wall, stop: st, index: i})
 	}
-	s.releaseInView(j, j.node, j.gpus)
+	s.view.releaseInView(j, j.node, j.gpus, s.jobs)
 	j.node, j.gpus, j.shardsLeft, j.shardsDone, j.cpuEnds = "", nil, 0, nil, nil
 	j.relearned()
 	s.running.remove(j)
@@ -510,23 +468,14 @@ type unplaced struct {
 	nothingHeld bool
 }
 
-// unplacedShapes is the pass's memory of unplaceable shapes, or nil when
-// no pass is in its loop.
-func (s *Core) unplacedShapes() map[shape]*unplaced {
-	if s.pass == nil {
-		return nil
-	}
-	return s.pass.unplaced
-}
-
 // refreshLostWorkOnce is refreshLostWork, done once while the pass's view
 // stands (inside continuePass's loop; every time outside it).
 func (s *Core) refreshLostWorkOnce() {
-	if s.unplacedShapes() != nil && s.pass.lostWorkFresh {
+	if s.pass.unplacedShapes() != nil && s.pass.lostWorkFresh {
 		return
 	}
 	s.refreshLostWork()
-	if s.unplacedShapes() != nil {
+	if s.pass.unplacedShapes() != nil {
 		s.pass.lostWorkFresh = true
 	}
 }
@@ -537,14 +486,6 @@ func (p *pass) holdingsNow() int {
 		return 0
 	}
 	return p.holdings
-}
-
-// viewChanged forgets what the pass learnt of the view.
-func (s *Core) viewChanged() {
-	if s.pass != nil && s.pass.unplaced != nil {
-		clear(s.pass.unplaced)
-		s.pass.holdings, s.pass.lostWorkFresh = 0, false
-	}
 }
 
 // schedule is one pass over the queue in order. A job that fits nowhere
@@ -620,7 +561,7 @@ func (s *Core) continuePass() {
 		case tryWait:
 			return // goes on once the placements in flight resolve (settled)
 		case tryStarted:
-			s.viewChanged() // a placement or a preemption under way
+			s.pass.viewChanged() // a placement or a preemption under way
 		}
 	}
 	s.pass = nil
@@ -647,7 +588,7 @@ func (s *Core) failed(a *attempt) {
 	}
 	now := s.now
 	req := s.view.request(j)
-	known := s.unplacedShapes()
+	known := s.pass.unplacedShapes()
 	var key shape
 	if known != nil {
 		key = shapeOf(req)
@@ -750,10 +691,10 @@ func (s *Core) applyStatus(st events.GPUStatus, at time.Time) {
 			g.Allocs = append(g.Allocs, vram.Alloc{Owner: sj.JobID, Offset: sj.Offset, Size: sj.VRAM})
 			g.Util += sj.Util
 		}
-		s.rebuildShares(g)
+		s.view.rebuildShares(g, s.jobs)
 		s.holdAgain(gs)
 	} else if st.JobID != "" && st.Change != events.ChangeCommitted && !s.heldAnew(st) {
-		s.dropAlloc(g, st.JobID)
+		s.view.dropAlloc(g, st.JobID, s.jobs)
 	}
 	gs.status, gs.statusAt = st, at
 	if authoritative {
@@ -892,4 +833,21 @@ func (s *Core) shardDone(jobID, gpuID string) {
 		return // (a gang being read back completes once whole: settleRelearned)
 	}
 	s.complete(j, s.now)
+}
+
+// unplacedShapes is the pass's memory of unplaceable shapes, or nil when
+// no pass is in its loop.
+func (p *pass) unplacedShapes() map[shape]*unplaced {
+	if p == nil {
+		return nil
+	}
+	return p.unplaced
+}
+
+// viewChanged forgets what the pass learnt of the view.
+func (p *pass) viewChanged() {
+	if p != nil && p.unplaced != nil {
+		clear(p.unplaced)
+		p.holdings, p.lostWorkFresh = 0, false
+	}
 }

@@ -610,28 +610,28 @@ func (s *Core) assignTrainingBack() {
 // them) in submission order. Before, jobs_queued counted them and the
 // snapshot's queue did not list them.
 func (s *Core) queueShown() []*job {
-	waiting := s.trainingWaiting()
+	waiting := s.training.queuedJobs(s.jobs)
 	if len(waiting) == 0 {
 		return s.queue.jobs
 	}
 	return append(slices.Clone(s.queue.jobs), waiting...)
 }
 
-// trainingWaiting are the training jobs that wait for a round, in
+// queued counts the jobs waiting: the queue's, and the training jobs
+// waiting for a round (which are in no queue).
+func (s *Core) queued() int { return s.queue.len() + len(s.training.queuedJobs(s.jobs)) }
+
+// queuedJobs are the training jobs that wait for a round, in
 // submission order.
-func (s *Core) trainingWaiting() []*job {
-	if s.training == nil {
+func (t *training) queuedJobs(jobs map[string]*job) []*job {
+	if t == nil {
 		return nil
 	}
 	var waiting []*job
-	for _, mj := range s.training.rounds.Jobs() {
-		if j, ok := s.jobs[mj.Name]; ok && j.state == events.JobQueued {
+	for _, mj := range t.rounds.Jobs() {
+		if j, ok := jobs[mj.Name]; ok && j.state == events.JobQueued {
 			waiting = append(waiting, j)
 		}
 	}
 	return waiting
 }
-
-// queued counts the jobs waiting: the queue's, and the training jobs
-// waiting for a round (which are in no queue).
-func (s *Core) queued() int { return s.queue.len() + len(s.trainingWaiting()) }

@@ -399,3 +399,45 @@ func (v *view) refreshWorkload(c *jobClasses) {
 		v.cluster.Workload = w
 	}
 }
+
+// releaseInView removes a job from the view's GPUs and node.
+func (v *view) releaseInView(j *job, node string, gpus []string, jobs map[string]*job) {
+	for _, id := range gpus {
+		if gs, ok := v.gpus[id]; ok {
+			v.dropAlloc(gs.g, j.id, jobs)
+		}
+	}
+	v.releaseNode(j, node)
+}
+
+func (v *view) dropAlloc(g *policy.GPU, jobID string, jobs map[string]*job) {
+	for i, a := range g.Allocs {
+		if a.Owner == jobID {
+			g.Allocs = slices.Delete(g.Allocs, i, i+1)
+			if j, ok := jobs[jobID]; ok {
+				g.Util = max(0, g.Util-j.spec.Util)
+			}
+			v.rebuildShares(g, jobs)
+			return
+		}
+	}
+}
+
+// rebuildShares derives a GPU's shares, and the share of it they hold,
+// from its allocations and job records, and tells the view's index.
+func (v *view) rebuildShares(g *policy.GPU, jobs map[string]*job) {
+	defer v.cluster.Touch(g)
+	g.Shares = g.Shares[:0]
+	g.MilliUsed = 0
+	for _, a := range g.Allocs {
+		sh := policy.Share{JobID: a.Owner, VRAM: a.Size, GPUs: 1, Milli: policy.MilliOf(0, a.Size, g.VRAMTotal)}
+		if j, ok := jobs[a.Owner]; ok {
+			sh.Priority, sh.Preemptible, sh.Util = j.spec.Priority, j.spec.Preemptible, j.spec.Util
+			sh.CPUMilli, sh.Memory, sh.GPUs = j.spec.CPUMilli(), int64(j.spec.Memory), j.spec.GPUs
+			sh.Milli = policy.MilliOf(j.spec.Milli, int64(j.spec.VRAM), g.VRAMTotal)
+			sh.JobType = j.spec.JobType
+		}
+		g.MilliUsed += sh.Milli
+		g.Shares = append(g.Shares, sh)
+	}
+}
