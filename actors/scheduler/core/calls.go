@@ -160,7 +160,7 @@ func (s *Core) refusalStatus(node, gpu string, r events.ControlReply) {
 // TTL, and until then the node would refuse the job's next reservation,
 // again and again at one instant of a virtual clock.
 func (s *Core) refusalHolds(node string, holds []events.NodeHold) {
-	graceOver := s.graceOver()
+	graceOver := s.restart.graceOver(s.wall)
 	for _, h := range holds {
 		if j, known := s.jobs[h.JobID]; known && ((j.state == stateRunning && j.node == node) ||
 			(j.negotiating != nil && j.negotiating.place.Node == node)) {

@@ -396,8 +396,8 @@ func New(cfg Config) (*Core, error) {
 	}
 	s := &Core{
 		cfg: cfg,
-		restart: &restart{started: cfg.Wall, unanswered: slices.Clone(cfg.Unanswered), inherited: map[string]string{},
-			journaled: map[string]*durable.Record{}},
+		restart: &restart{started: cfg.Wall, lease: cmp.Or(max(cfg.Lease, 0), DefaultLease), warms: !cfg.Since.IsZero(),
+			unanswered: slices.Clone(cfg.Unanswered), inherited: map[string]string{}, journaled: map[string]*durable.Record{}},
 		log:      log.With(zap.String("actor", "scheduler")),
 		now:      cfg.Now,
 		wall:     cfg.Wall,
@@ -599,15 +599,15 @@ func (s *Core) NextWake() time.Time {
 		// The journal's jobs whose GPUs no heartbeat names are settled
 		// once those GPUs count as gone (settleJournaled); the hold on
 		// placements ends a lease after the restart (resumingJobs).
-		earlier(s.restart.started.Add(s.journalGrace() + time.Nanosecond))
-		earlier(s.restart.started.Add(s.lease() + time.Nanosecond))
+		earlier(s.restart.started.Add(s.restart.grace() + time.Nanosecond))
+		earlier(s.restart.started.Add(s.restart.lease + time.Nanosecond))
 	}
 	if s.virtual {
 		for j := range s.awaiting {
 			earlier(j.awaitAskAt) // checkAwaiting
 		}
 	}
-	if end, ok := s.warmUpEnds(); ok && s.virtual && end.After(now) && slices.ContainsFunc(s.queue.jobs, func(j *job) bool { return j.unchecked }) {
+	if end, ok := s.restart.warmUpEnds(); ok && s.virtual && end.After(now) && slices.ContainsFunc(s.queue.jobs, func(j *job) bool { return j.unchecked }) {
 		// A job taken during the warm-up is judged against the cluster by
 		// the first pass after it; on a quiet virtual clock nothing else
 		// may make one, and a job that fits no GPU would wait for good.

@@ -1717,7 +1717,7 @@ func TestOnAVirtualClockTheJournalsJobsAreSettledWithoutAnAgingTicker(t *testing
 	}
 	rec := *h.Core.jobs[a.JobID].record(h.Core.now, h.Core.training)
 	h2 := newHarness(t, Config{Virtual: true, Restored: &durable.State{Incarnation: 1, Jobs: []durable.Record{rec}}})
-	if w, due := h2.Core.NextWake(), h2.Now.Add(h2.Core.journalGrace()+time.Nanosecond); w.IsZero() || w.After(due) {
+	if w, due := h2.Core.NextWake(), h2.Now.Add(h2.Core.restart.grace()+time.Nanosecond); w.IsZero() || w.After(due) {
 		t.Fatalf("next wake %v, want by %v (the journal's GPUs gone)", w, due)
 	}
 	g := h2.AddGPU("n1", "n1-gpu-0", "A100-40GB") // came back empty: it lost the job
@@ -1800,7 +1800,7 @@ func TestAGangReadBackOnPartOfItsGPUsIsStoppedOnceTheOthersAreGone(t *testing.T)
 	if rec == nil || len(rec.GPUs) != 2 {
 		t.Fatalf("the gang's last record while it is read back: %+v, want both GPUs named", rec)
 	}
-	h2.Advance(h2.Core.journalGrace() + time.Second)
+	h2.Advance(h2.Core.restart.grace() + time.Second)
 	h2.Step(Input{Timer: TimerAging})
 	gangStoppedAndQueued(t, h2, id)
 }
@@ -2228,7 +2228,7 @@ func TestARunningCPUOnlyJobIsTakenBackFromTheJournal(t *testing.T) {
 	h2.Now = h.Now
 	h2.AddGPU("n1", "n1-gpu-0", "A100-40GB")
 	answerDescribes(h2, false, func(string, *events.GPUStatus) {})
-	h2.Advance(h2.Core.journalGrace() + time.Second)
+	h2.Advance(h2.Core.restart.grace() + time.Second)
 	h2.Step(Input{Timer: TimerAging})
 	if s := h2.JobState(a.JobID); s.State != events.JobRunning || s.Node != "n1" || s.ProgressS < 20*60 {
 		t.Fatalf("after the restart the CPU-only job is %s on %q at %.0f s, want running on n1 at 1200 s or more (lost: %d)",
@@ -2631,7 +2631,7 @@ func TestAResumeHoldLastsAtMostALease(t *testing.T) {
 	if s := h2.JobState(b.JobID).State; s != events.JobQueued {
 		t.Fatalf("b during the hold: %s, want queued", s)
 	}
-	h2.Advance(h2.Core.lease() + time.Millisecond)
+	h2.Advance(h2.Core.restart.lease + time.Millisecond)
 	h2.Step(Input{Timer: TimerAging})
 	h2.Pass()
 	if s := h2.JobState(b.JobID); s.State != events.JobRunning || !slices.Equal(s.GPUIDs, []string{"n2-gpu-0"}) {

@@ -169,27 +169,11 @@ func (s *Core) resumingJobs() int {
 	// upper bound until then).
 	s.settleJournaled()
 	n := len(s.restart.journaled) + s.restart.relearning
-	if n == 0 || s.restart.since(s.wall) > s.lease() {
+	if n == 0 || s.restart.since(s.wall) > s.restart.lease {
 		return 0
 	}
 	return n
 }
-
-// lease is the GPUs' lease (DefaultLease when not configured).
-func (s *Core) lease() time.Duration {
-	if s.cfg.Lease <= 0 {
-		return DefaultLease
-	}
-	return s.cfg.Lease
-}
-
-// journalGrace is how long after its start a restarted scheduler waits
-// for a heartbeat to name a GPU the journal says ran a job: two leases.
-func (s *Core) journalGrace() time.Duration { return 2 * s.lease() }
-
-// graceOver says whether the restart's grace (journalGrace) is over: a
-// GPU no heartbeat has named by then counts as gone.
-func (s *Core) graceOver() bool { return s.restart.since(s.wall) > s.journalGrace() }
 
 // settleJournaled re-queues the jobs the journal says ran that no GPU
 // has accounted for, once each GPU they ran on has shown that it does not
@@ -207,7 +191,7 @@ func (s *Core) settleJournaled() {
 	if len(s.restart.journaled) == 0 {
 		return
 	}
-	gone := s.graceOver()
+	gone := s.restart.graceOver(s.wall)
 	ids := make([]string, 0, len(s.restart.journaled))
 	for id, r := range s.restart.journaled {
 		settled := true

@@ -428,7 +428,7 @@ func (s *Core) adopt(st events.GPUStatus, gj events.GPUJob) {
 		s.view.journalHold(r, -1) // counted again where the GPU says it runs (adopted)
 		j = s.fromRecord(r)
 		j.state, j.node, j.placement = stateRunning, adoptedNode(a, st), a.Placement
-		s.relearn(j, r.GPUs)
+		s.restart.relearn(j, r.GPUs)
 		trained := gj.Training
 		if trained == nil {
 			// Read back from a GPU that lost it (its ended jobs carry no
@@ -451,7 +451,7 @@ func (s *Core) adopt(st events.GPUStatus, gj events.GPUJob) {
 		j = &job{id: gj.JobID, spec: spec, seq: a.Seq, submitted: a.Submitted, state: stateRunning, node: adoptedNode(a, st), placement: a.Placement,
 			jobWork: jobWork{progress: gj.ProgressS, lastProgress: gj.ProgressS, lastRate: gj.Rate, lastAt: now, stintAt: now,
 				stintFrom: gj.ProgressS, stintSpeed: 1}}
-		s.relearn(j, nil)
+		s.restart.relearn(j, nil)
 		if j.submitted.IsZero() {
 			j.submitted = now
 		}
@@ -743,13 +743,6 @@ func (s *Core) relearnEnded(full events.GPUStatus) {
 	}
 }
 
-// relearn marks a job re-learned from a GPU as being read back; from are
-// the GPUs the journal says it ran on.
-func (s *Core) relearn(j *job, from []string) {
-	s.restart.relearning++ // an upper bound until settleRelearned counts again
-	j.relearning, j.relearnFrom = true, slices.Clone(from)
-}
-
 // relearned ends a job's reading back (it is whole, or placed or stopped
 // anew).
 func (r *jobReadBack) relearned() {
@@ -809,7 +802,7 @@ func (j *job) sharesWanted() int {
 // no longer answers: it is stopped where it runs and goes back to the
 // queue, not left running on part of its GPUs.
 func (s *Core) settleRelearned() {
-	gone := s.graceOver()
+	gone := s.restart.graceOver(s.wall)
 	var broken, whole []*job
 	s.restart.relearning = 0
 	for _, j := range s.running.list {
@@ -883,21 +876,8 @@ func (s *Core) warming() bool {
 	if len(s.view.gpus) == 0 {
 		return true
 	}
-	end, ok := s.warmUpEnds()
+	end, ok := s.restart.warmUpEnds()
 	return ok && s.wall.Before(end)
-}
-
-// warmUpEnds is when a restarted scheduler's warm-up ends (wall time);
-// false for a scheduler that did not restart.
-func (s *Core) warmUpEnds() (time.Time, bool) {
-	if s.cfg.Since.IsZero() {
-		return time.Time{}, false
-	}
-	warm := s.cfg.Lease
-	if warm <= 0 {
-		warm = DefaultLease
-	}
-	return s.restart.started.Add(warm), true
 }
 
 // rejectUnfit rejects a job accepted during the warm-up that fits no GPU
