@@ -212,7 +212,7 @@ func (s *Core) nodeSeen(hb events.NodeHeartbeat, known bool) {
 	if !known {
 		n = s.nodes.count() + 1
 	}
-	s.logJoin(n, "node "+change, zap.String("node", hb.Node), zap.Int("gpus", len(hb.GPUs)))
+	logJoin(s.log, n, "node "+change, zap.String("node", hb.Node), zap.Int("gpus", len(hb.GPUs)))
 	s.emitNode(events.NodeUp, events.NodeLifecycle{Node: hb.Node, Change: change, GPUs: len(hb.GPUs)})
 }
 
@@ -220,20 +220,6 @@ func (s *Core) nodeSeen(hb events.NodeHeartbeat, known bool) {
 // rest go to debug, so a 100,000-GPU cluster does not print 112,500
 // lines as it starts (the cluster logs when it is ready, with its size).
 const loudJoins = 64
-
-// logJoin logs the n-th join of a kind (msg): at info level up to
-// loudJoins, then at debug level (a line saying so once, at the switch).
-func (s *Core) logJoin(n int, msg string, fields ...zap.Field) {
-	switch {
-	case n <= loudJoins:
-		s.log.Info(msg, fields...)
-	case n == loudJoins+1:
-		s.log.Info("more joins are logged at debug level only", zap.String("kind", msg), zap.Int("after", loudJoins))
-		fallthrough
-	default:
-		s.log.Debug(msg, fields...)
-	}
-}
 
 func (s *Core) emitNode(typ string, data events.NodeLifecycle) {
 	if s.virtual {
@@ -388,7 +374,7 @@ func (s *Core) Remains() events.SchedLifecycle {
 // once its own lapse). It is released on the GPU and said once, in the
 // log and as an evt.security.job-minted event.
 func (s *Core) minted(st events.GPUStatus, gj events.GPUJob) {
-	s.publishAll([]ctlCall{{subject: s.cfg.Subjects.GPUCtl(st.Node, st.GPU), ctl: events.Control{Op: events.OpRelease, Jobs: []string{gj.JobID}}, gpu: st.GPU}})
+	s.out.sendAll([]ctlCall{{subject: s.cfg.Subjects.GPUCtl(st.Node, st.GPU), ctl: events.Control{Op: events.OpRelease, Jobs: []string{gj.JobID}}, gpu: st.GPU}})
 	if s.mintedSeen == nil || len(s.mintedSeen) >= maxMintedSeen {
 		s.mintedSeen = map[string]bool{} // bounded: a node naming ever new ids is said of again, not remembered for ever
 	}
@@ -570,7 +556,7 @@ func (s *Core) reconcile(gs *gpuState, st events.GPUStatus) {
 	}
 	if len(stray) > 0 {
 		s.log.Warn("GPU runs jobs the scheduler stopped or placed elsewhere: releasing them", zap.String("gpu", st.GPU), zap.Strings("jobs", stray))
-		s.publishAll([]ctlCall{{subject: s.cfg.Subjects.GPUCtl(st.Node, st.GPU), ctl: events.Control{Op: events.OpRelease, Jobs: stray}, gpu: st.GPU}})
+		s.out.sendAll([]ctlCall{{subject: s.cfg.Subjects.GPUCtl(st.Node, st.GPU), ctl: events.Control{Op: events.OpRelease, Jobs: stray}, gpu: st.GPU}})
 		for _, id := range stray {
 			// Its node actor holds its CPU and memory too, unless the job
 			// runs, or is being placed, on that node now (the node keeps
@@ -930,4 +916,18 @@ func (s *Core) confirmStoppedJob(j *job, gpu string) {
 		delete(s.awaiting, j)
 	}
 	s.dirty = true
+}
+
+// logJoin logs the n-th join of a kind (msg): at info level up to
+// loudJoins, then at debug level (a line saying so once, at the switch).
+func logJoin(log *zap.Logger, n int, msg string, fields ...zap.Field) {
+	switch {
+	case n <= loudJoins:
+		log.Info(msg, fields...)
+	case n == loudJoins+1:
+		log.Info("more joins are logged at debug level only", zap.String("kind", msg), zap.Int("after", loudJoins))
+		fallthrough
+	default:
+		log.Debug(msg, fields...)
+	}
 }

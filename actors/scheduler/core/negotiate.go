@@ -226,7 +226,7 @@ func (s *Core) resolve(n *negotiation) {
 	if j.terminal() {
 		// Cancelled while its reservations were in flight.
 		s.unholdInView(n)
-		s.abort(j, undo)
+		s.out.abort(j, undo)
 		if a.submit != nil && j.answer == nil {
 			s.out.answer(a.submit.Reply, j, events.SubmitReply{JobID: j.id, State: j.state})
 		}
@@ -234,7 +234,7 @@ func (s *Core) resolve(n *negotiation) {
 	}
 	if len(refused) > 0 {
 		s.unholdInView(n)
-		s.abort(j, undo)
+		s.out.abort(j, undo)
 		if a.held != nil {
 			a.held.remove(j, p.GPUs)
 		}
@@ -267,7 +267,7 @@ func (s *Core) resolve(n *negotiation) {
 	// reaches it before anything the scheduler sends later. Should a commit
 	// be lost, the reservation expires, the GPU reports "expired", and the
 	// job is re-queued as lost (applyStatus): nothing leaks, nothing is lost.
-	s.publishAll(s.controls(j, p, events.OpCommit))
+	s.out.sendAll(s.controls(j, p, events.OpCommit))
 	s.placed(j, p, a, n.victims)
 	if a.submit != nil {
 		s.out.answer(a.submit.Reply, j, events.SubmitReply{JobID: j.id, State: events.JobPlaced, Node: j.node, GPUs: j.gpus})

@@ -45,15 +45,6 @@ func (s *Core) suspect(gpu string) {
 	}
 }
 
-// publishAll sends control messages without waiting (aborts and releases:
-// an unanswered abort is harmless, the reservation expires by itself).
-func (s *Core) publishAll(calls []ctlCall) {
-	for _, c := range calls {
-		b, _ := gojson.Marshal(c.ctl)
-		s.out.send(c.subject, "", b)
-	}
-}
-
 func (s *Core) controls(j *job, p policy.Placement, op string) []ctlCall {
 	if j.spec.Training != nil {
 		return s.trainingControls(j, p, op)
@@ -124,18 +115,10 @@ func (s *Core) pace(j *job, gpus []string) float64 {
 	return pm * loc
 }
 
-func (s *Core) abort(j *job, calls []ctlCall) {
-	aborts := make([]ctlCall, len(calls))
-	for i, c := range calls {
-		aborts[i] = ctlCall{subject: c.subject, ctl: events.Control{Op: events.OpAbort, JobID: j.id}, gpu: c.gpu}
-	}
-	s.publishAll(aborts)
-}
-
 // freeAtNode tells node's actor to free what job id holds there (CPU
 // and memory), without waiting for an answer.
 func (s *Core) freeAtNode(node, id string) {
-	s.publishAll([]ctlCall{{subject: s.cfg.Subjects.NodeCtl(node), ctl: events.Control{Op: events.OpRelease, JobID: id}}})
+	s.out.sendAll([]ctlCall{{subject: s.cfg.Subjects.NodeCtl(node), ctl: events.Control{Op: events.OpRelease, JobID: id}}})
 }
 
 // refreshLostWork sets each share's lost work (progress since its last
@@ -649,7 +632,7 @@ func (s *Core) applyStatus(st events.GPUStatus, at time.Time) {
 	if isNew {
 		s.dirty = true
 		s.renewLease(gs)
-		s.logJoin(len(s.view.gpus), "GPU joined", zap.String("gpu", st.GPU), zap.String("node", st.Node), zap.String("model", st.Model))
+		logJoin(s.log, len(s.view.gpus), "GPU joined", zap.String("gpu", st.GPU), zap.String("node", st.Node), zap.String("model", st.Model))
 	} else if st.Incarnation < gs.status.Incarnation || st.Incarnation <= gs.dead {
 		s.stats.stale++
 		return

@@ -233,3 +233,21 @@ func (o *outbox) announce(j *job) {
 	o.effects = append(o.effects, j.heldEvents...)
 	j.heldEvents, j.unannounced = nil, false
 }
+
+// sendAll sends control messages without waiting (aborts and releases:
+// an unanswered abort is harmless, the reservation expires by itself).
+func (o *outbox) sendAll(calls []ctlCall) {
+	for _, c := range calls {
+		b, _ := gojson.Marshal(c.ctl)
+		o.send(c.subject, "", b)
+	}
+}
+
+// abort asks the actors of calls to abort what they reserved for j.
+func (o *outbox) abort(j *job, calls []ctlCall) {
+	aborts := make([]ctlCall, len(calls))
+	for i, c := range calls {
+		aborts[i] = ctlCall{subject: c.subject, ctl: events.Control{Op: events.OpAbort, JobID: j.id}, gpu: c.gpu}
+	}
+	o.sendAll(aborts)
+}
