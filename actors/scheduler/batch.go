@@ -173,7 +173,7 @@ func (s *Scheduler) sweepBatches() {
 	b := s.batch
 	now := s.wallNow()
 	for reply, sb := range b.sent {
-		if now.Sub(sb.at) >= 2*s.core.CallTimeout() {
+		if now.Sub(sb.at) >= 2*s.core.Timing().CallTimeout {
 			delete(b.sent, reply)
 		}
 	}

@@ -392,7 +392,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	// timer at the next lease's end (simulated time).
 	var lease simclock.Timer
 	var leaseAt time.Time
-	if l := s.core.Lease(); l > 0 && !s.virtual {
+	if l := s.core.Timing().Lease; l > 0 && !s.virtual {
 		lt := time.NewTicker(l / leaseChecks)
 		defer lt.Stop()
 		leaseWall = lt.C
@@ -402,27 +402,27 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	// call's deadline (calls).
 	var callsWall <-chan time.Time
 	if !s.virtual {
-		ct := time.NewTicker(max(s.core.CallTimeout()/4, 10*time.Millisecond))
+		ct := time.NewTicker(max(s.core.Timing().CallTimeout/4, 10*time.Millisecond))
 		defer ct.Stop()
 		callsWall = ct.C
 	}
 	var calls simclock.Timer
 	var callsAt time.Time
-	period := s.core.MetricsPeriod()
+	period := s.core.Timing().MetricsPeriod
 	var metrics, pass, wake, round, train, replayRound simclock.Timer
 	var replayAt time.Time
 	// A training round is a decision over what happened at its instant
 	// (completions, arrivals): it fires in the decide phase.
 	armTraining := func() {
-		if at := s.core.TrainingRoundAt(); !at.IsZero() {
+		if at := s.core.Deadlines().Training; !at.IsZero() {
 			train = simclock.NewPhasedTimer(s.cfg.Clock, at.Sub(s.cfg.Clock.Now()), simclock.PhaseDecide)
 		}
 	}
 	armTraining()
-	if s.core.RoundEvery() > 0 {
+	if s.core.Timing().RoundEvery > 0 {
 		// An event-phase timer: on a virtual clock the round's stops are
 		// made before the instant's pass places the queue.
-		round = simclock.NewPhasedTimer(s.cfg.Clock, s.core.RoundEvery(), simclock.PhaseEvent)
+		round = simclock.NewPhasedTimer(s.cfg.Clock, s.core.Timing().RoundEvery, simclock.PhaseEvent)
 	}
 	var wakeAt time.Time
 	if s.virtual {
@@ -609,7 +609,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 			s.step(core.Input{Timer: core.TimerReplay})
 		case <-roundC:
 			s.step(core.Input{Timer: core.TimerRound})
-			round = simclock.NewPhasedTimer(s.cfg.Clock, s.core.RoundEvery(), simclock.PhaseEvent)
+			round = simclock.NewPhasedTimer(s.cfg.Clock, s.core.Timing().RoundEvery, simclock.PhaseEvent)
 		case <-metricsC:
 			s.step(core.Input{Timer: core.TimerMetrics})
 			metrics = simclock.NewPhasedTimer(s.cfg.Clock, period, simclock.PhaseObserve)
@@ -624,12 +624,13 @@ func (s *Scheduler) Run(ctx context.Context) error {
 			if s.core.Dirty() && pass == nil {
 				pass = simclock.NewPhasedTimer(s.cfg.Clock, 0, simclock.PhaseDecide)
 			}
-			calls, callsAt = s.rearm(calls, callsAt, s.core.CallDeadline(), simclock.PhaseEvent)
-			wake, wakeAt = s.rearm(wake, wakeAt, s.core.NextWake(), simclock.PhaseEvent)
+			due := s.core.Deadlines()
+			calls, callsAt = s.rearm(calls, callsAt, due.Calls, simclock.PhaseEvent)
+			wake, wakeAt = s.rearm(wake, wakeAt, due.Wake, simclock.PhaseEvent)
 			// A replayed round decides over what happened at its instant
 			// (the arrivals, the round's ends): the decide phase.
-			replayRound, replayAt = s.rearm(replayRound, replayAt, s.core.ReplayRoundAt(), simclock.PhaseDecide)
-			lease, leaseAt = s.rearm(lease, leaseAt, s.core.LeaseDeadline(), simclock.PhaseEvent)
+			replayRound, replayAt = s.rearm(replayRound, replayAt, due.Replay, simclock.PhaseDecide)
+			lease, leaseAt = s.rearm(lease, leaseAt, due.Lease, simclock.PhaseEvent)
 		} else if s.core.Dirty() && len(s.mailbox) == 0 {
 			s.step(core.Input{Timer: core.TimerPass})
 		}
@@ -702,7 +703,7 @@ func (s *Scheduler) failOver(m *nats.Msg) {
 		fail("the scheduler is cut off or hung already: a failover needs one that hears the bus")
 		return
 	}
-	lease := s.core.Lease()
+	lease := s.core.Timing().Lease
 	if lease <= 0 {
 		lease = core.DefaultLease
 		if s.virtual {

@@ -76,11 +76,6 @@ func (s *Core) describeAfter(node, gpuID string, beat uint64) {
 	s.out.send(s.cfg.Subjects.GPUCtl(node, gpuID), reply, b)
 }
 
-// CallDeadline is when the earliest call in flight times out (in the
-// core's wall time), zero when none is in flight: a shell on a virtual
-// clock steps TimerCalls then.
-func (s *Core) CallDeadline() time.Time { return s.calls.deadline() }
-
 // expireCalls forgets the calls unanswered for longer than the call
 // timeout, in the order they were sent, and hands each to what it was
 // for as unanswered: the GPU may be asked again.

@@ -554,83 +554,6 @@ func (s *Core) Killed() string { return s.killed }
 // the journal's).
 func (s *Core) Incarnation() int { return s.cfg.Incarnation }
 
-// CallTimeout is how long the core waits for an answer (TimerCalls).
-func (s *Core) CallTimeout() time.Duration { return s.cfg.CallTimeout }
-
-// MetricsPeriod is the period of metrics events (TimerMetrics).
-func (s *Core) MetricsPeriod() time.Duration { return s.cfg.MetricsPeriod }
-
-// RoundEvery is the period of the Round in force (zero: no round).
-func (s *Core) RoundEvery() time.Duration {
-	if s.plugins.Round == nil {
-		return 0
-	}
-	return s.cfg.RoundEvery
-}
-
-// Lease is the GPUs' lease (zero: none).
-func (s *Core) Lease() time.Duration { return s.cfg.Lease }
-
-// NextWake is the next instant something is due without a message: a
-// CPU-only job's end, or a queued job reaching the starvation age (zero
-// when nothing is due).
-func (s *Core) NextWake() time.Time {
-	now := s.now
-	var next time.Time
-	earlier := func(t time.Time) {
-		if t.After(now) && (next.IsZero() || t.Before(next)) {
-			next = t
-		}
-	}
-	for _, j := range s.running.list {
-		if j.cpuEnds != nil {
-			if !j.cpuEnds.After(now) {
-				return now
-			}
-			earlier(*j.cpuEnds)
-		}
-	}
-	if s.cfg.StarvationAge > 0 {
-		for _, j := range s.queue.jobs {
-			earlier(j.submitted.Add(s.cfg.StarvationAge))
-		}
-	}
-	if s.virtual && s.restart.owes() {
-		// The journal's jobs whose GPUs no heartbeat names are settled
-		// once those GPUs count as gone (settleJournaled); the hold on
-		// placements ends a lease after the restart (resumingJobs).
-		earlier(s.restart.started.Add(s.restart.grace() + time.Nanosecond))
-		earlier(s.restart.started.Add(s.restart.lease + time.Nanosecond))
-	}
-	if s.virtual {
-		for j := range s.awaiting {
-			earlier(j.awaitAskAt) // checkAwaiting
-		}
-	}
-	if end, ok := s.restart.warmUpEnds(); ok && s.virtual && end.After(now) && slices.ContainsFunc(s.queue.jobs, func(j *job) bool { return j.unchecked }) {
-		// A job taken during the warm-up is judged against the cluster by
-		// the first pass after it; on a quiet virtual clock nothing else
-		// may make one, and a job that fits no GPU would wait for good.
-		// Virtual time is the core's wall time there.
-		earlier(end)
-	}
-	if s.virtual {
-		// A job still running past its end is looked for on its GPUs
-		// (checkOverdue): its completion may have been dropped. Its wake
-		// comes a grace after the end, so that a completion on time never
-		// costs an instant of its own.
-		for _, j := range s.running.list {
-			if at, ok := j.overdueBy(); ok {
-				if at.Before(j.overdueAt) {
-					at = j.overdueAt // read already: again after the grace
-				}
-				earlier(at)
-			}
-		}
-	}
-	return next
-}
-
 func (s *Core) dispatch(m *Msg) {
 	// A message that trips a bug costs its own answer, not the scheduler
 	// (and with it the queue).
@@ -838,4 +761,109 @@ func newJobID(ids *rand.ChaCha8) string {
 		panic(err) // ChaCha8 never fails to read
 	}
 	return id.String()
+}
+
+// Deadlines are the instants the core has something due without a
+// message (zero: nothing), for the shell to arm its timers by: on a
+// virtual clock it steps the matching Timer then; on a scaled clock its
+// wall tickers check the calls and leases, and only Training is armed.
+type Deadlines struct {
+	// Calls is when the earliest call in flight times out (the core's wall
+	// time): TimerCalls.
+	Calls time.Time
+	// Wake is the next instant something is due without a message (a
+	// CPU-only job's end, a queued job reaching the starvation age, a
+	// restart's grace, a job overdue): TimerWake.
+	Wake time.Time
+	// Lease is when the next lease runs out (a GPU's, or a node's
+	// heartbeats'): TimerLease.
+	Lease time.Time
+	// Replay is the next replayed round (TimerReplay, in the decide
+	// phase); Training the next training round (TimerTraining).
+	Replay, Training time.Time
+}
+
+// Deadlines are what is due next (Deadlines).
+func (s *Core) Deadlines() Deadlines {
+	return Deadlines{Calls: s.calls.deadline(), Wake: s.nextWake(), Lease: s.leaseDeadline(), Replay: s.replay.dueAt(),
+		Training: s.training.nextRound(s.now)}
+}
+
+// Timing is the config's periods in force, after its defaults: the
+// shell's tickers and timers run on them.
+type Timing struct {
+	// Lease is the GPUs' lease (zero: none); CallTimeout how long the
+	// core waits for an answer (TimerCalls); MetricsPeriod the period of
+	// metrics events (TimerMetrics); RoundEvery the period of the Round
+	// in force (zero: no round).
+	Lease, CallTimeout, MetricsPeriod, RoundEvery time.Duration
+}
+
+// Timing is the periods in force (Timing).
+func (s *Core) Timing() Timing {
+	t := Timing{Lease: s.cfg.Lease, CallTimeout: s.cfg.CallTimeout, MetricsPeriod: s.cfg.MetricsPeriod}
+	if s.plugins.Round != nil {
+		t.RoundEvery = s.cfg.RoundEvery
+	}
+	return t
+}
+
+// nextWake is the next instant something is due without a message: a
+// CPU-only job's end, or a queued job reaching the starvation age (zero
+// when nothing is due).
+func (s *Core) nextWake() time.Time {
+	now := s.now
+	var next time.Time
+	earlier := func(t time.Time) {
+		if t.After(now) && (next.IsZero() || t.Before(next)) {
+			next = t
+		}
+	}
+	for _, j := range s.running.list {
+		if j.cpuEnds != nil {
+			if !j.cpuEnds.After(now) {
+				return now
+			}
+			earlier(*j.cpuEnds)
+		}
+	}
+	if s.cfg.StarvationAge > 0 {
+		for _, j := range s.queue.jobs {
+			earlier(j.submitted.Add(s.cfg.StarvationAge))
+		}
+	}
+	if s.virtual && s.restart.owes() {
+		// The journal's jobs whose GPUs no heartbeat names are settled
+		// once those GPUs count as gone (settleJournaled); the hold on
+		// placements ends a lease after the restart (resumingJobs).
+		earlier(s.restart.started.Add(s.restart.grace() + time.Nanosecond))
+		earlier(s.restart.started.Add(s.restart.lease + time.Nanosecond))
+	}
+	if s.virtual {
+		for j := range s.awaiting {
+			earlier(j.awaitAskAt) // checkAwaiting
+		}
+	}
+	if end, ok := s.restart.warmUpEnds(); ok && s.virtual && end.After(now) && slices.ContainsFunc(s.queue.jobs, func(j *job) bool { return j.unchecked }) {
+		// A job taken during the warm-up is judged against the cluster by
+		// the first pass after it; on a quiet virtual clock nothing else
+		// may make one, and a job that fits no GPU would wait for good.
+		// Virtual time is the core's wall time there.
+		earlier(end)
+	}
+	if s.virtual {
+		// A job still running past its end is looked for on its GPUs
+		// (checkOverdue): its completion may have been dropped. Its wake
+		// comes a grace after the end, so that a completion on time never
+		// costs an instant of its own.
+		for _, j := range s.running.list {
+			if at, ok := j.overdueBy(); ok {
+				if at.Before(j.overdueAt) {
+					at = j.overdueAt // read already: again after the grace
+				}
+				earlier(at)
+			}
+		}
+	}
+	return next
 }

@@ -121,7 +121,7 @@ func TestAnUnansweredReservationMakesTheGPUSuspectAndTheJobGoesElsewhere(t *test
 	if snap := h.Request("cluster.snapshot", "", map[string]any{}); len(snap) == 0 {
 		t.Fatal("a snapshot went unanswered while a reservation was in flight")
 	}
-	h.Advance(h.Core.CallTimeout())
+	h.Advance(h.Core.Timing().CallTimeout)
 	h.Step(Input{Timer: TimerCalls})
 	var rep events.SubmitReply
 	json.Unmarshal(h.Replies[submission], &rep)
@@ -155,7 +155,7 @@ func TestASuspectGPUThatSaysItIsBackIsTriedAgain(t *testing.T) {
 		h.AddGPU("n1", "gpu-1", "A100-40GB")
 		h.Unanswered["gpu-0"] = true
 		h.Submit(spec("a", "5GB"))
-		h.Advance(h.Core.CallTimeout())
+		h.Advance(h.Core.Timing().CallTimeout)
 		h.Step(Input{Timer: TimerCalls})
 		h.Pass()
 		delete(h.Unanswered, "gpu-0")
@@ -331,7 +331,7 @@ func TestAHeartbeatNamingUnknownGPUsCostsBoundedDescribesAndNoWait(t *testing.T)
 		t.Fatalf("a submission while describes are unanswered: %+v", rep)
 	}
 	// Once they time out, the GPUs may be asked again.
-	h.Advance(2 * h.Core.CallTimeout())
+	h.Advance(2 * h.Core.Timing().CallTimeout)
 	h.Step(Input{Timer: TimerLease})
 	if len(h.Core.calls.byReply) != 0 {
 		t.Fatalf("%d calls still in flight after the timeout", len(h.Core.calls.byReply))
@@ -345,19 +345,19 @@ func TestAHeartbeatNamingUnknownGPUsCostsBoundedDescribesAndNoWait(t *testing.T)
 func TestCallDeadlineIsWhenTheEarliestCallTimesOut(t *testing.T) {
 	h := newHarness(t, Config{})
 	h.AddGPU("n1", "n1-gpu-0", "A100-40GB")
-	if d := h.Core.CallDeadline(); !d.IsZero() {
+	if d := h.Core.Deadlines().Calls; !d.IsZero() {
 		t.Fatalf("no call in flight, deadline %s", d)
 	}
 	first := h.Wall
 	h.Heartbeat("n1", events.HeartbeatGPU{GPU: "ghost-a", Incarnation: 1, Alive: true})
 	h.Advance(time.Second)
 	h.Heartbeat("n1", events.HeartbeatGPU{GPU: "ghost-b", Incarnation: 1, Alive: true})
-	if d, want := h.Core.CallDeadline(), first.Add(h.Core.CallTimeout()); !d.Equal(want) {
+	if d, want := h.Core.Deadlines().Calls, first.Add(h.Core.Timing().CallTimeout); !d.Equal(want) {
 		t.Fatalf("deadline %s, want %s (the first describe's send plus the timeout)", d, want)
 	}
-	h.Now, h.Wall = first.Add(h.Core.CallTimeout()), first.Add(h.Core.CallTimeout())
+	h.Now, h.Wall = first.Add(h.Core.Timing().CallTimeout), first.Add(h.Core.Timing().CallTimeout)
 	h.Step(Input{Timer: TimerCalls})
-	if d, want := h.Core.CallDeadline(), first.Add(time.Second+h.Core.CallTimeout()); !d.Equal(want) {
+	if d, want := h.Core.Deadlines().Calls, first.Add(time.Second+h.Core.Timing().CallTimeout); !d.Equal(want) {
 		t.Fatalf("after the first expired: deadline %s, want %s (the second's)", d, want)
 	}
 }
@@ -1543,7 +1543,7 @@ func TestOnAVirtualClockALostCompletionIsFoundAndASuspectGPUThatAnswersIsTrusted
 	}
 	h.Core.suspect("n1-gpu-0")
 	end := h.Now.Add(time.Hour)
-	wake := h.Core.NextWake()
+	wake := h.Core.Deadlines().Wake
 	if !wake.After(end) || wake.After(end.Add(2*overdueGrace)) {
 		t.Fatalf("next wake %s, want a grace after the job's end %s", wake, end)
 	}
@@ -1717,7 +1717,7 @@ func TestOnAVirtualClockTheJournalsJobsAreSettledWithoutAnAgingTicker(t *testing
 	}
 	rec := *h.Core.jobs[a.JobID].record(h.Core.now, h.Core.training)
 	h2 := newHarness(t, Config{Virtual: true, Restored: &durable.State{Incarnation: 1, Jobs: []durable.Record{rec}}})
-	if w, due := h2.Core.NextWake(), h2.Now.Add(h2.Core.restart.grace()+time.Nanosecond); w.IsZero() || w.After(due) {
+	if w, due := h2.Core.Deadlines().Wake, h2.Now.Add(h2.Core.restart.grace()+time.Nanosecond); w.IsZero() || w.After(due) {
 		t.Fatalf("next wake %v, want by %v (the journal's GPUs gone)", w, due)
 	}
 	g := h2.AddGPU("n1", "n1-gpu-0", "A100-40GB") // came back empty: it lost the job
@@ -2054,7 +2054,7 @@ func TestAGangStoppedWhileOneOfItsGPUsIsUnreadIsStoppedThereToo(t *testing.T) {
 	if !stopped {
 		t.Fatalf("no stop sent to n1-gpu-1, which may run a share of the gang")
 	}
-	h2.Advance(h2.Core.CallTimeout() + time.Second)
+	h2.Advance(h2.Core.Timing().CallTimeout + time.Second)
 	h2.Step(Input{Timer: TimerCalls})
 	if inc, waits := h2.Core.jobs[id].awaiting["n1-gpu-1"]; !waits || inc != 1 {
 		t.Fatalf("after the unanswered stop the job awaits %v, want n1-gpu-1 at incarnation 1", h2.Core.jobs[id].awaiting)
@@ -2425,7 +2425,7 @@ func TestAGangOneGPUSaysLostWaitsForItsUnreadGPU(t *testing.T) {
 	if placedAgain() {
 		t.Fatal("the gang was placed again while n1-gpu-1 may still run its share")
 	}
-	h2.Advance(h2.Core.CallTimeout() + time.Second)
+	h2.Advance(h2.Core.Timing().CallTimeout + time.Second)
 	h2.Step(Input{Timer: TimerCalls})
 	h2.Pass()
 	if placedAgain() {
@@ -2461,7 +2461,7 @@ func TestAJobThatFitsNowhereTakenDuringTheWarmUpIsRejectedWhenItEndsOnAQuietVirt
 	if h.Core.Dirty() {
 		h.Pass()
 	}
-	wake := h.Core.NextWake()
+	wake := h.Core.Deadlines().Wake
 	if wake.IsZero() || wake.After(HarnessEpoch.Add(lease+time.Second)) {
 		t.Fatalf("next wake %v; want the warm-up's end, %v", wake, HarnessEpoch.Add(lease))
 	}
@@ -2503,7 +2503,7 @@ func TestAGPUThatReleasedAJobBeforeItsStopTimedOutIsAskedAgain(t *testing.T) {
 			released := g1.Status
 			released.Change, released.JobID = events.ChangeReleased, gang.JobID
 			h.GPUEvent(released, events.GPUStatusType)
-			h.Advance(h.Core.CallTimeout() + time.Second)
+			h.Advance(h.Core.Timing().CallTimeout + time.Second)
 			h.Step(Input{Timer: TimerCalls})
 			if _, waits := h.Core.jobs[gang.JobID].awaiting["n1-gpu-1"]; !waits {
 				t.Fatalf("after the unanswered stop the job awaits %v, want n1-gpu-1", h.Core.jobs[gang.JobID].awaiting)
@@ -2514,14 +2514,14 @@ func TestAGPUThatReleasedAJobBeforeItsStopTimedOutIsAskedAgain(t *testing.T) {
 			// on a scaled clock, the core's own wake on a virtual one.
 			for range 4 {
 				if virtual {
-					wake := h.Core.NextWake()
+					wake := h.Core.Deadlines().Wake
 					if wake.IsZero() {
 						break
 					}
 					h.Advance(wake.Sub(h.Now))
 					h.Step(Input{Timer: TimerWake})
 				} else {
-					h.Advance(h.Core.CallTimeout())
+					h.Advance(h.Core.Timing().CallTimeout)
 					h.Step(Input{Timer: TimerAging})
 				}
 			}
@@ -2553,11 +2553,11 @@ func TestAGPUThatReleasedAJobBeforeItsStopTimedOutIsAskedAgain(t *testing.T) {
 	down := g0.Status
 	down.Change = events.ChangeCrashed
 	h.GPUEvent(down, events.GPUDown)
-	h.Advance(h.Core.CallTimeout() + time.Second)
+	h.Advance(h.Core.Timing().CallTimeout + time.Second)
 	h.Step(Input{Timer: TimerCalls})
 	delete(h.Unanswered, "n1-gpu-1")
 	h.Sent = nil
-	h.Advance(h.Core.CallTimeout())
+	h.Advance(h.Core.Timing().CallTimeout)
 	h.Step(Input{Timer: TimerAging})
 	asks := h.Sends(events.OpDescribe)
 	if len(asks) != 1 {

@@ -25,10 +25,10 @@ const DefaultLease = 6 * time.Second
 // run declares a hung or cut-off GPU dead when the live demo would.
 const DefaultVirtualLease = DefaultLease * 120
 
-// LeaseDeadline is when the next lease runs out (a GPU's, or a node's
+// leaseDeadline is when the next lease runs out (a GPU's, or a node's
 // heartbeats'), zero without one: a virtual clock's shell steps
 // TimerLease then (a scaled clock's checks on a wall ticker).
-func (s *Core) LeaseDeadline() time.Time {
+func (s *Core) leaseDeadline() time.Time {
 	if s.cfg.Lease <= 0 {
 		return time.Time{}
 	}

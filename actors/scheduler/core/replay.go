@@ -102,15 +102,6 @@ func (g *replayRounds) nextArrival() float64 {
 	return math.Inf(1)
 }
 
-// ReplayRoundAt is when the next replayed round is decided (zero: none
-// due).
-func (s *Core) ReplayRoundAt() time.Time {
-	if s.replay == nil {
-		return time.Time{}
-	}
-	return s.replay.due
-}
-
 // submitReplayed takes a typed job on as an arrival of the replayed
 // rounds: arrivalS, when the submission gives it, is its arrival to more
 // precision than the clock (it must be the clock's now to the
@@ -343,4 +334,13 @@ func sameGPUs(a, b []string) bool {
 		}
 	}
 	return true
+}
+
+// dueAt is when the next replayed round is decided (zero: none due, or
+// no replayed rounds here).
+func (g *replayRounds) dueAt() time.Time {
+	if g == nil {
+		return time.Time{}
+	}
+	return g.due
 }

@@ -195,7 +195,7 @@ func (s *scenario) run(t *testing.T, d *datadriven.TestData) string {
 		s.h.Unanswered[arg("id", "")] = true
 		return "ok"
 	case "timeout":
-		s.h.Advance(s.h.Core.CallTimeout())
+		s.h.Advance(s.h.Core.Timing().CallTimeout)
 		s.h.Step(Input{Timer: TimerCalls})
 	case "hold":
 		s.h.Hold = true

@@ -150,10 +150,6 @@ func (t *training) requeued(j *job) {
 	}
 }
 
-// TrainingRoundAt is when the next training round falls (zero: no
-// training): the next whole interval from the origin after now.
-func (s *Core) TrainingRoundAt() time.Time { return s.training.nextRound(s.now) }
-
 // submitTraining takes a training job on: it waits for the next round.
 func (s *Core) submitTraining(j *job, m *Msg) {
 	tr := s.training
