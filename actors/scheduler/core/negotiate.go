@@ -159,7 +159,7 @@ func (s *Core) negotiate(a *attempt, p policy.Placement, victims []string) {
 	// Out of the queue while it is being placed: back in its place if the
 	// placement fails (failed).
 	s.queue.remove(j)
-	s.holdInView(n)
+	s.view.holdInView(n, s.jobs)
 	if a.held != nil {
 		a.held.add(j, p.GPUs)
 	}
@@ -225,7 +225,7 @@ func (s *Core) resolve(n *negotiation) {
 	}
 	if j.terminal() {
 		// Cancelled while its reservations were in flight.
-		s.unholdInView(n)
+		s.view.unholdInView(n, s.jobs)
 		s.out.abort(j, undo)
 		if a.submit != nil && j.answer == nil {
 			s.out.answer(a.submit.Reply, j, events.SubmitReply{JobID: j.id, State: j.state})
@@ -233,7 +233,7 @@ func (s *Core) resolve(n *negotiation) {
 		return
 	}
 	if len(refused) > 0 {
-		s.unholdInView(n)
+		s.view.unholdInView(n, s.jobs)
 		s.out.abort(j, undo)
 		if a.held != nil {
 			a.held.remove(j, p.GPUs)
@@ -261,7 +261,7 @@ func (s *Core) resolve(n *negotiation) {
 		}
 		return
 	}
-	s.confirmInView(n)
+	s.view.confirmInView(n, s.jobs)
 	// Commits are sent without waiting: each actor holds the reservation,
 	// and NATS keeps one connection's messages in order, so the commit
 	// reaches it before anything the scheduler sends later. Should a commit
@@ -299,89 +299,15 @@ func (s *Core) settled() {
 	}
 }
 
-// holdInView applies a placement's reservations to the view at once,
-// tentatively: the next decision sees them without waiting for answers.
-// Each GPU's offset is the one its actor will choose (the first fit of
-// the same layout); the answer corrects it if not.
-func (s *Core) holdInView(n *negotiation) {
-	for _, c := range n.calls {
-		if c.gpu != "" {
-			s.holdOn(s.view.gpus[c.gpu], n.a.job, c.ctl.Job.VRAM)
-		}
-	}
-	nd := s.view.nodes[n.place.Node]
-	if nd == nil {
-		return // a training job's placement holds no node's CPU or memory
-	}
-	j := n.a.job
-	nd.CPUUsedMilli += j.spec.CPUMilli()
-	nd.MemUsed += int64(j.spec.Memory)
-	s.view.cluster.TouchNode(nd)
-}
-
-// holdOn adds j's allocation of size to a GPU in the view, where its
-// actor's first fit puts it.
-func (s *Core) holdOn(gs *gpuState, j *job, size int64) {
-	g := gs.g
-	sortAllocs(g.Allocs)
-	off, _ := vram.FirstFit(g.VRAMTotal, s.view.cluster.VRAMModel, g.Allocs, size)
-	g.Allocs = append(g.Allocs, vram.Alloc{Owner: j.id, Offset: off, Size: size})
-	sortAllocs(g.Allocs)
-	g.Util += j.spec.Util
-	s.view.rebuildShares(g, s.jobs)
-}
-
 // holdAgain puts back, after a GPU's layout was read from its status, the
 // reservations in flight there that the status does not show yet.
 func (s *Core) holdAgain(gs *gpuState) {
 	for _, n := range s.inflight {
 		for _, c := range n.calls {
 			if c.gpu == gs.g.ID && !slices.ContainsFunc(gs.g.Allocs, func(a vram.Alloc) bool { return a.Owner == c.ctl.JobID }) {
-				s.holdOn(gs, n.a.job, c.ctl.Job.VRAM)
+				s.view.holdOn(gs, n.a.job, c.ctl.Job.VRAM, s.jobs)
 			}
 		}
-	}
-}
-
-// unholdInView takes back a placement's tentative reservations.
-func (s *Core) unholdInView(n *negotiation) {
-	j := n.a.job
-	for _, c := range n.calls {
-		if c.gpu != "" {
-			if gs, ok := s.view.gpus[c.gpu]; ok {
-				s.view.dropAlloc(gs.g, j.id, s.jobs)
-			}
-		}
-	}
-	s.view.releaseNode(j, n.place.Node)
-}
-
-// confirmInView makes a placement's reservations final in the view: the
-// offsets, layout versions and incarnations its GPUs answered.
-func (s *Core) confirmInView(n *negotiation) {
-	j := n.a.job
-	for i, c := range n.calls {
-		if c.gpu == "" {
-			continue
-		}
-		gs := s.view.gpus[c.gpu]
-		g := gs.g
-		rep := n.replies[i]
-		k := slices.IndexFunc(g.Allocs, func(a vram.Alloc) bool { return a.Owner == j.id })
-		if k < 0 {
-			// Dropped from the view meanwhile (the GPU was declared dead).
-			g.Allocs = append(g.Allocs, vram.Alloc{Owner: j.id, Offset: rep.Offset, Size: c.ctl.Job.VRAM})
-			g.Util += j.spec.Util
-		} else if g.Allocs[k].Offset != rep.Offset {
-			g.Allocs[k].Offset = rep.Offset
-		}
-		sortAllocs(g.Allocs)
-		gs.version = max(gs.version, rep.Version)
-		s.view.rebuildShares(g, s.jobs)
-		if j.incarnations == nil {
-			j.incarnations = map[string]int{}
-		}
-		j.incarnations[c.gpu] = rep.Incarnation
 	}
 }
 

@@ -121,32 +121,6 @@ func (s *Core) freeAtNode(node, id string) {
 	s.out.sendAll([]ctlCall{{subject: s.cfg.Subjects.NodeCtl(node), ctl: events.Control{Op: events.OpRelease, JobID: id}}})
 }
 
-// refreshLostWork sets each share's lost work (progress since its last
-// checkpoint) to its value now, before victims are chosen, and whether
-// stopping its job frees it: only a preemptible job running on that GPU,
-// not already being stopped. A share of a job the scheduler stopped or
-// placed elsewhere — a stray its GPU has been told to release but still
-// holds — is not: chosen as a victim it was skipped (a victim must be
-// running), the preemptor's reservation was refused for the room it still
-// took, and the two would be tried again at the same instant for ever
-// ("insufficient GPU share" at every try).
-func (s *Core) refreshLostWork() {
-	now := s.now
-	for _, g := range s.view.cluster.GPUs {
-		for i := range g.Shares {
-			sh := &g.Shares[i]
-			j, ok := s.jobs[sh.JobID]
-			if !ok {
-				sh.Preemptible = false
-				continue
-			}
-			p := j.estimate(now)
-			sh.LostWork = p - j.spec.Kept(p)
-			sh.Preemptible = j.spec.Preemptible && j.state == stateRunning && j.stopping == nil && slices.Contains(j.gpus, g.ID)
-		}
-	}
-}
-
 // maxCandidatesInExplain bounds the candidates a decision event lists.
 const maxCandidatesInExplain = policy.MaxCandidates
 
@@ -457,7 +431,7 @@ func (s *Core) refreshLostWorkOnce() {
 	if s.pass.unplacedShapes() != nil && s.pass.lostWorkFresh {
 		return
 	}
-	s.refreshLostWork()
+	s.view.refreshLostWork(s.jobs, s.now)
 	if s.pass.unplacedShapes() != nil {
 		s.pass.lostWorkFresh = true
 	}

@@ -441,3 +441,102 @@ func (v *view) rebuildShares(g *policy.GPU, jobs map[string]*job) {
 		g.Shares = append(g.Shares, sh)
 	}
 }
+
+// holdInView applies a placement's reservations to the view at once,
+// tentatively: the next decision sees them without waiting for answers.
+// Each GPU's offset is the one its actor will choose (the first fit of
+// the same layout); the answer corrects it if not.
+func (v *view) holdInView(n *negotiation, jobs map[string]*job) {
+	for _, c := range n.calls {
+		if c.gpu != "" {
+			v.holdOn(v.gpus[c.gpu], n.a.job, c.ctl.Job.VRAM, jobs)
+		}
+	}
+	nd := v.nodes[n.place.Node]
+	if nd == nil {
+		return // a training job's placement holds no node's CPU or memory
+	}
+	j := n.a.job
+	nd.CPUUsedMilli += j.spec.CPUMilli()
+	nd.MemUsed += int64(j.spec.Memory)
+	v.cluster.TouchNode(nd)
+}
+
+// holdOn adds j's allocation of size to a GPU in the view, where its
+// actor's first fit puts it.
+func (v *view) holdOn(gs *gpuState, j *job, size int64, jobs map[string]*job) {
+	g := gs.g
+	sortAllocs(g.Allocs)
+	off, _ := vram.FirstFit(g.VRAMTotal, v.cluster.VRAMModel, g.Allocs, size)
+	g.Allocs = append(g.Allocs, vram.Alloc{Owner: j.id, Offset: off, Size: size})
+	sortAllocs(g.Allocs)
+	g.Util += j.spec.Util
+	v.rebuildShares(g, jobs)
+}
+
+// unholdInView takes back a placement's tentative reservations.
+func (v *view) unholdInView(n *negotiation, jobs map[string]*job) {
+	j := n.a.job
+	for _, c := range n.calls {
+		if c.gpu != "" {
+			if gs, ok := v.gpus[c.gpu]; ok {
+				v.dropAlloc(gs.g, j.id, jobs)
+			}
+		}
+	}
+	v.releaseNode(j, n.place.Node)
+}
+
+// confirmInView makes a placement's reservations final in the view: the
+// offsets, layout versions and incarnations its GPUs answered.
+func (v *view) confirmInView(n *negotiation, jobs map[string]*job) {
+	j := n.a.job
+	for i, c := range n.calls {
+		if c.gpu == "" {
+			continue
+		}
+		gs := v.gpus[c.gpu]
+		g := gs.g
+		rep := n.replies[i]
+		k := slices.IndexFunc(g.Allocs, func(a vram.Alloc) bool { return a.Owner == j.id })
+		if k < 0 {
+			// Dropped from the view meanwhile (the GPU was declared dead).
+			g.Allocs = append(g.Allocs, vram.Alloc{Owner: j.id, Offset: rep.Offset, Size: c.ctl.Job.VRAM})
+			g.Util += j.spec.Util
+		} else if g.Allocs[k].Offset != rep.Offset {
+			g.Allocs[k].Offset = rep.Offset
+		}
+		sortAllocs(g.Allocs)
+		gs.version = max(gs.version, rep.Version)
+		v.rebuildShares(g, jobs)
+		if j.incarnations == nil {
+			j.incarnations = map[string]int{}
+		}
+		j.incarnations[c.gpu] = rep.Incarnation
+	}
+}
+
+// refreshLostWork sets each share's lost work (progress since its last
+// checkpoint) to its value now, before victims are chosen, and whether
+// stopping its job frees it: only a preemptible job running on that GPU,
+// not already being stopped. A share of a job the scheduler stopped or
+// placed elsewhere — a stray its GPU has been told to release but still
+// holds — is not: chosen as a victim it was skipped (a victim must be
+// running), the preemptor's reservation was refused for the room it still
+// took, and the two would be tried again at the same instant for ever
+// ("insufficient GPU share" at every try).
+func (v *view) refreshLostWork(jobs map[string]*job, now time.Time) {
+	for _, g := range v.cluster.GPUs {
+		for i := range g.Shares {
+			sh := &g.Shares[i]
+			j, ok := jobs[sh.JobID]
+			if !ok {
+				sh.Preemptible = false
+				continue
+			}
+			p := j.estimate(now)
+			sh.LostWork = p - j.spec.Kept(p)
+			sh.Preemptible = j.spec.Preemptible && j.state == stateRunning && j.stopping == nil && slices.Contains(j.gpus, g.ID)
+		}
+	}
+}
