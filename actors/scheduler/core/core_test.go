@@ -1541,7 +1541,7 @@ func TestOnAVirtualClockALostCompletionIsFoundAndASuspectGPUThatAnswersIsTrusted
 	if s := h.JobState(a.JobID); s.State != events.JobRunning {
 		t.Fatalf("a is %s, want running", s.State)
 	}
-	h.Core.suspect("n1-gpu-0")
+	h.Core.view.suspect("n1-gpu-0")
 	end := h.Now.Add(time.Hour)
 	wake := h.Core.Deadlines().Wake
 	if !wake.After(end) || wake.After(end.Add(2*overdueGrace)) {

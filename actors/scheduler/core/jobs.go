@@ -396,7 +396,7 @@ func (s *Core) onSubmit(m *Msg, tenant string) {
 		fe = s.training.check(&spec)
 	}
 	if fe == nil && spec.Typed() {
-		fe = s.checkTyped(&spec)
+		fe = checkTyped(&spec, s.cfg.Throughputs)
 	}
 	if fe != nil {
 		s.out.reply(m, events.ErrorReply{Error: fe})

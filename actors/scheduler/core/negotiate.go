@@ -185,7 +185,9 @@ func (s *Core) answered(c *call, rep events.ControlReply, unanswered bool) {
 		// A GPU that did not answer, or whose supervisor answered that it
 		// is down: trying it again at once would be refused again (on a
 		// virtual clock, at the same instant, for ever).
-		s.suspect(c.gpu)
+		if s.view.suspect(c.gpu) {
+			s.log.Warn("GPU suspect: a request went unanswered or found it down", zap.String("gpu", c.gpu))
+		}
 	}
 	s.resolveReady()
 }

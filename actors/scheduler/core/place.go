@@ -33,18 +33,6 @@ func (s *Core) ask(c ctlCall, cl *call) {
 	s.out.send(c.subject, reply, b)
 }
 
-// suspect stops placing on a GPU that left a request unanswered (or whose
-// supervisor said it is down), until its node reports it alive again (a
-// heartbeat) or it speaks: a hung or cut-off GPU would otherwise cost a
-// call timeout per attempt. Only the lease declares it dead.
-func (s *Core) suspect(gpu string) {
-	if gs, ok := s.view.gpus[gpu]; ok && gs.g.Alive {
-		gs.g.Alive = false
-		s.view.cluster.Touch(gs.g)
-		s.log.Warn("GPU suspect: a request went unanswered or found it down", zap.String("gpu", gpu))
-	}
-}
-
 func (s *Core) controls(j *job, p policy.Placement, op string) []ctlCall {
 	if j.spec.Training != nil {
 		return s.trainingControls(j, p, op)
@@ -175,7 +163,7 @@ func (s *Core) placed(j *job, p policy.Placement, a *attempt, victims []string) 
 		end := now.Add(time.Duration((j.work() - j.progress) * float64(time.Second)))
 		j.cpuEnds = &end
 	} else if gs, ok := s.view.gpus[p.GPUs[0]]; ok {
-		j.lastRate = s.aloneRate(j, gs)
+		j.lastRate = aloneRate(j, gs, s.cfg.Throughputs)
 	}
 	if j.firstStarted == nil {
 		first := now
@@ -650,7 +638,7 @@ func (s *Core) applyStatus(st events.GPUStatus, at time.Time) {
 		}
 		s.view.rebuildShares(g, s.jobs)
 		s.holdAgain(gs)
-	} else if st.JobID != "" && st.Change != events.ChangeCommitted && !s.heldAnew(st) {
+	} else if st.JobID != "" && st.Change != events.ChangeCommitted && !heldAnew(st, s.jobs) {
 		s.view.dropAlloc(g, st.JobID, s.jobs)
 	}
 	gs.status, gs.statusAt = st, at
@@ -694,11 +682,11 @@ func (s *Core) applyStatus(st events.GPUStatus, at time.Time) {
 // heldAnew reports whether an older status's aborted reservation is of a
 // job the view holds on that GPU again since (placed there, or in flight):
 // the abort is of an earlier reservation.
-func (s *Core) heldAnew(st events.GPUStatus) bool {
+func heldAnew(st events.GPUStatus, jobs map[string]*job) bool {
 	if st.Change != events.ChangeAborted {
 		return false
 	}
-	j, ok := s.jobs[st.JobID]
+	j, ok := jobs[st.JobID]
 	if !ok {
 		return false
 	}

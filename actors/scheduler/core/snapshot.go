@@ -284,8 +284,8 @@ func (s *Core) snapshotGPU(gs *gpuState, tenant string, levels *perfLevels, frag
 	st.EnergyJ += st.PowerW * max(0, s.now.Sub(gs.statusAt).Seconds())
 	sg := events.SnapshotGPU{GPUStatus: st, Allocs: append(g.Allocs[:0:0], g.Allocs...), Alive: g.Alive, PerfLevels: levels.of[g.ID]}
 	if tenant != "" {
-		sg.Jobs = slices.DeleteFunc(slices.Clone(sg.Jobs), func(gj events.GPUJob) bool { return !s.owns(gj.JobID, tenant) })
-		sg.Allocs = slices.DeleteFunc(sg.Allocs, func(a vram.Alloc) bool { return !s.owns(a.Owner, tenant) })
+		sg.Jobs = slices.DeleteFunc(slices.Clone(sg.Jobs), func(gj events.GPUJob) bool { return !owns(s.jobs, gj.JobID, tenant) })
+		sg.Allocs = slices.DeleteFunc(sg.Allocs, func(a vram.Alloc) bool { return !owns(s.jobs, a.Owner, tenant) })
 		sg.Ended, sg.JobID = nil, ""
 	}
 	if free := g.VRAMTotal - st.VRAMUsed; free > 0 {
@@ -345,7 +345,7 @@ func ofTenant(jobs []*job, tenant string) []*job {
 }
 
 // owns says whether the job with id is tenant's.
-func (s *Core) owns(id, tenant string) bool {
-	j, ok := s.jobs[id]
+func owns(jobs map[string]*job, id, tenant string) bool {
+	j, ok := jobs[id]
 	return ok && j.spec.Tenant == tenant
 }

@@ -15,11 +15,10 @@ import (
 // GPU only as the table's pairs say (policy.Cluster.Throughputs); its
 // work, kept progress and estimate count steps (events.Job.Work, Kept).
 
-// checkTyped refuses a typed job this cluster cannot run: no throughput
-// table, a job type the table lacks, a scale factor (gpus) it has no rate
-// for on any of its GPU models.
-func (s *Core) checkTyped(spec *events.Job) *model.FieldError {
-	t := s.cfg.Throughputs
+// checkTyped refuses a typed job a cluster with throughput table t cannot
+// run: no table, a job type the table lacks, a scale factor (gpus) it has
+// no rate for on any of its GPU models.
+func checkTyped(spec *events.Job, t *model.ThroughputTable) *model.FieldError {
 	if t == nil {
 		return model.Errorf("job_type", "this cluster has no throughput table, so it cannot run typed jobs: start it with --throughputs FILE (Gavel's simulation_throughputs.json, or a table in its shape)")
 	}
@@ -43,11 +42,11 @@ func (s *Core) checkTyped(spec *events.Job) *model.FieldError {
 }
 
 // aloneRate is how fast j runs on gs alone: its model's relative speed,
-// or for a typed job the table's steps per second there.
-func (s *Core) aloneRate(j *job, gs *gpuState) float64 {
-	if !j.spec.Typed() || s.cfg.Throughputs == nil {
+// or for a typed job the throughput table t's steps per second there.
+func aloneRate(j *job, gs *gpuState, t *model.ThroughputTable) float64 {
+	if !j.spec.Typed() || t == nil {
 		return gs.model.Speed
 	}
-	rate, _ := s.cfg.Throughputs.Alone(gs.model.Name, j.spec.JobType, j.spec.GPUs)
+	rate, _ := t.Alone(gs.model.Name, j.spec.JobType, j.spec.GPUs)
 	return rate
 }

@@ -540,3 +540,18 @@ func (v *view) refreshLostWork(jobs map[string]*job, now time.Time) {
 		}
 	}
 }
+
+// suspect stops placing on a GPU that left a request unanswered (or whose
+// supervisor said it is down), until its node reports it alive again (a
+// heartbeat) or it speaks: a hung or cut-off GPU would otherwise cost a
+// call timeout per attempt. Only the lease declares it dead. True: it was
+// alive until now (the caller logs it).
+func (v *view) suspect(gpu string) bool {
+	gs, ok := v.gpus[gpu]
+	if !ok || !gs.g.Alive {
+		return false
+	}
+	gs.g.Alive = false
+	v.cluster.Touch(gs.g)
+	return true
+}
