@@ -10,5 +10,13 @@
 // controls, events, answers and journal records, in order); it imports no NATS
 // package, starts no goroutine and reads no clock. The decisions themselves
 // (ranking, queue order, victims, holds, pending reasons) are the pure
-// functions of package policy. Harness runs a core without a bus.
+// functions of package policy. Core composes small parts that each keep
+// a piece of its state and decide nothing: the calls in flight
+// (callTracker), the step's effects (outbox), the waiting queue
+// (waitQueue), the running jobs (runningJobs), the journal's owed writes
+// (journalWrites), the totals, the tenants' allowances (tenantRates), the
+// learned workload (jobClasses), the nodes' heartbeats (nodeRegistry), a
+// restart's debts (restart) and the cluster's picture (view);
+// docs/internals/scheduler.md lists them. Harness runs a core without a
+// bus.
 package core
