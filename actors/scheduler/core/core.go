@@ -625,14 +625,17 @@ func (s *Core) onGPUEvent(m *Msg) {
 		return
 	}
 	var ev events.Envelope[events.GPUStatus]
-	if prev, ok := s.view.gpus[gpu]; ok && len(prev.status.Jobs) > 0 {
+	// The subject's GPU; once the body is checked to name the same
+	// (validStatus), the one it speaks of.
+	gs, known := s.view.gpus[gpu]
+	if known && len(gs.status.Jobs) > 0 {
 		// Room for the jobs the GPU had and one more (a status changes
 		// them by one, mostly), allocated once: the decoder fills a slice
 		// in place up to its capacity, and from nothing grows it 4, 8, 16,
 		// 32 — for a binpacked GPU's 20 jobs three times the bytes. In a
 		// 100,000-GPU run that growth was a tenth of all the process
 		// allocated (docs/notes/2026-12-07-large-cluster-gc.md).
-		ev.Data.Jobs = make([]events.GPUJob, 0, len(prev.status.Jobs)+1)
+		ev.Data.Jobs = make([]events.GPUJob, 0, len(gs.status.Jobs)+1)
 	}
 	if err := gojson.Unmarshal(m.Data, &ev); err != nil {
 		s.log.Warn("bad GPU event dropped", zap.String("subject", m.Subject), zap.Error(err))
@@ -650,7 +653,6 @@ func (s *Core) onGPUEvent(m *Msg) {
 			zap.String("owner", events.GPUOwner(gpu)))
 		return
 	}
-	gs, known := s.view.gpus[ev.Data.GPU]
 	if known && gs.status.Node != ev.Data.Node {
 		// The subject's node is what the server vouched for (a node's
 		// credentials publish only under its own): a node does not speak

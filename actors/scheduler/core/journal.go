@@ -26,9 +26,7 @@ import (
 // store writes every changed record (journalWrites.touch), without
 // waiting; a write refused is written again later (the shell's Rewrite).
 func (s *Core) store() {
-	for _, j := range s.writes.take() {
-		s.out.write(j.record(s.now, s.training), false)
-	}
+	s.writes.flush(func(j *job) { s.out.write(j.record(s.now, s.training), false) })
 }
 
 // checkpointsReached marks running jobs that passed a checkpoint since

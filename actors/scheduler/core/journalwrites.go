@@ -23,18 +23,16 @@ func (w *journalWrites) touch(j *job) {
 	w.changed = append(w.changed, j)
 }
 
-// take is the jobs whose record changed and is still to write, each once,
-// in the order they changed; it forgets them.
-func (w *journalWrites) take() []*job {
-	var out []*job
+// flush hands write each job whose record changed and is still to write,
+// once, in the order they changed, and forgets them.
+func (w *journalWrites) flush(write func(*job)) {
 	for _, j := range w.changed {
 		if j.touched {
 			j.touched = false
-			out = append(out, j)
+			write(j)
 		}
 	}
 	w.changed = w.changed[:0]
-	return out
 }
 
 // owed says some record changed since the last take.
