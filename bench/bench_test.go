@@ -74,7 +74,7 @@ func BenchmarkSubmitToPlacedSecured(b *testing.B) {
 			if secured {
 				nc = livetest.SecureCluster(b, cluster.Config{}).As(b, "admin")
 			} else {
-				_, local := livetest.Cluster(b, cluster.Config{Speed: 1})
+				_, local := livetest.Cluster(b, cluster.Config{Timing: cluster.Timing{Speed: 1}})
 				nc = local
 			}
 			b.ResetTimer()

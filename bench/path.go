@@ -40,8 +40,19 @@ func StartCluster(ctx context.Context, o ClusterOptions) (*cluster.Cluster, erro
 	if err != nil {
 		return nil, err
 	}
-	return cluster.Start(ctx, cluster.Config{Listen: "127.0.0.1:-1", Shape: shape, Policy: o.Policy, Speed: 1,
-		Store: o.Store, DataDir: o.DataDir, Fresh: true, Logger: zap.NewNop(), SchedulerTrace: o.Trace})
+	return cluster.Start(ctx, cluster.Config{
+		Logger:         zap.NewNop(),
+		SchedulerTrace: o.Trace,
+		Access:         cluster.Access{Listen: "127.0.0.1:-1"},
+		Hardware:       cluster.Hardware{Shape: shape},
+		Scheduling:     cluster.Scheduling{Policy: o.Policy},
+		Timing:         cluster.Timing{Speed: 1},
+		Durability: cluster.Durability{
+			Store:   o.Store,
+			DataDir: o.DataDir,
+			Fresh:   true,
+		},
+	})
 }
 
 // Client connects to c in-process (no socket) or over loopback TCP.

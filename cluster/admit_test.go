@@ -20,7 +20,7 @@ func TestTenantLimitsAdmit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, nc := startCluster(t, cluster.Config{Speed: 60, StarvationAge: 1000 * time.Hour, TenantLimits: limits})
+	_, nc := startCluster(t, cluster.Config{Scheduling: cluster.Scheduling{StarvationAge: 1000 * time.Hour}, Admission: cluster.Admission{TenantLimits: limits}, Timing: cluster.Timing{Speed: 60}})
 	for body, field := range map[string]string{
 		`{"name":"boss","tenant":"team-a","priority":"high","vram":"8GB","duration":"1h"}`:             "priority",
 		`{"name":"wide","tenant":"team-a","gpus":3,"vram":"8GB","duration":"1h"}`:                      "gpus",
@@ -59,7 +59,7 @@ func TestATenantsQueueIsBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, nc := startCluster(t, cluster.Config{Speed: 60, StarvationAge: 1000 * time.Hour, Shape: shape, TenantQueue: 2})
+	_, nc := startCluster(t, cluster.Config{Hardware: cluster.Hardware{Shape: shape}, Scheduling: cluster.Scheduling{StarvationAge: 1000 * time.Hour}, Admission: cluster.Admission{TenantQueue: 2}, Timing: cluster.Timing{Speed: 60}})
 	submit(t, nc, `{"name":"big","tenant":"team-b","vram":"40GB","duration":"100h"}`)
 	q1 := submit(t, nc, `{"name":"q1","tenant":"team-a","vram":"40GB","duration":"1h"}`)
 	submit(t, nc, `{"name":"q2","tenant":"team-a","vram":"40GB","duration":"1h"}`)

@@ -333,7 +333,7 @@ func TestAnExternalServerWithTheGeneratedConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := cluster.Start(context.Background(), cluster.Config{Speed: 1, Store: durable.Memory, Bus: tlsOpts(out.Seeds["control"]), Auth: f})
+	c, err := cluster.Start(context.Background(), cluster.Config{Access: cluster.Access{Bus: tlsOpts(out.Seeds["control"]), Auth: f}, Timing: cluster.Timing{Speed: 1}, Durability: cluster.Durability{Store: durable.Memory}})
 	if err != nil {
 		t.Fatalf("a control plane on the external server: %v", err)
 	}

@@ -63,7 +63,7 @@ func recordBatches(t *testing.T, nc *nats.Conn, subject string) func() []batchOf
 // go in one message on the node's batch subject, and so do the commits;
 // nothing goes on the actors' own control subjects, and the job runs.
 func TestControlsToANodeGoBatched(t *testing.T) {
-	_, nc := startCluster(t, cluster.Config{Speed: 60, StarvationAge: 1000 * time.Hour})
+	_, nc := startCluster(t, cluster.Config{Scheduling: cluster.Scheduling{StarvationAge: 1000 * time.Hour}, Timing: cluster.Timing{Speed: 60}})
 	batches := recordBatches(t, nc, "gpusched.node.*.batch")
 	var direct sync.Map
 	if _, err := nc.Subscribe("gpusched.gpu.*.*.ctl", func(m *nats.Msg) { direct.Store(m.Subject, string(m.Data)) }); err != nil {
@@ -127,7 +127,7 @@ func TestControlsToANodeGoBatched(t *testing.T) {
 // is the one the scheduler believes. (Believed, the forgery would have
 // answered B's call first, and B's truth would have come too late.)
 func TestABatchAnswerIsBelievedOnlyForItsOwnCalls(t *testing.T) {
-	c, nc := startCluster(t, cluster.Config{Speed: 60, Lease: rogueLease, Heartbeat: rogueLease / 5, StarvationAge: 1000 * time.Hour})
+	c, nc := startCluster(t, cluster.Config{Hardware: cluster.Hardware{Lease: rogueLease, Heartbeat: rogueLease / 5}, Scheduling: cluster.Scheduling{StarvationAge: 1000 * time.Hour}, Timing: cluster.Timing{Speed: 60}})
 	fake, err := nats.Connect(c.URL())
 	if err != nil {
 		t.Fatal(err)

@@ -32,8 +32,11 @@ import (
 func TestANodeFloodingItsEventsIsCutOff(t *testing.T) {
 	const lease = 2 * time.Second
 	budget := auth.EventBudget{Rate: 64 * model.KiB, Burst: 2 * model.MiB, CoolOff: 3 * lease}
-	s := livetest.SecureCluster(t, cluster.Config{Store: durable.Memory, NodeEventBudget: budget, Lease: lease,
-		Durable: durable.Options{EventsMaxBytes: 64 << 20}})
+	s := livetest.SecureCluster(t, cluster.Config{
+		Access:     cluster.Access{NodeEventBudget: budget},
+		Hardware:   cluster.Hardware{Lease: lease},
+		Durability: cluster.Durability{Store: durable.Memory, Durable: durable.Options{EventsMaxBytes: 64 << 20}},
+	})
 	admin := s.As(t, "admin")
 	security := make(chan events.Decoded, 4)
 	if _, err := admin.Subscribe("gpusched.evt.security.*", func(m *nats.Msg) {

@@ -46,7 +46,7 @@ func TestAnObserverCannotWriteTheEventHistory(t *testing.T) {
 	budget := auth.EventBudget{Rate: model.KiB, Burst: 32 * model.KiB, CoolOff: time.Minute}
 	// The attack makes 200 consumers; the bound on them (and so the
 	// reader warden) is another test's (TestAnObserverHoldsABoundedNumberOfReaders).
-	s := livetest.SecureCluster(t, cluster.Config{Store: durable.Memory, NodeEventBudget: budget, ReadersPerAccount: -1})
+	s := livetest.SecureCluster(t, cluster.Config{Access: cluster.Access{NodeEventBudget: budget, ReadersPerAccount: -1}, Durability: cluster.Durability{Store: durable.Memory}})
 	admin, obs := s.As(t, "admin"), s.As(t, "observer")
 	security := make(chan string, 16)
 	if _, err := admin.Subscribe("gpusched.evt.security.*", func(m *nats.Msg) { security <- m.Subject }); err != nil {
@@ -194,7 +194,7 @@ func TestAnObserverCannotWriteTheEventHistory(t *testing.T) {
 // answer published with the control plane's rights. A request with an
 // inbox is answered as before.
 func TestARequestIsNotAnsweredOnTheClustersOwnSubjects(t *testing.T) {
-	s := livetest.SecureCluster(t, cluster.Config{Store: durable.Memory})
+	s := livetest.SecureCluster(t, cluster.Config{Durability: cluster.Durability{Store: durable.Memory}})
 	node, obs := s.As(t, "node-0", nats.CustomInboxPrefix(auth.NodeInboxPrefix("node-0"))), s.As(t, "observer")
 	for _, reply := range []string{"gpusched.evt.gpu.node-0.snap", "gpusched.evt.zz",
 		"$JS.API.STREAM.DELETE." + durable.EventStream("gpusched"), "$KV." + durable.JobBucket("gpusched") + ".planted"} {
@@ -235,7 +235,7 @@ func TestARequestIsNotAnsweredOnTheClustersOwnSubjects(t *testing.T) {
 // checker judges none of them (before, replayed job events gave the live
 // checker 58 false violations).
 func TestAReplayedJobEventIsNotJudgedByALiveChecker(t *testing.T) {
-	s := livetest.SecureCluster(t, cluster.Config{Store: durable.Memory, Speed: 3600, Rate: 600, Seed: 5, ReadersPerAccount: -1})
+	s := livetest.SecureCluster(t, cluster.Config{Seed: 5, Access: cluster.Access{ReadersPerAccount: -1}, Arrivals: cluster.Arrivals{Rate: 600}, Timing: cluster.Timing{Speed: 3600}, Durability: cluster.Durability{Store: durable.Memory}})
 	obs := s.As(t, "observer")
 	subjects := events.NewSubjects("gpusched")
 	checker := observer.NewChecker()

@@ -15,7 +15,7 @@ import (
 // the job goes lost → queued → running again with the work up to its last
 // checkpoint. Bad kill requests get errors naming the field.
 func TestKillGPURequeuesItsJob(t *testing.T) {
-	_, nc := startCluster(t, cluster.Config{Speed: 1200, StarvationAge: 1000 * time.Hour})
+	_, nc := startCluster(t, cluster.Config{Scheduling: cluster.Scheduling{StarvationAge: 1000 * time.Hour}, Timing: cluster.Timing{Speed: 1200}})
 	events := recordEvents(t, nc, "gpusched.evt.>")
 	id := submit(t, nc, `{"name":"victim","priority":"medium","vram":"20GB","util":60,"duration":"10h","checkpoint":"10m","gpu":"gpu-2"}`)
 	waitFor(t, "progress past 25 simulated minutes", 20*time.Second, func() bool {
@@ -90,7 +90,7 @@ func TestKillGPURequeuesItsJob(t *testing.T) {
 // where a pin for life would wait for that GPU. pin_once without a pin
 // is refused naming it.
 func TestAPinOnceHoldsForTheFirstPlacementOnly(t *testing.T) {
-	_, nc := startCluster(t, cluster.Config{Speed: 600, StarvationAge: 1000 * time.Hour, RestartBackoff: time.Hour})
+	_, nc := startCluster(t, cluster.Config{Hardware: cluster.Hardware{RestartBackoff: time.Hour}, Scheduling: cluster.Scheduling{StarvationAge: 1000 * time.Hour}, Timing: cluster.Timing{Speed: 600}})
 	if rep := req(t, nc, "gpusched.job.submit", `{"name":"x","vram":"8GB","duration":"1h","pin_once":true}`); rep["error"] == nil || rep["error"].(obj)["field"] != "pin_once" {
 		t.Fatalf("pin_once without a pin: %v, want an error naming pin_once", rep)
 	}

@@ -39,143 +39,40 @@ import (
 // DefaultListen is where the embedded NATS server listens.
 const DefaultListen = "127.0.0.1:4222"
 
-// Config describes a cluster to start.
+// Config describes a cluster to start, in sections: how clients reach it
+// (Access), its GPUs and their liveness (Hardware), how it schedules
+// (Scheduling, Admission), the jobs it generates (Arrivals), its clock
+// (Timing) and what it keeps (Durability). Each section is embedded, so a
+// field is read as cfg.Policy whatever its section.
 type Config struct {
-	// Listen is host:port for the embedded NATS server; port 0 or -1 picks a free one.
-	Listen string
-	Prefix string
-	// Shape is the cluster; DefaultShape() when it has no nodes.
-	Shape  model.Shape
-	Policy string
-	// Training runs distributed training jobs (core.TrainingConfig); its
-	// Model is the GPUs' too. nil: none.
-	Training *core.TrainingConfig
-	// Replay runs a reproduced simulator's rounds over the typed jobs (core.ReplayConfig;
-	// virtual clock only); its Origin is the clock's start when zero.
-	Replay *core.ReplayConfig
-	// Throughputs is the cluster's throughput table: the GPUs run typed
-	// jobs at its rates and the scheduler places them as its pairs allow
-	// (core.Config.Throughputs). Nil: typed jobs are refused.
-	Throughputs *model.ThroughputTable
-	// LocalityPenalty is the multiplier on the iteration time of a job
-	// with a perf_class whose GPUs span nodes (core.Config.LocalityPenalty;
-	// the GPUs' own paces are in Shape: model.GPUSpec.Variability).
-	LocalityPenalty float64
-	// Round names the scheduler's round (policy.Round) and RoundEvery its
-	// period of simulated time; no round when RoundEvery is zero.
-	Round      string
-	RoundEvery time.Duration
-	// Preempt names the scheduler's preemption rule (policy.Preempt).
-	Preempt string
-	// Filters names the scheduler's filters (policy.Filter),
-	// comma-separated; empty: none.
-	Filters string
-	// Oversubscribe is how far past 100 % of its compute the scheduler's
-	// capacity-bound policies may fill a GPU (core.Config; 1 when zero).
-	Oversubscribe float64
-	// TenantLimits bound each tenant (policy.Admit); empty: none.
-	TenantLimits policy.TenantLimits
-	// TenantRate and TenantBurst bound each tenant's submissions a second
-	// on an authenticated bus (core.Config; 0: no bound).
-	TenantRate  float64
-	TenantBurst int
-	// TenantQueue bounds each tenant's queued jobs (core.Config; 0: none).
-	TenantQueue int
-	// NodeMaxGPUs bounds the GPUs a node joining from elsewhere may have,
-	// unless the roles file gives its node user gpus (core.Config; 0:
-	// none). The nodes this process runs may have what their shape gives.
-	NodeMaxGPUs int
-	// ReadersPerAccount bounds the consumers of the event stream each
-	// account reading it through an import (an observer's, an admin's)
-	// may hold, on an authenticated cluster with a store
-	// (auth.DefaultReadersPerAccount when zero; negative: no warden).
-	ReadersPerAccount int
-	// Queue is the scheduler's queue order (policy.QueueSort).
-	Queue     string
-	VRAMModel vram.Model
-	Seed      uint64
-	// Rate is generated jobs per simulated hour (0: no generator).
-	Rate float64
-	// Demo submits the demo's five jobs when the generator starts;
-	// PinDemo starts them on the GPUs the demo shows them on, where the
-	// shape has those GPUs and they fit (a live run's first screen is then
-	// the demo's; a comparison leaves them to each policy).
-	Demo, PinDemo bool
-	// JobLimit stops the generator after this many jobs (0: no limit).
-	JobLimit int
-	// HoldGenerator leaves the generator to StartGenerator, so that a
-	// client can subscribe before the first job arrives.
-	HoldGenerator bool
-	// Speed is simulated seconds per wall second.
-	Speed float64
-	// Epoch is the simulated time at start (the wall clock's now when zero).
-	Epoch         time.Time
-	Heartbeat     time.Duration
-	StarvationAge time.Duration
-	Logger        *zap.Logger
+	Access
+	Hardware
+	Scheduling
+	Admission
+	Arrivals
+	Timing
+	Durability
+	// Seed seeds the generator, the policies' draws and ranks, and the
+	// chaos monkey.
+	Seed   uint64
+	Logger *zap.Logger
 	// SchedulerTrace goes to every incarnation of the scheduler
 	// (scheduler.Config.Trace): for benchmarks.
 	SchedulerTrace func(scheduler.Stage)
-	// NodeRank, Workload and DropUnschedulable go to the scheduler (see
-	// scheduler.Config); Seed also seeds the policies' draws and ranks.
-	NodeRank          map[string]int
-	Workload          *policy.Workload
-	DropUnschedulable bool
-	// MetricsPeriod is the period of metrics events: wall time on the
-	// scaled clock (1s when zero), simulated time on a virtual one (1m).
-	MetricsPeriod time.Duration
-	// Clock, when set, is the cluster's clock; a *simclock.Virtual makes
-	// it run as fast as the machine allows (it starts moving once the
-	// cluster is ready and the generator started). Nil: a scaled clock at
-	// Epoch and Speed.
-	Clock simclock.Clock
-	// Interference is the GPUs' noisy-neighbour coefficient (0: none; the
-	// commands default to model.DefaultInterference).
-	Interference float64
-	// Source replaces the generated mix with these arrivals (a trace);
-	// Until ends arrivals after this much simulated time; Finished is told
-	// how many jobs were submitted once arrivals end (see jobgen.Config).
-	Source   jobgen.Source
-	Until    time.Duration
-	Finished func(submitted int)
-	// Lease is how long a GPU may go unrenewed before the scheduler
-	// declares it dead (wall time, scheduler.DefaultLease when zero; on a
-	// virtual clock simulated time, core.DefaultVirtualLease when zero,
-	// and only with Chaos: without, a virtual run has no leases).
-	// The node heartbeat must be well inside it: a third by default.
-	Lease time.Duration
-	// RestartBackoff is the first wait before a crashed actor (GPU or
-	// scheduler) restarts; it doubles with each crash soon after the last.
-	RestartBackoff time.Duration
 	// Chaos, when set, runs a seeded chaos monkey (seeded by Seed) from
 	// the start: `cluster --chaos`.
 	Chaos *chaos.MonkeySpec
+}
+
+// Access is how clients reach the cluster's bus, and who may.
+type Access struct {
+	// Listen is host:port for the embedded NATS server; port 0 or -1 picks a free one.
+	Listen string
+	// Prefix starts every subject of the cluster (events.NewSubjects).
+	Prefix string
 	// Bus, when its URLs are set, is an external NATS server or cluster
 	// to use instead of the embedded server (Listen is then unused).
 	Bus bus.Options
-	// Store is where JetStream keeps the job journal and the event stream
-	// (durable.None: no JetStream; the scheduler's queue dies with it).
-	// DataDir is the embedded server's store directory (required for
-	// durable.File; a temporary one for durable.Memory).
-	Store   durable.Storage
-	DataDir string
-	// Durable bounds the event stream and sets the replicas on a NATS
-	// cluster (its Storage is Store).
-	Durable durable.Options
-	// NoGPUs runs the control plane only: the scheduler, chaos responder
-	// and generator, with GPU nodes joining from `cluster node` processes.
-	NoGPUs bool
-	// Standby starts a control plane that schedules nothing until the one
-	// that leads the store (on the external bus Bus) renews nothing for a
-	// lease; it then takes the store over and schedules from its journal
-	// (leader.go). It runs no GPUs, no job generator and no chaos
-	// responder of its own.
-	Standby bool
-	// Fresh deletes what the store holds of a previous run (the job
-	// journal and the event stream) before starting. A run that stopped
-	// cleanly (Stop) is not resumed either, unless Resume: only a crashed
-	// run is taken up again by default.
-	Fresh, Resume bool
 	// Auth, when set, is the roles file: the embedded server then
 	// authenticates every client (this process's actors with a key of
 	// their own, made at each start) and gives each the permissions of its
@@ -194,6 +91,163 @@ type Config struct {
 	// Auth (anyone who reaches the port may then do anything), or with
 	// Auth but without TLS (credentials and messages in clear).
 	Insecure bool
+	// ReadersPerAccount bounds the consumers of the event stream each
+	// account reading it through an import (an observer's, an admin's)
+	// may hold, on an authenticated cluster with a store
+	// (auth.DefaultReadersPerAccount when zero; negative: no warden).
+	ReadersPerAccount int
+}
+
+// Hardware is the cluster's GPUs and nodes: what they are, how fast they
+// run each job, and how their liveness is kept.
+type Hardware struct {
+	// Shape is the cluster; DefaultShape() when it has no nodes.
+	Shape model.Shape
+	// NoGPUs runs the control plane only: the scheduler, chaos responder
+	// and generator, with GPU nodes joining from `cluster node` processes.
+	NoGPUs bool
+	// VRAMModel selects how the GPUs allocate their VRAM (vram.Model).
+	VRAMModel vram.Model
+	// Throughputs is the cluster's throughput table: the GPUs run typed
+	// jobs at its rates and the scheduler places them as its pairs allow
+	// (core.Config.Throughputs). Nil: typed jobs are refused.
+	Throughputs *model.ThroughputTable
+	// LocalityPenalty is the multiplier on the iteration time of a job
+	// with a perf_class whose GPUs span nodes (core.Config.LocalityPenalty;
+	// the GPUs' own paces are in Shape: model.GPUSpec.Variability).
+	LocalityPenalty float64
+	// Interference is the GPUs' noisy-neighbour coefficient (0: none; the
+	// commands default to model.DefaultInterference).
+	Interference float64
+	// Heartbeat is the nodes' heartbeat period (when zero: a third of
+	// the lease, at most node.DefaultHeartbeat, or on a virtual clock
+	// node.DefaultVirtualHeartbeat).
+	Heartbeat time.Duration
+	// Lease is how long a GPU may go unrenewed before the scheduler
+	// declares it dead (wall time, scheduler.DefaultLease when zero; on a
+	// virtual clock simulated time, core.DefaultVirtualLease when zero,
+	// and only with Chaos: without, a virtual run has no leases).
+	// The node heartbeat must be well inside it: a third by default.
+	Lease time.Duration
+	// RestartBackoff is the first wait before a crashed actor (GPU or
+	// scheduler) restarts; it doubles with each crash soon after the last.
+	RestartBackoff time.Duration
+}
+
+// Scheduling is the scheduler's policies: placement, queue order,
+// preemption, filters, rounds, and the reproduced simulators' runs.
+type Scheduling struct {
+	// Policy names the placement policy (policy.Policy).
+	Policy string
+	// Queue is the scheduler's queue order (policy.QueueSort).
+	Queue string
+	// Preempt names the scheduler's preemption rule (policy.Preempt).
+	Preempt string
+	// Filters names the scheduler's filters (policy.Filter),
+	// comma-separated; empty: none.
+	Filters string
+	// Round names the scheduler's round (policy.Round) and RoundEvery its
+	// period of simulated time; no round when RoundEvery is zero.
+	Round      string
+	RoundEvery time.Duration
+	// Oversubscribe is how far past 100 % of its compute the scheduler's
+	// capacity-bound policies may fill a GPU (core.Config; 1 when zero).
+	Oversubscribe float64
+	// StarvationAge is the simulated wait after which a head-of-line job
+	// holds GPUs (core.Config.StarvationAge).
+	StarvationAge time.Duration
+	// NodeRank, Workload and DropUnschedulable go to the scheduler (see
+	// scheduler.Config); Config.Seed also seeds the policies' draws and
+	// ranks.
+	NodeRank          map[string]int
+	Workload          *policy.Workload
+	DropUnschedulable bool
+	// Training runs distributed training jobs (core.TrainingConfig); its
+	// Model is the GPUs' too. nil: none.
+	Training *core.TrainingConfig
+	// Replay runs a reproduced simulator's rounds over the typed jobs (core.ReplayConfig;
+	// virtual clock only); its Origin is the clock's start when zero.
+	Replay *core.ReplayConfig
+}
+
+// Admission bounds what each tenant, and each node joining from
+// elsewhere, may bring.
+type Admission struct {
+	// TenantLimits bound each tenant (policy.Admit); empty: none.
+	TenantLimits policy.TenantLimits
+	// TenantRate and TenantBurst bound each tenant's submissions a second
+	// on an authenticated bus (core.Config; 0: no bound).
+	TenantRate  float64
+	TenantBurst int
+	// TenantQueue bounds each tenant's queued jobs (core.Config; 0: none).
+	TenantQueue int
+	// NodeMaxGPUs bounds the GPUs a node joining from elsewhere may have,
+	// unless the roles file gives its node user gpus (core.Config; 0:
+	// none). The nodes this process runs may have what their shape gives.
+	NodeMaxGPUs int
+}
+
+// Arrivals is the job generator's: the generated mix (seeded by
+// Config.Seed) or a trace's jobs.
+type Arrivals struct {
+	// Rate is generated jobs per simulated hour (0: no generator).
+	Rate float64
+	// Demo submits the demo's five jobs when the generator starts;
+	// PinDemo starts them on the GPUs the demo shows them on, where the
+	// shape has those GPUs and they fit (a live run's first screen is then
+	// the demo's; a comparison leaves them to each policy).
+	Demo, PinDemo bool
+	// JobLimit stops the generator after this many jobs (0: no limit).
+	JobLimit int
+	// HoldGenerator leaves the generator to StartGenerator, so that a
+	// client can subscribe before the first job arrives.
+	HoldGenerator bool
+	// Source replaces the generated mix with these arrivals (a trace);
+	// Until ends arrivals after this much simulated time; Finished is told
+	// how many jobs were submitted once arrivals end (see jobgen.Config).
+	Source   jobgen.Source
+	Until    time.Duration
+	Finished func(submitted int)
+}
+
+// Timing is the cluster's clock.
+type Timing struct {
+	// Speed is simulated seconds per wall second.
+	Speed float64
+	// Epoch is the simulated time at start (the wall clock's now when zero).
+	Epoch time.Time
+	// Clock, when set, is the cluster's clock; a *simclock.Virtual makes
+	// it run as fast as the machine allows (it starts moving once the
+	// cluster is ready and the generator started). Nil: a scaled clock at
+	// Epoch and Speed.
+	Clock simclock.Clock
+	// MetricsPeriod is the period of metrics events: wall time on the
+	// scaled clock (1s when zero), simulated time on a virtual one (1m).
+	MetricsPeriod time.Duration
+}
+
+// Durability is what the cluster keeps, where, and whether it leads.
+type Durability struct {
+	// Store is where JetStream keeps the job journal and the event stream
+	// (durable.None: no JetStream; the scheduler's queue dies with it).
+	// DataDir is the embedded server's store directory (required for
+	// durable.File; a temporary one for durable.Memory).
+	Store   durable.Storage
+	DataDir string
+	// Durable bounds the event stream and sets the replicas on a NATS
+	// cluster (its Storage is Store).
+	Durable durable.Options
+	// Fresh deletes what the store holds of a previous run (the job
+	// journal and the event stream) before starting. A run that stopped
+	// cleanly (Stop) is not resumed either, unless Resume: only a crashed
+	// run is taken up again by default.
+	Fresh, Resume bool
+	// Standby starts a control plane that schedules nothing until the one
+	// that leads the store (on the external bus Bus) renews nothing for a
+	// lease; it then takes the store over and schedules from its journal
+	// (leader.go). It runs no GPUs, no job generator and no chaos
+	// responder of its own.
+	Standby bool
 }
 
 // Cluster is a running cluster.
@@ -481,10 +535,39 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		// Its decisions are then those of a run before leases existed.
 		gpuLease, lease = 0, -1
 	}
-	schedCfg := scheduler.Config{Conn: schedConn, Clock: c.Clock, Journal: c.journal, Config: core.Config{Subjects: subjects, Logger: log,
-		Policy: cfg.Policy, Queue: cfg.Queue, Admit: admitOf(cfg.TenantLimits), TenantRate: cfg.TenantRate, TenantBurst: cfg.TenantBurst, TenantQueue: cfg.TenantQueue, Preempt: cfg.Preempt, Filters: cfg.Filters, Oversubscribe: cfg.Oversubscribe, Round: cfg.Round, RoundEvery: cfg.RoundEvery, Training: cfg.Training, Replay: cfg.Replay, Throughputs: cfg.Throughputs, LocalityPenalty: cfg.LocalityPenalty, VRAMModel: cfg.VRAMModel, StarvationAge: cfg.StarvationAge, Seed: int64(cfg.Seed),
-		NodeRank: cfg.NodeRank, Workload: cfg.Workload, DropUnschedulable: cfg.DropUnschedulable, MetricsPeriod: cfg.MetricsPeriod,
-		Lease: lease, Restored: restored}, Trace: cfg.SchedulerTrace}
+	schedCfg := scheduler.Config{Conn: schedConn, Clock: c.Clock, Journal: c.journal, Config: core.Config{
+		Subjects: subjects,
+		Logger:   log,
+		Policies: core.Policies{
+			Policy:            cfg.Policy,
+			Queue:             cfg.Queue,
+			Admit:             admitOf(cfg.TenantLimits),
+			Preempt:           cfg.Preempt,
+			Filters:           cfg.Filters,
+			Oversubscribe:     cfg.Oversubscribe,
+			Round:             cfg.Round,
+			RoundEvery:        cfg.RoundEvery,
+			StarvationAge:     cfg.StarvationAge,
+			Seed:              int64(cfg.Seed),
+			NodeRank:          cfg.NodeRank,
+			DropUnschedulable: cfg.DropUnschedulable,
+		},
+		Workloads: core.Workloads{
+			Training:        cfg.Training,
+			Replay:          cfg.Replay,
+			Throughputs:     cfg.Throughputs,
+			LocalityPenalty: cfg.LocalityPenalty,
+			VRAMModel:       cfg.VRAMModel,
+			Workload:        cfg.Workload,
+		},
+		Bounds: core.Bounds{
+			TenantRate:  cfg.TenantRate,
+			TenantBurst: cfg.TenantBurst,
+			TenantQueue: cfg.TenantQueue,
+		},
+		Clocks:     core.Clocks{MetricsPeriod: cfg.MetricsPeriod, Lease: lease},
+		Succession: core.Succession{Restored: restored},
+	}, Trace: cfg.SchedulerTrace}
 	if c.virtual != nil && c.journal == nil && cfg.Chaos != nil && cfg.Chaos.Rates[events.ChaosKillScheduler]+cfg.Chaos.Rates[events.ChaosFailoverScheduler] > 0 {
 		// A virtual run keeps no durable journal (nothing of it outlives
 		// the process); one that kills its scheduler (or fails it over to

@@ -25,8 +25,16 @@ func TestTheDemoStartsWhereTheDemoShowsIt(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, nc := startCluster(t, cluster.Config{Shape: shape, Policy: "spread", Rate: 0.001, Demo: true, PinDemo: true, JobLimit: 5,
-				StarvationAge: 1000 * time.Hour})
+			_, nc := startCluster(t, cluster.Config{
+				Hardware:   cluster.Hardware{Shape: shape},
+				Scheduling: cluster.Scheduling{Policy: "spread", StarvationAge: 1000 * time.Hour},
+				Arrivals: cluster.Arrivals{
+					Rate:     0.001,
+					Demo:     true,
+					PinDemo:  true,
+					JobLimit: 5,
+				},
+			})
 			where := map[string]string{}
 			waitFor(t, "the demo's five jobs running", 10*time.Second, func() bool {
 				list := req(t, nc, "gpusched.job.list", `{"state":"running"}`)

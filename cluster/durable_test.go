@@ -38,8 +38,12 @@ func queueOrder(t *testing.T, nc *nats.Conn) []string {
 // scheduler has the three in the same order and the running one
 // re-learned from its GPU, and all four complete.
 func TestKillSchedulerKeepsQueueOnTheJournal(t *testing.T) {
-	_, nc := startCluster(t, cluster.Config{Speed: 60, StarvationAge: 1000 * time.Hour, RestartBackoff: 20 * time.Millisecond,
-		Store: durable.Memory})
+	_, nc := startCluster(t, cluster.Config{
+		Hardware:   cluster.Hardware{RestartBackoff: 20 * time.Millisecond},
+		Scheduling: cluster.Scheduling{StarvationAge: 1000 * time.Hour},
+		Timing:     cluster.Timing{Speed: 60},
+		Durability: cluster.Durability{Store: durable.Memory},
+	})
 	// The runner lasts 10 wall seconds (speed 60): the three must still be
 	// waiting when the restarted scheduler is asked. With a 2-second
 	// runner CI once timed out waiting for a queue of three after the
@@ -87,7 +91,7 @@ func TestKillSchedulerKeepsQueueOnTheJournal(t *testing.T) {
 // completes, in queue order.
 func TestRestartOnTheSameDataDir(t *testing.T) {
 	dir := t.TempDir()
-	cfg := cluster.Config{Speed: 60, StarvationAge: 1000 * time.Hour, Store: durable.File, DataDir: dir, Lease: time.Second}
+	cfg := cluster.Config{Hardware: cluster.Hardware{Lease: time.Second}, Scheduling: cluster.Scheduling{StarvationAge: 1000 * time.Hour}, Timing: cluster.Timing{Speed: 60}, Durability: cluster.Durability{Store: durable.File, DataDir: dir}}
 	c1, nc := livetest.Cluster(t, cfg)
 	running := submit(t, nc, `{"name":"runner","vram":"30GB","duration":"4m","checkpoint":"1m","gpu":"gpu-1","preemptible":false}`)
 	var waiting []string
@@ -211,7 +215,7 @@ func (f writerFunc) Write(b []byte) (int, error) { return f(b) }
 // durable reader stopped and started again continues where it stopped:
 // together its two runs hold every event once, none missed, none twice.
 func TestLogReplaysHistoryAndResumes(t *testing.T) {
-	_, nc := startCluster(t, cluster.Config{Speed: 600, Store: durable.Memory})
+	_, nc := startCluster(t, cluster.Config{Timing: cluster.Timing{Speed: 600}, Durability: cluster.Durability{Store: durable.Memory}})
 	var ids []string
 	for i := range 3 {
 		ids = append(ids, submit(t, nc, fmt.Sprintf(`{"name":"history-%d","vram":"4GB","duration":"1m"}`, i)))
@@ -276,7 +280,7 @@ func TestLogReplaysHistoryAndResumes(t *testing.T) {
 // kills the control plane with SIGKILL and every accepted job completes.)
 func TestACleanStopIsNotResumed(t *testing.T) {
 	dir := t.TempDir()
-	cfg := cluster.Config{Speed: 60, Store: durable.File, DataDir: dir}
+	cfg := cluster.Config{Timing: cluster.Timing{Speed: 60}, Durability: cluster.Durability{Store: durable.File, DataDir: dir}}
 	c1, nc := livetest.Cluster(t, cfg)
 	old := submit(t, nc, `{"name":"old","vram":"4GB","duration":"10h"}`)
 	c1.Stop()
@@ -297,7 +301,7 @@ func TestACleanStopIsNotResumed(t *testing.T) {
 // previous run has none of its jobs.
 func TestFreshStartsEmpty(t *testing.T) {
 	dir := t.TempDir()
-	cfg := cluster.Config{Speed: 60, Store: durable.File, DataDir: dir}
+	cfg := cluster.Config{Timing: cluster.Timing{Speed: 60}, Durability: cluster.Durability{Store: durable.File, DataDir: dir}}
 	c1, nc := livetest.Cluster(t, cfg)
 	id := submit(t, nc, `{"name":"old","vram":"4GB","duration":"10h"}`)
 	c1.Stop()
@@ -318,7 +322,7 @@ func TestFreshStartsEmpty(t *testing.T) {
 // TestDataDirIsOneClusters: a second cluster on a data dir in use is
 // refused with a message saying so.
 func TestDataDirIsOneClusters(t *testing.T) {
-	cfg := cluster.Config{Speed: 60, Store: durable.File, DataDir: t.TempDir(), Listen: "127.0.0.1:-1"}
+	cfg := cluster.Config{Access: cluster.Access{Listen: "127.0.0.1:-1"}, Timing: cluster.Timing{Speed: 60}, Durability: cluster.Durability{Store: durable.File, DataDir: t.TempDir()}}
 	livetest.Cluster(t, cfg)
 	c, err := cluster.Start(context.Background(), cfg)
 	if err == nil {
@@ -334,7 +338,7 @@ func TestDataDirIsOneClusters(t *testing.T) {
 // again on the same file continues after its last event: the file holds
 // the kept stream's events from its first one on, each once, in order.
 func TestRecordingResumesWithoutGap(t *testing.T) {
-	_, nc := startCluster(t, cluster.Config{Speed: 600, Store: durable.Memory})
+	_, nc := startCluster(t, cluster.Config{Timing: cluster.Timing{Speed: 600}, Durability: cluster.Durability{Store: durable.Memory}})
 	path := t.TempDir() + "/run.jsonl"
 	record := func(until func(string) bool) {
 		f, h, err := observer.OpenRecording(path)

@@ -68,7 +68,7 @@ func TestDesignExample(t *testing.T) {
 // from there once room returns.
 func TestPreemptionResumesFromCheckpoint(t *testing.T) {
 	// 1200 simulated seconds per wall second: 10 minutes pass in 0.5s.
-	_, nc := startCluster(t, cluster.Config{Speed: 1200, StarvationAge: 1000 * time.Hour})
+	_, nc := startCluster(t, cluster.Config{Scheduling: cluster.Scheduling{StarvationAge: 1000 * time.Hour}, Timing: cluster.Timing{Speed: 1200}})
 	events := recordEvents(t, nc, "gpusched.evt.>")
 	var victim string
 	for i := 0; i < 8; i++ {
@@ -212,7 +212,7 @@ func TestBadRequestsGetNamedErrors(t *testing.T) {
 // waited the starvation age; then it holds the GPU it needs, the smaller
 // job waits, and the big job runs as soon as the GPU drains.
 func TestBackfillAndHold(t *testing.T) {
-	_, nc := startCluster(t, cluster.Config{Speed: 600, StarvationAge: 20 * time.Minute})
+	_, nc := startCluster(t, cluster.Config{Scheduling: cluster.Scheduling{StarvationAge: 20 * time.Minute}, Timing: cluster.Timing{Speed: 600}})
 	blocker := submit(t, nc, `{"name":"blocker","vram":"20GB","util":30,"duration":"1h","gpu":"gpu-7"}`)
 	big := submit(t, nc, `{"name":"big","vram":"70GiB","util":90,"duration":"30m","gpu":"gpu-7"}`)
 	if s := getJob(t, nc, big)["state"]; s != "queued" {
@@ -253,7 +253,7 @@ func TestSnapshotPages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, nc := startCluster(t, cluster.Config{Shape: shape})
+	_, nc := startCluster(t, cluster.Config{Hardware: cluster.Hardware{Shape: shape}})
 	first := req(t, nc, "gpusched.cluster.snapshot", `{}`)
 	pages := int(first["pages"].(float64))
 	if pages < 2 {

@@ -36,8 +36,16 @@ func faultClusterOn(t *testing.T, store durable.Storage) (*nats.Conn, *observer.
 // faultClusterLeased is faultClusterOn with a lease of its own.
 func faultClusterLeased(t *testing.T, store durable.Storage, lease time.Duration) (*nats.Conn, *observer.Checker, *eventLog) {
 	t.Helper()
-	c, nc := startCluster(t, cluster.Config{Speed: 60, Lease: lease, Heartbeat: lease / 5,
-		RestartBackoff: 20 * time.Millisecond, StarvationAge: 1000 * time.Hour, Store: store})
+	c, nc := startCluster(t, cluster.Config{
+		Hardware: cluster.Hardware{
+			Lease:          lease,
+			Heartbeat:      lease / 5,
+			RestartBackoff: 20 * time.Millisecond,
+		},
+		Scheduling: cluster.Scheduling{StarvationAge: 1000 * time.Hour},
+		Timing:     cluster.Timing{Speed: 60},
+		Durability: cluster.Durability{Store: store},
+	})
 	log := recordEvents(t, nc, "gpusched.evt.>")
 	cc, err := nats.Connect(c.URL())
 	if err != nil {

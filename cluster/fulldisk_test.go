@@ -40,8 +40,15 @@ func TestAFullDiskIsRefusedAtOnceAndRecoveredFrom(t *testing.T) {
 	// Registered first, so it runs last: after the cluster has stopped.
 	t.Cleanup(func() { unix.Unmount(mnt, unix.MNT_DETACH) })
 	logs, seen := observer.New(zap.InfoLevel)
-	_, nc := startCluster(t, cluster.Config{Speed: 60, Store: durable.File, DataDir: filepath.Join(mnt, "data"),
-		Durable: durable.Options{EventsMaxBytes: 2 << 20}, Logger: zap.New(logs)})
+	_, nc := startCluster(t, cluster.Config{
+		Logger: zap.New(logs),
+		Timing: cluster.Timing{Speed: 60},
+		Durability: cluster.Durability{
+			Store:   durable.File,
+			DataDir: filepath.Join(mnt, "data"),
+			Durable: durable.Options{EventsMaxBytes: 2 << 20},
+		},
+	})
 	var before []string
 	for range 3 {
 		before = append(before, submit(t, nc, `{"name":"before","vram":"4GB","duration":"10h"}`))

@@ -25,7 +25,7 @@ var garbage = []string{
 // with a logged reason), and nothing crashes: afterwards every actor is
 // still its first incarnation, the scheduler too, and a job still runs.
 func TestGarbageOnEverySubject(t *testing.T) {
-	_, nc := startCluster(t, cluster.Config{Speed: 60})
+	_, nc := startCluster(t, cluster.Config{Timing: cluster.Timing{Speed: 60}})
 	requests := []string{
 		"gpusched.job.submit", "gpusched.job.get", "gpusched.job.cancel", "gpusched.job.list",
 		"gpusched.sched.strategy", "gpusched.sched.explain", "gpusched.sched.ctl", "gpusched.cluster.snapshot",

@@ -26,7 +26,7 @@ import (
 func TestASecondControlPlaneDeposesTheFirst(t *testing.T) {
 	ns, _ := testbus.StartJetStream(t)
 	const lease = 900 * time.Millisecond
-	cfg := cluster.Config{Speed: 60, NoGPUs: true, Lease: lease, Heartbeat: lease / 6, Bus: bus.Options{URLs: ns.ClientURL()}, Store: durable.File}
+	cfg := cluster.Config{Access: cluster.Access{Bus: bus.Options{URLs: ns.ClientURL()}}, Hardware: cluster.Hardware{NoGPUs: true, Lease: lease, Heartbeat: lease / 6}, Timing: cluster.Timing{Speed: 60}, Durability: cluster.Durability{Store: durable.File}}
 	first, nc := startCluster(t, cfg)
 	stop := remoteNode(t, first, "box", "box-gpu-0", simclock.NewScaled(time.Now(), 60), lease/6, lease)
 	defer stop()

@@ -21,8 +21,17 @@ func TestChaosMonkey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, _ := startCluster(t, cluster.Config{Speed: 600, Rate: 60, Seed: 3, Lease: faultLease, Heartbeat: faultLease / 5,
-		RestartBackoff: 20 * time.Millisecond, Chaos: &spec})
+	c, _ := startCluster(t, cluster.Config{
+		Seed:  3,
+		Chaos: &spec,
+		Hardware: cluster.Hardware{
+			Lease:          faultLease,
+			Heartbeat:      faultLease / 5,
+			RestartBackoff: 20 * time.Millisecond,
+		},
+		Arrivals: cluster.Arrivals{Rate: 60},
+		Timing:   cluster.Timing{Speed: 600},
+	})
 	cc, err := nats.Connect(c.URL())
 	if err != nil {
 		t.Fatal(err)

@@ -25,7 +25,7 @@ func rogueReserve(t *testing.T, nc *nats.Conn, node, gpu, vram string) {
 // but its GPU actor refuses (the VRAM is taken); the scheduler aborts,
 // corrects its view and places the job on the next candidate.
 func TestRefusalIsRetriedElsewhere(t *testing.T) {
-	_, nc := startCluster(t, cluster.Config{Policy: "first-fit"})
+	_, nc := startCluster(t, cluster.Config{Scheduling: cluster.Scheduling{Policy: "first-fit"}})
 	rogueReserve(t, nc, "node-0", "gpu-0", "40000000000")
 	id := submit(t, nc, `{"name":"j","vram":"10GB","util":30,"duration":"1h"}`)
 	j := getJob(t, nc, id)
@@ -49,7 +49,7 @@ func TestRefusalIsRetriedElsewhere(t *testing.T) {
 // other is aborted (nothing leaks) and the gang goes elsewhere; it
 // completes only when both shares have.
 func TestGangReservesEveryGPUAndAbortsOnRefusal(t *testing.T) {
-	_, nc := startCluster(t, cluster.Config{Policy: "first-fit", Speed: 3600})
+	_, nc := startCluster(t, cluster.Config{Scheduling: cluster.Scheduling{Policy: "first-fit"}, Timing: cluster.Timing{Speed: 3600}})
 	// first-fit would take gpu-0 and gpu-1; gpu-1 refuses.
 	rogueReserve(t, nc, "node-0", "gpu-1", "40000000000")
 	id := submit(t, nc, `{"name":"gang","gpus":2,"vram":"30GB","util":50,"duration":"20m"}`)
@@ -79,7 +79,7 @@ func TestGangReservesEveryGPUAndAbortsOnRefusal(t *testing.T) {
 // holds, the scheduler frees the stranger's, and the job runs there.
 // Before, the node refused it again at every pass, for good.
 func TestANodeHoldNoJobRunsOnIsFreedAtTheNodesRefusal(t *testing.T) {
-	_, nc := startCluster(t, cluster.Config{Speed: 60})
+	_, nc := startCluster(t, cluster.Config{Timing: cluster.Timing{Speed: 60}})
 	for _, op := range []string{`"op":"reserve","cpu":30,"memory":1000,"ttl_ms":60000`, `"op":"commit"`} {
 		if rep := req(t, nc, "gpusched.node.node-1.ctl", `{`+op+`,"job_id":"ghost"}`); rep["ok"] != true {
 			t.Fatalf("%s at node-1: %v", op, rep)

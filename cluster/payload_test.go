@@ -22,7 +22,7 @@ import (
 // an account of its own); an event larger than any the cluster
 // publishes is not kept in the history, whoever sends it.
 func TestPayloadLimitsPerRole(t *testing.T) {
-	s := livetest.SecureCluster(t, cluster.Config{Store: durable.Memory})
+	s := livetest.SecureCluster(t, cluster.Config{Durability: cluster.Durability{Store: durable.Memory}})
 	alice, node0, admin := s.As(t, "alice"), s.As(t, "node-0"), s.As(t, "admin")
 	for name, nc := range map[string]*nats.Conn{"a tenant's": alice, "an admin's": admin, "an observer's": s.As(t, "observer")} {
 		if got := nc.MaxPayload(); got != auth.TenantMaxPayload {

@@ -25,7 +25,7 @@ func queueNames(t *testing.T, snap obj) string {
 // order (or an unknown policy beside a good order) changes nothing, and
 // the next job placed is the head of the order in force.
 func TestQueueOrderSwitchesLive(t *testing.T) {
-	_, nc := startCluster(t, cluster.Config{Speed: 60, StarvationAge: 1000 * time.Hour})
+	_, nc := startCluster(t, cluster.Config{Scheduling: cluster.Scheduling{StarvationAge: 1000 * time.Hour}, Timing: cluster.Timing{Speed: 60}})
 	blocker := submit(t, nc, `{"name":"blocker","vram":"70GiB","util":90,"duration":"100h","gpu":"gpu-7","preemptible":false}`)
 	waitState(t, nc, blocker, "running", 10*time.Second)
 	// Not preemptible: preemption is by priority whatever the queue order,
@@ -90,7 +90,7 @@ func TestRoundTimeSlices(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, nc := startCluster(t, cluster.Config{Shape: shape, Speed: 600, StarvationAge: 1000 * time.Hour, Queue: "srtf", RoundEvery: time.Minute})
+	_, nc := startCluster(t, cluster.Config{Hardware: cluster.Hardware{Shape: shape}, Scheduling: cluster.Scheduling{StarvationAge: 1000 * time.Hour, Queue: "srtf", RoundEvery: time.Minute}, Timing: cluster.Timing{Speed: 600}})
 	long := submit(t, nc, `{"name":"long","vram":"70GiB","util":90,"duration":"10h","checkpoint":"1m"}`)
 	waitState(t, nc, long, "running", 10*time.Second)
 	short := submit(t, nc, `{"name":"short","vram":"70GiB","util":90,"duration":"10m"}`)
@@ -116,7 +116,7 @@ func TestRoundTimeSlices(t *testing.T) {
 // that fits nowhere waits behind a low-priority one instead of stopping
 // it.
 func TestPreemptNone(t *testing.T) {
-	_, nc := startCluster(t, cluster.Config{Speed: 60, StarvationAge: 1000 * time.Hour, Preempt: "none"})
+	_, nc := startCluster(t, cluster.Config{Scheduling: cluster.Scheduling{StarvationAge: 1000 * time.Hour, Preempt: "none"}, Timing: cluster.Timing{Speed: 60}})
 	low := submit(t, nc, `{"name":"low","priority":"low","vram":"70GiB","util":90,"duration":"100h","gpu":"gpu-7"}`)
 	waitState(t, nc, low, "running", 10*time.Second)
 	high := submit(t, nc, `{"name":"high","priority":"high","vram":"70GiB","util":90,"duration":"1h","gpu":"gpu-7"}`)

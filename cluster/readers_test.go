@@ -27,7 +27,7 @@ import (
 // whatever the count. The admin still reads the history from the start.
 func TestAnObserverHoldsABoundedNumberOfReaders(t *testing.T) {
 	const bound = 4
-	s := livetest.SecureCluster(t, cluster.Config{Store: durable.Memory, ReadersPerAccount: bound})
+	s := livetest.SecureCluster(t, cluster.Config{Access: cluster.Access{ReadersPerAccount: bound}, Durability: cluster.Durability{Store: durable.Memory}})
 	admin, obs := s.As(t, "admin"), s.As(t, "observer")
 	refused := make(chan events.RefusedReader, 64)
 	if _, err := admin.Subscribe("gpusched.evt.security."+events.ReaderRefused, func(m *nats.Msg) {

@@ -24,7 +24,7 @@ import (
 // (node.down) and its GPUs dead, and the job goes back to the queue.
 func TestNodeJoinsAndLeavesAControlPlane(t *testing.T) {
 	lease := 600 * time.Millisecond
-	c, nc := startCluster(t, cluster.Config{Speed: 60, NoGPUs: true, Lease: lease, Heartbeat: lease / 6})
+	c, nc := startCluster(t, cluster.Config{Hardware: cluster.Hardware{NoGPUs: true, Lease: lease, Heartbeat: lease / 6}, Timing: cluster.Timing{Speed: 60}})
 	log := recordEvents(t, nc, "gpusched.evt.>")
 	id := submit(t, nc, `{"name":"early","vram":"20GB","duration":"10h","checkpoint":"1m"}`)
 	if j := getJob(t, nc, id); j["state"] != "queued" {
@@ -65,7 +65,7 @@ func TestNodeJoinsAndLeavesAControlPlane(t *testing.T) {
 // messages alone. A job pinned to the remote GPU runs there, and one
 // pinned to a local GPU runs here.
 func TestRemoteNodeBesideLocalGPUs(t *testing.T) {
-	c, nc := startCluster(t, cluster.Config{Speed: 60})
+	c, nc := startCluster(t, cluster.Config{Timing: cluster.Timing{Speed: 60}})
 	defer remoteNode(t, c, "far-node", "far-gpu-0", c.Clock, 0, 6*time.Second)()
 	waitFor(t, "the remote node and GPU to join", 5*time.Second, func() bool {
 		sum := req(t, nc, "gpusched.cluster.snapshot", `{"summary_only":true}`)["summary"].(obj)

@@ -23,7 +23,7 @@ import (
 // stream was sent by no one who may send it. The same for a GPU's control
 // subject.
 func TestAStoredMessageReplayedToAControlSubjectIsNotActedOn(t *testing.T) {
-	s := livetest.SecureCluster(t, cluster.Config{Store: durable.Memory})
+	s := livetest.SecureCluster(t, cluster.Config{Durability: cluster.Durability{Store: durable.Memory}})
 	admin, observer, node0 := s.As(t, "admin"), s.As(t, "observer"), s.As(t, "node-0")
 	chaosEvents := make(chan *nats.Msg, 16)
 	sub, err := admin.ChanSubscribe("gpusched.evt.chaos.>", chaosEvents)
@@ -95,7 +95,7 @@ func TestAStoredMessageReplayedToAControlSubjectIsNotActedOn(t *testing.T) {
 // nobody replayed anything.
 func TestAReplayedHeartbeatKeepsNoDeadNodeAlive(t *testing.T) {
 	const lease = 2 * time.Second
-	s := livetest.SecureCluster(t, cluster.Config{Store: durable.Memory, Lease: lease, ReadersPerAccount: -1}) // the attack at full strength: a consumer a replay
+	s := livetest.SecureCluster(t, cluster.Config{Access: cluster.Access{ReadersPerAccount: -1}, Hardware: cluster.Hardware{Lease: lease}, Durability: cluster.Durability{Store: durable.Memory}}) // the attack at full strength: a consumer a replay
 	admin, observer := s.As(t, "admin"), s.As(t, "observer")
 	down := make(chan *nats.Msg, 4)
 	sub, err := admin.ChanSubscribe("gpusched.evt.node.far-node.down", down)

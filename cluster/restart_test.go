@@ -12,7 +12,7 @@ import (
 // job from its GPU (same id, still running, and it completes), reports the
 // queued one as lost in its reply, and takes new jobs at once.
 func TestKillSchedulerRelearnsRunningJobs(t *testing.T) {
-	_, nc := startCluster(t, cluster.Config{Speed: 60, StarvationAge: 1000 * time.Hour, RestartBackoff: 20 * time.Millisecond})
+	_, nc := startCluster(t, cluster.Config{Hardware: cluster.Hardware{RestartBackoff: 20 * time.Millisecond}, Scheduling: cluster.Scheduling{StarvationAge: 1000 * time.Hour}, Timing: cluster.Timing{Speed: 60}})
 	running := submit(t, nc, `{"name":"runner","priority":"high","vram":"30GB","util":50,"duration":"5m","gpu":"gpu-1","preemptible":false}`)
 	waitState(t, nc, running, "running", 5*time.Second)
 	queued := submit(t, nc, `{"name":"waiter","priority":"low","vram":"30GB","duration":"5m","gpu":"gpu-1"}`)

@@ -39,8 +39,15 @@ func rogueHeartbeat(t *testing.T, node string, beat int, gpus []string) []byte {
 // running job's id and the rogue's connection.
 func rogueCluster(t *testing.T) (*nats.Conn, string, *nats.Conn) {
 	t.Helper()
-	c, nc := startCluster(t, cluster.Config{Speed: 60, Lease: rogueLease, Heartbeat: rogueLease / 5,
-		RestartBackoff: 20 * time.Millisecond, StarvationAge: 1000 * time.Hour})
+	c, nc := startCluster(t, cluster.Config{
+		Hardware: cluster.Hardware{
+			Lease:          rogueLease,
+			Heartbeat:      rogueLease / 5,
+			RestartBackoff: 20 * time.Millisecond,
+		},
+		Scheduling: cluster.Scheduling{StarvationAge: 1000 * time.Hour},
+		Timing:     cluster.Timing{Speed: 60},
+	})
 	id := submit(t, nc, `{"name":"steady","vram":"8GB","util":20,"duration":"100h","gpu":"gpu-0"}`)
 	waitState(t, nc, id, "running", 10*time.Second)
 	rogue, err := nats.Connect(c.URL())

@@ -50,7 +50,7 @@ func TestTraceJobsOnAHeterogeneousCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, nc := startCluster(t, cluster.Config{Shape: shape, Policy: "best-fit", Speed: 600})
+	_, nc := startCluster(t, cluster.Config{Hardware: cluster.Hardware{Shape: shape}, Scheduling: cluster.Scheduling{Policy: "best-fit"}, Timing: cluster.Timing{Speed: 600}})
 	// Two 460 shares fit one T4 together under best-fit (tightest GPU).
 	a := submit(t, nc, `{"name":"share-a","gpu_milli":460,"cpu":4,"memory":"8GiB","duration":"10h","models":["T4"]}`)
 	b := submit(t, nc, `{"name":"share-b","gpu_milli":460,"cpu":4,"memory":"8GiB","duration":"10h","models":["T4"]}`)

@@ -75,8 +75,17 @@ type soakResult struct {
 func runSoak(t *testing.T, p soakPlan) soakResult {
 	t.Helper()
 	start := time.Now()
-	cfg := cluster.Config{Speed: 600, Seed: p.seed, Heartbeat: p.lease / 6, Lease: p.lease,
-		RestartBackoff: 50 * time.Millisecond, StarvationAge: 1000 * time.Hour, Store: p.store}
+	cfg := cluster.Config{
+		Seed: p.seed,
+		Hardware: cluster.Hardware{
+			Heartbeat:      p.lease / 6,
+			Lease:          p.lease,
+			RestartBackoff: 50 * time.Millisecond,
+		},
+		Scheduling: cluster.Scheduling{StarvationAge: 1000 * time.Hour},
+		Timing:     cluster.Timing{Speed: 600},
+		Durability: cluster.Durability{Store: p.store},
+	}
 	if p.store == durable.File {
 		cfg.DataDir = t.TempDir()
 	}

@@ -18,7 +18,7 @@ import (
 // is cancelled without ever running; the scheduler keeps answering; once
 // there is room again submissions are accepted and placed.
 func TestAFullStoreRefusesSubmissionsAndTheClusterCarriesOn(t *testing.T) {
-	_, nc := startCluster(t, cluster.Config{Store: durable.Memory})
+	_, nc := startCluster(t, cluster.Config{Durability: cluster.Durability{Store: durable.Memory}})
 	before := submit(t, nc, `{"name":"before","vram":"5GB","duration":"1h"}`)
 	js, err := jetstream.New(nc)
 	if err != nil {

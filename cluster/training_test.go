@@ -24,7 +24,7 @@ import (
 // TestATrainingJobWithoutATrainingClusterIsRefused: a cluster started
 // without a Pollux model refuses a training job, naming the field.
 func TestATrainingJobWithoutATrainingClusterIsRefused(t *testing.T) {
-	_, nc := startCluster(t, cluster.Config{Speed: 60})
+	_, nc := startCluster(t, cluster.Config{Timing: cluster.Timing{Speed: 60}})
 	rep := req(t, nc, "gpusched.job.submit", `{"name":"bert","training":{"app":"bert","batch":384,"replicas":2}}`)
 	if e, _ := rep["error"].(obj); e == nil || e["field"] != "training" {
 		t.Fatalf("reply %v, want an error naming training", rep)
@@ -37,7 +37,7 @@ func TestATrainingJobWithoutATrainingClusterIsRefused(t *testing.T) {
 // them and completed; its job record carries its final state. An unknown
 // application and a batch size outside the application's are refused.
 func TestATrainingJobRunsOnAScaledClock(t *testing.T) {
-	nc := trainingCluster(t, cluster.Config{Speed: 600}, time.Time{})
+	nc := trainingCluster(t, cluster.Config{Timing: cluster.Timing{Speed: 600}}, time.Time{})
 	for body, field := range map[string]string{
 		`{"name":"x","training":{"app":"gpt9","batch":384,"replicas":2}}`:                  "training.app",
 		`{"name":"x","training":{"app":"ncf","batch":1,"replicas":2}}`:                     "training.batch",
@@ -74,7 +74,7 @@ func TestATrainingJobRunsOnAScaledClock(t *testing.T) {
 func TestATrainingJobAcrossNodesSurvivesASchedulerRestart(t *testing.T) {
 	for _, store := range []durable.Storage{durable.None, durable.Memory} {
 		t.Run("store="+store.String(), func(t *testing.T) {
-			nc := trainingCluster(t, cluster.Config{Speed: 600, RestartBackoff: 20 * time.Millisecond, Store: store}, time.Time{})
+			nc := trainingCluster(t, cluster.Config{Hardware: cluster.Hardware{RestartBackoff: 20 * time.Millisecond}, Timing: cluster.Timing{Speed: 600}, Durability: cluster.Durability{Store: store}}, time.Time{})
 			released := subscribeReleases(t, nc)
 			id := submit(t, nc, `{"name":"cifar-6","training":{"app":"cifar10","batch":768,"replicas":6}}`)
 			j := waitState(t, nc, id, "running", 5*time.Second)
@@ -111,7 +111,7 @@ func TestATrainingJobAcrossNodesSurvivesASchedulerRestart(t *testing.T) {
 func TestATrainingJobThatCompletedWhileNoSchedulerWatchedKeepsItsEnd(t *testing.T) {
 	for _, store := range []durable.Storage{durable.None, durable.Memory} {
 		t.Run("store="+store.String(), func(t *testing.T) {
-			nc := trainingCluster(t, cluster.Config{Speed: 600, RestartBackoff: 5 * time.Second, Lease: 20 * time.Second, Store: store}, time.Time{})
+			nc := trainingCluster(t, cluster.Config{Hardware: cluster.Hardware{RestartBackoff: 5 * time.Second, Lease: 20 * time.Second}, Timing: cluster.Timing{Speed: 600}, Durability: cluster.Durability{Store: store}}, time.Time{})
 			id := submit(t, nc, `{"name":"cifar-6","training":{"app":"cifar10","batch":768,"replicas":6}}`)
 			waitState(t, nc, id, "running", 5*time.Second)
 			if rep := req(t, nc, "gpusched.chaos.kill-scheduler", `{}`); rep["ok"] != true {
@@ -139,7 +139,7 @@ func TestATrainingJobThatCompletedWhileNoSchedulerWatchedKeepsItsEnd(t *testing.
 func TestAQueuedTrainingJobIsTakenBackFromTheJournal(t *testing.T) {
 	// 60×: a round every simulated minute is a second of wall time, so
 	// the kill comes before the round that would place the job.
-	nc := trainingCluster(t, cluster.Config{Speed: 60, RestartBackoff: 20 * time.Millisecond, Store: durable.Memory}, time.Now().Add(-59*time.Second/60))
+	nc := trainingCluster(t, cluster.Config{Hardware: cluster.Hardware{RestartBackoff: 20 * time.Millisecond}, Timing: cluster.Timing{Speed: 60}, Durability: cluster.Durability{Store: durable.Memory}}, time.Now().Add(-59*time.Second/60))
 	id := submit(t, nc, `{"name":"ncf-2","training":{"app":"ncf","batch":32768,"replicas":2}}`)
 	if rep := req(t, nc, "gpusched.chaos.kill-scheduler", `{}`); rep["ok"] != true || rep["queued"].(float64) != 1 {
 		t.Fatalf("kill-scheduler: %v, want the job queued then", rep)
@@ -158,7 +158,7 @@ func TestAQueuedTrainingJobIsTakenBackFromTheJournal(t *testing.T) {
 // replicas than the cluster has GPUs waits under Tiresias (nodes may
 // join), and says why, where before it waited with no reason at all.
 func TestATrainingJobTheRoundLeavesWaitingSaysWhy(t *testing.T) {
-	nc := trainingCluster(t, cluster.Config{Speed: 600}, time.Time{})
+	nc := trainingCluster(t, cluster.Config{Timing: cluster.Timing{Speed: 600}}, time.Time{})
 	id := submit(t, nc, `{"name":"big","training":{"app":"cifar10","batch":4096,"replicas":16}}`)
 	var j obj
 	waitFor(t, "the round to say why the job waits", 5*time.Second, func() bool {
@@ -177,7 +177,7 @@ func TestATrainingJobTheRoundLeavesWaitingSaysWhy(t *testing.T) {
 // cancelled. Before the rounds counted only the GPUs other jobs leave, a
 // round allocated it all eight and it said that 7 were free there.
 func TestATrainingJobWhoseGPUsOtherJobsHoldSaysSo(t *testing.T) {
-	nc := trainingCluster(t, cluster.Config{Speed: 600}, time.Time{})
+	nc := trainingCluster(t, cluster.Config{Timing: cluster.Timing{Speed: 600}}, time.Time{})
 	other := submit(t, nc, `{"name":"eval","vram":"4GB","duration":"100h","gpu":"gpu-0"}`)
 	waitState(t, nc, other, "running", 5*time.Second)
 	id := submit(t, nc, `{"name":"cifar-8","training":{"app":"cifar10","batch":1024,"replicas":8}}`)
@@ -203,7 +203,7 @@ func TestATrainingJobWhoseGPUsOtherJobsHoldSaysSo(t *testing.T) {
 // nodes of four free GPUs), found one held there, and the job waited
 // round after round.
 func TestATrainingRoundAllocatesAroundOtherJobs(t *testing.T) {
-	nc := trainingCluster(t, cluster.Config{Speed: 600}, time.Time{})
+	nc := trainingCluster(t, cluster.Config{Timing: cluster.Timing{Speed: 600}}, time.Time{})
 	other := submit(t, nc, `{"name":"eval","vram":"4GB","duration":"100h","gpu":"gpu-0"}`)
 	waitState(t, nc, other, "running", 5*time.Second)
 	id := submit(t, nc, `{"name":"cifar-4","training":{"app":"cifar10","batch":512,"replicas":4}}`)
@@ -228,7 +228,7 @@ func TestATrainingRoundAllocatesAroundOtherJobs(t *testing.T) {
 // kept, and it completes. Before, the GPU that lost it was read first and
 // the job went on from a model state of nothing: its progress was lost.
 func TestATrainingJobThatLostAReplicaWhileNoSchedulerWatchedRunsAgain(t *testing.T) {
-	nc := trainingCluster(t, cluster.Config{Speed: 600, RestartBackoff: 300 * time.Millisecond, Store: durable.Memory}, time.Time{})
+	nc := trainingCluster(t, cluster.Config{Hardware: cluster.Hardware{RestartBackoff: 300 * time.Millisecond}, Timing: cluster.Timing{Speed: 600}, Durability: cluster.Durability{Store: durable.Memory}}, time.Time{})
 	id := submit(t, nc, `{"name":"cifar-6","training":{"app":"cifar10","batch":768,"replicas":6}}`)
 	j := waitState(t, nc, id, "running", 5*time.Second)
 	gpus := j["gpu_ids"].([]any)
@@ -325,7 +325,7 @@ func subscribeReleases(t *testing.T, nc *nats.Conn) func(id string) string {
 func TestAHigherPriorityJobPreemptsAWholeTrainingJob(t *testing.T) {
 	for _, preemptible := range []bool{true, false} {
 		t.Run(fmt.Sprintf("preemptible=%v", preemptible), func(t *testing.T) {
-			nc := trainingCluster(t, cluster.Config{Speed: 600}, time.Time{})
+			nc := trainingCluster(t, cluster.Config{Timing: cluster.Timing{Speed: 600}}, time.Time{})
 			id := submit(t, nc, fmt.Sprintf(`{"name":"cifar-8","preemptible":%v,"training":{"app":"cifar10","batch":1024,"replicas":8}}`, preemptible))
 			waitState(t, nc, id, "running", 5*time.Second)
 			high := submit(t, nc, `{"name":"urgent","priority":"high","vram":"4GB","duration":"100h"}`)
@@ -371,7 +371,7 @@ func TestATenantLimitBoundsTrainingReplicas(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	nc := trainingCluster(t, cluster.Config{Speed: 600, TenantLimits: limits}, time.Time{})
+	nc := trainingCluster(t, cluster.Config{Admission: cluster.Admission{TenantLimits: limits}, Timing: cluster.Timing{Speed: 600}}, time.Time{})
 	a1 := submit(t, nc, `{"name":"a1","tenant":"team-a","training":{"app":"ncf","batch":32768,"replicas":2}}`)
 	a2 := submit(t, nc, `{"name":"a2","tenant":"team-a","training":{"app":"ncf","batch":32768,"replicas":2}}`)
 	b := submit(t, nc, `{"name":"b","tenant":"team-b","training":{"app":"ncf","batch":32768,"replicas":2}}`)

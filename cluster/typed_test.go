@@ -37,7 +37,7 @@ func loadSmallTable(t *testing.T) *model.ThroughputTable {
 // without a table refuses a typed job, naming job_type; one with it
 // refuses what the table cannot run, naming the field.
 func TestATypedJobWithoutAThroughputTableIsRefused(t *testing.T) {
-	_, plain := startCluster(t, cluster.Config{Speed: 60})
+	_, plain := startCluster(t, cluster.Config{Timing: cluster.Timing{Speed: 60}})
 	rep := req(t, plain, "gpusched.job.submit", `{"name":"a","job_type":"A","steps":100}`)
 	if e, _ := rep["error"].(obj); e == nil || e["field"] != "job_type" {
 		t.Fatalf("reply %v, want an error naming job_type", rep)
@@ -46,7 +46,7 @@ func TestATypedJobWithoutAThroughputTableIsRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, nc := startCluster(t, cluster.Config{Speed: 60, Shape: shape, Throughputs: loadSmallTable(t)})
+	_, nc := startCluster(t, cluster.Config{Hardware: cluster.Hardware{Shape: shape, Throughputs: loadSmallTable(t)}, Timing: cluster.Timing{Speed: 60}})
 	for body, field := range map[string]string{
 		`{"name":"x","job_type":"C","steps":100}`:                                "job_type",
 		`{"name":"x","job_type":"A"}`:                                            "steps",
@@ -182,7 +182,7 @@ func TestTheSnapshotShowsEachGPUsPerformanceLevel(t *testing.T) {
 	if err := shape.SetVariability([]map[string]float64{{"classA": 0.9}, {"classA": 0.91}, {"classA": 1.0}, {"classA": 1.01}}); err != nil {
 		t.Fatal(err)
 	}
-	_, nc := startCluster(t, cluster.Config{Shape: shape})
+	_, nc := startCluster(t, cluster.Config{Hardware: cluster.Hardware{Shape: shape}})
 	var snap struct {
 		Counts map[string]int `json:"perf_level_counts"`
 		GPUs   []struct {

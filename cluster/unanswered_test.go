@@ -21,7 +21,7 @@ import (
 func TestASubmissionAKilledSchedulerNeverAnsweredIsAnswered(t *testing.T) {
 	for _, store := range []durable.Storage{durable.None, durable.Memory} {
 		t.Run("store="+store.String(), func(t *testing.T) {
-			_, nc := startCluster(t, cluster.Config{RestartBackoff: 200 * time.Millisecond, Store: store})
+			_, nc := startCluster(t, cluster.Config{Hardware: cluster.Hardware{RestartBackoff: 200 * time.Millisecond}, Durability: cluster.Durability{Store: store}})
 			req(t, nc, "gpusched.chaos.delay", `{"gpu":"gpu-3","delay":"3s"}`)
 			submitted := make(chan *nats.Msg, 4)
 			sub, err := nc.ChanSubscribe("gpusched.evt.job.submitted", submitted)

@@ -36,8 +36,21 @@ func TestSeededWorkloadKeepsInvariants(t *testing.T) {
 			epoch := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 			clock := simclock.NewVirtual(epoch)
 			clock.StopAt(epoch.Add(200 * time.Hour))
-			c, nc := startCluster(t, cluster.Config{Clock: clock, Epoch: epoch, Rate: 10, Seed: 2, Demo: true, JobLimit: jobs,
-				Policy: pol, HoldGenerator: true, MetricsPeriod: time.Hour})
+			c, nc := startCluster(t, cluster.Config{
+				Seed:       2,
+				Scheduling: cluster.Scheduling{Policy: pol},
+				Arrivals: cluster.Arrivals{
+					Rate:          10,
+					Demo:          true,
+					JobLimit:      jobs,
+					HoldGenerator: true,
+				},
+				Timing: cluster.Timing{
+					Clock:         clock,
+					Epoch:         epoch,
+					MetricsPeriod: time.Hour,
+				},
+			})
 			log := recordEvents(t, nc, "gpusched.evt.>")
 			c.StartGenerator()
 			waitFor(t, "every generated job to complete", 60*time.Second, func() bool {

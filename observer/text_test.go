@@ -24,7 +24,7 @@ func start(t *testing.T, gpus string) *nats.Conn {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := cluster.Start(context.Background(), cluster.Config{Listen: "127.0.0.1:-1", Shape: shape, Speed: 1})
+	c, err := cluster.Start(context.Background(), cluster.Config{Access: cluster.Access{Listen: "127.0.0.1:-1"}, Hardware: cluster.Hardware{Shape: shape}, Timing: cluster.Timing{Speed: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}

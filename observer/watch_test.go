@@ -50,7 +50,7 @@ func TestWatcherWaitsAndResynchronises(t *testing.T) {
 		st := w.State()
 		return st.Snapshot == nil && st.Err != ""
 	})
-	first, err := cluster.Start(context.Background(), cluster.Config{Listen: addr, Speed: 1, Policy: "binpack"})
+	first, err := cluster.Start(context.Background(), cluster.Config{Access: cluster.Access{Listen: addr}, Scheduling: cluster.Scheduling{Policy: "binpack"}, Timing: cluster.Timing{Speed: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +60,7 @@ func TestWatcherWaitsAndResynchronises(t *testing.T) {
 	})
 	first.Stop()
 	testbus.WaitFor(t, "the watcher to notice the bus is gone", 10*time.Second, func() bool { return !w.State().Connected })
-	second, err := cluster.Start(context.Background(), cluster.Config{Listen: addr, Speed: 1, Policy: "spread"})
+	second, err := cluster.Start(context.Background(), cluster.Config{Access: cluster.Access{Listen: addr}, Scheduling: cluster.Scheduling{Policy: "spread"}, Timing: cluster.Timing{Speed: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -77,9 +77,24 @@ func Live(ctx context.Context, plan *Plan, pol string, opts LiveOptions) ([]Plac
 		return nil, nil, res, err
 	}
 	start := time.Now()
-	c, err := cluster.Start(ctx, cluster.Config{Listen: "127.0.0.1:0", Shape: shape, Policy: pol, Seed: uint64(plan.PolicySeed),
-		NodeRank: plan.Rank, Workload: plan.Workload, DropUnschedulable: true, Logger: opts.Logger, MetricsPeriod: time.Hour,
-		Store: opts.Store, DataDir: opts.DataDir, Fresh: true})
+	c, err := cluster.Start(ctx, cluster.Config{
+		Seed:     uint64(plan.PolicySeed),
+		Logger:   opts.Logger,
+		Access:   cluster.Access{Listen: "127.0.0.1:0"},
+		Hardware: cluster.Hardware{Shape: shape},
+		Scheduling: cluster.Scheduling{
+			Policy:            pol,
+			NodeRank:          plan.Rank,
+			Workload:          plan.Workload,
+			DropUnschedulable: true,
+		},
+		Timing: cluster.Timing{MetricsPeriod: time.Hour},
+		Durability: cluster.Durability{
+			Store:   opts.Store,
+			DataDir: opts.DataDir,
+			Fresh:   true,
+		},
+	})
 	if err != nil {
 		return nil, nil, res, err
 	}

@@ -120,7 +120,7 @@ func TestReportOfACompareFolder(t *testing.T) {
 // observer record runs) while three jobs run to completion, then reports
 // on the recording: three jobs completed, with their CSV and plots.
 func TestReportOfARecording(t *testing.T) {
-	_, nc := livetest.Cluster(t, cluster.Config{Speed: 3600, MetricsPeriod: 50 * time.Millisecond})
+	_, nc := livetest.Cluster(t, cluster.Config{Timing: cluster.Timing{Speed: 3600, MetricsPeriod: 50 * time.Millisecond}})
 	var (
 		mu  sync.Mutex
 		buf bytes.Buffer

@@ -180,11 +180,44 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return n >= 0 && col.done(int(n))
 	})
 	wallStart := time.Now()
-	c, err := cluster.Start(ctx, cluster.Config{Listen: "127.0.0.1:0", Shape: cfg.Shape, Policy: cfg.Policy, Queue: cfg.Queue, Preempt: cfg.Preempt, Filters: cfg.Filters, Oversubscribe: cfg.Oversubscribe, Round: cfg.Round, RoundEvery: cfg.RoundEvery, Training: cfg.Training, Replay: cfg.Replay, Throughputs: cfg.Throughputs, LocalityPenalty: cfg.LocalityPenalty,
-		Seed: cfg.Seed, Rate: cfg.Rate, Demo: cfg.Arrivals == nil && cfg.Source == nil, Clock: clock, Epoch: Epoch,
-		Interference: cfg.Interference, StarvationAge: cfg.StarvationAge, Workload: cfg.Workload, Logger: log, MetricsPeriod: cfg.Sample,
-		Source: source, Until: horizon, HoldGenerator: true, Chaos: cfg.Chaos,
-		Finished: func(n int) { submitted.Store(int64(n)) }})
+	c, err := cluster.Start(ctx, cluster.Config{
+		Seed:   cfg.Seed,
+		Logger: log,
+		Chaos:  cfg.Chaos,
+		Access: cluster.Access{Listen: "127.0.0.1:0"},
+		Hardware: cluster.Hardware{
+			Shape:           cfg.Shape,
+			Throughputs:     cfg.Throughputs,
+			LocalityPenalty: cfg.LocalityPenalty,
+			Interference:    cfg.Interference,
+		},
+		Scheduling: cluster.Scheduling{
+			Policy:        cfg.Policy,
+			Queue:         cfg.Queue,
+			Preempt:       cfg.Preempt,
+			Filters:       cfg.Filters,
+			Oversubscribe: cfg.Oversubscribe,
+			Round:         cfg.Round,
+			RoundEvery:    cfg.RoundEvery,
+			Training:      cfg.Training,
+			Replay:        cfg.Replay,
+			StarvationAge: cfg.StarvationAge,
+			Workload:      cfg.Workload,
+		},
+		Arrivals: cluster.Arrivals{
+			Rate:          cfg.Rate,
+			Demo:          cfg.Arrivals == nil && cfg.Source == nil,
+			Source:        source,
+			Until:         horizon,
+			HoldGenerator: true,
+			Finished:      func(n int) { submitted.Store(int64(n)) },
+		},
+		Timing: cluster.Timing{
+			Clock:         clock,
+			Epoch:         Epoch,
+			MetricsPeriod: cfg.Sample,
+		},
+	})
 	if err != nil {
 		return nil, err
 	}

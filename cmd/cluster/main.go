@@ -416,11 +416,61 @@ func run(args []string) error {
 		}
 		*rate = 0 // the generator is the active control plane's
 	}
-	cfg := cluster.Config{Listen: *listen, Prefix: *prefix, Shape: shape, Policy: *pol, Queue: *queue, TenantLimits: limits, NodeEventBudget: eventBudget, TenantRate: *tenantRate, TenantBurst: int(2 * *tenantRate), TenantQueue: *tenantQueue, NodeMaxGPUs: *nodeMaxGPUs, ReadersPerAccount: readersFlag(*readersPerAccount), Preempt: *preempt, Filters: *filters, Oversubscribe: float64(oversubscribe), Round: *roundName, RoundEvery: *roundEvery, VRAMModel: vm, Seed: *seed,
-		Rate: *rate, Demo: *demo, PinDemo: *demo, Speed: *speed, StarvationAge: *starve, Logger: log, Interference: *interference,
-		Source: source, Lease: *lease, Heartbeat: *heartbeat, Chaos: monkeySpec,
-		Bus: busOpt, Store: store, DataDir: *dataDir, NoGPUs: *noGPUs, Standby: *standby, Fresh: *fresh, Resume: *resume, Auth: roles, TLS: serverTLS, Insecure: *insecure,
-		Durable: durable.Options{Replicas: *replicas, EventsMaxAge: noLimit(*eventsAge), EventsMaxBytes: noLimit(maxBytes)}}
+	cfg := cluster.Config{
+		Seed:   *seed,
+		Logger: log,
+		Chaos:  monkeySpec,
+		Access: cluster.Access{
+			Listen:            *listen,
+			Prefix:            *prefix,
+			NodeEventBudget:   eventBudget,
+			ReadersPerAccount: readersFlag(*readersPerAccount),
+			Bus:               busOpt,
+			Auth:              roles,
+			TLS:               serverTLS,
+			Insecure:          *insecure,
+		},
+		Hardware: cluster.Hardware{
+			Shape:        shape,
+			VRAMModel:    vm,
+			Interference: *interference,
+			Lease:        *lease,
+			Heartbeat:    *heartbeat,
+			NoGPUs:       *noGPUs,
+		},
+		Scheduling: cluster.Scheduling{
+			Policy:        *pol,
+			Queue:         *queue,
+			Preempt:       *preempt,
+			Filters:       *filters,
+			Oversubscribe: float64(oversubscribe),
+			Round:         *roundName,
+			RoundEvery:    *roundEvery,
+			StarvationAge: *starve,
+		},
+		Admission: cluster.Admission{
+			TenantLimits: limits,
+			TenantRate:   *tenantRate,
+			TenantBurst:  int(2 * *tenantRate),
+			TenantQueue:  *tenantQueue,
+			NodeMaxGPUs:  *nodeMaxGPUs,
+		},
+		Arrivals: cluster.Arrivals{
+			Rate:    *rate,
+			Demo:    *demo,
+			PinDemo: *demo,
+			Source:  source,
+		},
+		Timing: cluster.Timing{Speed: *speed},
+		Durability: cluster.Durability{
+			Store:   store,
+			DataDir: *dataDir,
+			Standby: *standby,
+			Fresh:   *fresh,
+			Resume:  *resume,
+			Durable: durable.Options{Replicas: *replicas, EventsMaxAge: noLimit(*eventsAge), EventsMaxBytes: noLimit(maxBytes)},
+		},
+	}
 	if *trainingData != "" {
 		if cfg.Training, err = trainingConfig(*trainingData, *trainingPolicy); err != nil {
 			return err

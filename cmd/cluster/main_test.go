@@ -184,7 +184,7 @@ func TestSubmitFlagsFillTheSubmission(t *testing.T) {
 
 // TestClientCommands drives a real cluster through the CLI's request path.
 func TestClientCommands(t *testing.T) {
-	c, err := cluster.Start(context.Background(), cluster.Config{Listen: "127.0.0.1:-1", Speed: 1})
+	c, err := cluster.Start(context.Background(), cluster.Config{Access: cluster.Access{Listen: "127.0.0.1:-1"}, Timing: cluster.Timing{Speed: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -335,7 +335,7 @@ func TestHelpListsEveryCommandAndEachHasAnExample(t *testing.T) {
 // ambiguous or unknown one is refused saying so, and flags may come after
 // the job.
 func TestClientCommandsSpeakInNames(t *testing.T) {
-	c, err := cluster.Start(context.Background(), cluster.Config{Listen: "127.0.0.1:-1", Speed: 1})
+	c, err := cluster.Start(context.Background(), cluster.Config{Access: cluster.Access{Listen: "127.0.0.1:-1"}, Timing: cluster.Timing{Speed: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}

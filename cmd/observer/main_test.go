@@ -51,7 +51,7 @@ func run(t *testing.T, bin string, args ...string) (string, string, int) {
 // wrong and exits 0; a command or file it does not know is a clear error.
 func TestObserverAgainstARunningCluster(t *testing.T) {
 	bin := observerBinary(t)
-	c, _ := livetest.Cluster(t, cluster.Config{Speed: 60})
+	c, _ := livetest.Cluster(t, cluster.Config{Timing: cluster.Timing{Speed: 60}})
 	out, errOut, code := run(t, bin, "text", "--once", "--nats", c.URL())
 	if code != 0 || !strings.Contains(out, "gpu-0") || !strings.Contains(out, "gpu-7") {
 		t.Fatalf("text --once: exit %d, stdout:\n%s\nstderr:\n%s\nwant the reference cluster's gpu-0 to gpu-7", code, out, errOut)

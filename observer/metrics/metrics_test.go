@@ -28,7 +28,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // placement latency histogram, fragmentation and energy are there with
 // their conventional names, and the names pass Prometheus's own lint.
 func TestScrape(t *testing.T) {
-	_, nc := livetest.Cluster(t, cluster.Config{Speed: 60})
+	_, nc := livetest.Cluster(t, cluster.Config{Timing: cluster.Timing{Speed: 60}})
 	exp := metrics.New(nil)
 	w := livetest.Watcher(t, nc, observer.WatchOptions{Interval: 50 * time.Millisecond,
 		OnEvent: exp.OnEvent, OnSnapshot: exp.OnSnapshot})

@@ -41,7 +41,7 @@ func runes(s string) tea.KeyMsg { return tea.KeyMsg{Type: tea.KeyRunes, Runes: [
 // in the running table), k kills a GPU, f shows the VRAM layout and space
 // freezes the picture.
 func TestKeysDriveTheCluster(t *testing.T) {
-	_, nc := livetest.Cluster(t, cluster.Config{Speed: 1})
+	_, nc := livetest.Cluster(t, cluster.Config{Timing: cluster.Timing{Speed: 1}})
 	w := livetest.Watcher(t, nc, observer.WatchOptions{Interval: 20 * time.Millisecond})
 	ctl := observer.NewControl(nc, events.NewSubjects(""))
 	m := New(w, ctl)
@@ -126,7 +126,7 @@ func TestKeysDriveTheCluster(t *testing.T) {
 // dashboard attached after the cluster placed its first jobs shows their
 // events, read back from the stream the cluster keeps, each once.
 func TestTheEventPaneShowsWhatHappenedBeforeAttaching(t *testing.T) {
-	_, nc := livetest.Cluster(t, cluster.Config{Speed: 1, Store: durable.Memory})
+	_, nc := livetest.Cluster(t, cluster.Config{Timing: cluster.Timing{Speed: 1}, Durability: cluster.Durability{Store: durable.Memory}})
 	ctl := observer.NewControl(nc, events.NewSubjects(""))
 	rep, err := ctl.Submit([]byte(`{"name":"before-attach","vram":"8GB","duration":"10h"}`))
 	if err != nil || rep.State != events.JobPlaced {

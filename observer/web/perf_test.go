@@ -29,7 +29,7 @@ func TestDashboardShowsPerformanceLevels(t *testing.T) {
 	if err := shape.SetVariability([]map[string]float64{{"classA": 0.9}, {"classA": 0.91}, {"classA": 1.2}, {"classA": 1.21}}); err != nil {
 		t.Fatal(err)
 	}
-	_, nc := livetest.Cluster(t, cluster.Config{Speed: 60, Shape: shape})
+	_, nc := livetest.Cluster(t, cluster.Config{Hardware: cluster.Hardware{Shape: shape}, Timing: cluster.Timing{Speed: 60}})
 	w := livetest.Watcher(t, nc, observer.WatchOptions{Interval: 100 * time.Millisecond})
 	srv := httptest.NewServer(web.New(w, observer.NewControl(nc, events.NewSubjects("")), nil))
 	t.Cleanup(srv.Close)

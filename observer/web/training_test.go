@@ -30,9 +30,11 @@ func TestDashboardShowsTrainingJobs(t *testing.T) {
 		t.Fatal(err)
 	}
 	p, _ := pollux.NewPolicy("tiresias")
-	_, nc := livetest.Cluster(t, cluster.Config{Speed: 60, StarvationAge: 1000 * time.Hour,
-		Shape:    sim.PolluxShape(pollux.Cluster{Nodes: 2, GPUsPerNode: 4}),
-		Training: &core.TrainingConfig{Model: m, Policy: p, Interval: time.Minute, Origin: time.Now()}})
+	_, nc := livetest.Cluster(t, cluster.Config{
+		Hardware:   cluster.Hardware{Shape: sim.PolluxShape(pollux.Cluster{Nodes: 2, GPUsPerNode: 4})},
+		Scheduling: cluster.Scheduling{StarvationAge: 1000 * time.Hour, Training: &core.TrainingConfig{Model: m, Policy: p, Interval: time.Minute, Origin: time.Now()}},
+		Timing:     cluster.Timing{Speed: 60},
+	})
 	w := livetest.Watcher(t, nc, observer.WatchOptions{Interval: 100 * time.Millisecond})
 	srv := httptest.NewServer(web.New(w, observer.NewControl(nc, events.NewSubjects("")), nil))
 	t.Cleanup(srv.Close)

@@ -42,7 +42,7 @@ func startDashboard(t *testing.T, gpus string) (url string, nc *nats.Conn) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, nc = livetest.Cluster(t, cluster.Config{Speed: 1, Shape: shape})
+	_, nc = livetest.Cluster(t, cluster.Config{Hardware: cluster.Hardware{Shape: shape}, Timing: cluster.Timing{Speed: 1}})
 	w := livetest.Watcher(t, nc, observer.WatchOptions{Interval: 100 * time.Millisecond})
 	srv := httptest.NewServer(web.New(w, observer.NewControl(nc, events.NewSubjects("")), nil))
 	t.Cleanup(srv.Close)

@@ -150,7 +150,7 @@ func TestAnUnansweredReservationMakesTheGPUSuspectAndTheJobGoesElsewhere(t *test
 // on a virtual clock nodes heartbeat once, and it was never tried again.
 func TestASuspectGPUThatSaysItIsBackIsTriedAgain(t *testing.T) {
 	for _, change := range []string{events.ChangeWoke, events.ChangeRejoined} {
-		h := newHarness(t, Config{Policy: "first-fit"})
+		h := newHarness(t, Config{Policies: Policies{Policy: "first-fit"}})
 		h.AddGPU("n1", "gpu-0", "A100-40GB")
 		h.AddGPU("n1", "gpu-1", "A100-40GB")
 		h.Unanswered["gpu-0"] = true
@@ -180,7 +180,7 @@ func TestASuspectGPUThatSaysItIsBackIsTriedAgain(t *testing.T) {
 // yet: a scheduler restarted meanwhile) makes the GPU suspect, so the job
 // goes elsewhere and the GPU is not tried again until it speaks.
 func TestAGPUItsSupervisorSaysIsDownIsNotTriedAgain(t *testing.T) {
-	h := newHarness(t, Config{Policy: "first-fit"})
+	h := newHarness(t, Config{Policies: Policies{Policy: "first-fit"}})
 	h.AddGPU("n1", "gpu-0", "A100-40GB")
 	h.AddGPU("n1", "gpu-1", "A100-40GB")
 	h.Down["gpu-0"] = true
@@ -237,7 +237,7 @@ func TestPreemptionStopsTheFewestVictimsLosingTheLeastWork(t *testing.T) {
 }
 
 func TestAHeadOfLineJobHoldsGPUsOnceItHasWaitedTheStarvationAge(t *testing.T) {
-	h := newHarness(t, Config{StarvationAge: 10 * time.Minute})
+	h := newHarness(t, Config{Policies: Policies{StarvationAge: 10 * time.Minute}})
 	h.AddGPU("n1", "n1-gpu-0", "A100-40GB")
 	h.AddGPU("n1", "n1-gpu-1", "A100-40GB")
 	h.Submit(spec("a", "30GB", "gpu", "n1-gpu-0", "preemptible", false))
@@ -391,7 +391,7 @@ func TestADescribeReplyIsBelievedOnlyAboutTheGPUItAsked(t *testing.T) {
 }
 
 func TestAJobASchedulerInheritedIsRelearnedFromTheGPUThatRunsIt(t *testing.T) {
-	h := newHarness(t, Config{Inherited: []events.RunningJob{{JobID: "j-1", Placement: "1.1"}}, Incarnation: 2})
+	h := newHarness(t, Config{Succession: Succession{Inherited: []events.RunningJob{{JobID: "j-1", Placement: "1.1"}}, Incarnation: 2}})
 	body := spec("inherited", "10GB")
 	a := &events.Assignment{Name: "inherited", VRAM: 10e9, Util: 100, WorkS: 3600, Placement: "1.1", Submitted: HarnessEpoch}
 	var req events.SubmitRequest
@@ -416,7 +416,7 @@ func TestAJobASchedulerInheritedIsRelearnedFromTheGPUThatRunsIt(t *testing.T) {
 }
 
 func TestPlacementsArePipelinedAgainstTheReservationsInFlight(t *testing.T) {
-	h := newHarness(t, Config{Policy: "spread"})
+	h := newHarness(t, Config{Policies: Policies{Policy: "spread"}})
 	h.AddGPU("n1", "n1-gpu-0", "A100-40GB")
 	h.AddGPU("n1", "n1-gpu-1", "A100-40GB")
 	h.Hold = true
@@ -507,7 +507,7 @@ func TestAJobCancelledWhileItsReservationsAreInFlightIsAborted(t *testing.T) {
 // jobs stay queued, not placed at once); small fits gpu-1; high fits only
 // by preempting low. The answers are held.
 func victimsScenario(t *testing.T, virtual bool) (h *Harness, low, small, high events.SubmitReply) {
-	h = newHarness(t, Config{Queue: "fifo", Virtual: virtual})
+	h = newHarness(t, Config{Policies: Policies{Queue: "fifo"}, Clocks: Clocks{Virtual: virtual}})
 	h.AddGPU("n1", "n1-gpu-0", "A100-40GB")
 	h.AddGPU("n1", "n1-gpu-1", "A100-40GB")
 	low = h.Submit(spec("low", "40GB", "priority", "low", "gpu", "n1-gpu-0"))
@@ -601,7 +601,7 @@ func TestACancelIsAnsweredOnceTheGPUHasStoppedTheJob(t *testing.T) {
 // order, with the same job ids.
 func TestTheSameInputsGiveTheSameOutputs(t *testing.T) {
 	run := func() (sent []string, emitted []string) {
-		h := newHarness(t, Config{Seed: 7, Policy: "fgd"})
+		h := newHarness(t, Config{Policies: Policies{Seed: 7, Policy: "fgd"}})
 		for _, id := range []string{"n1-gpu-0", "n1-gpu-1", "n2-gpu-0", "n2-gpu-1"} {
 			h.AddGPU(id[:2], id, "A100-40GB")
 		}
@@ -693,7 +693,7 @@ func TestCapacityBoundsBinpackUnlessOversubscribed(t *testing.T) {
 // (gpu_milli alone) unless the capacity filter is in force; the filter
 // switches live.
 func TestTheCapacityFilterBindsAPaperPolicy(t *testing.T) {
-	h := newHarness(t, Config{Policy: "best-fit", Filters: "capacity"})
+	h := newHarness(t, Config{Policies: Policies{Policy: "best-fit", Filters: "capacity"}})
 	h.AddGPU("n1", "n1-gpu-0", "A100-40GB")
 	h.AddGPU("n1", "n1-gpu-1", "A100-40GB")
 	a := h.Submit(spec("a", "10GB", "util", 60))
@@ -818,7 +818,7 @@ func TestASubmissionRepeatingItsKeyIsAnsweredAsTheFirstNeverTwice(t *testing.T) 
 // refuses makes a cancelled job whose reservations are aborted, and the
 // store refusing for a while costs only the submissions made meanwhile.
 func TestAJobRunsOnlyOnceItIsStored(t *testing.T) {
-	h, err := NewHarness(Config{Policy: "binpack"}, true)
+	h, err := NewHarness(Config{Policies: Policies{Policy: "binpack"}}, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -890,7 +890,7 @@ func TestAJobRunsOnlyOnceItIsStored(t *testing.T) {
 // job exists only because a tenant submitted it. It is released on that
 // GPU, said once (evt.security.job-minted), and never queued or run.
 func TestAJobKnownOnlyFromANodeIsStopped(t *testing.T) {
-	h := newHarness(t, Config{Incarnation: 2})
+	h := newHarness(t, Config{Succession: Succession{Incarnation: 2}})
 	g := h.AddGPU("n1", "n1-gpu-0", "A100-40GB")
 	var req events.SubmitRequest
 	json.Unmarshal(encode(spec("planted", "1GB", "tenant", "team-b", "priority", "high", "preemptible", false)), &req)
@@ -995,7 +995,7 @@ func TestTotalsNeverGoBackAcrossARestart(t *testing.T) {
 	}
 	rem := h.Core.Remains()
 
-	next := newHarness(t, Config{Carried: rem.Totals, Incarnation: 2})
+	next := newHarness(t, Config{Succession: Succession{Carried: rem.Totals, Incarnation: 2}})
 	if m := summary(t, next); m.Preemptions != 1 || m.EnergyKWh < before.EnergyKWh {
 		t.Fatalf("restarted, before any GPU reported: %d preemptions, %.2f kWh; want 1 and %.2f", m.Preemptions, m.EnergyKWh, before.EnergyKWh)
 	}
@@ -1007,7 +1007,7 @@ func TestTotalsNeverGoBackAcrossARestart(t *testing.T) {
 
 	// A restarted cluster: its GPUs' meters start again, on top of the
 	// journal's energy.
-	restarted := newHarness(t, Config{Restored: &durable.State{Totals: events.Totals{Preemptions: 3, EnergyJ: 7.2e6, Completed: 9}}})
+	restarted := newHarness(t, Config{Succession: Succession{Restored: &durable.State{Totals: events.Totals{Preemptions: 3, EnergyJ: 7.2e6, Completed: 9}}}})
 	restarted.AddGPU("n1", "n1-gpu-0", "A100-40GB")
 	energyOn(restarted, "n1-gpu-0", 3.6e6)
 	if m := summary(t, restarted); m.Preemptions != 3 || m.EnergyKWh < 3-1e-9 || m.JobsCompleted != 0 {
@@ -1139,7 +1139,7 @@ func TestARestartAnnouncesTheJobsItTookBack(t *testing.T) {
 	for _, id := range []string{a.JobID, q.JobID, done.JobID} {
 		st.Jobs = append(st.Jobs, *h.Core.jobs[id].record(h.Core.now, h.Core.training))
 	}
-	h2 := newHarness(t, Config{Restored: st})
+	h2 := newHarness(t, Config{Succession: Succession{Restored: st}})
 	h2.Pass() // announced at the first step: the shell's bus is not up inside New
 	restored := map[string]string{}
 	for _, e := range h2.Events {
@@ -1168,7 +1168,7 @@ func TestARestoredFinishedJobKeepsWhereItRan(t *testing.T) {
 	if info := h.JobState(a.JobID); info.State != events.JobCompleted {
 		t.Fatalf("the job is %s, want completed", info.State)
 	}
-	h2 := newHarness(t, Config{Restored: &durable.State{Incarnation: 1, Jobs: []durable.Record{*h.Core.jobs[a.JobID].record(h.Core.now, h.Core.training)}}})
+	h2 := newHarness(t, Config{Succession: Succession{Restored: &durable.State{Incarnation: 1, Jobs: []durable.Record{*h.Core.jobs[a.JobID].record(h.Core.now, h.Core.training)}}}})
 	if info := h2.JobState(a.JobID); info.State != events.JobCompleted || info.Node != "n1" || !slices.Equal(info.GPUIDs, []string{"n1-gpu-0"}) {
 		t.Fatalf("restored: %s on %q %v, want completed on n1 [n1-gpu-0]", info.State, info.Node, info.GPUIDs)
 	}
@@ -1237,7 +1237,7 @@ func TestATenantCannotTellAnotherTenantsJobFromNoJob(t *testing.T) {
 // allowance has refilled; another tenant and an open bus are not bounded
 // by it; a repeat of an accepted submission costs nothing.
 func TestATenantsSubmissionsAreRateLimited(t *testing.T) {
-	h := newHarness(t, Config{TenantRate: 10, TenantBurst: 3})
+	h := newHarness(t, Config{Bounds: Bounds{TenantRate: 10, TenantBurst: 3}})
 	h.AddGPU("n1", "n1-gpu-0", "A100-80GB")
 	submit := func(tenant, name string, more ...any) map[string]any {
 		var rep map[string]any
@@ -1292,7 +1292,7 @@ func TestAVictimWhoseStopWasUnansweredIsNotLostWithTheScheduler(t *testing.T) {
 	if victim == nil || victim.Placement == "" {
 		t.Fatalf("the dying scheduler's remains %+v do not name the victim %s", h.Core.Remains().RunningJobs, low.JobID)
 	}
-	h2 := newHarness(t, Config{Inherited: []events.RunningJob{*victim}, Incarnation: 2})
+	h2 := newHarness(t, Config{Succession: Succession{Inherited: []events.RunningJob{*victim}, Incarnation: 2}})
 	var req events.SubmitRequest
 	json.Unmarshal(encode(spec("low", "30GB", "priority", "low", "preemptible", true)), &req)
 	js, fe := req.Job()
@@ -1366,7 +1366,7 @@ func TestAGPUTakenUpFromAHeartbeatGetsItsLeaseAtOnce(t *testing.T) {
 // the room the stray still took, and the two were tried again at the same
 // instant for ever (simtest seed 89).
 func TestAStrayShareIsNoVictim(t *testing.T) {
-	h := newHarness(t, Config{Policy: "first-fit"})
+	h := newHarness(t, Config{Policies: Policies{Policy: "first-fit"}})
 	h.AddGPU("n1", "gpu-0", "A100-40GB")
 	h.AddGPU("n1", "gpu-1", "A100-40GB")
 	h.Submit(spec("keep", "40GB", "gpu", "gpu-1", "priority", "high", "preemptible", false))
@@ -1533,7 +1533,7 @@ func TestAGangsProgressIsItsSlowestShareWhicheverGPUSpokeLast(t *testing.T) {
 // and trusts the GPU again since it answered (simtest seeds 159 and 243:
 // a job ran for ever, and the GPU stayed suspect for the whole run).
 func TestOnAVirtualClockALostCompletionIsFoundAndASuspectGPUThatAnswersIsTrusted(t *testing.T) {
-	h := newHarness(t, Config{Virtual: true})
+	h := newHarness(t, Config{Clocks: Clocks{Virtual: true}})
 	g := h.AddGPU("n1", "n1-gpu-0", "A100-40GB")
 	a := h.Submit(spec("a", "10GB")) // an hour at reference speed
 	h.Pass()
@@ -1574,7 +1574,7 @@ func TestOnAVirtualClockALostCompletionIsFoundAndASuspectGPUThatAnswersIsTrusted
 // those of that status (found on the virtual-lease branch: simtest seed 7
 // re-queued jobs at progress 0 after five hours of running).
 func TestALeaseVerdictKeepsTheCheckpointsReachedUntilTheGPUWasLastHeard(t *testing.T) {
-	h := newHarness(t, Config{Lease: 2 * time.Hour})
+	h := newHarness(t, Config{Clocks: Clocks{Lease: 2 * time.Hour}})
 	h.AddGPU("n1", "n1-gpu-0", "A100-40GB")
 	g := h.GPUs["n1-gpu-0"]
 	a := h.Submit(spec("a", "10GB", "duration", "10h", "checkpoint", "10m"))
@@ -1618,7 +1618,7 @@ func history(info events.JobInfo) string {
 // ended (simtest with scheduler kills, seed 1: gpu-packing left GPUs
 // idle).
 func TestADescribeOfAnIdleGPUIsAFullStatus(t *testing.T) {
-	h := newHarness(t, Config{Inherited: []events.RunningJob{{JobID: "j-1", Placement: "1.1"}}, Incarnation: 2})
+	h := newHarness(t, Config{Succession: Succession{Inherited: []events.RunningJob{{JobID: "j-1", Placement: "1.1"}}, Incarnation: 2}})
 	g := h.AddGPU("n1", "n1-gpu-0", "A100-40GB")
 	for round := 1; round <= 3; round++ {
 		d := h.Sends(events.OpDescribe)
@@ -1648,7 +1648,7 @@ func TestADescribeOfAnIdleGPUIsAFullStatus(t *testing.T) {
 // again at the same instant for ever (simtest with scheduler kills drawn,
 // seed 1).
 func TestAJobLostWhileNoSchedulerWatchedFreesItsNode(t *testing.T) {
-	h := newHarness(t, Config{Inherited: []events.RunningJob{{JobID: "j-1", Placement: "1.1"}}, Incarnation: 2})
+	h := newHarness(t, Config{Succession: Succession{Inherited: []events.RunningJob{{JobID: "j-1", Placement: "1.1"}}, Incarnation: 2}})
 	body := spec("inherited", "10GB")
 	var req events.SubmitRequest
 	json.Unmarshal(encode(body), &req)
@@ -1685,7 +1685,7 @@ func TestAJournaledJobNoGPURunsAfterARestartFreesItsNode(t *testing.T) {
 		t.Fatalf("submit: %+v", a)
 	}
 	rec := *h.Core.jobs[a.JobID].record(h.Core.now, h.Core.training)
-	h2 := newHarness(t, Config{Restored: &durable.State{Incarnation: 1, Jobs: []durable.Record{rec}}})
+	h2 := newHarness(t, Config{Succession: Succession{Restored: &durable.State{Incarnation: 1, Jobs: []durable.Record{rec}}}})
 	g := h2.AddGPU("n1", "n1-gpu-0", "A100-40GB") // came back empty: it lost the job
 	for _, d := range h2.Sends(events.OpDescribe) {
 		st := g.Status
@@ -1707,7 +1707,7 @@ func TestAJournaledJobNoGPURunsAfterARestartFreesItsNode(t *testing.T) {
 // two jobs never ended). They are settled at the pass a GPU's reading
 // makes, and a wake is due when the GPUs no heartbeat names count as gone.
 func TestOnAVirtualClockTheJournalsJobsAreSettledWithoutAnAgingTicker(t *testing.T) {
-	h := newHarness(t, Config{Virtual: true})
+	h := newHarness(t, Config{Clocks: Clocks{Virtual: true}})
 	h.AddGPU("n1", "n1-gpu-0", "A100-40GB")
 	h.Pass()
 	a := h.Submit(spec("a", "10GB"))
@@ -1716,7 +1716,7 @@ func TestOnAVirtualClockTheJournalsJobsAreSettledWithoutAnAgingTicker(t *testing
 		t.Fatalf("before the restart the job is %s, want running", s.State)
 	}
 	rec := *h.Core.jobs[a.JobID].record(h.Core.now, h.Core.training)
-	h2 := newHarness(t, Config{Virtual: true, Restored: &durable.State{Incarnation: 1, Jobs: []durable.Record{rec}}})
+	h2 := newHarness(t, Config{Clocks: Clocks{Virtual: true}, Succession: Succession{Restored: &durable.State{Incarnation: 1, Jobs: []durable.Record{rec}}}})
 	if w, due := h2.Core.Deadlines().Wake, h2.Now.Add(h2.Core.restart.grace()+time.Nanosecond); w.IsZero() || w.After(due) {
 		t.Fatalf("next wake %v, want by %v (the journal's GPUs gone)", w, due)
 	}
@@ -1821,7 +1821,7 @@ func restartedWithAGang(t *testing.T, gpus ...string) (h2 *Harness, id string, s
 	rec := *j.record(h.Core.now, h.Core.training)
 	as := &events.Assignment{Name: "gang", VRAM: 10e9, Util: 20, WorkS: 3600, Placement: j.placement, Submitted: j.submitted,
 		Seq: j.seq, Spec: &j.spec}
-	h2, err := NewHarness(Config{Policy: "binpack", Restored: &durable.State{Incarnation: 1, Jobs: []durable.Record{rec}}}, true)
+	h2, err := NewHarness(Config{Policies: Policies{Policy: "binpack"}, Succession: Succession{Restored: &durable.State{Incarnation: 1, Jobs: []durable.Record{rec}}}}, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1885,7 +1885,7 @@ func journaledOnTwoGPUs(t *testing.T, bodies ...map[string]any) ([]durable.Recor
 // answer its describes (in reverse order when asked) with shares.
 func restartedReadingBack(t *testing.T, recs []durable.Record, shares map[string][]events.GPUJob, reverse bool) *Harness {
 	t.Helper()
-	h, err := NewHarness(Config{Policy: "binpack", Restored: &durable.State{Incarnation: 1, Jobs: recs}}, true)
+	h, err := NewHarness(Config{Policies: Policies{Policy: "binpack"}, Succession: Succession{Restored: &durable.State{Incarnation: 1, Jobs: recs}}}, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1951,7 +1951,7 @@ func TestAGangWhoseSharesAllCompletedWhileNoSchedulerWatchedCompletes(t *testing
 		return &events.Assignment{Name: j.spec.Name, VRAM: 10e9, Util: 20, WorkS: 3600, Placement: j.placement, Submitted: j.submitted,
 			Seq: j.seq, Spec: &j.spec}
 	}
-	h2 := newHarness(t, Config{Restored: &durable.State{Incarnation: 1, Jobs: []durable.Record{*a.record(h.Core.now, h.Core.training), *b.record(h.Core.now, h.Core.training)}}})
+	h2 := newHarness(t, Config{Succession: Succession{Restored: &durable.State{Incarnation: 1, Jobs: []durable.Record{*a.record(h.Core.now, h.Core.training), *b.record(h.Core.now, h.Core.training)}}}})
 	h2.AddGPU("n1", "n1-gpu-0", "A100-40GB")
 	h2.AddGPU("n1", "n1-gpu-1", "A100-40GB")
 	for _, d := range h2.Sends(events.OpDescribe) {
@@ -2008,7 +2008,7 @@ func TestAJournaledJobHoldsItsNodeInTheViewUntilSettled(t *testing.T) {
 	rec := *j.record(h.Core.now, h.Core.training)
 	used := func(h *Harness) int64 { return h.Core.view.node("n1").CPUUsedMilli }
 	for _, runs := range []bool{true, false} {
-		h2 := newHarness(t, Config{Restored: &durable.State{Incarnation: 1, Jobs: []durable.Record{rec}}})
+		h2 := newHarness(t, Config{Succession: Succession{Restored: &durable.State{Incarnation: 1, Jobs: []durable.Record{rec}}}})
 		if u := used(h2); u != cpu {
 			t.Fatalf("before n1 is read: %d m CPU used in the view, want %d", u, cpu)
 		}
@@ -2221,7 +2221,7 @@ func TestARunningCPUOnlyJobIsTakenBackFromTheJournal(t *testing.T) {
 	}
 	h.Advance(20 * time.Minute)
 	rec := *h.Core.jobs[a.JobID].record(h.Core.now, h.Core.training)
-	h2, err := NewHarness(Config{Policy: "binpack", Restored: &durable.State{Incarnation: 1, Jobs: []durable.Record{rec}}}, true)
+	h2, err := NewHarness(Config{Policies: Policies{Policy: "binpack"}, Succession: Succession{Restored: &durable.State{Incarnation: 1, Jobs: []durable.Record{rec}}}}, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -2304,7 +2304,7 @@ func TestARunningCPUOnlyJobIsTakenBackFromThePostMortem(t *testing.T) {
 	}
 	h.Advance(20 * time.Minute)
 	rem := h.Core.Remains()
-	h2, err := NewHarness(Config{Policy: "binpack", Incarnation: 2, Inherited: rem.RunningJobs, Now: h.Now}, false)
+	h2, err := NewHarness(Config{Policies: Policies{Policy: "binpack"}, Clocks: Clocks{Now: h.Now}, Succession: Succession{Incarnation: 2, Inherited: rem.RunningJobs}}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -2330,7 +2330,7 @@ func TestARunningCPUOnlyJobIsTakenBackFromThePostMortem(t *testing.T) {
 // repeat of an idempotency key too.
 func TestASubmissionTheDeadSchedulerNeverAnsweredIsAnsweredByItsSuccessor(t *testing.T) {
 	// With a journal: the record was written, the store's word never came.
-	h, err := NewHarness(Config{Policy: "binpack"}, true)
+	h, err := NewHarness(Config{Policies: Policies{Policy: "binpack"}}, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -2357,7 +2357,7 @@ func TestASubmissionTheDeadSchedulerNeverAnsweredIsAnsweredByItsSuccessor(t *tes
 			kept = append(kept, *r)
 		}
 	}
-	h2, err := NewHarness(Config{Policy: "binpack", Unanswered: un, Restored: &durable.State{Incarnation: 1, Jobs: kept[len(kept)-1:]}}, true)
+	h2, err := NewHarness(Config{Policies: Policies{Policy: "binpack"}, Succession: Succession{Unanswered: un, Restored: &durable.State{Incarnation: 1, Jobs: kept[len(kept)-1:]}}}, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -2386,7 +2386,7 @@ func TestASubmissionTheDeadSchedulerNeverAnsweredIsAnsweredByItsSuccessor(t *tes
 	if len(h.Replies[c]) != 0 || len(un) != 1 || un[0].Reply != c {
 		t.Fatalf("reply %q, unanswered %+v; want c unanswered while its reservations are in flight", h.Replies[c], un)
 	}
-	h2 = newHarness(t, Config{Unanswered: un})
+	h2 = newHarness(t, Config{Succession: Succession{Unanswered: un}})
 	h2.Pass()
 	if len(h2.NoResponse) != 1 || h2.NoResponse[0] != c {
 		t.Fatalf("no-responders answers %v; want c's submission", h2.NoResponse)
@@ -2447,8 +2447,11 @@ func TestAJobThatFitsNowhereTakenDuringTheWarmUpIsRejectedWhenItEndsOnAQuietVirt
 	const lease = 12 * time.Minute
 	// No starvation wake either: in seed 4100 the job's had passed when
 	// the scheduler that took it back from the journal started.
-	h, err := NewHarness(Config{Policy: "binpack", Virtual: true, Lease: lease, Since: HarnessEpoch, StarvationAge: -1,
-		Restored: &durable.State{Incarnation: 1}}, true)
+	h, err := NewHarness(Config{
+		Policies:   Policies{Policy: "binpack", StarvationAge: -1},
+		Clocks:     Clocks{Virtual: true, Lease: lease},
+		Succession: Succession{Since: HarnessEpoch, Restored: &durable.State{Incarnation: 1}},
+	}, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -2485,7 +2488,7 @@ func TestAJobThatFitsNowhereTakenDuringTheWarmUpIsRejectedWhenItEndsOnAQuietVirt
 func TestAGPUThatReleasedAJobBeforeItsStopTimedOutIsAskedAgain(t *testing.T) {
 	for _, virtual := range []bool{false, true} {
 		t.Run(fmt.Sprintf("virtual=%v", virtual), func(t *testing.T) {
-			h := newHarness(t, Config{Virtual: virtual})
+			h := newHarness(t, Config{Clocks: Clocks{Virtual: virtual}})
 			g0 := h.AddGPU("n1", "n1-gpu-0", "A100-40GB")
 			g1 := h.AddGPU("n1", "n1-gpu-1", "A100-40GB")
 			gang := h.Submit(spec("gang", "10GB", "gpus", 2))
@@ -2593,7 +2596,7 @@ func TestAResumeHoldsPlacementsUntilTheJournalIsSettled(t *testing.T) {
 		t.Fatalf("submit a: %+v", a)
 	}
 	rec := *h.Core.jobs[a.JobID].record(h.Core.now, h.Core.training)
-	h2 := newHarness(t, Config{Restored: &durable.State{Incarnation: 1, Jobs: []durable.Record{rec}}})
+	h2 := newHarness(t, Config{Succession: Succession{Restored: &durable.State{Incarnation: 1, Jobs: []durable.Record{rec}}}})
 	g := h2.AddGPU("n1", "n1-gpu-0", "A100-40GB") // came back empty: it lost a
 	b := h2.Submit(spec("b", "30GB"))
 	h2.Pass()
@@ -2624,7 +2627,7 @@ func TestAResumeHoldLastsAtMostALease(t *testing.T) {
 	h.AddGPU("n1", "n1-gpu-0", "A100-40GB")
 	a := h.Submit(spec("a", "30GB"))
 	rec := *h.Core.jobs[a.JobID].record(h.Core.now, h.Core.training)
-	h2 := newHarness(t, Config{Restored: &durable.State{Incarnation: 1, Jobs: []durable.Record{rec}}})
+	h2 := newHarness(t, Config{Succession: Succession{Restored: &durable.State{Incarnation: 1, Jobs: []durable.Record{rec}}}})
 	h2.AddGPU("n2", "n2-gpu-0", "A100-40GB") // another GPU; n1-gpu-0 is never heard from
 	b := h2.Submit(spec("b", "30GB"))
 	h2.Pass()
@@ -2699,7 +2702,7 @@ func TestATenantLimitCountsGPUsHeldNotJobGPUs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := newHarness(t, Config{Admit: limits})
+	h := newHarness(t, Config{Policies: Policies{Admit: limits}})
 	h.AddGPU("n1", "n1-gpu-0", "A100-40GB")
 	h.AddGPU("n1", "n1-gpu-1", "A100-40GB")
 	half := func(name string) map[string]any {
@@ -2731,7 +2734,7 @@ func TestATenantLimitCountsGPUsHeldNotJobGPUs(t *testing.T) {
 // stays within its bound however many ids it names. The refusal is said
 // once per node, as an evt.security.gpus-refused event.
 func TestANodeMayHaveOnlyItsGPUs(t *testing.T) {
-	h := newHarness(t, Config{NodeGPUs: map[string]int{"box2": 2}, NodeMaxGPUs: 3})
+	h := newHarness(t, Config{Bounds: Bounds{NodeGPUs: map[string]int{"box2": 2}, NodeMaxGPUs: 3}})
 	h.AddGPU("box2", "box2-gpu-0", "A100-40GB")
 	h.AddGPU("box2", "box2-gpu-1", "A100-40GB")
 	third := h.GPUs["box2-gpu-0"].Status
@@ -2800,7 +2803,7 @@ func TestANodeMayHaveOnlyItsGPUs(t *testing.T) {
 // with no record written (a write would wait out the store's timeout to
 // fail); once it says the store is up again, the next is accepted.
 func TestAStoreSaidDownRefusesSubmissionsAtOnce(t *testing.T) {
-	h, err := NewHarness(Config{Policy: "binpack"}, true)
+	h, err := NewHarness(Config{Policies: Policies{Policy: "binpack"}}, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -3072,7 +3075,7 @@ func TestARestartsReadThatANewerStatusOvertookIsAskedAgain(t *testing.T) {
 		t.Fatalf("submit: %+v", a)
 	}
 	rec := *h.Core.jobs[a.JobID].record(h.Core.now, h.Core.training)
-	h2 := newHarness(t, Config{Restored: &durable.State{Incarnation: 1, Jobs: []durable.Record{rec}}})
+	h2 := newHarness(t, Config{Succession: Succession{Restored: &durable.State{Incarnation: 1, Jobs: []durable.Record{rec}}}})
 	g := h2.AddGPU("n1", "n1-gpu-0", "A100-40GB") // came back empty: it lost the job
 	asked := h2.Sends(events.OpDescribe)
 	if len(asked) == 0 {
@@ -3119,7 +3122,7 @@ func TestAJobBeingStoppedIsRecordedWhereItMayRun(t *testing.T) {
 	if !slices.Contains(rec.GPUs, "n1-gpu-0") {
 		t.Fatalf("a job being stopped is recorded on GPUs %v, not on n1-gpu-0 where its stop is unanswered", rec.GPUs)
 	}
-	h2 := newHarness(t, Config{Restored: &durable.State{Incarnation: 1, Jobs: []durable.Record{rec}}})
+	h2 := newHarness(t, Config{Succession: Succession{Restored: &durable.State{Incarnation: 1, Jobs: []durable.Record{rec}}}})
 	g := h2.AddGPU("n1", "n1-gpu-0", "A100-40GB")
 	// It still runs the job, as a describe shows it (its assignment).
 	as := &events.Assignment{Name: "a", VRAM: 10e9, Util: 20, WorkS: 3600, Placement: j.placement, Submitted: j.submitted, Seq: j.seq, Spec: &j.spec}

@@ -95,7 +95,7 @@ func TestAJobTheStoreRefusesIsNeverAnnounced(t *testing.T) {
 // with one A100 on n1, whose heartbeat says it takes controls batched.
 func journaledWithABatchingNode(t *testing.T) *Harness {
 	t.Helper()
-	h, err := NewHarness(Config{Policy: "binpack"}, true)
+	h, err := NewHarness(Config{Policies: Policies{Policy: "binpack"}}, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +126,7 @@ func TestAJobThatWaitsForRoundsIsAnsweredOnceStored(t *testing.T) {
 		t.Fatal(err)
 	}
 	p, _ := pollux.NewPolicy("tiresias")
-	h, err := NewHarness(Config{Policy: "binpack", Training: &TrainingConfig{Model: m, Policy: p, Interval: time.Minute, Origin: HarnessEpoch}}, true)
+	h, err := NewHarness(Config{Policies: Policies{Policy: "binpack"}, Workloads: Workloads{Training: &TrainingConfig{Model: m, Policy: p, Interval: time.Minute, Origin: HarnessEpoch}}}, true)
 	if err != nil {
 		t.Fatal(err)
 	}

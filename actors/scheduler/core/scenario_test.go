@@ -78,7 +78,7 @@ func (s *scenario) run(t *testing.T, d *datadriven.TestData) string {
 	var out []string
 	switch d.Cmd {
 	case "harness":
-		cfg := Config{Policy: arg("policy", "binpack"), Preempt: arg("preempt", ""), Queue: arg("queue", "")}
+		cfg := Config{Policies: Policies{Policy: arg("policy", "binpack"), Preempt: arg("preempt", ""), Queue: arg("queue", "")}}
 		if a := arg("starvation-age", ""); a != "" {
 			age, err := time.ParseDuration(a)
 			if err != nil {

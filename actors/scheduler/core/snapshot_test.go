@@ -14,7 +14,7 @@ import (
 // node heartbeating once.
 func wideHarness(tb testing.TB, gpus int) *Harness {
 	tb.Helper()
-	h, err := NewHarness(Config{Policy: "binpack"}, false)
+	h, err := NewHarness(Config{Policies: Policies{Policy: "binpack"}}, false)
 	if err != nil {
 		tb.Fatal(err)
 	}
