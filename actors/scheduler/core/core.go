@@ -558,7 +558,7 @@ func (s *Core) Step(in Input) Ready {
 		s.expireCalls(s.wall)
 	case TimerAging:
 		s.settleJournaled()
-		s.checkpointsReached()
+		checkpointsReached(s.running, s.writes, s.cfg.Journaled, s.now)
 		s.checkOverdue()
 		s.checkAwaiting()
 		s.finishCPUJobs()

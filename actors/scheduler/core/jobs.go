@@ -256,8 +256,8 @@ func (m progressMark) reaches(work float64) (time.Time, bool) {
 
 // admitsNow reports whether admission lets j be placed now (the pass
 // asks the same over the usage it counts once for all its jobs).
-func (s *Core) admitsNow(j *job) bool {
-	return s.plugins.Admit == nil || s.plugins.AdmitPlace(admitJob(&j.spec), s.running.usage().of(j.spec.Tenant)) == nil
+func admitsNow(j *job, plugins *policy.Profile, running *runningJobs) bool {
+	return plugins.Admit == nil || plugins.AdmitPlace(admitJob(&j.spec), running.usage().of(j.spec.Tenant)) == nil
 }
 
 // usage is what each tenant's running jobs hold, for admission.
@@ -408,7 +408,7 @@ func (s *Core) onSubmit(m *Msg, tenant string) {
 	if msgKey != "" {
 		msgKey = tenant + "\x00" + msgKey
 	}
-	if j := s.submitted(req.JobID, msgKey); j != nil {
+	if j := submitted(req.JobID, msgKey, s.jobs, s.msgIDs, s.wall); j != nil {
 		s.resubmitted(m, j, tenant, submissionOf(req))
 		return
 	}
@@ -445,7 +445,7 @@ func (s *Core) onSubmit(m *Msg, tenant string) {
 		s.submitReplayed(j, m, req.ArrivalS)
 		return
 	}
-	if fe := s.view.feasible(s.view.request(j)); fe != nil && s.warming() {
+	if fe := s.view.feasible(s.view.request(j)); fe != nil && warming(s.view, s.restart, s.wall) {
 		// A restarted scheduler still hearing from the GPUs cannot tell
 		// "fits nowhere" from "not heard of yet": the job waits, and the
 		// first pass after the warm-up judges it.
@@ -519,7 +519,7 @@ func (s *Core) accepted(j *job, m *Msg) {
 	if j.terminal() {
 		return
 	}
-	if ((s.queue.len() == 0 && s.toQueue == 0 && !s.virtual) || s.cfg.DropUnschedulable) && s.admitsNow(j) && s.resumingJobs() == 0 {
+	if ((s.queue.len() == 0 && s.toQueue == 0 && !s.virtual) || s.cfg.DropUnschedulable) && admitsNow(j, s.plugins, s.running) && s.resumingJobs() == 0 {
 		if s.queue.len() == 0 {
 			clear(s.view.held) // holds belong to waiting jobs, and none wait
 		}
@@ -584,40 +584,6 @@ func (s *Core) enqueue(j *job) {
 	s.queue.insert(j, s.plugins.Order)
 }
 
-// decodeRequest decodes m's body into req, answering a bad body itself; it
-// reports whether the request can go on.
-func (s *Core) decodeRequest(m *Msg, req any) bool {
-	if fe := events.DecodeStrict(m.Data, req); fe != nil {
-		s.out.reply(m, events.ErrorReply{Error: fe})
-		return false
-	}
-	return true
-}
-
-// maxPage bounds a requested page: far above any page there can be (a
-// page holds hundreds), far below where page × size overflows.
-const maxPage = 1 << 30
-
-// validPage answers a page out of bounds with an error and reports whether
-// page is valid.
-func (s *Core) validPage(m *Msg, page int) bool {
-	if page < 0 || page > maxPage {
-		s.out.replyError(m, "page", fmt.Sprintf("must be from 0 to %d, not %d", maxPage, page))
-		return false
-	}
-	return true
-}
-
-// pageExists answers a page past the last with an error naming the pages
-// there are, and reports whether page is one of them.
-func (s *Core) pageExists(m *Msg, page, pages int) bool {
-	if page >= pages {
-		s.out.replyError(m, "page", fmt.Sprintf("%d is past the last page: there are %d (0 to %d)", page, pages, pages-1))
-		return false
-	}
-	return true
-}
-
 // ownTenant makes a tenant's job its own: the submission's tenant is the
 // one the credentials name; a body naming another is refused.
 func ownTenant(req *events.SubmitRequest, tenant string) *model.FieldError {
@@ -631,7 +597,7 @@ func ownTenant(req *events.SubmitRequest, tenant string) *model.FieldError {
 // lookup finds the job a request names; a tenant finds only its own.
 func (s *Core) lookup(m *Msg, tenant string) *job {
 	var ref events.JobRef
-	if !s.decodeRequest(m, &ref) {
+	if !s.out.decodeRequest(m, &ref) {
 		return nil
 	}
 	if ref.JobID == "" {
@@ -673,7 +639,7 @@ const jobListPage = 100
 
 func (s *Core) onList(m *Msg, tenant string) {
 	var req events.JobListRequest
-	if !s.decodeRequest(m, &req) {
+	if !s.out.decodeRequest(m, &req) {
 		return
 	}
 	if tenant != "" {
@@ -683,7 +649,7 @@ func (s *Core) onList(m *Msg, tenant string) {
 		}
 		req.Tenant = tenant
 	}
-	if !s.validPage(m, req.Page) {
+	if !s.out.validPage(m, req.Page) {
 		return
 	}
 	if req.State != "" && !slices.Contains(events.JobStates, req.State) {
@@ -705,7 +671,7 @@ func (s *Core) onList(m *Msg, tenant string) {
 		slices.SortFunc(match, func(a, b *job) int { return cmp.Compare(a.seq, b.seq) })
 	}
 	pages := max(1, (len(match)+jobListPage-1)/jobListPage)
-	if !s.pageExists(m, req.Page, pages) {
+	if !s.out.pageExists(m, req.Page, pages) {
 		return
 	}
 	rep := events.JobListReply{Page: req.Page, Pages: pages, Total: len(match), Jobs: []events.JobInfo{}}
@@ -756,7 +722,7 @@ func (s *Core) cancel(j *job, reason string, then func()) {
 
 func (s *Core) onStrategy(m *Msg) {
 	var req events.StrategyRequest
-	if !s.decodeRequest(m, &req) {
+	if !s.out.decodeRequest(m, &req) {
 		return
 	}
 	c := &s.view.cluster
@@ -866,12 +832,12 @@ const maxMsgIDs = 100_000
 
 // submitted is the job a submission's idempotency key names, if any: its
 // body's job_id, else its Nats-Msg-Id within DedupeWindow.
-func (s *Core) submitted(jobID, msgID string) *job {
+func submitted(jobID, msgID string, jobs map[string]*job, ids *msgIDs, wall time.Time) *job {
 	if jobID != "" {
-		return s.jobs[jobID]
+		return jobs[jobID]
 	}
-	if id, ok := s.msgIDs.lookup(msgID, s.wall); ok {
-		return s.jobs[id]
+	if id, ok := ids.lookup(msgID, wall); ok {
+		return jobs[id]
 	}
 	return nil
 }

@@ -31,14 +31,13 @@ func (s *Core) store() {
 
 // checkpointsReached marks running jobs that passed a checkpoint since
 // their record was written: a restart re-queues them from it.
-func (s *Core) checkpointsReached() {
-	if !s.cfg.Journaled {
+func checkpointsReached(running *runningJobs, writes *journalWrites, journaled bool, now time.Time) {
+	if !journaled {
 		return
 	}
-	now := s.now
-	for _, j := range s.running.list {
+	for _, j := range running.list {
 		if j.spec.Checkpoint > 0 && j.spec.Kept(j.estimate(now)) > j.storedProgress {
-			s.writes.touch(j)
+			writes.touch(j)
 		}
 	}
 }
@@ -127,7 +126,7 @@ func (s *Core) restore(st *durable.State) {
 		}
 		s.restart.restoredNews = append(s.restart.restoredNews, info)
 	}
-	s.log.Info("job journal restored", zap.Int("jobs", len(st.Jobs)), zap.Int("queued", s.queued()),
+	s.log.Info("job journal restored", zap.Int("jobs", len(st.Jobs)), zap.Int("queued", queued(s.queue, s.training, s.jobs)),
 		zap.Int("ran", len(s.restart.journaled)), zap.Int("predecessor", st.Incarnation))
 }
 
@@ -194,7 +193,7 @@ func (s *Core) settleJournaled() {
 	for id, r := range s.restart.journaled {
 		settled := true
 		for _, g := range r.GPUs {
-			if !s.gpuSettled(g, gone) {
+			if !gpuSettled(g, gone, s.view, s.nodes) {
 				settled = false
 			}
 		}
@@ -232,12 +231,12 @@ func (s *Core) settleJournaled() {
 // gpuSettled says whether GPU g has shown whether it runs what a
 // restarted scheduler's journal says it ran: read in full, or named by no
 // heartbeat now that the GPUs not heard from count as gone.
-func (s *Core) gpuSettled(g string, gone bool) bool {
-	gs, known := s.view.gpus[g]
+func gpuSettled(g string, gone bool, v *view, nodes *nodeRegistry) bool {
+	gs, known := v.gpus[g]
 	if known {
 		return gs.described
 	}
-	_, heard := s.nodes.heardOf(g)
+	_, heard := nodes.heardOf(g)
 	return !heard && gone
 }
 

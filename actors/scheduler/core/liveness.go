@@ -288,7 +288,7 @@ func (s *Core) loseGPU(gs *gpuState, lost []events.GPUJob, rejoined bool, reason
 // writes (the control plane's store watch).
 func (s *Core) onCtl(m *Msg) bool {
 	var c events.Control
-	if !s.decodeRequest(m, &c) {
+	if !s.out.decodeRequest(m, &c) {
 		return false
 	}
 	switch c.Op {
@@ -315,7 +315,7 @@ func (s *Core) onCtl(m *Msg) bool {
 	}
 	s.killed = reason
 	s.out.reply(m, events.SchedLifecycle{Incarnation: s.cfg.Incarnation, Reason: reason,
-		Queued: s.queued(), Running: s.running.len(), Policy: s.plugins.Placement.Name(), Queue: s.plugins.QueueSort.Name(), Durable: s.cfg.Journaled})
+		Queued: queued(s.queue, s.training, s.jobs), Running: s.running.len(), Policy: s.plugins.Placement.Name(), Queue: s.plugins.QueueSort.Name(), Durable: s.cfg.Journaled})
 	return true
 }
 
@@ -324,7 +324,7 @@ func (s *Core) onCtl(m *Msg) bool {
 func (s *Core) Remains() events.SchedLifecycle {
 	s.metrics() // brings the energy up to now
 	t := s.Totals()
-	r := events.SchedLifecycle{Incarnation: s.cfg.Incarnation, Reason: s.killed, Queued: s.queued(),
+	r := events.SchedLifecycle{Incarnation: s.cfg.Incarnation, Reason: s.killed, Queued: queued(s.queue, s.training, s.jobs),
 		Running: s.running.len(), Policy: s.plugins.Placement.Name(), Queue: s.plugins.QueueSort.Name(), Durable: s.cfg.Journaled, Totals: &t}
 	for _, j := range s.running.list {
 		rj := events.RunningJob{JobID: j.id, Placement: j.placement}
@@ -800,7 +800,7 @@ func (s *Core) settleRelearned() {
 			settled = gone || len(j.gpus) >= j.sharesWanted()
 		}
 		for _, g := range j.relearnFrom {
-			if !slices.Contains(j.gpus, g) && !s.gpuSettled(g, gone) {
+			if !slices.Contains(j.gpus, g) && !gpuSettled(g, gone, s.view, s.nodes) {
 				settled = false
 			}
 		}
@@ -858,18 +858,18 @@ func validStatus(node, gpu string, st events.GPUStatus) *model.FieldError {
 // one lease from its start, while the GPUs report in. A scheduler no GPU
 // has joined yet (a control plane whose nodes run elsewhere) is warming
 // until one does.
-func (s *Core) warming() bool {
-	if len(s.view.gpus) == 0 {
+func warming(v *view, r *restart, wall time.Time) bool {
+	if len(v.gpus) == 0 {
 		return true
 	}
-	end, ok := s.restart.warmUpEnds()
-	return ok && s.wall.Before(end)
+	end, ok := r.warmUpEnds()
+	return ok && wall.Before(end)
 }
 
 // rejectUnfit rejects a job accepted during the warm-up that fits no GPU
 // of the cluster now known (it reports whether it did).
 func (s *Core) rejectUnfit(j *job) bool {
-	if !j.unchecked || s.warming() {
+	if !j.unchecked || warming(s.view, s.restart, s.wall) {
 		return false
 	}
 	j.unchecked = false

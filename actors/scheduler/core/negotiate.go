@@ -166,7 +166,7 @@ func (s *Core) negotiate(a *attempt, p policy.Placement, victims []string) {
 	for i, c := range calls {
 		node := p.Node
 		if node == "" && c.gpu != "" {
-			node = s.gpuNode(j, c.gpu) // a training job's placement spans nodes
+			node = gpuNode(j, c.gpu, s.view, s.nodes) // a training job's placement spans nodes
 		}
 		s.ask(c, &call{node: node, gpu: c.gpu, sent: s.wall, neg: n, index: i})
 	}

@@ -52,7 +52,7 @@ func (s *Core) controls(j *job, p policy.Placement, op string) []ctlCall {
 	req := s.view.request(j)
 	pace := 0.0
 	if op == events.OpReserve {
-		pace = s.pace(j, p.GPUs) // the gang's, the same on each of its GPUs
+		pace = gangPace(j, p.GPUs, s.view, s.nodes, s.cfg.LocalityPenalty) // the gang's, the same on each of its GPUs
 	}
 	for _, id := range p.GPUs {
 		gpuCtl := events.Control{Op: op, JobID: j.id}
@@ -65,7 +65,7 @@ func (s *Core) controls(j *job, p policy.Placement, op string) []ctlCall {
 				Util: j.spec.Util, WorkS: j.work(), ProgressS: j.progress, CheckpointS: j.spec.Checkpoint.Seconds(),
 				Spec: &j.spec, Submitted: j.submitted, Seq: j.seq, Placement: j.placement, Pace: pace}
 		}
-		calls = append(calls, ctlCall{subject: sj.GPUCtl(s.ctlNode(j, p, id), id), ctl: gpuCtl, gpu: id})
+		calls = append(calls, ctlCall{subject: sj.GPUCtl(ctlNode(j, p, id, s.view, s.nodes), id), ctl: gpuCtl, gpu: id})
 	}
 	return calls
 }
@@ -73,32 +73,32 @@ func (s *Core) controls(j *job, p policy.Placement, op string) []ctlCall {
 // ctlNode is the node whose subject reaches GPU id of placement p: the
 // placement's node, or, for a gang across nodes (no node named), the
 // GPU's own.
-func (s *Core) ctlNode(j *job, p policy.Placement, id string) string {
+func ctlNode(j *job, p policy.Placement, id string, v *view, nodes *nodeRegistry) string {
 	if p.Node != "" {
 		return p.Node
 	}
-	return s.gpuNode(j, id)
+	return gpuNode(j, id, v, nodes)
 }
 
-// pace is the gang's iteration-time multiplier on gpus for a job with a
+// gangPace is the gang's iteration-time multiplier on gpus for a job with a
 // perf_class (0 without one): the slowest GPU's multiplier for the class
 // (1 where a GPU has none) × the locality penalty when the GPUs span
 // nodes (model.GangSlowdown).
-func (s *Core) pace(j *job, gpus []string) float64 {
+func gangPace(j *job, gpus []string, v *view, registry *nodeRegistry, locality float64) float64 {
 	if j.spec.PerfClass == "" || len(gpus) == 0 {
 		return 0
 	}
 	mults := make([]float64, len(gpus))
 	nodes := make([]string, len(gpus))
 	for i, id := range gpus {
-		mults[i], nodes[i] = 1, s.gpuNode(j, id)
-		if gs, ok := s.view.gpus[id]; ok {
+		mults[i], nodes[i] = 1, gpuNode(j, id, v, registry)
+		if gs, ok := v.gpus[id]; ok {
 			if m, ok := gs.g.Variability[j.spec.PerfClass]; ok {
 				mults[i] = m
 			}
 		}
 	}
-	penalty := max(s.cfg.LocalityPenalty, 1)
+	penalty := max(locality, 1)
 	pm, loc := model.GangSlowdown(mults, nodes, penalty)
 	return pm * loc
 }
@@ -255,14 +255,14 @@ func (s *Core) stopLost(j *job, op string, lostAt, lastKnown float64, then func(
 		if gs, ok := s.view.gpus[g]; ok && max(j.incarnationOn(g), gs.status.Incarnation) <= gs.dead {
 			continue // the incarnation that ran it is dead: the job went with it
 		}
-		st.calls = append(st.calls, ctlCall{subject: s.cfg.Subjects.GPUCtl(s.gpuNode(j, g), g), ctl: events.Control{Op: op, JobID: j.id}, gpu: g})
+		st.calls = append(st.calls, ctlCall{subject: s.cfg.Subjects.GPUCtl(gpuNode(j, g, s.view, s.nodes), g), ctl: events.Control{Op: op, JobID: j.id}, gpu: g})
 	}
 	st.replies, st.waiting = make([]events.ControlReply, len(st.calls)), len(st.calls)
 	if j.node != "" {
 		s.freeAtNode(j.node, j.id)
 	}
 	for i, c := range st.calls {
-		node := s.gpuNode(j, c.gpu)
+		node := gpuNode(j, c.gpu, s.view, s.nodes)
 		s.ask(c, &call{node: node, gpu: c.gpu, sent: s.wall, stop: st, index: i})
 	}
 	s.view.releaseInView(j, j.node, j.gpus, s.jobs)

@@ -251,3 +251,37 @@ func (o *outbox) abort(j *job, calls []ctlCall) {
 	}
 	o.sendAll(aborts)
 }
+
+// decodeRequest decodes m's body into req, answering a bad body itself; it
+// reports whether the request can go on.
+func (o *outbox) decodeRequest(m *Msg, req any) bool {
+	if fe := events.DecodeStrict(m.Data, req); fe != nil {
+		o.reply(m, events.ErrorReply{Error: fe})
+		return false
+	}
+	return true
+}
+
+// maxPage bounds a requested page: far above any page there can be (a
+// page holds hundreds), far below where page × size overflows.
+const maxPage = 1 << 30
+
+// validPage answers a page out of bounds with an error and reports whether
+// page is valid.
+func (o *outbox) validPage(m *Msg, page int) bool {
+	if page < 0 || page > maxPage {
+		o.replyError(m, "page", fmt.Sprintf("must be from 0 to %d, not %d", maxPage, page))
+		return false
+	}
+	return true
+}
+
+// pageExists answers a page past the last with an error naming the pages
+// there are, and reports whether page is one of them.
+func (o *outbox) pageExists(m *Msg, page, pages int) bool {
+	if page >= pages {
+		o.replyError(m, "page", fmt.Sprintf("%d is past the last page: there are %d (0 to %d)", page, pages, pages-1))
+		return false
+	}
+	return true
+}

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/gpusched/gpusched/durable"
 	"github.com/gpusched/gpusched/events"
 	"github.com/gpusched/gpusched/policy"
 	"github.com/gpusched/gpusched/vram"
@@ -18,7 +19,7 @@ func (s *Core) metrics() events.Metrics {
 	// restart, the order they answered in: two runs of one seed differed
 	// in a sample's energy_kwh).
 	s.view.sorted()
-	m := events.Metrics{Policy: s.plugins.Placement.Name(), Queue: s.plugins.QueueSort.Name(), GPUs: len(s.view.cluster.GPUs), JobsQueued: s.queued(),
+	m := events.Metrics{Policy: s.plugins.Placement.Name(), Queue: s.plugins.QueueSort.Name(), GPUs: len(s.view.cluster.GPUs), JobsQueued: queued(s.queue, s.training, s.jobs),
 		Incarnation: s.cfg.Incarnation}
 	for _, n := range s.view.cluster.Nodes {
 		m.Nodes++
@@ -70,7 +71,7 @@ func (s *Core) metrics() events.Metrics {
 	// 3.6e6 joules make one kilowatt-hour.
 	m.EnergyKWh = t.EnergyJ / 3.6e6
 	m.JobsRunning = s.running.len()
-	m.GPUsUnknown = len(s.unknownNodes())
+	m.GPUsUnknown = len(unknownNodes(s.nodes, s.view, s.restart.journaled))
 	m.Settling = m.GPUsUnknown > 0 || s.resumingJobs() > 0
 	return m
 }
@@ -194,7 +195,7 @@ func (s *Core) snapshotLayout() *snapshotLayout {
 	l.wall, l.walks = s.wall, l.walks+1
 	l.summary = s.metrics()
 	known := s.view.sorted().GPUs
-	l.unknownNode = s.unknownNodes()
+	l.unknownNode = unknownNodes(s.nodes, s.view, s.restart.journaled)
 	unknown := sortedIDs(l.unknownNode)
 	l.gpus = make([]string, 0, len(known)+len(unknown))
 	for _, g := range known {
@@ -212,13 +213,13 @@ func (s *Core) snapshotLayout() *snapshotLayout {
 
 func (s *Core) onSnapshot(m *Msg, tenant string) {
 	var req events.SnapshotRequest
-	if !s.decodeRequest(m, &req) {
+	if !s.out.decodeRequest(m, &req) {
 		return
 	}
-	if !s.validPage(m, req.Page) {
+	if !s.out.validPage(m, req.Page) {
 		return
 	}
-	running, queue := s.running.list, s.queueShown()
+	running, queue := s.running.list, queueShown(s.queue, s.training, s.jobs)
 	if tenant != "" {
 		// A tenant sees the cluster (GPUs, summary) but only its own jobs.
 		running, queue = ofTenant(running, tenant), ofTenant(queue, tenant)
@@ -235,7 +236,7 @@ func (s *Core) onSnapshot(m *Msg, tenant string) {
 	runningStarts := pageStarts(len(running), snapshotJobsPerPage, snapshotListBytes, jobCosts(running))
 	queueStarts := pageStarts(len(queue), snapshotJobsPerPage, snapshotListBytes, jobCosts(queue))
 	pages := max(len(layout.gpuStarts), len(runningStarts), len(queueStarts))
-	if !s.pageExists(m, req.Page, pages) {
+	if !s.out.pageExists(m, req.Page, pages) {
 		return
 	}
 	snap := events.Snapshot{SimTime: s.now, Speed: s.cfg.Speed, Policy: s.plugins.Placement.Name(), VRAMModel: string(s.view.cluster.VRAMModel),
@@ -320,12 +321,12 @@ func sortedIDs(nodeOf map[string]string) []string {
 // unknownNodes are the GPUs the scheduler knows exist and has not read,
 // each with its node: named by its node's heartbeat, or holding a job in
 // the journal.
-func (s *Core) unknownNodes() map[string]string {
+func unknownNodes(nodes *nodeRegistry, v *view, journaled map[string]*durable.Record) map[string]string {
 	nodeOf := map[string]string{}
-	s.nodes.unreadNodes(s.view.knows, nodeOf)
-	for _, r := range s.restart.journaled {
+	nodes.unreadNodes(v.knows, nodeOf)
+	for _, r := range journaled {
 		for _, id := range r.GPUs {
-			if _, known := s.view.gpus[id]; !known && nodeOf[id] == "" {
+			if _, known := v.gpus[id]; !known && nodeOf[id] == "" {
 				nodeOf[id] = r.Node
 			}
 		}

@@ -196,7 +196,7 @@ func (s *Core) runTrainingRound() {
 			continue
 		}
 		g := j.gpus[0]
-		node := s.gpuNode(j, g)
+		node := gpuNode(j, g, s.view, s.nodes)
 		number, reply := s.calls.open(&call{node: node, gpu: g, sent: s.wall, report: j.id})
 		b, _ := gojson.Marshal(events.Control{Op: events.OpDescribe, Call: number})
 		s.out.send(s.cfg.Subjects.GPUCtl(node, g), reply, b)
@@ -250,7 +250,7 @@ func (s *Core) decideTraining() {
 	}
 	tr.nodes = s.view.trainingNodes()
 	s.assignTrainingBack()
-	usable := s.trainingGPUs(tr.nodes)
+	usable := trainingGPUs(tr.nodes, s.view, s.jobs)
 	tr.rounds.Resize(usable)
 	changed, err := tr.rounds.Decide(tr.at)
 	if err != nil {
@@ -402,7 +402,7 @@ func (s *Core) trainingControls(j *job, p policy.Placement, op string) []ctlCall
 	var nodes []string
 	if op == events.OpReserve {
 		for _, id := range p.GPUs {
-			nodes = append(nodes, s.gpuNode(j, id))
+			nodes = append(nodes, gpuNode(j, id, s.view, s.nodes))
 		}
 	}
 	for _, id := range p.GPUs {
@@ -416,7 +416,7 @@ func (s *Core) trainingControls(j *job, p policy.Placement, op string) []ctlCall
 				Training: &events.TrainingPart{Job: *j.spec.Training, SubmitS: mj.Submit, State: mj.State(),
 					IntervalS: int(tr.cfg.Interval / time.Second), Nodes: nodes}}
 		}
-		calls = append(calls, ctlCall{subject: s.cfg.Subjects.GPUCtl(s.gpuNode(j, id), id), ctl: c, gpu: id})
+		calls = append(calls, ctlCall{subject: s.cfg.Subjects.GPUCtl(gpuNode(j, id, s.view, s.nodes), id), ctl: c, gpu: id})
 	}
 	return calls
 }
@@ -434,11 +434,11 @@ type trainingNode struct {
 // and allocated those GPUs to jobs that then waited a round for nothing.
 // A node's GPUs are counted one by one, so a cluster of nodes of
 // different sizes is decided with each node's own.
-func (s *Core) trainingGPUs(nodes []trainingNode) []int {
+func trainingGPUs(nodes []trainingNode, v *view, jobs map[string]*job) []int {
 	out := make([]int, len(nodes))
 	for i, n := range nodes {
 		for _, id := range n.gpus {
-			if s.trainingMayUse(s.view.gpus[id]) {
+			if trainingMayUse(v.gpus[id], jobs) {
 				out[i]++
 			}
 		}
@@ -448,12 +448,12 @@ func (s *Core) trainingGPUs(nodes []trainingNode) []int {
 
 // trainingMayUse reports whether a round may allocate gs: it runs (or is
 // being placed with) only training jobs, or it is alive and free.
-func (s *Core) trainingMayUse(gs *gpuState) bool {
+func trainingMayUse(gs *gpuState, jobs map[string]*job) bool {
 	if len(gs.g.Allocs) == 0 {
 		return gs.g.Alive
 	}
 	for _, a := range gs.g.Allocs {
-		if j, ok := s.jobs[a.Owner]; !ok || j.spec.Training == nil {
+		if j, ok := jobs[a.Owner]; !ok || j.spec.Training == nil {
 			return false
 		}
 	}
@@ -462,14 +462,14 @@ func (s *Core) trainingMayUse(gs *gpuState) bool {
 
 // gpuNode is the node of a job's GPU: the job's node, or for a job across
 // nodes, the GPU's own.
-func (s *Core) gpuNode(j *job, g string) string {
+func gpuNode(j *job, g string, v *view, nodes *nodeRegistry) string {
 	if j.node != "" {
 		return j.node
 	}
-	if gs, ok := s.view.gpus[g]; ok {
+	if gs, ok := v.gpus[g]; ok {
 		return gs.status.Node
 	}
-	if h, ok := s.nodes.heardOf(g); ok {
+	if h, ok := nodes.heardOf(g); ok {
 		return h.node // named by its node's heartbeat, not read yet (hung)
 	}
 	return ""
@@ -605,17 +605,19 @@ func (s *Core) assignTrainingBack() {
 // training jobs that wait for a round (in no queue: the rounds order
 // them) in submission order. Before, jobs_queued counted them and the
 // snapshot's queue did not list them.
-func (s *Core) queueShown() []*job {
-	waiting := s.training.queuedJobs(s.jobs)
+func queueShown(q *waitQueue, t *training, jobs map[string]*job) []*job {
+	waiting := t.queuedJobs(jobs)
 	if len(waiting) == 0 {
-		return s.queue.jobs
+		return q.jobs
 	}
-	return append(slices.Clone(s.queue.jobs), waiting...)
+	return append(slices.Clone(q.jobs), waiting...)
 }
 
 // queued counts the jobs waiting: the queue's, and the training jobs
 // waiting for a round (which are in no queue).
-func (s *Core) queued() int { return s.queue.len() + len(s.training.queuedJobs(s.jobs)) }
+func queued(q *waitQueue, t *training, jobs map[string]*job) int {
+	return q.len() + len(t.queuedJobs(jobs))
+}
 
 // queuedJobs are the training jobs that wait for a round, in
 // submission order.
