@@ -324,8 +324,9 @@ type Core struct {
 	restart *restart
 	// placements counts this scheduler's placements, naming each.
 	placements uint64
-	// awaiting holds the jobs waiting for a GPU to confirm it stopped them.
-	awaiting map[*job]bool
+	// unconfirmed are the jobs waiting for a GPU to confirm it stopped
+	// them (stopwaits.go).
+	unconfirmed *stopWaits
 	// writes are the journal records the step changed, and whether the
 	// store takes writes (journalwrites.go).
 	writes *journalWrites
@@ -433,24 +434,24 @@ func New(cfg Config) (*Core, error) {
 		cfg: cfg,
 		restart: &restart{started: cfg.Wall, lease: cmp.Or(max(cfg.Lease, 0), DefaultLease), warms: !cfg.Since.IsZero(),
 			unanswered: slices.Clone(cfg.Unanswered), inherited: map[string]string{}, journaled: map[string]*durable.Record{}},
-		log:      log.With(zap.String("actor", "scheduler")),
-		now:      cfg.Now,
-		wall:     cfg.Wall,
-		plugins:  plugins,
-		training: newTraining(cfg.Training),
-		replay:   newReplayRounds(cfg.Replay),
-		view:     newView(cfg.VRAMModel, cfg.Seed, cfg.NodeRank),
-		jobs:     map[string]*job{},
-		running:  newRunningJobs(),
-		classes:  newJobClasses(cfg.Workload != nil),
-		virtual:  virtual,
-		awaiting: map[*job]bool{},
-		nodes:    newNodeRegistry(cfg.NodeGPUs, cfg.NodeMaxGPUs),
-		calls:    newCallTracker(cfg.Inbox, cfg.CallTimeout),
-		msgIDs:   &msgIDs{byID: map[string]msgIDJob{}},
-		rates:    newTenantRates(cfg.TenantRate, cfg.TenantBurst),
-		queue:    newWaitQueue(),
-		writes:   &journalWrites{journaled: cfg.Journaled},
+		log:         log.With(zap.String("actor", "scheduler")),
+		now:         cfg.Now,
+		wall:        cfg.Wall,
+		plugins:     plugins,
+		training:    newTraining(cfg.Training),
+		replay:      newReplayRounds(cfg.Replay),
+		view:        newView(cfg.VRAMModel, cfg.Seed, cfg.NodeRank),
+		jobs:        map[string]*job{},
+		running:     newRunningJobs(),
+		classes:     newJobClasses(cfg.Workload != nil),
+		virtual:     virtual,
+		unconfirmed: newStopWaits(),
+		nodes:       newNodeRegistry(cfg.NodeGPUs, cfg.NodeMaxGPUs),
+		calls:       newCallTracker(cfg.Inbox, cfg.CallTimeout),
+		msgIDs:      &msgIDs{byID: map[string]msgIDJob{}},
+		rates:       newTenantRates(cfg.TenantRate, cfg.TenantBurst),
+		queue:       newWaitQueue(),
+		writes:      &journalWrites{journaled: cfg.Journaled},
 	}
 	s.out = &outbox{log: s.log, maxPayload: cfg.MaxPayload, batched: s.nodes.takesBatches}
 	for _, r := range cfg.Inherited {
@@ -822,7 +823,7 @@ type Deadlines struct {
 
 // Deadlines are what is due next (Deadlines).
 func (s *Core) Deadlines() Deadlines {
-	return Deadlines{Calls: s.calls.deadline(), Wake: s.nextWake(), Lease: s.leaseDeadline(), Replay: s.replay.dueAt(),
+	return Deadlines{Calls: s.calls.deadline(), Wake: s.nextWake(), Lease: leaseDeadline(s.view, s.nodes, s.cfg.Lease), Replay: s.replay.dueAt(),
 		Training: s.training.nextRound(s.now)}
 }
 
@@ -877,9 +878,7 @@ func (s *Core) nextWake() time.Time {
 		earlier(s.restart.started.Add(s.restart.lease + time.Nanosecond))
 	}
 	if s.virtual {
-		for j := range s.awaiting {
-			earlier(j.awaitAskAt) // checkAwaiting
-		}
+		s.unconfirmed.nextAsk(earlier) // checkAwaiting
 	}
 	if end, ok := s.restart.warmUpEnds(); ok && s.virtual && end.After(now) && slices.ContainsFunc(s.queue.jobs, func(j *job) bool { return j.unchecked }) {
 		// A job taken during the warm-up is judged against the cluster by

@@ -2,7 +2,6 @@ package core
 
 import (
 	"cmp"
-	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -28,8 +27,8 @@ const DefaultVirtualLease = DefaultLease * 120
 // leaseDeadline is when the next lease runs out (a GPU's, or a node's
 // heartbeats'), zero without one: a virtual clock's shell steps
 // TimerLease then (a scaled clock's checks on a wall ticker).
-func (s *Core) leaseDeadline() time.Time {
-	if s.cfg.Lease <= 0 {
+func leaseDeadline(v *view, nodes *nodeRegistry, lease time.Duration) time.Time {
+	if lease <= 0 {
 		return time.Time{}
 	}
 	var next time.Time
@@ -38,19 +37,20 @@ func (s *Core) leaseDeadline() time.Time {
 			next = t
 		}
 	}
-	for _, g := range s.view.cluster.GPUs {
-		if gs := s.view.gpus[g.ID]; gs.status.Incarnation > gs.dead {
+	for _, g := range v.cluster.GPUs {
+		if gs := v.gpus[g.ID]; gs.status.Incarnation > gs.dead {
 			earlier(gs.leaseUntil)
 		}
 	}
-	earlier(s.nodes.nextLapse(s.cfg.Lease, s.view.nodeAlive))
+	earlier(nodes.nextLapse(lease, v.nodeAlive))
 	return next
 }
 
-// renewLease counts a GPU's lease from now (wall time).
-func (s *Core) renewLease(gs *gpuState) {
-	if s.cfg.Lease > 0 {
-		gs.leaseUntil, gs.renewedAt = s.wall.Add(s.cfg.Lease), s.now
+// renewLease counts a GPU's lease from wall (renewed at simulated now);
+// no lease is kept when lease is not positive.
+func (gs *gpuState) renewLease(wall, now time.Time, lease time.Duration) {
+	if lease > 0 {
+		gs.leaseUntil, gs.renewedAt = wall.Add(lease), now
 	}
 }
 
@@ -64,7 +64,7 @@ func (s *Core) grantLeases(m *Msg, hb events.NodeHeartbeat) {
 		if !ok || !g.Alive || g.Incarnation != gs.status.Incarnation || g.Incarnation <= gs.dead || gs.status.Node != hb.Node {
 			continue
 		}
-		s.renewLease(gs)
+		gs.renewLease(s.wall, s.now, s.cfg.Lease)
 		grant.GPUs = append(grant.GPUs, events.HeartbeatGPU{GPU: g.GPU, Incarnation: g.Incarnation, Alive: true})
 	}
 	if m.Reply != "" && s.cfg.Lease > 0 {
@@ -99,19 +99,8 @@ func (s *Core) checkLeases() {
 // is lost and the stop times out). Jobs in submission order, their GPUs by id: the
 // describes go out in one order in every run.
 func (s *Core) checkAwaiting() {
-	if len(s.awaiting) == 0 {
-		return
-	}
-	var due []*job
-	for j := range s.awaiting {
-		if !s.wall.Before(j.awaitAskAt) {
-			due = append(due, j)
-		}
-	}
-	slices.SortFunc(due, func(a, b *job) int { return cmp.Compare(a.seq, b.seq) })
-	for _, j := range due {
-		j.awaitAskAt = s.wall.Add(s.cfg.CallTimeout)
-		for _, g := range slices.Sorted(maps.Keys(j.awaiting)) {
+	for _, j := range s.unconfirmed.due(s.wall, s.cfg.CallTimeout) {
+		for _, g := range gpusOf(j) {
 			// A suspect GPU is asked too (on a virtual clock its answer
 			// is what trusts it again: calls.go). One declared dead has
 			// confirmed the stop already (confirmStopped).
@@ -541,14 +530,11 @@ func (s *Core) reconcile(gs *gpuState, st events.GPUStatus) {
 	}
 	// A job stopped on an unreachable GPU waits until the GPU shows it no
 	// longer runs it.
-	if len(s.awaiting) > 0 {
+	if s.unconfirmed.any() {
 		s.confirmStopped(st.GPU, func(inc int) bool { return st.Incarnation > inc })
-		for j := range s.awaiting {
+		for _, j := range s.unconfirmed.on(st.GPU) {
 			// The GPU's current word, whatever incarnation the stop was
 			// sent to (a restarted process numbers them from 1 again).
-			if _, waits := j.awaiting[st.GPU]; !waits {
-				continue
-			}
 			if _, still := hasJob(st.Jobs, j.id); !still {
 				s.confirmStoppedJob(j, st.GPU)
 			}
@@ -563,7 +549,7 @@ func (s *Core) reconcile(gs *gpuState, st events.GPUStatus) {
 			// one hold per job).
 			j := s.jobs[id]
 			if (j.state != stateRunning || j.node != st.Node) && (j.negotiating == nil || j.negotiating.place.Node != st.Node) {
-				s.freeAtNode(st.Node, id)
+				s.out.freeAtNode(s.cfg.Subjects.NodeCtl(st.Node), id)
 			}
 		}
 	}
@@ -678,7 +664,7 @@ func (s *Core) accountEnded(st events.GPUStatus) {
 			// Its GPU let it go; its node actor still holds its CPU and
 			// memory until told (requeueLost below no longer knows the
 			// node): the hold would stay for good.
-			s.freeAtNode(j.node, j.id)
+			s.out.freeAtNode(s.cfg.Subjects.NodeCtl(j.node), j.id)
 		}
 		j.node, j.gpus, j.shardsLeft, j.shardsDone = "", nil, 0, nil
 		// A gang's other GPUs, which its record names, may still run
@@ -888,33 +874,24 @@ func (s *Core) rejectUnfit(j *job) bool {
 // await records that gpu (at incarnation inc) may still run j: a stop
 // sent to it went unanswered.
 func (s *Core) await(j *job, gpu string, inc int) {
-	if j.awaiting == nil {
-		j.awaiting = map[string]int{}
-	}
-	if len(j.awaiting) == 0 {
-		j.awaitAskAt = s.wall.Add(s.cfg.CallTimeout)
-	}
-	j.awaiting[gpu] = inc
+	s.unconfirmed.add(j, gpu, inc, s.wall.Add(s.cfg.CallTimeout))
 	s.writes.touch(j)
-	s.awaiting[j] = true
 }
 
 // confirmStopped clears gpu from the jobs waiting on it whose recorded
-// incarnation passes done (the GPU died, or came back as a later one).
+// incarnation passes done (the GPU died, or came back as a later one), in
+// submission order.
 func (s *Core) confirmStopped(gpu string, done func(inc int) bool) {
-	for j := range s.awaiting {
-		if inc, ok := j.awaiting[gpu]; ok && done(inc) {
+	for _, j := range s.unconfirmed.on(gpu) {
+		if done(j.awaiting[gpu]) {
 			s.confirmStoppedJob(j, gpu)
 		}
 	}
 }
 
 func (s *Core) confirmStoppedJob(j *job, gpu string) {
-	delete(j.awaiting, gpu)
+	s.unconfirmed.confirm(j, gpu)
 	s.writes.touch(j)
-	if len(j.awaiting) == 0 {
-		delete(s.awaiting, j)
-	}
 	s.dirty = true
 }
 

@@ -114,7 +114,7 @@ func (s *Core) try(a *attempt) tryResult {
 					// Asked once, when a pinned job is about to be placed
 					// (not at every pass it waits through).
 					if a.pinned = cmp.Or(req.PinGPU, req.PinNode); a.pinned != "" {
-						a.unpinned = s.unpinnedChoice(req)
+						a.unpinned = unpinnedChoice(req, s.plugins, s.view)
 					}
 				}
 				s.negotiate(a, a.cands[i], nil)

@@ -103,12 +103,6 @@ func gangPace(j *job, gpus []string, v *view, registry *nodeRegistry, locality f
 	return pm * loc
 }
 
-// freeAtNode tells node's actor to free what job id holds there (CPU
-// and memory), without waiting for an answer.
-func (s *Core) freeAtNode(node, id string) {
-	s.out.sendAll([]ctlCall{{subject: s.cfg.Subjects.NodeCtl(node), ctl: events.Control{Op: events.OpRelease, JobID: id}}})
-}
-
 // maxCandidatesInExplain bounds the candidates a decision event lists.
 const maxCandidatesInExplain = policy.MaxCandidates
 
@@ -137,10 +131,10 @@ type rankFigures struct {
 
 // unpinnedChoice is where the policy alone would put a pinned request in
 // the view now: its best placement's GPUs (or node), "" when none fits.
-func (s *Core) unpinnedChoice(req *policy.Request) string {
+func unpinnedChoice(req *policy.Request, plugins *policy.Profile, v *view) string {
 	free := *req
 	free.PinGPU, free.PinNode = "", ""
-	alts := s.plugins.Place(s.view.sorted(), &free)
+	alts := plugins.Place(v.sorted(), &free)
 	switch {
 	case len(alts) == 0:
 		return ""
@@ -259,7 +253,7 @@ func (s *Core) stopLost(j *job, op string, lostAt, lastKnown float64, then func(
 	}
 	st.replies, st.waiting = make([]events.ControlReply, len(st.calls)), len(st.calls)
 	if j.node != "" {
-		s.freeAtNode(j.node, j.id)
+		s.out.freeAtNode(s.cfg.Subjects.NodeCtl(j.node), j.id)
 	}
 	for i, c := range st.calls {
 		node := gpuNode(j, c.gpu, s.view, s.nodes)
@@ -593,7 +587,7 @@ func (s *Core) applyStatus(st events.GPUStatus, at time.Time) {
 	gs, isNew := s.view.addGPU(st)
 	if isNew {
 		s.dirty = true
-		s.renewLease(gs)
+		gs.renewLease(s.wall, s.now, s.cfg.Lease)
 		logJoin(s.log, len(s.view.gpus), "GPU joined", zap.String("gpu", st.GPU), zap.String("node", st.Node), zap.String("model", st.Model))
 	} else if st.Incarnation < gs.status.Incarnation || st.Incarnation <= gs.dead {
 		s.stats.stale++
@@ -611,7 +605,7 @@ func (s *Core) applyStatus(st events.GPUStatus, at time.Time) {
 		gs.version = 0
 		g.Alive = true
 		s.view.cluster.Touch(g)
-		s.renewLease(gs)
+		gs.renewLease(s.wall, s.now, s.cfg.Lease)
 		s.dirty = true
 		s.log.Info("GPU rejoined", zap.String("gpu", st.GPU), zap.String("node", st.Node), zap.Int("incarnation", st.Incarnation),
 			zap.String("reason", st.Reason))

@@ -285,3 +285,10 @@ func (o *outbox) pageExists(m *Msg, page, pages int) bool {
 	}
 	return true
 }
+
+// freeAtNode tells the node actor at nodeCtl (its control subject) to
+// free what job id holds there (CPU and memory), without waiting for an
+// answer.
+func (o *outbox) freeAtNode(nodeCtl, id string) {
+	o.sendAll([]ctlCall{{subject: nodeCtl, ctl: events.Control{Op: events.OpRelease, JobID: id}}})
+}

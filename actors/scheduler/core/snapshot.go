@@ -258,7 +258,7 @@ func (s *Core) onSnapshot(m *Msg, tenant string) {
 				Allocs: []vram.Alloc{}, Unknown: true})
 			continue
 		}
-		snap.GPUs = append(snap.GPUs, s.snapshotGPU(gs, tenant, levels, frags))
+		snap.GPUs = append(snap.GPUs, s.view.snapshotGPU(gs, tenant, levels, frags, s.jobs, s.now))
 	}
 	for _, j := range pageSlice(running, runningStarts, req.Page) {
 		snap.Running = append(snap.Running, j.info(s.now, s.training, false))
@@ -272,34 +272,34 @@ func (s *Core) onSnapshot(m *Msg, tenant string) {
 // snapshotGPU is a known GPU's snapshot entry now, as tenant sees it
 // ("" sees everything); frags keeps the fragmentation of each node worked
 // out so far for this page.
-func (s *Core) snapshotGPU(gs *gpuState, tenant string, levels *perfLevels, frags map[int][]float64) events.SnapshotGPU {
+func (v *view) snapshotGPU(gs *gpuState, tenant string, levels *perfLevels, frags map[int][]float64, jobs map[string]*job, now time.Time) events.SnapshotGPU {
 	g, st := gs.g, gs.status
 	st.VRAMUsed = g.VRAMUsed()
-	st.VRAMLargestFree = s.view.cluster.LargestFree(g)
+	st.VRAMLargestFree = v.cluster.LargestFree(g)
 	st.Util = g.Util
 	st.MilliUsed = g.MilliUsed
 	// Its meter as of now: its last reported energy plus its last
 	// reported power since (as the cluster's total counts it); a GPU
 	// reports only when something changes on it, and an idle one draws
 	// its idle power all the while.
-	st.EnergyJ += st.PowerW * max(0, s.now.Sub(gs.statusAt).Seconds())
+	st.EnergyJ += st.PowerW * max(0, now.Sub(gs.statusAt).Seconds())
 	sg := events.SnapshotGPU{GPUStatus: st, Allocs: append(g.Allocs[:0:0], g.Allocs...), Alive: g.Alive, PerfLevels: levels.of[g.ID]}
 	if tenant != "" {
-		sg.Jobs = slices.DeleteFunc(slices.Clone(sg.Jobs), func(gj events.GPUJob) bool { return !owns(s.jobs, gj.JobID, tenant) })
-		sg.Allocs = slices.DeleteFunc(sg.Allocs, func(a vram.Alloc) bool { return !owns(s.jobs, a.Owner, tenant) })
+		sg.Jobs = slices.DeleteFunc(slices.Clone(sg.Jobs), func(gj events.GPUJob) bool { return !owns(jobs, gj.JobID, tenant) })
+		sg.Allocs = slices.DeleteFunc(sg.Allocs, func(a vram.Alloc) bool { return !owns(jobs, a.Owner, tenant) })
 		sg.Ended, sg.JobID = nil, ""
 	}
 	if free := g.VRAMTotal - st.VRAMUsed; free > 0 {
 		sg.VRAMFragmentation = 1 - float64(st.VRAMLargestFree)/float64(free)
 	}
-	n := s.view.cluster.Nodes[g.NodeIndex]
+	n := v.cluster.Nodes[g.NodeIndex]
 	parts, ok := frags[n.Index]
 	if !ok {
 		free := make([]int, 0, len(n.GPUs))
 		for _, gi := range n.GPUs {
-			free = append(free, s.view.cluster.GPUs[gi].MilliFree())
+			free = append(free, v.cluster.GPUs[gi].MilliFree())
 		}
-		parts = policy.GPUFrags(s.view.cluster.Workload, n.Model, n.CPUFree(), free)
+		parts = policy.GPUFrags(v.cluster.Workload, n.Model, n.CPUFree(), free)
 		frags[n.Index] = parts
 	}
 	if i := slices.Index(n.GPUs, g.Index); i >= 0 {
