@@ -499,7 +499,7 @@ func (s *Core) Step(in Input) Ready {
 		s.wall = in.Wall
 	}
 	if s.restart.restoredNews != nil {
-		s.announceRestored()
+		s.restart.announceRestored(s.out, s.cfg.Subjects, s.now)
 	}
 	if s.restart.unanswered != nil {
 		s.answerPredecessors()

@@ -11,6 +11,7 @@ import (
 	gojson "github.com/goccy/go-json"
 	"go.uber.org/zap"
 
+	"github.com/gpusched/gpusched/durable"
 	"github.com/gpusched/gpusched/events"
 	"github.com/gpusched/gpusched/model"
 	"github.com/gpusched/gpusched/policy"
@@ -595,13 +596,13 @@ func ownTenant(req *events.SubmitRequest, tenant string) *model.FieldError {
 }
 
 // lookup finds the job a request names; a tenant finds only its own.
-func (s *Core) lookup(m *Msg, tenant string) *job {
+func lookup(m *Msg, tenant string, jobs map[string]*job, journaled map[string]*durable.Record, out *outbox) *job {
 	var ref events.JobRef
-	if !s.out.decodeRequest(m, &ref) {
+	if !out.decodeRequest(m, &ref) {
 		return nil
 	}
 	if ref.JobID == "" {
-		s.out.replyError(m, "job_id", "required")
+		out.replyError(m, "job_id", "required")
 		return nil
 	}
 	// A tenant gets the same answer for another tenant's job as for no job
@@ -610,26 +611,26 @@ func (s *Core) lookup(m *Msg, tenant string) *job {
 	if tenant != "" {
 		noJob += " among tenant " + tenant + "'s jobs"
 	}
-	j, ok := s.jobs[ref.JobID]
+	j, ok := jobs[ref.JobID]
 	if !ok {
-		if r, journaled := s.restart.journaled[ref.JobID]; journaled {
+		if r, journaled := journaled[ref.JobID]; journaled {
 			// Ran under the predecessor, not accounted for yet: the
 			// journal's word until a GPU or the warm-up settles it.
 			j = jobOfRecord(r)
 		} else {
-			s.out.replyError(m, "job_id", noJob)
+			out.replyError(m, "job_id", noJob)
 			return nil
 		}
 	}
 	if tenant != "" && j.spec.Tenant != tenant {
-		s.out.replyError(m, "job_id", noJob)
+		out.replyError(m, "job_id", noJob)
 		return nil
 	}
 	return j
 }
 
 func (s *Core) onGet(m *Msg, tenant string) {
-	if j := s.lookup(m, tenant); j != nil {
+	if j := lookup(m, tenant, s.jobs, s.restart.journaled, s.out); j != nil {
 		s.out.reply(m, j.info(s.now, s.training, true))
 	}
 }
@@ -682,7 +683,7 @@ func (s *Core) onList(m *Msg, tenant string) {
 }
 
 func (s *Core) onCancel(m *Msg, tenant string) {
-	j := s.lookup(m, tenant)
+	j := lookup(m, tenant, s.jobs, s.restart.journaled, s.out)
 	if j == nil {
 		return
 	}
@@ -806,7 +807,7 @@ func (s *Core) onStrategy(m *Msg) {
 }
 
 func (s *Core) onExplain(m *Msg, tenant string) {
-	j := s.lookup(m, tenant)
+	j := lookup(m, tenant, s.jobs, s.restart.journaled, s.out)
 	if j == nil {
 		return
 	}

@@ -241,11 +241,11 @@ func gpuSettled(g string, gone bool, v *view, nodes *nodeRegistry) bool {
 }
 
 // announceRestored publishes the job.restored events restore left.
-func (s *Core) announceRestored() {
-	for _, info := range s.restart.restoredNews {
-		s.out.emit(s.cfg.Subjects.JobEvent(events.JobRestored), events.Type("job", events.JobRestored), info.JobID, s.now, info)
+func (r *restart) announceRestored(out *outbox, subjects events.Subjects, now time.Time) {
+	for _, info := range r.restoredNews {
+		out.emit(subjects.JobEvent(events.JobRestored), events.Type("job", events.JobRestored), info.JobID, now, info)
 	}
-	s.restart.restoredNews = nil
+	r.restoredNews = nil
 }
 
 // resumeCPUJob takes a CPU-only job the journal says runs back as

@@ -35,7 +35,7 @@ func (s *Core) ask(c ctlCall, cl *call) {
 
 func (s *Core) controls(j *job, p policy.Placement, op string) []ctlCall {
 	if j.spec.Training != nil {
-		return s.trainingControls(j, p, op)
+		return s.training.controls(j, p, op, s.view, s.nodes, s.cfg.ReservationTTL, s.cfg.Subjects)
 	}
 	sj := s.cfg.Subjects
 	calls := make([]ctlCall, 0, len(p.GPUs)+1)

@@ -249,7 +249,7 @@ func (s *Core) decideTraining() {
 		}
 	}
 	tr.nodes = s.view.trainingNodes()
-	s.assignTrainingBack()
+	s.training.assignBack(s.running)
 	usable := trainingGPUs(tr.nodes, s.view, s.jobs)
 	tr.rounds.Resize(usable)
 	changed, err := tr.rounds.Decide(tr.at)
@@ -393,30 +393,29 @@ func (s *Core) placeTraining(j *job, mj *pollux.Job, held usage) bool {
 	return true
 }
 
-// trainingControls are a training job's controls: one per GPU, on the
+// controls are a training job's controls: one per GPU, on the
 // GPU's own node (no node actor: a replica holds no CPU or memory of
 // its node here), a reservation carrying the job's part.
-func (s *Core) trainingControls(j *job, p policy.Placement, op string) []ctlCall {
-	tr := s.training
+func (tr *training) controls(j *job, p policy.Placement, op string, v *view, registry *nodeRegistry, ttl time.Duration, subjects events.Subjects) []ctlCall {
 	calls := make([]ctlCall, 0, len(p.GPUs))
 	var nodes []string
 	if op == events.OpReserve {
 		for _, id := range p.GPUs {
-			nodes = append(nodes, gpuNode(j, id, s.view, s.nodes))
+			nodes = append(nodes, gpuNode(j, id, v, registry))
 		}
 	}
 	for _, id := range p.GPUs {
 		c := events.Control{Op: op, JobID: j.id}
 		if op == events.OpReserve {
-			g := s.view.gpus[id].g
+			g := v.gpus[id].g
 			mj := tr.mirror[j.id]
-			c.TTLMillis = s.cfg.ReservationTTL.Milliseconds()
+			c.TTLMillis = ttl.Milliseconds()
 			c.Job = &events.Assignment{Name: j.spec.Name, Priority: j.spec.Priority, VRAM: g.VRAMTotal, Milli: policy.MilliPerGPU,
 				Util: 100, Spec: &j.spec, Submitted: j.submitted, Seq: j.seq, Placement: j.placement,
 				Training: &events.TrainingPart{Job: *j.spec.Training, SubmitS: mj.Submit, State: mj.State(),
 					IntervalS: int(tr.cfg.Interval / time.Second), Nodes: nodes}}
 		}
-		calls = append(calls, ctlCall{subject: s.cfg.Subjects.GPUCtl(gpuNode(j, id, s.view, s.nodes), id), ctl: c, gpu: id})
+		calls = append(calls, ctlCall{subject: subjects.GPUCtl(gpuNode(j, id, v, registry), id), ctl: c, gpu: id})
 	}
 	return calls
 }
@@ -571,17 +570,16 @@ func (s *Core) trainingBack(j *job, st *model.TrainingState, a *events.Assignmen
 	tr.mirror[j.id] = mj
 }
 
-// assignTrainingBack gives the rounds, before a decision, the allocation
+// assignBack gives the rounds, before a decision, the allocation
 // each training job read back after a restart runs on, as node indices of
 // this round's nodes. One whose allocation names a node not heard from
 // gets none: the round allocates it again, stopping it first.
-func (s *Core) assignTrainingBack() {
-	tr := s.training
+func (tr *training) assignBack(running *runningJobs) {
 	index := map[string]int{}
 	for i, n := range tr.nodes {
 		index[n.id] = i
 	}
-	for _, j := range s.running.list {
+	for _, j := range running.list {
 		if j.allocNodes == nil {
 			continue
 		}
