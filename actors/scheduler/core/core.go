@@ -502,7 +502,7 @@ func (s *Core) Step(in Input) Ready {
 		s.restart.announceRestored(s.out, s.cfg.Subjects, s.now)
 	}
 	if s.restart.unanswered != nil {
-		s.answerPredecessors()
+		s.restart.answerPredecessors(s.jobs, s.out, s.log)
 	}
 	switch {
 	case in.Msg != nil:

@@ -153,7 +153,7 @@ type jobReadBack struct {
 	// replicas is how many GPUs a training job read back after a restart
 	// runs on (its allocation's length, from its GPUs), and allocNodes
 	// that allocation, node by replica, for the next training round to
-	// keep (assignTrainingBack).
+	// keep (training.assignBack).
 	replicas   int
 	allocNodes []string
 }
@@ -410,7 +410,7 @@ func (s *Core) onSubmit(m *Msg, tenant string) {
 		msgKey = tenant + "\x00" + msgKey
 	}
 	if j := submitted(req.JobID, msgKey, s.jobs, s.msgIDs, s.wall); j != nil {
-		s.resubmitted(m, j, tenant, submissionOf(req))
+		s.out.resubmitted(m, j, tenant, submissionOf(req))
 		return
 	}
 	if fe := s.writes.refusal(); fe != nil {
@@ -897,18 +897,18 @@ func (m *msgIDs) forget(now time.Time) {
 // tenant's credentials reach only their own tenant's jobs. A repeat that
 // asks for something else than the first (another request under the same
 // key) is no retry: it is refused naming what differs.
-func (s *Core) resubmitted(m *Msg, j *job, tenant string, submission []byte) {
+func (o *outbox) resubmitted(m *Msg, j *job, tenant string, submission []byte) {
 	if tenant != "" && j.spec.Tenant != tenant {
-		s.out.replyError(m, "job_id", "is taken: choose another")
+		o.replyError(m, "job_id", "is taken: choose another")
 		return
 	}
 	if differ := submissionDiff(j.submission, submission); len(differ) > 0 {
-		s.out.replyError(m, "job_id", "was submitted before with another request ("+strings.Join(differ, ", ")+
+		o.replyError(m, "job_id", "was submitted before with another request ("+strings.Join(differ, ", ")+
 			" differ): this is not a retry of job "+j.id+" ("+j.state+"); choose another key to submit a new job")
 		return
 	}
 	if j.answer != nil {
-		s.out.respond(m.Reply, j.answer)
+		o.respond(m.Reply, j.answer)
 		return
 	}
 	if n := j.negotiating; j.accepting != nil || n != nil && n.a.submit != nil {
@@ -919,7 +919,7 @@ func (s *Core) resubmitted(m *Msg, j *job, tenant string, submission []byte) {
 		return
 	}
 	// Known from the journal after a restart: the answer is what it is now.
-	s.out.reply(m, answerNow(j))
+	o.reply(m, answerNow(j))
 }
 
 // submissionOf is a submission's request as resubmitted compares it: its

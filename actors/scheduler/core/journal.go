@@ -102,8 +102,8 @@ func (s *Core) restore(st *durable.State) {
 				s.await(j, g, inc)
 			}
 			j.state = events.JobQueued
-			j.unchecked = true                 // judged against the cluster once it has reported in
-			s.trainingBack(j, r.Training, nil) // (a training job waits for a round)
+			j.unchecked = true                                     // judged against the cluster once it has reported in
+			s.training.takeBack(j, r.Training, nil, s.jobs, s.log) // (a training job waits for a round)
 			s.enqueue(j)
 			s.dirty = true
 		}
@@ -222,7 +222,7 @@ func (s *Core) settleJournaled() {
 		j.progress = r.ProgressS
 		s.transition(j, events.JobLost, "no GPU ran it after the restart (placement "+r.Placement+" on "+r.Node+")")
 		s.transition(j, events.JobQueued, "")
-		s.trainingBack(j, r.Training, nil) // (a training job waits for a round)
+		s.training.takeBack(j, r.Training, nil, s.jobs, s.log) // (a training job waits for a round)
 		s.enqueue(j)
 		s.dirty = true
 	}
@@ -311,17 +311,17 @@ func (s *Core) Unanswered() []Unanswered {
 // one it does not know was never accepted — its record never reached
 // the journal, or there is none — and is answered "no responders", so
 // that its client sends it again.
-func (s *Core) answerPredecessors() {
-	for _, u := range s.restart.unanswered {
-		j, ok := s.jobs[u.JobID]
+func (r *restart) answerPredecessors(jobs map[string]*job, out *outbox, log *zap.Logger) {
+	for _, u := range r.unanswered {
+		j, ok := jobs[u.JobID]
 		if !ok {
-			s.out.noResponders(u.Reply)
+			out.noResponders(u.Reply)
 			continue
 		}
-		s.out.replyTo(u.Reply, answerNow(j))
+		out.replyTo(u.Reply, answerNow(j))
 	}
-	s.log.Info("the predecessor's unanswered submissions answered", zap.Int("submissions", len(s.restart.unanswered)))
-	s.restart.unanswered = nil
+	log.Info("the predecessor's unanswered submissions answered", zap.Int("submissions", len(r.unanswered)))
+	r.unanswered = nil
 }
 
 // record is j as the journal keeps it at now; tr is the training rounds'

@@ -410,7 +410,7 @@ func (s *Core) adopt(st events.GPUStatus, gj events.GPUJob) {
 			// model state): the journal's, as of the last round.
 			trained = r.Training
 		}
-		s.trainingBack(j, trained, a)
+		s.training.takeBack(j, trained, a, s.jobs, s.log)
 		j.gpus, j.shardsLeft, j.shardsDone, j.shareMarks, j.incarnations = nil, 0, nil, nil, nil
 		j.progress, j.lastProgress, j.lastRate, j.lastAt, j.stintAt = gj.ProgressS, gj.ProgressS, gj.Rate, now, now
 		j.stintFrom, j.stintSpeed = gj.ProgressS, 1
@@ -438,7 +438,7 @@ func (s *Core) adopt(st events.GPUStatus, gj events.GPUJob) {
 		s.order = append(s.order, j)
 		s.seq = max(s.seq, j.seq)
 		s.classes.learn(&j.spec)
-		s.trainingBack(j, gj.Training, a)
+		s.training.takeBack(j, gj.Training, a, s.jobs, s.log)
 		s.adopted(j, st)
 	}
 	if j.state != stateRunning || !j.runsOnNode(st.Node) || slices.Contains(j.gpus, st.GPU) || a.Placement != j.placement {

@@ -168,7 +168,7 @@ func (s *Core) negotiate(a *attempt, p policy.Placement, victims []string) {
 		if node == "" && c.gpu != "" {
 			node = gpuNode(j, c.gpu, s.view, s.nodes) // a training job's placement spans nodes
 		}
-		s.ask(c, &call{node: node, gpu: c.gpu, sent: s.wall, neg: n, index: i})
+		s.out.ask(s.calls, c, &call{node: node, gpu: c.gpu, sent: s.wall, neg: n, index: i})
 	}
 }
 

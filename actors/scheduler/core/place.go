@@ -23,14 +23,14 @@ type ctlCall struct {
 }
 
 // ask sends c's control as the call cl, its answer awaited (calls).
-func (s *Core) ask(c ctlCall, cl *call) {
-	number, reply := s.calls.open(cl)
+func (o *outbox) ask(calls *callTracker, c ctlCall, cl *call) {
+	number, reply := calls.open(cl)
 	c.ctl.Call = number
 	b, err := gojson.Marshal(c.ctl)
 	if err != nil {
-		s.log.Error("control not encoded", zap.String("subject", c.subject), zap.Error(err))
+		o.log.Error("control not encoded", zap.String("subject", c.subject), zap.Error(err))
 	}
-	s.out.send(c.subject, reply, b)
+	o.send(c.subject, reply, b)
 }
 
 func (s *Core) controls(j *job, p policy.Placement, op string) []ctlCall {
@@ -257,7 +257,7 @@ func (s *Core) stopLost(j *job, op string, lostAt, lastKnown float64, then func(
 	}
 	for i, c := range st.calls {
 		node := gpuNode(j, c.gpu, s.view, s.nodes)
-		s.ask(c, &call{node: node, gpu: c.gpu, sent: s.wall, stop: st, index: i})
+		s.out.ask(s.calls, c, &call{node: node, gpu: c.gpu, sent: s.wall, stop: st, index: i})
 	}
 	s.view.releaseInView(j, j.node, j.gpus, s.jobs)
 	j.node, j.gpus, j.shardsLeft, j.shardsDone, j.cpuEnds = "", nil, 0, nil, nil

@@ -529,19 +529,18 @@ func (j *job) runsOnNode(node string) bool {
 	return j.node == node || j.spec.Training != nil
 }
 
-// trainingBack puts a training job taken back after a restart into the
+// takeBack puts a training job taken back after a restart into the
 // training rounds, in submission order, with the model state st (nil:
 // as submitted) and, for one read back from a GPU, the allocation its
-// assignment a lists (kept at the next round: assignTrainingBack).
-func (s *Core) trainingBack(j *job, st *model.TrainingState, a *events.Assignment) {
-	tr := s.training
+// assignment a lists (kept at the next round: assignBack).
+func (tr *training) takeBack(j *job, st *model.TrainingState, a *events.Assignment, jobs map[string]*job, log *zap.Logger) {
 	if tr == nil || j.spec.Training == nil {
 		return
 	}
 	if _, known := tr.mirror[j.id]; known {
 		return
 	}
-	second := s.training.submitSecond(j.submitted)
+	second := tr.submitSecond(j.submitted)
 	if a != nil && a.Training != nil {
 		second = a.Training.SubmitS
 		j.allocNodes = slices.Clone(a.Training.Nodes)
@@ -558,13 +557,13 @@ func (s *Core) trainingBack(j *job, st *model.TrainingState, a *events.Assignmen
 		mj, err = tr.cfg.Model.Restore(spec, *st)
 	}
 	if err != nil {
-		s.log.Error("training job not taken back into the rounds", zap.String("job", j.id), zap.Error(err))
+		log.Error("training job not taken back into the rounds", zap.String("job", j.id), zap.Error(err))
 		return
 	}
 	// In submission order, whichever GPU answered first (the order the
 	// policy reads the jobs in).
 	tr.rounds.Insert(mj, func(other *pollux.Job) bool {
-		o, ok := s.jobs[other.Name]
+		o, ok := jobs[other.Name]
 		return other.Submit > mj.Submit || (other.Submit == mj.Submit && ok && o.seq > j.seq)
 	})
 	tr.mirror[j.id] = mj
