@@ -16,7 +16,10 @@
 // (waitQueue), the running jobs (runningJobs), the journal's owed writes
 // (journalWrites), the totals, the tenants' allowances (tenantRates), the
 // learned workload (jobClasses), the nodes' heartbeats (nodeRegistry), a
-// restart's debts (restart) and the cluster's picture (view);
-// docs/internals/scheduler.md lists them. Harness runs a core without a
-// bus.
+// restart's debts (restart), the stops awaiting a GPU's word
+// (stopWaits) and the cluster's picture (view); docs/internals/scheduler.md
+// lists them. What reads parts and decides nothing is a function of the
+// parts it reads, not a method of Core. Config comes in sections
+// (Policies, Workloads, Bounds, Clocks, Succession). Harness runs a core
+// without a bus.
 package core
