@@ -130,7 +130,7 @@ func (s *Core) try(a *attempt) tryResult {
 			a.n--
 			return tryWait
 		}
-		s.refreshLostWorkOnce()
+		s.pass.refreshLostWork(s.view, s.jobs, s.now)
 		if pre, ok := s.plugins.Victims(s.view.sorted(), req); ok {
 			s.preemptFor(j, pre.Victims)
 			a.preempting = true
@@ -303,11 +303,11 @@ func (s *Core) settled() {
 
 // holdAgain puts back, after a GPU's layout was read from its status, the
 // reservations in flight there that the status does not show yet.
-func (s *Core) holdAgain(gs *gpuState) {
-	for _, n := range s.inflight {
+func (v *view) holdAgain(gs *gpuState, inflight []*negotiation, jobs map[string]*job) {
+	for _, n := range inflight {
 		for _, c := range n.calls {
 			if c.gpu == gs.g.ID && !slices.ContainsFunc(gs.g.Allocs, func(a vram.Alloc) bool { return a.Owner == c.ctl.JobID }) {
-				s.view.holdOn(gs, n.a.job, c.ctl.Job.VRAM, s.jobs)
+				v.holdOn(gs, n.a.job, c.ctl.Job.VRAM, jobs)
 			}
 		}
 	}

@@ -407,15 +407,16 @@ type unplaced struct {
 	nothingHeld bool
 }
 
-// refreshLostWorkOnce is refreshLostWork, done once while the pass's view
-// stands (inside continuePass's loop; every time outside it).
-func (s *Core) refreshLostWorkOnce() {
-	if s.pass.unplacedShapes() != nil && s.pass.lostWorkFresh {
+// refreshLostWork is the view's refreshLostWork, done once while the
+// pass's view stands (inside continuePass's loop; every time outside it,
+// where p is nil).
+func (p *pass) refreshLostWork(v *view, jobs map[string]*job, now time.Time) {
+	if p.unplacedShapes() != nil && p.lostWorkFresh {
 		return
 	}
-	s.view.refreshLostWork(s.jobs, s.now)
-	if s.pass.unplacedShapes() != nil {
-		s.pass.lostWorkFresh = true
+	v.refreshLostWork(jobs, now)
+	if p.unplacedShapes() != nil {
+		p.lostWorkFresh = true
 	}
 }
 
@@ -631,7 +632,7 @@ func (s *Core) applyStatus(st events.GPUStatus, at time.Time) {
 			g.Util += sj.Util
 		}
 		s.view.rebuildShares(g, s.jobs)
-		s.holdAgain(gs)
+		s.view.holdAgain(gs, s.inflight, s.jobs)
 	} else if st.JobID != "" && st.Change != events.ChangeCommitted && !heldAnew(st, s.jobs) {
 		s.view.dropAlloc(g, st.JobID, s.jobs)
 	}
