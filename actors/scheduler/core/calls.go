@@ -170,7 +170,7 @@ func (s *Core) refusalHolds(node string, holds []events.NodeHold) {
 		s.log.Warn("node holds CPU and memory for a job that does not run there: freeing them", zap.String("node", node),
 			zap.String("job", h.JobID), zap.Float64("cpu", h.CPU), zap.Int64("memory", h.Memory))
 		s.stats.nodeStrays++
-		s.out.freeAtNode(s.cfg.Subjects.NodeCtl(node), h.JobID)
+		s.out.freeAtNode(node, h.JobID)
 	}
 }
 

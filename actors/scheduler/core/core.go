@@ -453,7 +453,7 @@ func New(cfg Config) (*Core, error) {
 		queue:       newWaitQueue(),
 		writes:      &journalWrites{journaled: cfg.Journaled},
 	}
-	s.out = &outbox{log: s.log, maxPayload: cfg.MaxPayload, batched: s.nodes.takesBatches}
+	s.out = &outbox{log: s.log, maxPayload: cfg.MaxPayload, batched: s.nodes.takesBatches, subjects: cfg.Subjects}
 	for _, r := range cfg.Inherited {
 		if c := r.CPUOnly; c != nil {
 			// No GPU knows it: resumed from the predecessor's account.

@@ -214,7 +214,7 @@ func (s *Core) settleJournaled() {
 		if r.Node != "" {
 			// Its node actor may still hold its CPU and memory (the GPUs
 			// let it go): freed there too, or for good never.
-			s.out.freeAtNode(s.cfg.Subjects.NodeCtl(r.Node), j.id)
+			s.out.freeAtNode(r.Node, j.id)
 		}
 		j.node, j.gpus, j.placement = "", nil, ""
 		j.state = stateRunning // what the journal last knew

@@ -549,7 +549,7 @@ func (s *Core) reconcile(gs *gpuState, st events.GPUStatus) {
 			// one hold per job).
 			j := s.jobs[id]
 			if (j.state != stateRunning || j.node != st.Node) && (j.negotiating == nil || j.negotiating.place.Node != st.Node) {
-				s.out.freeAtNode(s.cfg.Subjects.NodeCtl(st.Node), id)
+				s.out.freeAtNode(st.Node, id)
 			}
 		}
 	}
@@ -664,7 +664,7 @@ func (s *Core) accountEnded(st events.GPUStatus) {
 			// Its GPU let it go; its node actor still holds its CPU and
 			// memory until told (requeueLost below no longer knows the
 			// node): the hold would stay for good.
-			s.out.freeAtNode(s.cfg.Subjects.NodeCtl(j.node), j.id)
+			s.out.freeAtNode(j.node, j.id)
 		}
 		j.node, j.gpus, j.shardsLeft, j.shardsDone = "", nil, 0, nil
 		// A gang's other GPUs, which its record names, may still run

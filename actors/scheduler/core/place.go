@@ -253,7 +253,7 @@ func (s *Core) stopLost(j *job, op string, lostAt, lastKnown float64, then func(
 	}
 	st.replies, st.waiting = make([]events.ControlReply, len(st.calls)), len(st.calls)
 	if j.node != "" {
-		s.out.freeAtNode(s.cfg.Subjects.NodeCtl(j.node), j.id)
+		s.out.freeAtNode(j.node, j.id)
 	}
 	for i, c := range st.calls {
 		node := gpuNode(j, c.gpu, s.view, s.nodes)

@@ -90,6 +90,8 @@ type outbox struct {
 	// nodes take their controls batched (its heartbeats say so).
 	maxPayload int
 	batched    func(node string) bool
+	// subjects name the actors' control subjects (freeAtNode).
+	subjects events.Subjects
 }
 
 // take is what has been asked since the last take; the effects' slice is
@@ -286,9 +288,8 @@ func (o *outbox) pageExists(m *Msg, page, pages int) bool {
 	return true
 }
 
-// freeAtNode tells the node actor at nodeCtl (its control subject) to
-// free what job id holds there (CPU and memory), without waiting for an
-// answer.
-func (o *outbox) freeAtNode(nodeCtl, id string) {
-	o.sendAll([]ctlCall{{subject: nodeCtl, ctl: events.Control{Op: events.OpRelease, JobID: id}}})
+// freeAtNode tells node's actor to free what job id holds there (CPU and
+// memory), without waiting for an answer.
+func (o *outbox) freeAtNode(node, id string) {
+	o.sendAll([]ctlCall{{subject: o.subjects.NodeCtl(node), ctl: events.Control{Op: events.OpRelease, JobID: id}}})
 }

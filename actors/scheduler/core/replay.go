@@ -315,7 +315,7 @@ func (s *Core) replayLeaseEnded(j *job, gpuID string) {
 		s.replay.leaseDone[j] = true
 	}
 	if j.node != "" {
-		s.out.freeAtNode(s.cfg.Subjects.NodeCtl(j.node), j.id)
+		s.out.freeAtNode(j.node, j.id)
 		s.view.releaseNode(j, j.node)
 	}
 	j.endStint(s.now, j.progress)

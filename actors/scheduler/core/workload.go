@@ -115,7 +115,7 @@ func (s *Core) complete(j *job, now time.Time) {
 	j.progress = j.work()
 	j.ended = &now
 	j.cpuEnds = nil
-	s.out.freeAtNode(s.cfg.Subjects.NodeCtl(j.node), j.id)
+	s.out.freeAtNode(j.node, j.id)
 	s.view.releaseNode(j, j.node)
 	s.stats.completed++
 	s.running.remove(j)
