@@ -118,6 +118,9 @@ type elasticState struct {
 	profile []observation
 	perf    *PerfParams
 	g2, s2  float64
+	// speedups is the Pollux policy's memo of this job's speedups
+	// (speedupOf).
+	speedups *speedupMemo
 	// fixed is the batch size of a job that keeps one (ncf's 32768).
 	fixed int
 }

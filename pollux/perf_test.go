@@ -121,6 +121,68 @@ func TestCrowdingAsAStableSortGivesIt(t *testing.T) {
 	}
 }
 
+// TestCrowdingOfRealFrontsAsAStableSortGivesIt: on fronts as fronts makes
+// them (ordered by objective 1, then 2), crowd takes a shorter way — no
+// sort, repeats found next to each other — and must still give what the
+// stable rule gives.
+func TestCrowdingOfRealFrontsAsAStableSortGivesIt(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 13))
+	var r, fr ranker
+	shortWays := 0
+	for trial := range 200 {
+		var pop []*individual
+		for range 2 + rng.IntN(80) {
+			// Few distinct values: ties and repeated members are common.
+			pop = append(pop, &individual{obj: [2]float64{float64(rng.IntN(12)), float64(rng.IntN(12))}})
+		}
+		for k, front := range fr.fronts(pop) {
+			copies := make([]*individual, len(front))
+			for i, ind := range front {
+				copies[i] = &individual{obj: ind.obj}
+			}
+			if _, monotone := r.distinct(front); monotone {
+				shortWays++
+			}
+			r.crowd(front)
+			stableCrowd(copies)
+			for i := range front {
+				if front[i].crowding != copies[i].crowding {
+					t.Fatalf("trial %d, front %d: member %d %v has crowding %v, the stable rule gives %v", trial, k, i, front[i].obj, front[i].crowding, copies[i].crowding)
+				}
+			}
+		}
+	}
+	if shortWays == 0 {
+		t.Fatal("no front took the short way: the test tests nothing new")
+	}
+}
+
+// TestObjectiveKeysSortAsTheFloatsDo: fronts' integer keys and its own
+// sort give the order of a sort by cmp.Compare over the objectives, then
+// position — NaN first, −0 equal to +0, ties common.
+func TestObjectiveKeysSortAsTheFloatsDo(t *testing.T) {
+	rng := rand.New(rand.NewPCG(17, 17))
+	values := []float64{math.NaN(), math.Inf(-1), -2.5, -1, -1e-300, math.Copysign(0, -1), 0, 1e-300, 0.5, 1, 3, math.Inf(1)}
+	for trial := range 300 {
+		var keys []objKeys
+		var want []ranked
+		for i := range rng.IntN(300) {
+			ind := &individual{obj: [2]float64{values[rng.IntN(len(values))], values[rng.IntN(len(values))]}}
+			keys = append(keys, objKeys{k0: objKey(ind.obj[0]), k1: objKey(ind.obj[1]), at: i, ind: ind})
+			want = append(want, ranked{ind, i})
+		}
+		sortObjKeys(keys)
+		slices.SortFunc(want, func(a, b ranked) int {
+			return cmp.Or(cmp.Compare(a.ind.obj[0], b.ind.obj[0]), cmp.Compare(a.ind.obj[1], b.ind.obj[1]), cmp.Compare(a.at, b.at))
+		})
+		for i := range want {
+			if keys[i].ind != want[i].ind {
+				t.Fatalf("trial %d: at %d the sort has %v (position %d), cmp.Compare's order %v (position %d)", trial, i, keys[i].ind.obj, keys[i].at, want[i].ind.obj, want[i].at)
+			}
+		}
+	}
+}
+
 // stableCrowd is the crowding rule as stable sorts state it.
 func stableCrowd(front []*individual) {
 	seen := map[[2]float64]bool{}

@@ -21,9 +21,9 @@ import (
 // one draws from Seed, so a run is repeatable and several seeds give the
 // spread.
 type Pollux struct {
-	rng *rand.Rand
-	// draws is rng's source: the search's most frequent draw, a uniform
-	// float, reads it directly (uniform), the same numbers as rng.Float64.
+	// draws is the search's source of random numbers, read directly:
+	// uniform and intN draw what rand.Rand's Float64 and IntN would draw
+	// from it, without a call through the Source interface per number.
 	draws *rand.PCG
 	// prev is the last interval's final population, each member a row of
 	// replica counts per node by job name (the next search starts there).
@@ -35,15 +35,45 @@ type Pollux struct {
 // NewPollux is the policy with its search drawn from seed.
 func NewPollux(seed uint64) *Pollux {
 	draws := rand.NewPCG(seed, 0x9e3779b97f4a7c15)
-	return &Pollux{rng: rand.New(draws), draws: draws, Population: 100, Generations: 100}
+	return &Pollux{draws: draws, Population: 100, Generations: 100}
 }
 
-// uniform is rng.Float64 — the next draw of the source, as math/rand/v2
+// uniform is rand.Rand's Float64 — the next draw of the source, as math/rand/v2
 // makes a float of it (the top 53 bits over 2⁵³) — without the call
 // through the Source interface: mutation draws one per job and free node
 // per child, the search's most frequent call.
 func (p *Pollux) uniform() float64 {
 	return float64(p.draws.Uint64()<<11>>11) / (1 << 53)
+}
+
+// intN is rand.Rand's IntN(n) for n > 0, on a 64-bit machine, drawn from
+// the same source: a power of two masks one draw; any other n takes the
+// high word of draw × n, drawing again while the low word falls in the
+// 2⁶⁴ mod n products that would bias it (Lemire's method). Its numbers
+// are rand.Rand's, draw for draw (TestDrawsAreRandsDraws): the search's
+// outcome depends on every one of them.
+func (p *Pollux) intN(n int) int {
+	u := uint64(n)
+	if u&(u-1) == 0 {
+		return int(p.draws.Uint64() & (u - 1))
+	}
+	hi, lo := bits.Mul64(p.draws.Uint64(), u)
+	if lo < u {
+		thresh := -u % u
+		for lo < thresh {
+			hi, lo = bits.Mul64(p.draws.Uint64(), u)
+		}
+	}
+	return int(hi)
+}
+
+// shuffle is rand.Rand's Shuffle of list (Fisher–Yates, from the end),
+// drawing from the same source.
+func (p *Pollux) shuffle(list []int) {
+	for i := len(list) - 1; i > 0; i-- {
+		j := p.intN(i + 1)
+		list[i], list[j] = list[j], list[i]
+	}
 }
 
 // Name is "pollux".
@@ -237,18 +267,24 @@ func (p *Pollux) Allocate(t int, active []*Job, c Cluster, current Alloc) (Alloc
 // the fair share (one node, fair replicas): r/fair before it has a model;
 // then its best goodput on (n, r) over its best on the fair share,
 // memoised for n ≤ nodes, r ≤ replicas (and the candidates of each r).
+// The memo outlives the interval while the job's model and the fair
+// share stay the same (speedupMemo).
 func speedupOf(j *Job, fair, nodes, replicas int) func(n, r int) float64 {
 	if j.elastic.perf == nil {
 		return func(_, r int) float64 { return float64(r) / float64(fair) }
 	}
 	m := j.goodputModel()
-	base, _ := m.best(1, fair)
-	memo := make([]float64, (nodes+1)*(replicas+1))
-	for i := range memo {
-		memo[i] = -1
+	key := speedupKey{model: m, fair: fair, nodes: nodes, replicas: replicas}
+	sm := j.elastic.speedups
+	if sm == nil || sm.key != key {
+		sm = &speedupMemo{key: key, memo: make([]float64, (nodes+1)*(replicas+1)), choices: make([][]batchChoice, replicas+1)}
+		sm.base, _ = m.best(1, fair)
+		for i := range sm.memo {
+			sm.memo[i] = -1
+		}
+		j.elastic.speedups = sm
 	}
-	// The candidates of each replica count, for every node count asked.
-	choices := make([][]batchChoice, replicas+1)
+	base, memo, choices := sm.base, sm.memo, sm.choices
 	return func(n, r int) float64 {
 		if r == 0 {
 			return 0
@@ -277,6 +313,25 @@ func speedupOf(j *Job, fair, nodes, replicas int) func(n, r int) float64 {
 		}
 		return v
 	}
+}
+
+// speedupMemo is a job's speedups as speedupOf found them, kept from one
+// interval to the next: they are a function of its goodput model (which
+// changes as the job is observed: its fit, its gradient statistics), the
+// fair share and the cluster's size alone, and the search asks the same
+// few hundred of them interval after interval.
+type speedupMemo struct {
+	key     speedupKey
+	base    float64
+	memo    []float64
+	choices [][]batchChoice
+}
+
+// speedupKey is what a job's speedups depend on. A model whose numbers
+// include a NaN never equals itself: its memo is made afresh.
+type speedupKey struct {
+	model                 goodputModel
+	fair, nodes, replicas int
 }
 
 // evaluate sets ind's objectives: 1, minus the harmonic mean of the jobs'
@@ -347,12 +402,12 @@ func (s *search) repair(x genome) {
 			}
 		}
 		if excess := replicas - s.maxrep[i]; excess > 0 {
-			// rng.Perm's draws, into a reused buffer.
+			// rand.Rand's Perm's draws, into a reused buffer.
 			perm := buffer(&s.scratch.perm, s.nodes)
 			for k := range perm {
 				perm[k] = k
 			}
-			s.p.rng.Shuffle(len(perm), func(i, j int) { perm[i], perm[j] = perm[j], perm[i] })
+			s.p.shuffle(perm)
 			for _, k := range perm {
 				if excess <= 0 {
 					break
@@ -364,7 +419,7 @@ func (s *search) repair(x genome) {
 			spans = countNonzero(row)
 		}
 		for ; spans > maxNodesPerJob; spans-- {
-			k := s.p.rng.IntN(s.nodes)
+			k := s.p.intN(s.nodes)
 			for row[k] == 0 {
 				k = (k + 1) % s.nodes
 			}
@@ -437,7 +492,7 @@ func (s *search) child(x genome) *individual {
 // tournament picks the better of two random members: the one that
 // dominates, else the more crowding distance, else either at random.
 func (s *search) tournament(pop []*individual) *individual {
-	a, b := pop[s.p.rng.IntN(len(pop))], pop[s.p.rng.IntN(len(pop))]
+	a, b := pop[s.p.intN(len(pop))], pop[s.p.intN(len(pop))]
 	switch {
 	case dominates(a, b):
 		return a
@@ -449,7 +504,7 @@ func (s *search) tournament(pop []*individual) *individual {
 		}
 		return b
 	}
-	if s.p.rng.IntN(2) == 0 {
+	if s.p.intN(2) == 0 {
 		return a
 	}
 	return b
@@ -466,7 +521,7 @@ func (s *search) crossover(a, b genome) (*individual, *individual) {
 	if s.p.uniform() >= crossoverChance {
 		return c1, c2
 	}
-	at := s.p.rng.IntN(len(s.jobs)) * s.nodes
+	at := s.p.intN(len(s.jobs)) * s.nodes
 	copy(c1.x[:at], b[:at])
 	copy(c2.x[:at], a[:at])
 	return c1, c2
@@ -528,7 +583,7 @@ func (s *search) mutate(x genome) {
 				p = p1 + p2 - p1*p2
 			}
 			if s.p.uniform() < p {
-				row[k] += uint8(s.p.rng.IntN(max(s.gpus[k]-int(row[k]), 0) + 1))
+				row[k] += uint8(s.p.intN(max(s.gpus[k]-int(row[k]), 0) + 1))
 			}
 		}
 	}
@@ -572,6 +627,7 @@ func dominates(a, b *individual) bool {
 // sorts order ties by position (ranked.at), which gives what a stable
 // sort gives: the search's outcome depends on the order of equals.
 type ranker struct {
+	keys   []objKeys
 	order  []ranked
 	front  [][]*individual
 	unique []*individual
@@ -597,21 +653,30 @@ func (r *ranker) indexed(list []*individual) []ranked {
 // (Jensen's sort): visited by objective 1, then 2, a member joins the
 // first front whose latest member does not dominate it (within a front
 // objective 2 only falls, so the latest member is the one to ask). The
-// fronts are r's until its next call.
+// fronts are r's until its next call. Within a front the members keep
+// the visit's order: by objective 1, then 2 (crowd relies on it).
 func (r *ranker) fronts(pop []*individual) [][]*individual {
-	order := r.indexed(pop)
-	slices.SortFunc(order, func(a, b ranked) int {
-		return cmp.Or(cmp.Compare(a.ind.obj[0], b.ind.obj[0]), cmp.Compare(a.ind.obj[1], b.ind.obj[1]), cmp.Compare(a.at, b.at))
-	})
+	keys := r.keys[:0]
+	for i, ind := range pop {
+		keys = append(keys, objKeys{k0: objKey(ind.obj[0]), k1: objKey(ind.obj[1]), at: i, ind: ind})
+	}
+	r.keys = keys
+	sortObjKeys(keys)
 	fronts := r.front[:0]
-	for _, m := range order {
+	for _, m := range keys {
 		ind := m.ind
-		k, _ := slices.BinarySearchFunc(fronts, ind, func(f []*individual, ind *individual) int {
-			if dominates(f[len(f)-1], ind) {
-				return -1
+		// The first front whose latest member does not dominate ind, by
+		// bisection: the fronts' latest members dominate ind up to a
+		// point and not after it.
+		k, hi := 0, len(fronts)
+		for k < hi {
+			mid := int(uint(k+hi) >> 1)
+			if f := fronts[mid]; dominates(f[len(f)-1], ind) {
+				k = mid + 1
+			} else {
+				hi = mid
 			}
-			return 1
-		})
+		}
 		if k == len(fronts) {
 			if k < cap(fronts) {
 				fronts = fronts[:k+1]
@@ -626,6 +691,92 @@ func (r *ranker) fronts(pop []*individual) [][]*individual {
 	return fronts
 }
 
+// objKeys is a member as fronts sorts it: its objectives as integers
+// ordered as the floats are (objKey), ties by its position (at).
+type objKeys struct {
+	k0, k1 uint64
+	at     int
+	ind    *individual
+}
+
+// objKey is x as an integer whose order is cmp.Compare's over float64s:
+// NaN before every number, −0 equal to +0. A number's bits order
+// non-negative floats as integers; a negative one's, complemented, order
+// the negatives; the top bit set on the non-negatives puts them above.
+// Every number's key is above 0, NaN's.
+func objKey(x float64) uint64 {
+	switch {
+	case x != x:
+		return 0
+	case x == 0:
+		x = 0 // −0 is +0
+	}
+	b := math.Float64bits(x)
+	if b>>63 != 0 {
+		return ^b
+	}
+	return b | 1<<63
+}
+
+// before says a sorts before b: by objective 1, then 2, then position.
+func (a *objKeys) before(b *objKeys) bool {
+	if a.k0 != b.k0 {
+		return a.k0 < b.k0
+	}
+	if a.k1 != b.k1 {
+		return a.k1 < b.k1
+	}
+	return a.at < b.at
+}
+
+// sortObjKeys sorts keys by before: a quicksort (the median of three as
+// pivot) down to runs of 12, then an insertion sort. Positions make
+// every key distinct, so any correct sort gives the one order the
+// search's outcome depends on; this one compares inline, where
+// slices.SortFunc called a function value for each comparison (a
+// seventh of a run's time).
+func sortObjKeys(keys []objKeys) {
+	for len(keys) > 12 {
+		last := len(keys) - 1
+		mid := last / 2
+		// The median of the first, middle and last to the end, as pivot.
+		if keys[mid].before(&keys[0]) {
+			keys[0], keys[mid] = keys[mid], keys[0]
+		}
+		if keys[last].before(&keys[0]) {
+			keys[0], keys[last] = keys[last], keys[0]
+		}
+		if keys[last].before(&keys[mid]) {
+			keys[mid], keys[last] = keys[last], keys[mid]
+		}
+		keys[mid], keys[last] = keys[last], keys[mid]
+		pivot := keys[last]
+		// Lomuto's partition: keys before the pivot to the front.
+		at := 0
+		for i := range last {
+			if keys[i].before(&pivot) {
+				keys[i], keys[at] = keys[at], keys[i]
+				at++
+			}
+		}
+		keys[at], keys[last] = keys[last], keys[at]
+		// The shorter side by recursion, the longer in the loop: a depth
+		// of log n at most.
+		if at < last-at {
+			sortObjKeys(keys[:at])
+			keys = keys[at+1:]
+		} else {
+			sortObjKeys(keys[at+1:])
+			keys = keys[:at]
+		}
+	}
+	for i := 1; i < len(keys); i++ {
+		for j := i; j > 0 && keys[j].before(&keys[j-1]); j-- {
+			keys[j], keys[j-1] = keys[j-1], keys[j]
+		}
+	}
+}
+
 // crowd sets each member's crowding distance within its front: the sum
 // over objectives of the normalised gap between its neighbours, infinite
 // at the ends; a member whose objectives repeat an earlier one's gets 0
@@ -634,21 +785,29 @@ func (r *ranker) crowd(front []*individual) {
 	for _, ind := range front {
 		ind.crowding = 0
 	}
-	if r.seen == nil {
-		r.seen = map[[2]float64]bool{}
-	}
-	clear(r.seen)
-	unique := r.unique[:0]
-	for _, ind := range front {
-		if !r.seen[ind.obj] {
-			r.seen[ind.obj] = true
-			unique = append(unique, ind)
-		}
-	}
-	r.unique = unique
+	unique, monotone := r.distinct(front)
 	if len(unique) <= 2 {
 		for _, ind := range unique {
 			ind.crowding = math.Inf(1)
+		}
+		return
+	}
+	if monotone {
+		// Ordered by objective 1 already, and by objective 2 in reverse:
+		// the two sorts below would leave them so.
+		n := len(unique)
+		first, last := unique[0], unique[n-1]
+		first.crowding, last.crowding = math.Inf(1), math.Inf(1)
+		if lo, hi := first.obj[0], last.obj[0]; hi != lo {
+			for i := 1; i < n-1; i++ {
+				unique[i].crowding += (unique[i+1].obj[0] - unique[i-1].obj[0]) / (hi - lo)
+			}
+		}
+		if lo, hi := last.obj[1], first.obj[1]; hi != lo {
+			// Ascending by objective 2, the member at i is unique[n-1-i].
+			for i := 1; i < n-1; i++ {
+				unique[n-1-i].crowding += (unique[n-2-i].obj[1] - unique[n-i].obj[1]) / (hi - lo)
+			}
 		}
 		return
 	}
@@ -671,6 +830,55 @@ func (r *ranker) crowd(front []*individual) {
 			order[i].ind.crowding += (order[i+1].ind.obj[m] - order[i-1].ind.obj[m]) / (hi - lo)
 		}
 	}
+}
+
+// distinct is front without the members whose objectives repeat an
+// earlier one's, and whether it runs strictly up in objective 1 and
+// strictly down in objective 2 (as a front fronts made does, with no
+// NaN). A front ordered by objective 1, then 2, has its repeats next to
+// each other; any other is sifted through a set.
+func (r *ranker) distinct(front []*individual) (unique []*individual, monotone bool) {
+	unique = r.unique[:0]
+	defer func() { r.unique = unique }()
+	ordered := true
+	for i, ind := range front {
+		o := ind.obj
+		if o[0] != o[0] || o[1] != o[1] {
+			ordered = false
+			break
+		}
+		if i > 0 {
+			if p := front[i-1].obj; p[0] > o[0] || (p[0] == o[0] && p[1] > o[1]) {
+				ordered = false
+				break
+			}
+		}
+	}
+	if ordered {
+		monotone = true
+		for i, ind := range front {
+			if i > 0 && front[i-1].obj == ind.obj {
+				continue
+			}
+			if n := len(unique); n > 0 {
+				p := unique[n-1].obj
+				monotone = monotone && p[0] < ind.obj[0] && p[1] > ind.obj[1]
+			}
+			unique = append(unique, ind)
+		}
+		return unique, monotone
+	}
+	if r.seen == nil {
+		r.seen = map[[2]float64]bool{}
+	}
+	clear(r.seen)
+	for _, ind := range front {
+		if !r.seen[ind.obj] {
+			r.seen[ind.obj] = true
+			unique = append(unique, ind)
+		}
+	}
+	return unique, false
 }
 
 // genomeSet is a set of allocations by content, without a string copy of

@@ -277,3 +277,71 @@ func sum(row genome) int {
 	_, r := rowCounts(row)
 	return r
 }
+
+// TestSpeedupsAreMemoisedPerModel: a job's speedups are kept from one
+// interval to the next while its model and the fair share are the same,
+// and made afresh when either changes — a stale memo would give the
+// search the old model's answers.
+func TestSpeedupsAreMemoisedPerModel(t *testing.T) {
+	app := &App{B0: 64, Bmax: 4096, MinLocal: 16, MaxLocal: 512}
+	job := func(g2 float64) *Job {
+		perf := PerfParams{AlphaC: 0.01, BetaC: 0.0005, AlphaN: 0.02, BetaN: 0.001, AlphaR: 0.01, BetaR: 0.0005, Gamma: 1.5}
+		return &Job{app: app, elastic: &elasticState{perf: &perf, g2: g2, s2: 2}}
+	}
+	j := job(1)
+	first := speedupOf(j, 2, 4, 16)(2, 6)
+	memo := j.elastic.speedups
+	if again := speedupOf(j, 2, 4, 16)(2, 6); again != first || j.elastic.speedups != memo {
+		t.Fatalf("same model, same fair share: speedup %v (memo kept: %v), want %v from the kept memo", again, j.elastic.speedups == memo, first)
+	}
+	j.elastic.g2 = 5 // observed: its gradient statistics moved
+	want := speedupOf(job(5), 2, 4, 16)(2, 6)
+	if got := speedupOf(j, 2, 4, 16)(2, 6); got != want || want == first {
+		t.Fatalf("after the model changed: speedup %v, a fresh job's %v (the old model's %v)", got, want, first)
+	}
+	want = speedupOf(job(5), 3, 4, 16)(2, 6)
+	if got := speedupOf(j, 3, 4, 16)(2, 6); got != want {
+		t.Fatalf("after the fair share changed: speedup %v, want %v", got, want)
+	}
+	if c := j.elastic.clone(); c.speedups != nil {
+		t.Fatal("a clone shares the memo: it must share nothing")
+	}
+}
+
+// TestDrawsAreRandsDraws: the search's own draws (uniform, intN, shuffle)
+// give rand.Rand's numbers from the same seed, draw for draw — bounds
+// that are powers of two, small, and large enough to be redrawn often.
+func TestDrawsAreRandsDraws(t *testing.T) {
+	p := NewPollux(5)
+	r := rand.New(rand.NewPCG(5, 0x9e3779b97f4a7c15))
+	pick := rand.New(rand.NewPCG(1, 2))
+	for i := range 200_000 {
+		switch pick.IntN(4) {
+		case 0:
+			if got, want := p.uniform(), r.Float64(); got != want {
+				t.Fatalf("draw %d: uniform %v, Float64 %v", i, got, want)
+			}
+		case 1:
+			n := 1 + pick.IntN(300)
+			if got, want := p.intN(n), r.IntN(n); got != want {
+				t.Fatalf("draw %d: intN(%d) %d, IntN %d", i, n, got, want)
+			}
+		case 2:
+			n := 1<<62 + pick.IntN(1<<61) // about a third of draws redrawn
+			if got, want := p.intN(n), r.IntN(n); got != want {
+				t.Fatalf("draw %d: intN(%d) %d, IntN %d", i, n, got, want)
+			}
+		default:
+			n := pick.IntN(20)
+			a, b := make([]int, n), make([]int, n)
+			for k := range n {
+				a[k], b[k] = k, k
+			}
+			p.shuffle(a)
+			r.Shuffle(n, func(i, j int) { b[i], b[j] = b[j], b[i] })
+			if !slices.Equal(a, b) {
+				t.Fatalf("draw %d: shuffle %v, Shuffle %v", i, a, b)
+			}
+		}
+	}
+}

@@ -58,6 +58,7 @@ func (e *elasticState) clone() *elasticState {
 	c := *e
 	c.seen = maps.Clone(e.seen)
 	c.profile = slices.Clone(e.profile)
+	c.speedups = nil // a memo the search fills as it goes
 	if e.perf != nil {
 		p := *e.perf
 		c.perf = &p
