@@ -727,10 +727,17 @@ func (c *Cluster) supervisorEmitter(nc *nats.Conn) *events.Emitter {
 }
 
 // watch makes a virtual clock flush nc before it decides the simulation
-// has settled.
+// has settled. A flush that fails keeps the clock at its instant (it
+// flushes again), except on a closed connection (a dead scheduler's):
+// what it held is lost, not late, and nothing more will come from it.
 func (c *Cluster) watch(nc *nats.Conn) {
 	if c.virtual != nil {
-		c.virtual.WatchSent(func() error { return nc.FlushTimeout(10 * time.Second) }, func() uint64 { return nc.Stats().OutMsgs })
+		c.virtual.WatchSent(func() error {
+			if err := nc.FlushTimeout(10 * time.Second); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
+				return err
+			}
+			return nil
+		}, func() uint64 { return nc.Stats().OutMsgs })
 	}
 }
 

@@ -133,6 +133,11 @@ type Result struct {
 	// (simclock.Virtual.LooseArms): each one a place where the run may
 	// depend on goroutine timing. Zero in a deterministic run.
 	LooseArms uint64
+	// FlushErrors counts the watched connections' flushes that failed
+	// while the clock settled an instant (simclock.Virtual.FlushErrors):
+	// each kept the clock at its instant until a flush succeeded, so the
+	// run's outcome does not depend on them, only its wall time.
+	FlushErrors uint64
 }
 
 // Run starts a cluster of cfg.Shape on a virtual clock, drives the
@@ -272,6 +277,7 @@ wait:
 	res.Length = clock.Now().Sub(Epoch)
 	res.Instants = clock.Fired()
 	res.LooseArms = clock.LooseArms()
+	res.FlushErrors = clock.FlushErrors()
 	if cfg.Progress != nil {
 		cfg.Progress(res.Length)
 	}

@@ -2,6 +2,7 @@ package simclock
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -263,6 +264,38 @@ func TestASettleFlushesOnlyWhatPublished(t *testing.T) {
 	<-third.C()
 	if got := flushes(); got != [2]int64{2, 1} {
 		t.Fatalf("flushes after a quiet instant %v, want still [2 1]", got)
+	}
+	v.Release()
+}
+
+// TestAFailedFlushKeepsTheInstant: a watched connection whose flush fails
+// (times out) has not shown that what it published was delivered, so the
+// clock stays at its instant and flushes again until one succeeds —
+// moving on could leave a message in flight across instants.
+func TestAFailedFlushKeepsTheInstant(t *testing.T) {
+	v := NewVirtual(epoch)
+	var calls atomic.Int64
+	v.Watch(func() error {
+		if calls.Add(1) <= 3 {
+			return errors.New("flush timeout")
+		}
+		return nil
+	}, nil)
+	timer := v.NewTimer(time.Hour)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go v.Run(ctx)
+	v.Start()
+	select {
+	case <-timer.C():
+	case <-time.After(30 * time.Second):
+		t.Fatal("the clock never reached its timer")
+	}
+	if n := calls.Load(); n < 5 {
+		t.Fatalf("the timer fired after %d flushes, 3 of them failed: the clock moved on without a flush that succeeded (want at least 2 after the failures)", n)
+	}
+	if got := v.FlushErrors(); got != 3 {
+		t.Fatalf("FlushErrors %d, want 3", got)
 	}
 	v.Release()
 }
