@@ -748,10 +748,18 @@ func (c *Cluster) watchSubs(subs []*nats.Subscription) {
 	}
 	for _, sub := range subs {
 		c.virtual.Watch(nil, func() int {
+			if sub == nil {
+				return 0
+			}
 			n, _, err := sub.Pending()
 			if err != nil {
 				// Unsubscribed (a dead scheduler's): it holds nothing, and
-				// its -1 would keep the clock from ever settling.
+				// its -1 would keep the clock from ever settling. Forgotten
+				// from then on: a subscription keeps its handler, and the
+				// handler its scheduler — every job it restored — so each
+				// restart would keep its predecessor alive for the run.
+				// (Only the clock's settling goroutine calls this.)
+				sub = nil
 				return 0
 			}
 			return n
