@@ -665,18 +665,12 @@ func (r *ranker) fronts(pop []*individual) [][]*individual {
 	fronts := r.front[:0]
 	for _, m := range keys {
 		ind := m.ind
-		// The first front whose latest member does not dominate ind, by
-		// bisection: the fronts' latest members dominate ind up to a
-		// point and not after it.
-		k, hi := 0, len(fronts)
-		for k < hi {
-			mid := int(uint(k+hi) >> 1)
-			if f := fronts[mid]; dominates(f[len(f)-1], ind) {
-				k = mid + 1
-			} else {
-				hi = mid
+		k, _ := slices.BinarySearchFunc(fronts, ind, func(f []*individual, ind *individual) int {
+			if dominates(f[len(f)-1], ind) {
+				return -1
 			}
-		}
+			return 1
+		})
 		if k == len(fronts) {
 			if k < cap(fronts) {
 				fronts = fronts[:k+1]

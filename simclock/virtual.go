@@ -377,6 +377,10 @@ func (v *Virtual) settle(ctx context.Context, flushers *flushPool) bool {
 				if ctx.Err() != nil {
 					return false
 				}
+				// The failed barriers' counts are noted as flushed
+				// already (publishedSince): the next round must flush
+				// every connection, not skip them as quiet.
+				skipped = true
 				continue
 			}
 		}

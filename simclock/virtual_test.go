@@ -299,3 +299,34 @@ func TestAFailedFlushKeepsTheInstant(t *testing.T) {
 	}
 	v.Release()
 }
+
+// TestAFailedFlushOfAConnectionThatPublishedIsRetried: the same with a
+// connection whose sent count is known — the settle notes its count as
+// flushed before the flush fails, and must still flush it again rather
+// than take the next round as quiet.
+func TestAFailedFlushOfAConnectionThatPublishedIsRetried(t *testing.T) {
+	v := NewVirtual(epoch)
+	var sent atomic.Uint64
+	var calls atomic.Int64
+	v.WatchSent(func() error {
+		if calls.Add(1) <= 2 {
+			return errors.New("flush timeout")
+		}
+		return nil
+	}, sent.Load)
+	sent.Add(1) // it published: the first round flushes it
+	timer := v.NewTimer(time.Hour)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go v.Run(ctx)
+	v.Start()
+	select {
+	case <-timer.C():
+	case <-time.After(30 * time.Second):
+		t.Fatal("the clock never reached its timer")
+	}
+	if n := calls.Load(); n <= 2 {
+		t.Fatalf("the timer fired after %d flushes, all of them failed: the retry was skipped", n)
+	}
+	v.Release()
+}
