@@ -48,9 +48,19 @@ func (a *Actor) armLease() {
 		return
 	}
 	if a.leaseTimer == nil {
-		a.leaseTimer = time.NewTimer(time.Until(a.leaseUntil))
+		a.leaseTimer = time.AfterFunc(time.Until(a.leaseUntil), a.mailbox.leaseRanOut)
 	} else {
 		a.leaseTimer.Reset(time.Until(a.leaseUntil))
+	}
+}
+
+// onWallLease is the wall lease timer having fired (mailbox.leaseRanOut):
+// the actor fences itself if the lease ran out, and otherwise the timer
+// (re-armed by a renewal meanwhile, or early) stands at the lease's end.
+func (a *Actor) onWallLease() {
+	a.checkLease()
+	if a.leased() && a.cfg.Lease > 0 {
+		a.armLease()
 	}
 }
 
@@ -59,8 +69,6 @@ func (a *Actor) armLease() {
 // taken first all the same, so that the verdict could not depend on which
 // the actor saw first. A hung actor does nothing until it wakes (wake
 // checks the lease), as a hung process does.
-//
-//go:noinline
 func (a *Actor) onVirtualLease() {
 	a.leaseVTimer = nil
 	if a.hangEnd == nil {
