@@ -1,9 +1,6 @@
 package simclock
 
-import (
-	"sync"
-	"time"
-)
+import "time"
 
 // Clock tells simulated time and arms timers in simulated durations.
 type Clock interface {
@@ -86,60 +83,10 @@ func (t *scaledTimer) Stop() bool          { return t.t.Stop() }
 
 // WallTimer is a Timer on the wall clock that fires after d, whatever
 // clock the simulation runs on (an actor's wall-time liveness on a scaled
-// clock). Its firing holds no clock. Its channel, as a scaled clock's
-// timer's, is a plain one its function sends to: a goroutine waiting on it
-// runs none of the runtime's timer code on its own stack (a GPU actor's
-// goroutine must stay within its first 2 KiB; internal/offload).
-func WallTimer(d time.Duration) Timer {
-	t := &scaledTimer{c: make(chan time.Time, 1)}
-	t.t = time.AfterFunc(d, func() {
-		select {
-		case t.c <- time.Now():
-		default:
-		}
-	})
-	return t
-}
+// clock). Its firing holds no clock.
+func WallTimer(d time.Duration) Timer { return wallTimer{time.NewTimer(d)} }
 
-// Ticker is a wall-clock ticker whose channel, like WallTimer's, is a
-// plain one its function sends to (a tick not taken yet is not doubled).
-type Ticker struct {
-	c       chan time.Time
-	mu      sync.Mutex
-	t       *time.Timer
-	period  time.Duration
-	stopped bool
-}
+type wallTimer struct{ t *time.Timer }
 
-// WallTicker ticks every d of wall time until stopped.
-func WallTicker(d time.Duration) *Ticker {
-	k := &Ticker{c: make(chan time.Time, 1), period: d}
-	k.mu.Lock()
-	k.t = time.AfterFunc(d, k.fire)
-	k.mu.Unlock()
-	return k
-}
-
-func (k *Ticker) fire() {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if k.stopped {
-		return
-	}
-	select {
-	case k.c <- time.Now():
-	default:
-	}
-	k.t.Reset(k.period)
-}
-
-// C is the channel the ticks come on.
-func (k *Ticker) C() <-chan time.Time { return k.c }
-
-// Stop ends the ticks.
-func (k *Ticker) Stop() {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	k.stopped = true
-	k.t.Stop()
-}
+func (t wallTimer) C() <-chan time.Time { return t.t.C }
+func (t wallTimer) Stop() bool          { return t.t.Stop() }

@@ -15,7 +15,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gpusched/gpusched/events"
-	"github.com/gpusched/gpusched/internal/offload"
 	"github.com/gpusched/gpusched/model"
 	"github.com/gpusched/gpusched/pollux"
 	"github.com/gpusched/gpusched/simclock"
@@ -103,7 +102,6 @@ type Actor struct {
 	// (wall time; zero without a lease); renewals from the node actor come
 	// through the mailbox.
 	leaseUntil time.Time
-	// Its function wakes the actor through the mailbox (mailbox.leaseRanOut).
 	leaseTimer *time.Timer
 	// leaseVTimer is the lease's timer on a virtual clock (simulated time).
 	leaseVTimer simclock.Timer
@@ -113,11 +111,9 @@ type Actor struct {
 	hungUntil, cutUntil atomic.Int64
 	// jobCount is how many jobs it holds, for the same heartbeat.
 	jobCount atomic.Int64
-	// faults is the chaos the actor is suffering (nil until its first
-	// chaos control: most GPUs never see one, and its 192 bytes are a
-	// quarter of an idle actor); ended remembers the jobs that left it
-	// lately, for a scheduler reconciling.
-	faults *faults
+	// faults is the chaos the actor is suffering; ended remembers the jobs
+	// that left it lately, for a scheduler reconciling.
+	faults faults
 	ended  []events.EndedJob
 	// crashed is set by a kill: Run returns it.
 	crashed *Crash
@@ -129,8 +125,6 @@ type Actor struct {
 	hangEnd   simclock.Timer
 	hangUntil time.Time
 	backlog   []*nats.Msg
-	// wallHang is a wall-clock hang Run is to sleep through (0: none).
-	wallHang time.Duration
 	// inc mirrors cfg.Incarnation for other goroutines (the node actor).
 	inc atomic.Int64
 }
@@ -179,6 +173,7 @@ func New(cfg Config) *Actor {
 	}
 	a.inc.Store(int64(cfg.Incarnation))
 	a.virtual = simclock.IsVirtual(cfg.Clock)
+	a.faults.timerFor = a.liveTimer
 	a.emit = events.NewEmitter(a, a.source())
 	return a
 }
@@ -241,110 +236,74 @@ func (a *Actor) Ping(reply chan<- Liveness) { a.mailbox.askLiveness(reply) }
 // the kill (or the work a panic interrupted) was held — for the
 // supervisor to let go.
 func (a *Actor) Run(ctx context.Context) (err error) {
-	offload.Started()
-	defer a.runEnded(&err)
-	if stop, err := a.off(ctx, stepStart); stop {
-		return err
+	defer func() {
+		a.stopTimers()
+		// A panic is a crash like a kill: the supervisor restarts the GPU.
+		if r := recover(); r != nil {
+			err = &Crash{Reason: fmt.Sprintf("panic: %v", r)}
+		}
+	}()
+	a.last = a.cfg.Clock.Now()
+	a.renewFrom(a.liveNow())
+	a.publish(events.GPUUp, events.ChangeUp, "")
+	if a.cfg.StartHeld {
+		// The restart timer's hold, let go once gpu.up is out.
+		a.cfg.StartHeld = false
+		a.cfg.Clock.Release()
 	}
-	// The loop only waits and hands each wake-up to a helper (off): its
-	// goroutine never runs the work, so its stack stays on the 2 KiB it
-	// started with (internal/offload says why that matters: at 100,000
-	// GPUs, 200 MB). What it holds while it waits — the supervisor's
-	// frame, this one, the wait's and the runtime's select, with room for
-	// the runtime's lock under contention — must stay within about 1.1
-	// KiB, the first stack less the runtime's guard; an idle GPU (no timer
-	// but the lease's, which wakes it through the mailbox) waits in the
-	// smaller of two selects.
+	// Each case's work is a method of its own: while the actor waits, its
+	// goroutine's stack holds only this loop's small frame, so an idle
+	// GPU actor fits the runtime's smallest stack (at 100,000 GPUs that
+	// halves the actors' memory).
 	for {
-		var s offload.Step
-		if a.timersArmed() {
-			s = a.waitAny(ctx)
-		} else {
-			s = a.waitMail(ctx)
+		var doneC, expiryC, leaseC, hangC <-chan time.Time
+		if a.done != nil {
+			doneC = (*a.done).C()
 		}
-		if s == stepStop {
+		if a.expiry != nil {
+			expiryC = a.expiry.C()
+		}
+		if a.hangEnd != nil {
+			hangC = a.hangEnd.C()
+		}
+		if a.leaseTimer != nil {
+			leaseC = a.leaseTimer.C
+		}
+		var leaseVC <-chan time.Time
+		if a.leaseVTimer != nil {
+			leaseVC = a.leaseVTimer.C()
+		}
+		select {
+		case <-ctx.Done():
 			return nil
-		}
-		if stop, err := a.off(ctx, s); stop {
-			return err
-		}
-		if d := a.wallHang; d > 0 {
-			// A hang on the wall clock: this goroutine sleeps through it.
-			if !sleepThrough(ctx, d) {
-				return nil
+		case <-a.mailbox.Wake:
+			a.onNodeMail()
+			if stop, err := a.onMail(ctx); stop {
+				return err
 			}
-			if stop, err := a.off(ctx, stepWoke); stop {
+		case <-doneC:
+			a.onDone()
+		case <-expiryC:
+			a.onExpiry()
+		case <-leaseC:
+			a.leaseTimer = nil
+			a.checkLease()
+		case <-leaseVC:
+			a.onVirtualLease()
+		case <-a.faults.timerC():
+			a.onFaultTimer()
+		case <-hangC:
+			if stop, err := a.wake(ctx); stop {
 				return err
 			}
 		}
 	}
 }
 
-// timersArmed says whether a timer of the actor's own is armed (the wall
-// lease's aside).
-func (a *Actor) timersArmed() bool {
-	return a.done != nil || a.expiry != nil || a.hangEnd != nil || a.leaseVTimer != nil || a.faults.timerC() != nil
-}
-
-// waitMail waits for mail, or the end of ctx (stepStop).
-//
-//go:noinline
-func (a *Actor) waitMail(ctx context.Context) offload.Step {
-	select {
-	case <-ctx.Done():
-		return stepStop
-	case <-a.mailbox.Wake:
-		return stepMail
-	}
-}
-
-// waitAny waits for mail, a timer, or the end of ctx (stepStop).
-//
-//go:noinline
-func (a *Actor) waitAny(ctx context.Context) offload.Step {
-	var doneC, expiryC, hangC, leaseVC <-chan time.Time
-	if a.done != nil {
-		doneC = (*a.done).C()
-	}
-	if a.expiry != nil {
-		expiryC = a.expiry.C()
-	}
-	if a.hangEnd != nil {
-		hangC = a.hangEnd.C()
-	}
-	if a.leaseVTimer != nil {
-		leaseVC = a.leaseVTimer.C()
-	}
-	select {
-	case <-ctx.Done():
-		return stepStop
-	case <-a.mailbox.Wake:
-		return stepMail
-	case <-doneC:
-		return stepDone
-	case <-expiryC:
-		return stepExpiry
-	case <-leaseVC:
-		return stepVirtualLease
-	case <-a.faults.timerC():
-		return stepFault
-	case <-hangC:
-		return stepWake
-	}
-}
-
-// runEnded is Run's end: the timers stop, and a panic is a crash like a kill
-// (the supervisor restarts the GPU).
-func (a *Actor) runEnded(err *error) {
-	defer offload.Finished()
-	a.stopTimers()
-	if r := recover(); r != nil {
-		*err = &Crash{Reason: fmt.Sprintf("panic: %v", r)}
-	}
-}
-
 // onMail handles the mailbox's oldest message; stop is set when Run must
 // return err (a crash; nil when ctx ended during a hang).
+//
+//go:noinline
 func (a *Actor) onMail(ctx context.Context) (stop bool, err error) {
 	m, ok := a.mailbox.Take()
 	if !ok {
@@ -406,15 +365,16 @@ func (a *Actor) mail(ctx context.Context, m *nats.Msg, held bool) (stop bool, er
 	if held {
 		a.cfg.Clock.Release()
 	}
-	if d > 0 && !a.virtual {
-		// On the wall the actor's own goroutine sleeps through the hang (Run).
-		a.startWallHang(d)
+	if d > 0 && !a.virtual && !a.hang(ctx, d) {
+		return true, nil // on the wall the goroutine itself sleeps through the hang
 	}
 	return false, nil
 }
 
 // onExpiry expires the reservations due (a hung GPU does nothing: they
 // are re-armed when it wakes).
+//
+//go:noinline
 func (a *Actor) onExpiry() {
 	a.expiry = nil
 	if a.hangEnd == nil {
@@ -425,10 +385,10 @@ func (a *Actor) onExpiry() {
 }
 
 // onFaultTimer is the fault timer firing (a hung GPU takes it when it wakes).
+//
+//go:noinline
 func (a *Actor) onFaultTimer() {
-	if a.faults != nil {
-		a.faults.timer = nil
-	}
+	a.faults.timer = nil
 	if a.hangEnd == nil {
 		a.faultTick()
 	}
@@ -436,6 +396,8 @@ func (a *Actor) onFaultTimer() {
 }
 
 // onDone advances the jobs to now when the next of them is due.
+//
+//go:noinline
 func (a *Actor) onDone() {
 	a.done = nil
 	if a.hangEnd != nil {
@@ -465,6 +427,8 @@ func (a *Actor) onNodeMail() {
 }
 
 // onNode takes the node's lease renewal and answers its ping.
+//
+//go:noinline
 func (a *Actor) onNode(r renewal, leased bool, reply chan<- Liveness) {
 	if a.faults.cutOff(a.liveNow()) || a.hangEnd != nil {
 		return // cut off: neither reached it, and its answer would cross the bus
@@ -699,7 +663,7 @@ func (a *Actor) handle(m *nats.Msg) {
 	}
 	// What a drop fault draws for the answer by (faults.drops): the
 	// control, not its reply subject.
-	if a.faults.drawing() {
+	if a.faults.draws != nil {
 		a.faults.naming("answer " + c.Op + " " + c.JobID)
 		defer a.faults.naming("")
 	}
@@ -765,7 +729,7 @@ func (a *Actor) handle(m *nats.Msg) {
 	case events.OpKill:
 		a.answerFault(m, c.Call, a.kill(c.Reason))
 	case events.OpChaos:
-		if fe := a.chaos().apply(c.Chaos, a.liveNow(), a.cfg.ID); fe != nil {
+		if fe := a.faults.apply(c.Chaos, a.liveNow(), a.cfg.ID); fe != nil {
 			a.answerFault(m, c.Call, events.ControlReply{Error: fe})
 			return
 		}
@@ -816,7 +780,7 @@ func (a *Actor) Down(reason string) events.GPUStatus {
 	a.logger().Warn("GPU actor down", zap.String("reason", reason), zap.Int("jobs_lost", len(down.Jobs)),
 		zap.Int("incarnation", a.cfg.Incarnation))
 	// A crashed actor's buffered and delayed messages die with it.
-	a.faults = nil
+	a.faults = faults{}
 	if err := a.emit.Emit(a.cfg.Subjects.GPUEvent(a.cfg.Node, a.cfg.ID, events.GPUDown), events.Type("gpu", events.GPUDown),
 		a.cfg.ID, a.cfg.Clock.Now(), down); err != nil {
 		a.logger().Warn("publish failed", zap.String("type", events.GPUDown), zap.Error(err))
@@ -1048,7 +1012,7 @@ func (a *Actor) publishLeft(change, jobID string, s *share) {
 }
 
 func (a *Actor) publishStatus(typ string, st events.GPUStatus) {
-	if a.faults.drawing() {
+	if a.faults.draws != nil {
 		defer a.faults.naming(a.faults.naming("status " + typ + " " + st.Change + " " + st.JobID))
 	}
 	if err := a.emit.Emit(a.cfg.Subjects.GPUEvent(a.cfg.Node, a.cfg.ID, typ), events.Type("gpu", typ), a.cfg.ID, a.cfg.Clock.Now(), st); err != nil {

@@ -54,16 +54,6 @@ type faults struct {
 	overflow int
 }
 
-// chaos is the actor's fault state, made at its first chaos control.
-func (a *Actor) chaos() *faults {
-	if a.faults == nil {
-		a.faults = &faults{timerFor: a.liveTimer}
-	}
-	return a.faults
-}
-
-// The reads below take a nil *faults as an actor suffering nothing.
-
 // apply validates a chaos control and stages it; begin makes it bite
 // (after the actor's answer has gone out).
 func (f *faults) apply(c *events.ChaosControl, now time.Time, gpuID string) *model.FieldError {
@@ -118,20 +108,12 @@ func (f *faults) begin(now time.Time) {
 
 // takeHang returns a staged hang's duration, once.
 func (f *faults) takeHang() time.Duration {
-	if f == nil {
-		return 0
-	}
 	d := f.hangFor
 	f.hangFor = 0
 	return d
 }
 
-func (f *faults) cutOff(now time.Time) bool {
-	return f != nil && !f.cutUntil.IsZero() && now.Before(f.cutUntil)
-}
-
-// drawing says whether a drop fault draws for the messages sent (naming).
-func (f *faults) drawing() bool { return f != nil && f.draws != nil }
+func (f *faults) cutOff(now time.Time) bool { return !f.cutUntil.IsZero() && now.Before(f.cutUntil) }
 
 func (f *faults) delaying(now time.Time) time.Duration {
 	if f.delay > 0 && (f.delayEnds.IsZero() || now.Before(f.delayEnds)) {
@@ -228,14 +210,14 @@ func (f *faults) arm(now time.Time) {
 }
 
 func (f *faults) timerC() <-chan time.Time {
-	if f == nil || f.timer == nil {
+	if f.timer == nil {
 		return nil
 	}
 	return f.timer.C()
 }
 
 func (f *faults) stop() {
-	if f != nil && f.timer != nil {
+	if f.timer != nil {
 		f.timer.Stop()
 		f.timer = nil
 	}
@@ -246,10 +228,7 @@ func (f *faults) stop() {
 // holds it in line; otherwise it goes to the bus at once.
 func (a *Actor) Publish(subject string, data []byte) error {
 	now := a.liveNow()
-	f := a.faults
-	if f == nil {
-		return a.cfg.Bus.Publish(subject, data)
-	}
+	f := &a.faults
 	if f.drops(subject, now) {
 		return nil
 	}
@@ -278,10 +257,7 @@ func (a *Actor) Publish(subject string, data []byte) error {
 // reconcile), delayed messages fall due.
 func (a *Actor) faultTick() {
 	now := a.liveNow()
-	f := a.faults
-	if f == nil {
-		return
-	}
+	f := &a.faults
 	if !f.cutUntil.IsZero() && !now.Before(f.cutUntil) {
 		f.cutUntil = time.Time{}
 		kept := f.outbox
@@ -304,29 +280,18 @@ func (a *Actor) faultTick() {
 	f.arm(now)
 }
 
-// startWallHang freezes the actor for d (wall time): it reads nothing,
-// answers nothing, and its GPU runs nothing until Run has slept through d
-// (sleepThrough) and woken it (wallWoke).
-func (a *Actor) startWallHang(d time.Duration) {
+// hang freezes the actor for d (wall time): it reads nothing, answers
+// nothing, and its GPU runs nothing. It returns false if ctx ended.
+func (a *Actor) hang(ctx context.Context, d time.Duration) bool {
 	a.advance()
 	a.logger().Warn("GPU actor hung", zap.Duration("for", d))
-	a.wallHang = d
-}
-
-// sleepThrough waits d (wall time); false if ctx ended first.
-func sleepThrough(ctx context.Context, d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
 		return false
 	case <-t.C:
-		return true
 	}
-}
-
-// wallWoke ends a wall-clock hang of d.
-func (a *Actor) wallWoke(d time.Duration) {
 	// A hung GPU made no progress: its jobs resume from where they froze,
 	// unless its lease ran out meanwhile (then it stops them and rejoins).
 	a.pauseTraining(a.cfg.Clock.Now().Sub(a.last))
@@ -340,4 +305,5 @@ func (a *Actor) wallWoke(d time.Duration) {
 		a.publish(events.GPUStatusType, events.ChangeWoke, "")
 	}
 	a.rearm()
+	return true
 }

@@ -48,19 +48,9 @@ func (a *Actor) armLease() {
 		return
 	}
 	if a.leaseTimer == nil {
-		a.leaseTimer = time.AfterFunc(time.Until(a.leaseUntil), a.mailbox.leaseRanOut)
+		a.leaseTimer = time.NewTimer(time.Until(a.leaseUntil))
 	} else {
 		a.leaseTimer.Reset(time.Until(a.leaseUntil))
-	}
-}
-
-// onWallLease is the wall lease timer having fired (mailbox.leaseRanOut):
-// the actor fences itself if the lease ran out, and otherwise the timer
-// (re-armed by a renewal meanwhile, or early) stands at the lease's end.
-func (a *Actor) onWallLease() {
-	a.checkLease()
-	if a.leased() && a.cfg.Lease > 0 {
-		a.armLease()
 	}
 }
 
@@ -69,6 +59,8 @@ func (a *Actor) onWallLease() {
 // taken first all the same, so that the verdict could not depend on which
 // the actor saw first. A hung actor does nothing until it wakes (wake
 // checks the lease), as a hung process does.
+//
+//go:noinline
 func (a *Actor) onVirtualLease() {
 	a.leaseVTimer = nil
 	if a.hangEnd == nil {

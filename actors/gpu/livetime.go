@@ -34,15 +34,14 @@ func (a *Actor) publishReach() {
 	if a.hangEnd != nil {
 		hung = a.hangUntil
 	}
-	f := a.faults // (set: a chaos control came)
-	if end := now.Add(f.hangFor); f.hangFor > 0 && end.After(hung) {
+	if end := now.Add(a.faults.hangFor); a.faults.hangFor > 0 && end.After(hung) {
 		hung = end
 	}
 	if !hung.IsZero() {
 		a.hungUntil.Store(hung.UnixNano())
 	}
-	if !f.cutUntil.IsZero() {
-		a.cutUntil.Store(f.cutUntil.UnixNano())
+	if !a.faults.cutUntil.IsZero() {
+		a.cutUntil.Store(a.faults.cutUntil.UnixNano())
 	}
 }
 
@@ -97,6 +96,8 @@ func (a *Actor) startHang(d time.Duration) {
 // waited is handled in the order it came, until a staged hang in it hangs
 // the actor again. stop is set when Run must return err (a kill in the
 // backlog: the hang timer's hold goes to the supervisor with it).
+//
+//go:noinline
 func (a *Actor) wake(ctx context.Context) (stop bool, err error) {
 	a.hangEnd = nil
 	a.pauseTraining(a.cfg.Clock.Now().Sub(a.last))

@@ -30,26 +30,6 @@ type mailbox struct {
 	// nothing more may enter (a hold taken for it would never be let go,
 	// and a virtual clock would stand still for good).
 	closed bool
-	// leaseDue says the wall lease timer fired since the actor last looked.
-	leaseDue bool
-}
-
-// leaseRanOut is the wall lease timer's function: the actor checks its
-// lease when it next wakes.
-func (b *mailbox) leaseRanOut() {
-	b.mu.Lock()
-	b.leaseDue = true
-	b.mu.Unlock()
-	b.Signal()
-}
-
-// takeLeaseDue reports, and clears, leaseDue.
-func (b *mailbox) takeLeaseDue() bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	due := b.leaseDue
-	b.leaseDue = false
-	return due
 }
 
 func newMailbox() *mailbox { return &mailbox{Queue: queue.New()} }

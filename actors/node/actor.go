@@ -16,7 +16,6 @@ import (
 	"github.com/gpusched/gpusched/actors/gpu"
 	"github.com/gpusched/gpusched/events"
 	"github.com/gpusched/gpusched/internal/mailbox"
-	"github.com/gpusched/gpusched/internal/offload"
 	"github.com/gpusched/gpusched/model"
 	"github.com/gpusched/gpusched/simclock"
 )
@@ -60,21 +59,6 @@ type Actor struct {
 	holds    map[string]*hold
 	cpuUsed  float64
 	memUsed  int64
-
-	// The loop's state (steps.go). tick is the wall period (pings, and
-	// on a scaled clock heartbeats); first the first heartbeat's latest
-	// time (nil once it is out); heard the GPUs that answered this
-	// period's ping, answered the last answer taken. firstSent: the first
-	// heartbeat is out; early: one was asked for (Host.Announce on a
-	// scaled clock) and goes out like the first one. beatTimer is the periodic
-	// heartbeat's timer on a virtual clock.
-	tick      *simclock.Ticker
-	first     simclock.Timer
-	heard     map[string]gpu.Liveness
-	answered  gpu.Liveness
-	firstSent bool
-	early     bool
-	beatTimer simclock.Timer
 }
 
 type hold struct {
@@ -98,34 +82,99 @@ func newActor(spec model.NodeSpec, inc int, clock simclock.Clock, subjects event
 	}
 }
 
-// Run is the node actor's loop. Like a GPU actor's, its goroutine only
-// waits: each wake-up is a step (steps.go) done on a helper
-// (internal/offload), so 12,500 idle nodes' goroutines keep the runtime's
-// smallest stacks.
+// Run is the node actor's loop.
 func (a *Actor) Run(ctx context.Context) {
-	offload.Started()
-	defer offload.Finished()
-	defer a.stopTimers()
-	a.off(ctx, stepStart)
+	tick := time.NewTicker(a.heartbeat)
+	defer tick.Stop()
+	heard := map[string]gpu.Liveness{}
+	a.ping()
+	// The first heartbeat goes out as soon as every GPU has answered its
+	// first ping (or after firstHeartbeat at the latest), so a scheduler
+	// learns the node's resources at once and no GPU that is merely
+	// starting is reported not alive (it would then wait a whole period).
+	first := time.NewTimer(firstHeartbeat)
+	defer first.Stop()
+	firstSent := false
+	// early: a heartbeat was asked for (Host.Announce on a scaled clock)
+	// and goes out like the first one.
+	early := false
+	// On a virtual clock a node sends its first heartbeat once every GPU
+	// has answered (re-pinged each wall period until then; there is no
+	// deadline, the clock does not move before the scheduler has heard
+	// from every GPU), then one every heartbeat period of simulated time,
+	// in the instant's PhaseBeat. Those say what each GPU actor is at that
+	// instant (Reachable: not hung, not cut off; its jobs) rather than
+	// what answered a ping: pings are answered at wall-time moments, and a
+	// run's heartbeats would then depend on how fast the machine is (two
+	// runs of one seed differed by a round of heartbeats when the periodic
+	// ones came from a wall ticker). Periodic ones only when the GPUs hold
+	// leases (a virtual run with faults): without, a beat renews nothing,
+	// and a node beating every few simulated minutes costs a long trace
+	// millions of messages (openb's 1,213 nodes over 120 days: 52 M heartbeats).
+	virtual := a.virtual
+	var beat simclock.Timer
+	defer func() {
+		if beat != nil {
+			beat.Stop()
+		}
+	}()
+	if len(a.gpus) == 0 {
+		firstSent = true
+		a.publishHeartbeat(heard)
+	}
 	for {
-		var s offload.Step
 		select {
 		case <-ctx.Done():
 			return
 		case <-a.mailbox.Wake:
-			s = stepMail
-		case a.answered = <-a.alive:
-			s = stepAlive
-		case <-timerC(a.beatTimer):
-			s = stepBeat
+			if m, ok := a.mailbox.Take(); ok {
+				a.handle(m)
+				a.clock.Release()
+			}
+		case l := <-a.alive:
+			heard[l.GPU] = l
+			if (!firstSent || early) && len(heard) == len(a.gpus) {
+				firstSent, early = true, false
+				first.Stop()
+				a.publishHeartbeat(heard)
+				if virtual && a.leased {
+					beat = simclock.NewPhasedTimer(a.clock, a.heartbeat, simclock.PhaseBeat)
+				}
+			}
+		case <-timerC(beat):
+			a.publishHeartbeat(a.reachable())
+			beat = simclock.NewPhasedTimer(a.clock, a.heartbeat, simclock.PhaseBeat)
+			a.clock.Release()
 		case <-a.announce:
-			s = stepAnnounce
-		case <-timerC(a.first):
-			s = stepFirst
-		case <-a.tick.C():
-			s = stepTick
+			if virtual {
+				a.publishHeartbeat(a.current())
+			} else if !early {
+				// A new scheduler: every GPU is asked now, and the beat
+				// goes out as a first one does (once all have answered, or
+				// at firstHeartbeat with those that did), a period sooner
+				// than the next tick.
+				early = true
+				first.Reset(firstHeartbeat)
+				a.ping()
+			}
+			a.clock.Release()
+		case <-first.C:
+			if (!firstSent || early) && !virtual {
+				firstSent, early = true, false
+				a.publishHeartbeat(heard)
+			}
+		case <-tick.C:
+			if virtual {
+				if !firstSent {
+					a.ping() // a GPU that was not up at the first ping
+				}
+				continue
+			}
+			a.expire()
+			a.publishHeartbeat(heard)
+			heard = map[string]gpu.Liveness{}
+			a.ping()
 		}
-		a.off(ctx, s)
 	}
 }
 

@@ -78,7 +78,7 @@ func Start(ctx context.Context, cfg HostConfig) (*Host, error) {
 	h := &Host{cfg: cfg, log: log.With(zap.String("node", cfg.Spec.ID)), gpus: map[string]*slot{}}
 	var slots []*slot
 	for _, g := range cfg.Spec.GPUs {
-		s := &slot{id: g.ID, backoff: cfg.RestartBackoff}
+		s := &slot{id: g.ID}
 		h.gpus[g.ID] = s
 		slots = append(slots, s)
 		gc := gpu.Config{ID: g.ID, Node: cfg.Spec.ID, Model: g.Model, VRAMModel: cfg.VRAMModel,

@@ -39,48 +39,38 @@ type slot struct {
 	// restartAt is when a dead actor comes back (unix nanoseconds), for
 	// the refusals sent meanwhile.
 	restartAt atomic.Int64
-	// The supervisor's own: when the running incarnation started, and the
-	// wait before the next restart. (Kept here rather than in supervise's
-	// frame, which is on the GPU's stack while its actor waits.)
-	started time.Time
-	backoff time.Duration
 }
 
 // supervise runs a GPU's actor and, each time it crashes (killed, or a
 // panic), publishes gpu.down for the dead incarnation, waits a backoff and
 // starts the next incarnation, empty, keeping only the card's energy meter.
-// Its frame is under every frame of the actor's while it waits, so it
-// holds nothing of its own (gpu.Actor.Run says why that matters).
 //
 //go:noinline
 func (h *Host) supervise(ctx context.Context, s *slot) {
 	defer h.wg.Done()
+	backoff := h.cfg.RestartBackoff
 	// The first incarnation is in the slot already (Start put it there
 	// before subscribing, so no message finds the GPU missing).
 	a := s.cur.Load()
 	for a != nil {
-		h.began(s)
+		started := h.now()
 		err := a.Run(ctx) // a panic comes back as a *gpu.Crash
 		if ctx.Err() != nil {
 			return
 		}
-		a = h.restart(ctx, s, a, err)
+		a = h.restart(ctx, s, a, err, started, &backoff)
 	}
 }
 
-// began notes when s's incarnation started.
-//
-//go:noinline
-func (h *Host) began(s *slot) { s.started = h.now() }
-
 // restart buries a crashed actor a (gpu.down, its mailbox, its remains),
 // waits the backoff and starts the next incarnation from a's
-// configuration (nil if ctx ended meanwhile).
+// configuration (nil if ctx ended meanwhile). It is a function of its own so that while an actor
+// runs, its goroutine's stack holds only supervise's small frame: idle
+// GPU actors then fit the runtime's smallest stacks, which is most of a
+// GPU actor's memory.
 //
 //go:noinline
-func (h *Host) restart(ctx context.Context, s *slot, a *gpu.Actor, err error) *gpu.Actor {
-	backoff := &s.backoff
-	started := s.started
+func (h *Host) restart(ctx context.Context, s *slot, a *gpu.Actor, err error, started time.Time, backoff *time.Duration) *gpu.Actor {
 	log := h.log.With(zap.String("gpu", s.id))
 	s.cur.Store(nil)
 	reason := err.Error()

@@ -1,6 +1,0 @@
-//go:build race
-
-package node
-
-// raceEnabled says the tests run under the race detector.
-const raceEnabled = true
