@@ -78,6 +78,28 @@ func TestAFloodOfSnapshotsWalksABigClusterOncePerWindow(t *testing.T) {
 		t.Fatalf("walked %d times within the window, want 1", walks)
 	}
 
+	// GPUs that join within the window are counted in the summary once
+	// the counts' shorter window (100 ns a GPU) has passed, with no walk.
+	m, _ := model.LookupModel("A100-40GB")
+	hb := events.NodeHeartbeat{Node: "node-512", Incarnation: 1, CPUTotal: 64, MemoryTotal: 512 << 30}
+	for i := range 8 {
+		st := events.GPUStatus{GPU: fmt.Sprintf("node-512-gpu-%d", i), Node: "node-512", Model: m.Name, Incarnation: 1,
+			VRAMModel: string(vram.Contiguous), VRAMTotal: int64(m.VRAM), Change: events.ChangeUp}
+		h.GPUs[st.GPU] = &FakeGPU{Status: st, Progress: map[string]float64{}}
+		h.GPUEvent(st, events.GPUUp)
+		hb.GPUs = append(hb.GPUs, events.HeartbeatGPU{GPU: st.GPU, Incarnation: 1, Alive: true})
+	}
+	h.Step(Input{Msg: &Msg{Subject: h.Subjects.NodeHeartbeat("node-512"), Data: encode(map[string]any{"data": hb})}})
+	h.Advance((gpus + 8) * snapshotCountReusePerGPU)
+	snap = events.Snapshot{}
+	json.Unmarshal(h.Request("cluster.snapshot", "", map[string]any{"summary_only": true}), &snap)
+	if snap.Summary.GPUs != gpus+8 || snap.Summary.GPUsAlive != gpus+8 {
+		t.Fatalf("8 GPUs joined within the window: the summary counts %d GPUs, %d alive; want %d", snap.Summary.GPUs, snap.Summary.GPUsAlive, gpus+8)
+	}
+	if walks := h.Core.layout.walks - before; walks != 1 {
+		t.Fatalf("counting the GPUs that joined walked the cluster: %d walks, want 1", walks)
+	}
+
 	// Once the window (10 µs a GPU) has passed, the next request walks again.
 	h.Advance(gpus * snapshotReusePerGPU)
 	h.Request("cluster.snapshot", "", map[string]any{"summary_only": true})
