@@ -253,8 +253,9 @@ func (a *Actor) Run(ctx context.Context) (err error) {
 	}
 	// Each case's work is a method of its own: while the actor waits, its
 	// goroutine's stack holds only this loop's small frame, so an idle
-	// GPU actor fits the runtime's smallest stack (at 100,000 GPUs that
-	// halves the actors' memory).
+	// GPU actor's stack comes back to 4 KiB after work that grew it. (Not
+	// to the runtime's 2 KiB: a stack is halved only when under a quarter
+	// of it, plus 800 bytes, is in use; docs/notes/2026-12-07-idle-stacks.md.)
 	for {
 		var doneC, expiryC, leaseC, hangC <-chan time.Time
 		if a.done != nil {

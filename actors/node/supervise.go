@@ -65,9 +65,8 @@ func (h *Host) supervise(ctx context.Context, s *slot) {
 // restart buries a crashed actor a (gpu.down, its mailbox, its remains),
 // waits the backoff and starts the next incarnation from a's
 // configuration (nil if ctx ended meanwhile). It is a function of its own so that while an actor
-// runs, its goroutine's stack holds only supervise's small frame: idle
-// GPU actors then fit the runtime's smallest stacks, which is most of a
-// GPU actor's memory.
+// runs, its goroutine's stack holds only supervise's small frame: an idle
+// GPU actor's stack then comes back to 4 KiB (see Actor.Run).
 //
 //go:noinline
 func (h *Host) restart(ctx context.Context, s *slot, a *gpu.Actor, err error, started time.Time, backoff *time.Duration) *gpu.Actor {
