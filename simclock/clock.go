@@ -81,6 +81,14 @@ type scaledTimer struct {
 func (t *scaledTimer) C() <-chan time.Time { return t.c }
 func (t *scaledTimer) Stop() bool          { return t.t.Stop() }
 
+// TimerC is t's channel: nil, which never fires in a select, for no timer.
+func TimerC(t Timer) <-chan time.Time {
+	if t == nil {
+		return nil
+	}
+	return t.C()
+}
+
 // WallTimer is a Timer on the wall clock that fires after d, whatever
 // clock the simulation runs on (an actor's wall-time liveness on a scaled
 // clock). Its firing holds no clock.

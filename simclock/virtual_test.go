@@ -268,22 +268,24 @@ func TestASettleFlushesOnlyWhatPublished(t *testing.T) {
 	v.Release()
 }
 
-// TestAFailedFlushKeepsTheInstant: a watched connection whose flush fails
-// (times out) has not shown that what it published was delivered, so the
-// clock stays at its instant and flushes again until one succeeds —
-// moving on could leave a message in flight across instants.
-func TestAFailedFlushKeepsTheInstant(t *testing.T) {
-	v := NewVirtual(epoch)
+// failingFlush is a flush that fails its first n calls, and its count of calls.
+func failingFlush(n int64) (func() error, *atomic.Int64) {
 	var calls atomic.Int64
-	v.Watch(func() error {
-		if calls.Add(1) <= 3 {
+	return func() error {
+		if calls.Add(1) <= n {
 			return errors.New("flush timeout")
 		}
 		return nil
-	}, nil)
+	}, &calls
+}
+
+// runToATimer runs v until a timer an hour ahead fires (failing after 30 s
+// of wall time); the clock is left held by it (the caller releases).
+func runToATimer(t *testing.T, v *Virtual) {
+	t.Helper()
 	timer := v.NewTimer(time.Hour)
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	t.Cleanup(cancel)
 	go v.Run(ctx)
 	v.Start()
 	select {
@@ -291,6 +293,17 @@ func TestAFailedFlushKeepsTheInstant(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the clock never reached its timer")
 	}
+}
+
+// TestAFailedFlushKeepsTheInstant: a watched connection whose flush fails
+// (times out) has not shown that what it published was delivered, so the
+// clock stays at its instant and flushes again until one succeeds —
+// moving on could leave a message in flight across instants.
+func TestAFailedFlushKeepsTheInstant(t *testing.T) {
+	v := NewVirtual(epoch)
+	flush, calls := failingFlush(3)
+	v.Watch(flush, nil)
+	runToATimer(t, v)
 	if n := calls.Load(); n < 5 {
 		t.Fatalf("the timer fired after %d flushes, 3 of them failed: the clock moved on without a flush that succeeded (want at least 2 after the failures)", n)
 	}
@@ -307,24 +320,10 @@ func TestAFailedFlushKeepsTheInstant(t *testing.T) {
 func TestAFailedFlushOfAConnectionThatPublishedIsRetried(t *testing.T) {
 	v := NewVirtual(epoch)
 	var sent atomic.Uint64
-	var calls atomic.Int64
-	v.WatchSent(func() error {
-		if calls.Add(1) <= 2 {
-			return errors.New("flush timeout")
-		}
-		return nil
-	}, sent.Load)
+	flush, calls := failingFlush(2)
+	v.WatchSent(flush, sent.Load)
 	sent.Add(1) // it published: the first round flushes it
-	timer := v.NewTimer(time.Hour)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go v.Run(ctx)
-	v.Start()
-	select {
-	case <-timer.C():
-	case <-time.After(30 * time.Second):
-		t.Fatal("the clock never reached its timer")
-	}
+	runToATimer(t, v)
 	if n := calls.Load(); n <= 2 {
 		t.Fatalf("the timer fired after %d flushes, all of them failed: the retry was skipped", n)
 	}

@@ -141,7 +141,7 @@ func (a *Actor) Run(ctx context.Context) {
 					beat = simclock.NewPhasedTimer(a.clock, a.heartbeat, simclock.PhaseBeat)
 				}
 			}
-		case <-timerC(beat):
+		case <-simclock.TimerC(beat):
 			a.publishHeartbeat(a.reachable())
 			beat = simclock.NewPhasedTimer(a.clock, a.heartbeat, simclock.PhaseBeat)
 			a.clock.Release()
@@ -176,14 +176,6 @@ func (a *Actor) Run(ctx context.Context) {
 			a.ping()
 		}
 	}
-}
-
-// timerC is t's channel (nil, which never fires, for no timer).
-func timerC(t simclock.Timer) <-chan time.Time {
-	if t == nil {
-		return nil
-	}
-	return t.C()
 }
 
 // reachable is, on a virtual clock, each GPU that would answer its node

@@ -445,35 +445,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		}
 	}()
 	for {
-		s.heal() // a partition over: what it kept goes out
-		var metricsC, passC, wakeC, roundC, callsC, trainC, leaseC, replayC, faultEndC <-chan time.Time
-		if s.faultEnd != nil {
-			faultEndC = s.faultEnd.C()
-		}
-		if replayRound != nil {
-			replayC = replayRound.C()
-		}
-		if lease != nil {
-			leaseC = lease.C()
-		}
-		if train != nil {
-			trainC = train.C()
-		}
-		if calls != nil {
-			callsC = calls.C()
-		}
-		if round != nil {
-			roundC = round.C()
-		}
-		if metrics != nil {
-			metricsC = metrics.C()
-		}
-		if pass != nil {
-			passC = pass.C()
-		}
-		if wake != nil {
-			wakeC = wake.C()
-		}
+		s.heal()      // a partition over: what it kept goes out
 		s.held = true // a message or a virtual timer: released below
 		select {
 		case <-ctx.Done():
@@ -544,7 +516,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 			s.held = false
 			s.takenOver()
 			return ErrFailedOver
-		case <-faultEndC:
+		case <-simclock.TimerC(s.faultEnd):
 			// A hang or a partition on a virtual clock is over (heal, at
 			// the loop's top, ends a partition): a hung scheduler takes up
 			// what waited, in the order it came, before any timer.
@@ -577,14 +549,14 @@ func (s *Scheduler) Run(ctx context.Context) error {
 			s.held = false
 			s.step(core.Input{Timer: core.TimerCalls})
 			s.sweepBatches()
-		case <-callsC:
+		case <-simclock.TimerC(calls):
 			calls, callsAt = nil, time.Time{}
 			s.step(core.Input{Timer: core.TimerCalls})
 			s.sweepBatches()
 		case <-leaseWall:
 			s.held = false
 			s.step(core.Input{Timer: core.TimerLease})
-		case <-leaseC:
+		case <-simclock.TimerC(lease):
 			lease, leaseAt = nil, time.Time{}
 			s.step(core.Input{Timer: core.TimerLease})
 		case <-metricsWall:
@@ -597,26 +569,26 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		case <-agingWall:
 			s.held = false
 			s.step(core.Input{Timer: core.TimerAging})
-		case <-trainC:
+		case <-simclock.TimerC(train):
 			if s.isHung() || s.selfFenced() {
 				train = nil // armed again when it wakes
 				break
 			}
 			s.step(core.Input{Timer: core.TimerTraining})
 			armTraining()
-		case <-replayC:
+		case <-simclock.TimerC(replayRound):
 			replayRound, replayAt = nil, time.Time{}
 			s.step(core.Input{Timer: core.TimerReplay})
-		case <-roundC:
+		case <-simclock.TimerC(round):
 			s.step(core.Input{Timer: core.TimerRound})
 			round = simclock.NewPhasedTimer(s.cfg.Clock, s.core.Timing().RoundEvery, simclock.PhaseEvent)
-		case <-metricsC:
+		case <-simclock.TimerC(metrics):
 			s.step(core.Input{Timer: core.TimerMetrics})
 			metrics = simclock.NewPhasedTimer(s.cfg.Clock, period, simclock.PhaseObserve)
-		case <-wakeC:
+		case <-simclock.TimerC(wake):
 			wake, wakeAt = nil, time.Time{}
 			s.step(core.Input{Timer: core.TimerWake})
-		case <-passC:
+		case <-simclock.TimerC(pass):
 			pass = nil
 			s.step(core.Input{Timer: core.TimerPass})
 		}
