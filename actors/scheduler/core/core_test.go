@@ -1524,6 +1524,56 @@ func TestAGangsProgressIsItsSlowestShareWhicheverGPUSpokeLast(t *testing.T) {
 	}
 }
 
+// TestAGangStoppedWithNoAnswerSettlesItsSlowestSharesProgress: a gang's
+// shares report different paces, in either order; it is preempted and
+// neither GPU answers the stop. With no answer to say how far it got, the
+// stop settles the estimate of the instant it was sent — the slowest
+// share's — not the pace of whichever GPU spoke last, which the order of
+// two statuses of one instant decided (a simulated run then gave two
+// outcomes for one seed).
+func TestAGangStoppedWithNoAnswerSettlesItsSlowestSharesProgress(t *testing.T) {
+	lost := func(fastFirst bool) float64 {
+		h := newHarness(t, Config{})
+		gpus := []*FakeGPU{h.AddGPU("n1", "n1-gpu-0", "A100-40GB"), h.AddGPU("n1", "n1-gpu-1", "A100-40GB")}
+		gang := h.Submit(spec("gang", "10GB", "gpus", 2, "priority", "low", "preemptible", true))
+		h.Advance(100 * time.Second)
+		report := func(g *FakeGPU, progress, rate float64) {
+			st := g.Status
+			st.Version++
+			g.Status = st
+			for i := range st.Jobs {
+				st.Jobs[i].ProgressS, st.Jobs[i].Rate, st.Jobs[i].State = progress, rate, events.GPUJobRunning
+			}
+			st.Jobs = slices.Clone(st.Jobs)
+			h.GPUEvent(st, events.GPUStatusType)
+		}
+		if fastFirst {
+			report(gpus[0], 100, 1)
+			report(gpus[1], 80, 0.5)
+		} else {
+			report(gpus[1], 80, 0.5)
+			report(gpus[0], 100, 1)
+		}
+		h.Advance(60 * time.Second)
+		h.Unanswered["n1-gpu-0"], h.Unanswered["n1-gpu-1"] = true, true
+		h.Submit(spec("high", "35GB", "priority", "high"))
+		if len(h.Sends(events.OpPreempt)) != 2 {
+			t.Fatalf("preempts sent %v, want the gang's two shares", h.Sends(events.OpPreempt))
+		}
+		h.Advance(h.Core.Timing().CallTimeout)
+		h.Step(Input{Timer: TimerCalls})
+		info := h.JobState(gang.JobID)
+		if info.Preemptions != 1 {
+			t.Fatalf("the gang after its stop timed out: %+v, want preempted once", info)
+		}
+		return info.LostWorkS
+	}
+	a, b := lost(true), lost(false)
+	if a != b || a != 110 {
+		t.Fatalf("work lost by the gang stopped 60 s after its shares reported 100 at 1/s and 80 at 0.5/s: %g and %g by the order heard, want 110 both (no checkpoint: all of the slowest share's)", a, b)
+	}
+}
+
 // TestOnAVirtualClockALostCompletionIsFoundAndASuspectGPUThatAnswersIsTrusted:
 // a job's completion event is lost (a drop) on a GPU made suspect by an
 // answer that was lost too. A scaled clock's aging ticker and its node's

@@ -218,7 +218,11 @@ type stopping struct {
 	// not negative, is what the job settles when no answer says how far
 	// it got (requeueRejoined), instead of the estimate.
 	lostAt, lastKnown float64
-	then              func()
+	// estimate is how far the job had got when it was stopped, by the
+	// marks of the GPUs it ran on then (a gang at its slowest share's
+	// pace): what it settles when no answer and no lastKnown say.
+	estimate float64
+	then     func()
 }
 
 // stop ends a running job's shares with op (preempt or release) without
@@ -240,7 +244,9 @@ func (s *Core) stopLost(j *job, op string, lostAt, lastKnown float64, then func(
 		then()
 		return
 	}
-	st := &stopping{job: j, op: op, at: s.now, lostAt: lostAt, lastKnown: lastKnown, then: then}
+	// Estimated now, while the job still names its GPUs: without them
+	// only its last mark (whichever share reported last) would count.
+	st := &stopping{job: j, op: op, at: s.now, lostAt: lostAt, lastKnown: lastKnown, estimate: j.estimate(s.now), then: then}
 	// Being read back after a restart, a GPU its record names and not
 	// read yet (hung, cut off) may run a share of it too, and is stopped
 	// as well before the job runs anywhere again.
@@ -337,7 +343,7 @@ func (s *Core) finishStop(st *stopping) {
 	case st.lastKnown >= 0:
 		done = st.lastKnown
 	default:
-		done = j.estimate(st.at)
+		done = st.estimate
 	}
 	if st.lostAt >= 0 {
 		// The least of what every GPU said, whichever said it first: a
