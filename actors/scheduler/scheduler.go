@@ -379,54 +379,52 @@ func (s *Scheduler) message(m *nats.Msg) (*core.Msg, bool) {
 }
 
 // Run is the scheduler's loop: one message at a time, then a scheduling
-// pass once the mailbox is drained and something changed. On a virtual
-// clock the pass is a PhaseDecide timer instead, so it runs once
-// everything that happens at the instant has happened; metrics are
-// PhaseObserve timers, and CPU-only completions and starvation ages are
-// PhaseEvent timers at the instant they are due.
+// pass once the mailbox is drained and something changed. What is due
+// without a message (dues: the core's deadlines, the rounds, on a virtual
+// clock the pass and the metrics) has one timer, at the first of them;
+// each firing steps that one, in a fixed order when several fall at one
+// instant and phase. On a virtual clock the pass is due in the decide
+// phase, so it runs once everything that happens at the instant has
+// happened; the metrics in the observe phase; CPU-only completions,
+// starvation ages, calls and leases in the event phase. On a scaled clock
+// wall tickers check the calls, leases, ages and metrics instead.
 func (s *Scheduler) Run(ctx context.Context) error {
 	defer close(s.done)
 	defer s.unsubscribe()
 	var metricsWall, agingWall, leaseWall <-chan time.Time
-	// Leases are checked on a wall ticker, or on a virtual clock by a
-	// timer at the next lease's end (simulated time).
-	var lease simclock.Timer
-	var leaseAt time.Time
+	// Leases are checked on a wall ticker, or on a virtual clock at the
+	// next lease's end (simulated time: plan).
 	if l := s.core.Timing().Lease; l > 0 && !s.virtual {
 		lt := time.NewTicker(l / leaseChecks)
 		defer lt.Stop()
 		leaseWall = lt.C
 	}
 	// Calls unanswered for the call timeout count as refused: checked on
-	// a wall ticker, or on a virtual clock by a timer at the earliest
-	// call's deadline (calls).
+	// a wall ticker, or on a virtual clock at the earliest call's
+	// deadline (plan).
 	var callsWall <-chan time.Time
 	if !s.virtual {
 		ct := time.NewTicker(max(s.core.Timing().CallTimeout/4, 10*time.Millisecond))
 		defer ct.Stop()
 		callsWall = ct.C
 	}
-	var calls simclock.Timer
-	var callsAt time.Time
 	period := s.core.Timing().MetricsPeriod
-	var metrics, pass, wake, round, train, replayRound simclock.Timer
-	var replayAt time.Time
-	// A training round is a decision over what happened at its instant
-	// (completions, arrivals): it fires in the decide phase.
-	armTraining := func() {
-		if at := s.core.Deadlines().Training; !at.IsZero() {
-			train = simclock.NewPhasedTimer(s.cfg.Clock, at.Sub(s.cfg.Clock.Now()), simclock.PhaseDecide)
-		}
-	}
-	armTraining()
-	if s.core.Timing().RoundEvery > 0 {
-		// An event-phase timer: on a virtual clock the round's stops are
+	// The one timer, at the first of what is due (plan.first); each time
+	// it fires, the scheduler steps that one thing and names the rest
+	// again.
+	var plan dues
+	var due simclock.Timer
+	var dueAt time.Time
+	var duePhase simclock.Phase
+	start := s.cfg.Clock.Now()
+	plan.at[dueTraining] = s.core.Deadlines().Training
+	if every := s.core.Timing().RoundEvery; every > 0 {
+		// In the event phase on a virtual clock: the round's stops are
 		// made before the instant's pass places the queue.
-		round = simclock.NewPhasedTimer(s.cfg.Clock, s.core.Timing().RoundEvery, simclock.PhaseEvent)
+		plan.at[dueRound] = start.Add(every)
 	}
-	var wakeAt time.Time
 	if s.virtual {
-		metrics = simclock.NewPhasedTimer(s.cfg.Clock, period, simclock.PhaseObserve)
+		plan.at[dueMetrics] = start.Add(period)
 	} else {
 		mt := time.NewTicker(period)
 		defer mt.Stop()
@@ -436,16 +434,16 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		defer aging.Stop()
 		metricsWall, agingWall = mt.C, aging.C
 	}
+	// The core's own deadlines are named after the first thing it takes.
+	due, dueAt, duePhase = s.rearm(due, dueAt, duePhase, &plan)
 	s.flushBatches() // what the core sent while it started
 	defer func() {
-		for _, t := range []simclock.Timer{metrics, pass, wake, round, calls, train, lease, replayRound} {
-			if t != nil {
-				t.Stop()
-			}
+		if due != nil {
+			due.Stop()
 		}
 	}()
 	for {
-		s.heal()      // a partition over: what it kept goes out
+		s.heal() // a partition over: what it kept goes out
 		s.held = true // a message or a virtual timer: released below
 		select {
 		case <-ctx.Done():
@@ -529,8 +527,8 @@ func (s *Scheduler) Run(ctx context.Context) error {
 			}
 			if !s.hungUntil.IsZero() {
 				s.wake()
-				if train == nil {
-					armTraining()
+				if plan.at[dueTraining].IsZero() {
+					plan.at[dueTraining] = s.core.Deadlines().Training
 				}
 				if s.core.Killed() != "" {
 					s.flushBatches()
@@ -549,15 +547,8 @@ func (s *Scheduler) Run(ctx context.Context) error {
 			s.held = false
 			s.step(core.Input{Timer: core.TimerCalls})
 			s.sweepBatches()
-		case <-simclock.TimerC(calls):
-			calls, callsAt = nil, time.Time{}
-			s.step(core.Input{Timer: core.TimerCalls})
-			s.sweepBatches()
 		case <-leaseWall:
 			s.held = false
-			s.step(core.Input{Timer: core.TimerLease})
-		case <-simclock.TimerC(lease):
-			lease, leaseAt = nil, time.Time{}
 			s.step(core.Input{Timer: core.TimerLease})
 		case <-metricsWall:
 			s.held = false
@@ -569,43 +560,40 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		case <-agingWall:
 			s.held = false
 			s.step(core.Input{Timer: core.TimerAging})
-		case <-simclock.TimerC(train):
-			if s.isHung() || s.selfFenced() {
-				train = nil // armed again when it wakes
-				break
+		case <-simclock.TimerC(due):
+			due, dueAt = nil, time.Time{}
+			kind, _, _, _ := plan.first()
+			plan.at[kind] = time.Time{}
+			now := s.cfg.Clock.Now()
+			switch kind {
+			case dueTraining:
+				if s.isHung() || s.selfFenced() {
+					break // named again when it wakes
+				}
+				s.step(core.Input{Timer: core.TimerTraining})
+				plan.at[dueTraining] = s.core.Deadlines().Training
+			case dueRound:
+				s.step(core.Input{Timer: core.TimerRound})
+				plan.at[dueRound] = now.Add(s.core.Timing().RoundEvery)
+			case dueMetrics:
+				s.step(core.Input{Timer: core.TimerMetrics})
+				plan.at[dueMetrics] = now.Add(period)
+			default:
+				s.step(core.Input{Timer: dueOrder[kind].timer})
+				if kind == dueCalls {
+					s.sweepBatches()
+				}
 			}
-			s.step(core.Input{Timer: core.TimerTraining})
-			armTraining()
-		case <-simclock.TimerC(replayRound):
-			replayRound, replayAt = nil, time.Time{}
-			s.step(core.Input{Timer: core.TimerReplay})
-		case <-simclock.TimerC(round):
-			s.step(core.Input{Timer: core.TimerRound})
-			round = simclock.NewPhasedTimer(s.cfg.Clock, s.core.Timing().RoundEvery, simclock.PhaseEvent)
-		case <-simclock.TimerC(metrics):
-			s.step(core.Input{Timer: core.TimerMetrics})
-			metrics = simclock.NewPhasedTimer(s.cfg.Clock, period, simclock.PhaseObserve)
-		case <-simclock.TimerC(wake):
-			wake, wakeAt = nil, time.Time{}
-			s.step(core.Input{Timer: core.TimerWake})
-		case <-simclock.TimerC(pass):
-			pass = nil
+		}
+		switch {
+		case s.virtual && !s.isHung() && !s.selfFenced():
+			plan.named(s.core.Deadlines(), s.core.Dirty(), s.cfg.Clock.Now())
+		case s.virtual:
+			plan.unnamed()
+		case s.core.Dirty() && len(s.mailbox) == 0:
 			s.step(core.Input{Timer: core.TimerPass})
 		}
-		if s.virtual && !s.isHung() && !s.selfFenced() {
-			if s.core.Dirty() && pass == nil {
-				pass = simclock.NewPhasedTimer(s.cfg.Clock, 0, simclock.PhaseDecide)
-			}
-			due := s.core.Deadlines()
-			calls, callsAt = s.rearm(calls, callsAt, due.Calls, simclock.PhaseEvent)
-			wake, wakeAt = s.rearm(wake, wakeAt, due.Wake, simclock.PhaseEvent)
-			// A replayed round decides over what happened at its instant
-			// (the arrivals, the round's ends): the decide phase.
-			replayRound, replayAt = s.rearm(replayRound, replayAt, due.Replay, simclock.PhaseDecide)
-			lease, leaseAt = s.rearm(lease, leaseAt, due.Lease, simclock.PhaseEvent)
-		} else if s.core.Dirty() && len(s.mailbox) == 0 {
-			s.step(core.Input{Timer: core.TimerPass})
-		}
+		due, dueAt, duePhase = s.rearm(due, dueAt, duePhase, &plan)
 		s.flushBatches()
 		if s.held {
 			s.held = false
@@ -925,20 +913,21 @@ func (s *Scheduler) hang(ctx context.Context, m *nats.Msg, d time.Duration) bool
 	}
 }
 
-// rearm moves a virtual-clock timer armed at `at` to next, in phase (none
-// when next is zero), leaving it as it is when next has not changed.
-func (s *Scheduler) rearm(t simclock.Timer, at, next time.Time, phase simclock.Phase) (simclock.Timer, time.Time) {
-	if next.Equal(at) {
-		return t, at
+// rearm moves the one timer, armed at `at` in phase, to the first of
+// plan (none when nothing is due), leaving it as it is when that has not
+// changed.
+func (s *Scheduler) rearm(t simclock.Timer, at time.Time, phase simclock.Phase, plan *dues) (simclock.Timer, time.Time, simclock.Phase) {
+	_, next, nextPhase, ok := plan.first()
+	switch {
+	case !ok:
+		if t != nil {
+			t.Stop()
+		}
+		return nil, time.Time{}, 0
+	case t != nil && next.Equal(at) && nextPhase == phase:
+		return t, at, phase
 	}
-	if t != nil {
-		t.Stop()
-		t = nil
-	}
-	if !next.IsZero() {
-		t = simclock.NewPhasedTimer(s.cfg.Clock, next.Sub(s.cfg.Clock.Now()), phase)
-	}
-	return t, next
+	return simclock.Rearm(s.cfg.Clock, t, next.Sub(s.cfg.Clock.Now()), nextPhase), next, nextPhase
 }
 
 // Drain empties the mailbox of a dead scheduler, releasing the clock for
