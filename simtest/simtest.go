@@ -375,6 +375,14 @@ type Options struct {
 	Policy, Queue string
 }
 
+// caseOf is the case seed is dealt under o.
+func (o Options) caseOf(seed uint64) Case {
+	c := Draw(seed, o.Hours)
+	c.Sample = o.Sample
+	c.Policy, c.Queue = cmp.Or(o.Policy, c.Policy), cmp.Or(o.Queue, c.Queue)
+	return c
+}
+
 // RunSeeds runs the cases of seeds under o and returns their outcomes in
 // the seeds' order; done, when set, is called with each outcome as it
 // comes (one call at a time). Seeds not started when ctx ends have a zero
@@ -391,10 +399,7 @@ func RunSeeds(ctx context.Context, seeds []uint64, o Options, done func(Outcome)
 			if ctx.Err() != nil {
 				return
 			}
-			c := Draw(seed, o.Hours)
-			c.Sample = o.Sample
-			c.Policy, c.Queue = cmp.Or(o.Policy, c.Policy), cmp.Or(o.Queue, c.Queue)
-			outcomes[i] = Run(ctx, c)
+			outcomes[i] = Run(ctx, o.caseOf(seed))
 			if done != nil {
 				mu.Lock()
 				defer mu.Unlock()

@@ -53,7 +53,7 @@ flags:
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	o := bench.Options{Quick: *quick, Traces: *traces, Footprint: footprintChild}
+	o := bench.Options{Quick: *quick, Traces: *traces, Footprint: footprintChild, SimtestWorker: startWorker}
 	if !*quiet {
 		o.Progress = os.Stderr
 	}

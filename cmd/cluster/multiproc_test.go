@@ -321,3 +321,34 @@ func seqGaps(sum observer.CheckSummary) (gaps, missing int) {
 	}
 	return gaps, missing
 }
+
+// TestSimtestWorkerProcessesGiveTheInProcessOutcomes: `cluster simtest
+// --workers 2` runs its seeds in two worker processes of this binary
+// (`simtest --serve`); each seed's outcome line is the one the same seed
+// gives with the workers in-process.
+func TestSimtestWorkerProcessesGiveTheInProcessOutcomes(t *testing.T) {
+	bin := buildCluster(t)
+	outcomes := func(where string, extra ...string) []string {
+		args := append([]string{"simtest", "--seeds", "1-3", "--hours", "2", "--workers", "2", "--verbose", "--quiet"}, extra...)
+		out, err := exec.Command(bin, args...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("cluster %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		if !strings.Contains(string(out), "(2 at once, "+where+")") {
+			t.Errorf("cluster %s does not say its workers ran %s:\n%s", strings.Join(args, " "), where, out)
+		}
+		var lines []string
+		for l := range strings.Lines(string(out)) {
+			if strings.HasPrefix(l, "seed ") {
+				// Each seed's wall time aside: "… — ok (1.2s)".
+				lines = append(lines, l[:strings.LastIndex(l, " (")])
+			}
+		}
+		slices.Sort(lines)
+		return lines
+	}
+	apart, together := outcomes("each a process"), outcomes("in this process", "--in-process")
+	if len(apart) != 3 || !slices.Equal(apart, together) {
+		t.Fatalf("seeds 1-3 in worker processes:\n%s\nin-process:\n%s", strings.Join(apart, "\n"), strings.Join(together, "\n"))
+	}
+}
