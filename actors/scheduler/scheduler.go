@@ -443,7 +443,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		}
 	}()
 	for {
-		s.heal() // a partition over: what it kept goes out
+		s.heal()      // a partition over: what it kept goes out
 		s.held = true // a message or a virtual timer: released below
 		select {
 		case <-ctx.Done():
