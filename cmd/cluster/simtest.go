@@ -170,10 +170,10 @@ func serveSeeds(o simtest.Options) error {
 }
 
 // startWorker starts a worker process for RunSeedsApart: this program's
-// `simtest --serve` under o, on one processor (GOMAXPROCS=1). Two such
-// processes on two cores spent 13 % less CPU on seeds 1-40 than two
-// workers sharing one process of two (61.0 s against 70.3 s of user
-// time): fewer hand-offs between the runtime's processors. Its log and
+// `simtest --serve` under o, on one processor (GOMAXPROCS=1): processes
+// of one processor each spend less CPU on the same seeds than goroutine
+// workers sharing a process of several (fewer hand-offs between the
+// runtime's processors; measured in docs/PERFORMANCE.md). Its log and
 // errors go to this process's standard error; it is interrupted when ctx
 // ends.
 func startWorker(ctx context.Context, o simtest.Options) (*simtest.Worker, error) {
