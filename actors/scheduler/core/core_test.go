@@ -1482,6 +1482,19 @@ func TestLikeJobsInOnePassAreJudgedAfreshOnceTheViewChanges(t *testing.T) {
 	}
 }
 
+// reportPace has g report, in a newer status, each of its jobs running at
+// progress (seconds of work done) and rate.
+func reportPace(h *Harness, g *FakeGPU, progress, rate float64) {
+	st := g.Status
+	st.Version++
+	g.Status = st
+	for i := range st.Jobs {
+		st.Jobs[i].ProgressS, st.Jobs[i].Rate, st.Jobs[i].State = progress, rate, events.GPUJobRunning
+	}
+	st.Jobs = slices.Clone(st.Jobs)
+	h.GPUEvent(st, events.GPUStatusType)
+}
+
 // TestAGangsProgressIsItsSlowestShareWhicheverGPUSpokeLast: the shares of
 // a gang run at their own speeds, and their GPUs' statuses of one instant
 // arrive in any order. The estimate of the gang's progress (its lost
@@ -1494,25 +1507,15 @@ func TestAGangsProgressIsItsSlowestShareWhicheverGPUSpokeLast(t *testing.T) {
 		gpus := []*FakeGPU{h.AddGPU("n1", "n1-gpu-0", "A100-40GB"), h.AddGPU("n1", "n1-gpu-1", "A100-40GB")}
 		gang := h.Submit(spec("gang", "10GB", "gpus", 2))
 		h.Advance(100 * time.Second)
-		report := func(g *FakeGPU, progress, rate float64) {
-			st := g.Status
-			st.Version++
-			g.Status = st
-			for i := range st.Jobs {
-				st.Jobs[i].ProgressS, st.Jobs[i].Rate, st.Jobs[i].State = progress, rate, events.GPUJobRunning
-			}
-			st.Jobs = slices.Clone(st.Jobs)
-			h.GPUEvent(st, events.GPUStatusType)
-		}
 		order := []int{0, 1}
 		if !fastFirst {
 			order = []int{1, 0}
 		}
 		for _, i := range order {
 			if i == 0 {
-				report(gpus[0], 100, 1) // the fast share
+				reportPace(h, gpus[0], 100, 1) // the fast share
 			} else {
-				report(gpus[1], 80, 0.5) // the slow share
+				reportPace(h, gpus[1], 80, 0.5) // the slow share
 			}
 		}
 		h.Advance(60 * time.Second)
@@ -1537,22 +1540,12 @@ func TestAGangStoppedWithNoAnswerSettlesItsSlowestSharesProgress(t *testing.T) {
 		gpus := []*FakeGPU{h.AddGPU("n1", "n1-gpu-0", "A100-40GB"), h.AddGPU("n1", "n1-gpu-1", "A100-40GB")}
 		gang := h.Submit(spec("gang", "10GB", "gpus", 2, "priority", "low", "preemptible", true))
 		h.Advance(100 * time.Second)
-		report := func(g *FakeGPU, progress, rate float64) {
-			st := g.Status
-			st.Version++
-			g.Status = st
-			for i := range st.Jobs {
-				st.Jobs[i].ProgressS, st.Jobs[i].Rate, st.Jobs[i].State = progress, rate, events.GPUJobRunning
-			}
-			st.Jobs = slices.Clone(st.Jobs)
-			h.GPUEvent(st, events.GPUStatusType)
-		}
 		if fastFirst {
-			report(gpus[0], 100, 1)
-			report(gpus[1], 80, 0.5)
+			reportPace(h, gpus[0], 100, 1)
+			reportPace(h, gpus[1], 80, 0.5)
 		} else {
-			report(gpus[1], 80, 0.5)
-			report(gpus[0], 100, 1)
+			reportPace(h, gpus[1], 80, 0.5)
+			reportPace(h, gpus[0], 100, 1)
 		}
 		h.Advance(60 * time.Second)
 		h.Unanswered["n1-gpu-0"], h.Unanswered["n1-gpu-1"] = true, true
