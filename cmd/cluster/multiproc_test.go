@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -350,5 +351,43 @@ func TestSimtestWorkerProcessesGiveTheInProcessOutcomes(t *testing.T) {
 	apart, together := outcomes("each a process"), outcomes("in this process", "--in-process")
 	if len(apart) != 3 || !slices.Equal(apart, together) {
 		t.Fatalf("seeds 1-3 in worker processes:\n%s\nin-process:\n%s", strings.Join(apart, "\n"), strings.Join(together, "\n"))
+	}
+}
+
+// TestAnInterruptedSimtestReportsTheSeedsItRan: interrupted after its
+// first seed has ended, `cluster simtest` still prints the summary of the
+// seeds run to their end and says how many of all, and exits non-zero;
+// its worker processes end with it.
+func TestAnInterruptedSimtestReportsTheSeedsItRan(t *testing.T) {
+	bin := buildCluster(t)
+	cmd := exec.Command(bin, "simtest", "--seeds", "1-200", "--hours", "24", "--workers", "2", "--verbose")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	var out strings.Builder
+	lines := bufio.NewScanner(stdout)
+	for lines.Scan() {
+		out.WriteString(lines.Text() + "\n")
+		if strings.HasPrefix(lines.Text(), "seed ") {
+			break // one seed has ended
+		}
+	}
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	for lines.Scan() {
+		out.WriteString(lines.Text() + "\n")
+	}
+	err = cmd.Wait()
+	if err == nil {
+		t.Fatalf("an interrupted simtest exited 0:\n%s", out.String())
+	}
+	if !strings.Contains(out.String(), "of 200 (1-200) run to their end before the interrupt") || !strings.Contains(out.String(), "seeds with violations") {
+		t.Fatalf("an interrupted simtest's output does not report the seeds it ran:\n%s", out.String())
 	}
 }

@@ -111,13 +111,19 @@ func simtestCommand(args []string) error {
 		bar.Finish()
 		fmt.Fprintln(os.Stderr)
 	}
-	if ctx.Err() != nil {
-		return errors.New("interrupted")
-	}
+	// Interrupted, the seeds that ran to their end are still reported: a
+	// seed cut short (its run failed when the interrupt came) or never
+	// started is left out, and said so.
+	interrupted := ctx.Err() != nil
+	ran := 0
 	var failed []simtest.Outcome
 	var simulated time.Duration
 	var evs, jobs, faults int
 	for _, o := range outcomes {
+		if o.Seed == 0 && o.Events == 0 || interrupted && o.Err != nil {
+			continue
+		}
+		ran++
 		simulated += o.Summary.Length
 		evs += o.Events
 		jobs += o.Summary.Submitted
@@ -127,7 +133,11 @@ func simtestCommand(args []string) error {
 		}
 	}
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "seeds\t%d (%s)\n", len(seeds), *seedsFlag)
+	if interrupted {
+		fmt.Fprintf(tw, "seeds\t%d of %d (%s) run to their end before the interrupt\n", ran, len(seeds), *seedsFlag)
+	} else {
+		fmt.Fprintf(tw, "seeds\t%d (%s)\n", len(seeds), *seedsFlag)
+	}
 	fmt.Fprintf(tw, "simulated\t%.1f days (%g h of arrivals each, then the drain)\n", simulated.Hours()/24, *hours)
 	fmt.Fprintf(tw, "jobs, events checked\t%d, %d\n", jobs, evs)
 	fmt.Fprintf(tw, "faults that took jobs down\t%d\n", faults)
@@ -154,8 +164,11 @@ func simtestCommand(args []string) error {
 		}
 		fmt.Printf("  replay: %s\n", simtest.ReplayCommand(o.Seed, opts))
 	}
-	if len(failed) > 0 {
-		return fmt.Errorf("%d of %d seeds broke an invariant", len(failed), len(seeds))
+	switch {
+	case len(failed) > 0:
+		return fmt.Errorf("%d of %d seeds broke an invariant", len(failed), ran)
+	case interrupted:
+		return fmt.Errorf("interrupted: %d of %d seeds run", ran, len(seeds))
 	}
 	return nil
 }
