@@ -77,8 +77,9 @@ type Worker struct {
 // spends less CPU on the same seeds than goroutines sharing a process
 // (docs/PERFORMANCE.md). Each worker is handed the next seed when it
 // answers the last, so a long seed holds up only its own worker. A worker
-// that fails or ends early fails the seed it held; the others run the
-// rest, and a seed no worker was left to run fails with that said.
+// that fails or ends early fails the seed it held, saying how it ended;
+// the others run the rest, and a seed no worker was left to run fails
+// with that said.
 func RunSeedsApart(ctx context.Context, seeds []uint64, o Options, start func() (*Worker, error), done func(Outcome)) []Outcome {
 	outcomes := make([]Outcome, len(seeds))
 	ran := make([]bool, len(seeds))
@@ -118,9 +119,17 @@ func RunSeedsApart(ctx context.Context, seeds []uint64, o Options, start func() 
 				lastErr = err
 				mu.Unlock()
 			}
+			var ended error // the worker's end, once waited for
+			waited := false
+			end := func() error {
+				if !waited {
+					w.Seeds.Close()
+					ended, waited = w.Wait(), true
+				}
+				return ended
+			}
 			defer func() {
-				w.Seeds.Close()
-				if err := w.Wait(); err != nil && ctx.Err() == nil {
+				if err := end(); err != nil && ctx.Err() == nil {
 					mu.Lock()
 					lastErr = err
 					mu.Unlock()
@@ -138,6 +147,9 @@ func RunSeedsApart(ctx context.Context, seeds []uint64, o Options, start func() 
 				if err := answers.Decode(&r); err != nil {
 					if errors.Is(err, io.EOF) {
 						err = errors.New("the worker ended without answering")
+						if why := end(); why != nil {
+							err = fmt.Errorf("the worker ended without answering: %w", why)
+						}
 					}
 					failed(i, err)
 					return

@@ -2,6 +2,7 @@ package simtest
 
 import (
 	"context"
+	"errors"
 	"io"
 	"reflect"
 	"strings"
@@ -66,7 +67,7 @@ func TestAWorkerThatEndsFailsItsSeedAndTheOthersRunTheRest(t *testing.T) {
 		if started == 1 {
 			r, w := io.Pipe()
 			w.Close() // it ends at once
-			return &Worker{Seeds: nopCloser{io.Discard}, Outcomes: r, Wait: func() error { return nil }}, nil
+			return &Worker{Seeds: nopCloser{io.Discard}, Outcomes: r, Wait: func() error { return errors.New("exit status 2") }}, nil
 		}
 		return pipeWorker(ctx, o), nil
 	}
@@ -77,8 +78,8 @@ func TestAWorkerThatEndsFailsItsSeedAndTheOthersRunTheRest(t *testing.T) {
 		switch {
 		case oc.Err != nil:
 			failed++
-			if !strings.Contains(oc.Err.Error(), "ended without answering") || oc.Seed != seeds[i] {
-				t.Errorf("seed %d's outcome: %v, want it failed by the worker that ended", seeds[i], oc.Err)
+			if !strings.Contains(oc.Err.Error(), "ended without answering: exit status 2") || oc.Seed != seeds[i] {
+				t.Errorf("seed %d's outcome: %v, want it failed by the worker that ended, with how it ended", seeds[i], oc.Err)
 			}
 		case oc.Events == 0:
 			t.Errorf("seed %d: neither run nor failed: %+v", seeds[i], oc)
