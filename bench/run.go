@@ -49,7 +49,7 @@ type Options struct {
 	Footprint func(ctx context.Context, n int) (ActorsFootprint, error)
 	// SimtestWorker, when set, starts a worker process for the simulation
 	// testing row, as `cluster simtest` runs its workers
-	// (simtest.RunSeedsApart); nil runs them in this process.
+	// (simtest.Options.Worker); nil runs them in this process.
 	SimtestWorker func(context.Context, simtest.Options) (*simtest.Worker, error)
 
 	// openb is the trace, read once by Run for every section.
@@ -974,14 +974,7 @@ func simtestSection(ctx context.Context, t *Table, o Options, say func(string, .
 	}
 	var days float64
 	var jobs, violations, done int
-	so := simtest.Options{Hours: 24, Workers: runtime.GOMAXPROCS(0)}
-	run := simtest.RunSeeds
-	if o.SimtestWorker != nil && so.Workers > 1 {
-		run = func(ctx context.Context, seeds []uint64, so simtest.Options, done func(simtest.Outcome)) []simtest.Outcome {
-			return simtest.RunSeedsApart(ctx, seeds, so, func() (*simtest.Worker, error) { return o.SimtestWorker(ctx, so) }, done)
-		}
-	}
-	run(ctx, seeds, so, func(out simtest.Outcome) {
+	simtest.RunSeeds(ctx, seeds, simtest.Options{Hours: 24, Workers: runtime.GOMAXPROCS(0), Worker: o.SimtestWorker}, func(out simtest.Outcome) {
 		days += out.Summary.Length.Hours() / 24
 		jobs += out.Summary.Submitted
 		if out.Err != nil || len(out.Problems) > 0 {

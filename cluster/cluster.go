@@ -867,18 +867,12 @@ func (c *Cluster) Stop() {
 			nc.Close()
 		}
 	}
-	drained := time.NewTimer(5 * time.Second)
-	defer drained.Stop()
-	late := false
+	drained, stop := context.WithTimeout(context.Background(), 5*time.Second)
+	defer stop()
 	for i, nc := range c.conns {
-		if late {
-			nc.Close()
-			continue
-		}
 		select {
 		case <-c.closed[i]:
-		case <-drained.C:
-			late = true
+		case <-drained.Done(): // past the deadline: closed without waiting
 			nc.Close()
 		}
 	}

@@ -29,11 +29,11 @@ type seedResult struct {
 	Err               string
 }
 
-// Serve is a worker of RunSeedsApart: it reads seeds from seeds, one
-// decimal number a line, runs each case under o (its Workers aside) when
-// it is read, and writes its outcome to outcomes (a gob stream) before it
-// reads the next, until seeds ends. A line that is not a seed is an error
-// (nothing more runs).
+// Serve is a worker of RunSeeds run apart (Options.Worker): it reads
+// seeds from seeds, one decimal number a line, runs each case under o
+// (its Workers and Worker aside) when it is read, and writes its outcome
+// to outcomes (a gob stream) before it reads the next, until seeds ends.
+// A line that is not a seed is an error (nothing more runs).
 func Serve(ctx context.Context, seeds io.Reader, outcomes io.Writer, o Options) error {
 	in := bufio.NewScanner(seeds)
 	out := bufio.NewWriter(outcomes)
@@ -63,24 +63,24 @@ func Serve(ctx context.Context, seeds io.Reader, outcomes io.Writer, o Options) 
 	return in.Err()
 }
 
-// Worker is one worker RunSeedsApart hands seeds to, one at a time: where
-// it reads them (Serve's seeds), where it answers (Serve's outcomes), and
-// Wait, which waits for it to end once Seeds is closed.
+// Worker is one worker RunSeeds hands seeds to (Options.Worker), one at
+// a time: where it reads them (Serve's seeds), where it answers (Serve's
+// outcomes), and Wait, which waits for it to end once Seeds is closed.
 type Worker struct {
 	Seeds    io.WriteCloser
 	Outcomes io.Reader
 	Wait     func() error
 }
 
-// RunSeedsApart is RunSeeds with each of o.Workers a Worker made by start
-// — for `cluster simtest`, a process of its own on one processor, which
+// runApart is RunSeeds with each of o.Workers a Worker of o.Worker's —
+// for `cluster simtest`, a process of its own on one processor, which
 // spends less CPU on the same seeds than goroutines sharing a process
 // (docs/PERFORMANCE.md). Each worker is handed the next seed when it
 // answers the last, so a long seed holds up only its own worker. A worker
 // that fails or ends early fails the seed it held, saying how it ended;
 // the others run the rest, and a seed no worker was left to run fails
 // with that said.
-func RunSeedsApart(ctx context.Context, seeds []uint64, o Options, start func() (*Worker, error), done func(Outcome)) []Outcome {
+func runApart(ctx context.Context, seeds []uint64, o Options, done func(Outcome)) []Outcome {
 	outcomes := make([]Outcome, len(seeds))
 	ran := make([]bool, len(seeds))
 	next := make(chan int, len(seeds))
@@ -97,14 +97,17 @@ func RunSeedsApart(ctx context.Context, seeds []uint64, o Options, start func() 
 			done(oc)
 		}
 	}
-	var lastErr error
+	var lastErr error // the last worker failure, for the seeds none ran
+	remember := func(err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		lastErr = err
+	}
 	var wg sync.WaitGroup
-	for range max(o.Workers, 1) {
-		w, err := start()
+	for range o.Workers {
+		w, err := o.Worker(ctx, o)
 		if err != nil {
-			mu.Lock()
-			lastErr = err
-			mu.Unlock()
+			remember(err)
 			continue
 		}
 		wg.Go(func() {
@@ -113,26 +116,17 @@ func RunSeedsApart(ctx context.Context, seeds []uint64, o Options, start func() 
 				if ctx.Err() != nil {
 					return // interrupted: the seed was not run to its end, as RunSeeds leaves one
 				}
-				oc := Outcome{Case: o.caseOf(seeds[i]), Err: fmt.Errorf("simtest worker: %w", err)}
-				finish(i, oc)
-				mu.Lock()
-				lastErr = err
-				mu.Unlock()
+				finish(i, Outcome{Case: o.caseOf(seeds[i]), Err: fmt.Errorf("simtest worker: %w", err)})
+				remember(err)
 			}
-			var ended error // the worker's end, once waited for
-			waited := false
-			end := func() error {
-				if !waited {
-					w.Seeds.Close()
-					ended, waited = w.Wait(), true
-				}
-				return ended
-			}
+			// The worker's end: its seeds closed, then waited for (once).
+			end := sync.OnceValue(func() error {
+				w.Seeds.Close()
+				return w.Wait()
+			})
 			defer func() {
 				if err := end(); err != nil && ctx.Err() == nil {
-					mu.Lock()
-					lastErr = err
-					mu.Unlock()
+					remember(err)
 				}
 			}()
 			for i := range next {

@@ -35,7 +35,9 @@ func TestSeedsRunApartComeBackAsTheyRanInProcess(t *testing.T) {
 	seeds := []uint64{3, 1, 2}
 	want := RunSeeds(ctx, seeds, o, nil)
 	calls := 0
-	got := RunSeedsApart(ctx, seeds, o, func() (*Worker, error) { return pipeWorker(ctx, o), nil }, func(Outcome) { calls++ })
+	apart := o
+	apart.Worker = func(ctx context.Context, o Options) (*Worker, error) { return pipeWorker(ctx, o), nil }
+	got := RunSeeds(ctx, seeds, apart, func(Outcome) { calls++ })
 	if calls != len(seeds) {
 		t.Fatalf("done called %d times for %d seeds", calls, len(seeds))
 	}
@@ -62,7 +64,7 @@ func TestAWorkerThatEndsFailsItsSeedAndTheOthersRunTheRest(t *testing.T) {
 	defer cancel()
 	o := Options{Hours: 1, Workers: 2}
 	started := 0
-	start := func() (*Worker, error) {
+	o.Worker = func(ctx context.Context, o Options) (*Worker, error) {
 		started++
 		if started == 1 {
 			r, w := io.Pipe()
@@ -72,7 +74,7 @@ func TestAWorkerThatEndsFailsItsSeedAndTheOthersRunTheRest(t *testing.T) {
 		return pipeWorker(ctx, o), nil
 	}
 	seeds := []uint64{1, 2, 3, 4}
-	got := RunSeedsApart(ctx, seeds, o, start, nil)
+	got := RunSeeds(ctx, seeds, o, nil)
 	failed := 0
 	for i, oc := range got {
 		switch {

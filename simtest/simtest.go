@@ -373,6 +373,11 @@ type Options struct {
 	Sample        time.Duration
 	Workers       int
 	Policy, Queue string
+	// Worker, when set and Workers is above 1, starts each worker as a
+	// Worker of its own (for `cluster simtest`, a process) instead of a
+	// goroutine of this process: RunSeeds runs the seeds apart
+	// (runApart).
+	Worker func(context.Context, Options) (*Worker, error)
 }
 
 // caseOf is the case seed is dealt under o.
@@ -388,6 +393,9 @@ func (o Options) caseOf(seed uint64) Case {
 // comes (one call at a time). Seeds not started when ctx ends have a zero
 // outcome.
 func RunSeeds(ctx context.Context, seeds []uint64, o Options, done func(Outcome)) []Outcome {
+	if o.Worker != nil && o.Workers > 1 {
+		return runApart(ctx, seeds, o, done)
+	}
 	outcomes := make([]Outcome, len(seeds))
 	sem := make(chan struct{}, max(o.Workers, 1))
 	var mu sync.Mutex

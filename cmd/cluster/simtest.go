@@ -85,14 +85,11 @@ func simtestCommand(args []string) error {
 		drawn[i] = uint64(seed)
 	}
 	opts := simtest.Options{Hours: *hours, Sample: *sample, Workers: *workers, Policy: *pol, Queue: *queue}
-	run, where := simtest.RunSeeds, "in this process"
+	where := "in this process"
 	if *workers > 1 && !*inProcess && *cpuProfile == "" {
-		where = "each a process"
-		run = func(ctx context.Context, seeds []uint64, o simtest.Options, done func(simtest.Outcome)) []simtest.Outcome {
-			return simtest.RunSeedsApart(ctx, seeds, o, func() (*simtest.Worker, error) { return startWorker(ctx, opts) }, done)
-		}
+		where, opts.Worker = "each a process", startWorker
 	}
-	outcomes := run(ctx, drawn, opts, func(o simtest.Outcome) {
+	outcomes := simtest.RunSeeds(ctx, drawn, opts, func(o simtest.Outcome) {
 		if bar != nil {
 			bar.Add(1)
 		}
@@ -182,7 +179,7 @@ func serveSeeds(o simtest.Options) error {
 	return simtest.Serve(ctx, os.Stdin, os.Stdout, o)
 }
 
-// startWorker starts a worker process for RunSeedsApart: this program's
+// startWorker starts a worker process for simtest.RunSeeds: this program's
 // `simtest --serve` under o, on one processor (GOMAXPROCS=1): processes
 // of one processor each spend less CPU on the same seeds than goroutine
 // workers sharing a process of several (fewer hand-offs between the
