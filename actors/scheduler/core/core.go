@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -334,6 +335,9 @@ type Core struct {
 	layout snapshotLayout
 	// nodes are what the nodes' heartbeats said (nodes.go).
 	nodes *nodeRegistry
+	// live says which GPUs and nodes are alive: their leases, and the
+	// GPUs to read again (liveness.go).
+	live *liveness
 	// calls are the core's requests in flight (calltracker.go).
 	calls *callTracker
 	// inflight are the placements whose reservations are in flight, in the
@@ -434,26 +438,28 @@ func New(cfg Config) (*Core, error) {
 		cfg: cfg,
 		restart: &restart{started: cfg.Wall, lease: cmp.Or(max(cfg.Lease, 0), DefaultLease), warms: !cfg.Since.IsZero(),
 			unanswered: slices.Clone(cfg.Unanswered), inherited: map[string]string{}, journaled: map[string]*durable.Record{}},
-		log:         log.With(zap.String("actor", "scheduler")),
-		now:         cfg.Now,
-		wall:        cfg.Wall,
-		plugins:     plugins,
-		training:    newTraining(cfg.Training),
-		replay:      newReplayRounds(cfg.Replay),
-		view:        newView(cfg.VRAMModel, cfg.Seed, cfg.NodeRank),
-		jobs:        map[string]*job{},
-		running:     newRunningJobs(),
-		classes:     newJobClasses(cfg.Workload != nil),
-		virtual:     virtual,
-		unconfirmed: newStopWaits(),
-		nodes:       newNodeRegistry(cfg.NodeGPUs, cfg.NodeMaxGPUs),
-		calls:       newCallTracker(cfg.Inbox, cfg.CallTimeout),
-		msgIDs:      &msgIDs{byID: map[string]msgIDJob{}},
-		rates:       newTenantRates(cfg.TenantRate, cfg.TenantBurst),
-		queue:       newWaitQueue(),
-		writes:      &journalWrites{journaled: cfg.Journaled},
+		log:      log.With(zap.String("actor", "scheduler")),
+		now:      cfg.Now,
+		wall:     cfg.Wall,
+		plugins:  plugins,
+		training: newTraining(cfg.Training),
+		replay:   newReplayRounds(cfg.Replay),
+		view:     newView(cfg.VRAMModel, cfg.Seed, cfg.NodeRank),
+		jobs:     map[string]*job{},
+		running:  newRunningJobs(),
+		classes:  newJobClasses(cfg.Workload != nil),
+		virtual:  virtual,
+		nodes:    newNodeRegistry(cfg.NodeGPUs, cfg.NodeMaxGPUs),
+		calls:    newCallTracker(cfg.Inbox, cfg.CallTimeout),
+		msgIDs:   &msgIDs{byID: map[string]msgIDJob{}},
+		rates:    newTenantRates(cfg.TenantRate, cfg.TenantBurst),
+		queue:    newWaitQueue(),
+		writes:   &journalWrites{journaled: cfg.Journaled},
 	}
 	s.out = &outbox{log: s.log, maxPayload: cfg.MaxPayload, batched: s.nodes.takesBatches, subjects: cfg.Subjects}
+	s.unconfirmed = newStopWaits(s.writes)
+	s.live = &liveness{lease: cfg.Lease, callTimeout: cfg.CallTimeout, virtual: virtual, view: s.view, nodes: s.nodes, out: s.out,
+		log: s.log, subjects: cfg.Subjects}
 	for _, r := range cfg.Inherited {
 		if c := r.CPUOnly; c != nil {
 			// No GPU knows it: resumed from the predecessor's account.
@@ -537,8 +543,9 @@ func (s *Core) Step(in Input) Ready {
 	case TimerWake:
 		s.finishCPUJobs()
 		if s.virtual {
-			s.checkOverdue() // no aging ticker on a virtual clock
-			s.checkAwaiting()
+			// No aging ticker on a virtual clock.
+			s.live.askOverdue(s.running, s.wall, s.now, s.describe)
+			s.live.askAwaiting(s.unconfirmed, s.wall, s.describe)
 			s.settleJournaled()
 		}
 		if s.queue.len() > 0 {
@@ -560,8 +567,8 @@ func (s *Core) Step(in Input) Ready {
 	case TimerAging:
 		s.settleJournaled()
 		checkpointsReached(s.running, s.writes, s.cfg.Journaled, s.now)
-		s.checkOverdue()
-		s.checkAwaiting()
+		s.live.askOverdue(s.running, s.wall, s.now, s.describe)
+		s.live.askAwaiting(s.unconfirmed, s.wall, s.describe)
 		s.finishCPUJobs()
 		if s.queue.len() > 0 {
 			s.dirty = true
@@ -733,50 +740,9 @@ func (s *Core) onNodeEvent(m *Msg) {
 		s.log.Warn("bad node event dropped: its node is not its subject's", zap.String("subject", m.Subject), zap.String("node", hb.Node))
 		return
 	}
-	hb.GPUs = slices.DeleteFunc(hb.GPUs, func(g events.HeartbeatGPU) bool {
-		if !events.SpeaksFor(hb.Node, g.GPU) {
-			return true // another node's by its id: not this node's to announce
-		}
-		st, ok := s.view.gpus[g.GPU]
-		return ok && st.status.Node != hb.Node
-	})
-	hb.GPUs = s.withinBound(hb.Node, hb.GPUs)
-	heard := s.nodes.heardFrom(hb.Node)
-	n := s.view.node(hb.Node)
-	if !heard || !n.Alive {
-		s.nodeSeen(hb, heard)
-	}
-	s.nodes.beat(hb.Node, s.wall, hb.BatchCtl)
-	cpu := model.CoresToMilli(hb.CPUTotal)
-	if !n.Alive || n.CPUMilli != cpu || n.MemTotal != hb.MemoryTotal {
-		n.Alive, n.CPUMilli, n.MemTotal = true, cpu, hb.MemoryTotal
-		s.view.cluster.TouchNode(n)
+	ask, changed := s.live.heartbeat(&hb, s.wall, s.now)
+	if changed {
 		s.dirty = true
-	}
-	var ask []string
-	for _, g := range hb.GPUs {
-		s.nodes.named(hb.Node, g.GPU, g.Incarnation)
-		st, ok := s.view.gpus[g.GPU]
-		if !ok || g.Incarnation > st.status.Incarnation {
-			// Unknown, or restarted without this scheduler hearing its up:
-			// asked once it answers its node, without waiting (calls.go).
-			if g.Alive {
-				ask = append(ask, g.GPU)
-			}
-			continue
-		}
-		if g.Alive && (g.Incarnation != st.status.Incarnation || g.Incarnation <= st.dead) {
-			continue // a dead incarnation is not revived by its node's word
-		}
-		// On a virtual clock a missed ping measures the machine's load, not
-		// the simulated cluster, so it must not change a decision: a run
-		// would then depend on how loaded the machine was. Not alive here is
-		// "suspect": nothing new goes there; only the lease declares death.
-		if st.g.Alive != g.Alive && (g.Alive || !s.virtual) {
-			st.g.Alive = g.Alive
-			s.view.cluster.Touch(st.g)
-			s.dirty = true
-		}
 	}
 	beat := hb.Beat
 	if m.Reply == "" {
@@ -788,7 +754,7 @@ func (s *Core) onNodeEvent(m *Msg) {
 	for _, gpu := range s.calls.order(ask) {
 		s.describeAfter(hb.Node, gpu, beat)
 	}
-	s.grantLeases(m, hb)
+	s.live.grant(m, hb, s.wall, s.now)
 }
 
 // newJobID is a random UUID drawn from ids, the core's seeded source (see
@@ -823,7 +789,7 @@ type Deadlines struct {
 
 // Deadlines are what is due next (Deadlines).
 func (s *Core) Deadlines() Deadlines {
-	return Deadlines{Calls: s.calls.deadline(), Wake: s.nextWake(), Lease: leaseDeadline(s.view, s.nodes, s.cfg.Lease), Replay: s.replay.dueAt(),
+	return Deadlines{Calls: s.calls.deadline(), Wake: s.nextWake(), Lease: s.live.deadline(), Replay: s.replay.dueAt(),
 		Training: s.training.nextRound(s.now)}
 }
 
@@ -878,7 +844,7 @@ func (s *Core) nextWake() time.Time {
 		earlier(s.restart.started.Add(s.restart.lease + time.Nanosecond))
 	}
 	if s.virtual {
-		s.unconfirmed.nextAsk(earlier) // checkAwaiting
+		s.unconfirmed.nextAsk(earlier) // askAwaiting
 	}
 	if end, ok := s.restart.warmUpEnds(); ok && s.virtual && end.After(now) && slices.ContainsFunc(s.queue.jobs, func(j *job) bool { return j.unchecked }) {
 		// A job taken during the warm-up is judged against the cluster by
@@ -889,7 +855,7 @@ func (s *Core) nextWake() time.Time {
 	}
 	if s.virtual {
 		// A job still running past its end is looked for on its GPUs
-		// (checkOverdue): its completion may have been dropped. Its wake
+		// (liveness.askOverdue): its completion may have been dropped. Its wake
 		// comes a grace after the end, so that a completion on time never
 		// costs an instant of its own.
 		for _, j := range s.running.list {
@@ -902,4 +868,88 @@ func (s *Core) nextWake() time.Time {
 		}
 	}
 	return next
+}
+
+// onCtl answers <p>.sched.ctl: kill crashes the scheduler (chaos);
+// store-down and store-up say whether the job journal's store can take
+// writes (the control plane's store watch).
+func (s *Core) onCtl(m *Msg) bool {
+	var c events.Control
+	if !s.out.decodeRequest(m, &c) {
+		return false
+	}
+	switch c.Op {
+	case events.OpStoreDown:
+		if s.writes.down == "" {
+			s.log.Warn("the job journal's store cannot take writes: submissions are refused until it can", zap.String("reason", c.Reason))
+		}
+		s.writes.down = cmp.Or(c.Reason, "the store cannot take writes")
+		return false
+	case events.OpStoreUp:
+		if s.writes.down != "" {
+			s.log.Info("the job journal's store takes writes again")
+		}
+		s.writes.down = ""
+		return false
+	case events.OpKill:
+	default:
+		s.out.replyError(m, "op", "unknown operation "+strconv.Quote(c.Op)+" (the scheduler's control knows kill, store-down and store-up)")
+		return false
+	}
+	reason := c.Reason
+	if reason == "" {
+		reason = "killed"
+	}
+	s.killed = reason
+	s.out.reply(m, events.SchedLifecycle{Incarnation: s.cfg.Incarnation, Reason: reason,
+		Queued: queued(s.queue, s.training, s.jobs), Running: s.running.len(), Policy: s.plugins.Placement.Name(), Queue: s.plugins.QueueSort.Name(), Durable: s.cfg.Journaled})
+	return true
+}
+
+// Remains says what a dead scheduler held: its supervisor reports it in
+// the down event (the queue is lost unless the journal keeps it).
+func (s *Core) Remains() events.SchedLifecycle {
+	s.metrics() // brings the energy up to now
+	t := s.Totals()
+	r := events.SchedLifecycle{Incarnation: s.cfg.Incarnation, Reason: s.killed, Queued: queued(s.queue, s.training, s.jobs),
+		Running: s.running.len(), Policy: s.plugins.Placement.Name(), Queue: s.plugins.QueueSort.Name(), Durable: s.cfg.Journaled, Totals: &t}
+	for _, j := range s.running.list {
+		rj := events.RunningJob{JobID: j.id, Placement: j.placement}
+		if j.cpuEnds != nil && j.node != "" {
+			rj.CPUOnly = &events.CPUOnlyJob{Spec: j.spec, Seq: j.seq, Submitted: j.submitted, Node: j.node, Ends: *j.cpuEnds}
+			if j.started != nil {
+				rj.CPUOnly.Started = *j.started
+			}
+		}
+		r.RunningJobs = append(r.RunningJobs, rj)
+	}
+	for id, p := range s.restart.inherited {
+		if _, known := s.jobs[id]; !known {
+			r.RunningJobs = append(r.RunningJobs, events.RunningJob{JobID: id, Placement: p})
+		}
+	}
+	for _, st := range s.stops {
+		// A victim whose stop is unanswered is still on its GPU as far as
+		// anyone knows (a hung GPU never took the stop): the successor
+		// accounts for it like a running job — re-learned where it still
+		// runs, re-queued where its GPU stopped or lost it. A release
+		// (a cancel) is not: the job is over.
+		if st.op == events.OpPreempt && st.job.placement != "" {
+			r.RunningJobs = append(r.RunningJobs, events.RunningJob{JobID: st.job.id, Placement: st.job.placement})
+		}
+	}
+	slices.SortFunc(r.RunningJobs, func(a, b events.RunningJob) int { return strings.Compare(a.JobID, b.JobID) })
+	if !r.Durable {
+		carried := map[string]bool{}
+		for _, rj := range r.RunningJobs {
+			carried[rj.JobID] = true
+		}
+		for id, j := range s.jobs {
+			if !j.terminal() && !carried[id] {
+				r.LostJobs = append(r.LostJobs, id)
+			}
+		}
+		slices.Sort(r.LostJobs)
+	}
+	return r
 }

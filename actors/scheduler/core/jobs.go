@@ -166,10 +166,10 @@ type jobAwaiting struct {
 	// again until each shows it stopped, or is declared dead.
 	awaiting map[string]int
 	// awaitAskAt is when (wall time) the GPUs it awaits are next asked
-	// whether they still run it (checkAwaiting).
+	// whether they still run it (liveness.askAwaiting).
 	awaitAskAt time.Time
 	// overdueAt is when (wall time) a job past its end may have its GPUs
-	// read again (checkOverdue).
+	// read again (liveness.askOverdue).
 	overdueAt time.Time
 }
 

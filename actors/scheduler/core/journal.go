@@ -99,7 +99,7 @@ func (s *Core) restore(st *durable.State) {
 			for g, inc := range r.Awaiting {
 				// A stop sent there went unanswered: not placed again until
 				// that GPU shows it stopped.
-				s.await(j, g, inc)
+				s.unconfirmed.add(j, g, inc, s.wall.Add(s.cfg.CallTimeout))
 			}
 			j.state = events.JobQueued
 			j.unchecked = true                                     // judged against the cluster once it has reported in

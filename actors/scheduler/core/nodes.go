@@ -4,8 +4,6 @@ import (
 	"slices"
 	"time"
 
-	"go.uber.org/zap"
-
 	"github.com/gpusched/gpusched/events"
 )
 
@@ -198,33 +196,4 @@ func (r *nodeRegistry) over(node string, refused int) int {
 	}
 	r.overBound[node] = true
 	return refused
-}
-
-// withinBound are the GPUs of node's heartbeat the scheduler takes
-// (nodeRegistry.withinBound), saying a refusal that is news.
-func (s *Core) withinBound(node string, gpus []events.HeartbeatGPU) []events.HeartbeatGPU {
-	kept, refused := s.nodes.withinBound(node, gpus, s.view.knows, s.view.knownOn(node))
-	s.sayRefused(node, refused)
-	return kept
-}
-
-// mayJoin says whether gpu may join the view as node's
-// (nodeRegistry.mayJoin), saying a refusal that is news.
-func (s *Core) mayJoin(node, gpu string) bool {
-	ok, refused := s.nodes.mayJoin(node, gpu, s.view.knownOn(node))
-	s.sayRefused(node, refused)
-	return ok
-}
-
-// sayRefused says, once a node goes past its bound, that refused of its
-// GPUs past it are refused (nothing when refused is 0).
-func (s *Core) sayRefused(node string, refused int) {
-	if refused == 0 {
-		return
-	}
-	bound := s.nodes.bound(node)
-	s.log.Warn("a node names more GPUs than it may have: the ones past its bound are refused", zap.String("node", node),
-		zap.Int("bound", bound), zap.Int("refused", refused))
-	s.out.emit(s.cfg.Subjects.SecurityEvent(events.GPUsRefused), events.Type("security", events.GPUsRefused), node, s.now,
-		events.RefusedGPUs{Node: node, Bound: bound, Refused: refused})
 }

@@ -323,7 +323,7 @@ func (s *Core) finishStop(st *stopping) {
 				inc, known = gs.status.Incarnation, true
 			}
 			if known {
-				s.await(j, gpu, inc)
+				s.unconfirmed.add(j, gpu, inc, s.wall.Add(s.cfg.CallTimeout))
 				s.log.Warn("stop unconfirmed: the job waits for the GPU", zap.String("job", j.id), zap.String("gpu", gpu),
 					zap.String("reason", r.Reason))
 			}
@@ -588,7 +588,7 @@ func (s *Core) setPending(j *job, reason string) {
 // replace the layout, but its change (a job completed or stopped) is
 // always applied.
 func (s *Core) applyStatus(st events.GPUStatus, at time.Time) {
-	if _, known := s.view.gpus[st.GPU]; !known && !s.mayJoin(st.Node, st.GPU) {
+	if _, known := s.view.gpus[st.GPU]; !known && !s.live.mayJoin(st.Node, st.GPU, s.now) {
 		return
 	}
 	gs, isNew := s.view.addGPU(st)
@@ -608,7 +608,7 @@ func (s *Core) applyStatus(st events.GPUStatus, at time.Time) {
 		if lost := s.running.jobsOn(st.GPU, st.Incarnation-1, gs.status.Jobs, s.now); len(lost) > 0 {
 			s.loseGPU(gs, lost, true, "GPU "+st.GPU+" on "+st.Node+" came back as incarnation "+strconv.Itoa(st.Incarnation)+" without it")
 		}
-		s.confirmStopped(st.GPU, func(inc int) bool { return inc < st.Incarnation })
+		s.unconfirmed.confirmOn(st.GPU, func(inc int) bool { return inc < st.Incarnation })
 		gs.version = 0
 		g.Alive = true
 		s.view.cluster.Touch(g)
@@ -744,26 +744,6 @@ func (s *Core) requeue(j *job, lostAt, lastKnown float64, reason string) {
 		s.transition(j, events.JobQueued, "")
 		s.enqueue(j)
 	})
-}
-
-// gpuDown handles a GPU actor that crashed: every job it ran is lost and
-// re-queued from its last checkpoint. The new incarnation's gpu.up (which
-// follows) empties the GPU in the view.
-func (s *Core) gpuDown(st events.GPUStatus) {
-	s.log.Warn("GPU down", zap.String("gpu", st.GPU), zap.String("node", st.Node), zap.String("reason", st.Reason),
-		zap.Int("jobs_lost", len(st.Jobs)))
-	gs, ok := s.view.gpus[st.GPU]
-	if !ok {
-		return
-	}
-	gs.dead = max(gs.dead, st.Incarnation)
-	gs.leaseUntil = time.Time{}
-	gs.g.Alive = false
-	s.view.cluster.Touch(gs.g)
-	s.stats.deaths++
-	// The scheduler's own records say which jobs ran there; the down event's
-	// list gives the progress they had.
-	s.loseGPU(gs, s.running.jobsOn(st.GPU, st.Incarnation, st.Jobs, s.now), false, "GPU "+st.GPU+" on "+st.Node+" went down ("+st.Reason+")")
 }
 
 // shardDone counts one GPU's share of a job as finished; the job completes

@@ -16,12 +16,17 @@ import (
 // (job.awaitAskAt): the journal keeps both.
 type stopWaits struct {
 	jobs map[*job]bool
+	// writes are told of each job whose wait changed: the journal keeps
+	// what it awaits.
+	writes *journalWrites
 }
 
-func newStopWaits() *stopWaits { return &stopWaits{jobs: map[*job]bool{}} }
+func newStopWaits(writes *journalWrites) *stopWaits {
+	return &stopWaits{jobs: map[*job]bool{}, writes: writes}
+}
 
-// add makes j await gpu at incarnation inc; a job that awaited nothing
-// asks its GPUs first at askAt.
+// add makes j await gpu at incarnation inc (a stop sent there went
+// unanswered); a job that awaited nothing asks its GPUs first at askAt.
 func (w *stopWaits) add(j *job, gpu string, inc int, askAt time.Time) {
 	if j.awaiting == nil {
 		j.awaiting = map[string]int{}
@@ -31,14 +36,31 @@ func (w *stopWaits) add(j *job, gpu string, inc int, askAt time.Time) {
 	}
 	j.awaiting[gpu] = inc
 	w.jobs[j] = true
+	w.writes.touch(j)
 }
 
-// confirm clears gpu from what j awaits.
+// confirm clears gpu from what j awaits: the GPU showed it no longer
+// runs j.
 func (w *stopWaits) confirm(j *job, gpu string) {
 	delete(j.awaiting, gpu)
 	if len(j.awaiting) == 0 {
 		delete(w.jobs, j)
 	}
+	w.writes.touch(j)
+}
+
+// confirmOn confirms gpu for the jobs awaiting it whose recorded
+// incarnation passes done (the GPU died, or came back as a later one), in
+// submission order; it says whether any was.
+func (w *stopWaits) confirmOn(gpu string, done func(inc int) bool) bool {
+	confirmed := false
+	for _, j := range w.on(gpu) {
+		if done(j.awaiting[gpu]) {
+			w.confirm(j, gpu)
+			confirmed = true
+		}
+	}
+	return confirmed
 }
 
 // any says some job awaits a GPU.

@@ -1,0 +1,91 @@
+package core
+
+import (
+	"slices"
+
+	"go.uber.org/zap"
+
+	"github.com/gpusched/gpusched/events"
+)
+
+// checkLeases declares down every node whose heartbeats stopped and
+// dead every GPU whose lease has run out.
+func (s *Core) checkLeases() {
+	if s.live.lapseNodes(s.wall, s.now) {
+		s.dirty = true
+	}
+	for _, g := range s.view.cluster.GPUs {
+		if reason, ok := s.live.runOut(s.view.gpus[g.ID], s.wall); ok {
+			s.declareDead(s.view.gpus[g.ID], reason)
+		}
+	}
+}
+
+// declareDead is the scheduler's verdict on a GPU it stopped hearing from:
+// it publishes gpu.down for the GPU's incarnation (which, if alive but cut
+// off, has already stopped its own jobs: its fence comes before the lease
+// ends), re-queues the jobs it ran, and ignores anything that incarnation
+// says from now on. The GPU comes back as its next incarnation.
+func (s *Core) declareDead(gs *gpuState, reason string) {
+	inc := gs.status.Incarnation
+	s.live.bury(gs, inc)
+	g := gs.g
+	st := gs.status
+	st.Change, st.JobID, st.Reason = events.ChangeLeaseExpired, "", reason
+	st.Jobs = s.running.jobsOn(g.ID, inc, st.Jobs, s.now)
+	// Its jobs ran at least until it was last heard (its lease's last
+	// renewal): what its last status said may be hours older (a GPU
+	// whose jobs do not change says nothing), and a job would lose the
+	// checkpoints it reached since.
+	for i := range st.Jobs {
+		if j, ok := s.jobs[st.Jobs[i].JobID]; ok && !gs.renewedAt.IsZero() {
+			st.Jobs[i].ProgressS = max(st.Jobs[i].ProgressS, j.estimate(gs.renewedAt)) // renewedAt is never after now
+		}
+	}
+	s.stats.deaths++
+	s.log.Warn("GPU declared dead", zap.String("gpu", g.ID), zap.String("node", g.Node), zap.Int("incarnation", inc),
+		zap.String("reason", reason), zap.Int("jobs", len(st.Jobs)))
+	s.out.emit(s.cfg.Subjects.GPUEvent(g.Node, g.ID, events.GPUDown), events.Type("gpu", events.GPUDown), g.ID, s.now, st)
+	s.loseGPU(gs, st.Jobs, false, "GPU "+g.ID+" on "+g.Node+" declared dead ("+reason+")")
+}
+
+// gpuDown handles a GPU actor that crashed: every job it ran is lost and
+// re-queued from its last checkpoint. The new incarnation's gpu.up (which
+// follows) empties the GPU in the view.
+func (s *Core) gpuDown(st events.GPUStatus) {
+	s.log.Warn("GPU down", zap.String("gpu", st.GPU), zap.String("node", st.Node), zap.String("reason", st.Reason),
+		zap.Int("jobs_lost", len(st.Jobs)))
+	gs, ok := s.view.gpus[st.GPU]
+	if !ok {
+		return
+	}
+	s.live.bury(gs, st.Incarnation)
+	s.stats.deaths++
+	// The scheduler's own records say which jobs ran there; the down event's
+	// list gives the progress they had.
+	s.loseGPU(gs, s.running.jobsOn(st.GPU, st.Incarnation, st.Jobs, s.now), false, "GPU "+st.GPU+" on "+st.Node+" went down ("+st.Reason+")")
+}
+
+// loseGPU re-queues the jobs that ran on a GPU now gone, from their last
+// checkpoint, and empties the GPU in the view; jobs waiting for that GPU
+// to confirm a stop no longer wait. rejoined says the GPU came back as a
+// new incarnation (requeueRejoined), not dead (requeueLost).
+func (s *Core) loseGPU(gs *gpuState, lost []events.GPUJob, rejoined bool, reason string) {
+	for _, sj := range lost {
+		j, ok := s.jobs[sj.JobID]
+		if !ok || j.state != stateRunning || !slices.Contains(j.gpus, gs.g.ID) {
+			continue
+		}
+		s.stats.lostJobs++
+		if rejoined {
+			s.requeueRejoined(j, sj.ProgressS, reason)
+			continue
+		}
+		s.requeueLost(j, sj.ProgressS, reason)
+	}
+	s.unconfirmed.confirmOn(gs.g.ID, func(int) bool { return true })
+	gs.g.Allocs = gs.g.Allocs[:0]
+	gs.g.Util = 0
+	s.view.rebuildShares(gs.g, s.jobs)
+	s.dirty = true
+}
