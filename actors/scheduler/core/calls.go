@@ -76,6 +76,15 @@ func (s *Core) describeAfter(node, gpuID string, beat uint64) {
 	s.out.send(s.cfg.Subjects.GPUCtl(node, gpuID), reply, b)
 }
 
+// stopAnswered takes a GPU's answer to a stop (stops.answered); once no
+// stop and no placement is in flight, what waited for them goes on.
+func (s *Core) stopAnswered(c *call, rep events.ControlReply) {
+	s.stops.answered(c, rep, s.wall)
+	if !s.stops.pending() && len(s.inflight) == 0 {
+		s.settled()
+	}
+}
+
 // expireCalls forgets the calls unanswered for longer than the call
 // timeout, in the order they were sent, and hands each to what it was
 // for as unanswered: the GPU may be asked again.

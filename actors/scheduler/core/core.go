@@ -346,8 +346,8 @@ type Core struct {
 	inflight []*negotiation
 	waiting  []*attempt
 	pass     *pass
-	// stops are the stops in flight, in the order they were sent.
-	stops []*stopping
+	// stops are the stops in flight (stops.go).
+	stops *stops
 	// msgIDs are the Nats-Msg-Ids submissions carried (idempotency).
 	msgIDs *msgIDs
 	// rates are the tenants' submission allowances (tenantrates.go).
@@ -458,6 +458,8 @@ func New(cfg Config) (*Core, error) {
 	}
 	s.out = &outbox{log: s.log, maxPayload: cfg.MaxPayload, batched: s.nodes.takesBatches, subjects: cfg.Subjects}
 	s.unconfirmed = newStopWaits(s.writes)
+	s.stops = &stops{waits: s.unconfirmed, callTimeout: cfg.CallTimeout, view: s.view, nodes: s.nodes, running: s.running, jobs: s.jobs,
+		calls: s.calls, out: s.out, log: s.log, subjects: cfg.Subjects}
 	s.live = &liveness{lease: cfg.Lease, callTimeout: cfg.CallTimeout, virtual: virtual, view: s.view, nodes: s.nodes, out: s.out,
 		log: s.log, subjects: cfg.Subjects}
 	for _, r := range cfg.Inherited {
@@ -583,10 +585,10 @@ func (s *Core) Step(in Input) Ready {
 // Dirty reports whether something changed since the last pass and no
 // pass or placement is under way: the shell runs one (TimerPass).
 func (s *Core) Dirty() bool {
-	if s.settleDue && len(s.inflight) == 0 && len(s.stops) == 0 {
+	if s.settleDue && len(s.inflight) == 0 && !s.stops.pending() {
 		return true // a pass or an attempt waits to go on (virtual clock)
 	}
-	return s.dirty && s.pass == nil && len(s.inflight) == 0 && len(s.waiting) == 0 && len(s.stops) == 0
+	return s.dirty && s.pass == nil && len(s.inflight) == 0 && len(s.waiting) == 0 && !s.stops.pending()
 }
 
 // Killed is the reason a kill control gave ("" while alive): the shell
@@ -928,7 +930,7 @@ func (s *Core) Remains() events.SchedLifecycle {
 			r.RunningJobs = append(r.RunningJobs, events.RunningJob{JobID: id, Placement: p})
 		}
 	}
-	for _, st := range s.stops {
+	for _, st := range s.stops.inFlight {
 		// A victim whose stop is unanswered is still on its GPU as far as
 		// anyone knows (a hung GPU never took the stop): the successor
 		// accounts for it like a running job — re-learned where it still

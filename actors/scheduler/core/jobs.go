@@ -718,7 +718,7 @@ func (s *Core) cancel(j *job, reason string, then func()) {
 		cancelled()
 		return
 	}
-	s.stop(j, events.OpRelease, cancelled)
+	s.stops.stop(j, events.OpRelease, s.now, s.wall, cancelled)
 }
 
 func (s *Core) onStrategy(m *Msg) {

@@ -126,7 +126,7 @@ func (s *Core) try(a *attempt) tryResult {
 	// priority preemption beside it would undo what it decided, and the
 	// two would take turns stopping the same jobs.
 	if !a.preempting && len(a.cands) == 0 && !s.cfg.DropUnschedulable && s.plugins.Round == nil && s.view.hasLowerPriorityRunning(j) {
-		if len(s.inflight) > 0 || len(s.stops) > 0 {
+		if len(s.inflight) > 0 || s.stops.pending() {
 			a.n--
 			return tryWait
 		}
@@ -202,7 +202,7 @@ func (s *Core) resolveReady() {
 		s.inflight = slices.Delete(s.inflight, 0, 1)
 		s.resolve(first)
 	}
-	if len(s.inflight) == 0 && len(s.stops) == 0 {
+	if len(s.inflight) == 0 && !s.stops.pending() {
 		s.settled()
 	}
 }
@@ -288,7 +288,7 @@ func (s *Core) settled() {
 		return
 	}
 	s.settleDue = false
-	for len(s.waiting) > 0 && len(s.inflight) == 0 && len(s.stops) == 0 {
+	for len(s.waiting) > 0 && len(s.inflight) == 0 && !s.stops.pending() {
 		a := s.waiting[0]
 		s.waiting = slices.Delete(s.waiting, 0, 1)
 		if s.try(a) == tryWait {
@@ -296,7 +296,7 @@ func (s *Core) settled() {
 			return
 		}
 	}
-	if s.pass != nil && len(s.inflight) == 0 && len(s.stops) == 0 {
+	if s.pass != nil && len(s.inflight) == 0 && !s.stops.pending() {
 		s.continuePass()
 	}
 }

@@ -189,7 +189,7 @@ func (s *Core) replayCompletions(ids []int) {
 		j.progress = g.cfg.Driver.Progress(id)
 		at := g.at(finish)
 		if j.state == stateRunning && len(j.gpus) > 0 {
-			s.stop(j, events.OpRelease, func() { s.complete(j, at) })
+			s.stops.stop(j, events.OpRelease, s.now, s.wall, func() { s.complete(j, at) })
 			continue
 		}
 		s.complete(j, at)
@@ -247,7 +247,7 @@ func (s *Core) enactReplayed() {
 		}
 		if j.state == stateRunning {
 			g.stopping++
-			s.stop(j, events.OpPreempt, func() {
+			s.stops.stop(j, events.OpPreempt, s.now, s.wall, func() {
 				j.preemptions++
 				s.stats.preemptions++
 				s.transition(j, events.JobPreempted, "the replayed round gave its GPUs to others")

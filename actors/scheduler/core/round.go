@@ -49,7 +49,7 @@ func (s *Core) runRound() {
 		if !ok || v.state != stateRunning || !v.spec.Preemptible || v.stopping != nil {
 			continue // a round names only running, preemptible jobs
 		}
-		s.stop(v, events.OpPreempt, func() {
+		s.stops.stop(v, events.OpPreempt, s.now, s.wall, func() {
 			v.preemptions++
 			s.stats.preemptions++
 			s.log.Info("stopped by the round", zap.String("job", v.id), zap.String("name", v.spec.Name),

@@ -274,7 +274,7 @@ func (s *Core) decideTraining() {
 			continue
 		}
 		again := len(mj.Placement) > 0
-		s.stop(j, events.OpPreempt, func() {
+		s.stops.stop(j, events.OpPreempt, s.now, s.wall, func() {
 			j.preemptions++
 			s.stats.preemptions++
 			s.transition(j, events.JobPreempted, "round "+tr.cfg.Policy.Name()+" re-allocated its GPUs")
