@@ -290,6 +290,8 @@ type Core struct {
 	// (policy.Profile: queue order, admission, filters, placement,
 	// preemption, round).
 	plugins *policy.Profile
+	// life moves jobs from state to state and says so (lifecycle.go).
+	life *lifecycle
 	// training is the state of training jobs (nil: none run here).
 	training *training
 	// replay is the state of the replayed rounds (nil: none run here).
@@ -457,6 +459,7 @@ func New(cfg Config) (*Core, error) {
 		writes:   &journalWrites{journaled: cfg.Journaled},
 	}
 	s.out = &outbox{log: s.log, maxPayload: cfg.MaxPayload, batched: s.nodes.takesBatches, subjects: cfg.Subjects}
+	s.life = &lifecycle{queue: s.queue, plugins: s.plugins, training: s.training, replay: s.replay, writes: s.writes, out: s.out, subjects: cfg.Subjects}
 	s.unconfirmed = newStopWaits(s.writes)
 	s.stops = &stops{waits: s.unconfirmed, callTimeout: cfg.CallTimeout, view: s.view, nodes: s.nodes, running: s.running, jobs: s.jobs,
 		calls: s.calls, out: s.out, log: s.log, subjects: cfg.Subjects}

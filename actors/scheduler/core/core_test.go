@@ -2715,7 +2715,7 @@ func TestAJobsHistoryIsBounded(t *testing.T) {
 	a := h.Submit(spec("a", "10GB"))
 	j := h.Core.jobs[a.JobID]
 	for i := range 3 * MaxHistory {
-		h.Core.transition(j, events.JobQueued, fmt.Sprint("round ", i))
+		h.Core.life.transition(j, events.JobQueued, fmt.Sprint("round ", i), h.Core.now)
 	}
 	var full events.JobInfo
 	if err := json.Unmarshal(h.Request("job.get", "", map[string]any{"job_id": a.JobID}), &full); err != nil {

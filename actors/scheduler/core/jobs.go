@@ -360,20 +360,6 @@ func (j *job) addHistory(t events.Transition) {
 	j.history = append(j.history, t)
 }
 
-// transition moves a job to state and publishes the event for it.
-func (s *Core) transition(j *job, state, reason string) {
-	now := s.now
-	evType := state
-	if state == stateRunning {
-		evType = events.JobStarted
-	}
-	j.state = state
-	j.reason = reason
-	j.addHistory(events.Transition{State: state, SimTime: now, Reason: reason})
-	s.writes.touch(j)
-	s.out.emitAbout(j, s.cfg.Subjects.JobEvent(evType), events.Type("job", evType), now, j.info(s.now, s.training, false))
-}
-
 func (s *Core) onSubmit(m *Msg, tenant string) {
 	if fe := events.CheckSize(m.Data); fe != nil {
 		s.out.reply(m, events.ErrorReply{Error: fe})
@@ -455,7 +441,7 @@ func (s *Core) onSubmit(m *Msg, tenant string) {
 		s.jobs[j.id] = j
 		s.order = append(s.order, j)
 		j.addHistory(events.Transition{State: events.JobSubmitted, SimTime: now})
-		s.transition(j, events.JobRejected, fe.Message)
+		s.life.transition(j, events.JobRejected, fe.Message, s.now)
 		j.ended = &now
 		s.stats.rejected++
 		s.out.answer(m.Reply, j, events.SubmitAnswer{ErrorReply: events.ErrorReply{Error: fe},
@@ -466,8 +452,8 @@ func (s *Core) onSubmit(m *Msg, tenant string) {
 	s.order = append(s.order, j)
 	s.classes.learn(&spec)
 	j.unannounced = s.cfg.Journaled
-	s.transition(j, events.JobSubmitted, "")
-	s.transition(j, events.JobQueued, "")
+	s.life.transition(j, events.JobSubmitted, "", s.now)
+	s.life.transition(j, events.JobQueued, "", s.now)
 	if s.cfg.Journaled {
 		// Accepted once stored, and committed only then, so that a job
 		// whose record the store refuses never runs; its reservations go
@@ -561,28 +547,15 @@ func (s *Core) notPlacedAtOnce(j *job, m *Msg) {
 	if s.cfg.DropUnschedulable {
 		now := s.now
 		reason := "fits nowhere now and this cluster drops such jobs (replay): " + policy.Why(s.view.sorted(), s.view.request(j))
-		s.transition(j, events.JobRejected, reason)
+		s.life.transition(j, events.JobRejected, reason, s.now)
 		j.ended = &now
 		s.stats.rejected++
 		s.out.answer(m.Reply, j, events.SubmitReply{JobID: j.id, State: events.JobRejected, Reason: reason})
 		return
 	}
-	s.enqueue(j)
+	s.life.enqueue(j)
 	s.dirty = true
 	s.out.answer(m.Reply, j, events.SubmitReply{JobID: j.id, State: events.JobQueued})
-}
-
-// enqueue inserts j in queue order (a training job is not queued: the
-// next training round allocates it again).
-func (s *Core) enqueue(j *job) {
-	if j.spec.Training != nil {
-		s.training.requeued(j)
-		return
-	}
-	if s.replay.owns(j) {
-		return // the replayed rounds place it, not the queue
-	}
-	s.queue.insert(j, s.plugins.Order)
 }
 
 // ownTenant makes a tenant's job its own: the submission's tenant is the
@@ -709,7 +682,7 @@ func (s *Core) cancel(j *job, reason string, then func()) {
 		now := s.now
 		j.ended = &now
 		s.stats.cancelled++
-		s.transition(j, events.JobCancelled, reason)
+		s.life.transition(j, events.JobCancelled, reason, s.now)
 		s.dirty = true
 		then()
 	}

@@ -104,7 +104,7 @@ func (s *Core) restore(st *durable.State) {
 			j.state = events.JobQueued
 			j.unchecked = true                                     // judged against the cluster once it has reported in
 			s.training.takeBack(j, r.Training, nil, s.jobs, s.log) // (a training job waits for a round)
-			s.enqueue(j)
+			s.life.enqueue(j)
 			s.dirty = true
 		}
 	}
@@ -220,10 +220,10 @@ func (s *Core) settleJournaled() {
 		j.state = stateRunning // what the journal last knew
 		s.stats.lostJobs++
 		j.progress = r.ProgressS
-		s.transition(j, events.JobLost, "no GPU ran it after the restart (placement "+r.Placement+" on "+r.Node+")")
-		s.transition(j, events.JobQueued, "")
+		s.life.transition(j, events.JobLost, "no GPU ran it after the restart (placement "+r.Placement+" on "+r.Node+")", s.now)
+		s.life.transition(j, events.JobQueued, "", s.now)
 		s.training.takeBack(j, r.Training, nil, s.jobs, s.log) // (a training job waits for a round)
-		s.enqueue(j)
+		s.life.enqueue(j)
 		s.dirty = true
 	}
 }

@@ -172,9 +172,9 @@ func (s *Core) placed(j *job, p policy.Placement, a *attempt, victims []string) 
 	d.Pinned, d.Unpinned = a.pinned, a.unpinned
 	j.decision = d
 	s.out.emit(s.cfg.Subjects.SchedEvent(events.SchedDecision), events.Type("sched", events.SchedDecision), j.id, now, d)
-	s.transition(j, events.JobPlaced, "")
+	s.life.transition(j, events.JobPlaced, "", s.now)
 	j.started = &now
-	s.transition(j, stateRunning, "")
+	s.life.transition(j, stateRunning, "", s.now)
 	j.victims = nil
 	s.running.add(j, s.running.len())
 }
@@ -196,10 +196,10 @@ func (s *Core) preemptFor(preemptor *job, victims []string) {
 				zap.String("preemptor", preemptor.spec.Name), zap.Float64("kept_progress_s", v.progress))
 			// The words name the preemptor; the event's preemptor field
 			// carries its id.
-			s.transition(v, events.JobPreempted, "preempted by "+preemptor.spec.Name)
+			s.life.transition(v, events.JobPreempted, "preempted by "+preemptor.spec.Name, s.now)
 			v.preemptor, v.victims = "", nil
-			s.transition(v, events.JobQueued, "")
-			s.enqueue(v)
+			s.life.transition(v, events.JobQueued, "", s.now)
+			s.life.enqueue(v)
 		})
 	}
 }
@@ -297,7 +297,7 @@ func (s *Core) schedule() {
 		reason := fmt.Sprintf("the scheduler restarted and is re-learning the %d jobs its journal says ran; it places nothing until each is found on its GPUs or lost (at most one lease)", n)
 		for _, j := range s.queue.jobs {
 			if j.state == events.JobQueued {
-				s.setPending(j, reason)
+				s.life.pending(j, reason, s.now)
 			}
 		}
 		return
@@ -327,7 +327,7 @@ func (s *Core) continuePass() {
 			if len(s.view.gpus) == 0 {
 				reason = "no GPU has joined the cluster yet (GPU nodes join with `cluster node`)"
 			}
-			s.setPending(j, reason)
+			s.life.pending(j, reason, s.now)
 			continue
 		}
 		if len(j.awaiting) > 0 {
@@ -336,12 +336,12 @@ func (s *Core) continuePass() {
 				gpus = append(gpus, g)
 			}
 			slices.Sort(gpus)
-			s.setPending(j, "waiting for "+strings.Join(gpus, ",")+" to confirm it stopped the job (a stop went unanswered)")
+			s.life.pending(j, "waiting for "+strings.Join(gpus, ",")+" to confirm it stopped the job (a stop went unanswered)", s.now)
 			continue
 		}
 		if p.held != nil {
 			if st := s.plugins.AdmitPlace(admitJob(&j.spec), p.held.of(j.spec.Tenant)); st != nil {
-				s.setPending(j, st.Reason)
+				s.life.pending(j, st.Reason, s.now)
 				continue
 			}
 		}
@@ -372,7 +372,7 @@ func (s *Core) failed(a *attempt) {
 		return
 	}
 	if !j.inQueue {
-		s.enqueue(j) // taken out while it was being placed
+		s.life.enqueue(j) // taken out while it was being placed
 	}
 	now := s.now
 	req := s.view.request(j)
@@ -413,16 +413,7 @@ func (s *Core) failed(a *attempt) {
 			u.nothingHeld = true
 		}
 	}
-	s.setPending(j, reason)
-}
-
-func (s *Core) setPending(j *job, reason string) {
-	if j.reason == reason {
-		return
-	}
-	j.reason = reason
-	s.out.emit(s.cfg.Subjects.SchedEvent(events.SchedPending), events.Type("sched", events.SchedPending), j.id,
-		s.now, events.Pending{JobID: j.id, Name: j.spec.Name, Reason: reason})
+	s.life.pending(j, reason, s.now)
 }
 
 // applyStatus folds a GPU status into the view. A status older than what
@@ -582,9 +573,9 @@ func (s *Core) requeue(j *job, lostAt, lastKnown float64, reason string) {
 		kept := j.spec.Kept(progress)
 		j.lostS += progress - kept
 		j.progress = kept
-		s.transition(j, events.JobLost, reason)
-		s.transition(j, events.JobQueued, "")
-		s.enqueue(j)
+		s.life.transition(j, events.JobLost, reason, s.now)
+		s.life.transition(j, events.JobQueued, "", s.now)
+		s.life.enqueue(j)
 	})
 }
 

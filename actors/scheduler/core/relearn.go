@@ -527,6 +527,6 @@ func (s *Core) rejectUnfit(j *job) bool {
 	s.queue.remove(j)
 	j.ended = &now
 	s.stats.rejected++
-	s.transition(j, events.JobRejected, fe.Message)
+	s.life.transition(j, events.JobRejected, fe.Message, s.now)
 	return true
 }

@@ -128,9 +128,9 @@ func (s *Core) submitReplayed(j *job, m *Msg, arrivalS *float64) {
 	s.jobs[j.id] = j
 	s.order = append(s.order, j)
 	j.unannounced = s.cfg.Journaled
-	s.transition(j, events.JobSubmitted, "")
-	s.transition(j, events.JobQueued, "")
-	s.setPending(j, "waits for a replayed round")
+	s.life.transition(j, events.JobSubmitted, "", s.now)
+	s.life.transition(j, events.JobQueued, "", s.now)
+	s.life.pending(j, "waits for a replayed round", s.now)
 	s.acceptForRounds(j, m)
 	if g.due.IsZero() {
 		// Idle: a round when the driver says, at the earliest this
@@ -250,8 +250,8 @@ func (s *Core) enactReplayed() {
 			s.stops.stop(j, events.OpPreempt, s.now, s.wall, func() {
 				j.preemptions++
 				s.stats.preemptions++
-				s.transition(j, events.JobPreempted, "the replayed round gave its GPUs to others")
-				s.transition(j, events.JobQueued, "")
+				s.life.transition(j, events.JobPreempted, "the replayed round gave its GPUs to others", s.now)
+				s.life.transition(j, events.JobQueued, "", s.now)
 				if g.stopping--; g.stopping == 0 {
 					s.placeReplayedRound()
 				}
@@ -320,7 +320,7 @@ func (s *Core) replayLeaseEnded(j *job, gpuID string) {
 	}
 	j.endStint(s.now, j.progress)
 	j.node, j.gpus, j.placement = "", nil, ""
-	s.transition(j, events.JobQueued, "its work on its GPUs is done; the replayed round's end decides")
+	s.life.transition(j, events.JobQueued, "its work on its GPUs is done; the replayed round's end decides", s.now)
 }
 
 // sameGPUs reports whether a and b hold the same GPU ids.

@@ -54,9 +54,9 @@ func (s *Core) runRound() {
 			s.stats.preemptions++
 			s.log.Info("stopped by the round", zap.String("job", v.id), zap.String("name", v.spec.Name),
 				zap.String("round", s.plugins.Round.Name()), zap.Float64("kept_progress_s", v.progress))
-			s.transition(v, events.JobPreempted, "round "+s.plugins.Round.Name()+": jobs ahead of it in queue order ("+s.plugins.QueueSort.Name()+") take its GPUs")
-			s.transition(v, events.JobQueued, "")
-			s.enqueue(v)
+			s.life.transition(v, events.JobPreempted, "round "+s.plugins.Round.Name()+": jobs ahead of it in queue order ("+s.plugins.QueueSort.Name()+") take its GPUs", s.now)
+			s.life.transition(v, events.JobQueued, "", s.now)
+			s.life.enqueue(v)
 		})
 	}
 	s.dirty = true

@@ -162,8 +162,8 @@ func (s *Core) submitTraining(j *job, m *Msg) {
 	s.jobs[j.id] = j
 	s.order = append(s.order, j)
 	j.unannounced = s.cfg.Journaled
-	s.transition(j, events.JobSubmitted, "")
-	s.transition(j, events.JobQueued, "")
+	s.life.transition(j, events.JobSubmitted, "", s.now)
+	s.life.transition(j, events.JobQueued, "", s.now)
 	s.acceptForRounds(j, m)
 }
 
@@ -277,8 +277,8 @@ func (s *Core) decideTraining() {
 		s.stops.stop(j, events.OpPreempt, s.now, s.wall, func() {
 			j.preemptions++
 			s.stats.preemptions++
-			s.transition(j, events.JobPreempted, "round "+tr.cfg.Policy.Name()+" re-allocated its GPUs")
-			s.transition(j, events.JobQueued, "")
+			s.life.transition(j, events.JobPreempted, "round "+tr.cfg.Policy.Name()+" re-allocated its GPUs", s.now)
+			s.life.transition(j, events.JobQueued, "", s.now)
 			if again {
 				s.placeTraining(j, mj, s.running.usage())
 			}
@@ -328,7 +328,7 @@ func (s *Core) trainingPending(short map[string]bool, usable []int) {
 			reason = fmt.Sprintf("asks for %d replicas and %d of the cluster's %d GPUs are up and free of other kinds of job: %s runs a job on exactly its replicas",
 				want, free, gpus, tr.cfg.Policy.Name())
 		}
-		s.setPending(j, reason)
+		s.life.pending(j, reason, s.now)
 	}
 }
 
@@ -373,7 +373,7 @@ func (s *Core) placeTraining(j *job, mj *pollux.Job, held usage) bool {
 			s.log.Warn("training job's allocation has no free GPUs", zap.String("job", j.id), zap.Ints("nodes", list),
 				zap.Int("found", len(p.GPUs)))
 		}
-		s.setPending(j, reason)
+		s.life.pending(j, reason, s.now)
 		tr.rounds.Unplace(mj.Name)
 		return false
 	}
@@ -383,7 +383,7 @@ func (s *Core) placeTraining(j *job, mj *pollux.Job, held usage) bool {
 		a := admitJob(&j.spec)
 		a.GPUs = len(p.GPUs)
 		if st := s.plugins.AdmitPlace(a, held.of(j.spec.Tenant)); st != nil {
-			s.setPending(j, "the "+tr.cfg.Policy.Name()+" round allocated it "+strconv.Itoa(len(p.GPUs))+" GPUs: "+st.Reason)
+			s.life.pending(j, "the "+tr.cfg.Policy.Name()+" round allocated it "+strconv.Itoa(len(p.GPUs))+" GPUs: "+st.Reason, s.now)
 			tr.rounds.Unplace(mj.Name)
 			return false
 		}

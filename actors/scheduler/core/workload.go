@@ -120,5 +120,5 @@ func (s *Core) complete(j *job, now time.Time) {
 	s.stats.completed++
 	s.running.remove(j)
 	s.dirty = true
-	s.transition(j, events.JobCompleted, "")
+	s.life.transition(j, events.JobCompleted, "", s.now)
 }
