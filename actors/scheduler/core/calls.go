@@ -101,7 +101,7 @@ func (s *Core) expireCalls(now time.Time) {
 		case c.stop != nil:
 			s.stopAnswered(c, late)
 		case c.report != "":
-			s.trainingReport(c, nil)
+			s.training.report(c, nil)
 		default:
 			s.calls.silent(c.gpu, now) // a describe
 		}
@@ -199,7 +199,7 @@ func (s *Core) onReply(m *Msg) {
 		return
 	}
 	if c.report != "" {
-		s.trainingReport(c, m)
+		s.training.report(c, m)
 		return
 	}
 	if c.stop != nil {

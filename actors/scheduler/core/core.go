@@ -277,14 +277,19 @@ type Unstored struct {
 	JobID, Why string
 }
 
+// instant is the time a step is at: simulated (now) and wall (the
+// shell's clock; simulated time on a virtual clock). The parts that act
+// later (what follows a stop) read it when they act.
+type instant struct{ now, wall time.Time }
+
 // Core is the scheduler's deterministic core.
 type Core struct {
 	cfg Config
 	log *zap.Logger
 	// out gathers what the core asks until the shell takes it (Ready).
-	out  *outbox
-	now  time.Time
-	wall time.Time
+	out *outbox
+	// instant is the time the step is at (Step's input).
+	instant
 
 	// plugins are the extensions in force and the one place they run
 	// (policy.Profile: queue order, admission, filters, placement,
@@ -312,7 +317,7 @@ type Core struct {
 	settleDue, settling bool
 	// stats are the running totals: this scheduler's counts and what its
 	// predecessors' came to (totals.go).
-	stats totals
+	stats *totals
 	// classes counts the submitted jobs by class, for the workload when
 	// the config fixes none (workload.go).
 	classes *jobClasses
@@ -441,13 +446,13 @@ func New(cfg Config) (*Core, error) {
 		restart: &restart{started: cfg.Wall, lease: cmp.Or(max(cfg.Lease, 0), DefaultLease), warms: !cfg.Since.IsZero(),
 			unanswered: slices.Clone(cfg.Unanswered), inherited: map[string]string{}, journaled: map[string]*durable.Record{}},
 		log:      log.With(zap.String("actor", "scheduler")),
-		now:      cfg.Now,
-		wall:     cfg.Wall,
+		instant:  instant{now: cfg.Now, wall: cfg.Wall},
 		plugins:  plugins,
 		training: newTraining(cfg.Training),
 		replay:   newReplayRounds(cfg.Replay),
 		view:     newView(cfg.VRAMModel, cfg.Seed, cfg.NodeRank),
 		jobs:     map[string]*job{},
+		stats:    &totals{},
 		running:  newRunningJobs(),
 		classes:  newJobClasses(cfg.Workload != nil),
 		virtual:  virtual,
@@ -463,6 +468,11 @@ func New(cfg Config) (*Core, error) {
 	s.unconfirmed = newStopWaits(s.writes)
 	s.stops = &stops{waits: s.unconfirmed, callTimeout: cfg.CallTimeout, view: s.view, nodes: s.nodes, running: s.running, jobs: s.jobs,
 		calls: s.calls, out: s.out, log: s.log, subjects: cfg.Subjects}
+	if tr := s.training; tr != nil {
+		tr.clock, tr.jobs, tr.running, tr.view, tr.registry, tr.calls = &s.instant, s.jobs, s.running, s.view, s.nodes, s.calls
+		tr.stops, tr.life, tr.writes, tr.stats, tr.plugins = s.stops, s.life, s.writes, s.stats, s.plugins
+		tr.out, tr.log, tr.subjects, tr.negotiate = s.out, s.log, cfg.Subjects, s.negotiate
+	}
 	s.live = &liveness{lease: cfg.Lease, callTimeout: cfg.CallTimeout, virtual: virtual, view: s.view, nodes: s.nodes, out: s.out,
 		log: s.log, subjects: cfg.Subjects}
 	for _, r := range cfg.Inherited {
@@ -559,7 +569,7 @@ func (s *Core) Step(in Input) Ready {
 	case TimerRound:
 		s.runRound()
 	case TimerTraining:
-		s.runTrainingRound()
+		s.training.runRound()
 	case TimerReplay:
 		s.runReplayedRound()
 	case TimerMetrics:

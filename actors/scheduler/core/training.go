@@ -54,6 +54,26 @@ type training struct {
 	waiting int
 	// nodes are the cluster's nodes as the round in progress numbers them.
 	nodes []trainingNode
+
+	// What a round reads and moves of the rest of the core (attach):
+	// the jobs, the view and the nodes' registry, the calls that read a
+	// placed job's state, the stops and placements that enact a round,
+	// and the lifecycle that says so.
+	clock     *instant
+	jobs      map[string]*job
+	running   *runningJobs
+	view      *view
+	registry  *nodeRegistry
+	calls     *callTracker
+	stops     *stops
+	life      *lifecycle
+	writes    *journalWrites
+	stats     *totals
+	plugins   *policy.Profile
+	out       *outbox
+	log       *zap.Logger
+	subjects  events.Subjects
+	negotiate func(a *attempt, p policy.Placement, victims []string)
 }
 
 func newTraining(cfg *TrainingConfig) *training {
@@ -167,59 +187,57 @@ func (s *Core) submitTraining(j *job, m *Msg) {
 	s.acceptForRounds(j, m)
 }
 
-// runTrainingRound starts the round at the interval now falls on: each
+// runRound starts the round at the interval now falls on: each
 // placed job's state is read from its first GPU (a describe, answered
 // with the job stepped to this second), then the round decides.
-func (s *Core) runTrainingRound() {
-	tr := s.training
+func (tr *training) runRound() {
 	if tr == nil {
 		return
 	}
 	if tr.waiting > 0 {
-		s.log.Warn("training round skipped: the last one still waits for job states", zap.Int("waiting", tr.waiting))
+		tr.log.Warn("training round skipped: the last one still waits for job states", zap.Int("waiting", tr.waiting))
 		return
 	}
-	for _, j := range s.running.list {
+	for _, j := range tr.running.list {
 		if j.spec.Training != nil && j.relearning {
 			// Read back after a restart from some of its GPUs only: the
 			// round would see it on fewer nodes than it runs on (or its
 			// other GPUs not at all) and stop it to place it again. The
 			// next round decides, once it is whole or stopped as broken.
-			s.log.Debug("training round skipped: a training job is still being read back", zap.String("job", j.id))
+			tr.log.Debug("training round skipped: a training job is still being read back", zap.String("job", j.id))
 			return
 		}
 	}
 	interval := int(tr.cfg.Interval / time.Second)
-	tr.at = int(math.Floor(s.now.Sub(tr.cfg.Origin).Seconds()/float64(interval)+1e-9)) * interval
-	for _, j := range s.running.list {
+	tr.at = int(math.Floor(tr.clock.now.Sub(tr.cfg.Origin).Seconds()/float64(interval)+1e-9)) * interval
+	for _, j := range tr.running.list {
 		if j.spec.Training == nil || len(j.gpus) == 0 {
 			continue
 		}
 		g := j.gpus[0]
-		node := gpuNode(j, g, s.view, s.nodes)
-		number, reply := s.calls.open(&call{node: node, gpu: g, sent: s.wall, report: j.id})
+		node := gpuNode(j, g, tr.view, tr.registry)
+		number, reply := tr.calls.open(&call{node: node, gpu: g, sent: tr.clock.wall, report: j.id})
 		b, _ := gojson.Marshal(events.Control{Op: events.OpDescribe, Call: number})
-		s.out.send(s.cfg.Subjects.GPUCtl(node, g), reply, b)
+		tr.out.send(tr.subjects.GPUCtl(node, g), reply, b)
 		tr.waiting++
 	}
 	if tr.waiting == 0 {
-		s.decideTraining()
+		tr.decide()
 	}
 }
 
-// trainingReport takes a GPU's answer (nil: none came) with a placed
+// report takes a GPU's answer (nil: none came) with a placed
 // job's state, and decides once every state is in.
-func (s *Core) trainingReport(c *call, m *Msg) {
-	tr := s.training
+func (tr *training) report(c *call, m *Msg) {
 	if m != nil && !m.NoResponders {
 		var rep events.ControlReply
 		if err := gojson.Unmarshal(m.Data, &rep); err == nil && rep.Status != nil {
 			if fe := validStatus(c.node, c.gpu, *rep.Status); fe == nil {
 				for _, gj := range rep.Status.Jobs {
 					if gj.JobID == c.report && gj.Training != nil {
-						s.training.restore(c.report, *gj.Training, s.log)
-						if j, ok := s.jobs[c.report]; ok {
-							s.writes.touch(j) // the journal keeps the state as of each round
+						tr.restore(c.report, *gj.Training, tr.log)
+						if j, ok := tr.jobs[c.report]; ok {
+							tr.writes.touch(j) // the journal keeps the state as of each round
 						}
 					}
 				}
@@ -227,18 +245,17 @@ func (s *Core) trainingReport(c *call, m *Msg) {
 		}
 	}
 	if tr.waiting--; tr.waiting == 0 {
-		s.decideTraining()
+		tr.decide()
 	}
 }
 
-// decideTraining is the round's decision (MODEL.md §5.1 steps 4-6) and
+// decide is the round's decision (MODEL.md §5.1 steps 4-6) and
 // its enactment: stops first (the view gives their GPUs back at once),
 // then placements; a job moved from one allocation to another is placed
 // again once its GPUs have stopped it.
-func (s *Core) decideTraining() {
-	tr := s.training
+func (tr *training) decide() {
 	for _, mj := range slices.Clone(tr.rounds.Jobs()) {
-		if j, ok := s.jobs[mj.Name]; !mj.Done && (!ok || j.terminal()) {
+		if j, ok := tr.jobs[mj.Name]; !mj.Done && (!ok || j.terminal()) {
 			// Cancelled: it no longer competes, nor holds its nodes.
 			tr.rounds.Remove(mj.Name)
 			delete(tr.mirror, mj.Name)
@@ -248,23 +265,23 @@ func (s *Core) decideTraining() {
 			mj.Clock = tr.at // an unplaced job's steps move its clock only
 		}
 	}
-	tr.nodes = s.view.trainingNodes()
-	s.training.assignBack(s.running)
-	usable := trainingGPUs(tr.nodes, s.view, s.jobs)
+	tr.nodes = tr.view.trainingNodes()
+	tr.assignBack(tr.running)
+	usable := trainingGPUs(tr.nodes, tr.view, tr.jobs)
 	tr.rounds.Resize(usable)
 	changed, err := tr.rounds.Decide(tr.at)
 	if err != nil {
-		s.log.Error("training round failed", zap.Int("at_s", tr.at), zap.Error(err))
+		tr.log.Error("training round failed", zap.Int("at_s", tr.at), zap.Error(err))
 		return
 	}
 	var now []*pollux.Job
 	for _, mj := range changed {
-		j, ok := s.jobs[mj.Name]
+		j, ok := tr.jobs[mj.Name]
 		if !ok || j.terminal() {
 			continue
 		}
 		if j.negotiating != nil || j.stopping != nil {
-			s.log.Warn("training job still moving at a round", zap.String("job", j.id))
+			tr.log.Warn("training job still moving at a round", zap.String("job", j.id))
 			continue
 		}
 		if j.state != stateRunning {
@@ -274,34 +291,33 @@ func (s *Core) decideTraining() {
 			continue
 		}
 		again := len(mj.Placement) > 0
-		s.stops.stop(j, events.OpPreempt, s.now, s.wall, func() {
+		tr.stops.stop(j, events.OpPreempt, tr.clock.now, tr.clock.wall, func() {
 			j.preemptions++
-			s.stats.preemptions++
-			s.life.transition(j, events.JobPreempted, "round "+tr.cfg.Policy.Name()+" re-allocated its GPUs", s.now)
-			s.life.transition(j, events.JobQueued, "", s.now)
+			tr.stats.preemptions++
+			tr.life.transition(j, events.JobPreempted, "round "+tr.cfg.Policy.Name()+" re-allocated its GPUs", tr.clock.now)
+			tr.life.transition(j, events.JobQueued, "", tr.clock.now)
 			if again {
-				s.placeTraining(j, mj, s.running.usage())
+				tr.place(j, mj, tr.running.usage())
 			}
 		})
 	}
 	short := map[string]bool{}
 	// What each tenant holds, the round's placements added as they are
 	// made (their reservations are still in flight).
-	held := s.running.usage()
+	held := tr.running.usage()
 	for _, mj := range now {
-		if !s.placeTraining(s.jobs[mj.Name], mj, held) {
+		if !tr.place(tr.jobs[mj.Name], mj, held) {
 			short[mj.Name] = true
 		}
 	}
-	s.trainingPending(short, usable)
+	tr.pending(short, usable)
 }
 
-// trainingPending gives each active training job the round left without
+// pending gives each active training job the round left without
 // GPUs its reason (job.get, sched.pending; the same until it changes, so
 // each says it once).
 // usable are the GPUs of each node the round could allocate.
-func (s *Core) trainingPending(short map[string]bool, usable []int) {
-	tr := s.training
+func (tr *training) pending(short map[string]bool, usable []int) {
 	gpus := 0
 	for _, n := range tr.nodes {
 		gpus += len(n.gpus)
@@ -312,12 +328,12 @@ func (s *Core) trainingPending(short map[string]bool, usable []int) {
 	}
 	_, fixed := tr.cfg.Policy.(*pollux.Tiresias)
 	for _, mj := range tr.rounds.Jobs() {
-		j, ok := s.jobs[mj.Name]
+		j, ok := tr.jobs[mj.Name]
 		if !ok || j.state != events.JobQueued || mj.Done || mj.Submit > tr.at || len(tr.rounds.Nodes(mj.Name)) > 0 {
 			continue
 		}
 		if short[mj.Name] {
-			continue // its allocation found too few free GPUs: placeTraining said so
+			continue // its allocation found too few free GPUs: place said so
 		}
 		reason := "waits for the " + tr.cfg.Policy.Name() + " round to allocate it GPUs"
 		switch want := j.spec.Training.Replicas; {
@@ -328,16 +344,15 @@ func (s *Core) trainingPending(short map[string]bool, usable []int) {
 			reason = fmt.Sprintf("asks for %d replicas and %d of the cluster's %d GPUs are up and free of other kinds of job: %s runs a job on exactly its replicas",
 				want, free, gpus, tr.cfg.Policy.Name())
 		}
-		s.life.pending(j, reason, s.now)
+		tr.life.pending(j, reason, tr.clock.now)
 	}
 }
 
-// placeTraining reserves a job's replicas on free GPUs of the nodes its
+// place reserves a job's replicas on free GPUs of the nodes its
 // allocation names (in the cluster's node order, each node's GPUs in
 // order) and commits them: the placement of one job across nodes. False:
 // too few of those GPUs were free (the job is un-allocated and says so).
-func (s *Core) placeTraining(j *job, mj *pollux.Job, held usage) bool {
-	tr := s.training
+func (tr *training) place(j *job, mj *pollux.Job, held usage) bool {
 	list := tr.rounds.Nodes(mj.Name)
 	nodes := tr.nodes
 	taken := map[string]bool{}
@@ -355,7 +370,7 @@ func (s *Core) placeTraining(j *job, mj *pollux.Job, held usage) bool {
 			if want == 0 {
 				break
 			}
-			if gs := s.view.gpus[g]; gs.g.Alive && len(gs.g.Allocs) == 0 && !taken[g] {
+			if gs := tr.view.gpus[g]; gs.g.Alive && len(gs.g.Allocs) == 0 && !taken[g] {
 				taken[g] = true
 				p.GPUs = append(p.GPUs, g)
 				p.GPUIdx = append(p.GPUIdx, gs.g.Index)
@@ -370,26 +385,26 @@ func (s *Core) placeTraining(j *job, mj *pollux.Job, held usage) bool {
 		reason := fmt.Sprintf("the %s round allocated it %d GPUs and %d were free of other jobs there",
 			tr.cfg.Policy.Name(), len(list), len(p.GPUs))
 		if j.reason != reason {
-			s.log.Warn("training job's allocation has no free GPUs", zap.String("job", j.id), zap.Ints("nodes", list),
+			tr.log.Warn("training job's allocation has no free GPUs", zap.String("job", j.id), zap.Ints("nodes", list),
 				zap.Int("found", len(p.GPUs)))
 		}
-		s.life.pending(j, reason, s.now)
+		tr.life.pending(j, reason, tr.clock.now)
 		tr.rounds.Unplace(mj.Name)
 		return false
 	}
 	// The tenant's limits bound training replicas as any other GPUs held:
 	// an allocation past them is not placed (the job waits, saying why).
-	if s.plugins.Admit != nil {
+	if tr.plugins.Admit != nil {
 		a := admitJob(&j.spec)
 		a.GPUs = len(p.GPUs)
-		if st := s.plugins.AdmitPlace(a, held.of(j.spec.Tenant)); st != nil {
-			s.life.pending(j, "the "+tr.cfg.Policy.Name()+" round allocated it "+strconv.Itoa(len(p.GPUs))+" GPUs: "+st.Reason, s.now)
+		if st := tr.plugins.AdmitPlace(a, held.of(j.spec.Tenant)); st != nil {
+			tr.life.pending(j, "the "+tr.cfg.Policy.Name()+" round allocated it "+strconv.Itoa(len(p.GPUs))+" GPUs: "+st.Reason, tr.clock.now)
 			tr.rounds.Unplace(mj.Name)
 			return false
 		}
 		held.add(j, p.GPUs)
 	}
-	s.negotiate(&attempt{job: j, preempting: true}, p, nil)
+	tr.negotiate(&attempt{job: j, preempting: true}, p, nil)
 	return true
 }
 
