@@ -468,6 +468,10 @@ func New(cfg Config) (*Core, error) {
 	s.unconfirmed = newStopWaits(s.writes)
 	s.stops = &stops{waits: s.unconfirmed, callTimeout: cfg.CallTimeout, view: s.view, nodes: s.nodes, running: s.running, jobs: s.jobs,
 		calls: s.calls, out: s.out, log: s.log, subjects: cfg.Subjects}
+	if g := s.replay; g != nil {
+		g.clock, g.view, g.stops, g.life, g.stats, g.out, g.log = &s.instant, s.view, s.stops, s.life, s.stats, s.out, s.log
+		g.negotiate, g.complete = s.negotiate, s.complete
+	}
 	if tr := s.training; tr != nil {
 		tr.clock, tr.jobs, tr.running, tr.view, tr.registry, tr.calls = &s.instant, s.jobs, s.running, s.view, s.nodes, s.calls
 		tr.stops, tr.life, tr.writes, tr.stats, tr.plugins = s.stops, s.life, s.writes, s.stats, s.plugins
@@ -571,7 +575,7 @@ func (s *Core) Step(in Input) Ready {
 	case TimerTraining:
 		s.training.runRound()
 	case TimerReplay:
-		s.runReplayedRound()
+		s.replay.runRound()
 	case TimerMetrics:
 		s.publishMetrics()
 	case TimerLease:

@@ -500,7 +500,7 @@ func (s *Core) applyStatus(st events.GPUStatus, at time.Time) {
 			s.training.restore(st.JobID, *st.Training, s.log)
 		}
 		if j, ok := s.jobs[st.JobID]; ok && s.replay.owns(j) {
-			s.replayLeaseEnded(j, st.GPU)
+			s.replay.leaseEnded(j, st.GPU)
 		} else {
 			s.shardDone(st.JobID, st.GPU)
 		}

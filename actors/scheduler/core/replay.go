@@ -64,6 +64,19 @@ type replayRounds struct {
 	// it has stopped what ran there).
 	stopping int
 	toPlace  []*job
+
+	// What the rounds read and move of the rest of the core (set by New):
+	// the view, the stops and placements that enact a round, the
+	// lifecycle that says so, and complete, which ends a job.
+	clock     *instant
+	view      *view
+	stops     *stops
+	life      *lifecycle
+	stats     *totals
+	out       *outbox
+	log       *zap.Logger
+	negotiate func(a *attempt, p policy.Placement, victims []string)
+	complete  func(j *job, at time.Time)
 }
 
 func newReplayRounds(cfg *ReplayConfig) *replayRounds {
@@ -141,44 +154,42 @@ func (s *Core) submitReplayed(j *job, m *Msg, arrivalS *float64) {
 	}
 }
 
-// runReplayedRound ends the round in progress (or the idle wait) and
+// runRound ends the round in progress (or the idle wait) and
 // decides the next (the offline loop, one turn): the driver accounts what
 // ran, completions end their jobs here, the arrivals up to the driver's
 // now join, and the new tasks are enacted.
-func (s *Core) runReplayedRound() {
-	g := s.replay
-	if g == nil || g.due.IsZero() || s.now.Before(g.due) {
+func (g *replayRounds) runRound() {
+	if g == nil || g.due.IsZero() || g.clock.now.Before(g.due) {
 		return
 	}
 	g.due = time.Time{}
 	d := g.cfg.Driver
-	s.replay.checkRan(s.now, s.log)
+	g.checkRan(g.clock.now, g.log)
 	now := d.RoundEnded(g.nextArrival())
-	s.replayCompletions(d.Completed())
+	g.completions(d.Completed())
 	if d.Done() {
 		return
 	}
 	for len(g.arrivals) > 0 && g.arrivals[0].arrivalS <= now {
 		a := g.arrivals[0]
 		if err := d.Arrive(a.id, a.arrivalS, a.spec); err != nil {
-			s.log.Error("replayed arrival refused", zap.Int("id", a.id), zap.Error(err))
+			g.log.Error("replayed arrival refused", zap.Int("id", a.id), zap.Error(err))
 		}
 		g.arrivals = g.arrivals[1:]
 	}
 	if err := d.Schedule(); err != nil {
-		s.log.Error("replayed round failed", zap.Float64("at_s", now), zap.Error(err))
+		g.log.Error("replayed round failed", zap.Float64("at_s", now), zap.Error(err))
 		return
 	}
-	s.enactReplayed()
+	g.enact()
 	if t := d.NextRoundS(g.nextArrival()); !math.IsInf(t, 0) && !math.IsNaN(t) {
 		g.due = g.at(t)
 	}
 }
 
-// replayCompletions ends the jobs the driver has just completed: each at
+// completions ends the jobs the driver has just completed: each at
 // its completion second, stopped on its GPUs first if they still run it.
-func (s *Core) replayCompletions(ids []int) {
-	g := s.replay
+func (g *replayRounds) completions(ids []int) {
 	for _, id := range ids {
 		j := g.jobs[id]
 		if j.terminal() {
@@ -189,10 +200,10 @@ func (s *Core) replayCompletions(ids []int) {
 		j.progress = g.cfg.Driver.Progress(id)
 		at := g.at(finish)
 		if j.state == stateRunning && len(j.gpus) > 0 {
-			s.stops.stop(j, events.OpRelease, s.now, s.wall, func() { s.complete(j, at) })
+			g.stops.stop(j, events.OpRelease, g.clock.now, g.clock.wall, func() { g.complete(j, at) })
 			continue
 		}
-		s.complete(j, at)
+		g.complete(j, at)
 	}
 }
 
@@ -217,12 +228,11 @@ func (g *replayRounds) checkRan(now time.Time, log *zap.Logger) {
 	}
 }
 
-// enactReplayed makes the cluster run the round's tasks: jobs running
+// enact makes the cluster run the round's tasks: jobs running
 // where their task is run on; others are stopped; once every stop is
 // answered, each task's jobs not running there are placed on its GPUs,
 // each with the work it has done.
-func (s *Core) enactReplayed() {
-	g := s.replay
+func (g *replayRounds) enact() {
 	want := map[*job][]string{}
 	g.want, g.leaseDone, g.toPlace = want, map[*job]bool{}, nil
 	for _, t := range g.cfg.Driver.Tasks() {
@@ -247,45 +257,44 @@ func (s *Core) enactReplayed() {
 		}
 		if j.state == stateRunning {
 			g.stopping++
-			s.stops.stop(j, events.OpPreempt, s.now, s.wall, func() {
+			g.stops.stop(j, events.OpPreempt, g.clock.now, g.clock.wall, func() {
 				j.preemptions++
-				s.stats.preemptions++
-				s.life.transition(j, events.JobPreempted, "the replayed round gave its GPUs to others", s.now)
-				s.life.transition(j, events.JobQueued, "", s.now)
+				g.stats.preemptions++
+				g.life.transition(j, events.JobPreempted, "the replayed round gave its GPUs to others", g.clock.now)
+				g.life.transition(j, events.JobQueued, "", g.clock.now)
 				if g.stopping--; g.stopping == 0 {
-					s.placeReplayedRound()
+					g.placeRound()
 				}
 			})
 		}
 	}
 	if g.stopping == 0 {
-		s.placeReplayedRound()
+		g.placeRound()
 	}
 }
 
-// placeReplayedRound places the round's jobs that do not run where their
+// placeRound places the round's jobs that do not run where their
 // task is, in the driver's job order.
-func (s *Core) placeReplayedRound() {
-	g := s.replay
+func (g *replayRounds) placeRound() {
 	for _, j := range g.toPlace {
 		if gpus, ok := g.want[j]; ok && !j.terminal() && j.negotiating == nil && j.state != stateRunning {
-			s.placeReplayed(j, gpus)
+			g.place(j, gpus)
 		}
 	}
 	g.toPlace = nil
 }
 
-// placeReplayed reserves and commits j on gpus, with the work the driver
+// place reserves and commits j on gpus, with the work the driver
 // counts done. GPUs of one node are that node's placement; a gang across
 // nodes names no node (each GPU is reached on its own, and holds no CPU or
 // memory of its node).
-func (s *Core) placeReplayed(j *job, gpus []string) {
-	j.progress = s.replay.cfg.Driver.Progress(s.replay.ids[j.id])
+func (g *replayRounds) place(j *job, gpus []string) {
+	j.progress = g.cfg.Driver.Progress(g.ids[j.id])
 	var p policy.Placement
 	for i, id := range gpus {
-		gs, ok := s.view.gpus[id]
+		gs, ok := g.view.gpus[id]
 		if !ok {
-			s.log.Error("replayed task names an unknown GPU", zap.String("gpu", id))
+			g.log.Error("replayed task names an unknown GPU", zap.String("gpu", id))
 			return
 		}
 		if i == 0 {
@@ -296,14 +305,14 @@ func (s *Core) placeReplayed(j *job, gpus []string) {
 		p.GPUs = append(p.GPUs, id)
 		p.GPUIdx = append(p.GPUIdx, gs.g.Index)
 	}
-	s.negotiate(&attempt{job: j, preempting: true}, p, nil)
+	g.negotiate(&attempt{job: j, preempting: true}, p, nil)
 }
 
-// replayLeaseEnded takes a GPU's word that a replayed job it ran
+// leaseEnded takes a GPU's word that a replayed job it ran
 // completed its work there: the driver decides when the job completes
 // (its float times against the GPU's nanoseconds), so the GPU is free and
 // the job waits for the round's end.
-func (s *Core) replayLeaseEnded(j *job, gpuID string) {
+func (g *replayRounds) leaseEnded(j *job, gpuID string) {
 	if j.state != stateRunning || !slices.Contains(j.gpus, gpuID) {
 		return
 	}
@@ -311,16 +320,16 @@ func (s *Core) replayLeaseEnded(j *job, gpuID string) {
 	if j.shardsLeft--; j.shardsLeft > 0 {
 		return
 	}
-	if want, ok := s.replay.want[j]; ok && sameGPUs(want, j.gpus) {
-		s.replay.leaseDone[j] = true
+	if want, ok := g.want[j]; ok && sameGPUs(want, j.gpus) {
+		g.leaseDone[j] = true
 	}
 	if j.node != "" {
-		s.out.freeAtNode(j.node, j.id)
-		s.view.releaseNode(j, j.node)
+		g.out.freeAtNode(j.node, j.id)
+		g.view.releaseNode(j, j.node)
 	}
-	j.endStint(s.now, j.progress)
+	j.endStint(g.clock.now, j.progress)
 	j.node, j.gpus, j.placement = "", nil, ""
-	s.life.transition(j, events.JobQueued, "its work on its GPUs is done; the replayed round's end decides", s.now)
+	g.life.transition(j, events.JobQueued, "its work on its GPUs is done; the replayed round's end decides", g.clock.now)
 }
 
 // sameGPUs reports whether a and b hold the same GPU ids.
