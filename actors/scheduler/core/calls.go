@@ -267,13 +267,12 @@ func (s *Core) onReply(m *Msg) {
 	// lease that heartbeat would have granted, counted by its node from
 	// when the heartbeat left: waiting for the next heartbeat (a period
 	// later) left a GPU that rejoined near the end of its own lease to
-	// fence itself again just after the scheduler had placed jobs on it
-	// (issue 21 item 9). Whether the view learned the GPU from this
-	// answer or, in between, from a status it published (a restarted
-	// scheduler's stop makes it say it released a job) does not matter:
-	// either way the heartbeat granted it nothing, and which came first
-	// is goroutine order at one instant (a GPU fenced itself in one run
-	// of a seed and not in the next). Safe as any grant: the node vouched
+	// fence itself again just after the scheduler had placed jobs on it.
+	// Whether the view learned the GPU from this answer or, in between,
+	// from a status it published (a restarted scheduler's stop makes it
+	// say it released a job) does not matter: either way the heartbeat
+	// granted it nothing, and which came first is goroutine order at one
+	// instant. Safe as any grant: the node vouched
 	// for this incarnation in that heartbeat, the GPU's lease ends before
 	// the one the scheduler keeps for it, and a GPU never shortens its
 	// lease for an older grant.
