@@ -301,16 +301,12 @@ type Core struct {
 	training *training
 	// replay is the state of the replayed rounds (nil: none run here).
 	replay *replayRounds
-	// mintedSeen are the jobs nodes reported that no one submitted,
-	// said once each (minted).
-	mintedSeen map[string]bool
-	view       *view
-	jobs       map[string]*job
-	order      []*job     // every accepted job, in acceptance order
-	queue      *waitQueue // the jobs waiting for a placement (queue.go)
+	view   *view
+	jobs   map[string]*job
+	order  *jobOrder  // every accepted job, in acceptance order
+	queue  *waitQueue // the jobs waiting for a placement (queue.go)
 	// running is the jobs placed and not yet ended (running.go).
 	running *runningJobs
-	seq     uint64
 	dirty   bool
 	// settleDue: on a virtual clock, settled() waits for the next
 	// TimerPass (settling is set while that runs it).
@@ -330,6 +326,8 @@ type Core struct {
 	// restart is what this scheduler owes its predecessor's work
 	// (restart.go).
 	restart *restart
+	// recovery takes back the predecessor's work (recovery.go).
+	recovery *recovery
 	// placements counts this scheduler's placements, naming each.
 	placements uint64
 	// unconfirmed are the jobs waiting for a GPU to confirm it stopped
@@ -452,6 +450,7 @@ func New(cfg Config) (*Core, error) {
 		replay:   newReplayRounds(cfg.Replay),
 		view:     newView(cfg.VRAMModel, cfg.Seed, cfg.NodeRank),
 		jobs:     map[string]*job{},
+		order:    &jobOrder{},
 		stats:    &totals{},
 		running:  newRunningJobs(),
 		classes:  newJobClasses(cfg.Workload != nil),
@@ -468,6 +467,10 @@ func New(cfg Config) (*Core, error) {
 	s.unconfirmed = newStopWaits(s.writes)
 	s.stops = &stops{waits: s.unconfirmed, callTimeout: cfg.CallTimeout, view: s.view, nodes: s.nodes, running: s.running, jobs: s.jobs,
 		calls: s.calls, out: s.out, log: s.log, subjects: cfg.Subjects}
+	s.recovery = &recovery{owed: s.restart, callTimeout: cfg.CallTimeout, clock: &s.instant, jobs: s.jobs, order: s.order, classes: s.classes,
+		queue: s.queue, view: s.view, nodes: s.nodes, running: s.running, waits: s.unconfirmed, training: s.training, life: s.life,
+		writes: s.writes, stats: s.stats, out: s.out, log: s.log, subjects: cfg.Subjects,
+		requeueLost: s.requeueLost, shardDone: s.shardDone, complete: s.complete, changed: func() { s.dirty = true }}
 	if g := s.replay; g != nil {
 		g.clock, g.view, g.stops, g.life, g.stats, g.out, g.log = &s.instant, s.view, s.stops, s.life, s.stats, s.out, s.log
 		g.negotiate, g.complete = s.negotiate, s.complete
@@ -483,7 +486,7 @@ func New(cfg Config) (*Core, error) {
 		if c := r.CPUOnly; c != nil {
 			// No GPU knows it: resumed from the predecessor's account.
 			started, ends := c.Started, c.Ends
-			s.resumeCPUJob(&durable.Record{JobID: r.JobID, Spec: c.Spec, Seq: c.Seq, Submitted: c.Submitted, State: stateRunning,
+			s.recovery.resumeCPUJob(&durable.Record{JobID: r.JobID, Spec: c.Spec, Seq: c.Seq, Submitted: c.Submitted, State: stateRunning,
 				Placement: r.Placement, Node: c.Node, Started: &started, CPUEnds: &ends})
 			continue
 		}
@@ -503,7 +506,7 @@ func New(cfg Config) (*Core, error) {
 	s.view.cluster.Oversubscribe = cmp.Or(cfg.Oversubscribe, 1)
 	plugins.Apply(&s.view.cluster)
 	if cfg.Restored != nil {
-		s.restore(cfg.Restored)
+		s.recovery.restore(cfg.Restored)
 	}
 	s.stats.carry(cfg.Restored, cfg.Carried)
 	return s, nil
@@ -551,7 +554,7 @@ func (s *Core) Step(in Input) Ready {
 			// No aging ticker on a virtual clock: the journal's jobs are
 			// settled as the GPUs that ran them are read (each read makes
 			// a pass) and at the wake two leases in (NextWake).
-			s.settleJournaled()
+			s.recovery.settleJournaled()
 		}
 		if s.settleDue {
 			s.settling = true
@@ -565,7 +568,7 @@ func (s *Core) Step(in Input) Ready {
 			// No aging ticker on a virtual clock.
 			s.live.askOverdue(s.running, s.wall, s.now, s.describe)
 			s.live.askAwaiting(s.unconfirmed, s.wall, s.describe)
-			s.settleJournaled()
+			s.recovery.settleJournaled()
 		}
 		if s.queue.len() > 0 {
 			s.dirty = true
@@ -584,7 +587,7 @@ func (s *Core) Step(in Input) Ready {
 	case TimerCalls:
 		s.expireCalls(s.wall)
 	case TimerAging:
-		s.settleJournaled()
+		s.recovery.settleJournaled()
 		checkpointsReached(s.running, s.writes, s.cfg.Journaled, s.now)
 		s.live.askOverdue(s.running, s.wall, s.now, s.describe)
 		s.live.askAwaiting(s.unconfirmed, s.wall, s.describe)

@@ -413,13 +413,13 @@ func (s *Core) onSubmit(m *Msg, tenant string) {
 		s.out.reply(m, events.ErrorReply{Error: model.Errorf("tenant", "%s has %d jobs waiting, the most one tenant may have queued: not accepted (cancel some, or wait for them to start)", spec.Tenant, n)})
 		return
 	}
-	s.seq++
+	seq := s.order.next()
 	now := s.now
 	id := req.JobID
 	if id == "" {
 		id = newJobID(s.ids)
 	}
-	j := &job{id: id, spec: spec, seq: s.seq, submitted: now}
+	j := &job{id: id, spec: spec, seq: seq, submitted: now}
 	if req.JobID != "" || m.MsgID != "" {
 		j.submission = submissionOf(req)
 	}
@@ -439,7 +439,7 @@ func (s *Core) onSubmit(m *Msg, tenant string) {
 		j.unchecked = true
 	} else if fe != nil {
 		s.jobs[j.id] = j
-		s.order = append(s.order, j)
+		s.order.add(j)
 		j.addHistory(events.Transition{State: events.JobSubmitted, SimTime: now})
 		s.life.transition(j, events.JobRejected, fe.Message, s.now)
 		j.ended = &now
@@ -449,7 +449,7 @@ func (s *Core) onSubmit(m *Msg, tenant string) {
 		return
 	}
 	s.jobs[j.id] = j
-	s.order = append(s.order, j)
+	s.order.add(j)
 	s.classes.learn(&spec)
 	j.unannounced = s.cfg.Journaled
 	s.life.transition(j, events.JobSubmitted, "", s.now)
@@ -506,7 +506,7 @@ func (s *Core) accepted(j *job, m *Msg) {
 	if j.terminal() {
 		return
 	}
-	if ((s.queue.len() == 0 && s.toQueue == 0 && !s.virtual) || s.cfg.DropUnschedulable) && admitsNow(j, s.plugins, s.running) && s.resumingJobs() == 0 {
+	if ((s.queue.len() == 0 && s.toQueue == 0 && !s.virtual) || s.cfg.DropUnschedulable) && admitsNow(j, s.plugins, s.running) && s.recovery.resumingJobs() == 0 {
 		if s.queue.len() == 0 {
 			clear(s.view.held) // holds belong to waiting jobs, and none wait
 		}
@@ -631,7 +631,7 @@ func (s *Core) onList(m *Msg, tenant string) {
 		return
 	}
 	var match []*job
-	for _, j := range s.order {
+	for _, j := range s.order.list {
 		if (req.State == "" || j.state == req.State) && (req.Tenant == "" || j.spec.Tenant == req.Tenant) {
 			match = append(match, j)
 		}
@@ -965,3 +965,30 @@ func (j *job) info(now time.Time, tr *training, history bool) events.JobInfo {
 	}
 	return in
 }
+
+// jobOrder is every job the scheduler knows in the order it was accepted
+// (by sequence number), and the last sequence number given.
+type jobOrder struct {
+	list []*job
+	seq  uint64
+}
+
+// next is a new job's sequence number.
+func (o *jobOrder) next() uint64 {
+	o.seq++
+	return o.seq
+}
+
+// add puts a job just accepted (the latest sequence number) last.
+func (o *jobOrder) add(j *job) { o.list = append(o.list, j) }
+
+// insert puts a job taken back from the journal in its place by
+// sequence number.
+func (o *jobOrder) insert(j *job) {
+	i, _ := slices.BinarySearchFunc(o.list, j.seq, func(x *job, seq uint64) int { return cmp.Compare(x.seq, seq) })
+	o.list = slices.Insert(o.list, i, j)
+}
+
+// saw makes the numbers given from now on follow seq, a number taken
+// back (from the journal, from a GPU).
+func (o *jobOrder) saw(seq uint64) { o.seq = max(o.seq, seq) }

@@ -291,7 +291,7 @@ func (s *Core) schedule() {
 	if s.queue.len() == 0 {
 		return // nothing to place (and no view to sort while GPUs join)
 	}
-	if n := s.resumingJobs(); n > 0 {
+	if n := s.recovery.resumingJobs(); n > 0 {
 		// The pass that follows the hold places in queue order, the jobs
 		// found lost at their old places among the newcomers.
 		reason := fmt.Sprintf("the scheduler restarted and is re-learning the %d jobs its journal says ran; it places nothing until each is found on its GPUs or lost (at most one lease)", n)
@@ -319,7 +319,7 @@ func (s *Core) continuePass() {
 	defer func() { p.unplaced = nil }()
 	for ; p.next < len(p.jobs); p.next++ {
 		j := p.jobs[p.next]
-		if j.state != events.JobQueued || j.negotiating != nil || s.rejectUnfit(j) {
+		if j.state != events.JobQueued || j.negotiating != nil || s.recovery.rejectUnfit(j) {
 			continue
 		}
 		if j.unchecked && len(s.view.cluster.GPUs) == 0 {

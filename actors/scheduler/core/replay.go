@@ -139,7 +139,7 @@ func (s *Core) submitReplayed(j *job, m *Msg, arrivalS *float64) {
 	g.jobs = append(g.jobs, j)
 	g.arrivals = append(g.arrivals, pendingArrival{id: id, arrivalS: arrival, spec: &j.spec})
 	s.jobs[j.id] = j
-	s.order = append(s.order, j)
+	s.order.add(j)
 	j.unannounced = s.cfg.Journaled
 	s.life.transition(j, events.JobSubmitted, "", s.now)
 	s.life.transition(j, events.JobQueued, "", s.now)

@@ -64,7 +64,7 @@ func (s *Core) metrics() events.Metrics {
 	m.EnergyKWh = t.EnergyJ / 3.6e6
 	m.JobsRunning = s.running.len()
 	m.GPUsUnknown = len(unknownNodes(s.nodes, s.view, s.restart.journaled))
-	m.Settling = m.GPUsUnknown > 0 || s.resumingJobs() > 0
+	m.Settling = m.GPUsUnknown > 0 || s.recovery.resumingJobs() > 0
 	return m
 }
 

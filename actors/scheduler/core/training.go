@@ -180,7 +180,7 @@ func (s *Core) submitTraining(j *job, m *Msg) {
 	}
 	tr.mirror[j.id] = mj
 	s.jobs[j.id] = j
-	s.order = append(s.order, j)
+	s.order.add(j)
 	j.unannounced = s.cfg.Journaled
 	s.life.transition(j, events.JobSubmitted, "", s.now)
 	s.life.transition(j, events.JobQueued, "", s.now)
