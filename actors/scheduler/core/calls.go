@@ -80,8 +80,8 @@ func (s *Core) describeAfter(node, gpuID string, beat uint64) {
 // stop and no placement is in flight, what waited for them goes on.
 func (s *Core) stopAnswered(c *call, rep events.ControlReply) {
 	s.stops.answered(c, rep, s.wall)
-	if !s.stops.pending() && len(s.inflight) == 0 {
-		s.settled()
+	if !s.stops.pending() && len(s.place.inflight) == 0 {
+		s.place.settled()
 	}
 }
 
@@ -97,7 +97,7 @@ func (s *Core) expireCalls(now time.Time) {
 		late := events.ControlReply{Reason: "no answer within " + s.cfg.CallTimeout.String()}
 		switch {
 		case c.neg != nil:
-			s.answered(c, late, true)
+			s.place.answered(c, late, true)
 		case c.stop != nil:
 			s.stopAnswered(c, late)
 		case c.report != "":
@@ -147,40 +147,6 @@ func (s *Core) refusalStatus(node, gpu string, r events.ControlReply) {
 	st := *r.Status
 	st.Change, st.JobID = "", "" // a state, not a change
 	s.applyStatus(st, s.now)
-}
-
-// refusalHolds frees, at a node actor that refused a reservation, the
-// committed holds of jobs this scheduler neither runs nor is placing on
-// that node, nor waits to read back there: a job no scheduler knows any
-// more (one a restart lost, or a hold whose release was lost) held them
-// for good, and the node refused, again and again, what the view saw room
-// for (at one instant, for ever, on a virtual clock). The answer is to a
-// call made to that node: it speaks for itself only. A job the
-// predecessor ran and no GPU has shown yet is left alone while the
-// restart's grace lasts (its node is not known until then). An
-// uncommitted hold of a job not being placed there now is freed too: a
-// reservation that reached the node after its call had timed out (one a
-// cut-off scheduler kept and sent when it healed) expires only after its
-// TTL, and until then the node would refuse the job's next reservation,
-// again and again at one instant of a virtual clock.
-func (s *Core) refusalHolds(node string, holds []events.NodeHold) {
-	graceOver := s.restart.graceOver(s.wall)
-	for _, h := range holds {
-		if j, known := s.jobs[h.JobID]; known && ((j.state == stateRunning && j.node == node) ||
-			(j.negotiating != nil && j.negotiating.place.Node == node)) {
-			continue
-		}
-		if r, journaled := s.restart.journaled[h.JobID]; journaled && r.Node == node {
-			continue
-		}
-		if _, inherited := s.restart.inherited[h.JobID]; inherited && !graceOver {
-			continue
-		}
-		s.log.Warn("node holds CPU and memory for a job that does not run there: freeing them", zap.String("node", node),
-			zap.String("job", h.JobID), zap.Float64("cpu", h.CPU), zap.Int64("memory", h.Memory))
-		s.stats.nodeStrays++
-		s.out.freeAtNode(node, h.JobID)
-	}
 }
 
 // onReply handles a reply to one of the scheduler's calls. A reply nobody
@@ -288,16 +254,16 @@ func (s *Core) onReply(m *Msg) {
 // make the GPU suspect).
 func (s *Core) onReservationReply(c *call, m *Msg) {
 	if m.NoResponders {
-		s.answered(c, events.ControlReply{Reason: "no responders"}, true)
+		s.place.answered(c, events.ControlReply{Reason: "no responders"}, true)
 		return
 	}
 	var rep events.ControlReply
 	if err := gojson.Unmarshal(m.Data, &rep); err != nil {
-		s.answered(c, events.ControlReply{Reason: "bad answer: " + err.Error()}, false)
+		s.place.answered(c, events.ControlReply{Reason: "bad answer: " + err.Error()}, false)
 		return
 	}
 	if rep.Error != nil {
 		rep = events.ControlReply{Reason: rep.Error.Error()}
 	}
-	s.answered(c, rep, false)
+	s.place.answered(c, rep, false)
 }

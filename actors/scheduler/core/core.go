@@ -308,9 +308,6 @@ type Core struct {
 	// running is the jobs placed and not yet ended (running.go).
 	running *runningJobs
 	dirty   bool
-	// settleDue: on a virtual clock, settled() waits for the next
-	// TimerPass (settling is set while that runs it).
-	settleDue, settling bool
 	// stats are the running totals: this scheduler's counts and what its
 	// predecessors' came to (totals.go).
 	stats *totals
@@ -328,8 +325,6 @@ type Core struct {
 	restart *restart
 	// recovery takes back the predecessor's work (recovery.go).
 	recovery *recovery
-	// placements counts this scheduler's placements, naming each.
-	placements uint64
 	// unconfirmed are the jobs waiting for a GPU to confirm it stopped
 	// them (stopwaits.go).
 	unconfirmed *stopWaits
@@ -345,12 +340,9 @@ type Core struct {
 	live *liveness
 	// calls are the core's requests in flight (calltracker.go).
 	calls *callTracker
-	// inflight are the placements whose reservations are in flight, in the
-	// order they were decided; waiting the attempts that wait for them to
-	// resolve (to choose victims); pass the pass under way (negotiate.go).
-	inflight []*negotiation
-	waiting  []*attempt
-	pass     *pass
+	// place places jobs: the pass, the attempts, the placements in flight
+	// (place.go, negotiate.go).
+	place *placer
 	// stops are the stops in flight (stops.go).
 	stops *stops
 	// msgIDs are the Nats-Msg-Ids submissions carried (idempotency).
@@ -471,14 +463,18 @@ func New(cfg Config) (*Core, error) {
 		queue: s.queue, view: s.view, nodes: s.nodes, running: s.running, waits: s.unconfirmed, training: s.training, life: s.life,
 		writes: s.writes, stats: s.stats, out: s.out, log: s.log, subjects: cfg.Subjects,
 		requeueLost: s.requeueLost, shardDone: s.shardDone, complete: s.complete, changed: func() { s.dirty = true }}
+	s.place = &placer{cfg: &s.cfg, virtual: virtual, clock: &s.instant, dirty: &s.dirty, jobs: s.jobs, view: s.view, nodes: s.nodes,
+		queue: s.queue, running: s.running, plugins: s.plugins, calls: s.calls, stops: s.stops, life: s.life, stats: s.stats,
+		training: s.training, classes: s.classes, recovery: s.recovery, owed: s.restart, out: s.out, log: s.log,
+		notPlacedAtOnce: s.notPlacedAtOnce, refusalStatus: s.refusalStatus}
 	if g := s.replay; g != nil {
 		g.clock, g.view, g.stops, g.life, g.stats, g.out, g.log = &s.instant, s.view, s.stops, s.life, s.stats, s.out, s.log
-		g.negotiate, g.complete = s.negotiate, s.complete
+		g.negotiate, g.complete = s.place.negotiate, s.complete
 	}
 	if tr := s.training; tr != nil {
 		tr.clock, tr.jobs, tr.running, tr.view, tr.registry, tr.calls = &s.instant, s.jobs, s.running, s.view, s.nodes, s.calls
 		tr.stops, tr.life, tr.writes, tr.stats, tr.plugins = s.stops, s.life, s.writes, s.stats, s.plugins
-		tr.out, tr.log, tr.subjects, tr.negotiate = s.out, s.log, cfg.Subjects, s.negotiate
+		tr.out, tr.log, tr.subjects, tr.negotiate = s.out, s.log, cfg.Subjects, s.place.negotiate
 	}
 	s.live = &liveness{lease: cfg.Lease, callTimeout: cfg.CallTimeout, virtual: virtual, view: s.view, nodes: s.nodes, out: s.out,
 		log: s.log, subjects: cfg.Subjects}
@@ -556,12 +552,8 @@ func (s *Core) Step(in Input) Ready {
 			// a pass) and at the wake two leases in (NextWake).
 			s.recovery.settleJournaled()
 		}
-		if s.settleDue {
-			s.settling = true
-			s.settled()
-			s.settling = false
-		}
-		s.schedule()
+		s.place.settleNow()
+		s.place.schedule()
 	case TimerWake:
 		s.finishCPUJobs()
 		if s.virtual {
@@ -574,7 +566,7 @@ func (s *Core) Step(in Input) Ready {
 			s.dirty = true
 		}
 	case TimerRound:
-		s.runRound()
+		s.place.runRound()
 	case TimerTraining:
 		s.training.runRound()
 	case TimerReplay:
@@ -605,10 +597,10 @@ func (s *Core) Step(in Input) Ready {
 // Dirty reports whether something changed since the last pass and no
 // pass or placement is under way: the shell runs one (TimerPass).
 func (s *Core) Dirty() bool {
-	if s.settleDue && len(s.inflight) == 0 && !s.stops.pending() {
+	if s.place.settleWaits() {
 		return true // a pass or an attempt waits to go on (virtual clock)
 	}
-	return s.dirty && s.pass == nil && len(s.inflight) == 0 && len(s.waiting) == 0 && !s.stops.pending()
+	return s.dirty && s.place.idle()
 }
 
 // Killed is the reason a kill control gave ("" while alive): the shell

@@ -494,7 +494,7 @@ func (s *Core) stored(j *job) {
 			}
 		}
 	}
-	s.resolveReady()
+	s.place.resolveReady()
 }
 
 // accepted takes a new job on: with nothing waiting ahead of it, it is
@@ -511,9 +511,9 @@ func (s *Core) accepted(j *job, m *Msg) {
 			clear(s.view.held) // holds belong to waiting jobs, and none wait
 		}
 		a := &attempt{job: j, submit: m}
-		if s.try(a) == tryWait {
+		if s.place.try(a) == tryWait {
 			// Victims are chosen on a settled view: the next pass does.
-			s.failed(a)
+			s.place.failed(a)
 		}
 		return
 	}

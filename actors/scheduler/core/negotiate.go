@@ -84,27 +84,43 @@ const (
 	tryWait
 )
 
+// holdAgain puts back, after a GPU's layout was read from its status, the
+// reservations in flight there that the status does not show yet.
+func (v *view) holdAgain(gs *gpuState, inflight []*negotiation, jobs map[string]*job) {
+	for _, n := range inflight {
+		for _, c := range n.calls {
+			if c.gpu == gs.g.ID && !slices.ContainsFunc(gs.g.Allocs, func(a vram.Alloc) bool { return a.Owner == c.ctl.JobID }) {
+				v.holdOn(gs, n.a.job, c.ctl.Job.VRAM, jobs)
+			}
+		}
+	}
+}
+
+func sortAllocs(allocs []vram.Alloc) {
+	slices.SortFunc(allocs, func(a, b vram.Alloc) int { return int(a.Offset - b.Offset) })
+}
+
 // try takes the attempt one step: the next untried candidate is
 // negotiated, or, with none left, victims are chosen, or the attempt fails.
-func (s *Core) try(a *attempt) tryResult {
+func (pl *placer) try(a *attempt) tryResult {
 	j := a.job
 	if a.tried == nil {
 		a.tried = map[string]bool{}
 	}
-	s.view.refreshWorkload(s.classes)
-	req := s.view.request(j)
-	if known := s.pass.unplacedShapes(); a.inPass && a.n == 0 && known != nil {
+	pl.view.refreshWorkload(pl.classes)
+	req := pl.view.request(j)
+	if known := pl.pass.unplacedShapes(); a.inPass && a.n == 0 && known != nil {
 		if _, ok := known[shapeOf(req)]; ok {
 			// A job of this shape found no place and no victims in this
 			// very view: neither will this one (failed gives the reason).
-			s.failed(a)
+			pl.failed(a)
 			return tryFailed
 		}
 	}
 	if a.n < policy.MaxCandidates {
 		a.n++
-		a.cands = s.plugins.Place(s.view.sorted(), req)
-		a.ranked = s.view.rankedBy(a.cands)
+		a.cands = pl.plugins.Place(pl.view.sorted(), req)
+		a.ranked = pl.view.rankedBy(a.cands)
 		// The best candidate not tried yet (a refusal tries again from a
 		// fresh ranking, up to MaxCandidates times).
 		for i := range a.cands {
@@ -114,10 +130,10 @@ func (s *Core) try(a *attempt) tryResult {
 					// Asked once, when a pinned job is about to be placed
 					// (not at every pass it waits through).
 					if a.pinned = cmp.Or(req.PinGPU, req.PinNode); a.pinned != "" {
-						a.unpinned = unpinnedChoice(req, s.plugins, s.view)
+						a.unpinned = unpinnedChoice(req, pl.plugins, pl.view)
 					}
 				}
-				s.negotiate(a, a.cands[i], nil)
+				pl.negotiate(a, a.cands[i], nil)
 				return tryStarted
 			}
 		}
@@ -125,56 +141,56 @@ func (s *Core) try(a *attempt) tryResult {
 	// With a round, the round alone stops running jobs (in queue order):
 	// priority preemption beside it would undo what it decided, and the
 	// two would take turns stopping the same jobs.
-	if !a.preempting && len(a.cands) == 0 && !s.cfg.DropUnschedulable && s.plugins.Round == nil && s.view.hasLowerPriorityRunning(j) {
-		if len(s.inflight) > 0 || s.stops.pending() {
+	if !a.preempting && len(a.cands) == 0 && !pl.cfg.DropUnschedulable && pl.plugins.Round == nil && pl.view.hasLowerPriorityRunning(j) {
+		if len(pl.inflight) > 0 || pl.stops.pending() {
 			a.n--
 			return tryWait
 		}
-		s.pass.refreshLostWork(s.view, s.jobs, s.now)
-		if pre, ok := s.plugins.Victims(s.view.sorted(), req); ok {
-			s.preemptFor(j, pre.Victims)
+		pl.pass.refreshLostWork(pl.view, pl.jobs, pl.clock.now)
+		if pre, ok := pl.plugins.Victims(pl.view.sorted(), req); ok {
+			pl.preemptFor(j, pre.Victims)
 			a.preempting = true
 			a.cands = []policy.Placement{pre.Placement}
-			a.ranked = s.view.rankedBy(a.cands)
-			s.negotiate(a, pre.Placement, pre.Victims)
+			a.ranked = pl.view.rankedBy(a.cands)
+			pl.negotiate(a, pre.Placement, pre.Victims)
 			return tryStarted
 		}
 	}
-	s.failed(a)
+	pl.failed(a)
 	return tryFailed
 }
 
 // negotiate sends a placement's reservations to the node actor and every
 // GPU actor it touches, holds them in the view, and returns: the answers
 // come back as inputs (answered).
-func (s *Core) negotiate(a *attempt, p policy.Placement, victims []string) {
+func (pl *placer) negotiate(a *attempt, p policy.Placement, victims []string) {
 	j := a.job
-	s.placements++
-	j.placement = strconv.Itoa(s.cfg.Incarnation) + "." + strconv.FormatUint(s.placements, 10)
-	calls := s.controls(j, p, events.OpReserve)
+	pl.placements++
+	j.placement = strconv.Itoa(pl.cfg.Incarnation) + "." + strconv.FormatUint(pl.placements, 10)
+	calls := pl.controls(j, p, events.OpReserve)
 	n := &negotiation{a: a, place: p, victims: victims, calls: calls, replies: make([]events.ControlReply, len(calls)),
 		waiting: len(calls), unanswered: make([]bool, len(calls))}
 	j.negotiating = n
-	s.inflight = append(s.inflight, n)
+	pl.inflight = append(pl.inflight, n)
 	// Out of the queue while it is being placed: back in its place if the
 	// placement fails (failed).
-	s.queue.remove(j)
-	s.view.holdInView(n, s.jobs)
+	pl.queue.remove(j)
+	pl.view.holdInView(n, pl.jobs)
 	if a.held != nil {
 		a.held.add(j, p.GPUs)
 	}
 	for i, c := range calls {
 		node := p.Node
 		if node == "" && c.gpu != "" {
-			node = gpuNode(j, c.gpu, s.view, s.nodes) // a training job's placement spans nodes
+			node = gpuNode(j, c.gpu, pl.view, pl.nodes) // a training job's placement spans nodes
 		}
-		s.out.ask(s.calls, c, &call{node: node, gpu: c.gpu, sent: s.wall, neg: n, index: i})
+		pl.out.ask(pl.calls, c, &call{node: node, gpu: c.gpu, sent: pl.clock.wall, neg: n, index: i})
 	}
 }
 
 // answered records a reservation's answer (unanswered: it timed out or
 // nobody received it) and resolves the placements whose answers are all in.
-func (s *Core) answered(c *call, rep events.ControlReply, unanswered bool) {
+func (pl *placer) answered(c *call, rep events.ControlReply, unanswered bool) {
 	n := c.neg
 	if n.waiting == 0 {
 		return
@@ -185,31 +201,31 @@ func (s *Core) answered(c *call, rep events.ControlReply, unanswered bool) {
 		// A GPU that did not answer, or whose supervisor answered that it
 		// is down: trying it again at once would be refused again (on a
 		// virtual clock, at the same instant, for ever).
-		if s.view.suspect(c.gpu) {
-			s.log.Warn("GPU suspect: a request went unanswered or found it down", zap.String("gpu", c.gpu))
+		if pl.view.suspect(c.gpu) {
+			pl.log.Warn("GPU suspect: a request went unanswered or found it down", zap.String("gpu", c.gpu))
 		}
 	}
-	s.resolveReady()
+	pl.resolveReady()
 }
 
 // resolveReady resolves the placements whose answers are all in, in the
 // order they were decided (what the core records must not depend on which
 // GPU answered first), a new job's only once its record is stored (a job
 // runs only once accepted); then, with none in flight, what waited.
-func (s *Core) resolveReady() {
-	for len(s.inflight) > 0 && s.inflight[0].waiting == 0 && s.inflight[0].a.job.accepting == nil {
-		first := s.inflight[0]
-		s.inflight = slices.Delete(s.inflight, 0, 1)
-		s.resolve(first)
+func (pl *placer) resolveReady() {
+	for len(pl.inflight) > 0 && pl.inflight[0].waiting == 0 && pl.inflight[0].a.job.accepting == nil {
+		first := pl.inflight[0]
+		pl.inflight = slices.Delete(pl.inflight, 0, 1)
+		pl.resolve(first)
 	}
-	if len(s.inflight) == 0 && !s.stops.pending() {
-		s.settled()
+	if len(pl.inflight) == 0 && !pl.stops.pending() {
+		pl.settled()
 	}
 }
 
 // resolve ends a placement whose answers are all in: committed and
 // running, or aborted and the job's next candidate tried.
-func (s *Core) resolve(n *negotiation) {
+func (pl *placer) resolve(n *negotiation) {
 	a, j, p := n.a, n.a.job, n.place
 	j.negotiating = nil
 	var refused []string
@@ -227,52 +243,52 @@ func (s *Core) resolve(n *negotiation) {
 	}
 	if j.terminal() {
 		// Cancelled while its reservations were in flight.
-		s.view.unholdInView(n, s.jobs)
-		s.out.abort(j, undo)
+		pl.view.unholdInView(n, pl.jobs)
+		pl.out.abort(j, undo)
 		if a.submit != nil && j.answer == nil {
-			s.out.answer(a.submit.Reply, j, events.SubmitReply{JobID: j.id, State: j.state})
+			pl.out.answer(a.submit.Reply, j, events.SubmitReply{JobID: j.id, State: j.state})
 		}
 		return
 	}
 	if len(refused) > 0 {
-		s.view.unholdInView(n, s.jobs)
-		s.out.abort(j, undo)
+		pl.view.unholdInView(n, pl.jobs)
+		pl.out.abort(j, undo)
 		if a.held != nil {
 			a.held.remove(j, p.GPUs)
 		}
 		for i, r := range n.replies {
 			// The refusing GPU's attached status corrects the view; the
 			// refusing node's holds free what no job runs on any more.
-			s.refusalStatus(p.Node, n.calls[i].gpu, r)
+			pl.refusalStatus(p.Node, n.calls[i].gpu, r)
 			if n.calls[i].gpu == "" && !r.OK {
-				s.refusalHolds(p.Node, r.Holds)
+				pl.refusalHolds(p.Node, r.Holds)
 			}
 		}
 		a.refusals = append(a.refusals, strings.Join(refused, "; "))
 		if j.spec.Training != nil {
-			s.log.Warn("training job's placement refused", zap.String("job", j.id), zap.Strings("refusals", refused))
-			s.training.rounds.Unplace(j.id) // the next round allocates it again
+			pl.log.Warn("training job's placement refused", zap.String("job", j.id), zap.Strings("refusals", refused))
+			pl.training.rounds.Unplace(j.id) // the next round allocates it again
 			return
 		}
 		if a.preempting {
-			s.failed(a)
+			pl.failed(a)
 			return
 		}
-		if s.try(a) == tryWait {
-			s.waiting = append(s.waiting, a)
+		if pl.try(a) == tryWait {
+			pl.waiting = append(pl.waiting, a)
 		}
 		return
 	}
-	s.view.confirmInView(n, s.jobs)
+	pl.view.confirmInView(n, pl.jobs)
 	// Commits are sent without waiting: each actor holds the reservation,
 	// and NATS keeps one connection's messages in order, so the commit
 	// reaches it before anything the scheduler sends later. Should a commit
 	// be lost, the reservation expires, the GPU reports "expired", and the
 	// job is re-queued as lost (applyStatus): nothing leaks, nothing is lost.
-	s.out.sendAll(s.controls(j, p, events.OpCommit))
-	s.placed(j, p, a, n.victims)
+	pl.out.sendAll(pl.controls(j, p, events.OpCommit))
+	pl.placed(j, p, a, n.victims)
 	if a.submit != nil {
-		s.out.answer(a.submit.Reply, j, events.SubmitReply{JobID: j.id, State: events.JobPlaced, Node: j.node, GPUs: j.gpus})
+		pl.out.answer(a.submit.Reply, j, events.SubmitReply{JobID: j.id, State: events.JobPlaced, Node: j.node, GPUs: j.gpus})
 	}
 }
 
@@ -282,37 +298,55 @@ func (s *Core) resolve(n *negotiation) {
 // PhaseDecide timer, TimerPass): the last answer may come before or after
 // GPU events of the same instant on another subscription, and what the
 // pass decides must not depend on which came first.
-func (s *Core) settled() {
-	if s.cfg.Virtual && !s.settling {
-		s.settleDue = true
+func (pl *placer) settled() {
+	if pl.cfg.Virtual && !pl.settling {
+		pl.settleDue = true
 		return
 	}
-	s.settleDue = false
-	for len(s.waiting) > 0 && len(s.inflight) == 0 && !s.stops.pending() {
-		a := s.waiting[0]
-		s.waiting = slices.Delete(s.waiting, 0, 1)
-		if s.try(a) == tryWait {
-			s.waiting = slices.Insert(s.waiting, 0, a)
+	pl.settleDue = false
+	for len(pl.waiting) > 0 && len(pl.inflight) == 0 && !pl.stops.pending() {
+		a := pl.waiting[0]
+		pl.waiting = slices.Delete(pl.waiting, 0, 1)
+		if pl.try(a) == tryWait {
+			pl.waiting = slices.Insert(pl.waiting, 0, a)
 			return
 		}
 	}
-	if s.pass != nil && len(s.inflight) == 0 && !s.stops.pending() {
-		s.continuePass()
+	if pl.pass != nil && len(pl.inflight) == 0 && !pl.stops.pending() {
+		pl.continuePass()
 	}
 }
 
-// holdAgain puts back, after a GPU's layout was read from its status, the
-// reservations in flight there that the status does not show yet.
-func (v *view) holdAgain(gs *gpuState, inflight []*negotiation, jobs map[string]*job) {
-	for _, n := range inflight {
-		for _, c := range n.calls {
-			if c.gpu == gs.g.ID && !slices.ContainsFunc(gs.g.Allocs, func(a vram.Alloc) bool { return a.Owner == c.ctl.JobID }) {
-				v.holdOn(gs, n.a.job, c.ctl.Job.VRAM, jobs)
-			}
+// refusalHolds frees, at a node actor that refused a reservation, the
+// committed holds of jobs this scheduler neither runs nor is placing on
+// that node, nor waits to read back there: a job no scheduler knows any
+// more (one a restart lost, or a hold whose release was lost) held them
+// for good, and the node refused, again and again, what the view saw room
+// for (at one instant, for ever, on a virtual clock). The answer is to a
+// call made to that node: it speaks for itself only. A job the
+// predecessor ran and no GPU has shown yet is left alone while the
+// restart's grace lasts (its node is not known until then). An
+// uncommitted hold of a job not being placed there now is freed too: a
+// reservation that reached the node after its call had timed out (one a
+// cut-off scheduler kept and sent when it healed) expires only after its
+// TTL, and until then the node would refuse the job's next reservation,
+// again and again at one instant of a virtual clock.
+func (pl *placer) refusalHolds(node string, holds []events.NodeHold) {
+	graceOver := pl.owed.graceOver(pl.clock.wall)
+	for _, h := range holds {
+		if j, known := pl.jobs[h.JobID]; known && ((j.state == stateRunning && j.node == node) ||
+			(j.negotiating != nil && j.negotiating.place.Node == node)) {
+			continue
 		}
+		if r, journaled := pl.owed.journaled[h.JobID]; journaled && r.Node == node {
+			continue
+		}
+		if _, inherited := pl.owed.inherited[h.JobID]; inherited && !graceOver {
+			continue
+		}
+		pl.log.Warn("node holds CPU and memory for a job that does not run there: freeing them", zap.String("node", node),
+			zap.String("job", h.JobID), zap.Float64("cpu", h.CPU), zap.Int64("memory", h.Memory))
+		pl.stats.nodeStrays++
+		pl.out.freeAtNode(node, h.JobID)
 	}
-}
-
-func sortAllocs(allocs []vram.Alloc) {
-	slices.SortFunc(allocs, func(a, b vram.Alloc) int { return int(a.Offset - b.Offset) })
 }

@@ -10,58 +10,6 @@ import (
 	"github.com/gpusched/gpusched/policy"
 )
 
-// runRound is one round of the Round in force (policy.Round): every
-// running and waiting job in queue order, their service so far counted to
-// now; the running jobs it names are preempted (each keeps its progress up
-// to its last checkpoint and goes back to the queue) and the pass that
-// follows places the queue in order.
-func (s *Core) runRound() {
-	now := s.now
-	type entry struct {
-		j *job
-		q policy.Queued
-	}
-	all := make([]entry, 0, s.running.len()+s.queue.len())
-	for _, j := range s.running.list {
-		all = append(all, entry{j, j.queuedAt(now)})
-	}
-	for _, j := range s.queue.jobs {
-		if j.state == events.JobQueued {
-			all = append(all, entry{j, j.queuedAt(now)})
-		}
-	}
-	slices.SortFunc(all, func(a, b entry) int { return s.plugins.Order(&a.q, &b.q) })
-	c := s.view.sorted()
-	jobs := make([]policy.RoundJob, len(all))
-	for i, e := range all {
-		r := s.view.request(e.j)
-		r.Held = nil // holds are the pass's business
-		jobs[i] = policy.RoundJob{Request: r, Running: e.j.state == stateRunning, Preemptible: e.j.spec.Preemptible, Node: e.j.node}
-		for _, id := range e.j.gpus {
-			if gs, ok := s.view.gpus[id]; ok {
-				jobs[i].GPUs = append(jobs[i].GPUs, gs.g.Index)
-			}
-		}
-	}
-	s.view.refreshWorkload(s.classes)
-	for _, id := range s.plugins.Stop(c, jobs) {
-		v, ok := s.jobs[id]
-		if !ok || v.state != stateRunning || !v.spec.Preemptible || v.stopping != nil {
-			continue // a round names only running, preemptible jobs
-		}
-		s.stops.stop(v, events.OpPreempt, s.now, s.wall, func() {
-			v.preemptions++
-			s.stats.preemptions++
-			s.log.Info("stopped by the round", zap.String("job", v.id), zap.String("name", v.spec.Name),
-				zap.String("round", s.plugins.Round.Name()), zap.Float64("kept_progress_s", v.progress))
-			s.life.transition(v, events.JobPreempted, "round "+s.plugins.Round.Name()+": jobs ahead of it in queue order ("+s.plugins.QueueSort.Name()+") take its GPUs", s.now)
-			s.life.transition(v, events.JobQueued, "", s.now)
-			s.life.enqueue(v)
-		})
-	}
-	s.dirty = true
-}
-
 // queuedAt is the job as a queue order sees it now: for a running job,
 // the stint under way counts in its service and progress.
 func (j *job) queuedAt(now time.Time) policy.Queued {
@@ -87,4 +35,56 @@ func (j *job) demotion(stint float64) time.Time {
 	}
 	left := max(0, policy.LASThreshold/gpus-j.runS)
 	return j.stintAt.Add(time.Duration(left * float64(time.Second)))
+}
+
+// runRound is one round of the Round in force (policy.Round): every
+// running and waiting job in queue order, their service so far counted to
+// now; the running jobs it names are preempted (each keeps its progress up
+// to its last checkpoint and goes back to the queue) and the pass that
+// follows places the queue in order.
+func (pl *placer) runRound() {
+	now := pl.clock.now
+	type entry struct {
+		j *job
+		q policy.Queued
+	}
+	all := make([]entry, 0, pl.running.len()+pl.queue.len())
+	for _, j := range pl.running.list {
+		all = append(all, entry{j, j.queuedAt(now)})
+	}
+	for _, j := range pl.queue.jobs {
+		if j.state == events.JobQueued {
+			all = append(all, entry{j, j.queuedAt(now)})
+		}
+	}
+	slices.SortFunc(all, func(a, b entry) int { return pl.plugins.Order(&a.q, &b.q) })
+	c := pl.view.sorted()
+	jobs := make([]policy.RoundJob, len(all))
+	for i, e := range all {
+		r := pl.view.request(e.j)
+		r.Held = nil // holds are the pass's business
+		jobs[i] = policy.RoundJob{Request: r, Running: e.j.state == stateRunning, Preemptible: e.j.spec.Preemptible, Node: e.j.node}
+		for _, id := range e.j.gpus {
+			if gs, ok := pl.view.gpus[id]; ok {
+				jobs[i].GPUs = append(jobs[i].GPUs, gs.g.Index)
+			}
+		}
+	}
+	pl.view.refreshWorkload(pl.classes)
+	for _, id := range pl.plugins.Stop(c, jobs) {
+		v, ok := pl.jobs[id]
+		if !ok || v.state != stateRunning || !v.spec.Preemptible || v.stopping != nil {
+			continue // a round names only running, preemptible jobs
+		}
+		pl.stops.stop(v, events.OpPreempt, pl.clock.now, pl.clock.wall, func() {
+			v.preemptions++
+			pl.stats.preemptions++
+			pl.log.Info("stopped by the round", zap.String("job", v.id), zap.String("name", v.spec.Name),
+				zap.String("round", pl.plugins.Round.Name()), zap.Float64("kept_progress_s", v.progress))
+			pl.life.transition(v, events.JobPreempted, "round "+pl.plugins.Round.Name()+": jobs ahead of it in queue order ("+pl.plugins.QueueSort.Name()+") take its GPUs", pl.clock.now)
+			pl.life.transition(v, events.JobQueued, "", pl.clock.now)
+			pl.life.enqueue(v)
+		})
+	}
+	*pl.dirty = true
 }
