@@ -315,9 +315,10 @@ type Core struct {
 	// the config fixes none (workload.go).
 	classes *jobClasses
 	// virtual is true on a virtual clock: decisions wait for the instant to
-	// settle. ids is the seeded source of job ids (Config.IDSeed).
+	// settle.
 	virtual bool
-	ids     *rand.ChaCha8
+	// intake takes submissions in (intake.go).
+	intake *intake
 	// killed is set by a kill control: the shell stops the core.
 	killed string
 	// restart is what this scheduler owes its predecessor's work
@@ -345,17 +346,6 @@ type Core struct {
 	place *placer
 	// stops are the stops in flight (stops.go).
 	stops *stops
-	// msgIDs are the Nats-Msg-Ids submissions carried (idempotency).
-	msgIDs *msgIDs
-	// rates are the tenants' submission allowances (tenantrates.go).
-	rates *tenantRates
-	// accepting are the submissions whose first record is being stored,
-	// in the order they came: each goes on (accepted) once it and every
-	// one before it has an answer from the store.
-	accepting []*job
-	// toQueue counts the jobs not placed at once that go to the queue once
-	// stored: a submission behind them is not tried at once either.
-	toQueue int
 }
 
 // New applies the config's defaults and makes the core; what it asks
@@ -449,8 +439,6 @@ func New(cfg Config) (*Core, error) {
 		virtual:  virtual,
 		nodes:    newNodeRegistry(cfg.NodeGPUs, cfg.NodeMaxGPUs),
 		calls:    newCallTracker(cfg.Inbox, cfg.CallTimeout),
-		msgIDs:   &msgIDs{byID: map[string]msgIDJob{}},
-		rates:    newTenantRates(cfg.TenantRate, cfg.TenantBurst),
 		queue:    newWaitQueue(),
 		writes:   &journalWrites{journaled: cfg.Journaled},
 	}
@@ -466,7 +454,7 @@ func New(cfg Config) (*Core, error) {
 	s.place = &placer{cfg: &s.cfg, virtual: virtual, clock: &s.instant, dirty: &s.dirty, jobs: s.jobs, view: s.view, nodes: s.nodes,
 		queue: s.queue, running: s.running, plugins: s.plugins, calls: s.calls, stops: s.stops, life: s.life, stats: s.stats,
 		training: s.training, classes: s.classes, recovery: s.recovery, owed: s.restart, out: s.out, log: s.log,
-		notPlacedAtOnce: s.notPlacedAtOnce, refusalStatus: s.refusalStatus}
+		refusalStatus: s.refusalStatus}
 	if g := s.replay; g != nil {
 		g.clock, g.view, g.stops, g.life, g.stats, g.out, g.log = &s.instant, s.view, s.stops, s.life, s.stats, s.out, s.log
 		g.negotiate, g.complete = s.place.negotiate, s.complete
@@ -496,7 +484,12 @@ func New(cfg Config) (*Core, error) {
 		binary.LittleEndian.PutUint64(seed[:], uint64(cfg.Seed))
 		binary.LittleEndian.PutUint64(seed[8:], uint64(cfg.Incarnation-1))
 	}
-	s.ids = rand.NewChaCha8(seed)
+	s.intake = &intake{msgIDs: &msgIDs{byID: map[string]msgIDJob{}}, rates: newTenantRates(cfg.TenantRate, cfg.TenantBurst),
+		ids: rand.NewChaCha8(seed), cfg: &s.cfg, virtual: virtual, clock: &s.instant, dirty: &s.dirty, jobs: s.jobs, order: s.order,
+		classes: s.classes, queue: s.queue, view: s.view, plugins: s.plugins, running: s.running, training: s.training,
+		replay: s.replay, owed: s.restart, life: s.life, stats: s.stats, writes: s.writes, stops: s.stops, place: s.place,
+		recovery: s.recovery, out: s.out, log: s.log}
+	s.place.notPlacedAtOnce = s.intake.notPlacedAtOnce
 	s.view.cluster.Workload = cfg.Workload
 	s.view.cluster.Throughputs = cfg.Throughputs
 	s.view.cluster.Oversubscribe = cmp.Or(cfg.Oversubscribe, 1)
@@ -537,11 +530,11 @@ func (s *Core) Step(in Input) Ready {
 		}
 	case in.Stored != "":
 		if j, ok := s.jobs[in.Stored]; ok {
-			s.stored(j)
+			s.intake.stored(j)
 		}
 	case in.Unstored != nil:
 		if j, ok := s.jobs[in.Unstored.JobID]; ok {
-			s.unstored(j, in.Unstored.Why)
+			s.intake.unstored(j, in.Unstored.Why)
 		}
 	}
 	switch in.Timer {
@@ -658,7 +651,7 @@ func (s *Core) dispatch(m *Msg) {
 	}
 	switch svc {
 	case events.ServiceJobSubmit:
-		s.onSubmit(m, tenant)
+		s.intake.submit(m, tenant)
 	case events.ServiceJobGet:
 		s.onGet(m, tenant)
 	case events.ServiceJobList:

@@ -8,7 +8,6 @@ import (
 
 	"github.com/gpusched/gpusched/durable"
 	"github.com/gpusched/gpusched/events"
-	"github.com/gpusched/gpusched/model"
 )
 
 // The job journal (Config.Journal): every job whose record changed while
@@ -39,30 +38,6 @@ func checkpointsReached(running *runningJobs, writes *journalWrites, journaled b
 			writes.touch(j)
 		}
 	}
-}
-
-// unstored handles a store's refusal of a job's record. A job still
-// being accepted is cancelled — it never ran — and its submission is
-// answered with an error naming "store"; a later write that failed is
-// written again (the shell's Rewrite).
-func (s *Core) unstored(j *job, why string) {
-	m := j.accepting
-	if m == nil {
-		// Per job and per retry: the shell says once that writes fail.
-		s.log.Debug("job journal write refused; writing it again", zap.String("job", j.id), zap.String("reason", why))
-		return
-	}
-	s.log.Error("job not stored: cancelled", zap.String("job", j.id), zap.String("reason", why))
-	if j.queueWhenStored {
-		j.queueWhenStored = false
-		s.toQueue--
-	}
-	j.accepting, j.answerWhenStored = nil, nil
-	j.refusedByStore, j.heldEvents = true, nil // never announced
-	s.cancel(j, "not stored in the job journal: "+why, func() {})
-	s.out.answer(m.Reply, j, events.SubmitAnswer{ErrorReply: events.ErrorReply{Error: &model.FieldError{Field: "store", Message: "not stored, so not accepted: " + why}},
-		SubmitReply: events.SubmitReply{JobID: j.id, State: j.state}})
-	s.stored(j) // the submissions after it go on
 }
 
 // announceRestored publishes the job.restored events restore left.

@@ -115,39 +115,35 @@ func (g *replayRounds) nextArrival() float64 {
 	return math.Inf(1)
 }
 
-// submitReplayed takes a typed job on as an arrival of the replayed
-// rounds: arrivalS, when the submission gives it, is its arrival to more
-// precision than the clock (it must be the clock's now to the
-// nanosecond); it waits for the next round.
-func (s *Core) submitReplayed(j *job, m *Msg, arrivalS *float64) {
-	g := s.replay
-	now := s.now.Sub(g.cfg.Origin)
+// arrive takes a typed job on as an arrival of the replayed rounds, at
+// arrivalS when the submission gives it (to more precision than the
+// clock: it must be the clock's now to the nanosecond), else now; it
+// waits for the next round. A job the driver refuses, or an arrival that
+// is not now, is refused with the field that says why.
+func (g *replayRounds) arrive(j *job, arrivalS *float64) (float64, *model.FieldError) {
+	now := g.clock.now.Sub(g.cfg.Origin)
 	arrival := now.Seconds()
 	if arrivalS != nil {
 		if d := time.Duration(*arrivalS*float64(time.Second)) - now; d < -time.Nanosecond || d > time.Nanosecond {
-			s.out.reply(m, events.ErrorReply{Error: model.Errorf("arrival_s", "%v s is not now (%v s into the run): a replayed arrival is the submission's own time, given to more precision than the clock's", *arrivalS, now.Seconds())})
-			return
+			return 0, model.Errorf("arrival_s", "%v s is not now (%v s into the run): a replayed arrival is the submission's own time, given to more precision than the clock's", *arrivalS, now.Seconds())
 		}
 		arrival = *arrivalS
 	}
 	if fe := g.cfg.Driver.Accept(&j.spec); fe != nil {
-		s.out.reply(m, events.ErrorReply{Error: fe})
-		return
+		return 0, fe
 	}
 	id := len(g.jobs)
 	g.ids[j.id] = id
 	g.jobs = append(g.jobs, j)
 	g.arrivals = append(g.arrivals, pendingArrival{id: id, arrivalS: arrival, spec: &j.spec})
-	s.jobs[j.id] = j
-	s.order.add(j)
-	j.unannounced = s.cfg.Journaled
-	s.life.transition(j, events.JobSubmitted, "", s.now)
-	s.life.transition(j, events.JobQueued, "", s.now)
-	s.life.pending(j, "waits for a replayed round", s.now)
-	s.acceptForRounds(j, m)
+	return arrival, nil
+}
+
+// arrived makes a round due for an arrival at second arrival, if none is:
+// when the driver says, at the earliest this instant, once its arrivals
+// are in.
+func (g *replayRounds) arrived(arrival float64) {
 	if g.due.IsZero() {
-		// Idle: a round when the driver says, at the earliest this
-		// instant, once its arrivals are in.
 		if t := g.cfg.Driver.NextRoundS(arrival); !math.IsInf(t, 0) && !math.IsNaN(t) {
 			g.due = g.at(t)
 		}

@@ -170,21 +170,16 @@ func (t *training) requeued(j *job) {
 	}
 }
 
-// submitTraining takes a training job on: it waits for the next round.
-func (s *Core) submitTraining(j *job, m *Msg) {
-	tr := s.training
-	mj, err := tr.rounds.Add(pollux.SpecOf(j.id, s.training.submitSecond(s.now), *j.spec.Training))
-	if err != nil { // checked by checkTraining
-		s.log.Error("training job not added", zap.String("job", j.id), zap.Error(err))
-		return
+// add takes a training job into the rounds (false: the model refused it,
+// which its checks make unlikely: said in the log).
+func (tr *training) add(j *job, now time.Time) bool {
+	mj, err := tr.rounds.Add(pollux.SpecOf(j.id, tr.submitSecond(now), *j.spec.Training))
+	if err != nil { // checked by check
+		tr.log.Error("training job not added", zap.String("job", j.id), zap.Error(err))
+		return false
 	}
 	tr.mirror[j.id] = mj
-	s.jobs[j.id] = j
-	s.order.add(j)
-	j.unannounced = s.cfg.Journaled
-	s.life.transition(j, events.JobSubmitted, "", s.now)
-	s.life.transition(j, events.JobQueued, "", s.now)
-	s.acceptForRounds(j, m)
+	return true
 }
 
 // runRound starts the round at the interval now falls on: each
