@@ -10,8 +10,13 @@
 // controls, events, answers and journal records, in order); it imports no NATS
 // package, starts no goroutine and reads no clock. The decisions themselves
 // (ranking, queue order, victims, holds, pending reasons) are the pure
-// functions of package policy. Core composes small parts that each keep
-// a piece of its state and decide nothing: the calls in flight
+// functions of package policy. Core routes each input to parts that
+// each decide one concern, made and connected by connect (parts.go):
+// submissions (intake), placing jobs (placer), stops in flight (stops),
+// state changes and their events (lifecycle), heartbeats and leases
+// (liveness), a predecessor's work taken back (recovery), and the
+// training and replayed rounds. Those work over small parts that each
+// keep a piece of state and decide nothing: the calls in flight
 // (callTracker), the step's effects (outbox), the waiting queue
 // (waitQueue), the running jobs (runningJobs), the journal's owed writes
 // (journalWrites), the totals, the tenants' allowances (tenantRates), the
