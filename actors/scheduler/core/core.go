@@ -332,8 +332,8 @@ type Core struct {
 	// writes are the journal records the step changed, and whether the
 	// store takes writes (journalwrites.go).
 	writes *journalWrites
-	// layout is the last walk of the cluster a snapshot took (snapshot.go).
-	layout snapshotLayout
+	// answer answers the requests that read (answers.go).
+	answer *answers
 	// nodes are what the nodes' heartbeats said (nodes.go).
 	nodes *nodeRegistry
 	// live says which GPUs and nodes are alive: their leases, and the
@@ -536,7 +536,7 @@ func (s *Core) Step(in Input) Ready {
 	case TimerReplay:
 		s.replay.runRound()
 	case TimerMetrics:
-		s.publishMetrics()
+		s.answer.publishMetrics()
 	case TimerLease:
 		s.expireCalls(s.wall)
 		s.checkLeases()
@@ -624,19 +624,19 @@ func (s *Core) dispatch(m *Msg) {
 	case events.ServiceJobSubmit:
 		s.intake.submit(m, tenant)
 	case events.ServiceJobGet:
-		s.onGet(m, tenant)
+		s.answer.get(m, tenant)
 	case events.ServiceJobList:
-		s.onList(m, tenant)
+		s.answer.list(m, tenant)
 	case events.ServiceJobCancel:
 		s.onCancel(m, tenant)
 	case events.ServiceSchedStrategy:
 		s.onStrategy(m)
 	case events.ServiceSchedExplain:
-		s.onExplain(m, tenant)
+		s.answer.explain(m, tenant)
 	case events.ServiceSchedCtl:
 		s.onCtl(m)
 	case events.ServiceClusterSnapshot:
-		s.onSnapshot(m, tenant)
+		s.answer.snapshot(m, tenant)
 	}
 }
 
@@ -887,7 +887,7 @@ func (s *Core) onCtl(m *Msg) bool {
 // Remains says what a dead scheduler held: its supervisor reports it in
 // the down event (the queue is lost unless the journal keeps it).
 func (s *Core) Remains() events.SchedLifecycle {
-	s.metrics() // brings the energy up to now
+	s.answer.metrics() // brings the energy up to now
 	t := s.Totals()
 	r := events.SchedLifecycle{Incarnation: s.cfg.Incarnation, Reason: s.killed, Queued: queued(s.queue, s.training, s.jobs),
 		Running: s.running.len(), Policy: s.plugins.Placement.Name(), Queue: s.plugins.QueueSort.Name(), Durable: s.cfg.Journaled, Totals: &t}

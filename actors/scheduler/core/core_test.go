@@ -2241,7 +2241,7 @@ func TestAMetricsSampleIsTheSameWhicheverOrderTheGPUsJoinedIn(t *testing.T) {
 			g.Status.Version++
 			h.GPUEvent(g.Status, events.GPUStatusType)
 		}
-		samples = append(samples, h.Core.metrics().EnergyKWh)
+		samples = append(samples, h.Core.answer.metrics().EnergyKWh)
 	}
 	if samples[0] != samples[1] {
 		t.Fatalf("energy %v kWh with the GPUs joining in id order, %v in reverse: want the same", samples[0], samples[1])

@@ -404,59 +404,6 @@ func lookup(m *Msg, tenant string, jobs map[string]*job, journaled map[string]*d
 	return j
 }
 
-func (s *Core) onGet(m *Msg, tenant string) {
-	if j := lookup(m, tenant, s.jobs, s.restart.journaled, s.out); j != nil {
-		s.out.reply(m, j.info(s.now, s.training, true))
-	}
-}
-
-// jobListPage is the number of jobs in one page of job.list.
-const jobListPage = 100
-
-func (s *Core) onList(m *Msg, tenant string) {
-	var req events.JobListRequest
-	if !s.out.decodeRequest(m, &req) {
-		return
-	}
-	if tenant != "" {
-		if req.Tenant != "" && req.Tenant != tenant {
-			s.out.replyError(m, "tenant", fmt.Sprintf("%q is not yours: these credentials list tenant %q's jobs only", req.Tenant, tenant))
-			return
-		}
-		req.Tenant = tenant
-	}
-	if !s.out.validPage(m, req.Page) {
-		return
-	}
-	if req.State != "" && !slices.Contains(events.JobStates, req.State) {
-		s.out.replyError(m, "state", fmt.Sprintf("unknown state %q: one of %s", req.State, strings.Join(events.JobStates, ", ")))
-		return
-	}
-	var match []*job
-	for _, j := range s.order.list {
-		if (req.State == "" || j.state == req.State) && (req.Tenant == "" || j.spec.Tenant == req.Tenant) {
-			match = append(match, j)
-		}
-	}
-	if len(s.restart.journaled) > 0 {
-		for _, r := range s.restart.journaled {
-			if j := jobOfRecord(r); (req.State == "" || j.state == req.State) && (req.Tenant == "" || j.spec.Tenant == req.Tenant) {
-				match = append(match, j)
-			}
-		}
-		slices.SortFunc(match, func(a, b *job) int { return cmp.Compare(a.seq, b.seq) })
-	}
-	pages := max(1, (len(match)+jobListPage-1)/jobListPage)
-	if !s.out.pageExists(m, req.Page, pages) {
-		return
-	}
-	rep := events.JobListReply{Page: req.Page, Pages: pages, Total: len(match), Jobs: []events.JobInfo{}}
-	for i := req.Page * jobListPage; i < min(len(match), (req.Page+1)*jobListPage); i++ {
-		rep.Jobs = append(rep.Jobs, match[i].info(s.now, s.training, false))
-	}
-	s.out.reply(m, rep)
-}
-
 func (s *Core) onCancel(m *Msg, tenant string) {
 	j := lookup(m, tenant, s.jobs, s.restart.journaled, s.out)
 	if j == nil {
@@ -560,22 +507,6 @@ func (s *Core) onStrategy(m *Msg) {
 		s.now, changed)
 	s.dirty = true
 	s.out.reply(m, rep)
-}
-
-func (s *Core) onExplain(m *Msg, tenant string) {
-	j := lookup(m, tenant, s.jobs, s.restart.journaled, s.out)
-	if j == nil {
-		return
-	}
-	d := events.Decision{JobID: j.id, Policy: s.plugins.Placement.Name(), State: j.state, Reason: j.reason}
-	if j.decision != nil {
-		d = *j.decision
-		d.State = j.state
-		if j.state == events.JobQueued {
-			d.Reason = j.reason
-		}
-	}
-	s.out.reply(m, d)
 }
 
 // DedupeWindow is how long a submission's Nats-Msg-Id is remembered (wall

@@ -41,4 +41,7 @@ func connect(s *Core, cfg Config, ids *rand.ChaCha8) {
 		replay: s.replay, owed: s.restart, life: s.life, stats: s.stats, writes: s.writes, stops: s.stops, place: s.place,
 		recovery: s.recovery, out: s.out, log: s.log}
 	s.place.notPlacedAtOnce = s.intake.notPlacedAtOnce
+	s.answer = &answers{cfg: &s.cfg, virtual: cfg.Virtual, clock: &s.instant, jobs: s.jobs, order: s.order, queue: s.queue,
+		running: s.running, training: s.training, view: s.view, nodes: s.nodes, owed: s.restart, classes: s.classes,
+		plugins: s.plugins, stats: s.stats, recovery: s.recovery, out: s.out}
 }

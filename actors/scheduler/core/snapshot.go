@@ -10,64 +10,6 @@ import (
 	"github.com/gpusched/gpusched/vram"
 )
 
-// metrics summarises the view now. Energy is each GPU's last reported
-// energy plus its last reported power for the simulated time since.
-func (s *Core) metrics() events.Metrics {
-	now := s.now
-	// The sums below are of floats, whose last digit depends on their
-	// order: the GPUs' id order, not the order they joined in (after a
-	// restart, the order they answered in: two runs of one seed differed
-	// in a sample's energy_kwh).
-	s.view.sorted()
-	m := events.Metrics{Policy: s.plugins.Placement.Name(), Queue: s.plugins.QueueSort.Name(), JobsQueued: queued(s.queue, s.training, s.jobs),
-		Incarnation: s.cfg.Incarnation}
-	s.view.countLiveness(&m)
-	var utilSum, energyJ float64
-	for _, g := range s.view.cluster.GPUs {
-		gs := s.view.gpus[g.ID]
-		used := g.VRAMUsed()
-		m.VRAMUsed += used
-		m.VRAMTotal += g.VRAMTotal
-		if len(g.Allocs) > 0 {
-			m.GPUsBusy++
-		}
-		utilSum += min(g.Util, 100)
-		m.FragmentedVRAM += g.VRAMTotal - used - s.view.cluster.LargestFree(g)
-		m.PowerW += gs.status.PowerW
-		energyJ += gs.status.EnergyJ + gs.status.PowerW*max(0, now.Sub(gs.statusAt).Seconds())
-	}
-	if m.GPUs > 0 {
-		m.UtilMean = utilSum / float64(m.GPUs)
-	}
-	if free := m.VRAMTotal - m.VRAMUsed; free > 0 {
-		m.VRAMFragmentation = float64(m.FragmentedVRAM) / float64(free)
-	}
-	s.view.refreshWorkload(s.classes)
-	f := s.view.cluster.Fragmentation()
-	m.MilliUsed, m.MilliTotal = f.Used, f.Used+f.Free
-	if m.MilliTotal > 0 {
-		m.Allocation = float64(f.Used) / float64(m.MilliTotal)
-	}
-	m.FragAmount = f.Amount / policy.MilliPerGPU
-	m.FragRatio = f.Ratio()
-	if w := s.view.cluster.Workload; w != nil {
-		m.WorkloadClasses = len(w.Classes)
-	}
-	// The totals never decrease: energy is the most reported so far (the
-	// view's sum dips while a restarted scheduler re-learns its GPUs), on
-	// top of a previous process's.
-	s.stats.energy(energyJ)
-	t := s.Totals()
-	m.JobsCompleted, m.JobsRejected, m.JobsCancelled, m.Preemptions = t.Completed, t.Rejected, t.Cancelled, t.Preemptions
-	m.GPUDeaths, m.JobsLost, m.JobsAdopted, m.StaleIgnored = t.GPUDeaths, t.JobsLost, t.JobsAdopted, t.StaleIgnored
-	// 3.6e6 joules make one kilowatt-hour.
-	m.EnergyKWh = t.EnergyJ / 3.6e6
-	m.JobsRunning = s.running.len()
-	m.GPUsUnknown = len(unknownNodes(s.nodes, s.view, s.restart.journaled))
-	m.Settling = m.GPUsUnknown > 0 || s.recovery.resumingJobs() > 0
-	return m
-}
-
 // countLiveness sets m's counts of GPUs and nodes, and of those alive.
 func (v *view) countLiveness(m *events.Metrics) {
 	m.GPUs, m.GPUsAlive, m.Nodes, m.NodesAlive = len(v.cluster.GPUs), 0, len(v.cluster.Nodes), 0
@@ -81,10 +23,6 @@ func (v *view) countLiveness(m *events.Metrics) {
 			m.GPUsAlive++
 		}
 	}
-}
-
-func (s *Core) publishMetrics() {
-	s.out.emit(s.cfg.Subjects.Metrics(), events.Type("metrics", "cluster"), "", s.now, s.metrics())
 }
 
 // Snapshot pages hold at most this many GPUs, running and queued jobs
@@ -198,98 +136,6 @@ type snapshotLayout struct {
 	walks       int // how many walks made a layout so far (for tests)
 }
 
-// snapshotLayout is the layout of a snapshot now: the last one while it
-// may be reused, else a new walk.
-func (s *Core) snapshotLayout() *snapshotLayout {
-	l := &s.layout
-	n := len(s.view.cluster.GPUs) + len(l.unknownNode)
-	// Not on a virtual clock: its wall time is simulated time, which
-	// stands still while a run is held (a cluster joining waits for its
-	// snapshots' counts to move), and nothing outside a run floods it.
-	if l.gpus != nil && !s.virtual && n > snapshotExactGPUs && s.wall.Sub(l.wall) < time.Duration(n)*snapshotReusePerGPU && !s.wall.Before(l.wall) {
-		if s.wall.Sub(l.counted) >= time.Duration(n)*snapshotCountReusePerGPU {
-			l.counted = s.wall
-			s.view.countLiveness(&l.summary)
-		}
-		return l
-	}
-	l.wall, l.counted, l.walks = s.wall, s.wall, l.walks+1
-	l.summary = s.metrics()
-	known := s.view.sorted().GPUs
-	l.unknownNode = unknownNodes(s.nodes, s.view, s.restart.journaled)
-	unknown := sortedIDs(l.unknownNode)
-	l.gpus = make([]string, 0, len(known)+len(unknown))
-	for _, g := range known {
-		l.gpus = append(l.gpus, g.ID)
-	}
-	l.gpus = append(l.gpus, unknown...)
-	l.gpuStarts = pageStarts(len(l.gpus), snapshotGPUsPerPage, snapshotListBytes, func(i int) int {
-		if i >= len(known) {
-			return unknownEntryBytes
-		}
-		return gpuCost(s.view.gpus[known[i].ID].status, len(known[i].Allocs))
-	})
-	return l
-}
-
-func (s *Core) onSnapshot(m *Msg, tenant string) {
-	var req events.SnapshotRequest
-	if !s.out.decodeRequest(m, &req) {
-		return
-	}
-	if !s.out.validPage(m, req.Page) {
-		return
-	}
-	running, queue := s.running.list, queueShown(s.queue, s.training, s.jobs)
-	if tenant != "" {
-		// A tenant sees the cluster (GPUs, summary) but only its own jobs.
-		running, queue = ofTenant(running, tenant), ofTenant(queue, tenant)
-	}
-	layout := s.snapshotLayout()
-	if req.SummaryOnly {
-		s.out.reply(m, events.Snapshot{SimTime: s.now, Speed: s.cfg.Speed, Policy: s.plugins.Placement.Name(),
-			VRAMModel: string(s.view.cluster.VRAMModel), Summary: layout.summary, Pages: 1,
-			GPUs: []events.SnapshotGPU{}, Running: []events.JobInfo{}, Queue: []events.JobInfo{}})
-		return
-	}
-	// The job lists are cut afresh: O(jobs) arithmetic, no encoding.
-	jobCosts := func(jobs []*job) func(int) int { return func(i int) int { return jobCost(jobs[i]) } }
-	runningStarts := pageStarts(len(running), snapshotJobsPerPage, snapshotListBytes, jobCosts(running))
-	queueStarts := pageStarts(len(queue), snapshotJobsPerPage, snapshotListBytes, jobCosts(queue))
-	pages := max(len(layout.gpuStarts), len(runningStarts), len(queueStarts))
-	if !s.out.pageExists(m, req.Page, pages) {
-		return
-	}
-	snap := events.Snapshot{SimTime: s.now, Speed: s.cfg.Speed, Policy: s.plugins.Placement.Name(), VRAMModel: string(s.view.cluster.VRAMModel),
-		Summary: layout.summary, Page: req.Page, Pages: pages,
-		GPUs: []events.SnapshotGPU{}, Running: []events.JobInfo{}, Queue: []events.JobInfo{}}
-	levels := s.view.perfLevels()
-	if len(levels.count) > 0 {
-		snap.PerfLevelCounts = levels.count
-	}
-	frags := map[int][]float64{} // node index → its GPUs' parts of F_n(M)
-	for _, id := range pageSlice(layout.gpus, layout.gpuStarts, req.Page) {
-		gs, known := s.view.gpus[id]
-		if !known {
-			// Known to exist but not read yet (a heartbeat named it, or the
-			// journal has a job on it, and no status has come: a restarted
-			// scheduler re-learning its cluster, a GPU that does not
-			// answer): shown as unknown rather than left out as if gone.
-			snap.GPUs = append(snap.GPUs, events.SnapshotGPU{GPUStatus: events.GPUStatus{GPU: id, Node: layout.unknownNode[id], Jobs: []events.GPUJob{}},
-				Allocs: []vram.Alloc{}, Unknown: true})
-			continue
-		}
-		snap.GPUs = append(snap.GPUs, s.view.snapshotGPU(gs, tenant, levels, frags, s.jobs, s.now))
-	}
-	for _, j := range pageSlice(running, runningStarts, req.Page) {
-		snap.Running = append(snap.Running, j.info(s.now, s.training, false))
-	}
-	for _, j := range pageSlice(queue, queueStarts, req.Page) {
-		snap.Queue = append(snap.Queue, j.info(s.now, s.training, false))
-	}
-	s.out.reply(m, snap)
-}
-
 // snapshotGPU is a known GPU's snapshot entry now, as tenant sees it
 // ("" sees everything); frags keeps the fragmentation of each node worked
 // out so far for this page.
@@ -370,4 +216,158 @@ func ofTenant(jobs []*job, tenant string) []*job {
 func owns(jobs map[string]*job, id, tenant string) bool {
 	j, ok := jobs[id]
 	return ok && j.spec.Tenant == tenant
+}
+
+// metrics summarises the view now. Energy is each GPU's last reported
+// energy plus its last reported power for the simulated time since.
+func (an *answers) metrics() events.Metrics {
+	now := an.clock.now
+	// The sums below are of floats, whose last digit depends on their
+	// order: the GPUs' id order, not the order they joined in (after a
+	// restart, the order they answered in: two runs of one seed differed
+	// in a sample's energy_kwh).
+	an.view.sorted()
+	m := events.Metrics{Policy: an.plugins.Placement.Name(), Queue: an.plugins.QueueSort.Name(), JobsQueued: queued(an.queue, an.training, an.jobs),
+		Incarnation: an.cfg.Incarnation}
+	an.view.countLiveness(&m)
+	var utilSum, energyJ float64
+	for _, g := range an.view.cluster.GPUs {
+		gs := an.view.gpus[g.ID]
+		used := g.VRAMUsed()
+		m.VRAMUsed += used
+		m.VRAMTotal += g.VRAMTotal
+		if len(g.Allocs) > 0 {
+			m.GPUsBusy++
+		}
+		utilSum += min(g.Util, 100)
+		m.FragmentedVRAM += g.VRAMTotal - used - an.view.cluster.LargestFree(g)
+		m.PowerW += gs.status.PowerW
+		energyJ += gs.status.EnergyJ + gs.status.PowerW*max(0, now.Sub(gs.statusAt).Seconds())
+	}
+	if m.GPUs > 0 {
+		m.UtilMean = utilSum / float64(m.GPUs)
+	}
+	if free := m.VRAMTotal - m.VRAMUsed; free > 0 {
+		m.VRAMFragmentation = float64(m.FragmentedVRAM) / float64(free)
+	}
+	an.view.refreshWorkload(an.classes)
+	f := an.view.cluster.Fragmentation()
+	m.MilliUsed, m.MilliTotal = f.Used, f.Used+f.Free
+	if m.MilliTotal > 0 {
+		m.Allocation = float64(f.Used) / float64(m.MilliTotal)
+	}
+	m.FragAmount = f.Amount / policy.MilliPerGPU
+	m.FragRatio = f.Ratio()
+	if w := an.view.cluster.Workload; w != nil {
+		m.WorkloadClasses = len(w.Classes)
+	}
+	// The totals never decrease: energy is the most reported so far (the
+	// view's sum dips while a restarted scheduler re-learns its GPUs), on
+	// top of a previous process's.
+	an.stats.energy(energyJ)
+	t := an.stats.totals()
+	m.JobsCompleted, m.JobsRejected, m.JobsCancelled, m.Preemptions = t.Completed, t.Rejected, t.Cancelled, t.Preemptions
+	m.GPUDeaths, m.JobsLost, m.JobsAdopted, m.StaleIgnored = t.GPUDeaths, t.JobsLost, t.JobsAdopted, t.StaleIgnored
+	// 3.6e6 joules make one kilowatt-hour.
+	m.EnergyKWh = t.EnergyJ / 3.6e6
+	m.JobsRunning = an.running.len()
+	m.GPUsUnknown = len(unknownNodes(an.nodes, an.view, an.owed.journaled))
+	m.Settling = m.GPUsUnknown > 0 || an.recovery.resumingJobs() > 0
+	return m
+}
+
+func (an *answers) publishMetrics() {
+	an.out.emit(an.cfg.Subjects.Metrics(), events.Type("metrics", "cluster"), "", an.clock.now, an.metrics())
+}
+
+// snapshotLayout is the layout of a snapshot now: the last one while it
+// may be reused, else a new walk.
+func (an *answers) snapshotLayout() *snapshotLayout {
+	l := &an.layout
+	n := len(an.view.cluster.GPUs) + len(l.unknownNode)
+	// Not on a virtual clock: its wall time is simulated time, which
+	// stands still while a run is held (a cluster joining waits for its
+	// snapshots' counts to move), and nothing outside a run floods it.
+	if l.gpus != nil && !an.virtual && n > snapshotExactGPUs && an.clock.wall.Sub(l.wall) < time.Duration(n)*snapshotReusePerGPU && !an.clock.wall.Before(l.wall) {
+		if an.clock.wall.Sub(l.counted) >= time.Duration(n)*snapshotCountReusePerGPU {
+			l.counted = an.clock.wall
+			an.view.countLiveness(&l.summary)
+		}
+		return l
+	}
+	l.wall, l.counted, l.walks = an.clock.wall, an.clock.wall, l.walks+1
+	l.summary = an.metrics()
+	known := an.view.sorted().GPUs
+	l.unknownNode = unknownNodes(an.nodes, an.view, an.owed.journaled)
+	unknown := sortedIDs(l.unknownNode)
+	l.gpus = make([]string, 0, len(known)+len(unknown))
+	for _, g := range known {
+		l.gpus = append(l.gpus, g.ID)
+	}
+	l.gpus = append(l.gpus, unknown...)
+	l.gpuStarts = pageStarts(len(l.gpus), snapshotGPUsPerPage, snapshotListBytes, func(i int) int {
+		if i >= len(known) {
+			return unknownEntryBytes
+		}
+		return gpuCost(an.view.gpus[known[i].ID].status, len(known[i].Allocs))
+	})
+	return l
+}
+
+func (an *answers) snapshot(m *Msg, tenant string) {
+	var req events.SnapshotRequest
+	if !an.out.decodeRequest(m, &req) {
+		return
+	}
+	if !an.out.validPage(m, req.Page) {
+		return
+	}
+	running, queue := an.running.list, queueShown(an.queue, an.training, an.jobs)
+	if tenant != "" {
+		// A tenant sees the cluster (GPUs, summary) but only its own jobs.
+		running, queue = ofTenant(running, tenant), ofTenant(queue, tenant)
+	}
+	layout := an.snapshotLayout()
+	if req.SummaryOnly {
+		an.out.reply(m, events.Snapshot{SimTime: an.clock.now, Speed: an.cfg.Speed, Policy: an.plugins.Placement.Name(),
+			VRAMModel: string(an.view.cluster.VRAMModel), Summary: layout.summary, Pages: 1,
+			GPUs: []events.SnapshotGPU{}, Running: []events.JobInfo{}, Queue: []events.JobInfo{}})
+		return
+	}
+	// The job lists are cut afresh: O(jobs) arithmetic, no encoding.
+	jobCosts := func(jobs []*job) func(int) int { return func(i int) int { return jobCost(jobs[i]) } }
+	runningStarts := pageStarts(len(running), snapshotJobsPerPage, snapshotListBytes, jobCosts(running))
+	queueStarts := pageStarts(len(queue), snapshotJobsPerPage, snapshotListBytes, jobCosts(queue))
+	pages := max(len(layout.gpuStarts), len(runningStarts), len(queueStarts))
+	if !an.out.pageExists(m, req.Page, pages) {
+		return
+	}
+	snap := events.Snapshot{SimTime: an.clock.now, Speed: an.cfg.Speed, Policy: an.plugins.Placement.Name(), VRAMModel: string(an.view.cluster.VRAMModel),
+		Summary: layout.summary, Page: req.Page, Pages: pages,
+		GPUs: []events.SnapshotGPU{}, Running: []events.JobInfo{}, Queue: []events.JobInfo{}}
+	levels := an.view.perfLevels()
+	if len(levels.count) > 0 {
+		snap.PerfLevelCounts = levels.count
+	}
+	frags := map[int][]float64{} // node index → its GPUs' parts of F_n(M)
+	for _, id := range pageSlice(layout.gpus, layout.gpuStarts, req.Page) {
+		gs, known := an.view.gpus[id]
+		if !known {
+			// Known to exist but not read yet (a heartbeat named it, or the
+			// journal has a job on it, and no status has come: a restarted
+			// scheduler re-learning its cluster, a GPU that does not
+			// answer): shown as unknown rather than left out as if gone.
+			snap.GPUs = append(snap.GPUs, events.SnapshotGPU{GPUStatus: events.GPUStatus{GPU: id, Node: layout.unknownNode[id], Jobs: []events.GPUJob{}},
+				Allocs: []vram.Alloc{}, Unknown: true})
+			continue
+		}
+		snap.GPUs = append(snap.GPUs, an.view.snapshotGPU(gs, tenant, levels, frags, an.jobs, an.clock.now))
+	}
+	for _, j := range pageSlice(running, runningStarts, req.Page) {
+		snap.Running = append(snap.Running, j.info(an.clock.now, an.training, false))
+	}
+	for _, j := range pageSlice(queue, queueStarts, req.Page) {
+		snap.Queue = append(snap.Queue, j.info(an.clock.now, an.training, false))
+	}
+	an.out.reply(m, snap)
 }

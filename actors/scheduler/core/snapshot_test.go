@@ -47,7 +47,7 @@ func wideHarness(tb testing.TB, gpus int) *Harness {
 func TestAFloodOfSnapshotsWalksABigClusterOncePerWindow(t *testing.T) {
 	const gpus = 4096
 	h := wideHarness(t, gpus)
-	before := h.Core.layout.walks
+	before := h.Core.answer.layout.walks
 	var snap events.Snapshot
 	for i := range 100 {
 		snap = events.Snapshot{}
@@ -55,7 +55,7 @@ func TestAFloodOfSnapshotsWalksABigClusterOncePerWindow(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if walks := h.Core.layout.walks - before; walks != 1 {
+	if walks := h.Core.answer.layout.walks - before; walks != 1 {
 		t.Fatalf("100 snapshot requests walked the cluster %d times, want 1", walks)
 	}
 	if snap.Summary.GPUs != gpus || snap.Pages != gpus/snapshotGPUsPerPage || len(snap.GPUs) != snapshotGPUsPerPage {
@@ -74,7 +74,7 @@ func TestAFloodOfSnapshotsWalksABigClusterOncePerWindow(t *testing.T) {
 	if g := snap.GPUs[0]; g.GPU != "node-0-gpu-0" || g.VRAMUsed == 0 {
 		t.Fatalf("page 0 starts with %s using %d bytes of VRAM, want node-0-gpu-0 holding the new job", g.GPU, g.VRAMUsed)
 	}
-	if walks := h.Core.layout.walks - before; walks != 1 {
+	if walks := h.Core.answer.layout.walks - before; walks != 1 {
 		t.Fatalf("walked %d times within the window, want 1", walks)
 	}
 
@@ -96,23 +96,23 @@ func TestAFloodOfSnapshotsWalksABigClusterOncePerWindow(t *testing.T) {
 	if snap.Summary.GPUs != gpus+8 || snap.Summary.GPUsAlive != gpus+8 {
 		t.Fatalf("8 GPUs joined within the window: the summary counts %d GPUs, %d alive; want %d", snap.Summary.GPUs, snap.Summary.GPUsAlive, gpus+8)
 	}
-	if walks := h.Core.layout.walks - before; walks != 1 {
+	if walks := h.Core.answer.layout.walks - before; walks != 1 {
 		t.Fatalf("counting the GPUs that joined walked the cluster: %d walks, want 1", walks)
 	}
 
 	// Once the window (10 µs a GPU) has passed, the next request walks again.
 	h.Advance(gpus * snapshotReusePerGPU)
 	h.Request("cluster.snapshot", "", map[string]any{"summary_only": true})
-	if walks := h.Core.layout.walks - before; walks != 2 {
+	if walks := h.Core.answer.layout.walks - before; walks != 2 {
 		t.Fatalf("after the window: %d walks, want 2", walks)
 	}
 
 	small := wideHarness(t, 16)
-	before = small.Core.layout.walks
+	before = small.Core.answer.layout.walks
 	for range 10 {
 		small.Request("cluster.snapshot", "", map[string]any{})
 	}
-	if walks := small.Core.layout.walks - before; walks != 10 {
+	if walks := small.Core.answer.layout.walks - before; walks != 10 {
 		t.Fatalf("a 16-GPU cluster was walked %d times for 10 snapshots, want every time", walks)
 	}
 }
