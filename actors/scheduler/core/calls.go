@@ -80,7 +80,7 @@ func (s *Core) describeAfter(node, gpuID string, beat uint64) {
 // stop and no placement is in flight, what waited for them goes on.
 func (s *Core) stopAnswered(c *call, rep events.ControlReply) {
 	s.stops.answered(c, rep, s.wall)
-	if !s.stops.pending() && len(s.place.inflight) == 0 {
+	if !s.stops.pending() && !s.place.negotiating() {
 		s.place.settled()
 	}
 }

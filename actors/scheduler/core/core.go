@@ -906,15 +906,13 @@ func (s *Core) Remains() events.SchedLifecycle {
 			r.RunningJobs = append(r.RunningJobs, events.RunningJob{JobID: id, Placement: p})
 		}
 	}
-	for _, st := range s.stops.inFlight {
+	for _, v := range s.stops.victims() {
 		// A victim whose stop is unanswered is still on its GPU as far as
 		// anyone knows (a hung GPU never took the stop): the successor
 		// accounts for it like a running job — re-learned where it still
 		// runs, re-queued where its GPU stopped or lost it. A release
 		// (a cancel) is not: the job is over.
-		if st.op == events.OpPreempt && st.job.placement != "" {
-			r.RunningJobs = append(r.RunningJobs, events.RunningJob{JobID: st.job.id, Placement: st.job.placement})
-		}
+		r.RunningJobs = append(r.RunningJobs, events.RunningJob{JobID: v.id, Placement: v.placement})
 	}
 	slices.SortFunc(r.RunningJobs, func(a, b events.RunningJob) int { return strings.Compare(a.JobID, b.JobID) })
 	if !r.Durable {

@@ -267,7 +267,7 @@ func (pl *placer) resolve(n *negotiation) {
 		a.refusals = append(a.refusals, strings.Join(refused, "; "))
 		if j.spec.Training != nil {
 			pl.log.Warn("training job's placement refused", zap.String("job", j.id), zap.Strings("refusals", refused))
-			pl.training.rounds.Unplace(j.id) // the next round allocates it again
+			pl.training.unplace(j.id) // the next round allocates it again
 			return
 		}
 		if a.preempting {

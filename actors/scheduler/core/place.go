@@ -73,6 +73,14 @@ func (pl *placer) settleWaits() bool {
 	return pl.settleDue && len(pl.inflight) == 0 && !pl.stops.pending()
 }
 
+// negotiating says some placement's reservations are in flight.
+func (pl *placer) negotiating() bool { return len(pl.inflight) > 0 }
+
+// holdAgain puts back in the view, after a GPU's layout was read from its
+// status, the reservations in flight there that the status does not show
+// yet.
+func (pl *placer) holdAgain(gs *gpuState) { pl.view.holdAgain(gs, pl.inflight, pl.jobs) }
+
 // settleNow runs what waited for the instant to settle (TimerPass).
 func (pl *placer) settleNow() {
 	if pl.settleDue {
@@ -300,7 +308,7 @@ func (s *Core) applyStatus(st events.GPUStatus, at time.Time) {
 			g.Util += sj.Util
 		}
 		s.view.rebuildShares(g, s.jobs)
-		s.view.holdAgain(gs, s.place.inflight, s.jobs)
+		s.place.holdAgain(gs)
 	} else if st.JobID != "" && st.Change != events.ChangeCommitted && !heldAnew(st, s.jobs) {
 		s.view.dropAlloc(g, st.JobID, s.jobs)
 	}

@@ -33,6 +33,18 @@ type stops struct {
 // pending says some stop waits for answers.
 func (t *stops) pending() bool { return len(t.inFlight) > 0 }
 
+// victims are the jobs being preempted whose stops wait for answers (a
+// placement each), in the order the stops were sent.
+func (t *stops) victims() []*job {
+	var jobs []*job
+	for _, st := range t.inFlight {
+		if st.op == events.OpPreempt && st.job.placement != "" {
+			jobs = append(jobs, st.job)
+		}
+	}
+	return jobs
+}
+
 // stopping is a stop in flight: the GPUs' answers (each with the progress
 // the job had there) and what follows once they are in.
 type stopping struct {

@@ -170,6 +170,10 @@ func (t *training) requeued(j *job) {
 	}
 }
 
+// unplace takes back a job's allocation whose placement was refused: the
+// next round allocates it again.
+func (tr *training) unplace(id string) { tr.rounds.Unplace(id) }
+
 // add takes a training job into the rounds (false: the model refused it,
 // which its checks make unlikely: said in the log).
 func (tr *training) add(j *job, now time.Time) bool {
