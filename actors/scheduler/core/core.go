@@ -810,9 +810,7 @@ func (s *Core) nextWake() time.Time {
 		}
 	}
 	if s.cfg.StarvationAge > 0 {
-		for _, j := range s.queue.jobs {
-			earlier(j.submitted.Add(s.cfg.StarvationAge))
-		}
+		earlier(s.queue.nextAged(now, s.cfg.StarvationAge))
 	}
 	if s.virtual && s.restart.owes() {
 		// The journal's jobs whose GPUs no heartbeat names are settled

@@ -51,6 +51,11 @@ type attempt struct {
 	held   usage
 	// preempting marks the placement made by preemption: not retried.
 	preempting bool
+	// req and unplaced are the request try made and what the pass learnt
+	// of its shape, handed to failed when a job of that shape already
+	// found no place in the pass's view (nil otherwise: failed finds them).
+	req      *policy.Request
+	unplaced *unplaced
 	// pinned is the GPU or node a pinned job's request named, unpinned
 	// where the policy alone would put it in the same view (the decision
 	// says both; "": nowhere).
@@ -104,18 +109,20 @@ func sortAllocs(allocs []vram.Alloc) {
 // negotiated, or, with none left, victims are chosen, or the attempt fails.
 func (pl *placer) try(a *attempt) tryResult {
 	j := a.job
-	if a.tried == nil {
-		a.tried = map[string]bool{}
-	}
 	pl.view.refreshWorkload(pl.classes)
 	req := pl.view.request(j)
 	if known := pl.pass.unplacedShapes(); a.inPass && a.n == 0 && known != nil {
-		if _, ok := known[shapeOf(req)]; ok {
+		if u := known[shapeOf(req)]; u != nil {
 			// A job of this shape found no place and no victims in this
-			// very view: neither will this one (failed gives the reason).
+			// very view: neither will this one (failed gives the reason,
+			// from the request and what the pass learnt of its shape).
+			a.req, a.unplaced = req, u
 			pl.failed(a)
 			return tryFailed
 		}
+	}
+	if a.tried == nil {
+		a.tried = map[string]bool{}
 	}
 	if a.n < policy.MaxCandidates {
 		a.n++

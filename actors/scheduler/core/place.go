@@ -644,13 +644,17 @@ func (pl *placer) failed(a *attempt) {
 		pl.life.enqueue(j) // taken out while it was being placed
 	}
 	now := pl.clock.now
-	req := pl.view.request(j)
+	req, u := a.req, a.unplaced
+	a.req, a.unplaced = nil, nil
+	if req == nil {
+		req = pl.view.request(j)
+	}
 	known := pl.pass.unplacedShapes()
 	var key shape
-	if known != nil {
+	if u == nil && known != nil {
 		key = shapeOf(req)
+		u = known[key]
 	}
-	u := known[key]
 	switch {
 	case u == nil:
 		u = &unplaced{why: policy.Why(pl.view.sorted(), req), holdings: pl.pass.holdingsNow()}

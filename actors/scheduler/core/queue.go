@@ -3,6 +3,7 @@ package core
 import (
 	"slices"
 	"sort"
+	"time"
 
 	"github.com/gpusched/gpusched/policy"
 )
@@ -14,6 +15,18 @@ import (
 type waitQueue struct {
 	jobs     []*job
 	byTenant map[string]int
+	// changes counts the changes to jobs; aged is the last nextAged's
+	// answer, good while jobs stay as they were then.
+	changes int
+	aged    agedMemo
+}
+
+// agedMemo is nextAged's answer at from, for age, as of changes.
+type agedMemo struct {
+	changes  int
+	age      time.Duration
+	from, at time.Time
+	asked    bool
 }
 
 func newWaitQueue() *waitQueue { return &waitQueue{byTenant: map[string]int{}} }
@@ -27,6 +40,7 @@ func (q *waitQueue) insert(j *job, order func(a, b *policy.Queued) int) {
 		return order(&wait, &other) < 0
 	})
 	q.jobs = slices.Insert(q.jobs, i, j)
+	q.changes++
 	j.inQueue = true
 	q.byTenant[j.spec.Tenant]++
 }
@@ -36,6 +50,7 @@ func (q *waitQueue) remove(j *job) {
 	for i, w := range q.jobs {
 		if w == j {
 			q.jobs = slices.Delete(q.jobs, i, i+1)
+			q.changes++
 			j.inQueue = false
 			if q.byTenant[j.spec.Tenant]--; q.byTenant[j.spec.Tenant] <= 0 {
 				delete(q.byTenant, j.spec.Tenant)
@@ -58,3 +73,23 @@ func (q *waitQueue) len() int { return len(q.jobs) }
 
 // of is how many of tenant's jobs wait.
 func (q *waitQueue) of(tenant string) int { return q.byTenant[tenant] }
+
+// nextAged is the first instant after now at which a waiting job reaches
+// age since its submission (zero: none does). The core asks it after
+// every step: the answer is kept until the queue changes or now reaches
+// it — until then no job's instant falls between the one asked at and
+// now, so the first after now is the same.
+func (q *waitQueue) nextAged(now time.Time, age time.Duration) time.Time {
+	m := &q.aged
+	if m.asked && m.changes == q.changes && m.age == age && !now.Before(m.from) && (m.at.IsZero() || now.Before(m.at)) {
+		return m.at
+	}
+	var next time.Time
+	for _, j := range q.jobs {
+		if t := j.submitted.Add(age); t.After(now) && (next.IsZero() || t.Before(next)) {
+			next = t
+		}
+	}
+	*m = agedMemo{changes: q.changes, age: age, from: now, at: next, asked: true}
+	return next
+}
