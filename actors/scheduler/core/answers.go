@@ -39,12 +39,16 @@ type answers struct {
 // jobListPage is the number of jobs in one page of job.list.
 const jobListPage = 100
 
+// get answers job.get: the job the request names, as its tenant may see
+// it (a job the journal says ran and no GPU has shown yet included).
 func (an *answers) get(m *Msg, tenant string) {
 	if j := lookup(m, tenant, an.jobs, an.owed.journaled, an.out); j != nil {
 		an.out.reply(m, j.info(an.clock.now, an.training, true))
 	}
 }
 
+// list answers job.list: a page of the jobs in acceptance order, of one
+// state or tenant if asked (a tenant sees its own only).
 func (an *answers) list(m *Msg, tenant string) {
 	var req events.JobListRequest
 	if !an.out.decodeRequest(m, &req) {
@@ -89,6 +93,8 @@ func (an *answers) list(m *Msg, tenant string) {
 	an.out.reply(m, rep)
 }
 
+// explain answers job.explain: the job's last placement decision (its
+// candidates, refusals, victims), or why it waits.
 func (an *answers) explain(m *Msg, tenant string) {
 	j := lookup(m, tenant, an.jobs, an.owed.journaled, an.out)
 	if j == nil {

@@ -58,6 +58,8 @@ type intake struct {
 	log      *zap.Logger
 }
 
+// submit takes a submission (job.submit) from tenant, the one the
+// server vouched for.
 func (in *intake) submit(m *Msg, tenant string) {
 	if fe := events.CheckSize(m.Data); fe != nil {
 		in.out.reply(m, events.ErrorReply{Error: fe})

@@ -199,6 +199,7 @@ func (l *liveness) nodeSeen(hb events.NodeHeartbeat, known bool, now time.Time) 
 	l.emitNode(events.NodeUp, events.NodeLifecycle{Node: hb.Node, Change: change, GPUs: len(hb.GPUs)}, now)
 }
 
+// emitNode publishes a node's lifecycle event (none on a virtual clock).
 func (l *liveness) emitNode(typ string, data events.NodeLifecycle, now time.Time) {
 	if l.virtual {
 		return // a simulation's nodes are all there from the start

@@ -448,6 +448,9 @@ func (p *pass) viewChanged() {
 	}
 }
 
+// controls are the controls op (reserve, commit, abort) sends for j's
+// placement p: one to the node actor (CPU and memory) unless the placement
+// names no node, one to each GPU.
 func (pl *placer) controls(j *job, p policy.Placement, op string) []ctlCall {
 	if j.spec.Training != nil {
 		return pl.training.controls(j, p, op, pl.view, pl.nodes, pl.cfg.ReservationTTL, pl.cfg.Subjects)
@@ -485,6 +488,8 @@ func (pl *placer) controls(j *job, p policy.Placement, op string) []ctlCall {
 	return calls
 }
 
+// placed records a placement committed: the job runs on p's GPUs from now,
+// its decision is published, and it is placed and started.
 func (pl *placer) placed(j *job, p policy.Placement, a *attempt, victims []string) {
 	cands, ranked, refusals := a.cands, a.ranked, a.refusals
 	now := pl.clock.now

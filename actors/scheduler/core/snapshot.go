@@ -276,6 +276,7 @@ func (an *answers) metrics() events.Metrics {
 	return m
 }
 
+// publishMetrics emits the metrics event (TimerMetrics).
 func (an *answers) publishMetrics() {
 	an.out.emit(an.cfg.Subjects.Metrics(), events.Type("metrics", "cluster"), "", an.clock.now, an.metrics())
 }
@@ -314,6 +315,9 @@ func (an *answers) snapshotLayout() *snapshotLayout {
 	return l
 }
 
+// snapshot answers cluster.snapshot: a page of the GPUs (those known to
+// exist and not read yet shown as unknown), the running and the waiting
+// jobs (a tenant's own only), with the summary of the layout's walk.
 func (an *answers) snapshot(m *Msg, tenant string) {
 	var req events.SnapshotRequest
 	if !an.out.decodeRequest(m, &req) {
