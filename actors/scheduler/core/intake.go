@@ -282,11 +282,21 @@ func (in *intake) submitTraining(j *job, m *Msg) {
 	if !in.training.add(j, in.clock.now) {
 		return
 	}
+	in.takeForRounds(j, m, "")
+}
+
+// takeForRounds takes on a job its rounds have taken: known, submitted,
+// queued (saying why it waits, when pending does) and answered
+// (acceptForRounds).
+func (in *intake) takeForRounds(j *job, m *Msg, pending string) {
 	in.jobs[j.id] = j
 	in.order.add(j)
 	j.unannounced = in.cfg.Journaled
 	in.life.transition(j, events.JobSubmitted, "", in.clock.now)
 	in.life.transition(j, events.JobQueued, "", in.clock.now)
+	if pending != "" {
+		in.life.pending(j, pending, in.clock.now)
+	}
 	in.acceptForRounds(j, m)
 }
 
@@ -300,13 +310,7 @@ func (in *intake) submitReplayed(j *job, m *Msg, arrivalS *float64) {
 		in.out.reply(m, events.ErrorReply{Error: fe})
 		return
 	}
-	in.jobs[j.id] = j
-	in.order.add(j)
-	j.unannounced = in.cfg.Journaled
-	in.life.transition(j, events.JobSubmitted, "", in.clock.now)
-	in.life.transition(j, events.JobQueued, "", in.clock.now)
-	in.life.pending(j, "waits for a replayed round", in.clock.now)
-	in.acceptForRounds(j, m)
+	in.takeForRounds(j, m, "waits for a replayed round")
 	in.replay.arrived(arrival)
 }
 
