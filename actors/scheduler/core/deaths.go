@@ -89,3 +89,40 @@ func (s *Core) loseGPU(gs *gpuState, lost []events.GPUJob, rejoined bool, reason
 	s.view.rebuildShares(gs.g, s.jobs)
 	s.dirty = true
 }
+
+// requeueLost stops what is left of a job that lost a GPU, keeps the work
+// up to its last checkpoint and puts it back in the queue (at its place by
+// priority and submission time). lostAt, when not negative, is the progress
+// the lost GPU last had: the job keeps no more than that.
+func (s *Core) requeueLost(j *job, lostAt float64, reason string) {
+	s.requeue(j, lostAt, -1, reason)
+}
+
+// requeueRejoined is requeueLost for a job whose GPU came back as a new
+// incarnation without it. That GPU stopped it itself and its answer to
+// the stop says at what progress; lastKnown (the progress of the GPU's
+// last status, which may be far older) stands in only when no answer
+// says. As a bound, that status made a gang whose GPUs all came back at
+// one instant keep the progress of whichever was read first.
+func (s *Core) requeueRejoined(j *job, lastKnown float64, reason string) {
+	s.requeue(j, -1, lastKnown, reason)
+}
+
+// requeue is requeueLost and requeueRejoined.
+func (s *Core) requeue(j *job, lostAt, lastKnown float64, reason string) {
+	if j.stopping != nil {
+		return // being stopped already: it is accounted for when the stop ends
+	}
+	s.stops.stopLost(j, events.OpRelease, lostAt, lastKnown, s.now, s.wall, func() {
+		progress := j.progress
+		if lostAt >= 0 {
+			progress = min(progress, lostAt)
+		}
+		kept := j.spec.Kept(progress)
+		j.lostS += progress - kept
+		j.progress = kept
+		s.life.transition(j, events.JobLost, reason, s.now)
+		s.life.transition(j, events.JobQueued, "", s.now)
+		s.life.enqueue(j)
+	})
+}

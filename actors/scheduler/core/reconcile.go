@@ -3,12 +3,14 @@ package core
 import (
 	"cmp"
 	"slices"
+	"strconv"
 	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/gpusched/gpusched/events"
 	"github.com/gpusched/gpusched/model"
+	"github.com/gpusched/gpusched/vram"
 )
 
 // reconcile compares what a GPU says it runs (an authoritative status of
@@ -237,4 +239,145 @@ func warming(v *view, r *restart, wall time.Time) bool {
 	}
 	end, ok := r.warmUpEnds()
 	return ok && wall.Before(end)
+}
+
+// applyStatus folds a GPU status into the view. A status older than what
+// the view already holds (an accepted reservation is newer) does not
+// replace the layout, but its change (a job completed or stopped) is
+// always applied.
+func (s *Core) applyStatus(st events.GPUStatus, at time.Time) {
+	if _, known := s.view.gpus[st.GPU]; !known && !s.live.mayJoin(st.Node, st.GPU, s.now) {
+		return
+	}
+	gs, isNew := s.view.addGPU(st)
+	if isNew {
+		s.dirty = true
+		gs.renewLease(s.wall, s.now, s.cfg.Lease)
+		logJoin(s.log, len(s.view.gpus), "GPU joined", zap.String("gpu", st.GPU), zap.String("node", st.Node), zap.String("model", st.Model))
+	} else if st.Incarnation < gs.status.Incarnation || st.Incarnation <= gs.dead {
+		s.stats.stale++
+		return
+	}
+	g := gs.g
+	if !isNew && st.Incarnation > gs.status.Incarnation {
+		// The GPU restarted or rejoined: what ran on its old incarnation is
+		// gone (a crash reported down already; a rejoin after a lost lease
+		// stopped its jobs itself).
+		if lost := s.running.jobsOn(st.GPU, st.Incarnation-1, gs.status.Jobs, s.now); len(lost) > 0 {
+			s.loseGPU(gs, lost, true, "GPU "+st.GPU+" on "+st.Node+" came back as incarnation "+strconv.Itoa(st.Incarnation)+" without it")
+		}
+		s.unconfirmed.confirmOn(st.GPU, func(inc int) bool { return inc < st.Incarnation })
+		gs.version = 0
+		g.Alive = true
+		s.view.cluster.Touch(g)
+		gs.renewLease(s.wall, s.now, s.cfg.Lease)
+		s.dirty = true
+		s.log.Info("GPU rejoined", zap.String("gpu", st.GPU), zap.String("node", st.Node), zap.Int("incarnation", st.Incarnation),
+			zap.String("reason", st.Reason))
+	}
+	if !g.Alive && !isNew && (st.Change == events.ChangeWoke || st.Change == events.ChangeRejoined) &&
+		st.Incarnation == gs.status.Incarnation && st.Incarnation > gs.dead {
+		// Suspect until it speaks: a GPU that says it is back (its hang
+		// ended, its partition healed) is tried again. Without this only a
+		// heartbeat did it, and a virtual clock's nodes heartbeat once:
+		// such a GPU was never tried again there.
+		g.Alive = true
+		s.view.cluster.Touch(g)
+		s.dirty = true
+		s.log.Info("GPU back", zap.String("gpu", st.GPU), zap.String("node", st.Node), zap.String("change", st.Change))
+	}
+	authoritative := isNew || st.Version >= gs.version || st.Incarnation != gs.status.Incarnation
+	if st.Version >= gs.version || st.Incarnation != gs.status.Incarnation {
+		gs.version = st.Version
+		g.Allocs = g.Allocs[:0]
+		g.Util = 0
+		for _, sj := range st.Jobs {
+			g.Allocs = append(g.Allocs, vram.Alloc{Owner: sj.JobID, Offset: sj.Offset, Size: sj.VRAM})
+			g.Util += sj.Util
+		}
+		s.view.rebuildShares(g, s.jobs)
+		s.place.holdAgain(gs)
+	} else if st.JobID != "" && st.Change != events.ChangeCommitted && !heldAnew(st, s.jobs) {
+		s.view.dropAlloc(g, st.JobID, s.jobs)
+	}
+	gs.status, gs.statusAt = st, at
+	if authoritative {
+		s.reconcile(gs, st)
+	}
+	for _, sj := range st.Jobs {
+		if j, ok := s.jobs[sj.JobID]; ok && j.state == stateRunning && sj.State == events.GPUJobRunning {
+			j.lastProgress, j.lastRate, j.lastAt = sj.ProgressS, sj.Rate, at
+			// A gang's every share, also the first read back after a
+			// restart (its only GPU so far): without its mark the gang
+			// went at the pace of the shares read after it.
+			if len(j.gpus) > 1 || j.spec.GPUs > 1 {
+				if j.shareMarks == nil {
+					j.shareMarks = map[string]progressMark{}
+				}
+				j.shareMarks[st.GPU] = progressMark{progress: sj.ProgressS, rate: sj.Rate, at: at}
+			}
+		}
+	}
+	switch st.Change {
+	case events.ChangeCompleted:
+		// Believed only from a GPU the job was placed on.
+		if j, ok := s.jobs[st.JobID]; ok && st.Training != nil && slices.Contains(j.gpus, st.GPU) {
+			s.training.restore(st.JobID, *st.Training, s.log)
+		}
+		if j, ok := s.jobs[st.JobID]; ok && s.replay.owns(j) {
+			s.replay.leaseEnded(j, st.GPU)
+		} else {
+			s.shardDone(st.JobID, st.GPU)
+		}
+		s.dirty = true
+	case events.ChangeExpired:
+		s.lostCommit(st.JobID, st.GPU)
+		s.dirty = true
+	case events.ChangeAborted, events.ChangePreempted, events.ChangeReleased:
+		s.dirty = true
+	}
+}
+
+// heldAnew reports whether an older status's aborted reservation is of a
+// job the view holds on that GPU again since (placed there, or in flight):
+// the abort is of an earlier reservation.
+func heldAnew(st events.GPUStatus, jobs map[string]*job) bool {
+	if st.Change != events.ChangeAborted {
+		return false
+	}
+	j, ok := jobs[st.JobID]
+	if !ok {
+		return false
+	}
+	if n := j.negotiating; n != nil {
+		return slices.Contains(n.place.GPUs, st.GPU)
+	}
+	return j.state == stateRunning && slices.Contains(j.gpus, st.GPU)
+}
+
+// lostCommit handles a reservation that expired on a GPU although the
+// scheduler committed it (the commit never arrived): the job did not run
+// there, so it goes back to the queue with the progress it had kept.
+func (s *Core) lostCommit(jobID, gpuID string) {
+	j, ok := s.jobs[jobID]
+	if !ok || j.state != stateRunning || !slices.Contains(j.gpus, gpuID) {
+		return
+	}
+	s.log.Warn("commit lost: reservation expired on the GPU", zap.String("job", jobID), zap.String("gpu", gpuID))
+	s.requeueLost(j, -1, "the reservation on "+gpuID+" expired before its commit arrived")
+}
+
+// shardDone counts one GPU's share of a job as finished; the job completes
+// when every share has.
+func (s *Core) shardDone(jobID, gpuID string) {
+	j, ok := s.jobs[jobID]
+	if !ok || j.state != stateRunning || !slices.Contains(j.gpus, gpuID) || slices.Contains(j.shardsDone, gpuID) {
+		return
+	}
+	j.shardsDone = append(j.shardsDone, gpuID)
+	j.shardsLeft--
+	if j.shardsLeft > 0 || (j.relearning && len(j.gpus) < j.sharesWanted()) {
+		return // (a gang being read back completes once whole: settleRelearned)
+	}
+	s.complete(j, s.now)
 }
