@@ -19,7 +19,6 @@ type answers struct {
 	layout snapshotLayout
 
 	cfg      *Config
-	virtual  bool
 	clock    *instant
 	jobs     map[string]*job
 	order    *jobOrder

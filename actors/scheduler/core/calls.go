@@ -218,7 +218,7 @@ func (s *Core) onReply(m *Msg) {
 		// next. Asked again: the answer is as new as the view.
 		s.describe(c.node, c.gpu)
 	}
-	if gs, ok := s.view.gpus[c.gpu]; ok && s.virtual && !gs.g.Alive && st.Incarnation == gs.status.Incarnation && st.Incarnation > gs.dead {
+	if gs, ok := s.view.gpus[c.gpu]; ok && s.cfg.Virtual && !gs.g.Alive && st.Incarnation == gs.status.Incarnation && st.Incarnation > gs.dead {
 		// A suspect GPU that answers is reachable: trusted again. On a
 		// scaled clock its node's next heartbeat says so; a virtual
 		// clock's nodes heartbeat once, and a GPU made suspect by a

@@ -123,9 +123,6 @@ type Core struct {
 	// classes counts the submitted jobs by class, for the workload when
 	// the config fixes none (workload.go).
 	classes *jobClasses
-	// virtual is true on a virtual clock: decisions wait for the instant to
-	// settle.
-	virtual bool
 	// intake takes submissions in (intake.go).
 	intake *intake
 	// killed is set by a kill control: the shell stops the core.
@@ -189,7 +186,6 @@ func New(cfg Config) (*Core, error) {
 		stats:    &totals{},
 		running:  newRunningJobs(),
 		classes:  newJobClasses(cfg.Workload != nil),
-		virtual:  virtual,
 		nodes:    newNodeRegistry(cfg.NodeGPUs, cfg.NodeMaxGPUs),
 		calls:    newCallTracker(cfg.Inbox, cfg.CallTimeout),
 		queue:    newWaitQueue(),
@@ -263,7 +259,7 @@ func (s *Core) Step(in Input) Ready {
 	}
 	switch in.Timer {
 	case TimerPass:
-		if s.virtual {
+		if s.cfg.Virtual {
 			// No aging ticker on a virtual clock: the journal's jobs are
 			// settled as the GPUs that ran them are read (each read makes
 			// a pass) and at the wake two leases in (NextWake).
@@ -273,7 +269,7 @@ func (s *Core) Step(in Input) Ready {
 		s.place.schedule()
 	case TimerWake:
 		s.finishCPUJobs()
-		if s.virtual {
+		if s.cfg.Virtual {
 			// No aging ticker on a virtual clock.
 			s.live.askOverdue(s.running, s.wall, s.now, s.describe)
 			s.live.askAwaiting(s.unconfirmed, s.wall, s.describe)
@@ -565,24 +561,24 @@ func (s *Core) nextWake() time.Time {
 	if s.cfg.StarvationAge > 0 {
 		earlier(s.queue.nextAged(now, s.cfg.StarvationAge))
 	}
-	if s.virtual && s.restart.owes() {
+	if s.cfg.Virtual && s.restart.owes() {
 		// The journal's jobs whose GPUs no heartbeat names are settled
 		// once those GPUs count as gone (settleJournaled); the hold on
 		// placements ends a lease after the restart (resumingJobs).
 		earlier(s.restart.started.Add(s.restart.grace() + time.Nanosecond))
 		earlier(s.restart.started.Add(s.restart.lease + time.Nanosecond))
 	}
-	if s.virtual {
+	if s.cfg.Virtual {
 		s.unconfirmed.nextAsk(earlier) // askAwaiting
 	}
-	if end, ok := s.restart.warmUpEnds(); ok && s.virtual && end.After(now) && slices.ContainsFunc(s.queue.jobs, func(j *job) bool { return j.unchecked }) {
+	if end, ok := s.restart.warmUpEnds(); ok && s.cfg.Virtual && end.After(now) && slices.ContainsFunc(s.queue.jobs, func(j *job) bool { return j.unchecked }) {
 		// A job taken during the warm-up is judged against the cluster by
 		// the first pass after it; on a quiet virtual clock nothing else
 		// may make one, and a job that fits no GPU would wait for good.
 		// Virtual time is the core's wall time there.
 		earlier(end)
 	}
-	if s.virtual {
+	if s.cfg.Virtual {
 		// A job still running past its end is looked for on its GPUs
 		// (liveness.askOverdue): its completion may have been dropped. Its wake
 		// comes a grace after the end, so that a completion on time never

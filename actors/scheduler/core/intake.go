@@ -35,7 +35,6 @@ type intake struct {
 	ids    *rand.ChaCha8
 
 	cfg      *Config
-	virtual  bool
 	clock    *instant
 	dirty    *bool // a pass is due: the core's (Dirty)
 	jobs     map[string]*job
@@ -206,7 +205,7 @@ func (in *intake) accepted(j *job, m *Msg) {
 	if j.terminal() {
 		return
 	}
-	if ((in.queue.len() == 0 && in.toQueue == 0 && !in.virtual) || in.cfg.DropUnschedulable) && admitsNow(j, in.plugins, in.running) && in.recovery.resumingJobs() == 0 {
+	if ((in.queue.len() == 0 && in.toQueue == 0 && !in.cfg.Virtual) || in.cfg.DropUnschedulable) && admitsNow(j, in.plugins, in.running) && in.recovery.resumingJobs() == 0 {
 		if in.queue.len() == 0 {
 			clear(in.view.held) // holds belong to waiting jobs, and none wait
 		}

@@ -19,8 +19,8 @@ func connect(s *Core, cfg Config, ids *rand.ChaCha8) {
 	s.recovery = &recovery{owed: s.restart, callTimeout: cfg.CallTimeout, clock: &s.instant, jobs: s.jobs, order: s.order, classes: s.classes,
 		queue: s.queue, view: s.view, nodes: s.nodes, running: s.running, waits: s.unconfirmed, training: s.training, life: s.life,
 		writes: s.writes, stats: s.stats, out: s.out, log: s.log, subjects: cfg.Subjects,
-		requeueLost: s.requeueLost, shardDone: s.shardDone, complete: s.complete, changed: func() { s.dirty = true }}
-	s.place = &placer{cfg: &s.cfg, virtual: cfg.Virtual, clock: &s.instant, dirty: &s.dirty, jobs: s.jobs, view: s.view, nodes: s.nodes,
+		requeueLost: s.requeueLost, shardDone: s.shardDone, complete: s.complete, dirty: &s.dirty}
+	s.place = &placer{cfg: &s.cfg, clock: &s.instant, dirty: &s.dirty, jobs: s.jobs, view: s.view, nodes: s.nodes,
 		queue: s.queue, running: s.running, plugins: s.plugins, calls: s.calls, stops: s.stops, life: s.life, stats: s.stats,
 		training: s.training, classes: s.classes, recovery: s.recovery, owed: s.restart, out: s.out, log: s.log,
 		refusalStatus: s.refusalStatus}
@@ -36,12 +36,12 @@ func connect(s *Core, cfg Config, ids *rand.ChaCha8) {
 	s.live = &liveness{lease: cfg.Lease, callTimeout: cfg.CallTimeout, virtual: cfg.Virtual, view: s.view, nodes: s.nodes, out: s.out,
 		log: s.log, subjects: cfg.Subjects}
 	s.intake = &intake{msgIDs: &msgIDs{byID: map[string]msgIDJob{}}, rates: newTenantRates(cfg.TenantRate, cfg.TenantBurst),
-		ids: ids, cfg: &s.cfg, virtual: cfg.Virtual, clock: &s.instant, dirty: &s.dirty, jobs: s.jobs, order: s.order,
+		ids: ids, cfg: &s.cfg, clock: &s.instant, dirty: &s.dirty, jobs: s.jobs, order: s.order,
 		classes: s.classes, queue: s.queue, view: s.view, plugins: s.plugins, running: s.running, training: s.training,
 		replay: s.replay, owed: s.restart, life: s.life, stats: s.stats, writes: s.writes, stops: s.stops, place: s.place,
 		recovery: s.recovery, out: s.out, log: s.log}
 	s.place.notPlacedAtOnce = s.intake.notPlacedAtOnce
-	s.answer = &answers{cfg: &s.cfg, virtual: cfg.Virtual, clock: &s.instant, jobs: s.jobs, order: s.order, queue: s.queue,
+	s.answer = &answers{cfg: &s.cfg, clock: &s.instant, jobs: s.jobs, order: s.order, queue: s.queue,
 		running: s.running, training: s.training, view: s.view, nodes: s.nodes, owed: s.restart, classes: s.classes,
 		plugins: s.plugins, stats: s.stats, recovery: s.recovery, out: s.out}
 }

@@ -35,7 +35,6 @@ type placer struct {
 	settleDue, settling bool
 
 	cfg      *Config
-	virtual  bool
 	clock    *instant
 	dirty    *bool // a pass is due: the core's (Dirty)
 	jobs     map[string]*job

@@ -47,12 +47,12 @@ type recovery struct {
 	out      *outbox
 	log      *zap.Logger
 	subjects events.Subjects
+	dirty    *bool // a pass is due: the core's (Dirty)
 	// What the core does with what recovery finds: a job lost, a share
-	// or a job completed; changed says a pass is due.
+	// or a job completed.
 	requeueLost func(j *job, lostAt float64, reason string)
 	shardDone   func(jobID, gpu string)
 	complete    func(j *job, at time.Time)
-	changed     func()
 }
 
 // restore puts the journal's records back (see the comment at the top).
@@ -94,7 +94,7 @@ func (rc *recovery) restore(st *durable.State) {
 			j.unchecked = true                                        // judged against the cluster once it has reported in
 			rc.training.takeBack(j, r.Training, nil, rc.jobs, rc.log) // (a training job waits for a round)
 			rc.life.enqueue(j)
-			rc.changed()
+			*rc.dirty = true
 		}
 	}
 	// Every unfinished job taken back is announced, in acceptance order,
@@ -212,7 +212,7 @@ func (rc *recovery) settleJournaled() {
 		rc.life.transition(j, events.JobQueued, "", rc.clock.now)
 		rc.training.takeBack(j, r.Training, nil, rc.jobs, rc.log) // (a training job waits for a round)
 		rc.life.enqueue(j)
-		rc.changed()
+		*rc.dirty = true
 	}
 }
 
@@ -296,7 +296,7 @@ func (rc *recovery) adopt(st events.GPUStatus, gj events.GPUJob) {
 		// The journal's record (history, preemptions, lost work) with what
 		// the GPU says of it now.
 		delete(rc.owed.journaled, gj.JobID)
-		rc.changed()               // the last one re-learned ends the hold on placements (resumingJobs)
+		*rc.dirty = true           // the last one re-learned ends the hold on placements (resumingJobs)
 		rc.view.journalHold(r, -1) // counted again where the GPU says it runs (adopted)
 		j = rc.fromRecord(r)
 		j.state, j.node, j.placement = stateRunning, adoptedNode(a, st), a.Placement

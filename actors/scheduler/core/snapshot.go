@@ -289,7 +289,7 @@ func (an *answers) snapshotLayout() *snapshotLayout {
 	// Not on a virtual clock: its wall time is simulated time, which
 	// stands still while a run is held (a cluster joining waits for its
 	// snapshots' counts to move), and nothing outside a run floods it.
-	if l.gpus != nil && !an.virtual && n > snapshotExactGPUs && an.clock.wall.Sub(l.wall) < time.Duration(n)*snapshotReusePerGPU && !an.clock.wall.Before(l.wall) {
+	if l.gpus != nil && !an.cfg.Virtual && n > snapshotExactGPUs && an.clock.wall.Sub(l.wall) < time.Duration(n)*snapshotReusePerGPU && !an.clock.wall.Before(l.wall) {
 		if an.clock.wall.Sub(l.counted) >= time.Duration(n)*snapshotCountReusePerGPU {
 			l.counted = an.clock.wall
 			an.view.countLiveness(&l.summary)
