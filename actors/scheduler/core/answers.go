@@ -12,9 +12,10 @@ import (
 
 // answers are the answers to the requests that read: job.get, job.list,
 // job.explain, cluster.snapshot (with the walk of the cluster it reuses,
-// layout) and the metrics. They change no job; reading the metrics lets
-// recovery settle what the GPUs read so far allow (resumingJobs), as any
-// step would.
+// layout) and the metrics. They decide nothing themselves, but reading
+// the metrics has recovery settle what the GPUs read so far allow
+// (resumingJobs): a job the journal said ran and no GPU runs may be
+// re-queued as lost then, as at any step.
 type answers struct {
 	layout snapshotLayout
 
