@@ -155,11 +155,14 @@ type Scheduler struct {
 	totalsAtCut events.Totals
 	// hungUntil is when a hang on a virtual clock ends (simulated time;
 	// zero: not hung), hungMail what came meanwhile, taken up in order
-	// when it wakes; faultEnd fires when the hang or the partition ends.
+	// when it wakes; faultEnd fires when the first of the hang, the
+	// partition and the failover's take-over still to come is due (at
+	// faultEndAt).
 	hungUntil              time.Time
 	hungMail               []*nats.Msg
 	hungInputs             []core.Input
 	faultEnd               simclock.Timer
+	faultEndAt             time.Time
 	outbox                 []func() error
 	outboxLost, cutDropped int
 	// journalFailing is set while the journal's writes go unconfirmed
@@ -443,7 +446,15 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		}
 	}()
 	for {
-		s.heal()      // a partition over: what it kept goes out
+		if !s.virtual {
+			// A partition over: what it kept goes out. On a virtual
+			// clock this runs while nothing holds the clock, which may
+			// have moved on by then: there each case heals as it begins
+			// (a timer and a message are held until released below), so
+			// what was kept goes out at the partition's end, before
+			// anything sent after it, on every run of a seed.
+			s.heal()
+		}
 		s.held = true // a message or a virtual timer: released below
 		select {
 		case <-ctx.Done():
@@ -460,6 +471,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 			s.log.Warn("deposed: another control plane took over the job journal; placing nothing more")
 			return ErrDeposed
 		case m := <-s.mailbox:
+			s.heal()
 			switch action, d := s.chaosAsked(m); {
 			case s.isHung() && !s.isFault(m):
 				// It waits, as in a hung process's buffers; a fault is taken
@@ -515,17 +527,19 @@ func (s *Scheduler) Run(ctx context.Context) error {
 			s.takenOver()
 			return ErrFailedOver
 		case <-simclock.TimerC(s.faultEnd):
-			// A hang or a partition on a virtual clock is over (heal, at
-			// the loop's top, ends a partition): a hung scheduler takes up
-			// what waited, in the order it came, before any timer.
-			s.faultEnd = nil
+			// A hang or a partition on a virtual clock is over: what a
+			// cut-off scheduler kept goes out (heal), then a hung one
+			// takes up what waited, in the order it came, before any
+			// timer; the timer is armed again for a fault still on.
+			s.faultEnd, s.faultEndAt = nil, time.Time{}
 			if s.failedOver() {
 				s.takenOver()
 				s.cfg.Clock.Hold() // the supervisor takes the clock on from here
 				s.cfg.Clock.Release()
 				return ErrFailedOver
 			}
-			if !s.hungUntil.IsZero() {
+			s.heal()
+			if s.isHung() && !s.faultNow().Before(s.hungUntil) {
 				s.wake()
 				if plan.at[dueTraining].IsZero() {
 					plan.at[dueTraining] = s.core.Deadlines().Training
@@ -537,7 +551,9 @@ func (s *Scheduler) Run(ctx context.Context) error {
 					return ErrKilled
 				}
 			}
+			s.armFaultEnd()
 		case in := <-s.internal:
+			s.heal()
 			if in.Stored != "" {
 				s.trace(StageStored)
 			}
@@ -561,6 +577,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 			s.held = false
 			s.step(core.Input{Timer: core.TimerAging})
 		case <-simclock.TimerC(due):
+			s.heal()
 			due, dueAt = nil, time.Time{}
 			kind, _, _, _ := plan.first()
 			plan.at[kind] = time.Time{}
@@ -678,7 +695,7 @@ func (s *Scheduler) failOver(m *nats.Msg) {
 	s.cutUntil, s.cutDropped = now.Add(take), 0
 	s.fenceAt, s.failoverAt = now.Add(LeaderSelfFence(lease)), now.Add(take)
 	if s.virtual {
-		s.armFaultEnd(take)
+		s.armFaultEnd()
 	} else {
 		s.failoverWall = time.After(take)
 	}
@@ -739,8 +756,8 @@ func (s *Scheduler) cutOff(m *nats.Msg, d time.Duration) {
 	s.flushBatches()
 	s.cutUntil, s.cutDropped = s.faultNow().Add(d), 0
 	if s.virtual {
-		// Heals at its end in simulated time (heal, at the loop's top).
-		s.armFaultEnd(d)
+		// Heals at its end in simulated time (faultEnd).
+		s.armFaultEnd()
 	}
 	s.log.Warn("scheduler cut off from the bus (chaos)", zap.Duration("for", d))
 }
@@ -757,13 +774,30 @@ func (s *Scheduler) faultNow() time.Time {
 	return time.Now()
 }
 
-// armFaultEnd arms the timer that ends a hang or a partition on a virtual
-// clock after d (a later fault's end replaces an earlier one's).
-func (s *Scheduler) armFaultEnd(d time.Duration) {
+// armFaultEnd arms the timer that ends a hang, a partition or a
+// failover's cut on a virtual clock at the first of their ends still to
+// come (none: no timer). Each fault ends at its own end: a partition
+// that begins in a hang and ends before it does not end the hang, and a
+// hang that begins in a partition does not move the partition's end.
+func (s *Scheduler) armFaultEnd() {
+	now := s.faultNow()
+	var end time.Time
+	for _, t := range [...]time.Time{s.hungUntil, s.cutUntil, s.failoverAt} {
+		if t.After(now) && (end.IsZero() || t.Before(end)) {
+			end = t
+		}
+	}
+	if s.faultEnd != nil && end.Equal(s.faultEndAt) {
+		return
+	}
 	if s.faultEnd != nil {
 		s.faultEnd.Stop()
+		s.faultEnd = nil
 	}
-	s.faultEnd = simclock.NewPhasedTimer(s.cfg.Clock, d, simclock.PhaseEvent)
+	s.faultEndAt = end
+	if !end.IsZero() {
+		s.faultEnd = simclock.NewPhasedTimer(s.cfg.Clock, end.Sub(now), simclock.PhaseEvent)
+	}
 }
 
 // isFault says whether m is a chaos fault for the scheduler itself (on
@@ -877,7 +911,7 @@ func (s *Scheduler) hang(ctx context.Context, m *nats.Msg, d time.Duration) bool
 		// Hung already: the hang lasts until the later end.
 		if end := s.faultNow().Add(d); end.After(s.hungUntil) {
 			s.hungUntil = end
-			s.armFaultEnd(d)
+			s.armFaultEnd()
 		}
 		return true
 	}
@@ -887,7 +921,7 @@ func (s *Scheduler) hang(ctx context.Context, m *nats.Msg, d time.Duration) bool
 		// releasing them), keeps them unhandled, runs no timer, and
 		// takes them up when the hang ends (wake).
 		s.hungUntil = s.faultNow().Add(d)
-		s.armFaultEnd(d)
+		s.armFaultEnd()
 		s.log.Warn("scheduler hung (chaos)", zap.Duration("for", d))
 		return true
 	}

@@ -153,3 +153,50 @@ func newIdleScheduler(t *testing.T) (*Scheduler, *nats.Conn, events.Subjects) {
 	t.Cleanup(s.unsubscribe)
 	return s, nc, subjects
 }
+
+// TestEachSchedulerFaultEndsAtItsOwnEnd: on a virtual clock one timer
+// ends the scheduler's faults, armed at the first end still to come. A
+// partition that begins in a hang and ends first does not end the hang
+// (the timer was the partition's alone, and its firing woke the hung
+// scheduler half an hour early), and a hang that begins in a partition
+// does not move the partition's end (the hang's timer replaced the
+// partition's, which then healed only whenever the loop next ran: not at
+// the same instant on every run of a seed).
+func TestEachSchedulerFaultEndsAtItsOwnEnd(t *testing.T) {
+	_, nc := testbus.Start(t)
+	clock := simclock.NewVirtual(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	s, err := New(Config{Config: core.Config{Subjects: events.NewSubjects("")}, Conn: nc, Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.unsubscribe)
+	start := clock.Now()
+	at := func(d time.Duration) time.Time { return start.Add(d) }
+	s.hungUntil = at(30 * time.Minute)
+	s.armFaultEnd()
+	if !s.faultEndAt.Equal(at(30 * time.Minute)) {
+		t.Fatalf("hung: the fault timer at %s, want the hang's end", s.faultEndAt.Sub(start))
+	}
+	s.cutUntil = at(10 * time.Minute) // cut off in the hang, healed before it ends
+	s.armFaultEnd()
+	if !s.faultEndAt.Equal(at(10 * time.Minute)) {
+		t.Fatalf("cut off in a hang: the fault timer at %s, want the partition's end (10m)", s.faultEndAt.Sub(start))
+	}
+	s.cutUntil = time.Time{} // healed at 10m: the hang goes on
+	s.armFaultEnd()
+	if !s.faultEndAt.Equal(at(30 * time.Minute)) {
+		t.Fatalf("healed in a hang: the fault timer at %s, want the hang's end (30m)", s.faultEndAt.Sub(start))
+	}
+	s.hungUntil, s.cutUntil = at(5*time.Minute), at(20*time.Minute) // hung in a partition
+	s.armFaultEnd()
+	s.hungUntil = time.Time{} // woke at 5m: the partition goes on
+	s.armFaultEnd()
+	if !s.faultEndAt.Equal(at(20 * time.Minute)) {
+		t.Fatalf("woke in a partition: the fault timer at %s, want the partition's end (20m)", s.faultEndAt.Sub(start))
+	}
+	s.cutUntil = time.Time{}
+	s.armFaultEnd()
+	if s.faultEnd != nil || !s.faultEndAt.IsZero() {
+		t.Fatalf("no fault: a timer at %s", s.faultEndAt.Sub(start))
+	}
+}
