@@ -92,6 +92,18 @@ func waitCommitted(t *testing.T, log *eventLog, gpu, jobID string) {
 	})
 }
 
+// waitRunningAgain waits until job id runs again after a loss (its
+// history has "lost" and it is running) and returns it.
+func waitRunningAgain(t *testing.T, nc *nats.Conn, id string, timeout time.Duration) obj {
+	t.Helper()
+	var j obj
+	waitFor(t, "job "+id+" to run again after a loss", timeout, func() bool {
+		j = getJob(t, nc, id)
+		return j["state"] == "running" && strings.Contains(history(j), ",lost,")
+	})
+	return j
+}
+
 func history(j obj) string {
 	var states []string
 	for _, h := range j["history"].([]any) {
@@ -342,7 +354,10 @@ func TestAHungSchedulerAnswersNothingThenCatchesUp(t *testing.T) {
 	if err := json.Unmarshal(msg.Data, &waited); err != nil || waited["error"] != nil {
 		t.Fatalf("the submission that waited: %s", msg.Data)
 	}
-	j := waitState(t, nc, id, "running", 10*time.Second)
+	// Lost and running again. Not the first "running" heard: between the
+	// GPU's rejoin and its answer to the release, the job is still
+	// running, on no GPU, until the stop settles it (stops.stopLost).
+	j := waitRunningAgain(t, nc, id, 10*time.Second)
 	if h := history(j); !strings.Contains(h, "running,lost,queued") {
 		t.Fatalf("the pinned job's history %s, want it lost (its GPU fenced while no lease was renewed) and run again", h)
 	}
@@ -384,7 +399,7 @@ func TestACutOffSchedulerLosesWhatItCannotHearAndHeals(t *testing.T) {
 	if took := time.Since(start); took < 2500*time.Millisecond {
 		t.Fatalf("answered %s after the partition began, before it ended", took)
 	}
-	j := waitState(t, nc, id, "running", 10*time.Second)
+	j := waitRunningAgain(t, nc, id, 10*time.Second)
 	if h := history(j); !strings.Contains(h, "running,lost,queued") {
 		t.Fatalf("the pinned job's history %s, want it lost (its GPU fenced, declared dead while unheard) and run again", h)
 	}
