@@ -587,6 +587,11 @@ func TestACancelIsAnsweredOnceTheGPUHasStoppedTheJob(t *testing.T) {
 	if gs := h.Core.view.gpus["n1-gpu-0"]; len(gs.g.Allocs) != 0 {
 		t.Fatalf("the view still holds %v", gs.g.Allocs)
 	}
+	// Asked meanwhile, the job says why it runs on no GPU.
+	if s := h.JobState(rep.JobID); s.State != events.JobRunning || len(s.GPUIDs) != 0 ||
+		!strings.Contains(s.Reason, "being stopped") || !strings.Contains(s.Reason, "n1-gpu-0") {
+		t.Fatalf("while its stop is in flight: %s on %v, reason %q; want running on no GPU, being stopped, waiting for n1-gpu-0", s.State, s.GPUIDs, s.Reason)
+	}
 	h.Deliver()
 	var info events.JobInfo
 	json.Unmarshal(h.Replies[cancel], &info)

@@ -674,6 +674,9 @@ func (j *job) info(now time.Time, tr *training, history bool) events.JobInfo {
 		in.Duration, in.JobType, in.Steps = "", j.spec.JobType, j.spec.Steps
 	}
 	in.FinishS = j.finishS
+	if j.stopping != nil {
+		in.Reason = j.stopping.why()
+	}
 	if history {
 		in.History, in.HistoryDropped = j.history, j.historyDropped
 	}

@@ -2,6 +2,7 @@ package core
 
 import (
 	"slices"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -64,6 +65,17 @@ type stopping struct {
 	// pace): what it settles when no answer and no lastKnown say.
 	estimate float64
 	then     func()
+}
+
+// why is what job.get says of a job whose stop is in flight: it counts
+// as running, on no GPU, until the GPUs asked say how far it got (or do
+// not answer in time), and only then is it preempted, lost or cancelled.
+func (st *stopping) why() string {
+	gpus := make([]string, len(st.calls))
+	for i, c := range st.calls {
+		gpus[i] = c.gpu
+	}
+	return "being stopped (" + st.op + "): waiting for " + strings.Join(gpus, ",") + " to say how far it got"
 }
 
 // stop ends a running job's shares with op (preempt or release) without
