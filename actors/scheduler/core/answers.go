@@ -12,10 +12,9 @@ import (
 
 // answers are the answers to the requests that read: job.get, job.list,
 // job.explain, cluster.snapshot (with the walk of the cluster it reuses,
-// layout) and the metrics. They decide nothing themselves, but reading
-// the metrics has recovery settle what the GPUs read so far allow
-// (resumingJobs): a job the journal said ran and no GPU runs may be
-// re-queued as lost then, as at any step.
+// layout) and the metrics. They decide nothing and change no job: the
+// metrics count a restart's jobs still being re-learned as they stand
+// (recovery.stillResuming), without settling them.
 type answers struct {
 	layout snapshotLayout
 

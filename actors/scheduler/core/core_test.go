@@ -3141,6 +3141,11 @@ func TestARestartsReadThatANewerStatusOvertookIsAskedAgain(t *testing.T) {
 	full := newer
 	full.Change, full.JobID = "", ""
 	h2.Step(Input{Msg: &Msg{Subject: again[0].Reply, Data: encode(events.ControlReply{OK: true, Status: &full})}})
+	// Reading the metrics changes no job: the GPU has accounted for the
+	// job now, but it is settled by a step that settles, not by a read.
+	if m := h2.Core.answer.metrics(); !m.Settling || h2.Core.stats.lostJobs != 0 {
+		t.Fatalf("after the metrics were read: settling %v, %d jobs lost; want settling, none lost by the read", m.Settling, h2.Core.stats.lostJobs)
+	}
 	h2.Step(Input{Timer: TimerAging}) // when journaled jobs are settled
 	if h2.Core.stats.lostJobs != 1 {
 		t.Fatalf("lost %d jobs after the GPU was read again, want 1", h2.Core.stats.lostJobs)

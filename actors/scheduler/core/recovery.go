@@ -153,6 +153,16 @@ func (rc *recovery) resumingJobs() int {
 	// What the GPUs read since says may settle some (relearning is an
 	// upper bound until then).
 	rc.settleJournaled()
+	return rc.stillResuming()
+}
+
+// stillResuming is resumingJobs without settling first: what a read (the
+// metrics) may ask, changing no job. It may count a job the GPUs read so
+// far have accounted for, which the next step that settles re-queues.
+func (rc *recovery) stillResuming() int {
+	if !rc.owed.owes() {
+		return 0
+	}
 	n := len(rc.owed.journaled) + rc.owed.relearning
 	if n == 0 || rc.owed.since(rc.clock.wall) > rc.owed.lease {
 		return 0

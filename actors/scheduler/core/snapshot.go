@@ -272,7 +272,7 @@ func (an *answers) metrics() events.Metrics {
 	m.EnergyKWh = t.EnergyJ / 3.6e6
 	m.JobsRunning = an.running.len()
 	m.GPUsUnknown = len(unknownNodes(an.nodes, an.view, an.owed.journaled))
-	m.Settling = m.GPUsUnknown > 0 || an.recovery.resumingJobs() > 0
+	m.Settling = m.GPUsUnknown > 0 || an.recovery.stillResuming() > 0
 	return m
 }
 
