@@ -772,12 +772,13 @@ func (s *Scheduler) faultNow() time.Time {
 }
 
 // armFaultEnd arms the timer that ends a hang or a partition on a virtual
-// clock after d (a later fault's end replaces an earlier one's: a
-// partition that begins in a hang lasts the hang until the partition
-// ends, and a hang that begins in a partition heals the partition at the
-// first thing handled after its end — known, and kept: notes/
-// 2026-12-08-scheduler-fault-ends.md says what ending each at its own end
-// exposed).
+// clock after d. A later fault's end replaces an earlier one's: a
+// partition that begins in a hang lengthens the hang to the partition's
+// end; a hang that begins in a partition takes the partition's timer, and
+// the partition heals at the first thing handled after the partition's
+// end. Known and kept: ending each at its own end woke schedulers still
+// cut off and exposed an order dependence
+// (docs/notes/2026-12-08-scheduler-fault-ends.md).
 func (s *Scheduler) armFaultEnd(d time.Duration) {
 	if s.faultEnd != nil {
 		s.faultEnd.Stop()
