@@ -2996,6 +2996,59 @@ func TestAGangWhoseGPUsBothRejoinKeepsWhatTheyStoppedItAt(t *testing.T) {
 	}
 }
 
+// TestAGangWhoseGPUsRejoinUnheardKeepsItsLeastSharesLastStatus: both
+// GPUs of a gang rejoin at one instant without it and answer no stop (a
+// scheduler that woke from a hang still cut off reads them so). The gang
+// keeps the least of its shares' last statuses (2,500 s, to its
+// checkpoint: 1,800 s) whichever rejoin is read first. Before, the first
+// one read started the stop and the second found nothing of the job to
+// lose: 1,800 s one way, 2,700 s the other.
+func TestAGangWhoseGPUsRejoinUnheardKeepsItsLeastSharesLastStatus(t *testing.T) {
+	lastStatus := map[string]float64{"n1-gpu-0": 2500, "n1-gpu-1": 3000}
+	var kept []events.JobInfo
+	for _, reverse := range []bool{false, true} {
+		h := newHarness(t, Config{})
+		h.AddGPU("n1", "n1-gpu-0", "A100-40GB")
+		h.AddGPU("n1", "n1-gpu-1", "A100-40GB")
+		r := h.Submit(spec("gang", "10GB", "gpus", 2, "duration", "3h", "checkpoint", "15m"))
+		if r.State != events.JobPlaced || len(r.GPUs) != 2 {
+			t.Fatalf("submit: %+v, want placed on both GPUs", r)
+		}
+		h.Advance(55 * time.Minute)
+		for _, gpu := range []string{"n1-gpu-0", "n1-gpu-1"} {
+			st := h.GPUs[gpu].Status
+			st.Jobs = slices.Clone(st.Jobs)
+			for i := range st.Jobs {
+				st.Jobs[i].ProgressS = lastStatus[gpu]
+			}
+			st.Version++
+			h.GPUEvent(st, events.GPUStatusType)
+		}
+		h.Advance(12 * time.Minute)
+		order := []string{"n1-gpu-0", "n1-gpu-1"}
+		if reverse {
+			slices.Reverse(order)
+		}
+		for _, gpu := range order {
+			h.Unanswered[gpu] = true
+			g := &h.GPUs[gpu].Status
+			g.Jobs, g.VRAMUsed, g.Incarnation, g.Version, g.Change = nil, 0, 2, 0, events.ChangeRejoined
+		}
+		for _, gpu := range order {
+			h.GPUEvent(h.GPUs[gpu].Status, events.GPUUp)
+		}
+		h.Advance(time.Minute) // past the call timeout: the stop settles unanswered
+		h.Step(Input{Timer: TimerCalls})
+		kept = append(kept, h.JobState(r.JobID))
+	}
+	for i, k := range kept {
+		if k.State != events.JobQueued || k.ProgressS != 1800 {
+			t.Errorf("read in order %d: the gang is %s at %v s; want queued at 1800 s (the least share's last status, 2500 s, to its checkpoint)",
+				i, k.State, k.ProgressS)
+		}
+	}
+}
+
 // TestADescribeInFlightGrantsTheLeaseOfAHeartbeatThatNamedItsGPU: a
 // restarted scheduler asks the GPUs its journal names before any
 // heartbeat comes (a describe with no beat). A heartbeat then names one of

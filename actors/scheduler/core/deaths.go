@@ -102,8 +102,8 @@ func (s *Core) requeueLost(j *job, lostAt float64, reason string) {
 // incarnation without it. That GPU stopped it itself and its answer to
 // the stop says at what progress; lastKnown (the progress of the GPU's
 // last status, which may be far older) stands in only when no answer
-// says. As a bound, that status made a gang whose GPUs all came back at
-// one instant keep the progress of whichever was read first.
+// says; a gang's other shares that rejoin while the stop is in flight
+// lower it to theirs (stops.rejoined).
 func (s *Core) requeueRejoined(j *job, lastKnown float64, reason string) {
 	s.requeue(j, -1, lastKnown, reason)
 }

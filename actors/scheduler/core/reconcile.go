@@ -263,6 +263,7 @@ func (s *Core) applyStatus(st events.GPUStatus, at time.Time) {
 		// The GPU restarted or rejoined: what ran on its old incarnation is
 		// gone (a crash reported down already; a rejoin after a lost lease
 		// stopped its jobs itself).
+		s.stops.rejoined(st.GPU, gs.status.Jobs) // a gang's other shares, stopped already
 		if lost := s.running.jobsOn(st.GPU, st.Incarnation-1, gs.status.Jobs, s.now); len(lost) > 0 {
 			s.loseGPU(gs, lost, true, "GPU "+st.GPU+" on "+st.Node+" came back as incarnation "+strconv.Itoa(st.Incarnation)+" without it")
 		}

@@ -67,6 +67,28 @@ type stopping struct {
 	then     func()
 }
 
+// rejoined bounds each stop in flight that asked gpu, now back as a new
+// incarnation without its jobs, by what its last status (last) said of
+// the stopped job: a gang
+// whose GPUs rejoined is no further on than its least-advanced share.
+// The first rejoin read starts the stop and takes the job off the running
+// list, so a later one finds nothing of it to lose; without this the
+// gang kept the last status of whichever share was read first, when no
+// answer to the stop came to say more (a scheduler that wakes from a hang
+// still cut off reads every rejoin at once).
+func (t *stops) rejoined(gpu string, last []events.GPUJob) {
+	for _, st := range t.inFlight {
+		if st.lastKnown < 0 || !slices.ContainsFunc(st.calls, func(c ctlCall) bool { return c.gpu == gpu }) {
+			continue
+		}
+		for _, gj := range last {
+			if gj.JobID == st.job.id {
+				st.lastKnown = min(st.lastKnown, gj.ProgressS)
+			}
+		}
+	}
+}
+
 // why is what job.get says of a job whose stop is in flight: it counts
 // as running, on no GPU, until the GPUs asked say how far it got (or do
 // not answer in time), and only then is it preempted, lost or cancelled.
