@@ -2947,6 +2947,32 @@ func TestAStopWaitingForAHungGPUHoldsUpNoOtherJob(t *testing.T) {
 	}
 }
 
+// gangOnTwoGPUs is a harness with two GPUs on node n1 and a 2-GPU gang
+// (3 h, checkpoints every 15 min) placed on both.
+func gangOnTwoGPUs(t *testing.T) (*Harness, events.SubmitReply) {
+	t.Helper()
+	h := newHarness(t, Config{})
+	h.AddGPU("n1", "n1-gpu-0", "A100-40GB")
+	h.AddGPU("n1", "n1-gpu-1", "A100-40GB")
+	r := h.Submit(spec("gang", "10GB", "gpus", 2, "duration", "3h", "checkpoint", "15m"))
+	if r.State != events.JobPlaced || len(r.GPUs) != 2 {
+		t.Fatalf("submit: %+v, want placed on both GPUs", r)
+	}
+	return h, r
+}
+
+// reportProgress has gpu send a status (its next version) saying each job
+// it runs is at progress seconds.
+func reportProgress(h *Harness, gpu string, progress float64) {
+	st := h.GPUs[gpu].Status
+	st.Jobs = slices.Clone(st.Jobs)
+	for i := range st.Jobs {
+		st.Jobs[i].ProgressS = progress
+	}
+	st.Version++
+	h.GPUEvent(st, events.GPUStatusType)
+}
+
 // TestAGangWhoseGPUsBothRejoinKeepsWhatTheyStoppedItAt: a gang on two GPUs
 // whose last statuses are 50 minutes apart (one from its placement, the
 // other at 3,000 s) comes back on both as new incarnations at one instant,
@@ -2958,21 +2984,9 @@ func TestAGangWhoseGPUsBothRejoinKeepsWhatTheyStoppedItAt(t *testing.T) {
 	stoppedAt := map[string]float64{"n1-gpu-0": 3700, "n1-gpu-1": 3650}
 	var kept []events.JobInfo
 	for _, reverse := range []bool{false, true} {
-		h := newHarness(t, Config{})
-		h.AddGPU("n1", "n1-gpu-0", "A100-40GB")
-		h.AddGPU("n1", "n1-gpu-1", "A100-40GB")
-		r := h.Submit(spec("gang", "10GB", "gpus", 2, "duration", "3h", "checkpoint", "15m"))
-		if r.State != events.JobPlaced || len(r.GPUs) != 2 {
-			t.Fatalf("submit: %+v, want placed on both GPUs", r)
-		}
+		h, r := gangOnTwoGPUs(t)
 		h.Advance(50 * time.Minute)
-		st := h.GPUs["n1-gpu-1"].Status
-		st.Jobs = slices.Clone(st.Jobs)
-		for i := range st.Jobs {
-			st.Jobs[i].ProgressS = 3000
-		}
-		st.Version++
-		h.GPUEvent(st, events.GPUStatusType)
+		reportProgress(h, "n1-gpu-1", 3000)
 		h.Advance(12 * time.Minute)
 		order := []string{"n1-gpu-0", "n1-gpu-1"}
 		if reverse {
@@ -3007,22 +3021,10 @@ func TestAGangWhoseGPUsRejoinUnheardKeepsItsLeastSharesLastStatus(t *testing.T) 
 	lastStatus := map[string]float64{"n1-gpu-0": 2500, "n1-gpu-1": 3000}
 	var kept []events.JobInfo
 	for _, reverse := range []bool{false, true} {
-		h := newHarness(t, Config{})
-		h.AddGPU("n1", "n1-gpu-0", "A100-40GB")
-		h.AddGPU("n1", "n1-gpu-1", "A100-40GB")
-		r := h.Submit(spec("gang", "10GB", "gpus", 2, "duration", "3h", "checkpoint", "15m"))
-		if r.State != events.JobPlaced || len(r.GPUs) != 2 {
-			t.Fatalf("submit: %+v, want placed on both GPUs", r)
-		}
+		h, r := gangOnTwoGPUs(t)
 		h.Advance(55 * time.Minute)
 		for _, gpu := range []string{"n1-gpu-0", "n1-gpu-1"} {
-			st := h.GPUs[gpu].Status
-			st.Jobs = slices.Clone(st.Jobs)
-			for i := range st.Jobs {
-				st.Jobs[i].ProgressS = lastStatus[gpu]
-			}
-			st.Version++
-			h.GPUEvent(st, events.GPUStatusType)
+			reportProgress(h, gpu, lastStatus[gpu])
 		}
 		h.Advance(12 * time.Minute)
 		order := []string{"n1-gpu-0", "n1-gpu-1"}

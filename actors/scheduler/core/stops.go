@@ -69,8 +69,8 @@ type stopping struct {
 
 // rejoined bounds each stop in flight that asked gpu, now back as a new
 // incarnation without its jobs, by what its last status (last) said of
-// the stopped job: a gang
-// whose GPUs rejoined is no further on than its least-advanced share.
+// the stopped job: a gang whose GPUs rejoined is no further on than its
+// least-advanced share.
 // The first rejoin read starts the stop and takes the job off the running
 // list, so a later one finds nothing of it to lose; without this the
 // gang kept the last status of whichever share was read first, when no
